@@ -1,0 +1,149 @@
+//! `RequestRecord`: one observed request, the single stream every consumer reads
+//! (progress, metrics, store). Times are offsets from the run's start instant.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Which part of a run a request belongs to. Only `Measured` requests count in metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Sent before the measured requests to fill the slots (closed loop) or warm the path.
+    Warmup,
+    /// The unmeasured pass that sends a warm run's request set once before measuring it.
+    Priming,
+    /// Counted in every metric.
+    Measured,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Priming => "priming",
+            Phase::Measured => "measured",
+        }
+    }
+}
+
+/// How a request ended. A failed request is data, never an error that aborts a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// HTTP 200 and a complete, well-formed response.
+    Ok,
+    /// The connection could not be made (refused, reset before the response, DNS).
+    Connect,
+    /// Connect, idle-read or total timeout.
+    Timeout,
+    /// The server answered with a non-200 status (see `http_status`, `error`).
+    Http,
+    /// The stream ended early: closed without `[DONE]`, or an error object mid-stream.
+    StreamBroken,
+    /// The body or a chunk could not be parsed.
+    BadBody,
+    /// Never completed because the run was stopped (Ctrl-C, duration with no grace left).
+    Cancelled,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Ok,
+        Outcome::Connect,
+        Outcome::Timeout,
+        Outcome::Http,
+        Outcome::StreamBroken,
+        Outcome::BadBody,
+        Outcome::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Connect => "connect",
+            Outcome::Timeout => "timeout",
+            Outcome::Http => "http",
+            Outcome::StreamBroken => "stream_broken",
+            Outcome::BadBody => "bad_body",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.as_str() == text)
+    }
+}
+
+/// Token counts as the server reported them in `usage`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: Option<u32>,
+    pub completion_tokens: Option<u32>,
+    /// `usage.prompt_tokens_details.cached_tokens`; `None` when the server did not say.
+    pub cached_tokens: Option<u32>,
+}
+
+/// One request, as observed by the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Position of the request in the run's request list (warmup and measured alike).
+    pub index: u64,
+    /// Which item of the run's request set was sent (several requests may reuse one).
+    pub item: u64,
+    pub phase: Phase,
+    /// When the schedule wanted the request sent (closed loop: when its slot freed).
+    pub intended: Duration,
+    /// When the request was handed to the connection.
+    pub sent: Duration,
+    /// Arrival of the first chunk that carried any choice/delta (vLLM's and EvalScope's TTFT point).
+    pub first_chunk: Option<Duration>,
+    /// Arrival of every chunk with non-empty output content, in order. The first is perfplan's TTFT point.
+    pub content_times: Vec<Duration>,
+    /// When the last byte of the response arrived (or the failure was observed).
+    pub end: Duration,
+    pub outcome: Outcome,
+    pub http_status: Option<u16>,
+    /// First few hundred bytes of an error body or message.
+    pub error: Option<String>,
+    pub finish_reason: Option<String>,
+    pub usage: Usage,
+    /// The generated text, kept so the client can count tokens when usage is missing
+    /// and so multi-turn runs can append it to the conversation.
+    pub output_text: String,
+    /// Output tokens counted by the client's tokenizer (filled in after the engine).
+    pub client_output_tokens: Option<u32>,
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+}
+
+impl RequestRecord {
+    /// Time to first token under perfplan's definition: the first non-empty content chunk.
+    pub fn ttft(&self) -> Option<Duration> {
+        let first = *self.content_times.first()?;
+        Some(first.saturating_sub(self.sent))
+    }
+
+    /// Sent → last content chunk (streamed) or end (non-streamed).
+    pub fn latency(&self) -> Duration {
+        self.content_times
+            .last()
+            .copied()
+            .unwrap_or(self.end)
+            .saturating_sub(self.sent)
+    }
+
+    /// Send lateness: actual minus intended send time.
+    pub fn lateness(&self) -> Duration {
+        self.sent.saturating_sub(self.intended)
+    }
+
+    /// Output tokens: the server's figure, else the client's count. The flag says "estimated".
+    pub fn output_tokens(&self) -> Option<(u32, bool)> {
+        match (self.usage.completion_tokens, self.client_output_tokens) {
+            (Some(n), _) => Some((n, false)),
+            (None, Some(n)) => Some((n, true)),
+            (None, None) => None,
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The flat metric vocabulary of DESIGN.md ("Metric names"), used by `[report]`,
+//! `[gates]`, `--metrics`, CSV columns and the JSON output.
+
+/// Distributions: `<quantity>_<statistic>`.
+pub const QUANTITIES: [&str; 8] = [
+    "ttft",
+    "tpot",
+    "itl",
+    "latency",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "lateness",
+];
+
+pub const STATISTICS: [&str; 14] = [
+    "mean", "stdev", "min", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "p999",
+    "max",
+];
+
+/// Scalars, one value per run.
+pub const SCALARS: [&str; 13] = [
+    "requests_ok",
+    "requests_failed",
+    "success_ratio",
+    "duration_s",
+    "rps",
+    "output_tps",
+    "total_tps",
+    "goodput_rps",
+    "cache_hit_ratio",
+    "server_cache_hit_ratio",
+    "client_cpu_ratio",
+    "input_tps",
+    "inputs_per_s",
+];
+
+/// Quantities measured in milliseconds (in JSON and CSV).
+pub fn is_time_quantity(quantity: &str) -> bool {
+    matches!(quantity, "ttft" | "tpot" | "itl" | "latency" | "lateness")
+}
+
+/// Every metric name, distributions first, in a fixed order.
+pub fn all_names() -> Vec<String> {
+    let mut names = Vec::with_capacity(QUANTITIES.len() * STATISTICS.len() + SCALARS.len());
+    for q in QUANTITIES {
+        for s in STATISTICS {
+            names.push(format!("{q}_{s}"));
+        }
+    }
+    names.extend(SCALARS.iter().map(|s| s.to_string()));
+    names
+}
+
+/// Whether `name` is in the vocabulary.
+pub fn is_metric(name: &str) -> bool {
+    if SCALARS.contains(&name) {
+        return true;
+    }
+    QUANTITIES.iter().any(|q| {
+        name.strip_prefix(q)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|stat| STATISTICS.contains(&stat))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vocabulary_is_consistent() {
+        let names = all_names();
+        assert_eq!(names.len(), 8 * 14 + SCALARS.len());
+        assert!(names.iter().all(|n| is_metric(n)));
+        assert!(is_metric("ttft_p99"));
+        assert!(is_metric("cached_tokens_mean"));
+        assert!(!is_metric("ttft_p98"));
+        assert!(!is_metric("tokens_mean"));
+    }
+}

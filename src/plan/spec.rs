@@ -1,0 +1,487 @@
+//! The plan as written: serde + schemars types, one schema for TOML and YAML.
+//! `*Spec` types hold what the user wrote; validation and resolution happen elsewhere.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::sim::SimConfig;
+use crate::units::HumanDuration;
+
+/// A whole plan file (after imports are merged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanSpec {
+    /// Other plan files whose tables are merged into this one (paths relative to this file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<String>,
+    pub plan: PlanMeta,
+    /// Servers to benchmark, by name.
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, EndpointSpec>,
+    /// Models, by name.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSpec>,
+    /// Request sources, by name.
+    #[serde(default)]
+    pub datasets: BTreeMap<String, DatasetSpec>,
+    /// Request settings for every run unless an axis overrides them.
+    #[serde(default)]
+    pub defaults: RequestSpec,
+    /// The axes whose cartesian product gives the runs, with `exclude` and `include`.
+    #[serde(default)]
+    pub matrix: crate::plan::matrix::MatrixSpec,
+    /// Per-request service-level objectives; goodput counts requests that meet all of them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub slo: BTreeMap<String, String>,
+    #[serde(default)]
+    pub report: ReportSpec,
+    /// Sign-off gates: metric name → condition (`"<= 2s"`, `">= 0.999"`, `">= -5%"` against a baseline).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gates: BTreeMap<String, String>,
+}
+
+/// `[plan]`: the suite's identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanMeta {
+    /// Names the output folder (`outputs/<name>/…`).
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Every random choice derives from it.
+    #[serde(default)]
+    pub seed: u64,
+    /// Idle time between two runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_between_runs: Option<HumanDuration>,
+    /// Whose TTFT/latency rules the reported metrics follow.
+    #[serde(default)]
+    pub metric_definitions: MetricDefinitions,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricDefinitions {
+    /// First non-empty content chunk; latency ends at the last content chunk.
+    #[default]
+    Perfplan,
+    /// EvalScope perf's rules.
+    Evalscope,
+    /// `vllm bench serve`'s rules.
+    Vllm,
+}
+
+/// Which OpenAI API a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApiSpec {
+    Chat,
+    Completions,
+    Responses,
+    Embeddings,
+    Rerank,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheSetting {
+    On,
+    Off,
+    #[default]
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheState {
+    /// Prompts the server has never seen (the dataset seed is mixed with the run id).
+    #[default]
+    Cold,
+    /// The identical request set is sent once unmeasured, then measured.
+    Warm,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResetCacheBefore {
+    #[default]
+    Never,
+    EachRun,
+    EachCacheState,
+}
+
+/// `[endpoints.NAME]`: one server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    /// `http://host:port` (without `/v1`), or `sim://NAME` for the built-in simulator.
+    pub base_url: String,
+    /// Default API for this endpoint's runs (an `api` axis overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<ApiSpec>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// How the server was started: with prefix caching `on`, `off`, or `unknown`.
+    #[serde(default)]
+    pub prefix_cache: CacheSetting,
+    /// Request fields this server rejects; they are never sent to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reject_fields: Vec<String>,
+    #[serde(default)]
+    pub timeouts: TimeoutsSpec,
+    /// Probe `GET /v1/models` before the first run.
+    #[serde(default = "yes")]
+    pub connection_test: bool,
+    /// Settings of the built-in simulator when `base_url = "sim://NAME"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim: Option<SimConfig>,
+    /// A shell command that starts the server before this endpoint's runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<String>,
+    /// URL polled until it answers 200 after `launch` (default `<base_url>/v1/models`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_timeout: Option<HumanDuration>,
+    /// A shell command that stops the server (default: terminate the launched process group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+    /// How to empty the server's prefix cache: `"POST /reset_prefix_cache"` or a shell command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_cache: Option<String>,
+    #[serde(default)]
+    pub reset_cache_before: ResetCacheBefore,
+    /// Prometheus counter names for the server-side cache hit ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<ServerMetricsSpec>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutsSpec {
+    #[serde(default = "default_connect")]
+    pub connect: HumanDuration,
+    /// Longest wait for the next byte of a response.
+    #[serde(default = "default_read")]
+    pub read: HumanDuration,
+    /// Longest whole request.
+    #[serde(default = "default_total")]
+    pub total: HumanDuration,
+}
+
+fn default_connect() -> HumanDuration {
+    HumanDuration(std::time::Duration::from_secs(10))
+}
+fn default_read() -> HumanDuration {
+    HumanDuration(std::time::Duration::from_secs(120))
+}
+fn default_total() -> HumanDuration {
+    HumanDuration(std::time::Duration::from_secs(1800))
+}
+
+impl Default for TimeoutsSpec {
+    fn default() -> Self {
+        TimeoutsSpec {
+            connect: default_connect(),
+            read: default_read(),
+            total: default_total(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerMetricsSpec {
+    #[serde(default = "default_metrics_path")]
+    pub path: String,
+    pub cache_hits: String,
+    pub cache_queries: String,
+}
+
+fn default_metrics_path() -> String {
+    "/metrics".to_string()
+}
+
+/// `[models.NAME]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// The name the server knows the model by (default: the table's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_name: Option<String>,
+    /// Folder with `tokenizer.json` (+ `tokenizer_config.json`), or a `tokenizer.json` path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
+    /// Whether chat prompts are counted through the chat template.
+    #[serde(default)]
+    pub chat_template: ChatTemplateMode,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatTemplateMode {
+    /// Use the template when the tokenizer folder has one.
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+/// A token count: fixed, or uniform in `{min, max}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TokenRange {
+    Fixed(u32),
+    Range { min: u32, max: u32 },
+}
+
+impl TokenRange {
+    pub fn max(self) -> u32 {
+        match self {
+            TokenRange::Fixed(n) => n,
+            TokenRange::Range { max, .. } => max,
+        }
+    }
+    pub fn min(self) -> u32 {
+        match self {
+            TokenRange::Fixed(n) => n,
+            TokenRange::Range { min, .. } => min,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetKind {
+    Random,
+    Prompt,
+    Lines,
+    Jsonl,
+    Sharegpt,
+    RandomMultiTurn,
+    Conversations,
+    Trace,
+    RandomImages,
+    Images,
+    RandomEmbedding,
+    Embedding,
+    RandomRerank,
+    Rerank,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefixRole {
+    System,
+    User,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InputLenMode {
+    /// Cut prompts longer than the target.
+    Cap,
+    /// Drop prompts longer than the target.
+    Drop,
+}
+
+/// `[datasets.NAME]`: one request source. Which keys apply depends on `kind`
+/// (see the README's dataset table); a key that does not apply is an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    pub kind: DatasetKind,
+    /// Prompt length in tokens (`random`, …): fixed or `{min, max}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<TokenRange>,
+    /// Tokens shared by every request of a run, counted inside `input_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_tokens: Option<u32>,
+    /// `prompt`: the prompt text, or `"@path"` to read it from a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// File datasets: the file (relative to the plan file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// `jsonl`: the field holding the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Real text cut to the token budget and put before each prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_file: Option<String>,
+    /// With `prefix_file`: every request is exactly this many tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_input_len: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_role: Option<PrefixRole>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_len_mode: Option<InputLenMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_input_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_tokens: Option<u32>,
+    /// Multi-turn: turns per conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<TokenRange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_tokens: Option<TokenRange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assistant_tokens: Option<TokenRange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_time: Option<HumanDuration>,
+    /// Trace replay speed-up (2 = twice as fast).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_mapping: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_output_length: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
+    /// Image format: `png` or `jpeg`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images_per_request: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_tokens: Option<u32>,
+    /// Embeddings: inputs per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_documents: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document_length_ratio: Option<f64>,
+}
+
+/// A stop sequence or a list of them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StopSpec {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// `[defaults]`: request settings. Only what is set here (or by an axis) is sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSpec {
+    /// `max_tokens`: fixed or `{min, max}` per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<TokenRange>,
+    /// Send the output limit as `max_completion_tokens` instead of `max_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_token_ids: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition_penalty: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_eos: Option<bool>,
+    /// Stream the response (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// Free-form fields added to every request body as written (`chat_template_kwargs`, …).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+    /// A minijinja template of the whole request body (`model`, `prompt`, `messages`, every setting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_template: Option<String>,
+}
+
+/// How arrivals are spaced in an open loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    #[default]
+    Poisson,
+    /// Gamma-distributed gaps with shape `burstiness` (1 = Poisson, < 1 burstier).
+    Gamma,
+    Constant,
+}
+
+/// Warmup requests: a count, or a share of the measured requests (`"10%"`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum WarmupSpec {
+    Count(u32),
+    Share(String),
+}
+
+/// One load tier: closed loop (`concurrency`) or open loop (`rate`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    /// Closed loop: requests in flight at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Open loop: arrivals per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Measured requests (warmup not included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupSpec>,
+    /// Soft stop: no new requests after it; in-flight ones finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<HumanDuration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burstiness: Option<f64>,
+    /// Open loop: most requests in flight at once (unbounded when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<u32>,
+}
+
+/// `[report]`: the default pivot of `perfplan report`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSpec {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
+}

@@ -1,0 +1,1 @@
+//! planner (being built).
