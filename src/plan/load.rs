@@ -1,0 +1,197 @@
+//! Loading a plan: read the file (TOML or YAML by extension), merge its imports, expand
+//! `${VAR}`, apply `--set`, validate against the schema, deserialize, and check the
+//! semantics — reporting every problem at once, located.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::diag::{Diagnostic, Report, Sources, Span};
+use super::node::{Node, Step};
+use super::spec::PlanSpec;
+use super::{imports, interp, semantic, set, toml_src, validate, yaml_src};
+
+/// Largest plan file read.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Deepest chain of imports.
+const MAX_IMPORT_DEPTH: usize = 8;
+
+/// How to load: `--set` overrides and where environment variables come from.
+pub struct LoadOptions<'a> {
+    pub sets: Vec<String>,
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// The process environment, for `LoadOptions::env`.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// A plan that loaded: its types, the tree (for locating later problems), the texts it
+/// was read from, and its warnings.
+#[derive(Debug, Clone)]
+pub struct LoadedPlan {
+    pub spec: PlanSpec,
+    pub tree: Node,
+    pub report: Report,
+    /// The plan file.
+    pub path: PathBuf,
+    /// Folder of the plan file: relative dataset and import paths start here.
+    pub base_dir: PathBuf,
+    /// The `--set` overrides as given.
+    pub sets: Vec<String>,
+}
+
+impl LoadedPlan {
+    /// The texts of the plan file and its imports (not the `--set` pseudo-files).
+    pub fn file_texts(&self) -> Vec<(String, String)> {
+        self.report
+            .sources
+            .files
+            .iter()
+            .filter(|s| s.name != "--set")
+            .map(|s| (s.name.clone(), s.text.clone()))
+            .collect()
+    }
+
+    /// Where a path of the plan is written, for diagnostics found after loading.
+    pub fn locate(&self, path: &[Step]) -> Span {
+        self.tree.locate(path)
+    }
+}
+
+/// The JSON Schema of a plan, as `perfplan schema` prints it.
+pub fn plan_schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(PlanSpec)).unwrap_or(Value::Null)
+}
+
+/// Loads and checks a plan. On failure the report holds every error (and warning).
+pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Report> {
+    let mut report = Report::default();
+    let tree = read_tree(path, opts, &mut report);
+    let Some(tree) = tree.filter(|_| !report.has_errors()) else {
+        return Err(report);
+    };
+    let spec = match deserialize(&tree) {
+        Ok(spec) => spec,
+        Err(d) => {
+            report.diagnostics.push(d);
+            return Err(report);
+        }
+    };
+    report.diagnostics.extend(semantic::check(&spec, &tree));
+    if report.has_errors() {
+        return Err(report);
+    }
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok(LoadedPlan { spec, tree, report, path: path.to_path_buf(), base_dir, sets: opts.sets.clone() })
+}
+
+fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option<Node> {
+    let mut diags = Vec::new();
+    let mut tree = read_file(path, &mut report.sources, &mut diags, 0)?;
+    report.diagnostics.append(&mut diags);
+    report.diagnostics.extend(interp::interpolate(&mut tree, opts.env));
+    let schema = plan_schema();
+    for arg in &opts.sets {
+        if let Err(d) = set::apply(&mut tree, arg, &schema, &mut report.sources) {
+            report.diagnostics.push(d);
+        }
+    }
+    if report.has_errors() {
+        return None;
+    }
+    report.diagnostics.extend(validate::check(&schema, &tree));
+    Some(tree)
+}
+
+fn read_file(path: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>, depth: usize) -> Option<Node> {
+    let shown = path.display().to_string();
+    let text = match read_text(path) {
+        Ok(text) => text,
+        Err(msg) => {
+            diags.push(Diagnostic::error(format!("cannot read plan `{shown}`: {msg}"), None));
+            return None;
+        }
+    };
+    let file = sources.add(shown.clone(), text);
+    let text = &sources.files[file].text;
+    let parsed = match path.extension().and_then(|e| e.to_str()) {
+        Some("toml") => toml_src::parse(file, text),
+        Some("yaml") | Some("yml") => yaml_src::parse(file, text),
+        _ => Err(Diagnostic::error(
+            format!("cannot tell the format of `{shown}`: name the file *.toml, *.yaml or *.yml"),
+            None,
+        )),
+    };
+    let mut tree = match parsed {
+        Ok(tree) => tree,
+        Err(d) => {
+            diags.push(d);
+            return None;
+        }
+    };
+    if !matches!(tree.kind, super::node::NodeKind::Map(_)) {
+        diags.push(Diagnostic::error("a plan must be a table of sections ([plan], [endpoints.NAME], …)", Some(tree.span)));
+        return None;
+    }
+    let imports = match imports::take_imports(&mut tree) {
+        Ok(list) => list,
+        Err(d) => {
+            diags.push(d);
+            return Some(tree);
+        }
+    };
+    for (rel, span) in imports {
+        if depth >= MAX_IMPORT_DEPTH {
+            diags.push(Diagnostic::error(format!("imports nested deeper than {MAX_IMPORT_DEPTH} (a cycle?)"), Some(span)));
+            continue;
+        }
+        let target = path.parent().unwrap_or(Path::new("")).join(&rel);
+        let mut sub = Vec::new();
+        match read_file(&target, sources, &mut sub, depth + 1) {
+            Some(other) => imports::merge(&mut tree, other, sources, &mut Vec::new(), diags),
+            None => {
+                for mut d in sub.drain(..) {
+                    if d.span.is_none() {
+                        d.span = Some(span);
+                    }
+                    diags.push(d);
+                }
+            }
+        }
+        diags.append(&mut sub);
+    }
+    Some(tree)
+}
+
+fn read_text(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a file".to_string());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("larger than {} MiB", MAX_FILE_BYTES / (1024 * 1024)));
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}
+
+fn deserialize(tree: &Node) -> Result<PlanSpec, Diagnostic> {
+    let json = tree.to_json();
+    serde_path_to_error::deserialize(json).map_err(|err| {
+        let steps: Vec<Step> = err
+            .path()
+            .iter()
+            .filter_map(|seg| match seg {
+                serde_path_to_error::Segment::Seq { index } => Some(Step::Index(*index)),
+                serde_path_to_error::Segment::Map { key } => Some(Step::Key(key.clone())),
+                serde_path_to_error::Segment::Enum { variant } => Some(Step::Key(variant.clone())),
+                serde_path_to_error::Segment::Unknown => None,
+            })
+            .collect();
+        let span = tree.value_span(&steps).unwrap_or_else(|| tree.locate(&steps));
+        let at = super::node::path_text(&steps);
+        Diagnostic::error(format!("invalid value in `{at}`: {}", err.inner()), Some(span))
+    })
+}

@@ -1,0 +1,173 @@
+//! Checks beyond the schema: impossible settings, keys that do not apply to a dataset's
+//! kind, unknown metric names. Matrix references are checked by the planner, which
+//! knows the runs.
+
+use super::diag::{suggest, Diagnostic};
+use super::node::{Node, Step};
+use super::spec::{DatasetKind, DatasetSpec, PlanSpec};
+use crate::metrics::names;
+
+fn key(path: &[&str]) -> Vec<Step> {
+    path.iter().map(|s| Step::Key(s.to_string())).collect()
+}
+
+/// Every semantic problem of a deserialized plan.
+pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    for (section, empty) in [
+        ("endpoints", spec.endpoints.is_empty()),
+        ("models", spec.models.is_empty()),
+        ("datasets", spec.datasets.is_empty()),
+    ] {
+        if empty {
+            diags.push(
+                Diagnostic::error(format!("the plan defines no {section}"), Some(tree.span))
+                    .with_help(format!("add a [{section}.NAME] table")),
+            );
+        }
+    }
+    for (name, ep) in &spec.endpoints {
+        let url = &ep.base_url;
+        let ok = url.starts_with("http://") || url.starts_with("https://") || url.starts_with("sim://");
+        if !ok {
+            let at = tree.locate(&key(&["endpoints", name, "base_url"]));
+            diags.push(
+                Diagnostic::error(format!("endpoint `{name}`: base_url `{url}` is not http://, https:// or sim://"), Some(at))
+                    .with_help("write e.g. \"http://127.0.0.1:8000\" (without /v1) or \"sim://NAME\""),
+            );
+        }
+        if ep.sim.is_some() && !url.starts_with("sim://") {
+            let at = tree.locate(&key(&["endpoints", name, "sim"]));
+            diags.push(Diagnostic::error(
+                format!("endpoint `{name}` has [sim] settings but its base_url is not sim://"),
+                Some(at),
+            ));
+        }
+    }
+    for (name, ds) in &spec.datasets {
+        for (field, message) in dataset_problems(ds) {
+            let at = tree.locate(&key(&["datasets", name, field]));
+            diags.push(Diagnostic::error(format!("dataset `{name}`: {message}"), Some(at)));
+        }
+    }
+    check_metric_names(spec, tree, &mut diags);
+    diags
+}
+
+fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>) {
+    let all = names::all_names();
+    let mut unknown = |section: &str, metric: &str, at: Vec<Step>| {
+        if !names::is_metric(metric) && !metric.starts_with("sla_") {
+            let mut d = Diagnostic::error(format!("unknown metric `{metric}` in [{section}]"), Some(tree.locate(&at)));
+            if let Some(s) = suggest(metric, all.iter().map(String::as_str)) {
+                d = d.with_help(format!("did you mean `{s}`?"));
+            }
+            diags.push(d);
+        }
+    };
+    for metric in spec.gates.keys() {
+        unknown("gates", metric, key(&["gates", metric]));
+    }
+    for (i, metric) in spec.report.metrics.iter().enumerate() {
+        let mut at = key(&["report", "metrics"]);
+        at.push(Step::Index(i));
+        unknown("report", metric, at);
+    }
+    for quantity in spec.slo.keys() {
+        if !matches!(quantity.as_str(), "ttft" | "tpot" | "itl" | "latency") {
+            let at = tree.locate(&key(&["slo", quantity]));
+            diags.push(
+                Diagnostic::error(format!("unknown SLO `{quantity}`"), Some(at))
+                    .with_help("per-request SLOs are ttft, tpot, itl and latency, e.g. ttft = \"<= 2s\""),
+            );
+        }
+    }
+}
+
+/// Keys each dataset kind uses (besides `kind`).
+fn allowed_keys(kind: DatasetKind) -> &'static [&'static str] {
+    const FILE: &[&str] = &[
+        "path", "field", "prefix_file", "target_input_len", "prefix_role", "input_len_mode",
+        "min_input_tokens", "max_input_tokens",
+    ];
+    match kind {
+        DatasetKind::Random => &["input_tokens", "prefix_tokens"],
+        DatasetKind::Prompt => &["text", "prefix_file", "target_input_len", "prefix_role"],
+        DatasetKind::Lines | DatasetKind::Jsonl | DatasetKind::Sharegpt => FILE,
+        DatasetKind::RandomMultiTurn => &["turns", "user_tokens", "assistant_tokens", "think_time", "prefix_tokens"],
+        DatasetKind::Conversations => &["path", "think_time", "turns"],
+        DatasetKind::Trace => &["path", "speed", "model_override", "model_mapping", "match_output_length"],
+        DatasetKind::RandomImages => &["width", "height", "format", "images_per_request", "text_tokens"],
+        DatasetKind::Images => &["path", "format", "images_per_request", "text_tokens"],
+        DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
+        DatasetKind::Embedding => &["path", "batch_size", "field"],
+        DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
+        DatasetKind::Rerank => &["path"],
+    }
+}
+
+/// Problems of one dataset (as written, or as resolved for a run): `(key, message)`.
+pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let json = serde_json::to_value(ds).unwrap_or_default();
+    let allowed = allowed_keys(ds.kind);
+    let kind = serde_json::to_value(ds.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    if let Some(map) = json.as_object() {
+        for k in map.keys().filter(|k| *k != "kind" && !allowed.contains(&k.as_str())) {
+            let field: &'static str = static_key(k);
+            out.push((field, format!("`{k}` does not apply to kind `{kind}` (it uses: {})", allowed.join(", "))));
+        }
+    }
+    let needs = |k: &'static str, present: bool, out: &mut Vec<(&'static str, String)>| {
+        if !present {
+            out.push(("kind", format!("kind `{kind}` needs `{k}`")));
+        }
+    };
+    match ds.kind {
+        DatasetKind::Random | DatasetKind::RandomEmbedding => needs("input_tokens", ds.input_tokens.is_some(), &mut out),
+        DatasetKind::Prompt => needs("text", ds.text.is_some(), &mut out),
+        DatasetKind::RandomRerank => needs("query_tokens", ds.query_tokens.is_some(), &mut out),
+        DatasetKind::RandomImages => {
+            needs("width", ds.width.is_some(), &mut out);
+            needs("height", ds.height.is_some(), &mut out);
+        }
+        DatasetKind::RandomMultiTurn => needs("turns", ds.turns.is_some(), &mut out),
+        _ => needs("path", ds.path.is_some(), &mut out),
+    }
+    if let Some(range) = ds.input_tokens {
+        if range.min() > range.max() {
+            out.push(("input_tokens", format!("input_tokens min {} is above max {}", range.min(), range.max())));
+        }
+        if range.min() == 0 {
+            out.push(("input_tokens", "input_tokens must be at least 1".to_string()));
+        }
+        if let Some(prefix) = ds.prefix_tokens {
+            if prefix >= range.min() {
+                out.push((
+                    "prefix_tokens",
+                    format!("prefix_tokens ({prefix}) must be below input_tokens ({}): the prefix is part of the prompt", range.min()),
+                ));
+            }
+        }
+    }
+    if let (Some(min), Some(max)) = (ds.min_input_tokens, ds.max_input_tokens) {
+        if min > max {
+            out.push(("min_input_tokens", format!("min_input_tokens {min} is above max_input_tokens {max}")));
+        }
+    }
+    if ds.speed.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+        out.push(("speed", "speed must be a positive number".to_string()));
+    }
+    out
+}
+
+fn static_key(k: &str) -> &'static str {
+    const KEYS: &[&str] = &[
+        "input_tokens", "prefix_tokens", "text", "path", "field", "prefix_file", "target_input_len",
+        "prefix_role", "input_len_mode", "min_input_tokens", "max_input_tokens", "turns", "user_tokens",
+        "assistant_tokens", "think_time", "speed", "model_override", "model_mapping", "match_output_length",
+        "width", "height", "format", "images_per_request", "text_tokens", "batch_size", "query_tokens",
+        "num_documents", "document_length_ratio",
+    ];
+    KEYS.iter().find(|x| **x == k).copied().unwrap_or("kind")
+}

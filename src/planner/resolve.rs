@@ -1,0 +1,254 @@
+//! Turns one matrix point into fully resolved `RunSettings`: picks the endpoint, model
+//! and dataset, applies axis overrides to the dataset and request settings, and checks
+//! the result. Problems are located at the matrix key (or the table) they come from.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::matrix::Point;
+use super::run::{Named, RunSettings};
+use crate::plan::diag::{suggest, Diagnostic, Span};
+use crate::plan::matrix::{axis_target, AxisTarget};
+use crate::plan::node::Step;
+use crate::plan::semantic::dataset_problems;
+use crate::plan::{ApiSpec, CacheState, LoadSpec, LoadedPlan, WarmupSpec};
+
+pub(crate) struct Resolver<'a> {
+    pub plan: &'a LoadedPlan,
+}
+
+fn matrix_path(key: &str) -> Vec<Step> {
+    vec![Step::Key("matrix".into()), Step::Key(key.into())]
+}
+
+impl Resolver<'_> {
+    fn at(&self, key: &str) -> Span {
+        self.plan.locate(&matrix_path(key))
+    }
+
+    /// Resolves one point; errors and warnings go to `diags`.
+    pub fn resolve(&self, point: &Point, diags: &mut Vec<Diagnostic>) -> Option<RunSettings> {
+        let spec = &self.plan.spec;
+        let endpoint = self.pick(point, "endpoint", spec.endpoints.keys(), diags)?;
+        let model = self.pick(point, "model", spec.models.keys(), diags)?;
+        let dataset_name = self.pick(point, "dataset", spec.datasets.keys(), diags)?;
+        let endpoint_spec = spec.endpoints.get(&endpoint)?.clone();
+        let model_spec = spec.models.get(&model)?.clone();
+        let mut dataset_json = serde_json::to_value(spec.datasets.get(&dataset_name)?).ok()?;
+        let mut request_json = serde_json::to_value(&spec.defaults).ok()?;
+        for (key, value) in point {
+            let target = match axis_target(key) {
+                Some(AxisTarget::Dataset) => &mut dataset_json,
+                Some(AxisTarget::Request) => &mut request_json,
+                Some(AxisTarget::Run) => continue,
+                None => {
+                    self.unknown_include_key(key, diags);
+                    return None;
+                }
+            };
+            if let Some(map) = target.as_object_mut() {
+                map.insert(key.clone(), value.clone());
+            }
+        }
+        let dataset = self.typed(dataset_json, "dataset", diags)?;
+        let request = self.typed(request_json, "defaults", diags)?;
+        for (field, message) in dataset_problems(&dataset) {
+            let at = if point.contains_key(field) {
+                self.at(field)
+            } else {
+                self.plan.locate(&[Step::Key("datasets".into()), Step::Key(dataset_name.clone()), Step::Key(field.into())])
+            };
+            diags.push(Diagnostic::error(format!("dataset `{dataset_name}`: {message}"), Some(at)));
+        }
+        let cache_state: CacheState = self.axis_or(point, "cache_state", CacheState::Cold, diags)?;
+        let tokenize_prompt: bool = self.axis_or(point, "tokenize_prompt", false, diags)?;
+        let default_api = if tokenize_prompt { ApiSpec::Completions } else { endpoint_spec.api.unwrap_or(ApiSpec::Chat) };
+        let api: ApiSpec = self.axis_or(point, "api", default_api, diags)?;
+        if tokenize_prompt && api != ApiSpec::Completions {
+            diags.push(
+                Diagnostic::error("`tokenize_prompt = true` sends token ids, which only the completions API takes", Some(self.at("api")))
+                    .with_help("use api = \"completions\" for token-id runs (exclude the other combinations)"),
+            );
+            return None;
+        }
+        let load = self.load(point, diags)?;
+        Some(RunSettings {
+            endpoint: Named { name: endpoint, spec: endpoint_spec },
+            model: Named { name: model, spec: model_spec },
+            dataset: Named { name: dataset_name, spec: dataset },
+            request,
+            api,
+            cache_state,
+            tokenize_prompt,
+            load,
+            seed: spec.plan.seed,
+        })
+    }
+
+    fn unknown_include_key(&self, key: &str, diags: &mut Vec<Diagnostic>) {
+        let at = self.plan.locate(&[Step::Key("matrix".into()), Step::Key("include".into())]);
+        diags.push(Diagnostic::error(format!("`{key}` in an include or exclude entry is not an axis or a setting"), Some(at)));
+    }
+
+    /// The value of an axis naming a table (endpoint/model/dataset), or the only one defined.
+    fn pick<'k>(
+        &self,
+        point: &Point,
+        axis: &str,
+        names: impl Iterator<Item = &'k String> + Clone,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<String> {
+        let section = format!("{axis}s");
+        match point.get(axis) {
+            Some(Value::String(name)) => {
+                if names.clone().any(|n| n == name) {
+                    return Some(name.clone());
+                }
+                let mut d = Diagnostic::error(format!("`{name}` is not a defined {axis} ([{section}.{name}] is missing)"), Some(self.at(axis)));
+                if let Some(s) = suggest(name, names.map(String::as_str)) {
+                    d = d.with_help(format!("did you mean `{s}`?"));
+                }
+                diags.push(d);
+                None
+            }
+            Some(other) => {
+                diags.push(Diagnostic::error(format!("`{axis}` must name a table of [{section}], found {other}"), Some(self.at(axis))));
+                None
+            }
+            None => {
+                let all: Vec<&String> = names.collect();
+                if all.len() == 1 {
+                    return Some(all[0].clone());
+                }
+                if !all.is_empty() {
+                    let list = all.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+                    diags.push(
+                        Diagnostic::error(format!("the plan defines several {section} ({list}) but a run does not choose one"), Some(self.plan.locate(&[Step::Key("matrix".into())])))
+                            .with_help(format!("add `{axis} = [...]` to [matrix] (or to the include entry)")),
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    fn axis_or<T: DeserializeOwned>(&self, point: &Point, key: &str, default: T, diags: &mut Vec<Diagnostic>) -> Option<T> {
+        match point.get(key) {
+            None => Some(default),
+            Some(v) => match serde_json::from_value(v.clone()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    diags.push(Diagnostic::error(format!("invalid `{key}`: {e}"), Some(self.at(key))));
+                    None
+                }
+            },
+        }
+    }
+
+    fn typed<T: DeserializeOwned>(&self, value: Value, what: &str, diags: &mut Vec<Diagnostic>) -> Option<T> {
+        match serde_json::from_value(value) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                diags.push(Diagnostic::error(format!("invalid {what} setting from the matrix: {e}"), Some(self.at("matrix"))));
+                None
+            }
+        }
+    }
+
+    fn load(&self, point: &Point, diags: &mut Vec<Diagnostic>) -> Option<LoadSpec> {
+        let Some(value) = point.get("load") else {
+            diags.push(
+                Diagnostic::error("a run has no `load`", Some(self.plan.locate(&[Step::Key("matrix".into())])))
+                    .with_help("add e.g. `load = { concurrency = 4, requests = 64, warmup = 4 }` to [matrix]"),
+            );
+            return None;
+        };
+        let at = self.at("load");
+        let load: LoadSpec = match serde_json::from_value(value.clone()) {
+            Ok(load) => load,
+            Err(e) => {
+                diags.push(Diagnostic::error(format!("invalid `load`: {e}"), Some(at)));
+                return None;
+            }
+        };
+        for problem in load_problems(&load) {
+            diags.push(Diagnostic::error(problem, Some(at)));
+        }
+        if let Some(w) = warmup_warning(&load) {
+            diags.push(w.clone_with_span(at));
+        }
+        Some(load)
+    }
+}
+
+trait WithSpan {
+    fn clone_with_span(&self, span: Span) -> Diagnostic;
+}
+
+impl WithSpan for Diagnostic {
+    fn clone_with_span(&self, span: Span) -> Diagnostic {
+        let mut d = self.clone();
+        d.span = Some(span);
+        d
+    }
+}
+
+/// Impossible load settings.
+pub fn load_problems(load: &LoadSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    match (load.concurrency, load.rate) {
+        (Some(_), Some(_)) => out.push("a load has both `concurrency` (closed loop) and `rate` (open loop): keep one".to_string()),
+        (None, None) => out.push("a load needs `concurrency` (closed loop) or `rate` (open loop)".to_string()),
+        (Some(0), _) => out.push("`concurrency` must be at least 1".to_string()),
+        (_, Some(r)) if !(r.is_finite() && r > 0.0) => out.push("`rate` must be a positive number of requests per second".to_string()),
+        _ => {}
+    }
+    if load.requests.is_none() && load.duration.is_none() {
+        out.push("a load needs `requests` or `duration` (or both)".to_string());
+    }
+    if load.requests == Some(0) {
+        out.push("`requests` must be at least 1".to_string());
+    }
+    if load.concurrency.is_some() && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some()) {
+        out.push("`arrivals`, `burstiness` and `max_in_flight` apply to open loops (`rate`), not to `concurrency`".to_string());
+    }
+    if load.burstiness.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
+        out.push("`burstiness` must be a positive number (1 = Poisson)".to_string());
+    }
+    if let Some(WarmupSpec::Share(s)) = &load.warmup {
+        if parse_share(s).is_none() {
+            out.push(format!("warmup `{s}` is neither a count nor a share like \"10%\""));
+        }
+    }
+    out
+}
+
+/// `"10%"` → 0.10.
+pub fn parse_share(text: &str) -> Option<f64> {
+    let n: f64 = text.trim().strip_suffix('%')?.trim().parse().ok()?;
+    (0.0..=1000.0).contains(&n).then_some(n / 100.0)
+}
+
+/// The number of warmup requests a load asks for.
+pub fn warmup_count(load: &LoadSpec) -> u32 {
+    match &load.warmup {
+        None => 0,
+        Some(WarmupSpec::Count(n)) => *n,
+        Some(WarmupSpec::Share(s)) => {
+            let share = parse_share(s).unwrap_or(0.0);
+            (share * f64::from(load.requests.unwrap_or(0))).ceil() as u32
+        }
+    }
+}
+
+fn warmup_warning(load: &LoadSpec) -> Option<Diagnostic> {
+    let c = load.concurrency?;
+    let w = warmup_count(load);
+    (w < c).then(|| {
+        Diagnostic::warning(
+            format!("warmup {w} is below concurrency {c}: the first measured requests meet a server that is not yet busy"),
+            None,
+        )
+        .with_help(format!("use warmup = {c}"))
+    })
+}
