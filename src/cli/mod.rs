@@ -1,10 +1,52 @@
 //! Command-line interface (clap): one file per subcommand; maps errors to exit codes.
+//! Human tables go to stdout; progress, warnings and errors to stderr.
 
 pub mod exit;
+mod expand;
+mod plan_args;
+mod schema;
+mod validate;
 
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
+
+/// perfplan: declarative benchmarks for LLM inference servers (OpenAI HTTP API).
+#[derive(Debug, Parser)]
+#[command(name = "perfplan", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check a plan and report every problem, located.
+    Validate(validate::ValidateArgs),
+    /// Print the ordered runs of a plan without sending anything.
+    Expand(expand::ExpandArgs),
+    /// Print the plan's JSON Schema.
+    Schema,
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    ExitCode::from(exit::OK)
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::INVALID
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let code = match cli.command {
+        Command::Validate(args) => validate::run(&args),
+        Command::Expand(args) => expand::run(&args),
+        Command::Schema => schema::run(),
+    };
+    ExitCode::from(code)
 }

@@ -5,7 +5,13 @@ use super::diag::{Diagnostic, Sources};
 use super::node::{Entry, Node, NodeKind};
 
 /// Merges `other` into `base`; conflicting keys become diagnostics.
-pub fn merge(base: &mut Node, other: Node, sources: &Sources, path: &mut Vec<String>, diags: &mut Vec<Diagnostic>) {
+pub fn merge(
+    base: &mut Node,
+    other: Node,
+    sources: &Sources,
+    path: &mut Vec<String>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let (NodeKind::Map(into), NodeKind::Map(from)) = (&mut base.kind, other.kind) else {
         return;
     };
@@ -14,7 +20,8 @@ pub fn merge(base: &mut Node, other: Node, sources: &Sources, path: &mut Vec<Str
             None => into.push(entry),
             Some(existing) => {
                 path.push(entry.key.clone());
-                let both_tables = matches!(existing.value.kind, NodeKind::Map(_)) && matches!(entry.value.kind, NodeKind::Map(_));
+                let both_tables = matches!(existing.value.kind, NodeKind::Map(_))
+                    && matches!(entry.value.kind, NodeKind::Map(_));
                 if both_tables {
                     merge(&mut existing.value, entry.value, sources, path, diags);
                 } else {
@@ -28,10 +35,18 @@ pub fn merge(base: &mut Node, other: Node, sources: &Sources, path: &mut Vec<Str
 
 fn conflict(first: &Entry, second: &Entry, sources: &Sources, path: &[String]) -> Diagnostic {
     let (line, col) = sources.line_col(first.key_span.file, first.key_span.start);
-    let name = sources.files.get(first.key_span.file).map_or("?", |s| s.name.as_str());
-    Diagnostic::error(format!("`{}` is defined in two places", path.join(".")), Some(second.key_span))
-        .with_label("defined again here")
-        .with_help(format!("first defined at {name}:{line}:{col}; keep one of them"))
+    let name = sources
+        .files
+        .get(first.key_span.file)
+        .map_or("?", |s| s.name.as_str());
+    Diagnostic::error(
+        format!("`{}` is defined in two places", path.join(".")),
+        Some(second.key_span),
+    )
+    .with_label("defined again here")
+    .with_help(format!(
+        "first defined at {name}:{line}:{col}; keep one of them"
+    ))
 }
 
 /// The `imports` list of a file, removed from its tree.
@@ -44,13 +59,19 @@ pub fn take_imports(root: &mut Node) -> Result<Vec<(String, super::diag::Span)>,
     };
     let entry = entries.remove(pos);
     let NodeKind::Seq(items) = entry.value.kind else {
-        return Err(Diagnostic::error("`imports` must be a list of file paths", Some(entry.value.span)));
+        return Err(Diagnostic::error(
+            "`imports` must be a list of file paths",
+            Some(entry.value.span),
+        ));
     };
     items
         .into_iter()
         .map(|item| match item.kind {
             NodeKind::Str(s) => Ok((s, item.span)),
-            _ => Err(Diagnostic::error("`imports` entries must be file paths (strings)", Some(item.span))),
+            _ => Err(Diagnostic::error(
+                "`imports` entries must be file paths (strings)",
+                Some(item.span),
+            )),
         })
         .collect()
 }

@@ -19,7 +19,9 @@ fn walk(node: &mut Node, env: &dyn Fn(&str) -> Option<String>, diags: &mut Vec<D
             Err(msg) => diags.push(located(msg, span)),
         },
         NodeKind::Seq(items) => items.iter_mut().for_each(|n| walk(n, env, diags)),
-        NodeKind::Map(entries) => entries.iter_mut().for_each(|e| walk(&mut e.value, env, diags)),
+        NodeKind::Map(entries) => entries
+            .iter_mut()
+            .for_each(|e| walk(&mut e.value, env, diags)),
         _ => {}
     }
 }
@@ -45,9 +47,9 @@ pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
             rest = after;
             continue;
         };
-        let end = body_start
-            .find('}')
-            .ok_or_else(|| format!("unclosed `${{` in `{text}`: write `${{VAR}}` or `$${{` for a literal"))?;
+        let end = body_start.find('}').ok_or_else(|| {
+            format!("unclosed `${{` in `{text}`: write `${{VAR}}` or `$${{` for a literal")
+        })?;
         let body = &body_start[..end];
         let (name, default) = match body.split_once(":-") {
             Some((n, d)) => (n, Some(d)),
@@ -85,9 +87,15 @@ mod tests {
 
     #[test]
     fn expands_variables_and_defaults() {
-        assert_eq!(expand("http://${HOST}:${PORT:-18000}", &env).unwrap(), "http://10.0.0.1:18000");
+        assert_eq!(
+            expand("http://${HOST}:${PORT:-18000}", &env).unwrap(),
+            "http://10.0.0.1:18000"
+        );
         assert_eq!(expand("${EMPTY:-d}", &env).unwrap(), "d");
-        assert_eq!(expand("cost $5 and $${HOST}", &env).unwrap(), "cost $5 and ${HOST}");
+        assert_eq!(
+            expand("cost $5 and $${HOST}", &env).unwrap(),
+            "cost $5 and ${HOST}"
+        );
     }
 
     #[test]

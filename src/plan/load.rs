@@ -84,14 +84,24 @@ pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Repo
         return Err(report);
     }
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    Ok(LoadedPlan { spec, tree, report, path: path.to_path_buf(), base_dir, sets: opts.sets.clone() })
+    Ok(LoadedPlan {
+        spec,
+        tree,
+        report,
+        path: path.to_path_buf(),
+        base_dir,
+        sets: opts.sets.clone(),
+    })
 }
 
 fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option<Node> {
     let mut diags = Vec::new();
-    let mut tree = read_file(path, &mut report.sources, &mut diags, 0)?;
+    let tree = read_file(path, &mut report.sources, &mut diags, 0);
     report.diagnostics.append(&mut diags);
-    report.diagnostics.extend(interp::interpolate(&mut tree, opts.env));
+    let mut tree = tree?;
+    report
+        .diagnostics
+        .extend(interp::interpolate(&mut tree, opts.env));
     let schema = plan_schema();
     for arg in &opts.sets {
         if let Err(d) = set::apply(&mut tree, arg, &schema, &mut report.sources) {
@@ -102,15 +112,24 @@ fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option
         return None;
     }
     report.diagnostics.extend(validate::check(&schema, &tree));
+    report.diagnostics.extend(semantic::check_refs(&tree));
     Some(tree)
 }
 
-fn read_file(path: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>, depth: usize) -> Option<Node> {
+fn read_file(
+    path: &Path,
+    sources: &mut Sources,
+    diags: &mut Vec<Diagnostic>,
+    depth: usize,
+) -> Option<Node> {
     let shown = path.display().to_string();
     let text = match read_text(path) {
         Ok(text) => text,
         Err(msg) => {
-            diags.push(Diagnostic::error(format!("cannot read plan `{shown}`: {msg}"), None));
+            diags.push(Diagnostic::error(
+                format!("cannot read plan `{shown}`: {msg}"),
+                None,
+            ));
             return None;
         }
     };
@@ -132,7 +151,10 @@ fn read_file(path: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>, de
         }
     };
     if !matches!(tree.kind, super::node::NodeKind::Map(_)) {
-        diags.push(Diagnostic::error("a plan must be a table of sections ([plan], [endpoints.NAME], …)", Some(tree.span)));
+        diags.push(Diagnostic::error(
+            "a plan must be a table of sections ([plan], [endpoints.NAME], …)",
+            Some(tree.span),
+        ));
         return None;
     }
     let imports = match imports::take_imports(&mut tree) {
@@ -144,7 +166,10 @@ fn read_file(path: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>, de
     };
     for (rel, span) in imports {
         if depth >= MAX_IMPORT_DEPTH {
-            diags.push(Diagnostic::error(format!("imports nested deeper than {MAX_IMPORT_DEPTH} (a cycle?)"), Some(span)));
+            diags.push(Diagnostic::error(
+                format!("imports nested deeper than {MAX_IMPORT_DEPTH} (a cycle?)"),
+                Some(span),
+            ));
             continue;
         }
         let target = path.parent().unwrap_or(Path::new("")).join(&rel);
@@ -171,10 +196,18 @@ fn read_text(path: &Path) -> Result<String, String> {
         return Err("not a file".to_string());
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("larger than {} MiB", MAX_FILE_BYTES / (1024 * 1024)));
+        return Err(format!(
+            "larger than {} MiB",
+            MAX_FILE_BYTES / (1024 * 1024)
+        ));
     }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 fn deserialize(tree: &Node) -> Result<PlanSpec, Diagnostic> {
@@ -190,8 +223,13 @@ fn deserialize(tree: &Node) -> Result<PlanSpec, Diagnostic> {
                 serde_path_to_error::Segment::Unknown => None,
             })
             .collect();
-        let span = tree.value_span(&steps).unwrap_or_else(|| tree.locate(&steps));
+        let span = tree
+            .value_span(&steps)
+            .unwrap_or_else(|| tree.locate(&steps));
         let at = super::node::path_text(&steps);
-        Diagnostic::error(format!("invalid value in `{at}`: {}", err.inner()), Some(span))
+        Diagnostic::error(
+            format!("invalid value in `{at}`: {}", err.inner()),
+            Some(span),
+        )
     })
 }

@@ -8,14 +8,14 @@ pub mod spec;
 pub use matrix::MatrixSpec;
 pub use spec::*;
 pub mod diag;
-pub mod node;
-pub mod toml_src;
-pub mod yaml_src;
-pub mod validate;
 pub mod imports;
 pub mod interp;
 pub mod load;
+pub mod node;
 pub mod semantic;
 pub mod set;
+pub mod toml_src;
+pub mod validate;
+pub mod yaml_src;
 
 pub use load::{load_plan, plan_schema, process_env, LoadOptions, LoadedPlan};

@@ -78,13 +78,15 @@ impl Node {
         let mut best = self.span;
         for step in path {
             match (step, &node.kind) {
-                (Step::Key(k), NodeKind::Map(entries)) => match entries.iter().find(|e| &e.key == k) {
-                    Some(e) => {
-                        best = e.key_span;
-                        node = &e.value;
+                (Step::Key(k), NodeKind::Map(entries)) => {
+                    match entries.iter().find(|e| &e.key == k) {
+                        Some(e) => {
+                            best = e.key_span;
+                            node = &e.value;
+                        }
+                        None => return best,
                     }
-                    None => return best,
-                },
+                }
                 (Step::Index(i), NodeKind::Seq(items)) => match items.get(*i) {
                     Some(item) => {
                         best = item.span;
@@ -103,7 +105,9 @@ impl Node {
         let mut node = self;
         for step in path {
             node = match (step, &node.kind) {
-                (Step::Key(k), NodeKind::Map(entries)) => &entries.iter().find(|e| &e.key == k)?.value,
+                (Step::Key(k), NodeKind::Map(entries)) => {
+                    &entries.iter().find(|e| &e.key == k)?.value
+                }
                 (Step::Index(i), NodeKind::Seq(items)) => items.get(*i)?,
                 _ => return None,
             };

@@ -28,12 +28,18 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
     }
     for (name, ep) in &spec.endpoints {
         let url = &ep.base_url;
-        let ok = url.starts_with("http://") || url.starts_with("https://") || url.starts_with("sim://");
+        let ok =
+            url.starts_with("http://") || url.starts_with("https://") || url.starts_with("sim://");
         if !ok {
             let at = tree.locate(&key(&["endpoints", name, "base_url"]));
             diags.push(
-                Diagnostic::error(format!("endpoint `{name}`: base_url `{url}` is not http://, https:// or sim://"), Some(at))
-                    .with_help("write e.g. \"http://127.0.0.1:8000\" (without /v1) or \"sim://NAME\""),
+                Diagnostic::error(
+                    format!(
+                        "endpoint `{name}`: base_url `{url}` is not http://, https:// or sim://"
+                    ),
+                    Some(at),
+                )
+                .with_help("write e.g. \"http://127.0.0.1:8000\" (without /v1) or \"sim://NAME\""),
             );
         }
         if ep.sim.is_some() && !url.starts_with("sim://") {
@@ -47,7 +53,10 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
     for (name, ds) in &spec.datasets {
         for (field, message) in dataset_problems(ds) {
             let at = tree.locate(&key(&["datasets", name, field]));
-            diags.push(Diagnostic::error(format!("dataset `{name}`: {message}"), Some(at)));
+            diags.push(Diagnostic::error(
+                format!("dataset `{name}`: {message}"),
+                Some(at),
+            ));
         }
     }
     check_metric_names(spec, tree, &mut diags);
@@ -58,7 +67,10 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
     let all = names::all_names();
     let mut unknown = |section: &str, metric: &str, at: Vec<Step>| {
         if !names::is_metric(metric) && !metric.starts_with("sla_") {
-            let mut d = Diagnostic::error(format!("unknown metric `{metric}` in [{section}]"), Some(tree.locate(&at)));
+            let mut d = Diagnostic::error(
+                format!("unknown metric `{metric}` in [{section}]"),
+                Some(tree.locate(&at)),
+            );
             if let Some(s) = suggest(metric, all.iter().map(String::as_str)) {
                 d = d.with_help(format!("did you mean `{s}`?"));
             }
@@ -77,8 +89,9 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
         if !matches!(quantity.as_str(), "ttft" | "tpot" | "itl" | "latency") {
             let at = tree.locate(&key(&["slo", quantity]));
             diags.push(
-                Diagnostic::error(format!("unknown SLO `{quantity}`"), Some(at))
-                    .with_help("per-request SLOs are ttft, tpot, itl and latency, e.g. ttft = \"<= 2s\""),
+                Diagnostic::error(format!("unknown SLO `{quantity}`"), Some(at)).with_help(
+                    "per-request SLOs are ttft, tpot, itl and latency, e.g. ttft = \"<= 2s\"",
+                ),
             );
         }
     }
@@ -87,17 +100,41 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
 /// Keys each dataset kind uses (besides `kind`).
 fn allowed_keys(kind: DatasetKind) -> &'static [&'static str] {
     const FILE: &[&str] = &[
-        "path", "field", "prefix_file", "target_input_len", "prefix_role", "input_len_mode",
-        "min_input_tokens", "max_input_tokens",
+        "path",
+        "field",
+        "prefix_file",
+        "target_input_len",
+        "prefix_role",
+        "input_len_mode",
+        "min_input_tokens",
+        "max_input_tokens",
     ];
     match kind {
         DatasetKind::Random => &["input_tokens", "prefix_tokens"],
         DatasetKind::Prompt => &["text", "prefix_file", "target_input_len", "prefix_role"],
         DatasetKind::Lines | DatasetKind::Jsonl | DatasetKind::Sharegpt => FILE,
-        DatasetKind::RandomMultiTurn => &["turns", "user_tokens", "assistant_tokens", "think_time", "prefix_tokens"],
+        DatasetKind::RandomMultiTurn => &[
+            "turns",
+            "user_tokens",
+            "assistant_tokens",
+            "think_time",
+            "prefix_tokens",
+        ],
         DatasetKind::Conversations => &["path", "think_time", "turns"],
-        DatasetKind::Trace => &["path", "speed", "model_override", "model_mapping", "match_output_length"],
-        DatasetKind::RandomImages => &["width", "height", "format", "images_per_request", "text_tokens"],
+        DatasetKind::Trace => &[
+            "path",
+            "speed",
+            "model_override",
+            "model_mapping",
+            "match_output_length",
+        ],
+        DatasetKind::RandomImages => &[
+            "width",
+            "height",
+            "format",
+            "images_per_request",
+            "text_tokens",
+        ],
         DatasetKind::Images => &["path", "format", "images_per_request", "text_tokens"],
         DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
         DatasetKind::Embedding => &["path", "batch_size", "field"],
@@ -111,11 +148,23 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     let json = serde_json::to_value(ds).unwrap_or_default();
     let allowed = allowed_keys(ds.kind);
-    let kind = serde_json::to_value(ds.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let kind = serde_json::to_value(ds.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
     if let Some(map) = json.as_object() {
-        for k in map.keys().filter(|k| *k != "kind" && !allowed.contains(&k.as_str())) {
+        for k in map
+            .keys()
+            .filter(|k| *k != "kind" && !allowed.contains(&k.as_str()))
+        {
             let field: &'static str = static_key(k);
-            out.push((field, format!("`{k}` does not apply to kind `{kind}` (it uses: {})", allowed.join(", "))));
+            out.push((
+                field,
+                format!(
+                    "`{k}` does not apply to kind `{kind}` (it uses: {})",
+                    allowed.join(", ")
+                ),
+            ));
         }
     }
     let needs = |k: &'static str, present: bool, out: &mut Vec<(&'static str, String)>| {
@@ -124,7 +173,9 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
         }
     };
     match ds.kind {
-        DatasetKind::Random | DatasetKind::RandomEmbedding => needs("input_tokens", ds.input_tokens.is_some(), &mut out),
+        DatasetKind::Random | DatasetKind::RandomEmbedding => {
+            needs("input_tokens", ds.input_tokens.is_some(), &mut out)
+        }
         DatasetKind::Prompt => needs("text", ds.text.is_some(), &mut out),
         DatasetKind::RandomRerank => needs("query_tokens", ds.query_tokens.is_some(), &mut out),
         DatasetKind::RandomImages => {
@@ -136,10 +187,20 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
     }
     if let Some(range) = ds.input_tokens {
         if range.min() > range.max() {
-            out.push(("input_tokens", format!("input_tokens min {} is above max {}", range.min(), range.max())));
+            out.push((
+                "input_tokens",
+                format!(
+                    "input_tokens min {} is above max {}",
+                    range.min(),
+                    range.max()
+                ),
+            ));
         }
         if range.min() == 0 {
-            out.push(("input_tokens", "input_tokens must be at least 1".to_string()));
+            out.push((
+                "input_tokens",
+                "input_tokens must be at least 1".to_string(),
+            ));
         }
         if let Some(prefix) = ds.prefix_tokens {
             if prefix >= range.min() {
@@ -152,7 +213,10 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
     }
     if let (Some(min), Some(max)) = (ds.min_input_tokens, ds.max_input_tokens) {
         if min > max {
-            out.push(("min_input_tokens", format!("min_input_tokens {min} is above max_input_tokens {max}")));
+            out.push((
+                "min_input_tokens",
+                format!("min_input_tokens {min} is above max_input_tokens {max}"),
+            ));
         }
     }
     if ds.speed.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
@@ -163,11 +227,91 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
 
 fn static_key(k: &str) -> &'static str {
     const KEYS: &[&str] = &[
-        "input_tokens", "prefix_tokens", "text", "path", "field", "prefix_file", "target_input_len",
-        "prefix_role", "input_len_mode", "min_input_tokens", "max_input_tokens", "turns", "user_tokens",
-        "assistant_tokens", "think_time", "speed", "model_override", "model_mapping", "match_output_length",
-        "width", "height", "format", "images_per_request", "text_tokens", "batch_size", "query_tokens",
-        "num_documents", "document_length_ratio",
+        "input_tokens",
+        "prefix_tokens",
+        "text",
+        "path",
+        "field",
+        "prefix_file",
+        "target_input_len",
+        "prefix_role",
+        "input_len_mode",
+        "min_input_tokens",
+        "max_input_tokens",
+        "turns",
+        "user_tokens",
+        "assistant_tokens",
+        "think_time",
+        "speed",
+        "model_override",
+        "model_mapping",
+        "match_output_length",
+        "width",
+        "height",
+        "format",
+        "images_per_request",
+        "text_tokens",
+        "batch_size",
+        "query_tokens",
+        "num_documents",
+        "document_length_ratio",
     ];
     KEYS.iter().find(|x| **x == k).copied().unwrap_or("kind")
+}
+
+/// Matrix values naming endpoints, models or datasets that the plan does not define,
+/// checked on the tree so they are reported together with schema errors.
+pub fn check_refs(tree: &Node) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let Some(matrix) = tree.get("matrix") else {
+        return diags;
+    };
+    for (axis, section) in [
+        ("endpoint", "endpoints"),
+        ("model", "models"),
+        ("dataset", "datasets"),
+    ] {
+        let defined: Vec<&str> = tree
+            .get(section)
+            .and_then(Node::map)
+            .map(|entries| entries.iter().map(|e| e.key.as_str()).collect())
+            .unwrap_or_default();
+        let mut values: Vec<&Node> = Vec::new();
+        if let Some(v) = matrix.get(axis) {
+            collect_strings(v, &mut values);
+        }
+        for list in ["include", "exclude"] {
+            if let Some(super::node::NodeKind::Seq(items)) = matrix.get(list).map(|n| &n.kind) {
+                for item in items {
+                    if let Some(v) = item.get(axis) {
+                        collect_strings(v, &mut values);
+                    }
+                }
+            }
+        }
+        for v in values {
+            let super::node::NodeKind::Str(name) = &v.kind else {
+                continue;
+            };
+            if !defined.contains(&name.as_str()) {
+                let mut d = Diagnostic::error(
+                    format!("`{name}` is not a defined {axis} ([{section}.{name}] is missing)"),
+                    Some(v.span),
+                )
+                .with_label(format!("no such {axis}"));
+                if let Some(s) = suggest(name, defined.iter().copied()) {
+                    d = d.with_help(format!("did you mean `{s}`?"));
+                }
+                diags.push(d);
+            }
+        }
+    }
+    diags
+}
+
+fn collect_strings<'a>(node: &'a Node, out: &mut Vec<&'a Node>) {
+    match &node.kind {
+        super::node::NodeKind::Seq(items) => out.extend(items.iter()),
+        _ => out.push(node),
+    }
 }

@@ -9,19 +9,31 @@ use super::node::{Entry, Node, NodeKind};
 use super::toml_src;
 
 /// Applies one `--set` argument to the tree.
-pub fn apply(root: &mut Node, arg: &str, schema: &Value, sources: &mut Sources) -> Result<(), Diagnostic> {
+pub fn apply(
+    root: &mut Node,
+    arg: &str,
+    schema: &Value,
+    sources: &mut Sources,
+) -> Result<(), Diagnostic> {
     let file = sources.add("--set", arg);
     let whole = Span::new(file, 0, arg.len());
-    let (path, raw) = arg
-        .split_once('=')
-        .ok_or_else(|| Diagnostic::error(format!("`--set {arg}` needs the form key.path=value"), Some(whole)))?;
+    let (path, raw) = arg.split_once('=').ok_or_else(|| {
+        Diagnostic::error(
+            format!("`--set {arg}` needs the form key.path=value"),
+            Some(whole),
+        )
+    })?;
     let keys: Vec<&str> = path.trim().split('.').collect();
     if keys.iter().any(|k| k.is_empty()) {
-        return Err(Diagnostic::error(format!("`--set`: empty key in `{path}`"), Some(whole)));
+        return Err(Diagnostic::error(
+            format!("`--set`: empty key in `{path}`"),
+            Some(whole),
+        ));
     }
     let value_span = Span::new(file, path.len() + 1, arg.len());
     let raw = raw.trim();
-    let mut value = toml_src::parse_value(file, raw).unwrap_or_else(|| Node::new(NodeKind::Str(raw.to_string()), value_span));
+    let mut value = toml_src::parse_value(file, raw)
+        .unwrap_or_else(|| Node::new(NodeKind::Str(raw.to_string()), value_span));
     if wants_string(schema, &keys) && !matches!(value.kind, NodeKind::Str(_)) {
         value = Node::new(NodeKind::Str(raw.to_string()), value_span);
     }
@@ -50,7 +62,10 @@ fn insert(root: &mut Node, keys: &[&str], value: Node, key_span: Span) -> Result
     for (i, key) in parents.iter().enumerate() {
         let NodeKind::Map(entries) = &mut node.kind else {
             let at = keys[..i].join(".");
-            return Err(Diagnostic::error(format!("`--set`: `{at}` is not a table"), Some(key_span)));
+            return Err(Diagnostic::error(
+                format!("`--set`: `{at}` is not a table"),
+                Some(key_span),
+            ));
         };
         let pos = match entries.iter().position(|e| e.key == *key) {
             Some(pos) => pos,
@@ -66,11 +81,18 @@ fn insert(root: &mut Node, keys: &[&str], value: Node, key_span: Span) -> Result
         node = &mut entries[pos].value;
     }
     let NodeKind::Map(entries) = &mut node.kind else {
-        return Err(Diagnostic::error(format!("`--set`: the parent of `{last}` is not a table"), Some(key_span)));
+        return Err(Diagnostic::error(
+            format!("`--set`: the parent of `{last}` is not a table"),
+            Some(key_span),
+        ));
     };
     match entries.iter_mut().find(|e| e.key == *last) {
         Some(e) => e.value = value,
-        None => entries.push(Entry { key: last.to_string(), key_span, value }),
+        None => entries.push(Entry {
+            key: last.to_string(),
+            key_span,
+            value,
+        }),
     }
     Ok(())
 }
@@ -90,27 +112,44 @@ fn wants_string(root: &Value, keys: &[&str]) -> bool {
         }
     }
     let types = accepted_types(root, schema);
-    types.iter().any(|t| t == "string") && !types.iter().any(|t| t == "integer" || t == "number" || t == "boolean")
+    types.iter().any(|t| t == "string")
+        && !types
+            .iter()
+            .any(|t| t == "integer" || t == "number" || t == "boolean")
 }
 
 fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     match schema.get("$ref").and_then(Value::as_str) {
-        Some(r) => root.get("$defs").and_then(|d| d.get(r.rsplit('/').next().unwrap_or_default())).unwrap_or(schema),
+        Some(r) => root
+            .get("$defs")
+            .and_then(|d| d.get(r.rsplit('/').next().unwrap_or_default()))
+            .unwrap_or(schema),
         None => schema,
     }
 }
 
 fn accepted_types(root: &Value, schema: &Value) -> Vec<String> {
     let schema = resolve(root, schema);
-    if let Some(branches) = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array) {
-        return branches.iter().flat_map(|b| accepted_types(root, b)).collect();
+    if let Some(branches) = schema
+        .get("anyOf")
+        .or_else(|| schema.get("oneOf"))
+        .and_then(Value::as_array)
+    {
+        return branches
+            .iter()
+            .flat_map(|b| accepted_types(root, b))
+            .collect();
     }
     if schema.get("enum").is_some() {
         return vec!["string".into()];
     }
     match schema.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).map(String::from).collect(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
         _ => Vec::new(),
     }
 }

@@ -11,7 +11,10 @@ pub fn parse(file: FileId, text: &str) -> Result<Node, Diagnostic> {
     match DeTable::parse(text) {
         Ok(table) => {
             let span = span_of(file, &table);
-            Ok(Node::new(NodeKind::Map(entries(file, table.get_ref())), span))
+            Ok(Node::new(
+                NodeKind::Map(entries(file, table.get_ref())),
+                span,
+            ))
         }
         Err(err) => {
             let span = err.span().map(|r| Span::new(file, r.start, r.end));

@@ -51,7 +51,11 @@ impl<'a> Checker<'a> {
         if schema == &Value::Bool(true) || !schema.is_object() {
             return;
         }
-        if let Some(branches) = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array) {
+        if let Some(branches) = schema
+            .get("anyOf")
+            .or_else(|| schema.get("oneOf"))
+            .and_then(Value::as_array)
+        {
             self.any_of(node, branches, path);
             return;
         }
@@ -89,7 +93,11 @@ impl<'a> Checker<'a> {
             .join(" or ");
         self.diags.push(
             Diagnostic::error(
-                format!("expected {expected} {}, found {}", where_(path), node.type_name()),
+                format!(
+                    "expected {expected} {}, found {}",
+                    where_(path),
+                    node.type_name()
+                ),
                 Some(node.span),
             )
             .with_label(format!("expected {expected}")),
@@ -102,10 +110,23 @@ impl<'a> Checker<'a> {
         if options.contains(&value) {
             return;
         }
-        let names: Vec<String> = options.iter().map(|o| o.as_str().map_or(o.to_string(), String::from)).collect();
-        let list = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-        let mut d = Diagnostic::error(format!("invalid value {}: expected one of {list}", where_(path)), Some(node.span));
-        if let Some(s) = value.as_str().and_then(|v| suggest(v, names.iter().map(String::as_str))) {
+        let names: Vec<String> = options
+            .iter()
+            .map(|o| o.as_str().map_or(o.to_string(), String::from))
+            .collect();
+        let list = names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut d = Diagnostic::error(
+            format!("invalid value {}: expected one of {list}", where_(path)),
+            Some(node.span),
+        );
+        if let Some(s) = value
+            .as_str()
+            .and_then(|v| suggest(v, names.iter().map(String::as_str)))
+        {
             d = d.with_help(format!("did you mean `{s}`?"));
         }
         self.diags.push(d);
@@ -135,20 +156,35 @@ impl<'a> Checker<'a> {
         for key in required.into_iter().flatten().filter_map(Value::as_str) {
             if node.entry(key).is_none() {
                 self.diags.push(
-                    Diagnostic::error(format!("missing key `{key}` {}", where_(path)), Some(node.span))
-                        .with_label(format!("add `{key}` here")),
+                    Diagnostic::error(
+                        format!("missing key `{key}` {}", where_(path)),
+                        Some(node.span),
+                    )
+                    .with_label(format!("add `{key}` here")),
                 );
             }
         }
     }
 
-    fn unknown_key(&mut self, e: &super::node::Entry, props: Option<&serde_json::Map<String, Value>>, path: &[Step]) {
-        let names: Vec<&str> = props.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
-        let mut d = Diagnostic::error(format!("unknown key `{}` {}", e.key, where_(path)), Some(e.key_span))
-            .with_label("unknown key");
+    fn unknown_key(
+        &mut self,
+        e: &super::node::Entry,
+        props: Option<&serde_json::Map<String, Value>>,
+        path: &[Step],
+    ) {
+        let names: Vec<&str> = props
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut d = Diagnostic::error(
+            format!("unknown key `{}` {}", e.key, where_(path)),
+            Some(e.key_span),
+        )
+        .with_label("unknown key");
         d = match suggest(&e.key, names.iter().copied()) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None if !names.is_empty() => d.with_help(format!("valid keys here: {}", names.join(", "))),
+            None if !names.is_empty() => {
+                d.with_help(format!("valid keys here: {}", names.join(", ")))
+            }
             None => d,
         };
         self.diags.push(d);
@@ -157,11 +193,20 @@ impl<'a> Checker<'a> {
     fn array(&mut self, node: &Node, items: &[Node], schema: &'a Value, path: &mut Vec<Step>) {
         if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
             if (items.len() as u64) < min {
-                let what = if items.is_empty() { "is empty".to_string() } else { format!("needs at least {min} values") };
-                self.diags.push(Diagnostic::error(format!("the list {} {what}", where_(path)), Some(node.span)));
+                let what = if items.is_empty() {
+                    "is empty".to_string()
+                } else {
+                    format!("needs at least {min} values")
+                };
+                self.diags.push(Diagnostic::error(
+                    format!("the list {} {what}", where_(path)),
+                    Some(node.span),
+                ));
             }
         }
-        let Some(item_schema) = schema.get("items") else { return };
+        let Some(item_schema) = schema.get("items") else {
+            return;
+        };
         for (i, item) in items.iter().enumerate() {
             path.push(Step::Index(i));
             self.node(item, item_schema, path);
@@ -176,7 +221,10 @@ impl<'a> Checker<'a> {
             _ => return,
         };
         if !value.is_finite() {
-            self.diags.push(Diagnostic::error(format!("number out of range {}", where_(path)), Some(node.span)));
+            self.diags.push(Diagnostic::error(
+                format!("number out of range {}", where_(path)),
+                Some(node.span),
+            ));
             return;
         }
         let (mut min, mut max) = format_range(schema.get("format").and_then(Value::as_str));
@@ -187,20 +235,34 @@ impl<'a> Checker<'a> {
             max = max.min(m);
         }
         if value < min || value > max {
-            let msg = if value < min { format!("at least {min}") } else { format!("at most {max}") };
+            let msg = if value < min {
+                format!("at least {min}")
+            } else {
+                format!("at most {max}")
+            };
             self.diags.push(
-                Diagnostic::error(format!("value {} out of range {}: must be {msg}", number_text(node), where_(path)), Some(node.span))
-                    .with_label(format!("must be {msg}")),
+                Diagnostic::error(
+                    format!(
+                        "value {} out of range {}: must be {msg}",
+                        number_text(node),
+                        where_(path)
+                    ),
+                    Some(node.span),
+                )
+                .with_label(format!("must be {msg}")),
             );
         }
     }
 
-    fn any_of(&mut self, node: &Node, branches: &'a [Value], path: &mut Vec<Step>) {
+    fn any_of(&mut self, node: &Node, branches: &'a [Value], path: &[Step]) {
         let mut compatible = Vec::new();
         for b in branches {
             let b = self.resolve(b);
-            let mut trial = Checker { root: self.root, diags: Vec::new() };
-            trial.node(node, b, &mut path.clone());
+            let mut trial = Checker {
+                root: self.root,
+                diags: Vec::new(),
+            };
+            trial.node(node, b, &mut path.to_vec());
             if trial.diags.is_empty() {
                 return;
             }
@@ -214,7 +276,12 @@ impl<'a> Checker<'a> {
         }
         let expected: Vec<String> = branches.iter().map(|b| self.describe(b)).collect();
         self.diags.push(Diagnostic::error(
-            format!("expected {} {}, found {}", expected.join(" or "), where_(path), node.type_name()),
+            format!(
+                "expected {} {}, found {}",
+                expected.join(" or "),
+                where_(path),
+                node.type_name()
+            ),
             Some(node.span),
         ));
     }
@@ -222,11 +289,22 @@ impl<'a> Checker<'a> {
     fn describe(&self, schema: &Value) -> String {
         let s = self.resolve(schema);
         if let Some(options) = s.get("enum").and_then(Value::as_array) {
-            let names: Vec<String> = options.iter().map(|o| o.as_str().map_or(o.to_string(), |x| format!("`{x}`"))).collect();
+            let names: Vec<String> = options
+                .iter()
+                .map(|o| o.as_str().map_or(o.to_string(), |x| format!("`{x}`")))
+                .collect();
             return format!("one of {}", names.join(", "));
         }
-        if let Some(branches) = s.get("anyOf").or_else(|| s.get("oneOf")).and_then(Value::as_array) {
-            return branches.iter().map(|b| self.describe(b)).collect::<Vec<_>>().join(" or ");
+        if let Some(branches) = s
+            .get("anyOf")
+            .or_else(|| s.get("oneOf"))
+            .and_then(Value::as_array)
+        {
+            return branches
+                .iter()
+                .map(|b| self.describe(b))
+                .collect::<Vec<_>>()
+                .join(" or ");
         }
         if let Some(Value::String(t)) = s.get("type") {
             if t == "object" {
@@ -243,12 +321,21 @@ impl<'a> Checker<'a> {
 
 fn branch_accepts_kind(checker: &Checker<'_>, schema: &Value, node: &Node) -> bool {
     let s = checker.resolve(schema);
-    if let Some(branches) = s.get("anyOf").or_else(|| s.get("oneOf")).and_then(Value::as_array) {
-        return branches.iter().any(|b| branch_accepts_kind(checker, b, node));
+    if let Some(branches) = s
+        .get("anyOf")
+        .or_else(|| s.get("oneOf"))
+        .and_then(Value::as_array)
+    {
+        return branches
+            .iter()
+            .any(|b| branch_accepts_kind(checker, b, node));
     }
     match s.get("type") {
         Some(Value::String(t)) => matches_type(node, t),
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).any(|t| matches_type(node, t)),
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|t| matches_type(node, t)),
         _ => s.get("enum").is_some() && matches!(node.kind, NodeKind::Str(_)),
     }
 }

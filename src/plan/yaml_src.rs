@@ -16,8 +16,17 @@ const MAX_NODES: usize = 100_000;
 const MAX_DEPTH: usize = 64;
 
 enum Frame {
-    Seq { items: Vec<Node>, start: usize, anchor: usize },
-    Map { entries: Vec<Entry>, key: Option<(String, Span)>, start: usize, anchor: usize },
+    Seq {
+        items: Vec<Node>,
+        start: usize,
+        anchor: usize,
+    },
+    Map {
+        entries: Vec<Entry>,
+        key: Option<(String, Span)>,
+        start: usize,
+        anchor: usize,
+    },
 }
 
 struct Builder<'a> {
@@ -44,12 +53,20 @@ pub fn parse(file: FileId, text: &str) -> Result<Node, Diagnostic> {
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| {
             let at = b.offsets.byte(e.marker().index());
-            Diagnostic::error(format!("invalid YAML: {}", e.info()), Some(Span::new(file, at, at + 1)))
+            Diagnostic::error(
+                format!("invalid YAML: {}", e.info()),
+                Some(Span::new(file, at, at + 1)),
+            )
         })?;
-        let span = Span::new(file, b.offsets.byte(span.start.index()), b.offsets.byte(span.end.index()));
+        let span = Span::new(
+            file,
+            b.offsets.byte(span.start.index()),
+            b.offsets.byte(span.end.index()),
+        );
         b.event(event, span)?;
     }
-    Ok(b.root.unwrap_or_else(|| Node::new(NodeKind::Map(Vec::new()), Span::new(file, 0, 0))))
+    Ok(b.root
+        .unwrap_or_else(|| Node::new(NodeKind::Map(Vec::new()), Span::new(file, 0, 0))))
 }
 
 impl Builder<'_> {
@@ -58,7 +75,10 @@ impl Builder<'_> {
             Event::DocumentStart(_) => {
                 self.documents += 1;
                 if self.documents > 1 {
-                    return Err(Diagnostic::error("a plan is one YAML document; remove the second `---`", Some(span)));
+                    return Err(Diagnostic::error(
+                        "a plan is one YAML document; remove the second `---`",
+                        Some(span),
+                    ));
                 }
             }
             Event::Scalar(value, style, anchor, tag) => {
@@ -67,18 +87,30 @@ impl Builder<'_> {
                 self.push(node, anchor)?;
             }
             Event::Alias(id) => {
-                let node = self
-                    .anchors
-                    .get(&id)
-                    .cloned()
-                    .ok_or_else(|| Diagnostic::error("alias to an unknown anchor", Some(span)))?;
+                let node =
+                    self.anchors.get(&id).cloned().ok_or_else(|| {
+                        Diagnostic::error("alias to an unknown anchor", Some(span))
+                    })?;
                 self.count(size(&node), span)?;
                 self.push(node, 0)?;
             }
-            Event::SequenceStart(anchor, _) => self.open(Frame::Seq { items: Vec::new(), start: span.start, anchor }, span)?,
-            Event::MappingStart(anchor, _) => {
-                self.open(Frame::Map { entries: Vec::new(), key: None, start: span.start, anchor }, span)?
-            }
+            Event::SequenceStart(anchor, _) => self.open(
+                Frame::Seq {
+                    items: Vec::new(),
+                    start: span.start,
+                    anchor,
+                },
+                span,
+            )?,
+            Event::MappingStart(anchor, _) => self.open(
+                Frame::Map {
+                    entries: Vec::new(),
+                    key: None,
+                    start: span.start,
+                    anchor,
+                },
+                span,
+            )?,
             Event::SequenceEnd | Event::MappingEnd => self.close(span)?,
             _ => {}
         }
@@ -98,7 +130,10 @@ impl Builder<'_> {
 
     fn open(&mut self, frame: Frame, span: Span) -> Result<(), Diagnostic> {
         if self.stack.len() >= MAX_DEPTH {
-            return Err(Diagnostic::error(format!("nesting deeper than {MAX_DEPTH} levels"), Some(span)));
+            return Err(Diagnostic::error(
+                format!("nesting deeper than {MAX_DEPTH} levels"),
+                Some(span),
+            ));
         }
         self.count(1, span)?;
         self.stack.push(frame);
@@ -110,8 +145,17 @@ impl Builder<'_> {
             return Ok(());
         };
         let (kind, start, anchor) = match frame {
-            Frame::Seq { items, start, anchor } => (NodeKind::Seq(items), start, anchor),
-            Frame::Map { entries, start, anchor, .. } => (NodeKind::Map(entries), start, anchor),
+            Frame::Seq {
+                items,
+                start,
+                anchor,
+            } => (NodeKind::Seq(items), start, anchor),
+            Frame::Map {
+                entries,
+                start,
+                anchor,
+                ..
+            } => (NodeKind::Map(entries), start, anchor),
         };
         let node = Node::new(kind, Span::new(self.file, start, span.end.max(start)));
         self.push(node, anchor)
@@ -133,7 +177,12 @@ impl Builder<'_> {
                         NodeKind::Bool(b) => b.to_string(),
                         NodeKind::Float(f) => f.to_string(),
                         NodeKind::Null => "null".to_string(),
-                        _ => return Err(Diagnostic::error("table keys must be plain strings", Some(node.span))),
+                        _ => {
+                            return Err(Diagnostic::error(
+                                "table keys must be plain strings",
+                                Some(node.span),
+                            ))
+                        }
                     };
                     *key = Some((name, node.span));
                 }
@@ -145,22 +194,42 @@ impl Builder<'_> {
 }
 
 /// `<<: *anchor` merges the anchored table's keys that are not already set.
-fn merge_or_insert(entries: &mut Vec<Entry>, key: String, key_span: Span, value: Node) -> Result<(), Diagnostic> {
+fn merge_or_insert(
+    entries: &mut Vec<Entry>,
+    key: String,
+    key_span: Span,
+    value: Node,
+) -> Result<(), Diagnostic> {
     if key != "<<" {
         if entries.iter().any(|e| e.key == key) {
-            return Err(Diagnostic::error(format!("duplicate key `{key}`"), Some(key_span)));
+            return Err(Diagnostic::error(
+                format!("duplicate key `{key}`"),
+                Some(key_span),
+            ));
         }
-        entries.push(Entry { key, key_span, value });
+        entries.push(Entry {
+            key,
+            key_span,
+            value,
+        });
         return Ok(());
     }
     let sources = match value.kind {
         NodeKind::Map(_) => vec![value],
         NodeKind::Seq(items) => items,
-        _ => return Err(Diagnostic::error("`<<` merges a table or a list of tables", Some(key_span))),
+        _ => {
+            return Err(Diagnostic::error(
+                "`<<` merges a table or a list of tables",
+                Some(key_span),
+            ))
+        }
     };
     for src in sources {
         let NodeKind::Map(more) = src.kind else {
-            return Err(Diagnostic::error("`<<` merges a table or a list of tables", Some(key_span)));
+            return Err(Diagnostic::error(
+                "`<<` merges a table or a list of tables",
+                Some(key_span),
+            ));
         };
         for e in more {
             if !entries.iter().any(|x| x.key == e.key) {
@@ -196,7 +265,9 @@ fn scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> NodeKind {
     if let Some(kind) = integer(text) {
         return kind;
     }
-    let looks_numeric = text.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+    let looks_numeric = text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
         && text.bytes().any(|b| b.is_ascii_digit());
     if looks_numeric {
         if let Ok(f) = text.parse::<f64>() {
@@ -281,7 +352,10 @@ mod tests {
     #[test]
     fn merge_keys_and_duplicates() {
         let node = parse(0, "base: &b {x: 1}\nt:\n  <<: *b\n  y: 2\n").unwrap();
-        assert_eq!(node.get("t").unwrap().get("x").unwrap().kind, NodeKind::Int(1));
+        assert_eq!(
+            node.get("t").unwrap().get("x").unwrap().kind,
+            NodeKind::Int(1)
+        );
         assert!(parse(0, "a: 1\na: 2\n").is_err());
     }
 }

@@ -14,7 +14,9 @@ pub type Point = Map<String, Value>;
 /// load with concurrency 8).
 pub fn value_matches(point: &Value, entry: &Value) -> bool {
     match (point, entry) {
-        (Value::Object(p), Value::Object(e)) => e.iter().all(|(k, v)| p.get(k).is_some_and(|pv| value_matches(pv, v))),
+        (Value::Object(p), Value::Object(e)) => e
+            .iter()
+            .all(|(k, v)| p.get(k).is_some_and(|pv| value_matches(pv, v))),
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         _ => point == entry,
     }
@@ -48,7 +50,11 @@ pub fn product(axes: &[(String, Vec<Value>)]) -> Vec<Point> {
 }
 
 /// Expands axes, then applies exclude and include.
-pub fn expand(axes: &[(String, Vec<Value>)], exclude: &[Map<String, Value>], include: &[Map<String, Value>]) -> Vec<Point> {
+pub fn expand(
+    axes: &[(String, Vec<Value>)],
+    exclude: &[Map<String, Value>],
+    include: &[Map<String, Value>],
+) -> Vec<Point> {
     let mut points: Vec<Point> = product(axes)
         .into_iter()
         .filter(|p| !exclude.iter().any(|e| entry_matches(p, e, |_| true)))
@@ -86,7 +92,11 @@ mod tests {
     }
 
     fn entries(v: Value) -> Vec<Map<String, Value>> {
-        v.as_array().unwrap().iter().map(|e| e.as_object().unwrap().clone()).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_object().unwrap().clone())
+            .collect()
     }
 
     fn points(v: &[Point]) -> Value {
@@ -112,15 +122,25 @@ mod tests {
         let ex = entries(json!([{"endpoint": "off", "cache_state": "warm"}]));
         let p = expand(&a, &ex, &[]);
         assert_eq!(p.len(), 3);
-        assert!(!p.contains(&json!({"endpoint": "off", "cache_state": "warm"}).as_object().unwrap().clone()));
+        assert!(!p.contains(
+            &json!({"endpoint": "off", "cache_state": "warm"})
+                .as_object()
+                .unwrap()
+                .clone()
+        ));
     }
 
     #[test]
     fn exclude_matches_tables_by_subset() {
-        let a = axes(json!({"load": [{"concurrency": 1, "requests": 8}, {"concurrency": 8, "requests": 64}]}));
+        let a = axes(
+            json!({"load": [{"concurrency": 1, "requests": 8}, {"concurrency": 8, "requests": 64}]}),
+        );
         let ex = entries(json!([{"load": {"concurrency": 8}}]));
         let p = expand(&a, &ex, &[]);
-        assert_eq!(points(&p), json!([{"load": {"concurrency": 1, "requests": 8}}]));
+        assert_eq!(
+            points(&p),
+            json!([{"load": {"concurrency": 1, "requests": 8}}])
+        );
     }
 
     /// GitHub's documented example: fruit × animal with includes.
@@ -153,7 +173,10 @@ mod tests {
         let a = axes(json!({"endpoint": ["on"], "input_tokens": [1024]}));
         let inc = entries(json!([{"endpoint": "on", "input_tokens": 8192}]));
         let p = expand(&a, &[], &inc);
-        assert_eq!(points(&p), json!([{"endpoint": "on", "input_tokens": 1024}, {"endpoint": "on", "input_tokens": 8192}]));
+        assert_eq!(
+            points(&p),
+            json!([{"endpoint": "on", "input_tokens": 1024}, {"endpoint": "on", "input_tokens": 8192}])
+        );
     }
 
     #[test]

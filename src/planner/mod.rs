@@ -42,13 +42,22 @@ pub fn expand(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
             continue;
         }
         let dataset_seed = run::dataset_seed(&settings);
-        runs.push(RunSpec { ordinal: runs.len() + 1, id, axes: point, settings, dataset_seed });
+        runs.push(RunSpec {
+            ordinal: runs.len() + 1,
+            id,
+            axes: point,
+            settings,
+            dataset_seed,
+        });
     }
     dedup_warnings(&mut diags);
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
-    Ok(Expansion { runs, warnings: diags })
+    Ok(Expansion {
+        runs,
+        warnings: diags,
+    })
 }
 
 fn dedup_warnings(diags: &mut Vec<Diagnostic>) {
@@ -67,9 +76,15 @@ fn dedup_warnings(diags: &mut Vec<Diagnostic>) {
 pub fn display_value(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
-        Value::Object(map) if map.contains_key("concurrency") || map.contains_key("rate") => load_label(map),
+        Value::Object(map) if map.contains_key("concurrency") || map.contains_key("rate") => {
+            load_label(map)
+        }
         Value::Object(map) if map.contains_key("min") && map.contains_key("max") => {
-            format!("{}..{}", display_value(&map["min"]), display_value(&map["max"]))
+            format!(
+                "{}..{}",
+                display_value(&map["min"]),
+                display_value(&map["max"])
+            )
         }
         other => other.to_string(),
     }
@@ -105,12 +120,16 @@ pub fn select(runs: Vec<RunSpec>, only: &[String]) -> Result<Vec<RunSpec>, Strin
         }
     }
     let known = |k: &str| {
-        matches!(k, "id" | "ordinal" | "concurrency" | "rate" | "requests") || runs.iter().any(|r| r.axes.contains_key(k))
+        matches!(k, "id" | "ordinal" | "concurrency" | "rate" | "requests")
+            || runs.iter().any(|r| r.axes.contains_key(k))
     };
     if let Some((k, _)) = filters.iter().find(|(k, _)| !known(k)) {
         return Err(format!("`--only`: no run has an axis `{k}`"));
     }
-    Ok(runs.into_iter().filter(|r| filters.iter().all(|(k, v)| matches(r, k, v))).collect())
+    Ok(runs
+        .into_iter()
+        .filter(|r| filters.iter().all(|(k, v)| matches(r, k, v)))
+        .collect())
 }
 
 fn matches(run: &RunSpec, key: &str, want: &str) -> bool {

@@ -56,13 +56,25 @@ impl Resolver<'_> {
             let at = if point.contains_key(field) {
                 self.at(field)
             } else {
-                self.plan.locate(&[Step::Key("datasets".into()), Step::Key(dataset_name.clone()), Step::Key(field.into())])
+                self.plan.locate(&[
+                    Step::Key("datasets".into()),
+                    Step::Key(dataset_name.clone()),
+                    Step::Key(field.into()),
+                ])
             };
-            diags.push(Diagnostic::error(format!("dataset `{dataset_name}`: {message}"), Some(at)));
+            diags.push(Diagnostic::error(
+                format!("dataset `{dataset_name}`: {message}"),
+                Some(at),
+            ));
         }
-        let cache_state: CacheState = self.axis_or(point, "cache_state", CacheState::Cold, diags)?;
+        let cache_state: CacheState =
+            self.axis_or(point, "cache_state", CacheState::Cold, diags)?;
         let tokenize_prompt: bool = self.axis_or(point, "tokenize_prompt", false, diags)?;
-        let default_api = if tokenize_prompt { ApiSpec::Completions } else { endpoint_spec.api.unwrap_or(ApiSpec::Chat) };
+        let default_api = if tokenize_prompt {
+            ApiSpec::Completions
+        } else {
+            endpoint_spec.api.unwrap_or(ApiSpec::Chat)
+        };
         let api: ApiSpec = self.axis_or(point, "api", default_api, diags)?;
         if tokenize_prompt && api != ApiSpec::Completions {
             diags.push(
@@ -73,9 +85,18 @@ impl Resolver<'_> {
         }
         let load = self.load(point, diags)?;
         Some(RunSettings {
-            endpoint: Named { name: endpoint, spec: endpoint_spec },
-            model: Named { name: model, spec: model_spec },
-            dataset: Named { name: dataset_name, spec: dataset },
+            endpoint: Named {
+                name: endpoint,
+                spec: endpoint_spec,
+            },
+            model: Named {
+                name: model,
+                spec: model_spec,
+            },
+            dataset: Named {
+                name: dataset_name,
+                spec: dataset,
+            },
             request,
             api,
             cache_state,
@@ -86,8 +107,13 @@ impl Resolver<'_> {
     }
 
     fn unknown_include_key(&self, key: &str, diags: &mut Vec<Diagnostic>) {
-        let at = self.plan.locate(&[Step::Key("matrix".into()), Step::Key("include".into())]);
-        diags.push(Diagnostic::error(format!("`{key}` in an include or exclude entry is not an axis or a setting"), Some(at)));
+        let at = self
+            .plan
+            .locate(&[Step::Key("matrix".into()), Step::Key("include".into())]);
+        diags.push(Diagnostic::error(
+            format!("`{key}` in an include or exclude entry is not an axis or a setting"),
+            Some(at),
+        ));
     }
 
     /// The value of an axis naming a table (endpoint/model/dataset), or the only one defined.
@@ -104,7 +130,10 @@ impl Resolver<'_> {
                 if names.clone().any(|n| n == name) {
                     return Some(name.clone());
                 }
-                let mut d = Diagnostic::error(format!("`{name}` is not a defined {axis} ([{section}.{name}] is missing)"), Some(self.at(axis)));
+                let mut d = Diagnostic::error(
+                    format!("`{name}` is not a defined {axis} ([{section}.{name}] is missing)"),
+                    Some(self.at(axis)),
+                );
                 if let Some(s) = suggest(name, names.map(String::as_str)) {
                     d = d.with_help(format!("did you mean `{s}`?"));
                 }
@@ -112,7 +141,10 @@ impl Resolver<'_> {
                 None
             }
             Some(other) => {
-                diags.push(Diagnostic::error(format!("`{axis}` must name a table of [{section}], found {other}"), Some(self.at(axis))));
+                diags.push(Diagnostic::error(
+                    format!("`{axis}` must name a table of [{section}], found {other}"),
+                    Some(self.at(axis)),
+                ));
                 None
             }
             None => {
@@ -121,7 +153,11 @@ impl Resolver<'_> {
                     return Some(all[0].clone());
                 }
                 if !all.is_empty() {
-                    let list = all.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+                    let list = all
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ");
                     diags.push(
                         Diagnostic::error(format!("the plan defines several {section} ({list}) but a run does not choose one"), Some(self.plan.locate(&[Step::Key("matrix".into())])))
                             .with_help(format!("add `{axis} = [...]` to [matrix] (or to the include entry)")),
@@ -132,24 +168,41 @@ impl Resolver<'_> {
         }
     }
 
-    fn axis_or<T: DeserializeOwned>(&self, point: &Point, key: &str, default: T, diags: &mut Vec<Diagnostic>) -> Option<T> {
+    fn axis_or<T: DeserializeOwned>(
+        &self,
+        point: &Point,
+        key: &str,
+        default: T,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<T> {
         match point.get(key) {
             None => Some(default),
             Some(v) => match serde_json::from_value(v.clone()) {
                 Ok(t) => Some(t),
                 Err(e) => {
-                    diags.push(Diagnostic::error(format!("invalid `{key}`: {e}"), Some(self.at(key))));
+                    diags.push(Diagnostic::error(
+                        format!("invalid `{key}`: {e}"),
+                        Some(self.at(key)),
+                    ));
                     None
                 }
             },
         }
     }
 
-    fn typed<T: DeserializeOwned>(&self, value: Value, what: &str, diags: &mut Vec<Diagnostic>) -> Option<T> {
+    fn typed<T: DeserializeOwned>(
+        &self,
+        value: Value,
+        what: &str,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<T> {
         match serde_json::from_value(value) {
             Ok(t) => Some(t),
             Err(e) => {
-                diags.push(Diagnostic::error(format!("invalid {what} setting from the matrix: {e}"), Some(self.at("matrix"))));
+                diags.push(Diagnostic::error(
+                    format!("invalid {what} setting from the matrix: {e}"),
+                    Some(self.at("matrix")),
+                ));
                 None
             }
         }
@@ -158,8 +211,13 @@ impl Resolver<'_> {
     fn load(&self, point: &Point, diags: &mut Vec<Diagnostic>) -> Option<LoadSpec> {
         let Some(value) = point.get("load") else {
             diags.push(
-                Diagnostic::error("a run has no `load`", Some(self.plan.locate(&[Step::Key("matrix".into())])))
-                    .with_help("add e.g. `load = { concurrency = 4, requests = 64, warmup = 4 }` to [matrix]"),
+                Diagnostic::error(
+                    "a run has no `load`",
+                    Some(self.plan.locate(&[Step::Key("matrix".into())])),
+                )
+                .with_help(
+                    "add e.g. `load = { concurrency = 4, requests = 64, warmup = 4 }` to [matrix]",
+                ),
             );
             return None;
         };
@@ -197,10 +255,17 @@ impl WithSpan for Diagnostic {
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     let mut out = Vec::new();
     match (load.concurrency, load.rate) {
-        (Some(_), Some(_)) => out.push("a load has both `concurrency` (closed loop) and `rate` (open loop): keep one".to_string()),
-        (None, None) => out.push("a load needs `concurrency` (closed loop) or `rate` (open loop)".to_string()),
+        (Some(_), Some(_)) => out.push(
+            "a load has both `concurrency` (closed loop) and `rate` (open loop): keep one"
+                .to_string(),
+        ),
+        (None, None) => {
+            out.push("a load needs `concurrency` (closed loop) or `rate` (open loop)".to_string())
+        }
         (Some(0), _) => out.push("`concurrency` must be at least 1".to_string()),
-        (_, Some(r)) if !(r.is_finite() && r > 0.0) => out.push("`rate` must be a positive number of requests per second".to_string()),
+        (_, Some(r)) if !(r.is_finite() && r > 0.0) => {
+            out.push("`rate` must be a positive number of requests per second".to_string())
+        }
         _ => {}
     }
     if load.requests.is_none() && load.duration.is_none() {
@@ -209,7 +274,9 @@ pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     if load.requests == Some(0) {
         out.push("`requests` must be at least 1".to_string());
     }
-    if load.concurrency.is_some() && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some()) {
+    if load.concurrency.is_some()
+        && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some())
+    {
         out.push("`arrivals`, `burstiness` and `max_in_flight` apply to open loops (`rate`), not to `concurrency`".to_string());
     }
     if load.burstiness.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
@@ -217,7 +284,9 @@ pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     }
     if let Some(WarmupSpec::Share(s)) = &load.warmup {
         if parse_share(s).is_none() {
-            out.push(format!("warmup `{s}` is neither a count nor a share like \"10%\""));
+            out.push(format!(
+                "warmup `{s}` is neither a count nor a share like \"10%\""
+            ));
         }
     }
     out

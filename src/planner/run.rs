@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::plan::{ApiSpec, CacheState, DatasetSpec, EndpointSpec, LoadSpec, ModelSpec, RequestSpec};
+use crate::plan::{
+    ApiSpec, CacheState, DatasetSpec, EndpointSpec, LoadSpec, ModelSpec, RequestSpec,
+};
 
 /// Everything that determines what a run sends. Its canonical JSON is hashed into the id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,13 +48,21 @@ pub struct RunSpec {
 impl RunSpec {
     /// The model name sent in requests.
     pub fn served_model(&self) -> &str {
-        self.settings.model.spec.served_name.as_deref().unwrap_or(&self.settings.model.name)
+        self.settings
+            .model
+            .spec
+            .served_name
+            .as_deref()
+            .unwrap_or(&self.settings.model.name)
     }
 
     /// Settings as stored and printed: header values that look secret are redacted.
     pub fn redacted_settings(&self) -> Value {
         let mut value = serde_json::to_value(&self.settings).unwrap_or(Value::Null);
-        if let Some(headers) = value.pointer_mut("/endpoint/headers").and_then(Value::as_object_mut) {
+        if let Some(headers) = value
+            .pointer_mut("/endpoint/headers")
+            .and_then(Value::as_object_mut)
+        {
             for (name, v) in headers.iter_mut() {
                 if is_secret_header(name) {
                     *v = Value::String("<redacted>".into());
@@ -66,7 +76,16 @@ impl RunSpec {
 /// Header names whose values are never printed or stored.
 pub fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    ["authorization", "key", "token", "secret", "cookie", "password"].iter().any(|s| n.contains(s))
+    [
+        "authorization",
+        "key",
+        "token",
+        "secret",
+        "cookie",
+        "password",
+    ]
+    .iter()
+    .any(|s| n.contains(s))
 }
 
 /// Canonical JSON: keys sorted at every level, no whitespace.

@@ -1,0 +1,67 @@
+//! Arguments shared by the commands that read a plan, and loading it with diagnostics.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::plan::{load_plan, process_env, LoadOptions, LoadedPlan};
+use crate::planner::{self, RunSpec};
+
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// The plan file (.toml, .yaml or .yml).
+    pub plan: PathBuf,
+    /// Override any key of the plan: `--set datasets.random-1k.input_tokens=8192` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OnlyArgs {
+    /// Keep only the runs matching every key=value (`--only endpoint=cache-on,cache_state=warm`).
+    #[arg(long = "only", value_name = "KEY=VALUE[,..]")]
+    pub only: Vec<String>,
+}
+
+/// Loads a plan, printing its diagnostics to stderr. `None` means: exit with INVALID.
+pub fn load(args: &PlanArgs) -> Option<LoadedPlan> {
+    let opts = LoadOptions {
+        sets: args.sets.clone(),
+        env: &process_env,
+    };
+    match load_plan(&args.plan, &opts) {
+        Ok(plan) => {
+            for w in plan.report.warnings() {
+                eprint!("{}", w.render(&plan.report.sources));
+            }
+            Some(plan)
+        }
+        Err(report) => {
+            eprint!("{}", report.render());
+            None
+        }
+    }
+}
+
+/// Expands a loaded plan and applies `--only`, printing diagnostics. `None`: INVALID.
+pub fn runs(plan: &LoadedPlan, only: &[String]) -> Option<Vec<RunSpec>> {
+    let expansion = match planner::expand(plan) {
+        Ok(e) => e,
+        Err(diags) => {
+            let mut report = plan.report.clone();
+            report.diagnostics = diags;
+            eprint!("{}", report.render());
+            return None;
+        }
+    };
+    for w in &expansion.warnings {
+        eprint!("{}", w.render(&plan.report.sources));
+    }
+    match planner::select(expansion.runs, only) {
+        Ok(runs) => Some(runs),
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            None
+        }
+    }
+}
