@@ -103,7 +103,7 @@ impl Generation {
         };
         let id = format!("{prefix}{}", record.request_id);
         let created = st.start_unix_us / 1_000_000 + st.start.elapsed().as_secs();
-        let fmt = ChunkFormat::new(job.api, id, job.model.clone(), created);
+        let fmt = ChunkFormat::new(job.api, id.clone(), job.model.clone(), created);
         let mut truth = TruthGuard::new(st.clone(), record);
         truth.with(|r| r.request_id = id.clone());
         let arrival = Instant::now();
