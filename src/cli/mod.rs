@@ -5,6 +5,7 @@ pub mod exit;
 mod expand;
 mod plan_args;
 mod schema;
+pub mod sim;
 mod validate;
 
 use std::process::ExitCode;
@@ -27,6 +28,8 @@ enum Command {
     Expand(expand::ExpandArgs),
     /// Print the plan's JSON Schema.
     Schema,
+    /// Start the built-in OpenAI-compatible simulator.
+    Sim(sim::SimArgs),
 }
 
 /// Entry point of the binary.
@@ -47,6 +50,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::run(&args),
         Command::Expand(args) => expand::run(&args),
         Command::Schema => schema::run(),
+        Command::Sim(args) => sim::run(args),
     };
     ExitCode::from(code)
 }
