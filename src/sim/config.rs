@@ -92,7 +92,11 @@ pub struct SimConfig {
     #[arg(long = "reject-field", value_name = "FIELD")]
     pub reject_fields: Vec<String>,
 
-    /// Folder or tokenizer.json for exact token counts; without it a documented approximation.
+    /// Folder or tokenizer.json for exact token counts of text. Without it, text is counted by
+    /// an approximation: a token is a run of up to 8 ASCII letters, digits or `_` (longer runs
+    /// split every 8), or any single other non-space character; whitespace is free. Chat
+    /// messages add 2 tokens each (role and end markers) plus 1 for the reply prompt.
+    /// Token-id prompts always count exactly their length.
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<String>,
 
@@ -103,6 +107,48 @@ pub struct SimConfig {
     /// Record per-request ground truth and serve it on `GET /sim/truth`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub truth: bool,
+
+    /// Length of the vectors returned by `POST /v1/embeddings`.
+    #[arg(long, default_value_t = 384, value_name = "N")]
+    pub embedding_dim: u32,
+
+    /// Fault: fraction of requests answered HTTP 429 (rate limited) at once.
+    /// Faults are dealt from a seeded, shuffled deck of D requests, D the smallest count for
+    /// which every fault fraction × D is whole (at most 10,000), so every D consecutive
+    /// inference requests hold exactly fraction × D faults of each kind.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    pub fault_http_429: f64,
+
+    /// Fault: fraction of requests answered HTTP 500 at once.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    pub fault_http_500: f64,
+
+    /// Fault: fraction of requests answered HTTP 503 at once.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    pub fault_http_503: f64,
+
+    /// Fault: fraction of responses whose connection is cut halfway through the output
+    /// (no finish_reason, no usage, no `[DONE]`; a non-streamed body is cut in half).
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    pub fault_drop: f64,
+
+    /// Fault: fraction of responses that stall halfway through the output and never finish
+    /// (the connection stays open until the client gives up).
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    pub fault_stall: f64,
+
+    /// Fault: fraction of responses with one malformed chunk (invalid JSON) halfway through;
+    /// a non-streamed body is invalid JSON.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    pub fault_malformed: f64,
+
+    /// Fault: fraction of responses whose HTTP headers are delayed by `fault_headers_delay`.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    pub fault_slow_headers: f64,
+
+    /// Delay before the headers of a `fault_slow_headers` response.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub fault_headers_delay: HumanDuration,
 }
 
 impl Default for SimConfig {
@@ -126,6 +172,15 @@ impl Default for SimConfig {
             tokenizer: None,
             seed: 0,
             truth: true,
+            embedding_dim: 384,
+            fault_http_429: 0.0,
+            fault_http_500: 0.0,
+            fault_http_503: 0.0,
+            fault_drop: 0.0,
+            fault_stall: 0.0,
+            fault_malformed: 0.0,
+            fault_slow_headers: 0.0,
+            fault_headers_delay: ms(2000),
         }
     }
 }

@@ -1,6 +1,222 @@
 //! The built-in OpenAI-compatible simulator: `perfplan sim`, `sim://NAME` endpoints started
 //! in-process, and `SimServer::start` for tests. It knows nothing about plans or the engine.
+//!
+//! Routes: `POST /v1/chat/completions`, `/v1/completions` (text, token ids, or a list of
+//! either), `/v1/responses`, `/v1/embeddings`, `/v1/rerank` (also `/rerank`, `/v2/rerank`);
+//! `GET /v1/models`, `/health`, `/metrics` (Prometheus, vLLM names); `POST
+//! /reset_prefix_cache`; `GET /sim/truth` (`?reset=true`) and `DELETE /sim/truth`.
+//!
+//! Streams follow vLLM/OpenAI SSE: for chat a role chunk first (written with the first
+//! content chunk, as vLLM does), `tokens_per_chunk` tokens per chunk, `finish_reason` on the
+//! last content chunk, then a usage chunk (`choices: []`) per `UsageMode`, then
+//! `data: [DONE]`. Responses API streams send typed events and end with `response.completed`.
+//!
+//! Token counting (see `tokens`), the timing model (see `generate`), the prefix cache (see
+//! `cache`), faults (see `faults`) and the ground-truth JSON (see `truth`) are documented in
+//! their modules. Embeddings and rerank take `ttft_base` plus prefill time and use no batch
+//! slot. Faults are dealt to valid inference requests (chat, completions, responses,
+//! embeddings, rerank) in arrival order; embeddings and rerank only get status and
+//! slow-header faults.
 
+mod cache;
 pub mod config;
+mod faults;
+mod format;
+mod generate;
+mod metrics;
+mod request;
+mod respond;
+mod routes;
+mod state;
+mod stream;
+mod tokens;
+mod truth;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 pub use config::{SimConfig, UsageMode};
+pub use faults::Fault;
+pub use state::ReceivedRequest;
+pub use truth::{TruthRecord, TruthReport};
+
+use state::SimState;
+
+/// Why the simulator could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid simulator setting `{setting}`: {reason}")]
+    Setting {
+        setting: &'static str,
+        reason: String,
+    },
+    #[error("simulator tokenizer")]
+    Tokenizer(#[source] tokens::TokenizerError),
+    #[error("simulator server failed")]
+    Serve(#[source] std::io::Error),
+}
+
+/// Checks settings that would make the simulator misbehave.
+fn validate(cfg: &SimConfig) -> Result<(), SimError> {
+    let faults = [
+        ("fault_http_429", cfg.fault_http_429),
+        ("fault_http_500", cfg.fault_http_500),
+        ("fault_http_503", cfg.fault_http_503),
+        ("fault_drop", cfg.fault_drop),
+        ("fault_stall", cfg.fault_stall),
+        ("fault_malformed", cfg.fault_malformed),
+        ("fault_slow_headers", cfg.fault_slow_headers),
+    ];
+    for (setting, f) in faults {
+        if !(0.0..=1.0).contains(&f) {
+            return Err(SimError::Setting {
+                setting,
+                reason: format!("{f} is not a fraction between 0 and 1"),
+            });
+        }
+    }
+    let sum: f64 = faults.iter().map(|(_, f)| f).sum();
+    if sum > 1.0 + 1e-9 {
+        return Err(SimError::Setting {
+            setting: "fault_*",
+            reason: format!("fault fractions add up to {sum}, more than 1"),
+        });
+    }
+    if !cfg.prefill_tokens_per_s.is_finite() || cfg.prefill_tokens_per_s < 0.0 {
+        return Err(SimError::Setting {
+            setting: "prefill_tokens_per_s",
+            reason: "must be a non-negative number".into(),
+        });
+    }
+    for (setting, v) in [
+        ("tokens_per_chunk", cfg.tokens_per_chunk),
+        ("max_num_seqs", cfg.max_num_seqs),
+        ("block_size", cfg.block_size),
+    ] {
+        if v == 0 {
+            return Err(SimError::Setting {
+                setting,
+                reason: "must be at least 1".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn build_state(config: SimConfig, record_bodies: bool) -> Result<Arc<SimState>, SimError> {
+    validate(&config)?;
+    let tokens =
+        tokens::TokenCounter::load(config.tokenizer.as_deref()).map_err(SimError::Tokenizer)?;
+    Ok(Arc::new(SimState::new(config, tokens, record_bodies)))
+}
+
+/// Serves the simulator on `listener` until the process ends (for `perfplan sim`).
+/// Request bodies are not kept (a long-running server would grow without bound).
+pub async fn serve(config: SimConfig, listener: TcpListener) -> Result<(), SimError> {
+    let st = build_state(config, false)?;
+    axum::serve(listener, routes::router(st))
+        .await
+        .map_err(SimError::Serve)
+}
+
+/// A running in-process simulator (tests and `sim://` endpoints).
+pub struct SimServer {
+    addr: SocketAddr,
+    state: Arc<SimState>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), std::io::Error>>>,
+}
+
+impl SimServer {
+    /// Starts on 127.0.0.1 with an ephemeral port.
+    pub async fn start(config: SimConfig) -> Result<SimServer, SimError> {
+        Self::start_on(config, SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Starts on `addr` (port 0: ephemeral).
+    pub async fn start_on(config: SimConfig, addr: SocketAddr) -> Result<SimServer, SimError> {
+        let state = build_state(config, true)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| SimError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| SimError::Bind { addr, source })?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let app = routes::router(state.clone());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Ok(SimServer {
+            addr,
+            state,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request received on `/v1/...`, in arrival order.
+    pub fn received(&self) -> Vec<ReceivedRequest> {
+        self.state.received()
+    }
+
+    /// Ground truth of every finished response so far.
+    pub fn truth(&self) -> Vec<TruthRecord> {
+        self.state.truth(false).records
+    }
+
+    /// The server's start as Unix epoch microseconds (truth times are relative to it).
+    pub fn start_unix_us(&self) -> u64 {
+        self.state.start_unix_us
+    }
+
+    /// Stops accepting, ends open streams (stalled ones too) and waits up to a second.
+    pub async fn shutdown(mut self) {
+        self.state.close();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(std::time::Duration::from_secs(1), task)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.state.close();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

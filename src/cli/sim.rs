@@ -1,0 +1,74 @@
+//! `perfplan sim`: runs the built-in simulator as a standalone server until Ctrl-C.
+//! Prints `listening on http://ADDR` as the first line of stdout. Knows only `sim`.
+
+use std::net::{IpAddr, SocketAddr};
+
+use clap::Args;
+
+use super::exit;
+use crate::sim::{self, SimConfig};
+
+/// Start the built-in OpenAI-compatible simulator (point any client at the printed address).
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+
+    /// Port to listen on (0: any free port; the address is printed first).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+
+    #[command(flatten)]
+    pub config: SimConfig,
+}
+
+/// Runs the simulator; returns the process exit code.
+pub fn run(args: SimArgs) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return exit::INVALID;
+        }
+    };
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: SimArgs) -> u8 {
+    let addr = SocketAddr::new(args.host, args.port);
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot listen on {addr}: {e}");
+            return exit::INVALID;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(addr);
+    println!("listening on http://{bound}");
+    tokio::select! {
+        r = sim::serve(args.config, listener) => match r {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                eprintln!("error: {}", chain(&e));
+                exit::INVALID
+            }
+        },
+        _ = tokio::signal::ctrl_c() => exit::OK,
+    }
+}
+
+/// The error and all its sources, joined by `: `.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}

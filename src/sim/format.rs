@@ -1,0 +1,251 @@
+//! Wire format of streamed chunks (vLLM/OpenAI SSE) and of the Responses API events, with
+//! the per-request constant parts serialised once so that each chunk is a few copies.
+//! Output token k of a request is the word `WORDS[(offset + k) % 64]` with a leading space
+//! (one token each under the approximation). Knows nothing about timing.
+
+use bytes::{BufMut, BytesMut};
+use serde_json::{json, Value};
+
+use super::request::Api;
+
+const WORDS: [&str; 64] = [
+    "the", "model", "serves", "tokens", "quickly", "and", "each", "request", "waits", "for", "its",
+    "turn", "in", "a", "batch", "while", "cache", "blocks", "keep", "shared", "prefix", "data",
+    "so", "that", "prompts", "repeat", "without", "cost", "when", "load", "grows", "latency",
+    "rises", "slowly", "but", "steady", "streams", "flow", "from", "server", "to", "client", "who",
+    "counts", "time", "between", "every", "chunk", "measured", "with", "care", "under", "many",
+    "parallel", "users", "on", "one", "machine", "our", "plan", "runs", "again", "today", "well",
+];
+
+/// Appends the text of output tokens `from..to` (JSON-safe, no escaping needed).
+pub(crate) fn put_words(buf: &mut BytesMut, offset: u64, from: u32, to: u32) {
+    for k in from..to {
+        let w = WORDS[((offset + u64::from(k)) % WORDS.len() as u64) as usize];
+        buf.put_u8(b' ');
+        buf.put_slice(w.as_bytes());
+    }
+}
+
+/// The text of output tokens `0..n`.
+pub(crate) fn words(offset: u64, n: u32) -> String {
+    let mut b = BytesMut::new();
+    put_words(&mut b, offset, 0, n);
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// Usage numbers of a response.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UsageNumbers {
+    pub prompt: u64,
+    pub completion: u64,
+    pub cached: u64,
+}
+
+/// `usage` in chat/completions shape; `cached` false leaves out `prompt_tokens_details`.
+pub(crate) fn usage_json(u: UsageNumbers, cached: bool) -> Value {
+    let mut v = json!({
+        "prompt_tokens": u.prompt,
+        "total_tokens": u.prompt + u.completion,
+        "completion_tokens": u.completion,
+    });
+    if cached {
+        v["prompt_tokens_details"] = json!({"cached_tokens": u.cached});
+    }
+    v
+}
+
+/// `usage` in Responses API shape.
+pub(crate) fn response_usage_json(u: UsageNumbers) -> Value {
+    json!({
+        "input_tokens": u.prompt,
+        "input_tokens_details": {"cached_tokens": u.cached},
+        "output_tokens": u.completion,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": u.prompt + u.completion,
+    })
+}
+
+/// Pre-serialised pieces of one streamed response.
+pub(crate) struct ChunkFormat {
+    pub api: Api,
+    pub id: String,
+    pub model: String,
+    pub created: u64,
+    /// `data: {"id":…,"choices":[{"index":` for chat/completions.
+    prefix: Vec<u8>,
+    /// Responses API event counter.
+    pub sequence: u64,
+}
+
+impl ChunkFormat {
+    pub(crate) fn new(api: Api, id: String, model: String, created: u64) -> Self {
+        let object = match api {
+            Api::Chat => "chat.completion.chunk",
+            _ => "text_completion",
+        };
+        let model_json = Value::String(model.clone()).to_string();
+        let prefix = format!(
+            "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":{model_json},\"choices\":[{{\"index\":"
+        )
+        .into_bytes();
+        ChunkFormat {
+            api,
+            id,
+            model,
+            created,
+            prefix,
+            sequence: 0,
+        }
+    }
+
+    /// Chat only: the first chunk of a choice, carrying the role.
+    pub(crate) fn role(&self, buf: &mut BytesMut, index: u32) {
+        buf.put_slice(&self.prefix);
+        put_uint(buf, u64::from(index));
+        buf.put_slice(
+            b",\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+        );
+    }
+
+    /// A content chunk of choice `index` with output tokens `from..to`.
+    pub(crate) fn content(
+        &mut self,
+        buf: &mut BytesMut,
+        index: u32,
+        offset: u64,
+        span: (u32, u32),
+        finish: Option<&str>,
+    ) {
+        match self.api {
+            Api::Chat | Api::Completions => {
+                buf.put_slice(&self.prefix);
+                put_uint(buf, u64::from(index));
+                buf.put_slice(if self.api == Api::Chat {
+                    b",\"delta\":{\"content\":\""
+                } else {
+                    b",\"text\":\""
+                });
+                put_words(buf, offset, span.0, span.1);
+                buf.put_slice(if self.api == Api::Chat {
+                    b"\"},\"logprobs\":null,\"finish_reason\":"
+                } else {
+                    b"\",\"logprobs\":null,\"finish_reason\":"
+                });
+                match finish {
+                    Some(f) => {
+                        buf.put_u8(b'"');
+                        buf.put_slice(f.as_bytes());
+                        buf.put_u8(b'"');
+                    }
+                    None => buf.put_slice(b"null"),
+                }
+                if self.api == Api::Completions {
+                    buf.put_slice(b",\"stop_reason\":null");
+                }
+                buf.put_slice(b"}]}\n\n");
+            }
+            Api::Responses => {
+                buf.put_slice(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":");
+                put_uint(buf, self.next_sequence());
+                buf.put_slice(b",\"item_id\":\"msg_");
+                buf.put_slice(self.id.as_bytes());
+                buf.put_slice(b"\",\"output_index\":");
+                put_uint(buf, u64::from(index));
+                buf.put_slice(b",\"content_index\":0,\"delta\":\"");
+                put_words(buf, offset, span.0, span.1);
+                buf.put_slice(b"\",\"logprobs\":[]}\n\n");
+            }
+        }
+    }
+
+    /// The final usage chunk (chat/completions): empty `choices`.
+    pub(crate) fn usage(&self, buf: &mut BytesMut, u: UsageNumbers, with_cached: bool) {
+        let object = if self.api == Api::Chat {
+            "chat.completion.chunk"
+        } else {
+            "text_completion"
+        };
+        let v = json!({
+            "id": self.id, "object": object, "created": self.created, "model": self.model,
+            "choices": [], "usage": usage_json(u, with_cached),
+        });
+        put_data(buf, &v);
+    }
+
+    /// An invalid-JSON event (the malformed-chunk fault).
+    pub(crate) fn malformed(&self, buf: &mut BytesMut) {
+        buf.put_slice(&self.prefix);
+        buf.put_slice(b"0,\"delta\":{\"content\":\"\n\n");
+    }
+
+    /// A Responses API event `{"type": kind, "sequence_number": …, ...fields}`.
+    pub(crate) fn event(&mut self, buf: &mut BytesMut, kind: &str, fields: Value) {
+        let mut v = json!({"type": kind, "sequence_number": self.next_sequence()});
+        if let (Some(obj), Value::Object(extra)) = (v.as_object_mut(), fields) {
+            obj.extend(extra);
+        }
+        buf.put_slice(b"event: ");
+        buf.put_slice(kind.as_bytes());
+        buf.put_u8(b'\n');
+        put_data(buf, &v);
+    }
+
+    fn next_sequence(&mut self) -> u64 {
+        let s = self.sequence;
+        self.sequence += 1;
+        s
+    }
+}
+
+/// `data: {json}\n\n`.
+pub(crate) fn put_data(buf: &mut BytesMut, v: &Value) {
+    buf.put_slice(b"data: ");
+    buf.put_slice(v.to_string().as_bytes());
+    buf.put_slice(b"\n\n");
+}
+
+/// `data: [DONE]\n\n`.
+pub(crate) fn put_done(buf: &mut BytesMut) {
+    buf.put_slice(b"data: [DONE]\n\n");
+}
+
+fn put_uint(buf: &mut BytesMut, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.put_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_chunk_is_valid_json() {
+        let mut f = ChunkFormat::new(Api::Chat, "chatcmpl-1".into(), "m\"x".into(), 5);
+        let mut buf = BytesMut::new();
+        f.content(&mut buf, 0, 3, (0, 2), Some("length"));
+        let text = String::from_utf8(buf.to_vec()).unwrap();
+        let json: Value = serde_json::from_str(text.trim_start_matches("data: ").trim()).unwrap();
+        assert_eq!(json["choices"][0]["delta"]["content"], " tokens quickly");
+        assert_eq!(json["choices"][0]["finish_reason"], "length");
+        assert_eq!(json["model"], "m\"x");
+    }
+
+    #[test]
+    fn every_word_is_one_approximate_token() {
+        for w in WORDS {
+            assert!(
+                w.len() <= 8 && w.bytes().all(|b| b.is_ascii_lowercase()),
+                "{w}"
+            );
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! The timing model of one generation on a continuous-batching server, shared by streamed
+//! and non-streamed answers:
+//! - a request waits FIFO for one of `max_num_seqs` batch slots (`vllm:num_requests_waiting`);
+//! - once admitted, its prompt is looked up in the prefix cache and the first token is due at
+//!   `admitted + ttft_base + uncached prompt tokens / prefill_tokens_per_s` (admitted = arrival
+//!   when a slot was free; `ttft_base` is measured from arrival in that case);
+//! - each further token is due `itl_base + itl_slope × max(0, running − itl_knee)` after the
+//!   previous one (batch size read when the token is scheduled); a chunk of
+//!   `tokens_per_chunk` tokens is due when its last token is;
+//! - deadlines are absolute (previous deadline + step), so timer jitter never accumulates; every
+//!   chunk already due when the server wakes goes out in the same write.
+//!
+//! Knows nothing about routing; the wire format lives in `format`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::faults::Fault;
+use super::format::{ChunkFormat, UsageNumbers};
+use super::request::{Api, Job};
+use super::state::SimState;
+use super::truth::{TruthGuard, TruthRecord};
+
+/// Counts a request in `vllm:num_requests_waiting` while it exists.
+struct Waiting(Arc<SimState>);
+
+impl Waiting {
+    fn new(st: &Arc<SimState>) -> Self {
+        st.waiting.fetch_add(1, Ordering::Relaxed);
+        Waiting(st.clone())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One request being generated.
+pub(crate) struct Generation {
+    pub st: Arc<SimState>,
+    pub job: Job,
+    pub fmt: ChunkFormat,
+    /// Output tokens per choice.
+    pub out_len: u32,
+    pub finish: &'static str,
+    pub offset: u64,
+    pub fault: Fault,
+    pub arrival: Instant,
+    pub permit: Option<OwnedSemaphorePermit>,
+    /// Deadline of the next chunk.
+    pub next: tokio::time::Instant,
+    /// Tokens sent per choice.
+    pub sent: u32,
+    pub cached: u64,
+    pub truth: TruthGuard,
+}
+
+/// Output length and finish reason: `ignore_eos` gives exactly the limit; otherwise a seeded
+/// natural length (exponential with mean `natural_output_mean`), at least `min_tokens`,
+/// capped by the limit.
+pub(crate) fn output_length(st: &SimState, job: &Job, seq: u64) -> (u32, &'static str) {
+    let natural = || {
+        let mut rng = ChaCha8Rng::seed_from_u64(st.cfg.seed ^ seq.wrapping_mul(0x2545_f491));
+        let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+        let mean = f64::from(st.cfg.natural_output_mean.max(1));
+        ((-mean * u.ln()).ceil() as u32).max(1)
+    };
+    let limit = job.max_tokens.map(|m| m.max(1));
+    match (job.ignore_eos, limit) {
+        (true, Some(m)) => (m, "length"),
+        (_, Some(m)) => {
+            let n = natural().max(job.min_tokens);
+            if n >= m {
+                (m, "length")
+            } else {
+                (n, "stop")
+            }
+        }
+        (_, None) => (natural().max(job.min_tokens).max(1), "stop"),
+    }
+}
+
+impl Generation {
+    pub(crate) fn new(
+        st: Arc<SimState>,
+        job: Job,
+        seq: u64,
+        fault: Fault,
+        record: TruthRecord,
+    ) -> Self {
+        let (out_len, finish) = output_length(&st, &job, seq);
+        let prefix = match job.api {
+            Api::Chat => "chatcmpl-",
+            Api::Completions => "cmpl-",
+            Api::Responses => "resp_",
+        };
+        let id = format!("{prefix}{}", record.request_id);
+        let created = st.start_unix_us / 1_000_000 + st.start.elapsed().as_secs();
+        let fmt = ChunkFormat::new(job.api, id.clone(), job.model.clone(), created);
+        let mut truth = TruthGuard::new(st.clone(), record);
+        truth.with(|r| r.request_id = id.clone());
+        let arrival = Instant::now();
+        Generation {
+            fmt,
+            out_len,
+            finish,
+            offset: seq.wrapping_mul(7),
+            fault,
+            arrival,
+            permit: None,
+            next: tokio::time::Instant::from_std(arrival),
+            sent: 0,
+            cached: 0,
+            truth,
+            job,
+            st,
+        }
+    }
+
+    /// Sets the arrival instant (the handler's, before any parsing).
+    pub(crate) fn arrived_at(&mut self, at: Instant) {
+        self.arrival = at;
+    }
+
+    /// Waits for a batch slot, consults the prefix cache and sets the first token's deadline.
+    pub(crate) async fn admit(&mut self) -> bool {
+        let admitted = match self.st.slots.clone().try_acquire_owned() {
+            Ok(p) => {
+                self.permit = Some(p);
+                self.arrival
+            }
+            Err(_) => {
+                let _waiting = Waiting::new(&self.st);
+                match self.st.slots.clone().acquire_owned().await {
+                    Ok(p) => self.permit = Some(p),
+                    Err(_) => return false,
+                }
+                Instant::now()
+            }
+        };
+        self.cached = self.st.admit_prompts(&self.job.prompts);
+        let uncached = self.job.prompt_tokens().saturating_sub(self.cached);
+        let rate = self.st.cfg.prefill_tokens_per_s;
+        let prefill = if rate > 0.0 {
+            Duration::from_secs_f64(uncached as f64 / rate)
+        } else {
+            Duration::ZERO
+        };
+        self.next = tokio::time::Instant::from_std(admitted + self.st.cfg.ttft_base.0 + prefill);
+        let (at, cached) = (self.truth.us(admitted), self.cached);
+        self.truth.with(|r| {
+            r.admitted_us = Some(at);
+            r.cached_tokens = cached;
+        });
+        true
+    }
+
+    /// Tokens in the next chunk of each choice.
+    pub(crate) fn next_chunk_len(&self) -> u32 {
+        self.st
+            .cfg
+            .tokens_per_chunk
+            .max(1)
+            .min(self.out_len - self.sent)
+    }
+
+    /// Moves the next deadline past a chunk of `tokens` tokens.
+    pub(crate) fn advance(&mut self, tokens: u32) {
+        self.next += self.st.itl() * tokens;
+    }
+
+    /// Records that `tokens` tokens per choice went out at `now`.
+    pub(crate) fn note_sent(&mut self, tokens: u32, now: Instant) {
+        let choices = u64::from(self.job.choices());
+        let total = u64::from(tokens) * choices;
+        self.st
+            .counters
+            .generation_tokens
+            .fetch_add(total, Ordering::Relaxed);
+        let first = self.sent == 0;
+        let at = self.truth.us(now);
+        self.truth.with(|r| {
+            if first {
+                r.first_token_us = Some(at);
+            }
+            r.last_token_us = Some(at);
+            r.tokens_sent += total;
+            r.chunks_sent += choices;
+        });
+        self.sent += tokens;
+    }
+
+    /// Gives the batch slot back (the sequence stops running).
+    pub(crate) fn release(&mut self) {
+        self.permit = None;
+    }
+
+    /// Token index where a mid-stream fault strikes.
+    pub(crate) fn fault_at(&self) -> u32 {
+        self.out_len / 2
+    }
+
+    pub(crate) fn usage(&self) -> UsageNumbers {
+        UsageNumbers {
+            prompt: self.job.prompt_tokens(),
+            completion: u64::from(self.out_len) * u64::from(self.job.choices()),
+            cached: self.cached,
+        }
+    }
+
+    /// The response completed normally.
+    pub(crate) fn finished(&mut self) {
+        self.release();
+        self.st.counters.requests_ok.fetch_add(1, Ordering::Relaxed);
+        self.truth.finish();
+    }
+}

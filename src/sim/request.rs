@@ -1,0 +1,292 @@
+//! Reading request bodies of the inference routes into a `Job`: prompts as token ids,
+//! choices, length limits, streaming and usage options. Also the OpenAI-style error body.
+//! Knows nothing about timing.
+
+use serde_json::{json, Value};
+
+use super::config::{SimConfig, UsageMode};
+use super::tokens::{marker, TokenCounter};
+
+/// Which API a request used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    Chat,
+    Completions,
+    Responses,
+}
+
+/// An inference request, read.
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    pub api: Api,
+    pub model: String,
+    /// One token sequence per prompt; each prompt gets `n` choices.
+    pub prompts: Vec<Vec<u32>>,
+    pub n: u32,
+    pub max_tokens: Option<u32>,
+    pub min_tokens: u32,
+    pub ignore_eos: bool,
+    pub stream: bool,
+    /// A usage chunk ends the stream.
+    pub stream_usage: bool,
+}
+
+impl Job {
+    pub(crate) fn choices(&self) -> u32 {
+        (self.prompts.len() as u32).max(1) * self.n
+    }
+
+    pub(crate) fn prompt_tokens(&self) -> u64 {
+        self.prompts.iter().map(|p| p.len() as u64).sum()
+    }
+}
+
+/// An error answer: status and OpenAI-style body.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    pub status: u16,
+    pub message: String,
+    pub kind: &'static str,
+    pub param: Option<String>,
+}
+
+impl ApiError {
+    pub(crate) fn bad_request(message: impl Into<String>, param: Option<&str>) -> Self {
+        ApiError {
+            status: 400,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param: param.map(str::to_string),
+        }
+    }
+
+    pub(crate) fn body(&self) -> Value {
+        json!({"error": {
+            "message": self.message,
+            "type": self.kind,
+            "param": self.param,
+            "code": self.status,
+        }})
+    }
+}
+
+/// Checks the model name and rejected fields.
+pub(crate) fn check_common(cfg: &SimConfig, body: &Value) -> Result<(), ApiError> {
+    let Some(obj) = body.as_object() else {
+        return Err(ApiError::bad_request(
+            "request body must be a JSON object",
+            None,
+        ));
+    };
+    if let Some(field) = cfg
+        .reject_fields
+        .iter()
+        .find(|f| obj.contains_key(f.as_str()))
+    {
+        return Err(ApiError::bad_request(
+            format!("unsupported field `{field}` (this server rejects it)"),
+            Some(field),
+        ));
+    }
+    let model = obj.get("model").and_then(Value::as_str).unwrap_or("");
+    if !cfg.models.is_empty() && !cfg.models.iter().any(|m| m == model) {
+        return Err(ApiError {
+            status: 404,
+            message: format!("the model `{model}` does not exist"),
+            kind: "NotFoundError",
+            param: Some("model".to_string()),
+        });
+    }
+    Ok(())
+}
+
+fn uint(body: &Value, key: &str) -> Result<Option<u32>, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(|n| Some(n.min(u64::from(u32::MAX)) as u32))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!("`{key}` must be a non-negative integer"), Some(key))
+            }),
+    }
+}
+
+/// Reads an inference request.
+pub(crate) fn parse_job(
+    api: Api,
+    cfg: &SimConfig,
+    body: &Value,
+    tok: &TokenCounter,
+) -> Result<Job, ApiError> {
+    check_common(cfg, body)?;
+    let prompts = match api {
+        Api::Chat => vec![chat_tokens(body.get("messages"), None, tok)?],
+        Api::Completions => completion_prompts(body.get("prompt"), tok)?,
+        Api::Responses => vec![response_tokens(body, tok)?],
+    };
+    let max_tokens = match api {
+        Api::Responses => uint(body, "max_output_tokens")?,
+        _ => uint(body, "max_completion_tokens")?.or(uint(body, "max_tokens")?),
+    };
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let asked = body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let stream_usage = match cfg.usage {
+        UsageMode::Request => asked || api == Api::Responses,
+        UsageMode::Always => true,
+        UsageMode::Never => false,
+    };
+    Ok(Job {
+        api,
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("sim-model")
+            .to_string(),
+        prompts,
+        n: uint(body, "n")?.unwrap_or(1).clamp(1, 128),
+        max_tokens,
+        min_tokens: uint(body, "min_tokens")?.unwrap_or(0),
+        ignore_eos: body
+            .get("ignore_eos")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        stream,
+        stream_usage,
+    })
+}
+
+fn completion_prompts(
+    prompt: Option<&Value>,
+    tok: &TokenCounter,
+) -> Result<Vec<Vec<u32>>, ApiError> {
+    let bad = || {
+        ApiError::bad_request(
+            "`prompt` must be a string, a list of strings, a list of token ids or a list of lists of token ids",
+            Some("prompt"),
+        )
+    };
+    let ids = |v: &Vec<Value>| -> Option<Vec<u32>> {
+        v.iter()
+            .map(|x| x.as_u64().and_then(|n| u32::try_from(n).ok()))
+            .collect()
+    };
+    match prompt {
+        Some(Value::String(s)) => {
+            let mut out = Vec::new();
+            tok.encode(s, &mut out);
+            Ok(vec![out])
+        }
+        Some(Value::Array(items)) if items.is_empty() => Err(bad()),
+        Some(Value::Array(items)) if items[0].is_number() => Ok(vec![ids(items).ok_or_else(bad)?]),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => {
+                    let mut out = Vec::new();
+                    tok.encode(s, &mut out);
+                    Ok(out)
+                }
+                Value::Array(v) => ids(v).ok_or_else(bad),
+                _ => Err(bad()),
+            })
+            .collect(),
+        _ => Err(bad()),
+    }
+}
+
+/// Appends the tokens of a message content: a string or a list of parts.
+fn content_tokens(content: Option<&Value>, tok: &TokenCounter, out: &mut Vec<u32>) {
+    match content {
+        Some(Value::String(s)) => tok.encode(s, out),
+        Some(Value::Array(parts)) => {
+            for part in parts {
+                match part.get("text").and_then(Value::as_str) {
+                    Some(text) => tok.encode(text, out),
+                    None => out.push(marker(&part.to_string())),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Chat messages as `[role] content [end]` per message, then a reply marker.
+fn chat_tokens(
+    messages: Option<&Value>,
+    system: Option<&str>,
+    tok: &TokenCounter,
+) -> Result<Vec<u32>, ApiError> {
+    let Some(Value::Array(messages)) = messages else {
+        return Err(ApiError::bad_request(
+            "`messages` must be a list of messages",
+            Some("messages"),
+        ));
+    };
+    let mut out = Vec::new();
+    if let Some(s) = system {
+        out.push(marker("system"));
+        tok.encode(s, &mut out);
+        out.push(marker("end"));
+    }
+    for m in messages {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+        out.push(marker(role));
+        content_tokens(m.get("content"), tok, &mut out);
+        out.push(marker("end"));
+    }
+    out.push(marker("assistant"));
+    Ok(out)
+}
+
+/// Responses API `input` (a string or a list of message items) plus `instructions`.
+fn response_tokens(body: &Value, tok: &TokenCounter) -> Result<Vec<u32>, ApiError> {
+    let system = body.get("instructions").and_then(Value::as_str);
+    match body.get("input") {
+        Some(Value::String(s)) => {
+            let msgs = json!([{"role": "user", "content": s}]);
+            chat_tokens(Some(&msgs), system, tok)
+        }
+        Some(v @ Value::Array(_)) => chat_tokens(Some(v), system, tok),
+        _ => Err(ApiError::bad_request(
+            "`input` must be a string or a list of items",
+            Some("input"),
+        )),
+    }
+}
+
+/// Reads a list of texts or token-id lists (embeddings `input`, rerank documents).
+pub(crate) fn texts_tokens(v: Option<&Value>, tok: &TokenCounter) -> Vec<Vec<u32>> {
+    match v {
+        Some(Value::String(s)) => {
+            let mut out = Vec::new();
+            tok.encode(s, &mut out);
+            vec![out]
+        }
+        Some(Value::Array(items)) if items.first().is_some_and(Value::is_number) => {
+            vec![items
+                .iter()
+                .filter_map(|x| x.as_u64().map(|n| n as u32))
+                .collect()]
+        }
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| {
+                let mut out = Vec::new();
+                match item {
+                    Value::String(s) => tok.encode(s, &mut out),
+                    Value::Array(ids) => {
+                        out.extend(ids.iter().filter_map(|x| x.as_u64().map(|n| n as u32)))
+                    }
+                    Value::Object(_) => content_tokens(item.get("text"), tok, &mut out),
+                    _ => {}
+                }
+                out
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,307 @@
+//! HTTP routes of the simulator (axum): reading requests, recording them, dealing faults and
+//! handing off to `stream` or `respond`. Knows nothing about plans or the engine.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::faults::Fault;
+use super::generate::Generation;
+use super::request::{parse_job, texts_tokens, Api, ApiError};
+use super::respond::{complete, embedding, encode_time, error_response, json_response, relevance};
+use super::state::{ReceivedRequest, SimState};
+use super::stream::sse_body;
+use super::truth::TruthRecord;
+
+type St = State<Arc<SimState>>;
+
+/// The simulator's router.
+pub(crate) fn router(st: Arc<SimState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .route("/v1/responses", post(responses))
+        .route("/v1/embeddings", post(embeddings))
+        .route("/v1/rerank", post(rerank))
+        .route("/rerank", post(rerank))
+        .route("/v2/rerank", post(rerank))
+        .route("/v1/models", get(models))
+        .route("/health", get(|| async { StatusCode::OK }))
+        .route("/metrics", get(metrics))
+        .route("/reset_prefix_cache", post(reset_prefix_cache))
+        .route("/sim/truth", get(truth).delete(truth_reset))
+        .with_state(st)
+}
+
+async fn chat(st: St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    generate(st.0, Api::Chat, &headers, &uri, body).await
+}
+
+async fn completions(st: St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    generate(st.0, Api::Completions, &headers, &uri, body).await
+}
+
+async fn responses(st: St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    generate(st.0, Api::Responses, &headers, &uri, body).await
+}
+
+/// Parses and records a JSON body.
+fn read_body(st: &SimState, method: &Method, uri: &Uri, body: &Bytes) -> Result<Value, ApiError> {
+    let parsed = serde_json::from_slice::<Value>(body);
+    st.record_request(ReceivedRequest {
+        method: method.to_string(),
+        path: uri.path().to_string(),
+        body: parsed.as_ref().cloned().unwrap_or(Value::Null),
+    });
+    parsed.map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}"), None))
+}
+
+/// The immediate answer of an HTTP-status fault; waits out a slow-headers fault.
+async fn fault_answer(st: &SimState, fault: Fault) -> Option<Response> {
+    if let Some(status) = fault.status() {
+        let e = ApiError {
+            status,
+            message: format!("simulated HTTP {status}"),
+            kind: if status == 429 {
+                "rate_limit_error"
+            } else {
+                "server_error"
+            },
+            param: None,
+        };
+        return Some(error_response(&e));
+    }
+    if fault == Fault::SlowHeaders {
+        tokio::time::sleep(st.cfg.fault_headers_delay.0).await;
+    }
+    None
+}
+
+/// A 64-bit mix (splitmix64 finaliser) for ids that look random but are deterministic.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The next request number and its fault.
+fn deal(st: &SimState) -> (u64, Fault) {
+    let seq = st.next_seq();
+    (seq, st.deck.deal(seq))
+}
+
+async fn generate(
+    st: Arc<SimState>,
+    api: Api,
+    headers: &HeaderMap,
+    uri: &Uri,
+    body: Bytes,
+) -> Response {
+    let arrival = Instant::now();
+    let job = match read_body(&st, &Method::POST, uri, &body)
+        .and_then(|v| parse_job(api, &st.cfg, &v, &st.tokens))
+    {
+        Ok(job) => job,
+        Err(e) => return error_response(&e),
+    };
+    let (seq, fault) = deal(&st);
+    let record = TruthRecord {
+        request_id: format!("{:016x}{seq:016x}", mix(st.cfg.seed ^ seq)),
+        client_request_id: headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        seq,
+        path: uri.path().to_string(),
+        stream: job.stream,
+        fault,
+        status: fault.status().unwrap_or(200),
+        arrival_us: st.micros(arrival),
+        admitted_us: None,
+        first_token_us: None,
+        last_token_us: None,
+        tokens_sent: 0,
+        chunks_sent: 0,
+        prompt_tokens: job.prompt_tokens(),
+        cached_tokens: 0,
+        finished: false,
+    };
+    if let Some(answer) = fault_answer(&st, fault).await {
+        let mut r = record;
+        r.finished = true;
+        st.push_truth(r);
+        return answer;
+    }
+    let stream = job.stream;
+    let mut gen = Generation::new(st, job, seq, fault, record);
+    gen.arrived_at(if fault == Fault::SlowHeaders {
+        Instant::now()
+    } else {
+        arrival
+    });
+    let id = HeaderValue::from_str(&gen.fmt.id).ok();
+    let mut resp = if stream {
+        let mut r = Response::new(Body::from_stream(sse_body(gen)));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream; charset=utf-8"),
+        );
+        r.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        r
+    } else {
+        complete(gen).await
+    };
+    if let Some(id) = id {
+        resp.headers_mut().insert("x-request-id", id);
+    }
+    resp
+}
+
+async fn embeddings(State(st): St, uri: Uri, body: Bytes) -> Response {
+    let v = match read_body(&st, &Method::POST, &uri, &body)
+        .and_then(|v| super::request::check_common(&st.cfg, &v).map(|()| v))
+    {
+        Ok(v) => v,
+        Err(e) => return error_response(&e),
+    };
+    let inputs = texts_tokens(v.get("input"), &st.tokens);
+    if inputs.is_empty() {
+        return error_response(&ApiError::bad_request(
+            "`input` must be a string, a list of strings or token ids",
+            Some("input"),
+        ));
+    }
+    if let Some(answer) = fault_answer(&st, deal(&st).1).await {
+        return answer;
+    }
+    let tokens: u64 = inputs.iter().map(|t| t.len() as u64).sum();
+    let cfg = &st.cfg;
+    tokio::time::sleep(encode_time(
+        cfg.ttft_base.0,
+        cfg.prefill_tokens_per_s,
+        tokens,
+    ))
+    .await;
+    let dim = cfg.embedding_dim.max(1) as usize;
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": embedding(t, dim)}))
+        .collect();
+    json_response(&json!({
+        "id": format!("embd-{:016x}", st.micros(Instant::now())), "object": "list",
+        "created": st.start_unix_us / 1_000_000, "model": v.get("model").cloned().unwrap_or(Value::Null),
+        "data": data, "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }))
+}
+
+async fn rerank(State(st): St, uri: Uri, body: Bytes) -> Response {
+    let v = match read_body(&st, &Method::POST, &uri, &body)
+        .and_then(|v| super::request::check_common(&st.cfg, &v).map(|()| v))
+    {
+        Ok(v) => v,
+        Err(e) => return error_response(&e),
+    };
+    let query = texts_tokens(v.get("query"), &st.tokens).concat();
+    let docs = texts_tokens(v.get("documents"), &st.tokens);
+    if let Some(answer) = fault_answer(&st, deal(&st).1).await {
+        return answer;
+    }
+    let tokens = docs
+        .iter()
+        .map(|d| (d.len() + query.len()) as u64)
+        .sum::<u64>();
+    let cfg = &st.cfg;
+    tokio::time::sleep(encode_time(
+        cfg.ttft_base.0,
+        cfg.prefill_tokens_per_s,
+        tokens,
+    ))
+    .await;
+    let mut results: Vec<(usize, f64)> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i, relevance(&query, d)))
+        .collect();
+    results.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let top = v
+        .get("top_n")
+        .and_then(Value::as_u64)
+        .map_or(results.len(), |n| n as usize);
+    let documents = v.get("documents").and_then(Value::as_array);
+    let results: Vec<Value> = results
+        .into_iter()
+        .take(top)
+        .map(|(i, score)| {
+            let doc = documents
+                .and_then(|d| d.get(i))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let text = doc.as_str().map_or(doc.clone(), |s| json!({"text": s}));
+            json!({"index": i, "document": text, "relevance_score": score})
+        })
+        .collect();
+    json_response(&json!({
+        "id": format!("rerank-{:016x}", st.micros(Instant::now())),
+        "model": v.get("model").cloned().unwrap_or(Value::Null),
+        "usage": {"total_tokens": tokens}, "results": results,
+    }))
+}
+
+async fn models(State(st): St, uri: Uri) -> Response {
+    st.record_request(ReceivedRequest {
+        method: "GET".into(),
+        path: uri.path().to_string(),
+        body: Value::Null,
+    });
+    let names: Vec<&str> = if st.cfg.models.is_empty() {
+        vec!["sim-model"]
+    } else {
+        st.cfg.models.iter().map(String::as_str).collect()
+    };
+    let created = st.start_unix_us / 1_000_000;
+    let data: Vec<Value> = names
+        .iter()
+        .map(|m| json!({"id": m, "object": "model", "created": created, "owned_by": "perfplan-sim", "root": m, "parent": null}))
+        .collect();
+    json_response(&json!({"object": "list", "data": data}))
+}
+
+async fn metrics(State(st): St) -> Response {
+    let mut r = Response::new(Body::from(super::metrics::render(&st)));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    r
+}
+
+async fn reset_prefix_cache(State(st): St) -> Response {
+    st.reset_cache();
+    StatusCode::OK.into_response()
+}
+
+#[derive(Deserialize)]
+struct TruthQuery {
+    #[serde(default)]
+    reset: bool,
+}
+
+async fn truth(State(st): St, Query(q): Query<TruthQuery>) -> Response {
+    json_response(&json!(st.truth(q.reset)))
+}
+
+async fn truth_reset(State(st): St) -> Response {
+    st.truth(true);
+    StatusCode::NO_CONTENT.into_response()
+}

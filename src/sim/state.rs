@@ -1,0 +1,185 @@
+//! State shared by every request of one simulator: settings, batch slots, prefix cache,
+//! counters, received bodies and ground truth. Knows nothing about HTTP routing.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use tokio::sync::{Notify, Semaphore};
+
+use super::cache::{block_hashes, PrefixCache};
+use super::config::SimConfig;
+use super::faults::FaultDeck;
+use super::tokens::TokenCounter;
+use super::truth::{TruthRecord, TruthReport};
+
+/// One request as received: method, path and the JSON body (`null` when none or not JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReceivedRequest {
+    pub method: String,
+    pub path: String,
+    pub body: serde_json::Value,
+}
+
+/// Monotonic counters exported on `/metrics` under vLLM's names.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub prompt_tokens: AtomicU64,
+    pub generation_tokens: AtomicU64,
+    pub cache_queries: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub requests_ok: AtomicU64,
+}
+
+pub(crate) struct SimState {
+    pub cfg: SimConfig,
+    pub tokens: TokenCounter,
+    pub deck: FaultDeck,
+    pub slots: Arc<Semaphore>,
+    pub waiting: AtomicU64,
+    pub counters: Counters,
+    pub start: Instant,
+    pub start_unix_us: u64,
+    seq: AtomicU64,
+    cache: Mutex<PrefixCache>,
+    received: Option<Mutex<Vec<ReceivedRequest>>>,
+    truth: Mutex<Vec<TruthRecord>>,
+    closing: AtomicBool,
+    pub closed: Notify,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl SimState {
+    pub(crate) fn new(cfg: SimConfig, tokens: TokenCounter, record_bodies: bool) -> Self {
+        let start_unix_us = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0);
+        SimState {
+            deck: FaultDeck::new(&cfg),
+            slots: Arc::new(Semaphore::new(cfg.max_num_seqs.max(1) as usize)),
+            cache: Mutex::new(PrefixCache::new(
+                cfg.cache_blocks as usize,
+                cfg.block_size as usize,
+            )),
+            waiting: AtomicU64::new(0),
+            counters: Counters::default(),
+            start: Instant::now(),
+            start_unix_us,
+            seq: AtomicU64::new(0),
+            received: record_bodies.then(|| Mutex::new(Vec::new())),
+            truth: Mutex::new(Vec::new()),
+            closing: AtomicBool::new(false),
+            closed: Notify::new(),
+            tokens,
+            cfg,
+        }
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn micros(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.start).as_micros() as u64
+    }
+
+    /// Sequences holding a batch slot.
+    pub(crate) fn running(&self) -> u64 {
+        let max = self.cfg.max_num_seqs.max(1) as usize;
+        max.saturating_sub(self.slots.available_permits()) as u64
+    }
+
+    /// Inter-token time at the current batch size.
+    pub(crate) fn itl(&self) -> Duration {
+        let over = self.running().saturating_sub(u64::from(self.cfg.itl_knee));
+        self.cfg.itl_base.0 + self.cfg.itl_slope.0 * over.min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Looks the prompts up in the prefix cache (and stores them); counts the query.
+    pub(crate) fn admit_prompts(&self, prompts: &[Vec<u32>]) -> u64 {
+        let total: u64 = prompts.iter().map(|p| p.len() as u64).sum();
+        self.counters
+            .prompt_tokens
+            .fetch_add(total, Ordering::Relaxed);
+        if !self.cfg.prefix_cache {
+            return 0;
+        }
+        let hashes: Vec<Vec<u64>> = prompts
+            .iter()
+            .map(|p| block_hashes(p, self.cfg.block_size as usize))
+            .collect();
+        let mut cached = 0u64;
+        {
+            let mut cache = lock(&self.cache);
+            for (p, h) in prompts.iter().zip(&hashes) {
+                cached += cache.lookup_and_insert(h, p.len()) as u64;
+            }
+        }
+        self.counters
+            .cache_queries
+            .fetch_add(total, Ordering::Relaxed);
+        self.counters
+            .cache_hits
+            .fetch_add(cached, Ordering::Relaxed);
+        cached
+    }
+
+    pub(crate) fn reset_cache(&self) {
+        lock(&self.cache).clear();
+    }
+
+    pub(crate) fn record_request(&self, req: ReceivedRequest) {
+        if let Some(r) = &self.received {
+            lock(r).push(req);
+        }
+    }
+
+    pub(crate) fn received(&self) -> Vec<ReceivedRequest> {
+        self.received
+            .as_ref()
+            .map(|r| lock(r).clone())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn push_truth(&self, r: TruthRecord) {
+        if self.cfg.truth {
+            lock(&self.truth).push(r);
+        }
+    }
+
+    pub(crate) fn truth(&self, reset: bool) -> TruthReport {
+        let mut t = lock(&self.truth);
+        let records = if reset {
+            std::mem::take(&mut *t)
+        } else {
+            t.clone()
+        };
+        TruthReport {
+            server_start_unix_us: self.start_unix_us,
+            records,
+        }
+    }
+
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn close(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+        self.closed.notify_waiters();
+    }
+
+    /// Waits until the server shuts down (stalled responses wait here).
+    pub(crate) async fn until_closed(&self) {
+        let notified = self.closed.notified();
+        if self.is_closing() {
+            return;
+        }
+        notified.await;
+    }
+}
