@@ -3,6 +3,18 @@
 //! `RequestRecord` per request. It knows nothing about plans, storage or tables; it
 //! depends on `api` only.
 
+pub mod arrivals;
+pub mod cpu;
+mod exchange;
 pub mod record;
+mod run;
+pub mod source;
+pub mod target;
 
+pub use arrivals::{ArrivalClock, ArrivalError, Arrivals};
+pub use cpu::process_cpu_time;
+pub use exchange::{excerpt, ERROR_EXCERPT_BYTES};
 pub use record::{Outcome, Phase, RequestRecord, Usage};
+pub use run::{run, CancelHandle, Load, RecordSink, RunConfig, RunError, RunOutput};
+pub use source::{Next, PreparedRequest, RequestSource, VecSource};
+pub use target::{Endpoint, EngineError, Target, Timeouts};

@@ -100,6 +100,9 @@ pub struct RequestRecord {
     pub first_chunk: Option<Duration>,
     /// Arrival of every chunk with non-empty output content, in order. The first is perfplan's TTFT point.
     pub content_times: Vec<Duration>,
+    /// Arrival of the last chunk that carried any choice (vLLM's latency end point).
+    #[serde(default)]
+    pub last_chunk: Option<Duration>,
     /// When the last byte of the response arrived (or the failure was observed).
     pub end: Duration,
     pub outcome: Outcome,
@@ -113,6 +116,9 @@ pub struct RequestRecord {
     pub output_text: String,
     /// Output tokens counted by the client's tokenizer (filled in after the engine).
     pub client_output_tokens: Option<u32>,
+    /// Input tokens counted by the client (as prepared with the request).
+    #[serde(default)]
+    pub client_input_tokens: Option<u32>,
     pub request_bytes: u64,
     pub response_bytes: u64,
 }
@@ -136,6 +142,15 @@ impl RequestRecord {
     /// Send lateness: actual minus intended send time.
     pub fn lateness(&self) -> Duration {
         self.sent.saturating_sub(self.intended)
+    }
+
+    /// Input tokens: the server's figure, else the client's count. The flag says "estimated".
+    pub fn input_tokens(&self) -> Option<(u32, bool)> {
+        match (self.usage.prompt_tokens, self.client_input_tokens) {
+            (Some(n), _) => Some((n, false)),
+            (None, Some(n)) => Some((n, true)),
+            (None, None) => None,
+        }
     }
 
     /// Output tokens: the server's figure, else the client's count. The flag says "estimated".

@@ -1,0 +1,172 @@
+//! `/v1/chat/completions`: the request body (messages, `stream_options.include_usage`)
+//! and the parsers of its streamed chunks and whole bodies.
+
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::wire::{is_error, non_empty, FirstOf, UsageWire};
+use super::{base_body, prompt_name, ApiError, BodyInfo, BodyInput, ChunkInfo, Prompt};
+
+pub(crate) fn body(input: &BodyInput<'_>) -> Result<Map<String, Value>, ApiError> {
+    let messages = match input.prompt {
+        Prompt::Text(text) => Some(json!([{ "role": "user", "content": text }])),
+        Prompt::Messages(messages) => Some(Value::Array(messages.clone())),
+        Prompt::Body(_) => None,
+        other => {
+            return Err(ApiError::PromptMismatch {
+                api: "chat",
+                prompt: prompt_name(other),
+            })
+        }
+    };
+    let mut body = base_body(input, |b| {
+        if let Some(m) = messages {
+            b.insert("messages".into(), m);
+        }
+    });
+    if input.stream && input.include_usage {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    Ok(body)
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    choices: Option<FirstOf<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    object: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<Message<'a>>,
+    #[serde(borrow, default)]
+    message: Option<Message<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+}
+
+pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Error> {
+    let chunk: Chunk<'_> = serde_json::from_slice(data)?;
+    let mut info = ChunkInfo {
+        usage: chunk.usage.as_ref().map(UsageWire::to_usage),
+        error: is_error(&chunk.error, &chunk.object),
+        ..ChunkInfo::default()
+    };
+    if let Some(choice) = chunk.choices.and_then(|c| c.0) {
+        info.has_choice = true;
+        info.finish_reason = non_empty(choice.finish_reason);
+        if let Some(m) = choice.delta.or(choice.message) {
+            info.content = non_empty(m.content);
+            info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
+        }
+    }
+    Ok(info)
+}
+
+pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
+    let info = parse_chunk(data)?;
+    let mut text = String::new();
+    if let Some(r) = &info.reasoning {
+        text.push_str(r);
+    }
+    if let Some(c) = &info.content {
+        text.push_str(c);
+    }
+    Ok(BodyInfo {
+        text,
+        finish_reason: info.finish_reason.map(Cow::into_owned),
+        usage: info.usage,
+        error: info.error,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::engine::record::Usage;
+
+    #[test]
+    fn role_chunk_has_choice_but_no_content() {
+        let c = parse_chunk(br#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#).unwrap();
+        assert!(c.has_choice);
+        assert!(!c.has_output());
+        assert_eq!(c.finish_reason, None);
+    }
+
+    #[test]
+    fn content_and_finish() {
+        let c = parse_chunk(br#"{"choices": [{"index": 0, "delta": {"content": "Hi \"you\""}, "finish_reason": "length"}, {"index": 1}]}"#).unwrap();
+        assert_eq!(c.content.as_deref(), Some("Hi \"you\""));
+        assert_eq!(c.finish_reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn usage_chunk_with_cached_tokens() {
+        let c = parse_chunk(br#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13,"prompt_tokens_details":{"cached_tokens":8}}}"#).unwrap();
+        assert!(!c.has_choice);
+        assert_eq!(
+            c.usage,
+            Some(Usage {
+                prompt_tokens: Some(10),
+                completion_tokens: Some(3),
+                cached_tokens: Some(8)
+            })
+        );
+    }
+
+    #[test]
+    fn reasoning_counts_as_output() {
+        let c = parse_chunk(br#"{"choices":[{"delta":{"reasoning_content":"hmm"}}],"usage":null}"#)
+            .unwrap();
+        assert!(c.has_output());
+        assert_eq!(c.usage, None);
+    }
+
+    #[test]
+    fn error_objects() {
+        assert!(
+            parse_chunk(br#"{"error":{"message":"boom","code":500}}"#)
+                .unwrap()
+                .error
+        );
+        assert!(
+            parse_chunk(br#"{"object":"error","message":"boom"}"#)
+                .unwrap()
+                .error
+        );
+        assert!(
+            !parse_chunk(br#"{"error":null,"choices":[]}"#)
+                .unwrap()
+                .error
+        );
+    }
+
+    #[test]
+    fn whole_body() {
+        let b = parse_body(br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}"#).unwrap();
+        assert_eq!(b.text, "Paris");
+        assert_eq!(b.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(b.usage.unwrap().completion_tokens, Some(1));
+    }
+}

@@ -1,0 +1,107 @@
+//! `/v1/completions`: the request body (text or token-id prompt) and the parsers of its
+//! streamed chunks and whole bodies.
+
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::wire::{is_error, non_empty, FirstOf, UsageWire};
+use super::{base_body, prompt_name, ApiError, BodyInfo, BodyInput, ChunkInfo, Prompt};
+
+pub(crate) fn body(input: &BodyInput<'_>) -> Result<Map<String, Value>, ApiError> {
+    let prompt = match input.prompt {
+        Prompt::Text(text) => Some(Value::from(text.as_str())),
+        Prompt::TokenIds(ids) => Some(Value::from(ids.clone())),
+        Prompt::Body(_) => None,
+        other => {
+            return Err(ApiError::PromptMismatch {
+                api: "completions",
+                prompt: prompt_name(other),
+            })
+        }
+    };
+    let mut body = base_body(input, |b| {
+        if let Some(p) = prompt {
+            b.insert("prompt".into(), p);
+        }
+    });
+    if input.stream && input.include_usage {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    Ok(body)
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    choices: Option<FirstOf<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    object: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Error> {
+    let chunk: Chunk<'_> = serde_json::from_slice(data)?;
+    let mut info = ChunkInfo {
+        usage: chunk.usage.as_ref().map(UsageWire::to_usage),
+        error: is_error(&chunk.error, &chunk.object),
+        ..ChunkInfo::default()
+    };
+    if let Some(choice) = chunk.choices.and_then(|c| c.0) {
+        info.has_choice = true;
+        info.content = non_empty(choice.text);
+        info.finish_reason = non_empty(choice.finish_reason);
+    }
+    Ok(info)
+}
+
+pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
+    let info = parse_chunk(data)?;
+    Ok(BodyInfo {
+        text: info.content.map(Cow::into_owned).unwrap_or_default(),
+        finish_reason: info.finish_reason.map(Cow::into_owned),
+        usage: info.usage,
+        error: info.error,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_chunks_and_final_empty_text() {
+        let c = parse_chunk(
+            br#"{"choices":[{"text":" the","index":0,"logprobs":null,"finish_reason":null}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.content.as_deref(), Some(" the"));
+        let last =
+            parse_chunk(br#"{"choices": [{"text": "", "index": 0, "finish_reason": "length"}]}"#)
+                .unwrap();
+        assert!(last.has_choice && !last.has_output());
+        assert_eq!(last.finish_reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn whole_body() {
+        let b = parse_body(br#"{"id":"c","choices":[{"text":" the capital","index":0,"logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":6,"completion_tokens":8,"total_tokens":14}}"#).unwrap();
+        assert_eq!(b.text, " the capital");
+        assert_eq!(b.usage.unwrap().prompt_tokens, Some(6));
+        assert_eq!(b.usage.unwrap().cached_tokens, None);
+    }
+}

@@ -1,0 +1,123 @@
+//! The open-loop arrival process: seeded gaps between intended send times (Poisson,
+//! gamma with burstiness, constant). Pure: testable without a clock.
+
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp, Gamma};
+
+/// How arrivals are spread in time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrivals {
+    /// Exponential gaps (coefficient of variation 1).
+    Poisson,
+    /// Gamma gaps with shape `burstiness` (1 = Poisson, < 1 burstier, > 1 smoother),
+    /// mean 1/rate, as vLLM's `--burstiness`.
+    Gamma { burstiness: f64 },
+    /// Equal gaps of 1/rate.
+    Constant,
+}
+
+enum Gaps {
+    Exp(Exp<f64>),
+    Gamma(Gamma<f64>),
+    Constant(f64),
+}
+
+/// Produces the gaps between intended send times at `rate` per second.
+pub struct ArrivalClock {
+    gaps: Gaps,
+    rng: ChaCha8Rng,
+}
+
+/// Why an arrival process cannot be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ArrivalError {
+    #[error("arrival rate must be a positive number, got {0}")]
+    Rate(f64),
+    #[error("burstiness must be a positive number, got {0}")]
+    Burstiness(f64),
+}
+
+impl ArrivalClock {
+    pub fn new(rate: f64, arrivals: Arrivals, seed: u64) -> Result<ArrivalClock, ArrivalError> {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(ArrivalError::Rate(rate));
+        }
+        let gaps = match arrivals {
+            Arrivals::Poisson => Gaps::Exp(Exp::new(rate).map_err(|_| ArrivalError::Rate(rate))?),
+            Arrivals::Gamma { burstiness: b } => {
+                if !(b.is_finite() && b > 0.0) {
+                    return Err(ArrivalError::Burstiness(b));
+                }
+                let g = Gamma::new(b, 1.0 / (rate * b)).map_err(|_| ArrivalError::Burstiness(b))?;
+                Gaps::Gamma(g)
+            }
+            Arrivals::Constant => Gaps::Constant(1.0 / rate),
+        };
+        Ok(ArrivalClock {
+            gaps,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        })
+    }
+
+    /// The gap before the next arrival.
+    pub fn next_gap(&mut self) -> Duration {
+        let secs = match &self.gaps {
+            Gaps::Exp(d) => d.sample(&mut self.rng),
+            Gaps::Gamma(d) => d.sample(&mut self.rng),
+            Gaps::Constant(s) => *s,
+        };
+        Duration::from_secs_f64(secs.clamp(0.0, 1.0e6))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn stats(rate: f64, arrivals: Arrivals, seed: u64, n: usize) -> (f64, f64) {
+        let mut c = ArrivalClock::new(rate, arrivals, seed).unwrap();
+        let gaps: Vec<f64> = (0..n).map(|_| c.next_gap().as_secs_f64()).collect();
+        let mean = gaps.iter().sum::<f64>() / n as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n as f64;
+        (mean, var.sqrt() / mean)
+    }
+
+    #[test]
+    fn poisson_has_mean_one_over_rate_and_cv_one() {
+        let (mean, cv) = stats(50.0, Arrivals::Poisson, 42, 200_000);
+        assert!((mean - 0.02).abs() / 0.02 < 0.01, "mean {mean}");
+        assert!((cv - 1.0).abs() < 0.02, "cv {cv}");
+    }
+
+    #[test]
+    fn gamma_cv_is_one_over_sqrt_burstiness() {
+        let (mean, cv) = stats(100.0, Arrivals::Gamma { burstiness: 0.25 }, 7, 200_000);
+        assert!((mean - 0.01).abs() / 0.01 < 0.02, "mean {mean}");
+        assert!((cv - 2.0).abs() < 0.05, "cv {cv}");
+    }
+
+    #[test]
+    fn constant_is_exact_and_seeds_repeat() {
+        let (mean, cv) = stats(4.0, Arrivals::Constant, 0, 100);
+        assert!((mean - 0.25).abs() < 1e-9 && cv < 1e-6);
+        let a: Vec<_> = {
+            let mut c = ArrivalClock::new(5.0, Arrivals::Poisson, 3).unwrap();
+            (0..10).map(|_| c.next_gap()).collect()
+        };
+        let b: Vec<_> = {
+            let mut c = ArrivalClock::new(5.0, Arrivals::Poisson, 3).unwrap();
+            (0..10).map(|_| c.next_gap()).collect()
+        };
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn bad_settings_are_errors() {
+        assert!(ArrivalClock::new(0.0, Arrivals::Poisson, 0).is_err());
+        assert!(ArrivalClock::new(1.0, Arrivals::Gamma { burstiness: -1.0 }, 0).is_err());
+    }
+}

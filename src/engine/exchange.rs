@@ -1,0 +1,346 @@
+//! One request on the wire: send, read the response as its bytes arrive, and turn what
+//! was observed into a `RequestRecord`. Every failure becomes an outcome, never an `Err`.
+//!
+//! Hot path: one timestamp per read of the socket, the SSE decoder and a borrowing
+//! chunk parser; the idle-read timer is re-armed only when it fires (lazy), so a chunk
+//! costs no timer work; no lock anywhere.
+
+use std::error::Error as _;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use super::record::{Outcome, RequestRecord, Usage};
+use super::source::PreparedRequest;
+use super::target::Endpoint;
+use crate::api::{self, ApiKind, SseDecoder, SseEvent};
+
+/// Longest error text kept in a record.
+pub const ERROR_EXCERPT_BYTES: usize = 512;
+
+struct Failure {
+    outcome: Outcome,
+    error: String,
+}
+
+impl Failure {
+    fn new(outcome: Outcome, error: impl Into<String>) -> Failure {
+        Failure {
+            outcome,
+            error: error.into(),
+        }
+    }
+}
+
+/// Cuts `bytes` to at most [`ERROR_EXCERPT_BYTES`] on a character boundary.
+pub fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_EXCERPT_BYTES * 2)]);
+    let mut end = text.len().min(ERROR_EXCERPT_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// The error and its chain of causes, as one line.
+fn chain(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    excerpt(text.as_bytes())
+}
+
+fn classify_send(e: &reqwest::Error) -> Failure {
+    let outcome = if e.is_timeout() {
+        Outcome::Timeout
+    } else {
+        Outcome::Connect
+    };
+    Failure::new(outcome, chain(e))
+}
+
+/// What the stream has said so far.
+struct StreamState {
+    kind: ApiKind,
+    t0: Instant,
+    done: bool,
+    error: Option<String>,
+    bad: Option<String>,
+}
+
+impl StreamState {
+    fn on_event(&mut self, rec: &mut RequestRecord, ev: SseEvent<'_>, at: Duration) {
+        if self.done || self.bad.is_some() {
+            return;
+        }
+        if api::is_done(ev.data) {
+            self.done = true;
+            return;
+        }
+        let info = match api::parse_chunk(self.kind, ev.event, ev.data) {
+            Ok(info) => info,
+            Err(e) => {
+                self.bad = Some(format!("unparsable chunk ({e}): {}", excerpt(ev.data)));
+                return;
+            }
+        };
+        if info.error && self.error.is_none() {
+            self.error = Some(excerpt(ev.data));
+        }
+        if info.has_choice {
+            if rec.first_chunk.is_none() {
+                rec.first_chunk = Some(at);
+            }
+            rec.last_chunk = Some(at);
+        }
+        if info.has_output() {
+            rec.content_times.push(at);
+            if let Some(r) = &info.reasoning {
+                rec.output_text.push_str(r);
+            }
+            if let Some(c) = &info.content {
+                rec.output_text.push_str(c);
+            }
+        }
+        if let Some(f) = info.finish_reason {
+            rec.finish_reason = Some(f.into_owned());
+        }
+        if let Some(u) = info.usage {
+            merge_usage(&mut rec.usage, u);
+        }
+        if info.terminal {
+            self.done = true;
+        }
+    }
+}
+
+fn merge_usage(into: &mut Usage, u: Usage) {
+    into.prompt_tokens = u.prompt_tokens.or(into.prompt_tokens);
+    into.completion_tokens = u.completion_tokens.or(into.completion_tokens);
+    into.cached_tokens = u.cached_tokens.or(into.cached_tokens);
+}
+
+fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestRecord {
+    RequestRecord {
+        index,
+        item: req.item,
+        phase: req.phase,
+        intended,
+        sent: intended,
+        first_chunk: None,
+        content_times: Vec::new(),
+        last_chunk: None,
+        end: intended,
+        outcome: Outcome::Ok,
+        http_status: None,
+        error: None,
+        finish_reason: None,
+        usage: Usage::default(),
+        output_text: String::new(),
+        client_output_tokens: None,
+        client_input_tokens: req.client_input_tokens,
+        request_bytes: req.body.len() as u64,
+        response_bytes: 0,
+    }
+}
+
+/// Sends `req` and observes its response. `t0` is the run's start; `cancel` completing
+/// (sent or dropped) ends the request at once as `Cancelled`.
+pub(crate) async fn exchange(
+    ep: &Endpoint,
+    req: PreparedRequest,
+    index: u64,
+    intended: Duration,
+    t0: Instant,
+    mut cancel: oneshot::Receiver<()>,
+) -> RequestRecord {
+    let mut rec = new_record(&req, index, intended);
+    let sent_at = Instant::now();
+    rec.sent = sent_at - t0;
+    let result = {
+        let work = drive(ep, &req, &mut rec, t0, sent_at);
+        tokio::pin!(work);
+        tokio::select! {
+            biased;
+            r = &mut work => r,
+            _ = &mut cancel => Err(Failure::new(Outcome::Cancelled, "cancelled before the response ended")),
+        }
+    };
+    if let Err(f) = result {
+        rec.outcome = f.outcome;
+        rec.error = Some(f.error);
+        rec.end = Instant::now() - t0;
+    }
+    rec
+}
+
+/// The deadline of the idle/total timer given the time of the last activity.
+fn deadline(ep: &Endpoint, sent_at: Instant, last: Instant) -> Instant {
+    let idle = last + ep.timeouts.read;
+    match ep.timeouts.total {
+        Some(t) => idle.min(sent_at + t),
+        None => idle,
+    }
+}
+
+fn timed_out(ep: &Endpoint, sent_at: Instant, last: Instant, now: Instant) -> Option<Failure> {
+    if ep.timeouts.total.is_some_and(|t| now >= sent_at + t) {
+        return Some(Failure::new(Outcome::Timeout, "total timeout"));
+    }
+    (now >= last + ep.timeouts.read)
+        .then(|| Failure::new(Outcome::Timeout, "read timeout: no bytes"))
+}
+
+async fn drive(
+    ep: &Endpoint,
+    req: &PreparedRequest,
+    rec: &mut RequestRecord,
+    t0: Instant,
+    sent_at: Instant,
+) -> Result<(), Failure> {
+    let url = ep
+        .url(&req.path)
+        .map_err(|e| Failure::new(Outcome::Connect, e.to_string()))?;
+    // One timer per request, re-armed only when it fires (the deadline only moves later).
+    let sleep = tokio::time::sleep_until(deadline(ep, sent_at, sent_at).into());
+    tokio::pin!(sleep);
+    let send = ep.client.post(url).body(req.body.clone()).send();
+    tokio::pin!(send);
+    let mut response = loop {
+        tokio::select! {
+            biased;
+            r = &mut send => break r.map_err(|e| classify_send(&e))?,
+            () = &mut sleep => {
+                if let Some(mut f) = timed_out(ep, sent_at, sent_at, Instant::now()) {
+                    f.error.push_str(" (waiting for the response headers)");
+                    return Err(f);
+                }
+                sleep.as_mut().reset(deadline(ep, sent_at, sent_at).into());
+            }
+        }
+    };
+    let status = response.status().as_u16();
+    rec.http_status = Some(status);
+    let event_stream = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("text/event-stream"));
+    let streamed = status == 200 && (event_stream || (req.stream && !is_json(&response)));
+    let mut decoder = SseDecoder::new();
+    let mut state = StreamState {
+        kind: req.kind,
+        t0,
+        done: false,
+        error: None,
+        bad: None,
+    };
+    let mut body = Vec::new();
+    let mut last = Instant::now();
+    rec.end = last - t0;
+    loop {
+        tokio::select! {
+            biased;
+            chunk = response.chunk() => match chunk {
+                Ok(Some(bytes)) => {
+                    let now = Instant::now();
+                    last = now;
+                    let at = now - state.t0;
+                    rec.end = at;
+                    rec.response_bytes += bytes.len() as u64;
+                    if streamed {
+                        decoder.feed(&bytes, |ev| state.on_event(rec, ev, at));
+                        if state.bad.is_some() {
+                            break;
+                        }
+                    } else if status == 200 || body.len() < ERROR_EXCERPT_BYTES {
+                        body.extend_from_slice(&bytes);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let what = if streamed { Outcome::StreamBroken } else { Outcome::BadBody };
+                    let outcome = if e.is_timeout() { Outcome::Timeout } else { what };
+                    return Err(Failure::new(outcome, chain(&e)));
+                }
+            },
+            () = &mut sleep => {
+                let now = Instant::now();
+                if let Some(f) = timed_out(ep, sent_at, last, now) {
+                    return Err(f);
+                }
+                sleep.as_mut().reset(deadline(ep, sent_at, last).into());
+            }
+        }
+    }
+    if status != 200 {
+        return Err(Failure::new(Outcome::Http, excerpt(&body)));
+    }
+    if streamed {
+        let at = rec.end;
+        decoder.finish(|ev| state.on_event(rec, ev, at));
+        return stream_outcome(&state, rec);
+    }
+    whole_body(req.kind, &body, rec)
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"))
+}
+
+fn stream_outcome(state: &StreamState, rec: &RequestRecord) -> Result<(), Failure> {
+    if let Some(bad) = &state.bad {
+        return Err(Failure::new(Outcome::BadBody, bad.clone()));
+    }
+    if let Some(error) = &state.error {
+        return Err(Failure::new(Outcome::StreamBroken, error.clone()));
+    }
+    if state.done || rec.finish_reason.is_some() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        Outcome::StreamBroken,
+        "stream closed without [DONE] or finish_reason",
+    ))
+}
+
+fn whole_body(kind: ApiKind, body: &[u8], rec: &mut RequestRecord) -> Result<(), Failure> {
+    match api::parse_body(kind, body) {
+        Err(e) => Err(Failure::new(
+            Outcome::BadBody,
+            format!("unparsable body ({e}): {}", excerpt(body)),
+        )),
+        Ok(info) if info.error => Err(Failure::new(Outcome::BadBody, excerpt(body))),
+        Ok(info) => {
+            rec.output_text = info.text;
+            rec.finish_reason = info.finish_reason;
+            if let Some(u) = info.usage {
+                merge_usage(&mut rec.usage, u);
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpt_cuts_on_char_boundary() {
+        let text = "é".repeat(600);
+        let e = excerpt(text.as_bytes());
+        assert!(e.len() <= ERROR_EXCERPT_BYTES);
+        assert!(e.chars().all(|c| c == 'é'));
+        assert_eq!(excerpt(b"short"), "short");
+    }
+}

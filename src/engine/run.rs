@@ -1,0 +1,277 @@
+//! The load loop: one driver that starts requests when the load allows (closed loop:
+//! a free slot; open loop: the next arrival, within `max_in_flight`), collects records
+//! as they complete, and stops on `duration` (soft) or cancellation (grace, then the
+//! rest recorded as cancelled). Closed and open loops are one loop with two start rules.
+//!
+//! Requests in flight are futures polled by this one driver (no task spawn, no lock,
+//! no channel per chunk); each has a oneshot that cancels it.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::{oneshot, watch};
+
+use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
+use super::cpu::process_cpu_time;
+use super::exchange::exchange;
+use super::record::RequestRecord;
+use super::source::{Next, RequestSource};
+use super::target::Endpoint;
+
+/// How requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// `concurrency` requests in flight; each next one starts when one ends. Warmup
+    /// requests come first from the source, so each finished warmup hands its slot to a
+    /// measured request.
+    Closed { concurrency: u32 },
+    /// Arrivals at `rate` per second regardless of responses; at most `max_in_flight`
+    /// in flight when set (a late start is recorded as send lateness).
+    Open {
+        rate: f64,
+        arrivals: Arrivals,
+        seed: u64,
+        max_in_flight: Option<u32>,
+    },
+}
+
+/// One run's load settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    pub load: Load,
+    /// Soft stop, counted from the run's start: no request starts after it; requests in
+    /// flight finish (bounded by their timeouts).
+    pub duration: Option<Duration>,
+    /// After cancellation, how long requests in flight may still finish.
+    pub grace: Duration,
+}
+
+impl RunConfig {
+    /// Connections the load keeps open, for `Endpoint::new`.
+    pub fn pool_size(&self) -> usize {
+        match self.load {
+            Load::Closed { concurrency } => concurrency as usize,
+            Load::Open {
+                max_in_flight: Some(n),
+                ..
+            } => n as usize,
+            Load::Open { rate, .. } => (rate.ceil() as usize).clamp(1, 1024),
+        }
+    }
+}
+
+/// Stops a run: no new requests; in-flight ones get the grace period. Cheap to clone;
+/// the runner triggers it on Ctrl-C.
+#[derive(Debug, Clone)]
+pub struct CancelHandle {
+    tx: watch::Sender<bool>,
+}
+
+impl Default for CancelHandle {
+    fn default() -> Self {
+        CancelHandle::new()
+    }
+}
+
+impl CancelHandle {
+    pub fn new() -> CancelHandle {
+        CancelHandle {
+            tx: watch::channel(false).0,
+        }
+    }
+
+    pub fn cancel(&self) {
+        self.tx.send_replace(true);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        *self.tx.borrow()
+    }
+}
+
+/// Receives each record as it completes (progress, batched storage). Runs on the
+/// driver: keep it short (count, push to a channel).
+pub trait RecordSink {
+    fn record(&mut self, record: &RequestRecord);
+}
+
+impl<F: FnMut(&RequestRecord)> RecordSink for F {
+    fn record(&mut self, record: &RequestRecord) {
+        self(record)
+    }
+}
+
+/// What a run observed.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// Every request sent (warmup included), in completion order.
+    pub records: Vec<RequestRecord>,
+    /// Wall-clock time of the run's start instant (record times are offsets from it).
+    pub started: SystemTime,
+    /// Start of the run to the last record.
+    pub wall: Duration,
+    /// CPU time (user + system) this process used during the run.
+    pub client_cpu: Option<Duration>,
+    pub cancelled: bool,
+    /// The `duration` soft stop ended the run before the source was exhausted.
+    pub stopped_by_duration: bool,
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("invalid open-loop load")]
+    Arrivals(#[from] ArrivalError),
+    #[error("concurrency must be at least 1")]
+    Concurrency,
+}
+
+type InFlight<'a> = FuturesUnordered<Pin<Box<dyn Future<Output = RequestRecord> + Send + 'a>>>;
+
+struct Driver<'a> {
+    ep: &'a Endpoint,
+    t0: Instant,
+    in_flight: InFlight<'a>,
+    cancels: HashMap<u64, oneshot::Sender<()>>,
+    next_index: u64,
+}
+
+impl<'a> Driver<'a> {
+    fn start(&mut self, req: super::source::PreparedRequest, intended: Duration) {
+        let (tx, rx) = oneshot::channel();
+        let index = self.next_index;
+        self.next_index += 1;
+        self.cancels.insert(index, tx);
+        let fut = exchange(self.ep, req, index, intended, self.t0, rx);
+        self.in_flight.push(Box::pin(fut));
+    }
+}
+
+/// Runs one load against `ep`. Failed requests are records, never errors.
+pub async fn run(
+    ep: &Endpoint,
+    source: &mut (dyn RequestSource + Send),
+    cfg: &RunConfig,
+    cancel: &CancelHandle,
+    sink: &mut (dyn RecordSink + Send),
+) -> Result<RunOutput, RunError> {
+    let mut clock = match cfg.load {
+        Load::Closed { concurrency: 0 } => return Err(RunError::Concurrency),
+        Load::Closed { .. } => None,
+        Load::Open {
+            rate,
+            arrivals,
+            seed,
+            ..
+        } => Some(ArrivalClock::new(rate, arrivals, seed)?),
+    };
+    let cpu0 = process_cpu_time();
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let mut d = Driver {
+        ep,
+        t0,
+        in_flight: FuturesUnordered::new(),
+        cancels: HashMap::new(),
+        next_index: 0,
+    };
+    let limit = match cfg.load {
+        Load::Closed { concurrency } => concurrency as usize,
+        Load::Open { max_in_flight, .. } => max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize),
+    };
+    let far = t0 + Duration::from_secs(86_400 * 365);
+    let stop_at = cfg.duration.map(|x| t0 + x);
+    let mut next_arrival = Duration::ZERO;
+    let mut armed_for = Duration::ZERO;
+    let mut records = Vec::new();
+    let mut cancel_rx = cancel.tx.subscribe();
+    let (mut stopping, mut cancelled, mut exhausted, mut by_duration) =
+        (false, false, false, false);
+    let arrival_sleep = tokio::time::sleep_until(t0.into());
+    let stop_sleep = tokio::time::sleep_until(stop_at.unwrap_or(far).into());
+    let grace_sleep = tokio::time::sleep_until(far.into());
+    tokio::pin!(arrival_sleep, stop_sleep, grace_sleep);
+    if cancel.is_cancelled() {
+        stopping = true;
+        cancelled = true;
+    }
+    loop {
+        // Start every request the load allows now.
+        while !stopping && d.in_flight.len() < limit {
+            let now = Instant::now();
+            if stop_at.is_some_and(|s| now >= s) {
+                stopping = true;
+                by_duration = true;
+                break;
+            }
+            let intended = match clock {
+                None => now - t0,
+                Some(_) if t0 + next_arrival > now => break,
+                Some(_) => next_arrival,
+            };
+            match source.next() {
+                Next::Request(req) => {
+                    d.start(req, intended);
+                    if let Some(c) = clock.as_mut() {
+                        next_arrival += c.next_gap();
+                    }
+                }
+                Next::Pending if !d.in_flight.is_empty() => break,
+                Next::Pending | Next::Done => {
+                    stopping = true;
+                    exhausted = true;
+                }
+            }
+        }
+        if d.in_flight.is_empty() && stopping {
+            break;
+        }
+        let waiting_arrival = clock.is_some() && !stopping && d.in_flight.len() < limit;
+        if waiting_arrival && armed_for != next_arrival {
+            arrival_sleep.as_mut().reset((t0 + next_arrival).into());
+            armed_for = next_arrival;
+        }
+        tokio::select! {
+            biased;
+            Some(rec) = d.in_flight.next(), if !d.in_flight.is_empty() => {
+                d.cancels.remove(&rec.index);
+                source.completed(&rec);
+                sink.record(&rec);
+                records.push(rec);
+            }
+            () = &mut arrival_sleep, if waiting_arrival => {}
+            () = &mut stop_sleep, if stop_at.is_some() && !stopping => {
+                stopping = true;
+                by_duration = true;
+            }
+            r = cancel_rx.changed(), if !cancelled => {
+                if r.is_err() || *cancel_rx.borrow() {
+                    cancelled = true;
+                    stopping = true;
+                    grace_sleep.as_mut().reset((Instant::now() + cfg.grace).into());
+                }
+            }
+            () = &mut grace_sleep, if cancelled => {
+                // Dropping the senders cancels every request still in flight.
+                d.cancels.clear();
+                grace_sleep.as_mut().reset(far.into());
+            }
+        }
+    }
+    let wall = t0.elapsed();
+    let client_cpu = match (cpu0, process_cpu_time()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    Ok(RunOutput {
+        records,
+        started,
+        wall,
+        client_cpu,
+        cancelled,
+        stopped_by_duration: by_duration && !exhausted,
+    })
+}

@@ -1,0 +1,73 @@
+//! `RequestSource`: where the engine takes its next request from, and hears how each one
+//! ended (so a multi-turn conversation can build its next turn from the last answer).
+//! `PreparedRequest` is a finished body: the engine never looks inside it.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
+use super::record::{Phase, RequestRecord};
+use crate::api::ApiKind;
+
+/// One request, ready to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedRequest {
+    /// Which item of the run's request set this is (copied to the record).
+    pub item: u64,
+    pub phase: Phase,
+    pub kind: ApiKind,
+    /// Path under the endpoint's base URL (`ApiKind::path()` for the usual APIs).
+    pub path: Cow<'static, str>,
+    /// The JSON body (see `api::build_body`).
+    pub body: Bytes,
+    /// Whether the body asks for a streamed answer.
+    pub stream: bool,
+    /// Input tokens counted by the client, copied to the record (used when usage is missing).
+    pub client_input_tokens: Option<u32>,
+}
+
+/// The answer of [`RequestSource::next`].
+#[derive(Debug)]
+pub enum Next {
+    Request(PreparedRequest),
+    /// Nothing now; ask again after a request in flight completes (multi-turn).
+    /// With nothing in flight it means `Done`.
+    Pending,
+    /// No more requests.
+    Done,
+}
+
+/// Supplies a run's requests in order.
+pub trait RequestSource {
+    fn next(&mut self) -> Next;
+    /// Called once per request, as it completes, before the next `next()`.
+    fn completed(&mut self, _record: &RequestRecord) {}
+}
+
+/// The simple source: a list of requests sent in order (warmup ones first).
+#[derive(Debug)]
+pub struct VecSource {
+    requests: std::vec::IntoIter<PreparedRequest>,
+}
+
+impl VecSource {
+    pub fn new(requests: Vec<PreparedRequest>) -> VecSource {
+        VecSource {
+            requests: requests.into_iter(),
+        }
+    }
+
+    /// Requests not handed out yet.
+    pub fn remaining(&self) -> usize {
+        self.requests.len()
+    }
+}
+
+impl RequestSource for VecSource {
+    fn next(&mut self) -> Next {
+        match self.requests.next() {
+            Some(r) => Next::Request(r),
+            None => Next::Done,
+        }
+    }
+}

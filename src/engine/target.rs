@@ -1,0 +1,232 @@
+//! `Target`: where requests go (base URL, key, headers, timeouts), and `Endpoint`: the
+//! one HTTP client per endpoint with its pool sized to the load. Keys are never printed.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::Url;
+
+use crate::api::ApiKind;
+
+/// Connect, idle-read (between two reads of the response) and total timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    /// Longest wait for the next bytes (or for the response headers).
+    pub read: Duration,
+    /// Longest time from sending to the end of the response; `None`: unbounded.
+    pub total: Option<Duration>,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            read: Duration::from_secs(600),
+            total: None,
+        }
+    }
+}
+
+/// A server to send requests to.
+#[derive(Clone, Default)]
+pub struct Target {
+    /// `http://host:port` (a trailing `/v1` is accepted).
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer ...`; never printed.
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub timeouts: Timeouts,
+}
+
+fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "authorization" || n.contains("key") || n.contains("token") || n.contains("secret")
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let shown = if is_secret_header(k) { "<redacted>" } else { v };
+                (k.as_str(), shown)
+            })
+            .collect();
+        f.debug_struct("Target")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("headers", &headers)
+            .field("timeouts", &self.timeouts)
+            .finish()
+    }
+}
+
+/// Why an endpoint could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid base URL `{url}`")]
+    BadUrl {
+        url: String,
+        #[source]
+        source: url::ParseError,
+    },
+    #[error("invalid header `{name}`: names and values must be visible ASCII")]
+    BadHeader { name: String },
+    #[error("could not build the HTTP client for `{url}`")]
+    Client {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+}
+
+/// One endpoint: its HTTP client (connection pool) and parsed request URLs.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub(crate) client: reqwest::Client,
+    base: String,
+    urls: Vec<(&'static str, Url)>,
+    pub(crate) timeouts: Timeouts,
+}
+
+impl Endpoint {
+    /// Builds the client; `pool` is the number of connections the load keeps open
+    /// (closed loop: the concurrency; open loop: `max_in_flight` or an estimate).
+    pub fn new(target: &Target, pool: usize) -> Result<Endpoint, EngineError> {
+        let base = target.base_url.trim_end_matches('/').to_string();
+        let parsed = Url::parse(&base).map_err(|source| EngineError::BadUrl {
+            url: base.clone(),
+            source,
+        })?;
+        let mut builder = reqwest::Client::builder()
+            .default_headers(default_headers(target)?)
+            .connect_timeout(target.timeouts.connect)
+            .pool_max_idle_per_host(pool.max(1))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .tcp_nodelay(true)
+            .http1_only();
+        let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+        if loopback {
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|source| EngineError::Client {
+            url: base.clone(),
+            source,
+        })?;
+        let mut endpoint = Endpoint {
+            client,
+            base,
+            urls: Vec::new(),
+            timeouts: target.timeouts,
+        };
+        for kind in ApiKind::ALL {
+            let url = endpoint.parse_url(kind.path())?;
+            endpoint.urls.push((kind.path(), url));
+        }
+        Ok(endpoint)
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
+    /// The full URL of `path`; the paths of the five APIs are parsed once.
+    pub fn url(&self, path: &str) -> Result<Url, EngineError> {
+        match self.urls.iter().find(|(p, _)| *p == path) {
+            Some((_, url)) => Ok(url.clone()),
+            None => self.parse_url(path),
+        }
+    }
+
+    fn parse_url(&self, path: &str) -> Result<Url, EngineError> {
+        // A base URL ending in `/v1` and a path starting with `/v1/` name the same folder.
+        let joined = match (self.base.strip_suffix("/v1"), path.strip_prefix("/v1/")) {
+            (Some(root), Some(_)) => format!("{root}{path}"),
+            _ => format!("{}{path}", self.base),
+        };
+        Url::parse(&joined).map_err(|source| EngineError::BadUrl {
+            url: joined,
+            source,
+        })
+    }
+}
+
+fn default_headers(target: &Target) -> Result<HeaderMap, EngineError> {
+    let mut map = HeaderMap::new();
+    map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (name, value) in &target.headers {
+        let bad = || EngineError::BadHeader { name: name.clone() };
+        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+        let mut v = HeaderValue::from_str(value).map_err(|_| bad())?;
+        v.set_sensitive(is_secret_header(name));
+        map.insert(n, v);
+    }
+    if let Some(key) = &target.api_key {
+        let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            EngineError::BadHeader {
+                name: "authorization".into(),
+            }
+        })?;
+        v.set_sensitive(true);
+        map.insert(AUTHORIZATION, v);
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let t = Target {
+            base_url: "http://127.0.0.1:1".into(),
+            api_key: Some("sk-very-secret".into()),
+            headers: vec![
+                ("X-Api-Key".into(), "hidden".into()),
+                ("X-Trace".into(), "shown".into()),
+            ],
+            timeouts: Timeouts::default(),
+        };
+        let text = format!("{t:?}");
+        assert!(
+            !text.contains("sk-very-secret") && !text.contains("hidden"),
+            "{text}"
+        );
+        assert!(text.contains("shown"));
+        let ep = Endpoint::new(&t, 4).unwrap();
+        assert!(!format!("{ep:?}").contains("sk-very-secret"));
+    }
+
+    #[test]
+    fn urls_join_with_or_without_v1() {
+        for base in [
+            "http://127.0.0.1:9",
+            "http://127.0.0.1:9/",
+            "http://127.0.0.1:9/v1",
+        ] {
+            let t = Target {
+                base_url: base.into(),
+                ..Target::default()
+            };
+            let ep = Endpoint::new(&t, 1).unwrap();
+            assert_eq!(
+                ep.url("/v1/chat/completions").unwrap().as_str(),
+                "http://127.0.0.1:9/v1/chat/completions"
+            );
+        }
+        let t = Target {
+            base_url: "not a url".into(),
+            ..Target::default()
+        };
+        assert!(Endpoint::new(&t, 1).is_err());
+    }
+}
