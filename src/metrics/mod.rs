@@ -2,4 +2,5 @@
 //! exact percentiles by linear interpolation, goodput, failure classes, client health.
 //! Knows nothing about plans, HTTP or storage.
 
+pub mod condition;
 pub mod names;

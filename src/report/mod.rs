@@ -1,1 +1,176 @@
-//! report (being built).
+//! Reports from the results database: the pivot of runs (rows and columns are axis
+//! values, cells the chosen metrics), its exporters (one per file: table, Markdown,
+//! CSV, JSON, HTML with inline SVG plots), comparisons of two suites and sign-off gates.
+//! Reads only the database (`store`) and the metric vocabulary (`metrics`); knows
+//! nothing about plans' types, HTTP or the engine.
+
+pub mod bootstrap;
+pub mod compare;
+mod compare_render;
+pub mod csv;
+mod format;
+pub mod gates;
+mod grid;
+pub mod html;
+pub mod json;
+pub mod markdown;
+pub mod pivot;
+mod plots;
+mod svg;
+pub mod table;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+use crate::metrics::condition::ConditionError;
+use crate::store::{Store, StoreError, StoredRun, SuiteRow};
+
+pub use pivot::{Layout, Pivot};
+
+/// Metrics shown when neither the plan nor the command line chooses.
+pub const DEFAULT_METRICS: [&str; 6] = [
+    "ttft_p50",
+    "ttft_p99",
+    "tpot_mean",
+    "latency_p99",
+    "output_tps",
+    "success_ratio",
+];
+
+/// Why a report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("unknown metric `{name}`{}", suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
+    UnknownMetric {
+        name: String,
+        suggestion: Option<String>,
+    },
+    #[error("unknown axis `{name}` (the runs have: {})", known.join(", "))]
+    UnknownAxis { name: String, known: Vec<String> },
+    #[error("invalid gate `{text}`: write METRIC=CONDITION, e.g. ttft_p99=\"<= 2s\"")]
+    GateSyntax { text: String },
+    #[error("invalid gate")]
+    Condition(#[from] ConditionError),
+    #[error("invalid {what} stored in the suite")]
+    Settings {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("unknown format `{0}` (table, md, csv, json, html)")]
+    Format(String),
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot encode the report as JSON")]
+    Json(#[source] serde_json::Error),
+}
+
+/// Output formats of `perfplan report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Md,
+    Csv,
+    Json,
+    Html,
+}
+
+impl FromStr for Format {
+    type Err = ReportError;
+    fn from_str(s: &str) -> Result<Format, ReportError> {
+        match s {
+            "table" => Ok(Format::Table),
+            "md" | "markdown" => Ok(Format::Md),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            "html" => Ok(Format::Html),
+            _ => Err(ReportError::Format(s.into())),
+        }
+    }
+}
+
+/// How a human table is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableStyle {
+    /// Borders and wrapping for a terminal; plain columns when piped.
+    pub tty: bool,
+    /// Bold headers and coloured verdicts (only on a terminal without `NO_COLOR`).
+    pub color: bool,
+}
+
+impl TableStyle {
+    /// The style for standard output: a terminal gets borders, colour unless `NO_COLOR`.
+    pub fn detect() -> TableStyle {
+        use std::io::IsTerminal;
+        let tty = std::io::stdout().is_terminal();
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        TableStyle {
+            tty,
+            color: tty && !no_color,
+        }
+    }
+}
+
+/// The suite and its runs, read once for every exporter.
+#[derive(Debug, Clone)]
+pub struct ReportData {
+    pub suite: SuiteRow,
+    pub runs: Vec<StoredRun>,
+}
+
+impl ReportData {
+    pub fn load(store: &Store) -> Result<ReportData, ReportError> {
+        Ok(ReportData {
+            suite: store.suite()?,
+            runs: store.runs()?,
+        })
+    }
+
+    /// The plan's `[report]` section as stored in the suite.
+    pub fn plan_layout(&self) -> Result<Layout, ReportError> {
+        #[derive(Deserialize, Default)]
+        #[serde(default)]
+        struct Raw {
+            rows: Vec<String>,
+            columns: Vec<String>,
+            metrics: Vec<String>,
+        }
+        let raw: Raw = if self.suite.info.report.is_null() {
+            Raw::default()
+        } else {
+            serde_json::from_value(self.suite.info.report.clone()).map_err(|source| {
+                ReportError::Settings {
+                    what: "[report] settings",
+                    source,
+                }
+            })?
+        };
+        Ok(Layout {
+            rows: raw.rows,
+            columns: raw.columns,
+            metrics: raw.metrics,
+        })
+    }
+}
+
+/// The metric of the vocabulary nearest to `name`, for "did you mean".
+pub(crate) fn unknown_metric(name: &str) -> ReportError {
+    let suggestion = crate::metrics::names::all_names()
+        .into_iter()
+        .map(|n| (strsim::jaro_winkler(name, &n), n))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n);
+    ReportError::UnknownMetric {
+        name: name.into(),
+        suggestion,
+    }
+}

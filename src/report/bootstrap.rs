@@ -1,0 +1,261 @@
+//! Is a difference between two runs beyond noise? A seeded percentile bootstrap of
+//! the difference of a statistic, from the per-request values of both runs (TTFT,
+//! TPOT, latency) or, for throughput, from resampled requests.
+//!
+//! Throughput from a resample uses Little's law: the run's mean in-flight count
+//! (Σ latency / duration) times Σ tokens / Σ latency of the resample, which equals
+//! the measured throughput on the original requests.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::engine::{Outcome, Phase};
+use crate::store::RequestRow;
+
+/// How the bootstrap runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BootstrapOptions {
+    pub seed: u64,
+    pub resamples: u32,
+    /// Two-sided confidence level, e.g. 0.95.
+    pub confidence: f64,
+}
+
+impl Default for BootstrapOptions {
+    fn default() -> Self {
+        BootstrapOptions {
+            seed: 0x5eed,
+            resamples: 1000,
+            confidence: 0.95,
+        }
+    }
+}
+
+/// A confidence interval of `new − base`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Interval {
+    /// Zero lies outside the interval.
+    pub fn excludes_zero(&self) -> bool {
+        self.low > 0.0 || self.high < 0.0
+    }
+}
+
+/// The per-request values of one run's successful measured requests (times in ms).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    pub ttft: Vec<f64>,
+    pub tpot: Vec<f64>,
+    pub latency: Vec<f64>,
+    /// Per request: (latency s, output tokens, input + output tokens).
+    pub requests: Vec<(f64, f64, f64)>,
+    /// First measured request sent → last measured response ended, in seconds.
+    pub duration_s: f64,
+}
+
+impl Sample {
+    pub fn from_rows(rows: &[RequestRow]) -> Sample {
+        let measured: Vec<&RequestRow> =
+            rows.iter().filter(|r| r.phase == Phase::Measured).collect();
+        let start = measured.iter().map(|r| r.sent_us).min().unwrap_or(0);
+        let end = measured.iter().map(|r| r.end_us).max().unwrap_or(0);
+        let mut s = Sample {
+            duration_s: end.saturating_sub(start) as f64 / 1e6,
+            ..Sample::default()
+        };
+        for r in measured.into_iter().filter(|r| r.outcome == Outcome::Ok) {
+            if let Some(t) = r.ttft_us {
+                s.ttft.push(t as f64 / 1e3);
+            }
+            if let Some(t) = r.tpot_us() {
+                s.tpot.push(t / 1e3);
+            }
+            s.latency.push(r.latency_us as f64 / 1e3);
+            let out = f64::from(r.output_tokens().unwrap_or(0));
+            let input = f64::from(r.usage.prompt_tokens.or(r.client_input_tokens).unwrap_or(0));
+            s.requests
+                .push((r.latency_us as f64 / 1e6, out, out + input));
+        }
+        s
+    }
+}
+
+/// Linear interpolation between closest ranks (numpy's default) on sorted values.
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
+}
+
+/// A statistic of the vocabulary (`mean`, `stdev`, `min`, `max`, `p1` … `p999`) of values.
+pub fn statistic(values: &mut [f64], stat: &str) -> Option<f64> {
+    let n = values.len() as f64;
+    match stat {
+        "mean" => (n > 0.0).then(|| values.iter().sum::<f64>() / n),
+        "stdev" => {
+            let mean = values.iter().sum::<f64>() / n;
+            (n > 1.0).then(|| (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt())
+        }
+        _ => {
+            let q = match stat {
+                "min" => 0.0,
+                "max" => 1.0,
+                "p999" => 0.999,
+                p => p.strip_prefix('p')?.parse::<f64>().ok()? / 100.0,
+            };
+            values.sort_by(f64::total_cmp);
+            percentile(values, q)
+        }
+    }
+}
+
+/// The per-resample estimate of `metric` on `sample`, or `None` if the bootstrap does not cover it.
+fn estimator(metric: &str) -> Option<Box<dyn Fn(&Sample, &mut ChaCha8Rng) -> Option<f64>>> {
+    if let Some(pick) = match metric {
+        "output_tps" => Some(1),
+        "total_tps" => Some(2),
+        "rps" => Some(0),
+        _ => None,
+    } {
+        return Some(Box::new(move |s: &Sample, rng: &mut ChaCha8Rng| {
+            let n = s.requests.len();
+            if n < 2 || s.duration_s <= 0.0 {
+                return None;
+            }
+            let total_latency: f64 = s.requests.iter().map(|r| r.0).sum();
+            let in_flight = total_latency / s.duration_s;
+            let (mut lat, mut w) = (0.0, 0.0);
+            for _ in 0..n {
+                let r = s.requests[rng.gen_range(0..n)];
+                lat += r.0;
+                w += match pick {
+                    1 => r.1,
+                    2 => r.2,
+                    _ => 1.0,
+                };
+            }
+            (lat > 0.0).then(|| in_flight * w / lat)
+        }));
+    }
+    let (quantity, stat) = metric.rsplit_once('_')?;
+    let field: fn(&Sample) -> &Vec<f64> = match quantity {
+        "ttft" => |s| &s.ttft,
+        "tpot" => |s| &s.tpot,
+        "latency" => |s| &s.latency,
+        _ => return None,
+    };
+    let stat = stat.to_string();
+    statistic(&mut [1.0], &stat)?;
+    Some(Box::new(move |s: &Sample, rng: &mut ChaCha8Rng| {
+        let values = field(s);
+        let n = values.len();
+        if n < 2 {
+            return None;
+        }
+        let mut draw: Vec<f64> = (0..n).map(|_| values[rng.gen_range(0..n)]).collect();
+        statistic(&mut draw, &stat)
+    }))
+}
+
+/// Whether the bootstrap can judge `metric`.
+pub fn supports(metric: &str) -> bool {
+    estimator(metric).is_some()
+}
+
+fn metric_seed(seed: u64, metric: &str) -> u64 {
+    metric.bytes().fold(seed ^ 0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// The confidence interval of `new − base` for `metric`, or `None` when the metric is
+/// not covered or either run has fewer than two values.
+pub fn diff_interval(
+    base: &Sample,
+    new: &Sample,
+    metric: &str,
+    opts: &BootstrapOptions,
+) -> Option<Interval> {
+    let est = estimator(metric)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(metric_seed(opts.seed, metric));
+    let mut diffs = Vec::with_capacity(opts.resamples as usize);
+    for _ in 0..opts.resamples.max(1) {
+        let b = est(base, &mut rng)?;
+        let n = est(new, &mut rng)?;
+        diffs.push(n - b);
+    }
+    diffs.sort_by(f64::total_cmp);
+    let tail = (1.0 - opts.confidence.clamp(0.0, 1.0)) / 2.0;
+    Some(Interval {
+        low: percentile(&diffs, tail)?,
+        high: percentile(&diffs, 1.0 - tail)?,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn sample(scale: f64, n: usize, jitter_seed: u64) -> Sample {
+        let mut rng = ChaCha8Rng::seed_from_u64(jitter_seed);
+        let mut s = Sample {
+            duration_s: 10.0 * scale,
+            ..Sample::default()
+        };
+        for _ in 0..n {
+            let j: f64 = rng.gen_range(0.9..1.1);
+            s.ttft.push(100.0 * scale * j);
+            s.tpot.push(10.0 * scale * j);
+            s.latency.push(1000.0 * scale * j);
+            s.requests.push((1.0 * scale * j, 100.0, 200.0));
+        }
+        s
+    }
+
+    #[test]
+    fn percentile_is_numpy_linear() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 0.5), Some(2.5));
+        assert!((percentile(&v, 0.99).unwrap() - 3.97).abs() < 1e-12);
+        assert_eq!(statistic(&mut [3.0, 1.0, 2.0], "p50"), Some(2.0));
+        assert_eq!(statistic(&mut [1.0, 3.0], "mean"), Some(2.0));
+        assert_eq!(statistic(&mut [1.0, 3.0], "stdev"), Some(1.0));
+        assert_eq!(statistic(&mut [1.0], "p98x"), None);
+    }
+
+    #[test]
+    fn seeded_bootstrap_is_repeatable_and_flags_a_real_shift() {
+        let opts = BootstrapOptions {
+            resamples: 200,
+            ..BootstrapOptions::default()
+        };
+        let base = sample(1.0, 100, 1);
+        let same = sample(1.0, 100, 2);
+        let slow = sample(1.2, 100, 3);
+        for metric in ["ttft_p50", "tpot_mean", "latency_p99", "output_tps"] {
+            let a = diff_interval(&base, &slow, metric, &opts).unwrap();
+            assert_eq!(
+                Some(a),
+                diff_interval(&base, &slow, metric, &opts),
+                "{metric}"
+            );
+            assert!(a.excludes_zero(), "{metric}: {a:?}");
+            let b = diff_interval(&base, &same, metric, &opts).unwrap();
+            assert!(!b.excludes_zero(), "{metric}: {b:?}");
+            let c = diff_interval(&base, &base, metric, &opts).unwrap();
+            assert!(!c.excludes_zero(), "{metric}: {c:?}");
+        }
+        assert!(diff_interval(&base, &slow, "cache_hit_ratio", &opts).is_none());
+        assert!(supports("rps") && !supports("itl_p50"));
+    }
+}

@@ -1,0 +1,207 @@
+//! Two suites side by side: runs matched by their axis values (never by position;
+//! ignored axes left out of the match), metrics with absolute and relative deltas,
+//! and a seeded bootstrap verdict on whether each delta is beyond noise. Runs on one
+//! side only are listed, not dropped.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use super::bootstrap::{diff_interval, supports, BootstrapOptions, Interval, Sample};
+pub use super::compare_render::render;
+use super::pivot::axis_label;
+use super::{unknown_metric, ReportData, ReportError, DEFAULT_METRICS};
+use crate::metrics::condition::relative_change;
+use crate::metrics::names;
+use crate::store::{Store, StoredRun};
+
+/// What `compare` looks at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompareOptions {
+    /// Axes left out of the matching (e.g. `endpoint` when comparing two servers).
+    pub ignore: Vec<String>,
+    /// Metrics compared (default: the new suite's `[report]` metrics, else the defaults).
+    pub metrics: Vec<String>,
+    pub bootstrap: BootstrapOptions,
+}
+
+/// One metric of one matched pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricDelta {
+    pub metric: String,
+    pub base: Option<f64>,
+    pub new: Option<f64>,
+    /// `new − base`.
+    pub delta: Option<f64>,
+    /// `(new − base) / |base| × 100`.
+    pub delta_pct: Option<f64>,
+    /// Confidence interval of `new − base`, when the bootstrap covers the metric.
+    pub interval: Option<Interval>,
+    /// `Some(true)` when the interval excludes zero; `None` when not judged.
+    pub beyond_noise: Option<bool>,
+}
+
+/// Two runs with the same axis values (ignored axes aside).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairDelta {
+    /// `(axis, label)` of the matched axes, in the new run's axis order.
+    pub key: Vec<(String, String)>,
+    pub base: StoredRun,
+    pub new: StoredRun,
+    pub deltas: Vec<MetricDelta>,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub base_name: String,
+    pub new_name: String,
+    pub metrics: Vec<String>,
+    pub pairs: Vec<PairDelta>,
+    pub only_base: Vec<StoredRun>,
+    pub only_new: Vec<StoredRun>,
+}
+
+/// An axis value in a form that does not depend on key order.
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, String> =
+                map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            let parts: Vec<String> = sorted.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// The matching key of a run: its axes minus the ignored ones, order-independent.
+pub fn match_key(run: &StoredRun, ignore: &[String]) -> String {
+    let mut parts: BTreeMap<String, String> = BTreeMap::new();
+    if let Value::Object(map) = &run.axes {
+        for (k, v) in map.iter().filter(|(k, _)| !ignore.contains(k)) {
+            parts.insert(k.clone(), canonical(v));
+        }
+    }
+    parts
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Pairs of `(base index, new index)` with equal keys, then the unmatched of each side.
+/// When a key repeats on one side, its first run is matched and the others are unmatched.
+pub fn match_runs(
+    base: &[StoredRun],
+    new: &[StoredRun],
+    ignore: &[String],
+) -> (Vec<(usize, usize)>, Vec<usize>, Vec<usize>) {
+    let mut only_base = Vec::new();
+    let mut first: HashMap<String, usize> = HashMap::new();
+    for (i, run) in base.iter().enumerate() {
+        let key = match_key(run, ignore);
+        if first.contains_key(&key) {
+            only_base.push(i);
+        } else {
+            first.insert(key, i);
+        }
+    }
+    let mut pairs = Vec::new();
+    let mut only_new = Vec::new();
+    for (j, run) in new.iter().enumerate() {
+        match first.remove(&match_key(run, ignore)) {
+            Some(i) => pairs.push((i, j)),
+            None => only_new.push(j),
+        }
+    }
+    only_base.extend(first.into_values());
+    only_base.sort_unstable();
+    (pairs, only_base, only_new)
+}
+
+fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String>, ReportError> {
+    let mut metrics = opts.metrics.clone();
+    if metrics.is_empty() {
+        metrics = new.plan_layout()?.metrics;
+    }
+    if metrics.is_empty() {
+        metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
+    }
+    if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
+        return Err(unknown_metric(bad));
+    }
+    Ok(metrics)
+}
+
+/// Compares the suite in `new` against the one in `base`.
+pub fn compare(
+    base: &Store,
+    new: &Store,
+    opts: &CompareOptions,
+) -> Result<Comparison, ReportError> {
+    let b = ReportData::load(base)?;
+    let n = ReportData::load(new)?;
+    let metrics = resolve_metrics(&n, opts)?;
+    let judged = metrics.iter().any(|m| supports(m));
+    let (pairs, only_base, only_new) = match_runs(&b.runs, &n.runs, &opts.ignore);
+    let mut out = Vec::with_capacity(pairs.len());
+    for (i, j) in pairs {
+        let (br, nr) = (&b.runs[i], &n.runs[j]);
+        let samples = if judged {
+            Some((
+                Sample::from_rows(&base.request_rows(&br.id)?),
+                Sample::from_rows(&new.request_rows(&nr.id)?),
+            ))
+        } else {
+            None
+        };
+        let deltas = metrics
+            .iter()
+            .map(|m| {
+                let bv = br.metrics.get(m).copied().flatten();
+                let nv = nr.metrics.get(m).copied().flatten();
+                let interval = samples
+                    .as_ref()
+                    .and_then(|(bs, ns)| diff_interval(bs, ns, m, &opts.bootstrap));
+                let delta = bv.zip(nv).map(|(b, n)| n - b);
+                MetricDelta {
+                    metric: m.clone(),
+                    base: bv,
+                    new: nv,
+                    delta,
+                    delta_pct: bv.zip(nv).and_then(|(b, n)| relative_change(n, b)),
+                    beyond_noise: interval
+                        .map(|iv| iv.excludes_zero() && delta.is_some_and(|d| d != 0.0)),
+                    interval,
+                }
+            })
+            .collect();
+        let key = match &nr.axes {
+            Value::Object(map) => map
+                .iter()
+                .filter(|(k, _)| !opts.ignore.contains(k))
+                .map(|(k, v)| (k.clone(), axis_label(Some(v))))
+                .collect(),
+            _ => Vec::new(),
+        };
+        out.push(PairDelta {
+            key,
+            base: br.clone(),
+            new: nr.clone(),
+            deltas,
+        });
+    }
+    Ok(Comparison {
+        base_name: b.suite.info.plan_name.clone(),
+        new_name: n.suite.info.plan_name.clone(),
+        metrics,
+        pairs: out,
+        only_base: only_base.into_iter().map(|i| b.runs[i].clone()).collect(),
+        only_new: only_new.into_iter().map(|j| n.runs[j].clone()).collect(),
+    })
+}

@@ -1,0 +1,99 @@
+//! How numbers are shown to people: one display unit per metric column (ms or s,
+//! %, tok/s, req/s) and a precision that keeps about four significant digits.
+
+use crate::metrics::condition::{unit_of, MetricUnit};
+
+/// The unit a column is shown in, and how to get there from the stored unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Display {
+    pub suffix: &'static str,
+    pub scale: f64,
+}
+
+/// Chooses the display unit of `metric` for a column holding `values`.
+pub fn display_for(metric: &str, values: &[f64]) -> Display {
+    let max = values.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    let (suffix, scale) = match unit_of(metric) {
+        Some(MetricUnit::Millis) if max >= 10_000.0 => ("s", 1e-3),
+        Some(MetricUnit::Millis) => ("ms", 1.0),
+        Some(MetricUnit::Seconds) => ("s", 1.0),
+        Some(MetricUnit::Ratio) => ("%", 100.0),
+        Some(MetricUnit::Tokens) => ("tok", 1.0),
+        Some(MetricUnit::TokensPerSec) => ("tok/s", 1.0),
+        Some(MetricUnit::RequestsPerSec) => ("req/s", 1.0),
+        Some(MetricUnit::Count) | None => ("", 1.0),
+    };
+    Display { suffix, scale }
+}
+
+impl Display {
+    /// `ttft_p50 (ms)`.
+    pub fn header(&self, metric: &str) -> String {
+        if self.suffix.is_empty() {
+            metric.to_string()
+        } else {
+            format!("{metric} ({})", self.suffix)
+        }
+    }
+
+    pub fn value(&self, v: f64) -> String {
+        let x = v * self.scale;
+        if self.suffix == "%" {
+            return format!("{x:.2}");
+        }
+        number(x)
+    }
+}
+
+/// About four significant digits, no exponent.
+pub fn number(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    if x == x.trunc() && x.abs() < 1e15 {
+        return format!("{x:.0}");
+    }
+    let a = x.abs();
+    let decimals = if a >= 1000.0 {
+        0
+    } else if a >= 100.0 {
+        1
+    } else if a >= 10.0 {
+        2
+    } else if a >= 1.0 {
+        3
+    } else {
+        (3 - a.log10().floor() as i32).clamp(3, 9) as usize
+    };
+    format!("{x:.decimals$}")
+}
+
+/// A signed relative change: `+12.3%`.
+pub fn percent(x: f64) -> String {
+    format!("{x:+.1}%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_and_precision() {
+        assert_eq!(
+            display_for("ttft_p50", &[12.0, 9000.0]).header("ttft_p50"),
+            "ttft_p50 (ms)"
+        );
+        let d = display_for("latency_p99", &[12_000.0]);
+        assert_eq!((d.suffix, d.value(12_345.0)), ("s", "12.35".to_string()));
+        assert_eq!(display_for("success_ratio", &[]).value(0.9995), "99.95");
+        assert_eq!(
+            display_for("requests_ok", &[]).header("requests_ok"),
+            "requests_ok"
+        );
+        assert_eq!(number(1234.567), "1235");
+        assert_eq!(number(3.14159), "3.142");
+        assert_eq!(number(0.001234), "0.001234");
+        assert_eq!(number(64.0), "64");
+        assert_eq!(percent(-5.04), "-5.0%");
+    }
+}

@@ -1,0 +1,208 @@
+//! Sign-off gates: the plan's `[gates]` plus `--gate METRIC=CONDITION`, checked per
+//! run, absolute or relative to the matching run of a baseline suite. An unknown
+//! value, a run that did not finish or a missing baseline fails its gate: a sign-off
+//! never passes on what was not measured.
+
+use std::collections::BTreeMap;
+
+use super::compare::match_runs;
+use super::format::{display_for, percent};
+use super::grid::Grid;
+use super::pivot::axis_label;
+use super::{markdown, table, Format, ReportError, TableStyle};
+use crate::metrics::condition::{parse_condition, relative_change, Condition};
+use crate::store::{GateRecord, RunStatus, StoredRun, SuiteRow};
+
+/// One gate checked on one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateOutcome {
+    pub condition: Condition,
+    pub run_id: String,
+    /// The run's axis values, for people.
+    pub run_label: String,
+    pub value: Option<f64>,
+    pub baseline: Option<f64>,
+    pub passed: bool,
+    /// What was measured against what was required.
+    pub message: String,
+}
+
+/// Splits `METRIC=CONDITION` (as given to `--gate`).
+pub fn parse_gate_arg(text: &str) -> Result<(String, String), ReportError> {
+    let (metric, cond) = text
+        .split_once('=')
+        .filter(|(m, c)| !m.trim().is_empty() && !c.trim().is_empty())
+        .ok_or_else(|| ReportError::GateSyntax { text: text.into() })?;
+    Ok((metric.trim().to_string(), cond.trim().to_string()))
+}
+
+/// The plan's gates (from the suite) with command-line gates added; a command-line
+/// gate replaces the plan's gate on the same metric.
+pub fn collect_gates(suite: &SuiteRow, cli: &[String]) -> Result<Vec<Condition>, ReportError> {
+    let mut gates: BTreeMap<String, String> = if suite.info.gates.is_null() {
+        BTreeMap::new()
+    } else {
+        serde_json::from_value(suite.info.gates.clone()).map_err(|source| {
+            ReportError::Settings {
+                what: "[gates]",
+                source,
+            }
+        })?
+    };
+    for arg in cli {
+        let (metric, cond) = parse_gate_arg(arg)?;
+        gates.insert(metric, cond);
+    }
+    gates
+        .iter()
+        .map(|(m, c)| parse_condition(m, c).map_err(ReportError::from))
+        .collect()
+}
+
+/// Checks every gate on every run. `baseline` (with `ignore`d axes left out of the
+/// match) supplies the values relative gates compare with.
+pub fn evaluate(
+    runs: &[StoredRun],
+    gates: &[Condition],
+    baseline: Option<&[StoredRun]>,
+    ignore: &[String],
+) -> Vec<GateOutcome> {
+    let base_of: BTreeMap<usize, usize> = baseline
+        .map(|b| {
+            match_runs(b, runs, ignore)
+                .0
+                .into_iter()
+                .map(|(i, j)| (j, i))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for (j, run) in runs.iter().enumerate() {
+        let base_run = baseline.and_then(|b| base_of.get(&j).map(|&i| &b[i]));
+        for gate in gates {
+            out.push(check(run, gate, base_run, baseline.is_some()));
+        }
+    }
+    out
+}
+
+fn check(
+    run: &StoredRun,
+    gate: &Condition,
+    base_run: Option<&StoredRun>,
+    has_baseline: bool,
+) -> GateOutcome {
+    let value = run.metrics.get(&gate.metric).copied().flatten();
+    let baseline = base_run.and_then(|b| b.metrics.get(&gate.metric).copied().flatten());
+    let disp = display_for(
+        &gate.metric,
+        &[value, baseline].into_iter().flatten().collect::<Vec<_>>(),
+    );
+    let shown = |v: f64| {
+        format!("{} {}", disp.value(v), disp.suffix)
+            .trim_end()
+            .to_string()
+    };
+    let (passed, message) = if run.status != RunStatus::Done {
+        (false, format!("run is {}", run.status))
+    } else {
+        match (value, gate.is_relative()) {
+            (None, _) => (false, format!("{} is unknown", gate.metric)),
+            (Some(_), true) if !has_baseline => (false, "relative gate needs --baseline".into()),
+            (Some(_), true) if baseline.is_none() => {
+                (false, "no baseline value for this run".into())
+            }
+            (Some(v), _) => match gate.check(v, baseline) {
+                Ok(ok) => {
+                    let change = baseline
+                        .and_then(|b| {
+                            relative_change(v, b)
+                                .map(|c| format!(" ({} vs {})", percent(c), shown(b)))
+                        })
+                        .unwrap_or_default();
+                    (
+                        ok,
+                        format!(
+                            "{} = {}{change}, needs {}",
+                            gate.metric,
+                            shown(v),
+                            gate.text
+                        ),
+                    )
+                }
+                Err(e) => (false, e.to_string()),
+            },
+        }
+    };
+    GateOutcome {
+        condition: gate.clone(),
+        run_id: run.id.clone(),
+        run_label: axis_label(Some(&run.axes)),
+        value,
+        baseline,
+        passed,
+        message,
+    }
+}
+
+/// Whether every gate passed (true when there are none).
+pub fn all_passed(outcomes: &[GateOutcome]) -> bool {
+    outcomes.iter().all(|o| o.passed)
+}
+
+/// The verdicts as stored rows.
+pub fn to_records(outcomes: &[GateOutcome]) -> Vec<GateRecord> {
+    outcomes
+        .iter()
+        .map(|o| GateRecord {
+            gate: o.condition.metric.clone(),
+            condition: o.condition.text.clone(),
+            run_id: o.run_id.clone(),
+            value: o.value,
+            baseline: o.baseline,
+            passed: o.passed,
+            message: o.message.clone(),
+        })
+        .collect()
+}
+
+/// The verdicts per gate and run, with a summary line (Markdown for `Format::Md`).
+pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> String {
+    if outcomes.is_empty() {
+        return String::new();
+    }
+    let failed = outcomes.iter().filter(|o| !o.passed).count();
+    let summary = if failed == 0 {
+        format!("gates: PASS ({} checks)", outcomes.len())
+    } else {
+        format!("gates: FAIL ({failed} of {} checks failed)", outcomes.len())
+    };
+    let mark = |ok: bool| match (ok, format == Format::Md) {
+        (true, true) => "✅ pass",
+        (false, true) => "❌ FAIL",
+        (true, false) => "pass",
+        (false, false) => "FAIL",
+    };
+    let grid = Grid {
+        header: ["gate", "run", "verdict", "detail"]
+            .map(String::from)
+            .to_vec(),
+        rows: outcomes
+            .iter()
+            .map(|o| {
+                vec![
+                    format!("{} {}", o.condition.metric, o.condition.text),
+                    format!("{} ({})", o.run_id, o.run_label),
+                    mark(o.passed).to_string(),
+                    o.message.clone(),
+                ]
+            })
+            .collect(),
+        label_cols: 4,
+        notes: Vec::new(),
+    };
+    match format {
+        Format::Md => format!("### {summary}\n\n{}", markdown::render_grid(&grid)),
+        _ => format!("{}{summary}\n", table::render_grid(&grid, style)),
+    }
+}

@@ -1,0 +1,61 @@
+//! Markdown (GitHub-flavoured) tables, fit for a release note or a CI job summary.
+
+use super::grid::{pivot_grid, Grid};
+use super::pivot::Pivot;
+use super::{Layout, ReportData, ReportError};
+
+/// The pivot of the suite's runs as Markdown, with a heading naming the suite.
+pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError> {
+    let layout = layout.resolve(&data.runs)?;
+    let pivot = Pivot::build(&data.runs, layout);
+    let grid = pivot_grid(&data.runs, &pivot);
+    let info = &data.suite.info;
+    let mut out = format!("## perfplan: {}\n\n", info.plan_name);
+    out.push_str(&format!(
+        "{} runs · plan sha256 `{}` · perfplan {}\n\n",
+        data.runs.len(),
+        &data.suite.plan_sha256[..data.suite.plan_sha256.len().min(12)],
+        info.perfplan_version
+    ));
+    out.push_str(&render_grid(&grid));
+    Ok(out)
+}
+
+fn escape(cell: &str) -> String {
+    cell.replace('|', "\\|").replace('\n', "<br>")
+}
+
+/// Any grid as a Markdown table; numbers right-aligned.
+pub fn render_grid(grid: &Grid) -> String {
+    let mut out = String::new();
+    let line = |cells: &[String]| {
+        format!(
+            "| {} |\n",
+            cells
+                .iter()
+                .map(|c| escape(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        )
+    };
+    out.push_str(&line(&grid.header));
+    let rule: Vec<String> = (0..grid.header.len())
+        .map(|i| {
+            if i < grid.label_cols {
+                "---".into()
+            } else {
+                "---:".into()
+            }
+        })
+        .collect();
+    out.push_str(&format!("|{}|\n", rule.join("|")));
+    for row in &grid.rows {
+        out.push_str(&line(row));
+    }
+    for note in &grid.notes {
+        out.push('\n');
+        out.push_str(note);
+        out.push('\n');
+    }
+    out
+}

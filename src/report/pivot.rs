@@ -1,0 +1,251 @@
+//! The pivot: which run sits in which cell when rows and columns are axis values.
+//! Missing combinations stay empty (`None`), never zero.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::{unknown_metric, ReportError, DEFAULT_METRICS};
+use crate::metrics::names;
+use crate::store::StoredRun;
+
+/// What goes where: axes for rows, axes for columns, metrics in every cell.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layout {
+    pub rows: Vec<String>,
+    pub columns: Vec<String>,
+    pub metrics: Vec<String>,
+}
+
+impl Layout {
+    /// This layout with the non-empty parts of `over` taking precedence.
+    pub fn overridden_by(mut self, over: &Layout) -> Layout {
+        if !over.rows.is_empty() || !over.columns.is_empty() {
+            self.rows = over.rows.clone();
+            self.columns = over.columns.clone();
+        }
+        if !over.metrics.is_empty() {
+            self.metrics = over.metrics.clone();
+        }
+        self
+    }
+
+    /// Checks names against the runs and fills the gaps: default metrics, and every
+    /// axis that varies but is placed nowhere is appended to the rows (so no two runs
+    /// share a cell).
+    pub fn resolve(&self, runs: &[StoredRun]) -> Result<Layout, ReportError> {
+        let known = axis_names(runs);
+        for name in self.rows.iter().chain(&self.columns) {
+            if !known.contains(name) {
+                return Err(ReportError::UnknownAxis {
+                    name: name.clone(),
+                    known: known.clone(),
+                });
+            }
+        }
+        let mut metrics = self.metrics.clone();
+        if metrics.is_empty() {
+            metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
+        }
+        if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
+            return Err(unknown_metric(bad));
+        }
+        let mut rows = self.rows.clone();
+        for axis in varying_axes(runs) {
+            if !rows.contains(&axis) && !self.columns.contains(&axis) {
+                rows.push(axis);
+            }
+        }
+        Ok(Layout {
+            rows,
+            columns: self.columns.clone(),
+            metrics,
+        })
+    }
+}
+
+/// Every axis name of the runs, in order of first appearance.
+pub fn axis_names(runs: &[StoredRun]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for run in runs {
+        if let Value::Object(map) = &run.axes {
+            for key in map.keys() {
+                if !out.contains(key) {
+                    out.push(key.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Axes with more than one value among the runs.
+pub fn varying_axes(runs: &[StoredRun]) -> Vec<String> {
+    axis_names(runs)
+        .into_iter()
+        .filter(|axis| {
+            let first = axis_label(runs.first().and_then(|r| r.axes.get(axis)));
+            runs.iter().any(|r| axis_label(r.axes.get(axis)) != first)
+        })
+        .collect()
+}
+
+/// A person's label for an axis value: strings as they are, tables as `key=value …`.
+pub fn axis_label(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => "—".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", axis_label(Some(v))))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Labels of `axes` for one run.
+pub fn key_of(run: &StoredRun, axes: &[String]) -> Vec<String> {
+    axes.iter().map(|a| axis_label(run.axes.get(a))).collect()
+}
+
+/// Runs placed in a grid of row keys × column keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pivot {
+    pub layout: Layout,
+    /// Axis labels of each row, in order of first appearance (by ordinal).
+    pub row_keys: Vec<Vec<String>>,
+    pub col_keys: Vec<Vec<String>>,
+    /// `cells[row][col]`: index of the run in the input, `None` for a missing combination.
+    pub cells: Vec<Vec<Option<usize>>>,
+}
+
+impl Pivot {
+    /// Places `runs` by a resolved layout (see `Layout::resolve`).
+    pub fn build(runs: &[StoredRun], layout: Layout) -> Pivot {
+        let mut row_keys: Vec<Vec<String>> = Vec::new();
+        let mut col_keys: Vec<Vec<String>> = Vec::new();
+        let mut at: HashMap<(usize, usize), usize> = HashMap::new();
+        for (i, run) in runs.iter().enumerate() {
+            let r = position(&mut row_keys, key_of(run, &layout.rows));
+            let c = position(&mut col_keys, key_of(run, &layout.columns));
+            at.entry((r, c)).or_insert(i);
+        }
+        let cells = (0..row_keys.len())
+            .map(|r| {
+                (0..col_keys.len())
+                    .map(|c| at.get(&(r, c)).copied())
+                    .collect()
+            })
+            .collect();
+        Pivot {
+            layout,
+            row_keys,
+            col_keys,
+            cells,
+        }
+    }
+}
+
+fn position(keys: &mut Vec<Vec<String>>, key: Vec<String>) -> usize {
+    if let Some(i) = keys.iter().position(|k| *k == key) {
+        return i;
+    }
+    keys.push(key);
+    keys.len() - 1
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::store::RunStatus;
+    use serde_json::json;
+
+    fn run(i: u32, axes: Value) -> StoredRun {
+        StoredRun {
+            id: format!("r{i}"),
+            ordinal: i,
+            axes,
+            settings: json!({}),
+            status: RunStatus::Done,
+            started_unix_ms: None,
+            finished_unix_ms: None,
+            warnings: vec![],
+            extras: json!({}),
+            error: None,
+            metrics: Default::default(),
+        }
+    }
+
+    #[test]
+    fn pivot_leaves_missing_cells_empty() {
+        let runs = vec![
+            run(
+                0,
+                json!({"endpoint": "on", "cache_state": "cold", "load": {"concurrency": 1}}),
+            ),
+            run(
+                1,
+                json!({"endpoint": "on", "cache_state": "warm", "load": {"concurrency": 1}}),
+            ),
+            run(
+                2,
+                json!({"endpoint": "off", "cache_state": "cold", "load": {"concurrency": 1}}),
+            ),
+            run(
+                3,
+                json!({"endpoint": "on", "cache_state": "cold", "load": {"concurrency": 4}}),
+            ),
+        ];
+        let layout = Layout {
+            rows: vec!["load".into()],
+            columns: vec!["endpoint".into(), "cache_state".into()],
+            metrics: vec![],
+        }
+        .resolve(&runs)
+        .unwrap();
+        assert_eq!(layout.metrics.len(), DEFAULT_METRICS.len());
+        let p = Pivot::build(&runs, layout);
+        assert_eq!(
+            p.row_keys,
+            vec![vec!["concurrency=1"], vec!["concurrency=4"]]
+        );
+        assert_eq!(
+            p.col_keys,
+            vec![vec!["on", "cold"], vec!["on", "warm"], vec!["off", "cold"]]
+        );
+        assert_eq!(
+            p.cells,
+            vec![vec![Some(0), Some(1), Some(2)], vec![Some(3), None, None]]
+        );
+    }
+
+    #[test]
+    fn unplaced_varying_axes_join_the_rows() {
+        let runs = vec![
+            run(0, json!({"endpoint": "a", "model": "m", "input_tokens": 1})),
+            run(1, json!({"endpoint": "b", "model": "m", "input_tokens": 2})),
+        ];
+        let layout = Layout {
+            columns: vec!["endpoint".into()],
+            ..Layout::default()
+        };
+        let l = layout.resolve(&runs).unwrap();
+        assert_eq!(l.rows, vec!["input_tokens"]);
+        let err = Layout {
+            rows: vec!["modle".into()],
+            ..Layout::default()
+        }
+        .resolve(&runs)
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown axis `modle`"), "{err}");
+        let err = Layout {
+            metrics: vec!["ttft_p98".into()],
+            ..Layout::default()
+        }
+        .resolve(&runs)
+        .unwrap_err();
+        assert!(err.to_string().contains("did you mean"), "{err}");
+    }
+}

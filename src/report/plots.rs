@@ -1,0 +1,1 @@
+//! Which plots the HTML report draws, from runs and their request rows.

@@ -1,0 +1,1 @@
+//! Inline SVG line charts, drawn by hand (no plotting crate).

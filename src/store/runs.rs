@@ -1,0 +1,408 @@
+//! The `runs` table and its per-run results: registration, the begin/finish life
+//! cycle (an interrupted run is rerun from scratch), aggregates, server scrapes, gates.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use rusqlite::{params, OptionalExtension};
+use serde_json::Value;
+
+use super::suite::from_json;
+use super::{now_unix_ms, SqlContext, Store, StoreError};
+
+/// Where a run is in its life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunStatus {
+    Pending,
+    Running,
+    Done,
+    Failed,
+    /// Left `running` by a process that died; rerun from scratch on `--resume`.
+    Interrupted,
+}
+
+impl RunStatus {
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Pending,
+        RunStatus::Running,
+        RunStatus::Done,
+        RunStatus::Failed,
+        RunStatus::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pending => "pending",
+            RunStatus::Running => "running",
+            RunStatus::Done => "done",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<RunStatus> {
+        RunStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One run as the planner resolved it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: String,
+    pub ordinal: u32,
+    /// Axis name → value, in the plan's axis order.
+    pub axes: Value,
+    /// The fully resolved settings (never secrets).
+    pub settings: Value,
+}
+
+/// How a run ended, as `finish_run` records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFinish<'a> {
+    pub status: RunStatus,
+    /// The aggregates of `metrics::summarize` (null when unknown).
+    pub metrics: &'a BTreeMap<String, Option<f64>>,
+    /// Anything else worth keeping (client_bound flag, estimated-token flags, …).
+    pub extras: &'a Value,
+    pub warnings: &'a [String],
+    /// Why the run failed, when it did.
+    pub error: Option<&'a str>,
+}
+
+/// A stored run with its aggregates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRun {
+    pub id: String,
+    pub ordinal: u32,
+    pub axes: Value,
+    pub settings: Value,
+    pub status: RunStatus,
+    pub started_unix_ms: Option<i64>,
+    pub finished_unix_ms: Option<i64>,
+    pub warnings: Vec<String>,
+    pub extras: Value,
+    pub error: Option<String>,
+    pub metrics: BTreeMap<String, Option<f64>>,
+}
+
+/// Which scrape of the server's `/metrics` a value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerPhase {
+    Before,
+    After,
+}
+
+impl ServerPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerPhase::Before => "before",
+            ServerPhase::After => "after",
+        }
+    }
+}
+
+/// One gate verdict for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateRecord {
+    /// The metric gated (`ttft_p99`).
+    pub gate: String,
+    /// The condition as written (`<= 2s`).
+    pub condition: String,
+    pub run_id: String,
+    pub value: Option<f64>,
+    pub baseline: Option<f64>,
+    pub passed: bool,
+    pub message: String,
+}
+
+fn status_of(text: &str) -> Result<RunStatus, StoreError> {
+    RunStatus::parse(text).ok_or_else(|| StoreError::Corrupt {
+        what: format!("run status `{text}`"),
+    })
+}
+
+impl Store {
+    /// Registers the suite's runs. Idempotent: a run already stored keeps its status
+    /// and results (its ordinal, axes and settings are refreshed).
+    pub fn register_runs(&mut self, runs: &[RunRow]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().doing("registering runs")?;
+        {
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO runs (id, ordinal, axes_json, settings_json, status)
+                     VALUES (?1, ?2, ?3, ?4, 'pending')
+                     ON CONFLICT(id) DO UPDATE SET ordinal = excluded.ordinal,
+                       axes_json = excluded.axes_json, settings_json = excluded.settings_json",
+                )
+                .doing("registering runs")?;
+            for run in runs {
+                stmt.execute(params![
+                    run.id,
+                    run.ordinal,
+                    run.axes.to_string(),
+                    run.settings.to_string()
+                ])
+                .doing("registering runs")?;
+            }
+        }
+        tx.commit().doing("registering runs")
+    }
+
+    /// The stored status of a run.
+    pub fn run_status(&self, id: &str) -> Result<RunStatus, StoreError> {
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT status FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .doing("reading a run's status")?;
+        match text {
+            Some(t) => status_of(&t),
+            None => Err(StoreError::UnknownRun { id: id.into() }),
+        }
+    }
+
+    /// Marks a run `running`, first deleting every row an earlier attempt left
+    /// (requests, chunks, metrics, server scrapes). A `done` run is refused.
+    pub fn begin_run(&mut self, id: &str) -> Result<(), StoreError> {
+        if self.run_status(id)? == RunStatus::Done {
+            return Err(StoreError::RunDone { id: id.into() });
+        }
+        let tx = self.conn.transaction().doing("beginning a run")?;
+        for table in ["requests", "chunks", "run_metrics", "server_metrics"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [id])
+                .doing("wiping an earlier attempt of a run")?;
+        }
+        tx.execute(
+            "UPDATE runs SET status = 'running', started_unix_ms = ?2, finished_unix_ms = NULL,
+             warnings_json = '[]', extras_json = '{}', error = NULL WHERE id = ?1",
+            params![id, now_unix_ms()],
+        )
+        .doing("beginning a run")?;
+        tx.commit().doing("beginning a run")
+    }
+
+    /// Records how a run ended and its aggregates, in one transaction.
+    pub fn finish_run(&mut self, id: &str, finish: &RunFinish<'_>) -> Result<(), StoreError> {
+        self.run_status(id)?;
+        let warnings =
+            serde_json::to_string(finish.warnings).map_err(|source| StoreError::Json {
+                what: "run warnings",
+                source,
+            })?;
+        let tx = self.conn.transaction().doing("finishing a run")?;
+        tx.execute("DELETE FROM run_metrics WHERE run_id = ?1", [id])
+            .doing("finishing a run")?;
+        {
+            let mut stmt = tx
+                .prepare("INSERT INTO run_metrics (run_id, name, value) VALUES (?1, ?2, ?3)")
+                .doing("writing run metrics")?;
+            for (name, value) in finish.metrics {
+                let value = value.filter(|v| v.is_finite());
+                stmt.execute(params![id, name, value])
+                    .doing("writing run metrics")?;
+            }
+        }
+        tx.execute(
+            "UPDATE runs SET status = ?2, finished_unix_ms = ?3, warnings_json = ?4,
+             extras_json = ?5, error = ?6 WHERE id = ?1",
+            params![
+                id,
+                finish.status.as_str(),
+                now_unix_ms(),
+                warnings,
+                finish.extras.to_string(),
+                finish.error
+            ],
+        )
+        .doing("finishing a run")?;
+        tx.commit().doing("finishing a run")
+    }
+
+    /// Every run, by ordinal, with its aggregates.
+    pub fn runs(&self) -> Result<Vec<StoredRun>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, ordinal, axes_json, settings_json, status, started_unix_ms,
+                 finished_unix_ms, warnings_json, extras_json, error FROM runs ORDER BY ordinal, id",
+            )
+            .doing("reading runs")?;
+        let raw = stmt
+            .query_map([], |r| {
+                Ok((
+                    (r.get::<_, String>(0)?, r.get::<_, u32>(1)?),
+                    (
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                    ),
+                    (r.get::<_, Option<i64>>(5)?, r.get::<_, Option<i64>>(6)?),
+                    (
+                        r.get::<_, String>(7)?,
+                        r.get::<_, String>(8)?,
+                        r.get::<_, Option<String>>(9)?,
+                    ),
+                ))
+            })
+            .doing("reading runs")?
+            .collect::<Result<Vec<_>, _>>()
+            .doing("reading runs")?;
+        let mut metrics = self.all_run_metrics()?;
+        raw.into_iter()
+            .map(
+                |(
+                    (id, ordinal),
+                    (axes, settings, status),
+                    (started, finished),
+                    (warnings, extras, error),
+                )| {
+                    Ok(StoredRun {
+                        metrics: metrics.remove(&id).unwrap_or_default(),
+                        axes: from_json("runs.axes_json", &axes)?,
+                        settings: from_json("runs.settings_json", &settings)?,
+                        status: status_of(&status)?,
+                        started_unix_ms: started,
+                        finished_unix_ms: finished,
+                        warnings: from_json("runs.warnings_json", &warnings)?,
+                        extras: from_json("runs.extras_json", &extras)?,
+                        error,
+                        id,
+                        ordinal,
+                    })
+                },
+            )
+            .collect()
+    }
+
+    fn all_run_metrics(
+        &self,
+    ) -> Result<BTreeMap<String, BTreeMap<String, Option<f64>>>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT run_id, name, value FROM run_metrics")
+            .doing("reading run metrics")?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<f64>>(2)?,
+                ))
+            })
+            .doing("reading run metrics")?;
+        let mut out: BTreeMap<String, BTreeMap<String, Option<f64>>> = BTreeMap::new();
+        for row in rows {
+            let (run, name, value) = row.doing("reading run metrics")?;
+            out.entry(run).or_default().insert(name, value);
+        }
+        Ok(out)
+    }
+
+    /// Stores one scrape of the server's `/metrics` for a run (replacing an earlier one).
+    pub fn write_server_metrics(
+        &mut self,
+        run_id: &str,
+        phase: ServerPhase,
+        values: &BTreeMap<String, f64>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().doing("writing server metrics")?;
+        tx.execute(
+            "DELETE FROM server_metrics WHERE run_id = ?1 AND phase = ?2",
+            params![run_id, phase.as_str()],
+        )
+        .doing("writing server metrics")?;
+        {
+            let mut stmt = tx
+                .prepare("INSERT INTO server_metrics (run_id, phase, name, value) VALUES (?1, ?2, ?3, ?4)")
+                .doing("writing server metrics")?;
+            for (name, value) in values {
+                stmt.execute(params![run_id, phase.as_str(), name, value])
+                    .doing("writing server metrics")?;
+            }
+        }
+        tx.commit().doing("writing server metrics")
+    }
+
+    /// One scrape of the server's `/metrics` for a run (empty when none was stored).
+    pub fn server_metrics(
+        &self,
+        run_id: &str,
+        phase: ServerPhase,
+    ) -> Result<BTreeMap<String, f64>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, value FROM server_metrics WHERE run_id = ?1 AND phase = ?2")
+            .doing("reading server metrics")?;
+        let rows = stmt
+            .query_map(params![run_id, phase.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .doing("reading server metrics")?;
+        rows.collect::<Result<_, _>>()
+            .doing("reading server metrics")
+    }
+
+    /// Appends gate verdicts (`source`: the command that evaluated them).
+    pub fn write_gate_results(
+        &mut self,
+        source: &str,
+        gates: &[GateRecord],
+    ) -> Result<(), StoreError> {
+        let now = now_unix_ms();
+        let tx = self.conn.transaction().doing("writing gate results")?;
+        {
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO gate_results (evaluated_unix_ms, source, gate, condition, run_id,
+                     value, baseline, passed, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .doing("writing gate results")?;
+            for g in gates {
+                stmt.execute(params![
+                    now,
+                    source,
+                    g.gate,
+                    g.condition,
+                    g.run_id,
+                    g.value,
+                    g.baseline,
+                    g.passed,
+                    g.message
+                ])
+                .doing("writing gate results")?;
+            }
+        }
+        tx.commit().doing("writing gate results")
+    }
+
+    /// Every gate verdict stored, oldest first.
+    pub fn gate_results(&self) -> Result<Vec<GateRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT gate, condition, run_id, value, baseline, passed, message
+                 FROM gate_results ORDER BY id",
+            )
+            .doing("reading gate results")?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(GateRecord {
+                    gate: r.get(0)?,
+                    condition: r.get(1)?,
+                    run_id: r.get(2)?,
+                    value: r.get(3)?,
+                    baseline: r.get(4)?,
+                    passed: r.get(5)?,
+                    message: r.get(6)?,
+                })
+            })
+            .doing("reading gate results")?;
+        rows.collect::<Result<_, _>>().doing("reading gate results")
+    }
+}

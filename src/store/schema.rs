@@ -1,0 +1,128 @@
+//! The results database's schema: numbered migrations applied in order, the number
+//! kept in `PRAGMA user_version`. A change to a stored format is a new migration,
+//! never an edit of an old one.
+
+use rusqlite::Connection;
+
+/// Migration `i` brings the database from `user_version = i` to `i + 1`.
+const MIGRATIONS: [&str; 1] = [r#"
+CREATE TABLE suites (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    plan_name TEXT NOT NULL,
+    plan_path TEXT,
+    plan_text TEXT NOT NULL,
+    imports_json TEXT NOT NULL,
+    plan_sha256 TEXT NOT NULL,
+    set_overrides_json TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    perfplan_version TEXT NOT NULL,
+    git_revision TEXT,
+    git_dirty INTEGER,
+    host_os TEXT NOT NULL,
+    host_cpu_model TEXT NOT NULL,
+    host_cores INTEGER NOT NULL,
+    host_name TEXT NOT NULL,
+    report_json TEXT NOT NULL,
+    gates_json TEXT NOT NULL,
+    slo_json TEXT NOT NULL,
+    created_unix_ms INTEGER NOT NULL
+);
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    ordinal INTEGER NOT NULL,
+    axes_json TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_unix_ms INTEGER,
+    finished_unix_ms INTEGER,
+    warnings_json TEXT NOT NULL DEFAULT '[]',
+    extras_json TEXT NOT NULL DEFAULT '{}',
+    error TEXT
+);
+CREATE TABLE requests (
+    run_id TEXT NOT NULL,
+    request_index INTEGER NOT NULL,
+    item INTEGER NOT NULL,
+    phase TEXT NOT NULL,
+    intended_us INTEGER NOT NULL,
+    sent_us INTEGER NOT NULL,
+    first_chunk_us INTEGER,
+    ttft_us INTEGER,
+    latency_us INTEGER NOT NULL,
+    end_us INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    itl_mean_us INTEGER,
+    itl_max_us INTEGER,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    cached_tokens INTEGER,
+    client_input_tokens INTEGER,
+    client_output_tokens INTEGER,
+    target_input_tokens INTEGER,
+    outcome TEXT NOT NULL,
+    http_status INTEGER,
+    error TEXT,
+    finish_reason TEXT,
+    request_bytes INTEGER NOT NULL,
+    response_bytes INTEGER NOT NULL,
+    PRIMARY KEY (run_id, request_index)
+) WITHOUT ROWID;
+CREATE TABLE chunks (
+    run_id TEXT NOT NULL,
+    request_index INTEGER NOT NULL,
+    times_us TEXT NOT NULL,
+    PRIMARY KEY (run_id, request_index)
+) WITHOUT ROWID;
+CREATE TABLE run_metrics (
+    run_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value REAL,
+    PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+CREATE TABLE server_metrics (
+    run_id TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (run_id, phase, name)
+) WITHOUT ROWID;
+CREATE TABLE gate_results (
+    id INTEGER PRIMARY KEY,
+    evaluated_unix_ms INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    gate TEXT NOT NULL,
+    condition TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    value REAL,
+    baseline REAL,
+    passed INTEGER NOT NULL,
+    message TEXT NOT NULL
+);
+"#];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Applies every migration the database has not seen yet, each in its own transaction.
+/// Returns `Err(found)` for a database written by a newer perfplan.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if current > SCHEMA_VERSION {
+        return Err(MigrateError::TooNew(current));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MigrateError {
+    #[error("schema version {0} is newer than this perfplan understands")]
+    TooNew(i64),
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+}

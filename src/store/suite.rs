@@ -1,0 +1,294 @@
+//! The `suites` row: what was run (plan text, imports, overrides, seed), by which
+//! perfplan, from which plan revision, on which host, with which report and gate settings.
+
+use std::path::Path;
+use std::process::Command;
+
+use rusqlite::{params, OptionalExtension};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{now_unix_ms, SqlContext, Store, StoreError};
+
+/// The plan repository's revision when the suite started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitInfo {
+    pub revision: String,
+    /// Uncommitted changes in the work tree.
+    pub dirty: bool,
+}
+
+impl GitInfo {
+    /// The revision of the git work tree holding `dir`, or `None` outside git (or without git).
+    pub fn detect(dir: &Path) -> Option<GitInfo> {
+        let run = |args: &[&str]| {
+            Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(args)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        };
+        let revision = run(&["rev-parse", "HEAD"])?;
+        let dirty =
+            run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+        Some(GitInfo { revision, dirty })
+    }
+}
+
+/// Facts about the client machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostFacts {
+    pub os: String,
+    pub cpu_model: String,
+    pub cores: u32,
+    pub hostname: String,
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+impl HostFacts {
+    /// Reads the facts of this machine (best effort; unknown parts say `unknown`).
+    pub fn detect() -> HostFacts {
+        let pretty = std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                    .map(|v| v.trim_matches('"').to_string())
+            });
+        let kernel = read_trimmed("/proc/sys/kernel/osrelease");
+        let mut os = std::env::consts::OS.to_string();
+        for part in [pretty, kernel].into_iter().flatten() {
+            os.push_str(" / ");
+            os.push_str(&part);
+        }
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .filter(|l| l.starts_with("model name") || l.starts_with("Model"))
+                    .find_map(|l| l.split_once(':').map(|(_, v)| v.trim().to_string()))
+            })
+            .unwrap_or_else(|| format!("unknown ({})", std::env::consts::ARCH));
+        let cores = std::thread::available_parallelism().map_or(0, |n| n.get() as u32);
+        let hostname = read_trimmed("/proc/sys/kernel/hostname")
+            .or_else(|| read_trimmed("/etc/hostname"))
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "unknown".into());
+        HostFacts {
+            os,
+            cpu_model,
+            cores,
+            hostname,
+        }
+    }
+}
+
+/// What the runner records about a suite when it creates the database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteInfo {
+    pub plan_name: String,
+    /// The plan file as given on the command line.
+    pub plan_path: Option<String>,
+    pub plan_text: String,
+    /// `(path, text)` of every imported file, in import order.
+    pub imports: Vec<(String, String)>,
+    /// `--set key=value` overrides, as typed.
+    pub set_overrides: Vec<String>,
+    pub seed: u64,
+    pub perfplan_version: String,
+    pub git: Option<GitInfo>,
+    pub host: HostFacts,
+    /// The plan's `[report]` (`{"rows": [..], "columns": [..], "metrics": [..]}`).
+    pub report: Value,
+    /// The plan's `[gates]` (`{"metric": "condition"}`).
+    pub gates: Value,
+    /// The plan's `[slo]` (`{"metric": "condition"}`).
+    pub slo: Value,
+}
+
+impl SuiteInfo {
+    /// A suite of this perfplan on this host, with empty report/gate/SLO settings.
+    pub fn new(plan_name: impl Into<String>, plan_text: impl Into<String>) -> SuiteInfo {
+        SuiteInfo {
+            plan_name: plan_name.into(),
+            plan_path: None,
+            plan_text: plan_text.into(),
+            imports: Vec::new(),
+            set_overrides: Vec::new(),
+            seed: 0,
+            perfplan_version: env!("CARGO_PKG_VERSION").to_string(),
+            git: None,
+            host: HostFacts::detect(),
+            report: Value::Object(Default::default()),
+            gates: Value::Object(Default::default()),
+            slo: Value::Object(Default::default()),
+        }
+    }
+
+    /// sha256 (hex) of the plan text followed by every import's path and text.
+    pub fn plan_sha256(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(self.plan_text.as_bytes());
+        for (path, text) in &self.imports {
+            h.update([0u8]);
+            h.update(path.as_bytes());
+            h.update([0u8]);
+            h.update(text.as_bytes());
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The stored suite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteRow {
+    pub info: SuiteInfo,
+    pub plan_sha256: String,
+    pub created_unix_ms: i64,
+}
+
+fn to_json<T: serde::Serialize>(what: &'static str, v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|source| StoreError::Json { what, source })
+}
+
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    text: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        what: format!("{what}: {e}"),
+    })
+}
+
+impl Store {
+    pub(crate) fn insert_suite(&mut self, s: &SuiteInfo) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO suites (id, plan_name, plan_path, plan_text, imports_json, plan_sha256,
+                 set_overrides_json, seed, perfplan_version, git_revision, git_dirty, host_os,
+                 host_cpu_model, host_cores, host_name, report_json, gates_json, slo_json,
+                 created_unix_ms)
+                 VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                params![
+                    s.plan_name,
+                    s.plan_path,
+                    s.plan_text,
+                    to_json("imports", &s.imports)?,
+                    s.plan_sha256(),
+                    to_json("--set overrides", &s.set_overrides)?,
+                    s.seed as i64,
+                    s.perfplan_version,
+                    s.git.as_ref().map(|g| g.revision.clone()),
+                    s.git.as_ref().map(|g| g.dirty),
+                    s.host.os,
+                    s.host.cpu_model,
+                    s.host.cores,
+                    s.host.hostname,
+                    to_json("report settings", &s.report)?,
+                    to_json("gates", &s.gates)?,
+                    to_json("slo", &s.slo)?,
+                    now_unix_ms(),
+                ],
+            )
+            .doing("writing the suite")?;
+        Ok(())
+    }
+
+    /// The suite this database holds.
+    pub fn suite(&self) -> Result<SuiteRow, StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT plan_name, plan_path, plan_text, imports_json, plan_sha256,
+                 set_overrides_json, seed, perfplan_version, git_revision, git_dirty, host_os,
+                 host_cpu_model, host_cores, host_name, report_json, gates_json, slo_json,
+                 created_unix_ms FROM suites WHERE id = 1",
+                [],
+                |r| {
+                    Ok((
+                        (
+                            r.get::<_, String>(0)?,
+                            r.get::<_, Option<String>>(1)?,
+                            r.get::<_, String>(2)?,
+                        ),
+                        (
+                            r.get::<_, String>(3)?,
+                            r.get::<_, String>(4)?,
+                            r.get::<_, String>(5)?,
+                        ),
+                        (
+                            r.get::<_, i64>(6)?,
+                            r.get::<_, String>(7)?,
+                            r.get::<_, Option<String>>(8)?,
+                        ),
+                        (
+                            r.get::<_, Option<bool>>(9)?,
+                            r.get::<_, String>(10)?,
+                            r.get::<_, String>(11)?,
+                        ),
+                        (
+                            r.get::<_, u32>(12)?,
+                            r.get::<_, String>(13)?,
+                            r.get::<_, String>(14)?,
+                        ),
+                        (
+                            r.get::<_, String>(15)?,
+                            r.get::<_, String>(16)?,
+                            r.get::<_, i64>(17)?,
+                        ),
+                    ))
+                },
+            )
+            .optional()
+            .doing("reading the suite")?;
+        let Some((
+            (name, path, text),
+            (imports, sha, sets),
+            (seed, version, rev),
+            (dirty, os, cpu),
+            (cores, host, report),
+            (gates, slo, created),
+        )) = row
+        else {
+            return Err(StoreError::NoSuite {
+                path: self.path.clone(),
+            });
+        };
+        let info = SuiteInfo {
+            plan_name: name,
+            plan_path: path,
+            plan_text: text,
+            imports: from_json("suites.imports_json", &imports)?,
+            set_overrides: from_json("suites.set_overrides_json", &sets)?,
+            seed: seed as u64,
+            perfplan_version: version,
+            git: rev.map(|revision| GitInfo {
+                revision,
+                dirty: dirty.unwrap_or(false),
+            }),
+            host: HostFacts {
+                os,
+                cpu_model: cpu,
+                cores,
+                hostname: host,
+            },
+            report: from_json("suites.report_json", &report)?,
+            gates: from_json("suites.gates_json", &gates)?,
+            slo: from_json("suites.slo_json", &slo)?,
+        };
+        Ok(SuiteRow {
+            info,
+            plan_sha256: sha,
+            created_unix_ms: created,
+        })
+    }
+}

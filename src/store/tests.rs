@@ -1,0 +1,208 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+use crate::engine::{Outcome, Phase, RequestRecord, Usage};
+
+pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
+    let sent = Duration::from_millis(index * 10);
+    let content_times: Vec<Duration> = (0..chunks)
+        .map(|k| sent + Duration::from_millis(ttft_ms + 5 * k))
+        .collect();
+    RequestRecord {
+        index,
+        item: index,
+        phase: if index == 0 {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        },
+        intended: sent,
+        sent,
+        first_chunk: content_times.first().copied(),
+        end: content_times.last().copied().unwrap_or(sent) + Duration::from_micros(300),
+        content_times,
+        outcome: Outcome::Ok,
+        http_status: Some(200),
+        error: None,
+        finish_reason: Some("length".into()),
+        usage: Usage {
+            prompt_tokens: Some(100),
+            completion_tokens: Some(chunks as u32),
+            cached_tokens: Some(50),
+        },
+        output_text: "x".repeat(chunks as usize),
+        client_output_tokens: Some(chunks as u32),
+        request_bytes: 1000,
+        response_bytes: 2000,
+    }
+}
+
+fn runs() -> Vec<RunRow> {
+    (0..3)
+        .map(|i| RunRow {
+            id: format!("run{i}"),
+            ordinal: i,
+            axes: json!({"endpoint": "a", "load": {"concurrency": i + 1}}),
+            settings: json!({"seed": 1}),
+        })
+        .collect()
+}
+
+fn store_in(dir: &Path) -> Store {
+    let mut suite = SuiteInfo::new("demo", "[plan]\nname = \"demo\"\n");
+    suite.report = json!({"rows": ["load"]});
+    suite.imports = vec![("base.toml".into(), "x = 1".into())];
+    let mut store = Store::create(dir, &suite).unwrap();
+    store.register_runs(&runs()).unwrap();
+    store
+}
+
+#[test]
+fn suite_round_trips_and_create_refuses_existing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let row = store.suite().unwrap();
+    assert_eq!(row.info.plan_name, "demo");
+    assert_eq!(row.info.report, json!({"rows": ["load"]}));
+    assert_eq!(row.plan_sha256.len(), 64);
+    assert!(row.info.host.cores > 0);
+    drop(store);
+    let again = Store::create(dir.path(), &SuiteInfo::new("demo", ""));
+    assert!(matches!(again, Err(StoreError::AlreadyExists { .. })));
+    let reopened = Store::open(&dir.path().join("results.db")).unwrap();
+    assert_eq!(reopened.suite().unwrap(), row);
+}
+
+#[test]
+fn requests_round_trip_with_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let recs: Vec<RequestRecord> = (0..5).map(|i| record(i, 20 + i, 4)).collect();
+    let batch: Vec<StoredRequest<'_>> = recs
+        .iter()
+        .map(|r| StoredRequest {
+            record: r,
+            target_input_tokens: Some(100),
+            client_input_tokens: Some(101),
+        })
+        .collect();
+    store.write_requests("run1", &batch).unwrap();
+    let rows = store.request_rows("run1").unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[2].ttft_us, Some(22_000));
+    assert_eq!(rows[2].latency_us, 37_000);
+    assert_eq!(rows[2].itl_mean_us, Some(5_000));
+    assert_eq!(rows[2].tpot_us(), Some(5_000.0));
+    assert_eq!(rows[0].phase, Phase::Warmup);
+    for (row, rec) in rows.iter().zip(&recs) {
+        let mut back = row.to_record();
+        back.output_text = rec.output_text.clone();
+        assert_eq!(&back, rec);
+    }
+}
+
+#[test]
+fn interrupted_run_is_rerun_from_scratch_and_done_run_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    let recs: Vec<RequestRecord> = (0..4).map(|i| record(i, 10, 2)).collect();
+    let batch: Vec<StoredRequest<'_>> = recs
+        .iter()
+        .map(|r| StoredRequest {
+            record: r,
+            target_input_tokens: None,
+            client_input_tokens: None,
+        })
+        .collect();
+    store.begin_run("run0").unwrap();
+    store.write_requests("run0", &batch).unwrap();
+    let metrics = BTreeMap::from([
+        ("ttft_p50".to_string(), Some(10.0)),
+        ("cache_hit_ratio".to_string(), None),
+    ]);
+    let warnings = vec!["w".to_string()];
+    store
+        .finish_run(
+            "run0",
+            &RunFinish {
+                status: RunStatus::Done,
+                metrics: &metrics,
+                extras: &json!({"client_bound": false}),
+                warnings: &warnings,
+                error: None,
+            },
+        )
+        .unwrap();
+    store.begin_run("run1").unwrap();
+    store.write_requests("run1", &batch[..3]).unwrap();
+    drop(store); // the process "dies" with run1 running
+
+    let mut store = Store::open_resume(dir.path()).unwrap();
+    assert_eq!(store.run_status("run0").unwrap(), RunStatus::Done);
+    assert_eq!(store.run_status("run1").unwrap(), RunStatus::Interrupted);
+    assert_eq!(store.run_status("run2").unwrap(), RunStatus::Pending);
+    store.register_runs(&runs()).unwrap();
+    assert_eq!(store.run_status("run0").unwrap(), RunStatus::Done);
+    assert!(matches!(
+        store.begin_run("run0"),
+        Err(StoreError::RunDone { .. })
+    ));
+    assert_eq!(store.request_count("run1").unwrap(), 3);
+    store.begin_run("run1").unwrap();
+    assert_eq!(store.request_count("run1").unwrap(), 0);
+    assert_eq!(store.request_count("run0").unwrap(), 4);
+    let all = store.runs().unwrap();
+    assert_eq!(all[0].metrics, metrics);
+    assert_eq!(all[0].warnings, warnings);
+    assert_eq!(all[1].status, RunStatus::Running);
+    assert!(matches!(
+        store.run_status("nope"),
+        Err(StoreError::UnknownRun { .. })
+    ));
+}
+
+#[test]
+fn server_metrics_and_gates_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    let scrape = BTreeMap::from([("vllm:prefix_cache_hits_total".to_string(), 12.0)]);
+    store
+        .write_server_metrics("run0", ServerPhase::Before, &scrape)
+        .unwrap();
+    assert_eq!(
+        store.server_metrics("run0", ServerPhase::Before).unwrap(),
+        scrape
+    );
+    assert!(store
+        .server_metrics("run0", ServerPhase::After)
+        .unwrap()
+        .is_empty());
+    let gate = GateRecord {
+        gate: "ttft_p99".into(),
+        condition: "<= 2s".into(),
+        run_id: "run0".into(),
+        value: Some(1500.0),
+        baseline: None,
+        passed: true,
+        message: "ok".into(),
+    };
+    store
+        .write_gate_results("report", std::slice::from_ref(&gate))
+        .unwrap();
+    assert_eq!(store.gate_results().unwrap(), vec![gate]);
+}
+
+#[test]
+fn open_reports_missing_database() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        Store::open(dir.path()),
+        Err(StoreError::NotFound { .. })
+    ));
+}
