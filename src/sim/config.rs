@@ -13,7 +13,9 @@ fn ms(n: u64) -> HumanDuration {
 }
 
 /// When the simulator sends a usage object at the end of a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum UsageMode {
     /// Only when the request asks (`stream_options.include_usage = true`), as vLLM does.
