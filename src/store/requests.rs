@@ -92,6 +92,7 @@ impl RequestRow {
             sent: us(self.sent_us),
             first_chunk: self.first_chunk_us.map(us),
             content_times,
+            last_chunk: None,
             end: us(self.end_us),
             outcome: self.outcome,
             http_status: self.http_status,
@@ -100,6 +101,7 @@ impl RequestRow {
             usage: self.usage,
             output_text: String::new(),
             client_output_tokens: self.client_output_tokens,
+            client_input_tokens: self.client_input_tokens,
             request_bytes: self.request_bytes,
             response_bytes: self.response_bytes,
         }
