@@ -37,6 +37,8 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         },
         output_text: "x".repeat(chunks as usize),
         client_output_tokens: Some(chunks as u32),
+        client_input_tokens: Some(101),
+        last_chunk: None,
         request_bytes: 1000,
         response_bytes: 2000,
     }
