@@ -6,5 +6,13 @@ pub const OK: u8 = 0;
 pub const GATE_FAILED: u8 = 1;
 /// The plan or the command line is invalid.
 pub const INVALID: u8 = 2;
+/// An endpoint could not be used (unreachable, or it refused the connection test).
+pub const ENDPOINT: u8 = 3;
+/// At least one run failed (its error is stored and printed); the others completed.
+pub const RUN_FAILED: u8 = 4;
+/// A results database is missing, unreadable or from a newer perfplan.
+pub const DATABASE: u8 = 5;
+/// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.
+pub const INTERRUPTED: u8 = 130;
 /// perfplan itself failed (a bug, or the output could not be written).
 pub const INTERNAL: u8 = 70;

@@ -1,1 +1,100 @@
-//! runner (being built).
+//! The runner: executes a plan's runs in order on the engine, stores every request as it
+//! completes, summarizes each run, and starts `sim://` endpoints in-process. It maps plan
+//! settings to the engine's inputs, so the engine never sees a plan.
+
+mod connect;
+mod execute;
+pub mod fields;
+mod prepare;
+mod progress;
+mod sims;
+mod suite;
+mod writer;
+
+pub use execute::slos_of;
+pub use prepare::{api_kind, measured_count};
+pub use suite::{run_suite, RunOptions, SuiteOutcome};
+pub use writer::count_output;
+
+use std::path::PathBuf;
+
+/// Why a run or the suite could not go on. Failed requests are never errors: they are
+/// records with an outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("cannot load the tokenizer of model `{model}`")]
+    Tokenizer {
+        model: String,
+        #[source]
+        source: crate::tokenize::TokenizeError,
+    },
+    #[error("cannot build the prompts of dataset `{dataset}`")]
+    Dataset {
+        dataset: String,
+        #[source]
+        source: crate::dataset::DatasetError,
+    },
+    #[error("cannot build the body of request {item}")]
+    Body {
+        item: usize,
+        #[source]
+        source: crate::api::ApiError,
+    },
+    #[error("results database")]
+    Store(#[from] crate::store::StoreError),
+    #[error("the results database lock was poisoned by a crashed writer")]
+    Poisoned,
+    #[error("cannot start the simulator for endpoint `{endpoint}`")]
+    Sim {
+        endpoint: String,
+        #[source]
+        source: crate::sim::SimError,
+    },
+    #[error("endpoint `{endpoint}`")]
+    Endpoint {
+        endpoint: String,
+        #[source]
+        source: crate::engine::EngineError,
+    },
+    #[error("endpoint `{endpoint}` ({url}) is not usable: {message}")]
+    Connection { endpoint: String, url: String, message: String },
+    #[error("invalid load of run {run}")]
+    Load {
+        run: String,
+        #[source]
+        source: crate::engine::RunError,
+    },
+    #[error("invalid SLO `{text}`: {reason}")]
+    Slo { text: String, reason: String },
+    #[error("cannot create the output folder {}", path.display())]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
+}
+
+impl RunnerError {
+    /// Whether the whole suite must stop (as opposed to failing one run).
+    pub fn stops_suite(&self) -> bool {
+        matches!(
+            self,
+            RunnerError::Store(_) | RunnerError::Poisoned | RunnerError::Connection { .. } | RunnerError::Output { .. } | RunnerError::Runtime(_) | RunnerError::Sim { .. }
+        )
+    }
+}
+
+pub use suite::chain;
+
+/// The exit code for an error that stopped a suite.
+pub fn exit_code(e: &RunnerError) -> u8 {
+    use crate::cli::exit;
+    match e {
+        RunnerError::Connection { .. } | RunnerError::Sim { .. } => exit::ENDPOINT,
+        RunnerError::Store(_) => exit::DATABASE,
+        RunnerError::Slo { .. } | RunnerError::Tokenizer { .. } | RunnerError::Dataset { .. } => exit::INVALID,
+        _ => exit::INTERNAL,
+    }
+}

@@ -1,0 +1,56 @@
+//! `perfplan run PLAN`: expand, execute, store, report; exit 1 if a gate fails.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::exit;
+use super::plan_args::{self, OnlyArgs, PlanArgs};
+use crate::runner::{self, RunOptions};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    #[command(flatten)]
+    pub only: OnlyArgs,
+    /// Output folder (default `outputs/<plan name>/<UTC timestamp>/`).
+    #[arg(long, value_name = "DIR", conflicts_with = "resume")]
+    pub out: Option<PathBuf>,
+    /// Continue the suite stored in DIR: finished runs are skipped, others rerun.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+}
+
+pub fn run(args: &RunArgs) -> u8 {
+    let Some(plan) = plan_args::load(&args.plan) else {
+        return exit::INVALID;
+    };
+    let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
+        return exit::INVALID;
+    };
+    let opts = RunOptions { out: args.out.clone(), resume: args.resume.clone() };
+    let outcome = match runner::run_suite(&plan, &runs, &opts) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {}", runner::chain(&e));
+            return runner::exit_code(&e);
+        }
+    };
+    eprintln!(
+        "perfplan: {} runs done, {} skipped, {} failed{}; results in {}",
+        outcome.done,
+        outcome.skipped,
+        outcome.failed,
+        if outcome.interrupted { ", interrupted" } else { "" },
+        outcome.dir.display()
+    );
+    let code = super::report::after_run(&outcome.dir);
+    if outcome.interrupted {
+        return exit::INTERRUPTED;
+    }
+    if outcome.failed > 0 && code == exit::OK {
+        return exit::RUN_FAILED;
+    }
+    code
+}

@@ -1,0 +1,148 @@
+//! One run: the priming pass of a warm run, the measured load, records streamed to the
+//! database, and the summary stored with the run.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::prepare::PreparedRun;
+use super::progress::RunProgress;
+use super::writer::{count_output, Writer, WriterContext};
+use super::RunnerError;
+use crate::engine::{self, CancelHandle, Endpoint, Load, Outcome, RequestRecord, RunConfig, RunOutput, VecSource};
+use crate::metrics::condition::{parse_condition, Op, Threshold};
+use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
+use crate::plan::{self, Arrivals, LoadSpec};
+use crate::planner::RunSpec;
+use crate::store::Store;
+
+/// After Ctrl-C, how long requests in flight may still finish.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// What one run produced.
+pub struct RunResult {
+    pub summary: RunSummary,
+    pub cancelled: bool,
+    pub stored: u64,
+}
+
+/// The plan's `[slo]` as thresholds for goodput.
+pub fn slos_of(slo: &BTreeMap<String, String>) -> Result<Vec<Slo>, RunnerError> {
+    let mut out = Vec::new();
+    for (quantity, text) in slo {
+        let bad = |reason: &str| RunnerError::Slo { text: format!("{quantity} = \"{text}\""), reason: reason.to_string() };
+        let q = SloQuantity::parse(quantity).ok_or_else(|| bad("per-request SLOs are ttft, tpot, itl and latency"))?;
+        let cond = parse_condition(&format!("{quantity}_max"), text).map_err(|e| bad(&e.to_string()))?;
+        let max_ms = match (cond.op, cond.threshold) {
+            (Op::Le | Op::Lt, Threshold::Absolute(v)) => v,
+            _ => return Err(bad("an SLO is an upper bound: write \"<= 2s\"")),
+        };
+        out.push(Slo { quantity: q, max_ms });
+    }
+    Ok(out)
+}
+
+pub fn engine_load(load: &LoadSpec, seed: u64) -> Load {
+    match (load.concurrency, load.rate) {
+        (Some(c), _) => Load::Closed { concurrency: c },
+        (None, rate) => Load::Open {
+            rate: rate.unwrap_or(1.0),
+            arrivals: match load.arrivals.unwrap_or_default() {
+                Arrivals::Poisson => engine::Arrivals::Poisson,
+                Arrivals::Gamma => engine::Arrivals::Gamma { shape: load.burstiness.unwrap_or(1.0) },
+                Arrivals::Constant => engine::Arrivals::Constant,
+            },
+            seed,
+            max_in_flight: load.max_in_flight,
+        },
+    }
+}
+
+fn definitions(d: plan::MetricDefinitions) -> MetricDefinitions {
+    match d {
+        plan::MetricDefinitions::Perfplan => MetricDefinitions::Perfplan,
+        plan::MetricDefinitions::Evalscope => MetricDefinitions::Evalscope,
+        plan::MetricDefinitions::Vllm => MetricDefinitions::Vllm,
+    }
+}
+
+/// Everything a run needs from its suite.
+pub struct RunContext<'a> {
+    pub store: Arc<Mutex<Store>>,
+    pub endpoint: &'a Endpoint,
+    pub cancel: &'a CancelHandle,
+    pub slos: &'a [Slo],
+    pub definitions: plan::MetricDefinitions,
+    pub label: String,
+}
+
+/// Executes one prepared run and stores its records and summary.
+pub async fn execute(ctx: &RunContext<'_>, run: &RunSpec, prepared: PreparedRun) -> Result<RunResult, RunnerError> {
+    let load = &run.settings.load;
+    let cfg = RunConfig { load: engine_load(load, run.dataset_seed), duration: load.duration.map(|d| d.0), grace: GRACE };
+    let total = (prepared.requests.len() + prepared.priming.len()) as u64;
+    let progress = RunProgress::new(&ctx.label, total);
+    let writer = Writer::start(WriterContext {
+        store: ctx.store.clone(),
+        run_id: run.id.clone(),
+        tokenizer: prepared.tokenizer.clone(),
+        targets: Arc::new(prepared.targets.clone()),
+    });
+    let tx = writer.sender();
+    let mut sink = |r: &RequestRecord| {
+        progress.tick(r.outcome != Outcome::Ok);
+        if let Some(tx) = &tx {
+            let _ = tx.send(r.clone());
+        }
+    };
+    if !prepared.priming.is_empty() {
+        let priming_cfg = RunConfig { duration: None, ..cfg.clone() };
+        let mut source = VecSource::new(prepared.priming);
+        engine::run(ctx.endpoint, &mut source, &priming_cfg, ctx.cancel, &mut sink)
+            .await
+            .map_err(|source| RunnerError::Load { run: run.id.clone(), source })?;
+    }
+    let mut source = VecSource::new(prepared.requests);
+    let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
+        .await
+        .map_err(|source| RunnerError::Load { run: run.id.clone(), source })?;
+    drop(sink);
+    drop(tx);
+    progress.finish();
+    let stored = writer.finish()?;
+    let summary = summarize_output(ctx, run, output.clone(), prepared.tokenizer.as_deref());
+    Ok(RunResult { summary, cancelled: output.cancelled, stored })
+}
+
+fn summarize_output(ctx: &RunContext<'_>, run: &RunSpec, mut output: RunOutput, tok: Option<&crate::tokenize::Tokenizer>) -> RunSummary {
+    for r in &mut output.records {
+        count_output(r, tok);
+    }
+    let opts = SummaryOptions {
+        definitions: definitions(ctx.definitions),
+        slos: ctx.slos.to_vec(),
+        client_cpu_s: output.client_cpu.map(|d| d.as_secs_f64()),
+        client_wall_s: Some(output.wall.as_secs_f64()),
+        inputs_per_request: run.settings.dataset.spec.batch_size.or(run.settings.dataset.spec.num_documents),
+        ..SummaryOptions::default()
+    };
+    summarize(&output.records, &opts)
+}
+
+/// The extras stored with a run: the counts behind its metrics and its flags.
+pub fn extras(summary: &RunSummary, stored: u64) -> Value {
+    json!({
+        "requests": summary.requests,
+        "stored_rows": stored,
+        "failures": summary.failures,
+        "http_statuses": summary.http_statuses.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "estimated_input": summary.estimated_input,
+        "estimated_output": summary.estimated_output,
+        "unknown_output": summary.unknown_output,
+        "truncated": summary.truncated,
+        "client_bound": summary.client_bound,
+        "metric_definitions": summary.definitions.as_str(),
+    })
+}

@@ -1,0 +1,134 @@
+//! A run's requests, ready to send: the dataset materialized for the run's seed, each
+//! prompt turned into a body by `api`, warmup first, and for warm runs the priming pass
+//! (the measured set, sent once unmeasured).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::fields;
+use super::RunnerError;
+use crate::api::{self, ApiKind, BodyInput};
+use crate::dataset::{self, DatasetContext, Materialized};
+use crate::engine::{Phase, PreparedRequest};
+use crate::plan::{ApiSpec, CacheState, DatasetKind};
+use crate::planner::{warmup_count, RunSpec};
+use crate::tokenize::{Tokenizer, TokenizerCache};
+
+/// Most requests materialized for a load bounded only by its duration.
+const DURATION_ONLY_CAP: usize = 20_000;
+
+/// Everything a run sends, and what the dataset reported.
+#[derive(Debug)]
+pub struct PreparedRun {
+    /// Warmup requests, then measured ones.
+    pub requests: Vec<PreparedRequest>,
+    /// The warm-run priming pass (empty for cold runs).
+    pub priming: Vec<PreparedRequest>,
+    /// Target input length of each item (by `item`).
+    pub targets: Vec<Option<u32>>,
+    pub warnings: Vec<String>,
+    pub tokenizer: Option<Arc<Tokenizer>>,
+    pub measured: usize,
+}
+
+pub fn api_kind(api: ApiSpec) -> ApiKind {
+    match api {
+        ApiSpec::Chat => ApiKind::Chat,
+        ApiSpec::Completions => ApiKind::Completions,
+        ApiSpec::Responses => ApiKind::Responses,
+        ApiSpec::Embeddings => ApiKind::Embeddings,
+        ApiSpec::Rerank => ApiKind::Rerank,
+    }
+}
+
+/// How many measured requests a load asks for.
+pub fn measured_count(run: &RunSpec) -> usize {
+    let load = &run.settings.load;
+    match (load.requests, load.rate, load.duration) {
+        (Some(n), _, _) => n as usize,
+        (None, Some(rate), Some(d)) => ((rate * d.0.as_secs_f64() * 1.2).ceil() as usize + 16).min(DURATION_ONLY_CAP),
+        _ => DURATION_ONLY_CAP,
+    }
+}
+
+/// Loads the model's tokenizer (once per suite through the cache), if the plan names one.
+pub fn tokenizer(run: &RunSpec, base_dir: &Path, cache: &TokenizerCache) -> Result<Option<Arc<Tokenizer>>, RunnerError> {
+    let Some(path) = run.settings.model.spec.tokenizer.as_deref() else {
+        return Ok(None);
+    };
+    let full = base_dir.join(path);
+    cache.load(&full).map(Some).map_err(|source| RunnerError::Tokenizer { model: run.settings.model.name.clone(), source })
+}
+
+/// Builds the run's request set.
+pub fn prepare(run: &RunSpec, base_dir: &Path, cache: &TokenizerCache) -> Result<PreparedRun, RunnerError> {
+    let s = &run.settings;
+    let tokenizer = tokenizer(run, base_dir, cache)?;
+    let kind = api_kind(s.api);
+    let warmup = warmup_count(&s.load) as usize;
+    let measured = measured_count(run);
+    let ctx = DatasetContext {
+        base_dir: base_dir.to_path_buf(),
+        tokenizer: tokenizer.clone(),
+        chat: matches!(kind, ApiKind::Chat | ApiKind::Responses),
+        tokenize_prompt: s.tokenize_prompt,
+        chat_template: s.model.spec.chat_template,
+        seed: run.dataset_seed,
+        count: warmup + measured,
+    };
+    let Materialized { items, mut warnings, stats } = dataset::materialize(&s.dataset.spec, &ctx)
+        .map_err(|source| RunnerError::Dataset { dataset: s.dataset.name.clone(), source })?;
+    if stats.missed_target > 0 {
+        warnings.push(format!(
+            "{} of {} prompts missed their target length (by at most {} tokens)",
+            stats.missed_target, stats.targeted, stats.max_abs_miss
+        ));
+    }
+    let base = fields::base_fields(&s.request);
+    let limit_field = fields::max_tokens_field(&s.request);
+    let stream = fields::streams(&s.request) && kind.can_stream();
+    let mut rng = ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574);
+    let mut requests = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let mut fields = base.clone();
+        if let Some(n) = fields::output_tokens(&s.request, item.output_tokens, &mut rng) {
+            if !matches!(kind, ApiKind::Embeddings | ApiKind::Rerank) {
+                fields.insert(limit_field.to_string(), n.into());
+            }
+        }
+        let input = BodyInput {
+            model: run.served_model(),
+            prompt: &item.prompt,
+            fields: &fields,
+            stream,
+            include_usage: stream,
+            reject_fields: &s.endpoint.spec.reject_fields,
+        };
+        let (path, body) = api::build_body(kind, &input).map_err(|source| RunnerError::Body { item: i, source })?;
+        let phase = if i < warmup { Phase::Warmup } else { Phase::Measured };
+        requests.push(PreparedRequest {
+            item: i as u64,
+            phase,
+            kind,
+            path: path.into(),
+            body,
+            stream,
+            client_input_tokens: item.client_input_tokens,
+        });
+    }
+    let priming = match s.cache_state {
+        CacheState::Cold => Vec::new(),
+        CacheState::Warm => requests[warmup.min(requests.len())..]
+            .iter()
+            .map(|r| PreparedRequest { phase: Phase::Priming, ..r.clone() })
+            .collect(),
+    };
+    if matches!(s.dataset.spec.kind, DatasetKind::Random) && tokenizer.is_none() {
+        warnings.push("random prompts without a tokenizer: lengths are approximate".into());
+    }
+    let targets = items.iter().map(|i| i.target_input_tokens).collect();
+    Ok(PreparedRun { requests, priming, targets, warnings, tokenizer, measured })
+}

@@ -1,0 +1,67 @@
+//! `sim://NAME` endpoints: one simulator per name, started on 127.0.0.1 with an ephemeral
+//! port on its own runtime thread (so its work never shares the client's thread), for
+//! the runs that use it.
+
+use std::collections::BTreeMap;
+
+use super::RunnerError;
+use crate::planner::RunSpec;
+use crate::sim::{SimConfig, SimServer};
+
+/// The simulators of a suite, by `sim://` name.
+pub struct Sims {
+    runtime: Option<tokio::runtime::Runtime>,
+    servers: BTreeMap<String, SimServer>,
+}
+
+impl Sims {
+    /// Starts one simulator per distinct `sim://NAME` used by `runs`.
+    pub fn start(runs: &[RunSpec]) -> Result<Sims, RunnerError> {
+        let mut wanted: BTreeMap<String, (String, SimConfig)> = BTreeMap::new();
+        for run in runs {
+            let ep = &run.settings.endpoint;
+            if let Some(name) = ep.spec.base_url.strip_prefix("sim://") {
+                let config = ep.spec.sim.clone().unwrap_or_default();
+                wanted.entry(name.to_string()).or_insert((ep.name.clone(), config));
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(Sims { runtime: None, servers: BTreeMap::new() });
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("perfplan-sim")
+            .enable_all()
+            .build()
+            .map_err(RunnerError::Runtime)?;
+        let mut servers = BTreeMap::new();
+        for (name, (endpoint, config)) in wanted {
+            let server = runtime
+                .block_on(SimServer::start(config))
+                .map_err(|source| RunnerError::Sim { endpoint: endpoint.clone(), source })?;
+            servers.insert(name, server);
+        }
+        Ok(Sims { runtime: Some(runtime), servers })
+    }
+
+    /// The real URL of a base URL: `sim://NAME` → `http://127.0.0.1:PORT`.
+    pub fn resolve(&self, base_url: &str) -> String {
+        match base_url.strip_prefix("sim://").and_then(|name| self.servers.get(name)) {
+            Some(server) => server.base_url(),
+            None => base_url.to_string(),
+        }
+    }
+
+    /// Stops every simulator.
+    pub fn shutdown(mut self) {
+        if let Some(rt) = self.runtime.take() {
+            let servers = std::mem::take(&mut self.servers);
+            rt.block_on(async {
+                for (_, s) in servers {
+                    s.shutdown().await;
+                }
+            });
+            rt.shutdown_background();
+        }
+    }
+}
