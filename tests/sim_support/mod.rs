@@ -172,3 +172,9 @@ pub async fn metric(client: &reqwest::Client, base: &str, name: &str) -> f64 {
 pub fn ms(n: u64) -> perfplan::units::HumanDuration {
     perfplan::units::HumanDuration(Duration::from_millis(n))
 }
+
+/// GETs `url` and parses the JSON body.
+pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
+    let text = client.get(url).send().await.unwrap().text().await.unwrap();
+    serde_json::from_str(&text).unwrap()
+}
