@@ -62,7 +62,7 @@ async fn step(mut s: Streamer) -> Option<(Result<Bytes, io::Error>, Streamer)> {
                 if s.gen.st.is_closing() {
                     return None;
                 }
-                tokio::time::sleep_until(s.gen.next).await;
+                super::generate::sleep_until(s.gen.next).await;
                 emit_due(&mut s);
                 if !s.buf.is_empty() {
                     return Some((Ok(s.buf.split().freeze()), s));
