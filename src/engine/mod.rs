@@ -10,6 +10,7 @@ pub mod record;
 mod run;
 pub mod source;
 pub mod target;
+mod ticker;
 
 pub use arrivals::{ArrivalClock, ArrivalError, Arrivals};
 pub use cpu::process_cpu_time;

@@ -20,6 +20,7 @@ use super::exchange::exchange;
 use super::record::RequestRecord;
 use super::source::{Next, RequestSource};
 use super::target::Endpoint;
+use super::ticker::{next_tick, Ticker};
 
 /// How requests are sent.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -127,6 +128,8 @@ pub enum RunError {
     Arrivals(#[from] ArrivalError),
     #[error("concurrency must be at least 1")]
     Concurrency,
+    #[error("could not start the arrival thread")]
+    Thread(#[source] std::io::Error),
 }
 
 type InFlight<'a> = FuturesUnordered<Pin<Box<dyn Future<Output = RequestRecord> + Send + 'a>>>;
@@ -184,42 +187,42 @@ pub async fn run(
     };
     let far = t0 + Duration::from_secs(86_400 * 365);
     let stop_at = cfg.duration.map(|x| t0 + x);
-    let mut next_arrival = Duration::ZERO;
-    let mut armed_for = Duration::ZERO;
+    let mut ticker = match clock.take() {
+        Some(c) => Some(Ticker::start(c, t0).map_err(RunError::Thread)?),
+        None => None,
+    };
+    // A tick received whose request has not started yet (open loop).
+    let mut due: Option<Duration> = None;
     let mut records = Vec::new();
     let mut cancel_rx = cancel.tx.subscribe();
     let (mut stopping, mut cancelled, mut exhausted, mut by_duration) =
-        (false, false, false, false);
-    let arrival_sleep = tokio::time::sleep_until(t0.into());
+        (cancel.is_cancelled(), cancel.is_cancelled(), false, false);
     let stop_sleep = tokio::time::sleep_until(stop_at.unwrap_or(far).into());
     let grace_sleep = tokio::time::sleep_until(far.into());
-    tokio::pin!(arrival_sleep, stop_sleep, grace_sleep);
-    if cancel.is_cancelled() {
-        stopping = true;
-        cancelled = true;
-    }
+    tokio::pin!(stop_sleep, grace_sleep);
     loop {
         // Start every request the load allows now.
         while !stopping && d.in_flight.len() < limit {
             let now = Instant::now();
-            if stop_at.is_some_and(|s| now >= s) {
+            let intended = match ticker.as_mut() {
+                None => now - t0,
+                Some(t) => match due.or_else(|| t.try_next()) {
+                    Some(x) => x,
+                    None => break,
+                },
+            };
+            if stop_at.is_some_and(|s| now >= s || t0 + intended >= s) {
                 stopping = true;
                 by_duration = true;
                 break;
             }
-            let intended = match clock {
-                None => now - t0,
-                Some(_) if t0 + next_arrival > now => break,
-                Some(_) => next_arrival,
-            };
+            due = None;
             match source.next() {
-                Next::Request(req) => {
-                    d.start(req, intended);
-                    if let Some(c) = clock.as_mut() {
-                        next_arrival += c.next_gap();
-                    }
+                Next::Request(req) => d.start(req, intended),
+                Next::Pending if !d.in_flight.is_empty() => {
+                    due = ticker.as_ref().map(|_| intended);
+                    break;
                 }
-                Next::Pending if !d.in_flight.is_empty() => break,
                 Next::Pending | Next::Done => {
                     stopping = true;
                     exhausted = true;
@@ -229,11 +232,7 @@ pub async fn run(
         if d.in_flight.is_empty() && stopping {
             break;
         }
-        let waiting_arrival = clock.is_some() && !stopping && d.in_flight.len() < limit;
-        if waiting_arrival && armed_for != next_arrival {
-            arrival_sleep.as_mut().reset((t0 + next_arrival).into());
-            armed_for = next_arrival;
-        }
+        let want_tick = ticker.is_some() && due.is_none() && !stopping && d.in_flight.len() < limit;
         tokio::select! {
             biased;
             Some(rec) = d.in_flight.next(), if !d.in_flight.is_empty() => {
@@ -242,7 +241,12 @@ pub async fn run(
                 sink.record(&rec);
                 records.push(rec);
             }
-            () = &mut arrival_sleep, if waiting_arrival => {}
+            tick = next_tick(&mut ticker), if want_tick => {
+                due = tick;
+                if tick.is_none() {
+                    stopping = true;
+                }
+            }
             () = &mut stop_sleep, if stop_at.is_some() && !stopping => {
                 stopping = true;
                 by_duration = true;
@@ -261,6 +265,7 @@ pub async fn run(
             }
         }
     }
+    drop(ticker);
     let wall = t0.elapsed();
     let client_cpu = match (cpu0, process_cpu_time()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),

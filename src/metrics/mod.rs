@@ -3,4 +3,13 @@
 //! Knows nothing about plans, HTTP or storage.
 
 pub mod condition;
+pub mod definitions;
 pub mod names;
+pub mod stats;
+mod summary;
+#[cfg(test)]
+mod tests;
+
+pub use definitions::{timing, MetricDefinitions, Timing};
+pub use stats::percentile;
+pub use summary::{summarize, RunSummary, Slo, SloQuantity, SummaryOptions};

@@ -1,0 +1,239 @@
+//! Every formula against hand-worked numbers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use super::*;
+use crate::engine::record::{Outcome, Phase, RequestRecord, Usage};
+
+fn d(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+/// A successful streamed record: sent at `sent`, content chunks at `content`, ending at
+/// the last content chunk (+1 ms), with `tokens` output tokens from usage.
+fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
+    let last = content.last().copied().unwrap_or(sent);
+    RequestRecord {
+        index: 0,
+        item: 0,
+        phase: Phase::Measured,
+        intended: d(sent),
+        sent: d(sent),
+        first_chunk: content.first().map(|&c| d(c)),
+        content_times: content.iter().map(|&c| d(c)).collect(),
+        last_chunk: Some(d(last)),
+        end: d(last + 1),
+        outcome: Outcome::Ok,
+        http_status: Some(200),
+        error: None,
+        finish_reason: Some("length".into()),
+        usage: Usage {
+            prompt_tokens: Some(10),
+            completion_tokens: tokens,
+            cached_tokens: None,
+        },
+        output_text: "x".into(),
+        client_output_tokens: None,
+        client_input_tokens: None,
+        request_bytes: 0,
+        response_bytes: 0,
+    }
+}
+
+fn v(s: &RunSummary, name: &str) -> Option<f64> {
+    *s.values.get(name).expect(name)
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-5)
+}
+
+#[test]
+fn every_name_is_present() {
+    let s = summarize(&[], &SummaryOptions::default());
+    assert_eq!(s.values.len(), names::all_names().len());
+    assert!(s.values.values().all(|x| x.is_none() || s.requests == 0));
+    assert_eq!(v(&s, "ttft_p50"), None);
+}
+
+#[test]
+fn tpot_is_unknown_with_one_output_token() {
+    let s = summarize(&[rec(100, &[120], Some(1))], &SummaryOptions::default());
+    assert!(close(v(&s, "ttft_mean"), 20.0));
+    assert!(close(v(&s, "latency_mean"), 20.0));
+    assert_eq!(v(&s, "tpot_mean"), None);
+    assert_eq!(v(&s, "itl_mean"), None);
+}
+
+#[test]
+fn several_tokens_in_one_chunk_make_one_gap() {
+    // 5 tokens in 2 chunks: TTFT 10, latency 30, TPOT (30-10)/(5-1) = 5, one ITL gap of 20.
+    let s = summarize(&[rec(0, &[10, 30], Some(5))], &SummaryOptions::default());
+    assert!(close(v(&s, "ttft_p50"), 10.0));
+    assert!(close(v(&s, "latency_p50"), 30.0));
+    assert!(close(v(&s, "tpot_mean"), 5.0));
+    assert!(close(v(&s, "itl_max"), 20.0));
+    assert!(close(v(&s, "itl_min"), 20.0));
+}
+
+#[test]
+fn missing_usage_uses_the_client_count_and_is_flagged() {
+    let mut a = rec(0, &[10, 20, 30], None);
+    a.client_output_tokens = Some(3);
+    a.usage.prompt_tokens = None;
+    a.client_input_tokens = Some(7);
+    let b = rec(0, &[10], None);
+    let s = summarize(&[a, b], &SummaryOptions::default());
+    assert_eq!(
+        (s.estimated_output, s.estimated_input, s.unknown_output),
+        (1, 1, 1)
+    );
+    assert!(close(v(&s, "tpot_mean"), 10.0)); // (30-10)/(3-1); b has no TPOT
+    assert!(close(v(&s, "output_tokens_mean"), 3.0));
+    assert!(close(v(&s, "input_tokens_mean"), 8.5)); // 7 (client) and 10 (usage)
+}
+
+#[test]
+fn failed_requests_are_counted_not_measured() {
+    let ok = rec(0, &[10, 20], Some(2));
+    let mut http = rec(0, &[], None);
+    http.outcome = Outcome::Http;
+    http.http_status = Some(503);
+    http.end = d(5);
+    let mut broken = rec(0, &[900], Some(1));
+    broken.outcome = Outcome::StreamBroken;
+    let s = summarize(&[ok, http, broken], &SummaryOptions::default());
+    assert_eq!(v(&s, "requests_ok"), Some(1.0));
+    assert_eq!(v(&s, "requests_failed"), Some(2.0));
+    assert!(close(v(&s, "success_ratio"), 1.0 / 3.0));
+    assert!(close(v(&s, "ttft_max"), 10.0));
+    assert_eq!(s.failures.get("http"), Some(&1));
+    assert_eq!(s.failures.get("stream_broken"), Some(&1));
+    assert_eq!(s.http_statuses.get(&503), Some(&1));
+}
+
+#[test]
+fn warmup_is_excluded() {
+    let mut w = rec(0, &[5000], Some(1));
+    w.phase = Phase::Warmup;
+    let s = summarize(
+        &[w, rec(6000, &[6010], Some(1))],
+        &SummaryOptions::default(),
+    );
+    assert_eq!(s.requests, 1);
+    assert_eq!(s.unmeasured, 1);
+    assert!(close(v(&s, "ttft_max"), 10.0));
+    assert!(close(v(&s, "duration_s"), 0.011));
+}
+
+#[test]
+fn throughput_over_the_run_duration() {
+    // Both sent at 0; they end at 1000 and 2000 ms: duration 2 s.
+    let mut a = rec(0, &[500, 999], Some(10));
+    a.end = d(1000);
+    let mut b = rec(0, &[500, 1999], Some(30));
+    b.end = d(2000);
+    let s = summarize(&[a, b], &SummaryOptions::default());
+    assert!(close(v(&s, "duration_s"), 2.0));
+    assert!(close(v(&s, "rps"), 1.0));
+    assert!(close(v(&s, "output_tps"), 20.0));
+    assert!(close(v(&s, "input_tps"), 10.0));
+    assert!(close(v(&s, "total_tps"), 30.0));
+}
+
+#[test]
+fn goodput_counts_requests_meeting_every_slo() {
+    let fast = rec(0, &[10, 20], Some(2));
+    let slow_first = rec(0, &[50, 60], Some(2));
+    let slow_decode = rec(0, &[10, 100], Some(2));
+    let opts = SummaryOptions {
+        slos: vec![
+            Slo {
+                quantity: SloQuantity::Ttft,
+                max_ms: 20.0,
+            },
+            Slo {
+                quantity: SloQuantity::Tpot,
+                max_ms: 50.0,
+            },
+        ],
+        ..SummaryOptions::default()
+    };
+    let s = summarize(&[fast, slow_first, slow_decode], &opts);
+    // duration: 0 → 101 ms; one request of three meets both.
+    assert!(close(v(&s, "goodput_rps"), 1.0 / 0.101));
+    assert!(close(v(&s, "rps"), 3.0 / 0.101));
+}
+
+#[test]
+fn vllm_and_evalscope_definitions() {
+    let mut r = rec(0, &[10, 20, 30], Some(4));
+    r.first_chunk = Some(d(5)); // role chunk
+    r.last_chunk = Some(d(32)); // finish chunk
+    r.end = d(40); // after usage and [DONE]
+    let p = timing(&r, MetricDefinitions::Perfplan);
+    assert_eq!((p.ttft, p.latency), (Some(d(10)), d(30)));
+    assert_eq!(p.itl, vec![d(10), d(10)]);
+    let vl = timing(&r, MetricDefinitions::Vllm);
+    assert_eq!((vl.ttft, vl.latency), (Some(d(5)), d(32)));
+    assert_eq!(vl.itl, vec![d(5), d(10), d(10), d(2)]);
+    assert_eq!(vl.tpot(4), Some(d(9)));
+    let ev = timing(&r, MetricDefinitions::Evalscope);
+    assert_eq!((ev.ttft, ev.latency), (Some(d(5)), d(40)));
+    let opts = SummaryOptions {
+        definitions: MetricDefinitions::Evalscope,
+        ..SummaryOptions::default()
+    };
+    assert!(close(v(&summarize(&[r], &opts), "tpot_mean"), 35.0 / 3.0));
+    assert_eq!(
+        MetricDefinitions::parse("vllm"),
+        Some(MetricDefinitions::Vllm)
+    );
+}
+
+#[test]
+fn cache_hit_ratio_from_usage() {
+    let mut a = rec(0, &[10], Some(1));
+    a.usage.cached_tokens = Some(8);
+    let mut b = rec(0, &[10], Some(1));
+    b.usage.cached_tokens = Some(0);
+    let c = rec(0, &[10], Some(1)); // no cached field: not in the ratio
+    let s = summarize(&[a, b, c], &SummaryOptions::default());
+    assert!(close(v(&s, "cache_hit_ratio"), 0.4));
+    assert!(close(v(&s, "cached_tokens_mean"), 4.0));
+    let none = summarize(&[rec(0, &[10], Some(1))], &SummaryOptions::default());
+    assert_eq!(v(&none, "cache_hit_ratio"), None);
+}
+
+#[test]
+fn truncated_streams_are_ok_but_counted() {
+    let mut r = rec(0, &[10], Some(1));
+    r.finish_reason = None;
+    let s = summarize(&[r, rec(0, &[10], Some(1))], &SummaryOptions::default());
+    assert_eq!(s.truncated, 1);
+    assert_eq!(v(&s, "requests_ok"), Some(2.0));
+}
+
+#[test]
+fn client_health_lateness_and_cpu() {
+    let mut late = rec(20, &[30], Some(1));
+    late.intended = d(0);
+    let opts = SummaryOptions {
+        client_cpu_s: Some(1.9),
+        client_wall_s: Some(1.0),
+        cpu_cores: Some(2.0),
+        ..SummaryOptions::default()
+    };
+    let s = summarize(&[late, rec(0, &[10], Some(1))], &opts);
+    assert!(close(v(&s, "lateness_max"), 20.0));
+    assert!(close(v(&s, "lateness_p50"), 10.0));
+    assert!(close(v(&s, "client_cpu_ratio"), 1.9));
+    let reason = s.client_bound.unwrap();
+    assert!(
+        reason.contains("lateness") && reason.contains("CPU"),
+        "{reason}"
+    );
+    let calm = summarize(&[rec(0, &[10], Some(1))], &SummaryOptions::default());
+    assert_eq!(calm.client_bound, None);
+}
