@@ -206,3 +206,25 @@ pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> St
         _ => format!("{}{summary}\n", table::render_grid(&grid, style)),
     }
 }
+
+/// The runner's and commands' one call: collects the plan's gates and `cli` gates,
+/// checks them on every run of `store` (relative ones against `baseline`, matched by
+/// axes minus `ignore`), and stores the verdicts under `source` (`run`, `report`,
+/// `compare`). No gates: no verdicts, nothing written.
+pub fn check_suite(
+    store: &mut crate::store::Store,
+    source: &str,
+    cli: &[String],
+    baseline: Option<&crate::store::Store>,
+    ignore: &[String],
+) -> Result<Vec<GateOutcome>, ReportError> {
+    let gates = collect_gates(&store.suite()?, cli)?;
+    if gates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runs = store.runs()?;
+    let base_runs = baseline.map(|b| b.runs()).transpose()?;
+    let outcomes = evaluate(&runs, &gates, base_runs.as_deref(), ignore);
+    store.write_gate_results(source, &to_records(&outcomes))?;
+    Ok(outcomes)
+}
