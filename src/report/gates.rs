@@ -137,7 +137,7 @@ fn check(
     GateOutcome {
         condition: gate.clone(),
         run_id: run.id.clone(),
-        run_label: axis_label(Some(&run.axes)),
+        run_label: format!("#{} {}", run.ordinal, axis_label(Some(&run.axes))),
         value,
         baseline,
         passed,
@@ -192,7 +192,7 @@ pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> St
             .map(|o| {
                 vec![
                     format!("{} {}", o.condition.metric, o.condition.text),
-                    format!("{} ({})", o.run_id, o.run_label),
+                    o.run_label.clone(),
                     mark(o.passed).to_string(),
                     o.message.clone(),
                 ]

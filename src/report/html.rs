@@ -107,7 +107,7 @@ fn gates_html(gates: &[GateOutcome]) -> String {
             "<tr><td>{} {}</td><td>{}</td><td class=\"{class}\">{word}</td><td>{}</td></tr>",
             escape(&g.condition.metric),
             escape(&g.condition.text),
-            escape(&format!("{} ({})", g.run_id, g.run_label)),
+            escape(&g.run_label),
             escape(&g.message)
         );
     }
