@@ -12,7 +12,9 @@ pub const ENDPOINT: u8 = 3;
 pub const RUN_FAILED: u8 = 4;
 /// A results database is missing, unreadable or from a newer perfplan.
 pub const DATABASE: u8 = 5;
+/// An output file (report, export) could not be written.
+pub const OUTPUT: u8 = 6;
+/// perfplan itself failed (a bug).
+pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.
 pub const INTERRUPTED: u8 = 130;
-/// perfplan itself failed (a bug, or the output could not be written).
-pub const INTERNAL: u8 = 70;

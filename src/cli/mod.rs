@@ -1,9 +1,12 @@
 //! Command-line interface (clap): one file per subcommand; maps errors to exit codes.
 //! Human tables go to stdout; progress, warnings and errors to stderr.
 
+pub mod compare;
 pub mod exit;
 mod expand;
 mod plan_args;
+pub mod report;
+pub mod run;
 mod schema;
 pub mod sim;
 mod validate;
@@ -26,6 +29,12 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Print the ordered runs of a plan without sending anything.
     Expand(expand::ExpandArgs),
+    /// Expand a plan, execute its runs, store every request, print the report.
+    Run(run::RunArgs),
+    /// Tables from stored results (a database or an output folder).
+    Report(report::ReportArgs),
+    /// The same runs of two suites side by side, with deltas and verdicts.
+    Compare(compare::CompareArgs),
     /// Print the plan's JSON Schema.
     Schema,
     /// Start the built-in OpenAI-compatible simulator.
@@ -49,6 +58,9 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Expand(args) => expand::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Schema => schema::run(),
         Command::Sim(args) => sim::run(args),
     };

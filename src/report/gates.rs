@@ -137,7 +137,7 @@ fn check(
     GateOutcome {
         condition: gate.clone(),
         run_id: run.id.clone(),
-        run_label: axis_label(Some(&run.axes)),
+        run_label: format!("#{} {}", run.ordinal, axis_label(Some(&run.axes))),
         value,
         baseline,
         passed,
@@ -192,7 +192,7 @@ pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> St
             .map(|o| {
                 vec![
                     format!("{} {}", o.condition.metric, o.condition.text),
-                    format!("{} ({})", o.run_id, o.run_label),
+                    o.run_label.clone(),
                     mark(o.passed).to_string(),
                     o.message.clone(),
                 ]
@@ -205,4 +205,26 @@ pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> St
         Format::Md => format!("### {summary}\n\n{}", markdown::render_grid(&grid)),
         _ => format!("{}{summary}\n", table::render_grid(&grid, style)),
     }
+}
+
+/// The runner's and commands' one call: collects the plan's gates and `cli` gates,
+/// checks them on every run of `store` (relative ones against `baseline`, matched by
+/// axes minus `ignore`), and stores the verdicts under `source` (`run`, `report`,
+/// `compare`). No gates: no verdicts, nothing written.
+pub fn check_suite(
+    store: &mut crate::store::Store,
+    source: &str,
+    cli: &[String],
+    baseline: Option<&crate::store::Store>,
+    ignore: &[String],
+) -> Result<Vec<GateOutcome>, ReportError> {
+    let gates = collect_gates(&store.suite()?, cli)?;
+    if gates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runs = store.runs()?;
+    let base_runs = baseline.map(|b| b.runs()).transpose()?;
+    let outcomes = evaluate(&runs, &gates, base_runs.as_deref(), ignore);
+    store.write_gate_results(source, &to_records(&outcomes))?;
+    Ok(outcomes)
 }

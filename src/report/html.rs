@@ -1,1 +1,203 @@
-//! The self-contained HTML report (no network): the pivot table plus inline SVG plots.
+//! The self-contained HTML report: one file, no script, no network. The suite's facts,
+//! the pivot table, gate verdicts, the runs, and inline SVG plots (sweeps, latency vs
+//! throughput, TTFT and latency CDFs from the request rows).
+
+use std::fmt::Write;
+use std::path::Path;
+
+use super::bootstrap::Sample;
+use super::gates::GateOutcome;
+use super::grid::{pivot_grid, Grid};
+use super::pivot::{axis_label, Pivot};
+use super::plots::{cdf_charts, sweep_charts};
+use super::svg::{escape, line_chart};
+use super::{Layout, ReportData, ReportError};
+use crate::store::Store;
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}\
+table{border-collapse:collapse;margin:12px 0;font-size:13px}th,td{border:1px solid #ccc;padding:4px 8px}\
+th{background:#f3f3f3;vertical-align:bottom}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+.pass{color:#17803d;font-weight:bold}.fail{color:#c0262d;font-weight:bold}\
+.facts{color:#555;font-size:13px}figure{margin:16px 0}pre{background:#f7f7f7;padding:8px;overflow:auto}";
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// `2026-11-29 08:56:05 UTC`.
+pub fn utc(unix_ms: i64) -> String {
+    let secs = unix_ms.div_euclid(1000);
+    let (y, m, d) = civil(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+fn grid_html(grid: &Grid) -> String {
+    let mut s = String::from("<table><thead><tr>");
+    for h in &grid.header {
+        let _ = write!(s, "<th>{}</th>", escape(h).replace('\n', "<br>"));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for row in &grid.rows {
+        s.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let class = if i >= grid.label_cols {
+                " class=\"n\""
+            } else {
+                ""
+            };
+            let _ = write!(s, "<td{class}>{}</td>", escape(cell));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table>");
+    for note in &grid.notes {
+        let _ = write!(s, "<p class=\"facts\">{}</p>", escape(note));
+    }
+    s
+}
+
+fn facts(data: &ReportData) -> String {
+    let info = &data.suite.info;
+    let git = info.git.as_ref().map_or("not in git".to_string(), |g| {
+        format!("{}{}", g.revision, if g.dirty { " (dirty)" } else { "" })
+    });
+    format!(
+        "<p class=\"facts\">{} runs · created {} · plan sha256 <code>{}</code> · plan revision {} · perfplan {}<br>host {} · {} · {} cores{}</p>",
+        data.runs.len(),
+        utc(data.suite.created_unix_ms),
+        escape(&data.suite.plan_sha256),
+        escape(&git),
+        escape(&info.perfplan_version),
+        escape(&info.host.hostname),
+        escape(&info.host.os),
+        info.host.cores,
+        if info.set_overrides.is_empty() {
+            String::new()
+        } else {
+            format!(" · --set {}", escape(&info.set_overrides.join(" ")))
+        }
+    )
+}
+
+fn gates_html(gates: &[GateOutcome]) -> String {
+    let mut s = String::from("<h2>Gates</h2><table><thead><tr><th>gate</th><th>run</th><th>verdict</th><th>detail</th></tr></thead><tbody>");
+    for g in gates {
+        let (class, word) = if g.passed {
+            ("pass", "pass")
+        } else {
+            ("fail", "FAIL")
+        };
+        let _ = write!(
+            s,
+            "<tr><td>{} {}</td><td>{}</td><td class=\"{class}\">{word}</td><td>{}</td></tr>",
+            escape(&g.condition.metric),
+            escape(&g.condition.text),
+            escape(&g.run_label),
+            escape(&g.message)
+        );
+    }
+    s.push_str("</tbody></table>");
+    s
+}
+
+fn runs_html(data: &ReportData) -> String {
+    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>warnings</th></tr></thead><tbody>");
+    for r in &data.runs {
+        let _ = write!(
+            s,
+            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            r.ordinal,
+            escape(&r.id),
+            r.status,
+            escape(&axis_label(Some(&r.axes))),
+            escape(&r.warnings.join("; "))
+        );
+    }
+    s.push_str("</tbody></table>");
+    s
+}
+
+/// The whole page.
+pub fn render(
+    store: &Store,
+    layout: &Layout,
+    gates: &[GateOutcome],
+) -> Result<String, ReportError> {
+    let data = ReportData::load(store)?;
+    let layout = layout.resolve(&data.runs)?;
+    let grid = pivot_grid(&data.runs, &Pivot::build(&data.runs, layout));
+    let samples = data
+        .runs
+        .iter()
+        .map(|r| {
+            store
+                .request_rows(&r.id)
+                .map(|rows| Sample::from_rows(&rows))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let name = escape(&data.suite.info.plan_name);
+    let mut s = format!("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfplan: {name}</title><style>{STYLE}</style></head><body>");
+    let _ = write!(s, "<h1>perfplan: {name}</h1>{}", facts(&data));
+    let _ = write!(s, "<h2>Results</h2>{}", grid_html(&grid));
+    if !gates.is_empty() {
+        s.push_str(&gates_html(gates));
+    }
+    let charts: Vec<_> = sweep_charts(&data.runs)
+        .into_iter()
+        .chain(cdf_charts(&data.runs, &samples))
+        .collect();
+    if !charts.is_empty() {
+        s.push_str("<h2>Plots</h2>");
+        for chart in &charts {
+            let _ = write!(s, "<figure>{}</figure>", line_chart(chart));
+        }
+    }
+    s.push_str(&runs_html(&data));
+    let _ = write!(
+        s,
+        "<details><summary>plan</summary><pre>{}</pre></details></body></html>\n",
+        escape(&data.suite.info.plan_text)
+    );
+    Ok(s)
+}
+
+/// Writes the page to `path`.
+pub fn write(
+    store: &Store,
+    layout: &Layout,
+    gates: &[GateOutcome],
+    path: &Path,
+) -> Result<(), ReportError> {
+    let page = render(store, layout, gates)?;
+    std::fs::write(path, page).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formats_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_796_028_965_000), "2026-11-30 08:56:05 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
+}

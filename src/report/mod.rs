@@ -174,3 +174,53 @@ pub(crate) fn unknown_metric(name: &str) -> ReportError {
         suggestion,
     }
 }
+
+/// The suite's pivot in a text format (`Table`, `Md`, `Csv`, `Json`; `Html` gives the page).
+/// `layout` overrides the plan's `[report]` where it is not empty.
+pub fn render(
+    store: &Store,
+    format: Format,
+    layout: &Layout,
+    style: TableStyle,
+    gates: &[gates::GateOutcome],
+) -> Result<String, ReportError> {
+    let data = ReportData::load(store)?;
+    let layout = data.plan_layout()?.overridden_by(layout);
+    match format {
+        Format::Table => table::render(&data, &layout, style),
+        Format::Md => markdown::render(&data, &layout),
+        Format::Csv => Ok(csv::render(&data)),
+        Format::Json => json::render(&data),
+        Format::Html => html::render(store, &layout, gates),
+    }
+}
+
+/// What the runner writes next to the database after a suite: `report.md` and
+/// `report.html` (the plan's layout, with these gate verdicts). Returns their paths.
+pub fn write_outputs(
+    store: &Store,
+    dir: &std::path::Path,
+    gates: &[gates::GateOutcome],
+) -> Result<Vec<PathBuf>, ReportError> {
+    let mut written = Vec::new();
+    for (name, format) in [("report.md", Format::Md), ("report.html", Format::Html)] {
+        let mut text = render(
+            store,
+            format,
+            &Layout::default(),
+            TableStyle::default(),
+            gates,
+        )?;
+        if format == Format::Md && !gates.is_empty() {
+            text.push('\n');
+            text.push_str(&gates::render(gates, Format::Md, TableStyle::default()));
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}

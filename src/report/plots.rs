@@ -1,1 +1,184 @@
-//! Which plots the HTML report draws, from runs and their request rows.
+//! Which plots the HTML report draws: TTFT/TPOT/throughput against concurrency (or
+//! rate) with one line per variant, latency against throughput, and TTFT and latency
+//! CDFs per run from the stored request rows.
+
+use serde_json::{Map, Value};
+
+use super::bootstrap::Sample;
+use super::pivot::axis_label;
+use super::svg::{Chart, Series};
+use crate::store::StoredRun;
+
+/// Longest CDF line, in points.
+const CDF_POINTS: usize = 200;
+
+/// The load level of a run: `("concurrency", 4.0)` or `("rate", 2.5)`.
+pub fn load_level(run: &StoredRun) -> Option<(&'static str, f64)> {
+    let from = |v: Option<&Value>| -> Option<(&'static str, f64)> {
+        let v = v?;
+        ["concurrency", "rate"]
+            .into_iter()
+            .find_map(|k| v.get(k).and_then(Value::as_f64).map(|x| (k, x)))
+    };
+    from(run.axes.get("load"))
+        .or_else(|| from(Some(&run.axes)))
+        .or_else(|| from(run.settings.get("load")))
+}
+
+/// The run's axes other than its load: the variant a line stands for.
+pub fn variant(run: &StoredRun) -> String {
+    let rest: Map<String, Value> = match &run.axes {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "load" | "concurrency" | "rate"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        _ => Map::new(),
+    };
+    if rest.is_empty() {
+        "all runs".into()
+    } else {
+        axis_label(Some(&Value::Object(rest)))
+    }
+}
+
+/// One series per variant of `(x, y)` points, sorted by load level.
+fn by_variant(
+    runs: &[StoredRun],
+    point: impl Fn(&StoredRun) -> Option<(f64, f64, f64)>,
+) -> Vec<Series> {
+    let mut series: Vec<(String, Vec<(f64, f64, f64)>)> = Vec::new();
+    for run in runs {
+        let Some(p) = point(run) else { continue };
+        let name = variant(run);
+        match series.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, pts)) => pts.push(p),
+            None => series.push((name, vec![p])),
+        }
+    }
+    series
+        .into_iter()
+        .map(|(name, mut pts)| {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                name,
+                points: pts.into_iter().map(|(_, x, y)| (x, y)).collect(),
+                markers: true,
+            }
+        })
+        .collect()
+}
+
+fn metric(run: &StoredRun, name: &str) -> Option<f64> {
+    run.metrics.get(name).copied().flatten()
+}
+
+/// The sweep charts, when some variant has two or more load levels.
+pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
+    let Some((kind, _)) = runs.iter().find_map(load_level) else {
+        return Vec::new();
+    };
+    let x_label = if kind == "rate" {
+        "request rate (req/s)"
+    } else {
+        "concurrency"
+    };
+    let mut charts = Vec::new();
+    for (name, title, unit) in [
+        ("ttft_p50", "TTFT p50", "ms"),
+        ("ttft_p99", "TTFT p99", "ms"),
+        ("tpot_mean", "TPOT mean", "ms"),
+        ("output_tps", "output throughput", "tok/s"),
+    ] {
+        let series = by_variant(runs, |r| {
+            let (_, x) = load_level(r)?;
+            Some((x, x, metric(r, name)?))
+        });
+        if series.iter().any(|s| s.points.len() >= 2) {
+            charts.push(Chart {
+                title: format!("{title} vs {x_label}"),
+                x_label: x_label.into(),
+                y_label: format!("{name} ({unit})"),
+                series,
+            });
+        }
+    }
+    let series = by_variant(runs, |r| {
+        let (_, level) = load_level(r)?;
+        Some((level, metric(r, "output_tps")?, metric(r, "latency_p50")?))
+    });
+    if series.iter().any(|s| s.points.len() >= 2) {
+        charts.push(Chart {
+            title: "latency vs throughput".into(),
+            x_label: "output throughput (tok/s)".into(),
+            y_label: "latency_p50 (ms)".into(),
+            series,
+        });
+    }
+    charts
+}
+
+/// The empirical CDF of `values`, thinned to at most `CDF_POINTS` points.
+pub fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let step = n.div_ceil(CDF_POINTS).max(1);
+    let mut pts: Vec<(f64, f64)> = (0..n)
+        .step_by(step)
+        .map(|i| (v[i], (i + 1) as f64 / n as f64))
+        .collect();
+    if let Some(&last) = v.last() {
+        if pts.last().is_some_and(|p| p.1 < 1.0) {
+            pts.push((last, 1.0));
+        }
+    }
+    pts
+}
+
+/// TTFT and latency CDFs, one line per run (`samples[i]` belongs to `runs[i]`).
+pub fn cdf_charts(runs: &[StoredRun], samples: &[Sample]) -> Vec<Chart> {
+    let mut charts = Vec::new();
+    for (title, pick) in [
+        (
+            "TTFT CDF",
+            (|s: &Sample| &s.ttft) as fn(&Sample) -> &Vec<f64>,
+        ),
+        ("latency CDF", |s: &Sample| &s.latency),
+    ] {
+        let series: Vec<Series> = runs
+            .iter()
+            .zip(samples)
+            .filter(|(_, s)| !pick(s).is_empty())
+            .map(|(r, s)| Series {
+                name: format!("#{} {}", r.ordinal, axis_label(Some(&r.axes))),
+                points: cdf(pick(s)),
+                markers: false,
+            })
+            .collect();
+        if !series.is_empty() {
+            let quantity = title.trim_end_matches(" CDF");
+            charts.push(Chart {
+                title: title.into(),
+                x_label: format!("{quantity} (ms)"),
+                y_label: "share of requests".into(),
+                series,
+            });
+        }
+    }
+    charts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cdf_ends_at_one_and_is_thinned() {
+        let values: Vec<f64> = (0..1000).map(f64::from).collect();
+        let pts = cdf(&values);
+        assert!(pts.len() <= CDF_POINTS + 1);
+        assert_eq!(pts.last(), Some(&(999.0, 1.0)));
+        assert_eq!(cdf(&[]), vec![]);
+    }
+}

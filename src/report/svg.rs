@@ -1,1 +1,225 @@
-//! Inline SVG line charts, drawn by hand (no plotting crate).
+//! Inline SVG line charts drawn by hand (no plotting crate, no script, no network):
+//! axes with round ticks, one coloured line with markers per series, a legend.
+
+use std::fmt::Write;
+
+/// One line of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// Draw markers at the points (off for dense CDF lines).
+    pub markers: bool,
+}
+
+/// A chart to draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+}
+
+const PALETTE: [&str; 10] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+const W: f64 = 900.0;
+const H: f64 = 380.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 290.0;
+const TOP: f64 = 36.0;
+const BOTTOM: f64 = 50.0;
+
+/// Escapes text for XML.
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Round tick values covering `lo..=hi` (about five of them).
+pub fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let span = (hi - lo).abs().max(f64::EPSILON);
+    let raw = span / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 6.0)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step).ceil() * step;
+    (0..=12)
+        .map(|k| first + step * k as f64)
+        .take_while(|t| *t <= hi + step * 1e-9)
+        .collect()
+}
+
+fn tick_label(v: f64) -> String {
+    let s = super::format::number(v);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
+    let pts = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .filter(|(x, y)| x.is_finite() && y.is_finite());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, 0.0_f64, f64::MIN);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        return ((0.0, 1.0), (0.0, 1.0));
+    }
+    if x1 - x0 < f64::EPSILON {
+        (x0, x1) = (x0 - 1.0, x1 + 1.0);
+    }
+    if y1 - y0 < f64::EPSILON {
+        y1 = y0 + 1.0;
+    }
+    ((x0, x1), (y0, y1 * 1.05))
+}
+
+/// The chart as an `<svg>` element.
+pub fn line_chart(chart: &Chart) -> String {
+    let ((x0, x1), (y0, y1)) = bounds(chart);
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
+    let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = write!(
+        s,
+        r#"<title>{}</title><rect width="{W}" height="{H}" fill="white"/>"#,
+        escape(&chart.title)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="20" font-size="15" font-weight="bold">{}</text>"#,
+        LEFT,
+        escape(&chart.title)
+    );
+    for t in ticks(x0, x1) {
+        let x = sx(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eee"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            TOP + ph,
+            TOP + ph + 16.0,
+            tick_label(t)
+        );
+    }
+    for t in ticks(y0, y1) {
+        let y = sy(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            y + 4.0,
+            tick_label(t)
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        LEFT + pw / 2.0,
+        H - 10.0,
+        escape(&chart.x_label)
+    );
+    let _ = write!(
+        s,
+        r#"<text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        TOP + ph / 2.0,
+        escape(&chart.y_label)
+    );
+    for (i, series) in chart.series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let pts: Vec<String> = series
+            .points
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<g><title>{}</title><polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+            escape(&series.name),
+            pts.join(" ")
+        );
+        if series.markers {
+            for p in &pts {
+                if let Some((x, y)) = p.split_once(',') {
+                    let _ = write!(s, r#"<circle cx="{x}" cy="{y}" r="3.5" fill="{color}"/>"#);
+                }
+            }
+        }
+        s.push_str("</g>");
+        let ly = TOP + 8.0 + 18.0 * i as f64;
+        let lx = LEFT + pw + 14.0;
+        let mut name: String = series.name.chars().take(38).collect();
+        if name.len() < series.name.len() {
+            name.push('…');
+        }
+        let _ = write!(
+            s,
+            r#"<g><title>{}</title><rect x="{lx}" y="{:.1}" width="14" height="4" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
+            escape(&series.name),
+            ly - 4.0,
+            lx + 20.0,
+            ly + 2.0,
+            escape(&name)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(ticks(0.0, 10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(
+            ticks(0.0, 1.0),
+            vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
+        );
+        let t = ticks(13.0, 1234.0);
+        assert!(t.len() >= 3 && t.len() <= 7, "{t:?}");
+    }
+
+    #[test]
+    fn chart_escapes_names() {
+        let svg = line_chart(&Chart {
+            title: "a<b".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![Series {
+                name: "s&t".into(),
+                points: vec![(1.0, 2.0), (2.0, 3.0)],
+                markers: true,
+            }],
+        });
+        assert!(svg.contains("a&lt;b") && svg.contains("s&amp;t") && svg.contains("<polyline"));
+    }
+}

@@ -2,7 +2,7 @@
 //! kept in `PRAGMA user_version`. A change to a stored format is a new migration,
 //! never an edit of an old one.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
 const MIGRATIONS: [&str; 1] = [r#"
@@ -104,19 +104,23 @@ CREATE TABLE gate_results (
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Applies every migration the database has not seen yet, each in its own transaction.
-/// Returns `Err(found)` for a database written by a newer perfplan.
+/// Fails with `TooNew` for a database written by a newer perfplan.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
-    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if current > SCHEMA_VERSION {
-        return Err(MigrateError::TooNew(current));
-    }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-        let tx = conn.transaction()?;
+    loop {
+        // IMMEDIATE takes the write lock first, so two processes opening a new
+        // database at once cannot both apply the same migration.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if current > SCHEMA_VERSION {
+            return Err(MigrateError::TooNew(current));
+        }
+        let Some(sql) = MIGRATIONS.get(current as usize) else {
+            return Ok(());
+        };
         tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.pragma_update(None, "user_version", current + 1)?;
         tx.commit()?;
     }
-    Ok(())
 }
 
 #[derive(Debug, thiserror::Error)]

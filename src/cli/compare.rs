@@ -1,0 +1,105 @@
+//! `perfplan compare BASE NEW`: the same runs of two suites side by side (matched by
+//! axis values), deltas with a seeded bootstrap noise verdict, and gate verdicts
+//! (relative gates against BASE; exit 1 when one fails).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::exit;
+use super::report::{code_of, print_error, write_out};
+use crate::report::bootstrap::BootstrapOptions;
+use crate::report::compare::{self, CompareOptions};
+use crate::report::{gates, Format, ReportError, TableStyle};
+use crate::store::Store;
+
+/// Output formats of `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Md,
+    Json,
+}
+
+/// Two suites side by side.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline suite (database or output folder).
+    pub base: PathBuf,
+    /// The suite compared with it.
+    pub new: PathBuf,
+    /// Axes left out of the matching (e.g. `endpoint` when comparing two servers); repeatable.
+    #[arg(long)]
+    pub ignore: Vec<String>,
+    /// Metrics compared (comma-separated; default: the new plan's `[report]` metrics).
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: CompareFormat,
+    /// An extra gate, METRIC=CONDITION; relative ones (`>= -5%`) compare with BASE; repeatable.
+    #[arg(long = "gate", value_name = "METRIC=CONDITION")]
+    pub gates: Vec<String>,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = BootstrapOptions::default().seed)]
+    pub seed: u64,
+    /// Bootstrap resamples per metric.
+    #[arg(long, default_value_t = BootstrapOptions::default().resamples)]
+    pub resamples: u32,
+    /// Write here instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn compare_suites(args: &CompareArgs) -> Result<bool, ReportError> {
+    let base = Store::open(&args.base)?;
+    let mut new = Store::open(&args.new)?;
+    let opts = CompareOptions {
+        ignore: args.ignore.clone(),
+        metrics: args.metrics.clone(),
+        bootstrap: BootstrapOptions {
+            seed: args.seed,
+            resamples: args.resamples,
+            ..BootstrapOptions::default()
+        },
+    };
+    let comparison = compare::compare(&base, &new, &opts)?;
+    let verdicts = gates::check_suite(&mut new, "compare", &args.gates, Some(&base), &args.ignore)?;
+    let format = match args.format {
+        CompareFormat::Table => Format::Table,
+        CompareFormat::Md => Format::Md,
+        CompareFormat::Json => Format::Json,
+    };
+    let style = TableStyle::detect();
+    let mut text = compare::render(&comparison, format, style)?;
+    if !verdicts.is_empty() {
+        let gate_text = gates::render(
+            &verdicts,
+            if format == Format::Md {
+                Format::Md
+            } else {
+                Format::Table
+            },
+            style,
+        );
+        if format == Format::Json {
+            eprint!("{gate_text}");
+        } else {
+            text.push('\n');
+            text.push_str(&gate_text);
+        }
+    }
+    write_out(args.out.as_deref(), &text)?;
+    Ok(gates::all_passed(&verdicts))
+}
+
+/// Runs `perfplan compare`; returns the exit code.
+pub fn run(args: CompareArgs) -> u8 {
+    match compare_suites(&args) {
+        Ok(true) => exit::OK,
+        Ok(false) => exit::GATE_FAILED,
+        Err(e) => {
+            print_error(&e);
+            code_of(&e)
+        }
+    }
+}

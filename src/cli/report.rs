@@ -1,0 +1,152 @@
+//! `perfplan report DB`: the pivot of a stored suite in a chosen format, with the
+//! verdicts of the plan's and the command line's gates (exit 1 when one fails).
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use super::exit;
+use crate::report::{self, gates, Format, Layout, ReportError, TableStyle};
+use crate::store::{Store, StoreError};
+
+/// Output formats, as the command line spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Table,
+    Md,
+    Csv,
+    Json,
+    Html,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Md => Format::Md,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+            FormatArg::Html => Format::Html,
+        }
+    }
+}
+
+/// Tables from stored results.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A results database, or the output folder holding `results.db`.
+    pub db: PathBuf,
+    /// Axes whose values make the rows (comma-separated; default: the plan's `[report]`).
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Vec<String>,
+    /// Axes whose values make the columns (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Vec<String>,
+    /// Metrics in every cell (comma-separated, e.g. ttft_p50,output_tps).
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Write here instead of standard output (`html` defaults to `report.html` next to the database; `-` is standard output).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// An extra gate, METRIC=CONDITION (e.g. `ttft_p99=<=2s`, `output_tps=>=-5%`); repeatable.
+    #[arg(long = "gate", value_name = "METRIC=CONDITION")]
+    pub gates: Vec<String>,
+    /// A baseline suite for relative gates (database or output folder).
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Axes left out when matching runs with the baseline; repeatable.
+    #[arg(long)]
+    pub ignore: Vec<String>,
+}
+
+/// Prints an error with its whole chain to standard error.
+pub(crate) fn print_error(e: &dyn Error) {
+    eprintln!("error: {e}");
+    let mut source = e.source();
+    while let Some(s) = source {
+        eprintln!("  caused by: {s}");
+        source = s.source();
+    }
+}
+
+/// The exit code for a failed report.
+pub(crate) fn code_of(e: &ReportError) -> u8 {
+    match e {
+        ReportError::Store(StoreError::Json { .. }) => exit::INVALID,
+        ReportError::Store(_) => exit::DATABASE,
+        ReportError::Write { .. } => exit::OUTPUT,
+        _ => exit::INVALID,
+    }
+}
+
+pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportError> {
+    match out {
+        Some(path) if path != Path::new("-") => {
+            std::fs::write(path, text).map_err(|source| ReportError::Write {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+        _ => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+fn report(args: &ReportArgs) -> Result<bool, ReportError> {
+    let mut store = Store::open(&args.db)?;
+    let baseline = args.baseline.as_deref().map(Store::open).transpose()?;
+    let verdicts = gates::check_suite(
+        &mut store,
+        "report",
+        &args.gates,
+        baseline.as_ref(),
+        &args.ignore,
+    )?;
+    let layout = Layout {
+        rows: args.rows.clone(),
+        columns: args.columns.clone(),
+        metrics: args.metrics.clone(),
+    };
+    let format = Format::from(args.format);
+    let style = TableStyle::detect();
+    let text = report::render(&store, format, &layout, style, &verdicts)?;
+    let out = match (&args.out, format) {
+        (None, Format::Html) => Some(store.path().with_file_name("report.html")),
+        (out, _) => out.clone(),
+    };
+    write_out(out.as_deref(), &text)?;
+    if let Some(path) = out.filter(|p| p != Path::new("-")) {
+        eprintln!("wrote {}", path.display());
+    }
+    if !verdicts.is_empty() {
+        let gate_format = if format == Format::Md {
+            Format::Md
+        } else {
+            Format::Table
+        };
+        let gate_text = gates::render(&verdicts, gate_format, style);
+        if matches!(format, Format::Table | Format::Md) && args.out.is_none() {
+            print!("\n{gate_text}");
+        } else {
+            eprint!("{gate_text}");
+        }
+    }
+    Ok(gates::all_passed(&verdicts))
+}
+
+/// Runs `perfplan report`; returns the exit code.
+pub fn run(args: ReportArgs) -> u8 {
+    match report(&args) {
+        Ok(true) => exit::OK,
+        Ok(false) => exit::GATE_FAILED,
+        Err(e) => {
+            print_error(&e);
+            code_of(&e)
+        }
+    }
+}

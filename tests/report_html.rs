@@ -1,0 +1,45 @@
+//! The HTML report: one self-contained page (no script, no network) with the pivot
+//! table and every plot. With `PERFPLAN_DEMO_DIR` set, the suite and page are kept
+//! there (for a look in a browser).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod report_support;
+
+use perfplan::report::{self, gates};
+
+#[test]
+fn html_report_is_self_contained_with_every_plot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir =
+        std::env::var_os("PERFPLAN_DEMO_DIR").map_or_else(|| tmp.path().to_path_buf(), Into::into);
+    let _ = std::fs::remove_file(dir.join("results.db"));
+    let mut store = report_support::build_suite(&dir, 1.0);
+    let verdicts =
+        gates::check_suite(&mut store, "run", &["ttft_p50=<=100ms".into()], None, &[]).unwrap();
+    let written = report::write_outputs(&store, &dir, &verdicts).unwrap();
+    assert_eq!(
+        written,
+        vec![dir.join("report.md"), dir.join("report.html")]
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for needle in [
+        "TTFT p50 vs concurrency",
+        "TPOT mean vs concurrency",
+        "output throughput vs concurrency",
+        "latency vs throughput",
+        "TTFT CDF",
+        "latency CDF",
+        "<h2>Gates</h2>",
+    ] {
+        assert!(html.contains(needle), "missing {needle}");
+    }
+    assert_eq!(html.matches("<svg").count(), 7);
+    assert!(
+        !html.contains("<script") && !html.contains("http://")
+            || html.matches("http://").count()
+                == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
+    assert!(!html.contains("https://"));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("### gates: FAIL"), "{md}");
+}
