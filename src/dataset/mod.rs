@@ -1,1 +1,155 @@
-//! dataset (being built).
+//! Request sources: turns a plan's `DatasetSpec` into the prompts of one run, exactly as long
+//! as the plan says (counted the way the server will count them) and deterministic from the
+//! run's seed. One source per file: `random`, `fixed` (kind `prompt`), `lines`, `jsonl`,
+//! `sharegpt`; `select` applies length filters, `target_input_len` and `prefix_file` to the
+//! file kinds. Knows nothing about HTTP, the engine or the matrix: the planner passes the
+//! seed (already mixed with the run) and the request count.
+
+mod fit;
+mod fixed;
+mod jsonl;
+mod lines;
+mod measure;
+mod prefix_file;
+mod random;
+mod select;
+mod sharegpt;
+mod source;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::api::Prompt;
+use crate::plan::spec::{ChatTemplateMode, DatasetKind, DatasetSpec};
+use crate::tokenize::{TokenizeError, Tokenizer};
+
+/// What a dataset needs to know about the run it feeds.
+#[derive(Debug, Clone)]
+pub struct DatasetContext {
+    /// The plan file's folder: relative dataset paths start here.
+    pub base_dir: PathBuf,
+    /// The model's tokenizer, when the plan names one.
+    pub tokenizer: Option<Arc<Tokenizer>>,
+    /// Text prompts go to a chat API (counted through the chat template); else they are raw
+    /// completions text.
+    pub chat: bool,
+    /// Prompts become token ids for `/v1/completions` (no chat template). Wins over `chat`.
+    pub tokenize_prompt: bool,
+    /// Whether chat prompts are counted through the model's chat template.
+    pub chat_template: ChatTemplateMode,
+    /// Already mixed by the planner: identical for runs that differ only by endpoint and for
+    /// a warm run's priming pass.
+    pub seed: u64,
+    /// Requests needed.
+    pub count: usize,
+}
+
+/// One request's input, with its lengths.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptItem {
+    pub prompt: Prompt,
+    /// The length the plan asked for, when it asked for one.
+    pub target_input_tokens: Option<u32>,
+    /// The length counted client-side as the server will see it (template included in chat).
+    pub client_input_tokens: Option<u32>,
+    /// The recorded answer length (ShareGPT), usable as the request's output length.
+    pub output_tokens: Option<u32>,
+}
+
+/// How well the prompts met their targets, and what the sources held.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DatasetStats {
+    /// Items with a target length.
+    pub targeted: usize,
+    /// Items whose client count differs from their target.
+    pub missed_target: usize,
+    /// Largest |client count − target|.
+    pub max_abs_miss: u32,
+    /// Usable prompts found in the source (before length filters).
+    pub source_prompts: usize,
+    /// Source prompts removed by `min_input_tokens` / `max_input_tokens` / `input_len_mode = "drop"`.
+    pub filtered_out: usize,
+    /// Distinct prompts among the items (fewer than the items when a file was cycled).
+    pub distinct_prompts: usize,
+}
+
+/// The prompts of one run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Materialized {
+    pub items: Vec<PromptItem>,
+    /// Things a person should know (tiled prefix file, prompts repeated, no chat template).
+    pub warnings: Vec<String>,
+    pub stats: DatasetStats,
+}
+
+/// Errors of building a run's prompts. Each names the file, line or key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error("{what} needs the model's tokenizer: set `tokenizer` on the model in the plan")]
+    NeedsTokenizer { what: String },
+    #[error("dataset kind `{kind}` needs the key `{key}`")]
+    MissingKey { kind: String, key: &'static str },
+    #[error("dataset: {0}")]
+    Invalid(String),
+    #[error("dataset kind `{kind}` is not supported yet")]
+    NotSupported { kind: String },
+    #[error("cannot read the dataset file {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the dataset file {path} is empty: it holds no prompt")]
+    Empty { path: PathBuf },
+    #[error("{path}:{line}: malformed JSON")]
+    Json {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{path}:{line}: {message}")]
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("no prompt of {path} is left after the length filters ({detail})")]
+    AllFiltered { path: PathBuf, detail: String },
+    #[error("counting tokens failed")]
+    Tokenize(#[from] TokenizeError),
+}
+
+/// Builds the `ctx.count` prompts of one run from `spec`.
+pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materialized, DatasetError> {
+    let measure = measure::Measure::new(ctx)?;
+    let mut out = match spec.kind {
+        DatasetKind::Random => random::materialize(spec, ctx, &measure)?,
+        DatasetKind::Prompt => {
+            let source = fixed::read(spec, ctx)?;
+            select::materialize(spec, ctx, &measure, source)?
+        }
+        DatasetKind::Lines => select::materialize(spec, ctx, &measure, lines::read(spec, ctx)?)?,
+        DatasetKind::Jsonl => select::materialize(spec, ctx, &measure, jsonl::read(spec, ctx)?)?,
+        DatasetKind::Sharegpt => {
+            select::materialize(spec, ctx, &measure, sharegpt::read(spec, ctx)?)?
+        }
+        other => {
+            return Err(DatasetError::NotSupported {
+                kind: kind_name(other),
+            })
+        }
+    };
+    if let Some(warning) = measure.warning() {
+        out.warnings.insert(0, warning);
+    }
+    Ok(out)
+}
+
+/// The kind as written in a plan (`random_multi_turn`).
+pub fn kind_name(kind: DatasetKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_else(|| format!("{kind:?}"))
+}

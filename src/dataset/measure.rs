@@ -1,0 +1,201 @@
+//! Counting a prompt the way the server will see it, per prompt mode: chat (rendered through
+//! the chat template, encoded without special tokens), completions text (encoded with them),
+//! or token ids (the ids themselves). Also turns measured text into the final `Prompt`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::{DatasetContext, DatasetError};
+use crate::api::Prompt;
+use crate::plan::spec::ChatTemplateMode;
+use crate::tokenize::{TokenizeError, Tokenizer};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Text goes to a chat API; `template`: counted through the chat template.
+    Chat { template: bool },
+    /// Raw text to `/v1/completions`.
+    Text,
+    /// Token ids to `/v1/completions`.
+    TokenIds,
+}
+
+/// A prompt's length as the server will see it, and its ids in token-id mode.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Measured {
+    pub count: Option<usize>,
+    pub ids: Option<Vec<u32>>,
+}
+
+pub(crate) struct Measure {
+    tok: Option<Arc<Tokenizer>>,
+    mode: Mode,
+    warning: Option<String>,
+}
+
+impl Measure {
+    pub fn new(ctx: &DatasetContext) -> Result<Measure, DatasetError> {
+        let tok = ctx.tokenizer.clone();
+        let mut warning = None;
+        let mode = if ctx.tokenize_prompt {
+            if tok.is_none() {
+                return Err(DatasetError::NeedsTokenizer {
+                    what: "`tokenize_prompt = true`".into(),
+                });
+            }
+            Mode::TokenIds
+        } else if ctx.chat {
+            let has = tok.as_ref().map(|t| t.has_chat_template());
+            let template = match (ctx.chat_template, has) {
+                (ChatTemplateMode::Off, _) | (_, None) => false,
+                (ChatTemplateMode::On, Some(false)) => {
+                    let path = tok.as_ref().map(|t| t.path().to_path_buf());
+                    return Err(TokenizeError::NoChatTemplate {
+                        path: path.unwrap_or_default(),
+                    }
+                    .into());
+                }
+                (_, Some(has)) => has,
+            };
+            if let (false, Some(t)) = (template, tok.as_ref()) {
+                warning = Some(format!(
+                    "chat prompts are counted without a chat template (tokenizer {}): the \
+                     server will see more input tokens than the target",
+                    t.path().display()
+                ));
+            }
+            Mode::Chat { template }
+        } else {
+            Mode::Text
+        };
+        Ok(Measure { tok, mode, warning })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn warning(&self) -> Option<String> {
+        self.warning.clone()
+    }
+
+    pub fn tokenizer(&self) -> Option<&Tokenizer> {
+        self.tok.as_deref()
+    }
+
+    /// The tokenizer, or an error saying `what` needs one.
+    pub fn require(&self, what: &str) -> Result<&Tokenizer, DatasetError> {
+        self.tok
+            .as_deref()
+            .ok_or_else(|| DatasetError::NeedsTokenizer { what: what.into() })
+    }
+
+    /// Tokens of bare content (no special tokens, no template); `None` without a tokenizer.
+    pub fn content(&self, text: &str) -> Result<Option<usize>, DatasetError> {
+        match &self.tok {
+            Some(t) => Ok(Some(t.count(text, false)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// A text prompt as the server will see it in this mode.
+    pub fn text(&self, text: &str) -> Result<Measured, DatasetError> {
+        let Some(tok) = self.tok.as_deref() else {
+            return Ok(Measured::default());
+        };
+        let measured = match self.mode {
+            Mode::Chat { template: true } => {
+                Measured::count(tok.count_chat(&[user_message(text)])?)
+            }
+            Mode::Chat { template: false } => Measured::count(tok.count(text, false)?),
+            Mode::Text => Measured::count(tok.count(text, true)?),
+            Mode::TokenIds => Measured::ids(tok.encode(text, true)?),
+        };
+        Ok(measured)
+    }
+
+    /// A conversation as the server will see it in this mode.
+    pub fn messages(&self, messages: &[Value]) -> Result<Measured, DatasetError> {
+        let Some(tok) = self.tok.as_deref() else {
+            return Ok(Measured::default());
+        };
+        let measured = match self.mode {
+            Mode::Chat { template: true } => Measured::count(tok.count_chat(messages)?),
+            Mode::Chat { template: false } => {
+                let mut total = 0;
+                for text in messages.iter().filter_map(message_text) {
+                    total += tok.count(text, false)?;
+                }
+                Measured::count(total)
+            }
+            Mode::Text => Measured::count(tok.count(&tok.render_chat(messages, true)?, true)?),
+            Mode::TokenIds => Measured::ids(tok.encode_chat(messages)?),
+        };
+        Ok(measured)
+    }
+
+    /// The final prompt of measured text.
+    pub fn finish_text(&self, text: String, m: Measured) -> (Prompt, Option<u32>) {
+        let count = m.count.map(to_u32);
+        match m.ids {
+            Some(ids) => (Prompt::TokenIds(ids), count),
+            None => (Prompt::Text(text), count),
+        }
+    }
+
+    /// The final prompt of a measured conversation (rendered text for completions).
+    pub fn finish_messages(
+        &self,
+        messages: Vec<Value>,
+        m: Measured,
+    ) -> Result<(Prompt, Option<u32>), DatasetError> {
+        let count = m.count.map(to_u32);
+        if let Some(ids) = m.ids {
+            return Ok((Prompt::TokenIds(ids), count));
+        }
+        if self.mode == Mode::Text {
+            let tok = self.require("a `messages` prompt sent to /v1/completions")?;
+            return Ok((Prompt::Text(tok.render_chat(&messages, true)?), count));
+        }
+        Ok((Prompt::Messages(messages), count))
+    }
+}
+
+impl Measured {
+    fn count(n: usize) -> Measured {
+        Measured {
+            count: Some(n),
+            ids: None,
+        }
+    }
+    fn ids(ids: Vec<u32>) -> Measured {
+        Measured {
+            count: Some(ids.len()),
+            ids: Some(ids),
+        }
+    }
+}
+
+pub(crate) fn user_message(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+pub(crate) fn system_message(text: &str) -> Value {
+    json!({"role": "system", "content": text})
+}
+
+/// The text of a message whose content is a string or a list of text parts.
+fn message_text(message: &Value) -> Option<&str> {
+    match message.get("content")? {
+        Value::String(s) => Some(s),
+        Value::Array(parts) => parts
+            .iter()
+            .find_map(|p| p.get("text").and_then(Value::as_str)),
+        _ => None,
+    }
+}
+
+pub(crate) fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

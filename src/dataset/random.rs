@@ -1,0 +1,168 @@
+//! `kind = "random"`: prompts of words drawn from the tokenizer's vocabulary, exactly
+//! `input_tokens` long as the server will count them (chat template included), starting with
+//! a `prefix_tokens` prefix shared by every request of the run. Request `i` draws from its
+//! own ChaCha stream of the run seed, so prompts do not depend on the request count.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::fit::{fit, miss_warning, record_misses};
+use super::measure::Measure;
+use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
+use crate::plan::spec::{DatasetSpec, TokenRange};
+use crate::tokenize::{Tokenizer, WordPool};
+
+pub(crate) fn materialize(
+    spec: &DatasetSpec,
+    ctx: &DatasetContext,
+    measure: &Measure,
+) -> Result<Materialized, DatasetError> {
+    let tok = measure.require("dataset kind `random`")?;
+    let input = spec.input_tokens.ok_or(DatasetError::MissingKey {
+        kind: "random".into(),
+        key: "input_tokens",
+    })?;
+    check_lengths(input, spec.prefix_tokens)?;
+    let pool = tok.word_pool();
+    if pool.is_empty() {
+        return Err(DatasetError::Invalid(format!(
+            "the tokenizer {} has no plain tokens to build random prompts from",
+            tok.path().display()
+        )));
+    }
+    let prefix = shared_prefix(tok, pool, ctx.seed, spec.prefix_tokens.unwrap_or(0))?;
+    // Tokens the server sees with the prefix alone (template overhead included).
+    let base = measure.text(&prefix)?.count.unwrap_or(0);
+    let mut items = Vec::with_capacity(ctx.count);
+    for index in 0..ctx.count {
+        let mut rng = request_rng(ctx.seed, index);
+        let target = match input {
+            TokenRange::Fixed(n) => n,
+            TokenRange::Range { min, max } => rng.gen_range(min..=max),
+        };
+        items.push(one_prompt(measure, pool, &prefix, base, target, &mut rng)?);
+    }
+    let mut stats = DatasetStats {
+        distinct_prompts: items.len(),
+        ..DatasetStats::default()
+    };
+    record_misses(&items, &mut stats);
+    let mut warnings = Vec::new();
+    if let Some(w) = miss_warning(&stats) {
+        warnings.push(w);
+    }
+    if base > input.min() as usize {
+        warnings.push(format!(
+            "the shared prefix and chat template already take {base} tokens, more than \
+             input_tokens ({}): prompts are longer than asked",
+            input.min()
+        ));
+    }
+    Ok(Materialized {
+        items,
+        warnings,
+        stats,
+    })
+}
+
+fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetError> {
+    if input.min() > input.max() {
+        return Err(DatasetError::Invalid(format!(
+            "input_tokens has min {} above max {}",
+            input.min(),
+            input.max()
+        )));
+    }
+    if input.max() == 0 {
+        return Err(DatasetError::Invalid(
+            "input_tokens must be at least 1".into(),
+        ));
+    }
+    match prefix {
+        Some(p) if p > input.min() => Err(DatasetError::Invalid(format!(
+            "prefix_tokens ({p}) is larger than input_tokens ({}); the prefix is counted \
+             inside input_tokens",
+            input.min()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Stream 0 of the run seed is the prefix; request `i` uses stream `i + 1`.
+fn request_rng(seed: u64, index: usize) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(index as u64 + 1);
+    rng
+}
+
+/// Words of exactly `tokens` tokens (bare content), identical for every request of the run.
+fn shared_prefix(
+    tok: &Tokenizer,
+    pool: &WordPool,
+    seed: u64,
+    tokens: u32,
+) -> Result<String, DatasetError> {
+    if tokens == 0 {
+        return Ok(String::new());
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(0);
+    let target = tokens as usize;
+    let mut words = Vec::new();
+    let fitted = fit(target, target, target * 2 + 16, |k| {
+        draw(&mut words, k, pool, &mut rng);
+        let text = compose("", &words[..k], pool);
+        Ok((tok.count(&text, false)?, text))
+    })?;
+    Ok(fitted.value)
+}
+
+/// One prompt: the prefix plus as many drawn words as make `target` tokens.
+fn one_prompt(
+    measure: &Measure,
+    pool: &WordPool,
+    prefix: &str,
+    base: usize,
+    target: u32,
+    rng: &mut ChaCha8Rng,
+) -> Result<PromptItem, DatasetError> {
+    let goal = target as usize;
+    let mut words = Vec::new();
+    let fitted = fit(goal, goal.saturating_sub(base), goal * 2 + 16, |k| {
+        draw(&mut words, k, pool, rng);
+        let text = compose(prefix, &words[..k], pool);
+        let measured = measure.text(&text)?;
+        Ok((measured.count.unwrap_or(0), (text, measured)))
+    })?;
+    let (text, measured) = fitted.value;
+    let (prompt, client_input_tokens) = measure.finish_text(text, measured);
+    Ok(PromptItem {
+        prompt,
+        target_input_tokens: Some(target),
+        client_input_tokens,
+        output_tokens: None,
+    })
+}
+
+/// Extends `words` (pool indices) to at least `k` draws.
+fn draw(words: &mut Vec<usize>, k: usize, pool: &WordPool, rng: &mut ChaCha8Rng) {
+    while words.len() < k {
+        words.push(rng.gen_range(0..pool.len()));
+    }
+}
+
+/// `prefix` followed by the words; a prompt never starts with a space.
+fn compose(prefix: &str, words: &[usize], pool: &WordPool) -> String {
+    let mut text = String::with_capacity(prefix.len() + words.len() * 8);
+    text.push_str(prefix);
+    for &index in words {
+        if let Some((_, word)) = pool.word(index) {
+            text.push_str(if text.is_empty() {
+                word.trim_start()
+            } else {
+                word
+            });
+        }
+    }
+    text
+}

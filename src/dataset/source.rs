@@ -1,0 +1,80 @@
+//! What file datasets read: candidate prompts with where they came from, and the shared
+//! helpers for locating and reading dataset files.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::{DatasetContext, DatasetError};
+use crate::plan::spec::DatasetSpec;
+
+/// One prompt as read from a source.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Source {
+    Text(String),
+    Messages(Vec<Value>),
+    Body(Map<String, Value>),
+}
+
+/// A prompt of a file, with its recorded answer (ShareGPT) and its line (1-based).
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    pub source: Source,
+    pub answer: Option<String>,
+    pub line: usize,
+}
+
+/// Everything a file dataset read.
+#[derive(Debug)]
+pub(crate) struct SourceSet {
+    /// The file (or the plan folder for an inline prompt), for messages.
+    pub path: PathBuf,
+    pub candidates: Vec<Candidate>,
+    /// Warn when the run needs more requests than there are prompts (not for one fixed prompt).
+    pub warn_on_cycle: bool,
+}
+
+/// A dataset path resolved against the plan's folder.
+pub(crate) fn resolve(ctx: &DatasetContext, path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        ctx.base_dir.join(p)
+    }
+}
+
+/// The `path` key of a file dataset, resolved.
+pub(crate) fn required_path(
+    spec: &DatasetSpec,
+    ctx: &DatasetContext,
+    kind: &str,
+) -> Result<PathBuf, DatasetError> {
+    let path = spec.path.as_deref().ok_or(DatasetError::MissingKey {
+        kind: kind.into(),
+        key: "path",
+    })?;
+    Ok(resolve(ctx, path))
+}
+
+/// A whole UTF-8 file; a missing, unreadable or blank file is an error naming it.
+pub(crate) fn read_text(path: &Path) -> Result<String, DatasetError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if text.trim().is_empty() {
+        return Err(DatasetError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(text)
+}
+
+/// The lines of a file with their 1-based numbers, `\r` removed, blank lines skipped.
+pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n')
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.strip_suffix('\r').unwrap_or(line)))
+        .filter(|(_, line)| !line.trim().is_empty())
+}
