@@ -150,3 +150,34 @@ pub fn run(args: ReportArgs) -> u8 {
         }
     }
 }
+
+/// After `perfplan run`: the summary table on stdout, `report.md` and `report.html` next
+/// to the database, and the gates' verdicts (stored). Returns the exit code.
+pub fn after_run(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> u8 {
+    match after_run_inner(dir, gates_cli, baseline) {
+        Ok(true) => exit::OK,
+        Ok(false) => exit::GATE_FAILED,
+        Err(e) => {
+            print_error(&e);
+            code_of(&e)
+        }
+    }
+}
+
+fn after_run_inner(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> Result<bool, ReportError> {
+    let mut store = Store::open(dir)?;
+    let baseline = baseline.map(Store::open).transpose()?;
+    let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline.as_ref(), &[])?;
+    let layout = Layout::default();
+    let style = TableStyle::detect();
+    print!("{}", report::render(&store, Format::Table, &layout, style, &verdicts)?);
+    let md = report::render(&store, Format::Md, &layout, style, &verdicts)?;
+    write_out(Some(&dir.join("report.md")), &md)?;
+    let html = report::render(&store, Format::Html, &layout, style, &verdicts)?;
+    write_out(Some(&dir.join("report.html")), &html)?;
+    if !verdicts.is_empty() {
+        print!("\n{}", gates::render(&verdicts, Format::Table, style));
+    }
+    eprintln!("wrote {} and {}", dir.join("report.md").display(), dir.join("report.html").display());
+    Ok(gates::all_passed(&verdicts))
+}

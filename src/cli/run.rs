@@ -20,6 +20,12 @@ pub struct RunArgs {
     /// Continue the suite stored in DIR: finished runs are skipped, others rerun.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// An extra gate, METRIC=CONDITION (e.g. `ttft_p99=<=2s`); repeatable.
+    #[arg(long = "gate", value_name = "METRIC=CONDITION")]
+    pub gates: Vec<String>,
+    /// A baseline suite for relative gates (`output_tps = ">= -5%"`): a database or output folder.
+    #[arg(long, value_name = "DB")]
+    pub baseline: Option<PathBuf>,
 }
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -45,7 +51,7 @@ pub fn run(args: &RunArgs) -> u8 {
         if outcome.interrupted { ", interrupted" } else { "" },
         outcome.dir.display()
     );
-    let code = super::report::after_run(&outcome.dir);
+    let code = super::report::after_run(&outcome.dir, &args.gates, args.baseline.as_deref());
     if outcome.interrupted {
         return exit::INTERRUPTED;
     }

@@ -51,7 +51,7 @@ pub fn engine_load(load: &LoadSpec, seed: u64) -> Load {
             rate: rate.unwrap_or(1.0),
             arrivals: match load.arrivals.unwrap_or_default() {
                 Arrivals::Poisson => engine::Arrivals::Poisson,
-                Arrivals::Gamma => engine::Arrivals::Gamma { shape: load.burstiness.unwrap_or(1.0) },
+                Arrivals::Gamma => engine::Arrivals::Gamma { burstiness: load.burstiness.unwrap_or(1.0) },
                 Arrivals::Constant => engine::Arrivals::Constant,
             },
             seed,
@@ -108,7 +108,6 @@ pub async fn execute(ctx: &RunContext<'_>, run: &RunSpec, prepared: PreparedRun)
     let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load { run: run.id.clone(), source })?;
-    drop(sink);
     drop(tx);
     progress.finish();
     let stored = writer.finish()?;

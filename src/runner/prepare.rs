@@ -31,7 +31,6 @@ pub struct PreparedRun {
     pub targets: Vec<Option<u32>>,
     pub warnings: Vec<String>,
     pub tokenizer: Option<Arc<Tokenizer>>,
-    pub measured: usize,
 }
 
 pub fn api_kind(api: ApiSpec) -> ApiKind {
@@ -130,5 +129,5 @@ pub fn prepare(run: &RunSpec, base_dir: &Path, cache: &TokenizerCache) -> Result
         warnings.push("random prompts without a tokenizer: lengths are approximate".into());
     }
     let targets = items.iter().map(|i| i.target_input_tokens).collect();
-    Ok(PreparedRun { requests, priming, targets, warnings, tokenizer, measured })
+    Ok(PreparedRun { requests, priming, targets, warnings, tokenizer })
 }

@@ -120,11 +120,21 @@ fn build_state(config: SimConfig, record_bodies: bool) -> Result<Arc<SimState>, 
     Ok(Arc::new(SimState::new(config, tokens, record_bodies)))
 }
 
+/// Small SSE chunks must leave at once: without TCP_NODELAY, Nagle's algorithm holds a
+/// chunk until the client's (delayed) ACK of the previous one, adding ~20-40 ms to the
+/// first token on a kept-alive connection.
+fn nodelay(listener: TcpListener) -> impl axum::serve::Listener<Addr = SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    })
+}
+
 /// Serves the simulator on `listener` until the process ends (for `perfplan sim`).
 /// Request bodies are not kept (a long-running server would grow without bound).
 pub async fn serve(config: SimConfig, listener: TcpListener) -> Result<(), SimError> {
     let st = build_state(config, false)?;
-    axum::serve(listener, routes::router(st))
+    axum::serve(nodelay(listener), routes::router(st))
         .await
         .map_err(SimError::Serve)
 }
@@ -155,7 +165,7 @@ impl SimServer {
         let (stop, stopped) = oneshot::channel::<()>();
         let app = routes::router(state.clone());
         let task = tokio::spawn(async move {
-            axum::serve(listener, app)
+            axum::serve(nodelay(listener), app)
                 .with_graceful_shutdown(async move {
                     let _ = stopped.await;
                 })
