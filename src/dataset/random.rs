@@ -12,6 +12,10 @@ use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem
 use crate::plan::spec::{DatasetSpec, TokenRange};
 use crate::tokenize::{Tokenizer, WordPool};
 
+/// At most this many threads build prompts, each with at least `MIN_PER_THREAD` prompts.
+const MAX_THREADS: usize = 8;
+const MIN_PER_THREAD: usize = 16;
+
 pub(crate) fn materialize(
     spec: &DatasetSpec,
     ctx: &DatasetContext,
@@ -33,15 +37,15 @@ pub(crate) fn materialize(
     let prefix = shared_prefix(tok, pool, ctx.seed, spec.prefix_tokens.unwrap_or(0))?;
     // Tokens the server sees with the prefix alone (template overhead included).
     let base = measure.text(&prefix)?.count.unwrap_or(0);
-    let mut items = Vec::with_capacity(ctx.count);
-    for index in 0..ctx.count {
+    let build = |index: usize| {
         let mut rng = request_rng(ctx.seed, index);
         let target = match input {
             TokenRange::Fixed(n) => n,
             TokenRange::Range { min, max } => rng.gen_range(min..=max),
         };
-        items.push(one_prompt(measure, pool, &prefix, base, target, &mut rng)?);
-    }
+        one_prompt(measure, pool, &prefix, base, target, &mut rng)
+    };
+    let items = in_parallel(ctx.count, build)?;
     let mut stats = DatasetStats {
         distinct_prompts: items.len(),
         ..DatasetStats::default()
@@ -86,6 +90,37 @@ fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetEr
         ))),
         _ => Ok(()),
     }
+}
+
+/// `build(0..count)` in order, spread over the machine's cores (each request has its own
+/// random stream, so the result does not depend on the number of threads).
+fn in_parallel<F>(count: usize, build: F) -> Result<Vec<PromptItem>, DatasetError>
+where
+    F: Fn(usize) -> Result<PromptItem, DatasetError> + Sync,
+{
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(MAX_THREADS).min(count / MIN_PER_THREAD).max(1);
+    if threads == 1 {
+        return (0..count).map(&build).collect();
+    }
+    let per = count.div_ceil(threads);
+    let build = &build;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let range = (t * per)..((t + 1) * per).min(count);
+                scope.spawn(move || range.map(build).collect::<Result<Vec<_>, _>>())
+            })
+            .collect();
+        let mut items = Vec::with_capacity(count);
+        for handle in handles {
+            let part = handle
+                .join()
+                .map_err(|_| DatasetError::Invalid("a prompt-building thread panicked".into()))??;
+            items.extend(part);
+        }
+        Ok(items)
+    })
 }
 
 /// Stream 0 of the run seed is the prefix; request `i` uses stream `i + 1`.
