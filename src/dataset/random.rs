@@ -7,7 +7,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::fit::{fit, miss_warning, record_misses};
-use super::measure::Measure;
+use super::measure::{Measure, Measured};
+use super::split::SplitCounter;
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::plan::spec::{DatasetSpec, TokenRange};
 use crate::tokenize::{Tokenizer, WordPool};
@@ -37,13 +38,21 @@ pub(crate) fn materialize(
     let prefix = shared_prefix(tok, pool, ctx.seed, spec.prefix_tokens.unwrap_or(0))?;
     // Tokens the server sees with the prefix alone (template overhead included).
     let base = measure.text(&prefix)?.count.unwrap_or(0);
+    let split = SplitCounter::new(measure, &prefix)?;
     let build = |index: usize| {
         let mut rng = request_rng(ctx.seed, index);
         let target = match input {
             TokenRange::Fixed(n) => n,
             TokenRange::Range { min, max } => rng.gen_range(min..=max),
         };
-        one_prompt(measure, pool, &prefix, base, target, &mut rng)
+        let parts = Parts {
+            measure,
+            split: split.as_ref(),
+            pool,
+            prefix: &prefix,
+            base,
+        };
+        parts.one_prompt(target, &mut rng)
     };
     let items = in_parallel(ctx.count, build)?;
     let mut stats = DatasetStats {
@@ -146,37 +155,54 @@ fn shared_prefix(
     let mut words = Vec::new();
     let fitted = fit(target, target, target * 2 + 16, |k| {
         draw(&mut words, k, pool, &mut rng);
-        let text = compose("", &words[..k], pool);
+        let text = compose("", &words[..k], pool, true);
         Ok((tok.count(&text, false)?, text))
     })?;
     Ok(fitted.value)
 }
 
-/// One prompt: the prefix plus as many drawn words as make `target` tokens.
-fn one_prompt(
-    measure: &Measure,
-    pool: &WordPool,
-    prefix: &str,
+/// What every prompt of a run is built from.
+struct Parts<'a> {
+    measure: &'a Measure,
+    split: Option<&'a SplitCounter<'a>>,
+    pool: &'a WordPool,
+    prefix: &'a str,
+    /// Tokens the server sees for the prefix alone.
     base: usize,
-    target: u32,
-    rng: &mut ChaCha8Rng,
-) -> Result<PromptItem, DatasetError> {
-    let goal = target as usize;
-    let mut words = Vec::new();
-    let fitted = fit(goal, goal.saturating_sub(base), goal * 2 + 16, |k| {
-        draw(&mut words, k, pool, rng);
-        let text = compose(prefix, &words[..k], pool);
-        let measured = measure.text(&text)?;
-        Ok((measured.count.unwrap_or(0), (text, measured)))
-    })?;
-    let (text, measured) = fitted.value;
-    let (prompt, client_input_tokens) = measure.finish_text(text, measured);
-    Ok(PromptItem {
-        prompt,
-        target_input_tokens: Some(target),
-        client_input_tokens,
-        output_tokens: None,
-    })
+}
+
+impl Parts<'_> {
+    /// One prompt: the prefix plus as many drawn words as make `target` tokens.
+    fn one_prompt(&self, target: u32, rng: &mut ChaCha8Rng) -> Result<PromptItem, DatasetError> {
+        let goal = target as usize;
+        let mut words = Vec::new();
+        let fitted = fit(goal, goal.saturating_sub(self.base), goal * 2 + 16, |k| {
+            draw(&mut words, k, self.pool, rng);
+            let (text, measured) = self.build(&words[..k])?;
+            Ok((measured.count.unwrap_or(0), (text, measured)))
+        })?;
+        let (text, measured) = fitted.value;
+        let (prompt, client_input_tokens) = self.measure.finish_text(text, measured);
+        Ok(PromptItem {
+            prompt,
+            target_input_tokens: Some(target),
+            client_input_tokens,
+            output_tokens: None,
+        })
+    }
+
+    /// The prompt text of `words` after the prefix, measured as the server will see it.
+    fn build(&self, words: &[usize]) -> Result<(String, Measured), DatasetError> {
+        if let Some(split) = self.split {
+            let suffix = compose("", words, self.pool, false);
+            if let Some(measured) = split.measure(&suffix)? {
+                return Ok((format!("{}{suffix}", self.prefix), measured));
+            }
+        }
+        let text = compose(self.prefix, words, self.pool, true);
+        let measured = self.measure.text(&text)?;
+        Ok((text, measured))
+    }
 }
 
 /// Extends `words` (pool indices) to at least `k` draws.
@@ -186,13 +212,13 @@ fn draw(words: &mut Vec<usize>, k: usize, pool: &WordPool, rng: &mut ChaCha8Rng)
     }
 }
 
-/// `prefix` followed by the words; a prompt never starts with a space.
-fn compose(prefix: &str, words: &[usize], pool: &WordPool) -> String {
+/// `prefix` followed by the words; with `trim`, the text never starts with a space.
+fn compose(prefix: &str, words: &[usize], pool: &WordPool, trim: bool) -> String {
     let mut text = String::with_capacity(prefix.len() + words.len() * 8);
     text.push_str(prefix);
     for &index in words {
         if let Some((_, word)) = pool.word(index) {
-            text.push_str(if text.is_empty() {
+            text.push_str(if trim && text.is_empty() {
                 word.trim_start()
             } else {
                 word
