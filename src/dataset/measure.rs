@@ -91,6 +91,22 @@ impl Measure {
             .ok_or_else(|| DatasetError::NeedsTokenizer { what: what.into() })
     }
 
+    /// The text a chat template puts before and after a single user message's content,
+    /// or empty strings when text is counted without a template. `None` when the template
+    /// changes the content itself (so the content cannot be counted apart).
+    pub fn frame(&self) -> Result<Option<(String, String)>, DatasetError> {
+        let (Mode::Chat { template: true }, Some(tok)) = (self.mode, self.tok.as_deref()) else {
+            return Ok(Some((String::new(), String::new())));
+        };
+        const MARKER: &str = "\u{E000}perfplan\u{E001}";
+        let rendered = tok.render_chat(&[user_message(MARKER)], true)?;
+        let mut parts = rendered.split(MARKER);
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(head), Some(tail), None) => Ok(Some((head.to_string(), tail.to_string()))),
+            _ => Ok(None),
+        }
+    }
+
     /// Tokens of bare content (no special tokens, no template); `None` without a tokenizer.
     pub fn content(&self, text: &str) -> Result<Option<usize>, DatasetError> {
         match &self.tok {
@@ -163,13 +179,13 @@ impl Measure {
 }
 
 impl Measured {
-    fn count(n: usize) -> Measured {
+    pub fn count(n: usize) -> Measured {
         Measured {
             count: Some(n),
             ids: None,
         }
     }
-    fn ids(ids: Vec<u32>) -> Measured {
+    pub fn ids(ids: Vec<u32>) -> Measured {
         Measured {
             count: Some(ids.len()),
             ids: Some(ids),

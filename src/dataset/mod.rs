@@ -8,6 +8,7 @@
 mod fit;
 mod fixed;
 mod jsonl;
+mod keys;
 mod lines;
 mod measure;
 mod prefix_file;
@@ -15,6 +16,7 @@ mod random;
 mod select;
 mod sharegpt;
 mod source;
+mod split;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,6 +24,8 @@ use std::sync::Arc;
 use crate::api::Prompt;
 use crate::plan::spec::{ChatTemplateMode, DatasetKind, DatasetSpec};
 use crate::tokenize::{TokenizeError, Tokenizer};
+
+pub use keys::{keys_for, misplaced_keys};
 
 /// What a dataset needs to know about the run it feeds.
 #[derive(Debug, Clone)]
@@ -122,6 +126,13 @@ pub enum DatasetError {
 
 /// Builds the `ctx.count` prompts of one run from `spec`.
 pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materialized, DatasetError> {
+    if let Some(key) = misplaced_keys(spec).first() {
+        return Err(DatasetError::Invalid(format!(
+            "the key `{key}` does not apply to dataset kind `{}` (it takes: {})",
+            kind_name(spec.kind),
+            keys_for(spec.kind).join(", ")
+        )));
+    }
     let measure = measure::Measure::new(ctx)?;
     let mut out = match spec.kind {
         DatasetKind::Random => random::materialize(spec, ctx, &measure)?,

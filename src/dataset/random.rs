@@ -7,10 +7,15 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::fit::{fit, miss_warning, record_misses};
-use super::measure::Measure;
+use super::measure::{Measure, Measured};
+use super::split::SplitCounter;
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::plan::spec::{DatasetSpec, TokenRange};
 use crate::tokenize::{Tokenizer, WordPool};
+
+/// At most this many threads build prompts, each with at least `MIN_PER_THREAD` prompts.
+const MAX_THREADS: usize = 8;
+const MIN_PER_THREAD: usize = 16;
 
 pub(crate) fn materialize(
     spec: &DatasetSpec,
@@ -33,15 +38,23 @@ pub(crate) fn materialize(
     let prefix = shared_prefix(tok, pool, ctx.seed, spec.prefix_tokens.unwrap_or(0))?;
     // Tokens the server sees with the prefix alone (template overhead included).
     let base = measure.text(&prefix)?.count.unwrap_or(0);
-    let mut items = Vec::with_capacity(ctx.count);
-    for index in 0..ctx.count {
+    let split = SplitCounter::new(measure, &prefix)?;
+    let build = |index: usize| {
         let mut rng = request_rng(ctx.seed, index);
         let target = match input {
             TokenRange::Fixed(n) => n,
             TokenRange::Range { min, max } => rng.gen_range(min..=max),
         };
-        items.push(one_prompt(measure, pool, &prefix, base, target, &mut rng)?);
-    }
+        let parts = Parts {
+            measure,
+            split: split.as_ref(),
+            pool,
+            prefix: &prefix,
+            base,
+        };
+        parts.one_prompt(target, &mut rng)
+    };
+    let items = in_parallel(ctx.count, build)?;
     let mut stats = DatasetStats {
         distinct_prompts: items.len(),
         ..DatasetStats::default()
@@ -88,6 +101,37 @@ fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetEr
     }
 }
 
+/// `build(0..count)` in order, spread over the machine's cores (each request has its own
+/// random stream, so the result does not depend on the number of threads).
+fn in_parallel<F>(count: usize, build: F) -> Result<Vec<PromptItem>, DatasetError>
+where
+    F: Fn(usize) -> Result<PromptItem, DatasetError> + Sync,
+{
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(MAX_THREADS).min(count / MIN_PER_THREAD).max(1);
+    if threads == 1 {
+        return (0..count).map(&build).collect();
+    }
+    let per = count.div_ceil(threads);
+    let build = &build;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let range = (t * per)..((t + 1) * per).min(count);
+                scope.spawn(move || range.map(build).collect::<Result<Vec<_>, _>>())
+            })
+            .collect();
+        let mut items = Vec::with_capacity(count);
+        for handle in handles {
+            let part = handle
+                .join()
+                .map_err(|_| DatasetError::Invalid("a prompt-building thread panicked".into()))??;
+            items.extend(part);
+        }
+        Ok(items)
+    })
+}
+
 /// Stream 0 of the run seed is the prefix; request `i` uses stream `i + 1`.
 fn request_rng(seed: u64, index: usize) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -111,37 +155,54 @@ fn shared_prefix(
     let mut words = Vec::new();
     let fitted = fit(target, target, target * 2 + 16, |k| {
         draw(&mut words, k, pool, &mut rng);
-        let text = compose("", &words[..k], pool);
+        let text = compose("", &words[..k], pool, true);
         Ok((tok.count(&text, false)?, text))
     })?;
     Ok(fitted.value)
 }
 
-/// One prompt: the prefix plus as many drawn words as make `target` tokens.
-fn one_prompt(
-    measure: &Measure,
-    pool: &WordPool,
-    prefix: &str,
+/// What every prompt of a run is built from.
+struct Parts<'a> {
+    measure: &'a Measure,
+    split: Option<&'a SplitCounter<'a>>,
+    pool: &'a WordPool,
+    prefix: &'a str,
+    /// Tokens the server sees for the prefix alone.
     base: usize,
-    target: u32,
-    rng: &mut ChaCha8Rng,
-) -> Result<PromptItem, DatasetError> {
-    let goal = target as usize;
-    let mut words = Vec::new();
-    let fitted = fit(goal, goal.saturating_sub(base), goal * 2 + 16, |k| {
-        draw(&mut words, k, pool, rng);
-        let text = compose(prefix, &words[..k], pool);
-        let measured = measure.text(&text)?;
-        Ok((measured.count.unwrap_or(0), (text, measured)))
-    })?;
-    let (text, measured) = fitted.value;
-    let (prompt, client_input_tokens) = measure.finish_text(text, measured);
-    Ok(PromptItem {
-        prompt,
-        target_input_tokens: Some(target),
-        client_input_tokens,
-        output_tokens: None,
-    })
+}
+
+impl Parts<'_> {
+    /// One prompt: the prefix plus as many drawn words as make `target` tokens.
+    fn one_prompt(&self, target: u32, rng: &mut ChaCha8Rng) -> Result<PromptItem, DatasetError> {
+        let goal = target as usize;
+        let mut words = Vec::new();
+        let fitted = fit(goal, goal.saturating_sub(self.base), goal * 2 + 16, |k| {
+            draw(&mut words, k, self.pool, rng);
+            let (text, measured) = self.build(&words[..k])?;
+            Ok((measured.count.unwrap_or(0), (text, measured)))
+        })?;
+        let (text, measured) = fitted.value;
+        let (prompt, client_input_tokens) = self.measure.finish_text(text, measured);
+        Ok(PromptItem {
+            prompt,
+            target_input_tokens: Some(target),
+            client_input_tokens,
+            output_tokens: None,
+        })
+    }
+
+    /// The prompt text of `words` after the prefix, measured as the server will see it.
+    fn build(&self, words: &[usize]) -> Result<(String, Measured), DatasetError> {
+        if let Some(split) = self.split {
+            let suffix = compose("", words, self.pool, false);
+            if let Some(measured) = split.measure(&suffix)? {
+                return Ok((format!("{}{suffix}", self.prefix), measured));
+            }
+        }
+        let text = compose(self.prefix, words, self.pool, true);
+        let measured = self.measure.text(&text)?;
+        Ok((text, measured))
+    }
 }
 
 /// Extends `words` (pool indices) to at least `k` draws.
@@ -151,13 +212,13 @@ fn draw(words: &mut Vec<usize>, k: usize, pool: &WordPool, rng: &mut ChaCha8Rng)
     }
 }
 
-/// `prefix` followed by the words; a prompt never starts with a space.
-fn compose(prefix: &str, words: &[usize], pool: &WordPool) -> String {
+/// `prefix` followed by the words; with `trim`, the text never starts with a space.
+fn compose(prefix: &str, words: &[usize], pool: &WordPool, trim: bool) -> String {
     let mut text = String::with_capacity(prefix.len() + words.len() * 8);
     text.push_str(prefix);
     for &index in words {
         if let Some((_, word)) = pool.word(index) {
-            text.push_str(if text.is_empty() {
+            text.push_str(if trim && text.is_empty() {
                 word.trim_start()
             } else {
                 word

@@ -76,6 +76,9 @@ pub enum TokenizeError {
     },
 }
 
+/// A token id and the byte range `(start, end)` it covers in the encoded text.
+pub type TokenSpan = (u32, (usize, usize));
+
 /// A loaded tokenizer with its chat template and special tokens. Cheap to share (`Arc`).
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
@@ -163,7 +166,7 @@ impl Tokenizer {
         &self,
         text: &str,
         add_special_tokens: bool,
-    ) -> Result<Vec<(u32, (usize, usize))>, TokenizeError> {
+    ) -> Result<Vec<TokenSpan>, TokenizeError> {
         let enc = self
             .inner
             .encode(text, add_special_tokens)

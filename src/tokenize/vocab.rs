@@ -1,5 +1,5 @@
-//! The vocabulary random prompts are drawn from: whole-word tokens (a word-start marker
-//! followed by ASCII letters) that encode back to exactly themselves, so that a text made of
+//! The vocabulary random prompts are drawn from: the first 8,192 whole-word tokens (a
+//! word-start marker followed by ASCII letters) that encode back to exactly themselves, so that a text made of
 //! them has, token for token, the length it was built with. Special, added and byte-fallback
 //! tokens are never in it.
 
@@ -7,6 +7,10 @@ use std::collections::HashSet;
 
 /// Fewer usable words than this and the pool falls back to every plain token.
 const MIN_WORDS: usize = 256;
+/// The pool keeps the first words by id (the most frequent merges: common words). Fewer
+/// than the tokenizers crate's BPE cache (10,000 entries) so that every pool word stays
+/// cached and random text encodes fast.
+const MAX_WORDS: usize = 8192;
 
 /// Tokens usable in random text, with the text each contributes (a leading space included).
 #[derive(Debug, Clone)]
@@ -37,6 +41,7 @@ impl WordPool {
                 let ids = tok.encode_fast(text.as_str(), false).ok()?;
                 (ids.get_ids() == [*id]).then_some((*id, text))
             })
+            .take(MAX_WORDS)
             .collect();
         if words.len() >= MIN_WORDS {
             return WordPool {

@@ -1,0 +1,94 @@
+//! Which `DatasetSpec` keys each kind takes; a key set on a kind that ignores it is an error
+//! (a plan must not silently do something else than it says).
+
+use crate::plan::spec::{DatasetKind, DatasetSpec};
+
+/// Length rules shared by the file kinds.
+const FILE_RULES: &[&str] = &[
+    "prefix_file",
+    "target_input_len",
+    "prefix_role",
+    "input_len_mode",
+    "min_input_tokens",
+    "max_input_tokens",
+];
+
+/// The keys `kind` takes besides `kind` itself.
+pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
+    let own: &[&str] = match kind {
+        DatasetKind::Random => &["input_tokens", "prefix_tokens"],
+        DatasetKind::Prompt => &["text"],
+        DatasetKind::Lines | DatasetKind::Sharegpt => &["path"],
+        DatasetKind::Jsonl => &["path", "field"],
+        DatasetKind::RandomMultiTurn => &[
+            "turns",
+            "user_tokens",
+            "assistant_tokens",
+            "think_time",
+            "prefix_tokens",
+        ],
+        DatasetKind::Conversations => &["path", "think_time"],
+        DatasetKind::Trace => &[
+            "path",
+            "speed",
+            "model_override",
+            "model_mapping",
+            "match_output_length",
+        ],
+        DatasetKind::RandomImages => &[
+            "width",
+            "height",
+            "format",
+            "images_per_request",
+            "text_tokens",
+        ],
+        DatasetKind::Images => &["path", "images_per_request", "text_tokens"],
+        DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
+        DatasetKind::Embedding => &["path", "batch_size"],
+        DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
+        DatasetKind::Rerank => &["path", "num_documents"],
+    };
+    let file_kind = matches!(
+        kind,
+        DatasetKind::Prompt | DatasetKind::Lines | DatasetKind::Jsonl | DatasetKind::Sharegpt
+    );
+    let mut keys = own.to_vec();
+    if file_kind {
+        keys.extend_from_slice(FILE_RULES);
+    }
+    keys
+}
+
+/// Keys set in `spec` that its kind does not take, in the order of the spec's fields.
+pub fn misplaced_keys(spec: &DatasetSpec) -> Vec<String> {
+    let allowed = keys_for(spec.kind);
+    let Ok(serde_json::Value::Object(set)) = serde_json::to_value(spec) else {
+        return Vec::new();
+    };
+    set.keys()
+        .filter(|k| k.as_str() != "kind" && !allowed.contains(&k.as_str()))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(v: serde_json::Value) -> DatasetSpec {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn keys_of_another_kind_are_reported() {
+        let s = spec(json!({"kind": "random", "input_tokens": 8, "path": "x", "field": "f"}));
+        assert_eq!(misplaced_keys(&s), ["path", "field"]);
+        let s =
+            spec(json!({"kind": "lines", "path": "x", "prefix_file": "p", "target_input_len": 9}));
+        assert!(misplaced_keys(&s).is_empty());
+        let s = spec(json!({"kind": "prompt", "text": "t", "input_tokens": 3}));
+        assert_eq!(misplaced_keys(&s), ["input_tokens"]);
+    }
+}
