@@ -119,7 +119,10 @@ pub fn statistic(values: &mut [f64], stat: &str) -> Option<f64> {
 }
 
 /// The per-resample estimate of `metric` on `sample`, or `None` if the bootstrap does not cover it.
-fn estimator(metric: &str) -> Option<Box<dyn Fn(&Sample, &mut ChaCha8Rng) -> Option<f64>>> {
+/// One bootstrap estimate of a metric from a resample of a run.
+type Estimator = Box<dyn Fn(&Sample, &mut ChaCha8Rng) -> Option<f64>>;
+
+fn estimator(metric: &str) -> Option<Estimator> {
     if let Some(pick) = match metric {
         "output_tps" => Some(1),
         "total_tps" => Some(2),

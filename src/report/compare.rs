@@ -105,10 +105,11 @@ pub fn match_runs(
     let mut first: HashMap<String, usize> = HashMap::new();
     for (i, run) in base.iter().enumerate() {
         let key = match_key(run, ignore);
-        if first.contains_key(&key) {
-            only_base.push(i);
-        } else {
-            first.insert(key, i);
+        match first.entry(key) {
+            std::collections::hash_map::Entry::Occupied(_) => only_base.push(i),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(i);
+            }
         }
     }
     let mut pairs = Vec::new();

@@ -91,7 +91,7 @@ mod tests {
             "requests_ok"
         );
         assert_eq!(number(1234.567), "1235");
-        assert_eq!(number(3.14159), "3.142");
+        assert_eq!(number(3.45678), "3.457");
         assert_eq!(number(0.001234), "0.001234");
         assert_eq!(number(64.0), "64");
         assert_eq!(percent(-5.04), "-5.0%");

@@ -94,8 +94,8 @@ fn facts(data: &ReportData) -> String {
     )
 }
 
-fn gates_html(gates: &[GateOutcome]) -> String {
-    let mut s = String::from("<h2>Gates</h2><table><thead><tr><th>gate</th><th>run</th><th>verdict</th><th>detail</th></tr></thead><tbody>");
+fn gate_rows(gates: &[&GateOutcome]) -> String {
+    let mut s = String::from("<table><thead><tr><th>gate</th><th>run</th><th>verdict</th><th>detail</th></tr></thead><tbody>");
     for g in gates {
         let (class, word) = if g.passed {
             ("pass", "pass")
@@ -112,6 +112,34 @@ fn gates_html(gates: &[GateOutcome]) -> String {
         );
     }
     s.push_str("</tbody></table>");
+    s
+}
+
+/// Failures in full; passes folded away.
+fn gates_html(gates: &[GateOutcome]) -> String {
+    let (passed, failed): (Vec<&GateOutcome>, Vec<&GateOutcome>) =
+        gates.iter().partition(|g| g.passed);
+    let mut s = if failed.is_empty() {
+        format!(
+            "<h2>Gates: <span class=\"pass\">PASS</span></h2><p>{} checks passed.</p>",
+            gates.len()
+        )
+    } else {
+        format!(
+            "<h2>Gates: <span class=\"fail\">FAIL</span></h2><p>{} of {} checks failed.</p>{}",
+            failed.len(),
+            gates.len(),
+            gate_rows(&failed)
+        )
+    };
+    if !passed.is_empty() {
+        let _ = write!(
+            s,
+            "<details><summary>{} passed checks</summary>{}</details>",
+            passed.len(),
+            gate_rows(&passed)
+        );
+    }
     s
 }
 
@@ -168,9 +196,9 @@ pub fn render(
         }
     }
     s.push_str(&runs_html(&data));
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "<details><summary>plan</summary><pre>{}</pre></details></body></html>\n",
+        "<details><summary>plan</summary><pre>{}</pre></details></body></html>",
         escape(&data.suite.info.plan_text)
     );
     Ok(s)

@@ -47,7 +47,8 @@ fn by_variant(
     runs: &[StoredRun],
     point: impl Fn(&StoredRun) -> Option<(f64, f64, f64)>,
 ) -> Vec<Series> {
-    let mut series: Vec<(String, Vec<(f64, f64, f64)>)> = Vec::new();
+    type Points = Vec<(f64, f64, f64)>;
+    let mut series: Vec<(String, Points)> = Vec::new();
     for run in runs {
         let Some(p) = point(run) else { continue };
         let name = variant(run);

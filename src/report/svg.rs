@@ -82,10 +82,10 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     if x0 > x1 {
         return ((0.0, 1.0), (0.0, 1.0));
     }
-    if x1 - x0 < f64::EPSILON {
+    if (x1 - x0).abs() < f64::EPSILON {
         (x0, x1) = (x0 - 1.0, x1 + 1.0);
     }
-    if y1 - y0 < f64::EPSILON {
+    if (y1 - y0).abs() < f64::EPSILON {
         y1 = y0 + 1.0;
     }
     ((x0, x1), (y0, y1 * 1.05))

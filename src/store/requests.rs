@@ -50,6 +50,8 @@ pub struct RequestRow {
     pub response_bytes: u64,
     /// Every content chunk's arrival (µs from the run start), when chunks were kept.
     pub content_times_us: Option<Vec<u64>>,
+    /// The shard (`K/N`) that sent the request, when the run was split.
+    pub shard: Option<String>,
 }
 
 impl RequestRow {
@@ -156,6 +158,7 @@ impl Store {
         batch: &[StoredRequest<'_>],
     ) -> Result<(), StoreError> {
         let keep_chunks = self.keep_chunks;
+        let shard = self.shard.clone();
         let tx = self.conn.transaction().doing("writing requests")?;
         {
             let mut stmt = tx
@@ -164,9 +167,9 @@ impl Store {
                      sent_us, first_chunk_us, ttft_us, latency_us, end_us, chunk_count, itl_mean_us,
                      itl_max_us, prompt_tokens, completion_tokens, cached_tokens, client_input_tokens,
                      client_output_tokens, target_input_tokens, outcome, http_status, error,
-                     finish_reason, request_bytes, response_bytes)
+                     finish_reason, request_bytes, response_bytes, shard)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
                 )
                 .doing("writing requests")?;
             let mut chunks = tx
@@ -201,6 +204,7 @@ impl Store {
                     r.finish_reason,
                     r.request_bytes as i64,
                     r.response_bytes as i64,
+                    shard,
                 ])
                 .doing("writing requests")?;
                 if keep_chunks && !r.content_times.is_empty() {
@@ -236,7 +240,7 @@ impl Store {
                  q.ttft_us, q.latency_us, q.end_us, q.chunk_count, q.itl_mean_us, q.itl_max_us,
                  q.prompt_tokens, q.completion_tokens, q.cached_tokens, q.client_input_tokens,
                  q.client_output_tokens, q.target_input_tokens, q.outcome, q.http_status, q.error,
-                 q.finish_reason, q.request_bytes, q.response_bytes, c.times_us
+                 q.finish_reason, q.request_bytes, q.response_bytes, c.times_us, q.shard
                  FROM requests q LEFT JOIN chunks c
                    ON c.run_id = q.run_id AND c.request_index = q.request_index
                  WHERE q.run_id = ?1 ORDER BY q.request_index",
@@ -273,6 +277,7 @@ impl Store {
                     request_bytes: r.get::<_, i64>(22)? as u64,
                     response_bytes: r.get::<_, i64>(23)? as u64,
                     content_times_us: None,
+                    shard: r.get(25)?,
                 };
                 Ok((row, r.get::<_, Option<String>>(24)?))
             })

@@ -83,6 +83,7 @@ fn requests_round_trip_with_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = store_in(dir.path());
     store.begin_run("run1").unwrap();
+    store.set_shard(Some("2/4"));
     let recs: Vec<RequestRecord> = (0..5).map(|i| record(i, 20 + i, 4)).collect();
     let batch: Vec<StoredRequest<'_>> = recs
         .iter()
@@ -100,6 +101,7 @@ fn requests_round_trip_with_chunks() {
     assert_eq!(rows[2].itl_mean_us, Some(5_000));
     assert_eq!(rows[2].tpot_us(), Some(5_000.0));
     assert_eq!(rows[0].phase, Phase::Warmup);
+    assert_eq!(rows[0].shard.as_deref(), Some("2/4"));
     for (row, rec) in rows.iter().zip(&recs) {
         let mut back = row.to_record();
         back.output_text = rec.output_text.clone();
