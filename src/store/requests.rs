@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use rusqlite::params;
 
-use super::suite::from_json;
 use super::{SqlContext, Store, StoreError};
 use crate::engine::{Outcome, Phase, RequestRecord, Usage};
 
@@ -136,16 +135,20 @@ fn itl_summary(times: &[Duration]) -> (Option<i64>, Option<i64>) {
     (Some(mean), gaps.iter().copied().max())
 }
 
+fn bad_text(idx: usize, what: &str, text: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        idx,
+        rusqlite::types::Type::Text,
+        format!("unknown {what} `{text}`").into(),
+    )
+}
+
 fn phase_of(text: &str) -> rusqlite::Result<Phase> {
     match text {
         "warmup" => Ok(Phase::Warmup),
         "priming" => Ok(Phase::Priming),
         "measured" => Ok(Phase::Measured),
-        _ => Err(rusqlite::Error::InvalidColumnType(
-            3,
-            format!("phase `{text}`"),
-            rusqlite::types::Type::Text,
-        )),
+        _ => Err(bad_text(2, "phase", text)),
     }
 }
 
@@ -270,7 +273,8 @@ impl Store {
                     client_input_tokens: r.get(15)?,
                     client_output_tokens: r.get(16)?,
                     target_input_tokens: r.get(17)?,
-                    outcome: Outcome::parse(&outcome).unwrap_or(Outcome::BadBody),
+                    outcome: Outcome::parse(&outcome)
+                        .ok_or_else(|| bad_text(18, "outcome", &outcome))?,
                     http_status: r.get(19)?,
                     error: r.get(20)?,
                     finish_reason: r.get(21)?,
@@ -287,7 +291,10 @@ impl Store {
         raw.into_iter()
             .map(|(mut row, times)| {
                 if let Some(t) = times {
-                    row.content_times_us = Some(from_json("chunks.times_us", &t)?);
+                    let times = serde_json::from_str(&t).map_err(|e| StoreError::Corrupt {
+                        what: format!("chunks.times_us of request {}: {e}", row.index),
+                    })?;
+                    row.content_times_us = Some(times);
                 }
                 Ok(row)
             })
