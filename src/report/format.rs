@@ -43,6 +43,15 @@ impl Display {
         }
         number(x)
     }
+
+    /// `12.5 ms`, `99.90%`, `42`.
+    pub fn with_unit(&self, v: f64) -> String {
+        match self.suffix {
+            "" => self.value(v),
+            "%" => format!("{}%", self.value(v)),
+            unit => format!("{} {unit}", self.value(v)),
+        }
+    }
 }
 
 /// About four significant digits, no exponent.

@@ -98,11 +98,7 @@ fn check(
         &gate.metric,
         &[value, baseline].into_iter().flatten().collect::<Vec<_>>(),
     );
-    let shown = |v: f64| {
-        format!("{} {}", disp.value(v), disp.suffix)
-            .trim_end()
-            .to_string()
-    };
+    let shown = |v: f64| disp.with_unit(v);
     let (passed, message) = if run.status != RunStatus::Done {
         (false, format!("run is {}", run.status))
     } else {
@@ -202,7 +198,28 @@ pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> St
         notes: Vec::new(),
     };
     match format {
-        Format::Md => format!("### {summary}\n\n{}", markdown::render_grid(&grid)),
+        Format::Md => {
+            let (pass, fail): (Vec<Vec<String>>, Vec<Vec<String>>) =
+                grid.rows.iter().cloned().partition(|r| r[2] == mark(true));
+            let part = |rows: Vec<Vec<String>>| {
+                markdown::render_grid(&Grid {
+                    rows,
+                    ..grid.clone()
+                })
+            };
+            let mut out = format!("### {summary}\n\n");
+            if !fail.is_empty() {
+                out.push_str(&part(fail));
+            }
+            if !pass.is_empty() {
+                let n = pass.len();
+                out.push_str(&format!(
+                    "\n<details><summary>{n} passed checks</summary>\n\n{}\n</details>\n",
+                    part(pass)
+                ));
+            }
+            out
+        }
         _ => format!("{}{summary}\n", table::render_grid(&grid, style)),
     }
 }

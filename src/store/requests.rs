@@ -152,6 +152,83 @@ fn phase_of(text: &str) -> rusqlite::Result<Phase> {
     }
 }
 
+/// One `requests` row (the statement is the prepared INSERT of `write_requests`).
+fn insert_request(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    run_id: &str,
+    s: &StoredRequest<'_>,
+    shard: Option<&str>,
+) -> Result<(), StoreError> {
+    let r = s.record;
+    let (itl_mean, itl_max) = itl_summary(&r.content_times);
+    stmt.execute(params![
+        run_id,
+        r.index as i64,
+        r.item as i64,
+        r.phase.as_str(),
+        micros(r.intended),
+        micros(r.sent),
+        r.first_chunk.map(micros),
+        r.ttft().map(micros),
+        micros(r.latency()),
+        micros(r.end),
+        r.content_times.len() as i64,
+        itl_mean,
+        itl_max,
+        r.usage.prompt_tokens,
+        r.usage.completion_tokens,
+        r.usage.cached_tokens,
+        s.client_input_tokens,
+        r.client_output_tokens,
+        s.target_input_tokens,
+        r.outcome.as_str(),
+        r.http_status,
+        r.error.as_deref().map(excerpt),
+        r.finish_reason,
+        r.request_bytes as i64,
+        r.response_bytes as i64,
+        shard,
+    ])
+    .doing("writing requests")?;
+    Ok(())
+}
+
+/// A `requests` row joined with its `chunks` text (see `request_rows`).
+fn request_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(RequestRow, Option<String>)> {
+    let outcome: String = r.get(18)?;
+    let row = RequestRow {
+        index: r.get::<_, i64>(0)? as u64,
+        item: r.get::<_, i64>(1)? as u64,
+        phase: phase_of(&r.get::<_, String>(2)?)?,
+        intended_us: r.get::<_, i64>(3)? as u64,
+        sent_us: r.get::<_, i64>(4)? as u64,
+        first_chunk_us: r.get::<_, Option<i64>>(5)?.map(|v| v as u64),
+        ttft_us: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
+        latency_us: r.get::<_, i64>(7)? as u64,
+        end_us: r.get::<_, i64>(8)? as u64,
+        chunk_count: r.get(9)?,
+        itl_mean_us: r.get::<_, Option<i64>>(10)?.map(|v| v as u64),
+        itl_max_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+        usage: Usage {
+            prompt_tokens: r.get(12)?,
+            completion_tokens: r.get(13)?,
+            cached_tokens: r.get(14)?,
+        },
+        client_input_tokens: r.get(15)?,
+        client_output_tokens: r.get(16)?,
+        target_input_tokens: r.get(17)?,
+        outcome: Outcome::parse(&outcome).ok_or_else(|| bad_text(18, "outcome", &outcome))?,
+        http_status: r.get(19)?,
+        error: r.get(20)?,
+        finish_reason: r.get(21)?,
+        request_bytes: r.get::<_, i64>(22)? as u64,
+        response_bytes: r.get::<_, i64>(23)? as u64,
+        content_times_us: None,
+        shard: r.get(25)?,
+    };
+    Ok((row, r.get::<_, Option<String>>(24)?))
+}
+
 impl Store {
     /// Writes a batch of a run's requests in one transaction (rewriting any row with
     /// the same index).
@@ -180,36 +257,7 @@ impl Store {
                 .doing("writing chunks")?;
             for s in batch {
                 let r = s.record;
-                let (itl_mean, itl_max) = itl_summary(&r.content_times);
-                stmt.execute(params![
-                    run_id,
-                    r.index as i64,
-                    r.item as i64,
-                    r.phase.as_str(),
-                    micros(r.intended),
-                    micros(r.sent),
-                    r.first_chunk.map(micros),
-                    r.ttft().map(micros),
-                    micros(r.latency()),
-                    micros(r.end),
-                    r.content_times.len() as i64,
-                    itl_mean,
-                    itl_max,
-                    r.usage.prompt_tokens,
-                    r.usage.completion_tokens,
-                    r.usage.cached_tokens,
-                    s.client_input_tokens,
-                    r.client_output_tokens,
-                    s.target_input_tokens,
-                    r.outcome.as_str(),
-                    r.http_status,
-                    r.error.as_deref().map(excerpt),
-                    r.finish_reason,
-                    r.request_bytes as i64,
-                    r.response_bytes as i64,
-                    shard,
-                ])
-                .doing("writing requests")?;
+                insert_request(&mut stmt, run_id, s, shard.as_deref())?;
                 if keep_chunks && !r.content_times.is_empty() {
                     let times: Vec<i64> = r.content_times.iter().copied().map(micros).collect();
                     let json = serde_json::Value::from(times).to_string();
@@ -250,41 +298,7 @@ impl Store {
             )
             .doing("reading requests")?;
         let raw = stmt
-            .query_map([run_id], |r| {
-                let outcome: String = r.get(18)?;
-                let row = RequestRow {
-                    index: r.get::<_, i64>(0)? as u64,
-                    item: r.get::<_, i64>(1)? as u64,
-                    phase: phase_of(&r.get::<_, String>(2)?)?,
-                    intended_us: r.get::<_, i64>(3)? as u64,
-                    sent_us: r.get::<_, i64>(4)? as u64,
-                    first_chunk_us: r.get::<_, Option<i64>>(5)?.map(|v| v as u64),
-                    ttft_us: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
-                    latency_us: r.get::<_, i64>(7)? as u64,
-                    end_us: r.get::<_, i64>(8)? as u64,
-                    chunk_count: r.get(9)?,
-                    itl_mean_us: r.get::<_, Option<i64>>(10)?.map(|v| v as u64),
-                    itl_max_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
-                    usage: Usage {
-                        prompt_tokens: r.get(12)?,
-                        completion_tokens: r.get(13)?,
-                        cached_tokens: r.get(14)?,
-                    },
-                    client_input_tokens: r.get(15)?,
-                    client_output_tokens: r.get(16)?,
-                    target_input_tokens: r.get(17)?,
-                    outcome: Outcome::parse(&outcome)
-                        .ok_or_else(|| bad_text(18, "outcome", &outcome))?,
-                    http_status: r.get(19)?,
-                    error: r.get(20)?,
-                    finish_reason: r.get(21)?,
-                    request_bytes: r.get::<_, i64>(22)? as u64,
-                    response_bytes: r.get::<_, i64>(23)? as u64,
-                    content_times_us: None,
-                    shard: r.get(25)?,
-                };
-                Ok((row, r.get::<_, Option<String>>(24)?))
-            })
+            .query_map([run_id], request_row)
             .doing("reading requests")?
             .collect::<Result<Vec<_>, _>>()
             .doing("reading requests")?;
