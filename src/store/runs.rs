@@ -121,6 +121,36 @@ pub struct GateRecord {
     pub message: String,
 }
 
+/// Keys whose values are never stored, at any depth of a run's settings.
+const SECRET_KEYS: [&str; 6] = [
+    "api_key",
+    "authorization",
+    "headers",
+    "password",
+    "secret",
+    "token",
+];
+
+/// `value` with every secret-looking key's value replaced by `"[redacted]"` (a guard:
+/// the runner is not meant to pass secrets at all).
+pub(crate) fn redact_secrets(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    if SECRET_KEYS.contains(&k.to_ascii_lowercase().as_str()) {
+                        (k.clone(), Value::from("[redacted]"))
+                    } else {
+                        (k.clone(), redact_secrets(v))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact_secrets).collect()),
+        other => other.clone(),
+    }
+}
+
 fn status_of(text: &str) -> Result<RunStatus, StoreError> {
     RunStatus::parse(text).ok_or_else(|| StoreError::Corrupt {
         what: format!("run status `{text}`"),
@@ -146,7 +176,7 @@ impl Store {
                     run.id,
                     run.ordinal,
                     run.axes.to_string(),
-                    run.settings.to_string()
+                    redact_secrets(&run.settings).to_string()
                 ])
                 .doing("registering runs")?;
             }

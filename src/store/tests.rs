@@ -201,6 +201,24 @@ fn server_metrics_and_gates_round_trip() {
 }
 
 #[test]
+fn secrets_in_settings_are_never_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    let run = RunRow {
+        id: "s".into(),
+        ordinal: 9,
+        axes: json!({}),
+        settings: json!({"endpoint": {"api_key_env": "KEY", "api_key": "sk-123", "Headers": {"Authorization": "Bearer x"}}}),
+    };
+    store.register_runs(&[run]).unwrap();
+    let stored = store.runs().unwrap().pop().unwrap().settings;
+    assert_eq!(
+        stored,
+        json!({"endpoint": {"api_key_env": "KEY", "api_key": "[redacted]", "Headers": "[redacted]"}})
+    );
+}
+
+#[test]
 fn open_reports_missing_database() {
     let dir = tempfile::tempdir().unwrap();
     assert!(matches!(
