@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::bootstrap::{diff_interval, supports, BootstrapOptions, Interval, Sample};
 pub use super::compare_render::render;
-use super::pivot::axis_label;
+use super::pivot::Labels;
 use super::{unknown_metric, ReportData, ReportError, DEFAULT_METRICS};
 use crate::metrics::condition::relative_change;
 use crate::metrics::names;
@@ -150,6 +150,7 @@ pub fn compare(
     let metrics = resolve_metrics(&n, opts)?;
     let judged = metrics.iter().any(|m| supports(m));
     let (pairs, only_base, only_new) = match_runs(&b.runs, &n.runs, &opts.ignore);
+    let labels = Labels::new(&[b.runs.as_slice(), n.runs.as_slice()].concat());
     let mut out = Vec::with_capacity(pairs.len());
     for (i, j) in pairs {
         let (br, nr) = (&b.runs[i], &n.runs[j]);
@@ -186,7 +187,7 @@ pub fn compare(
             Value::Object(map) => map
                 .iter()
                 .filter(|(k, _)| !opts.ignore.contains(k))
-                .map(|(k, v)| (k.clone(), axis_label(Some(v))))
+                .map(|(k, v)| (k.clone(), labels.value(k, Some(v))))
                 .collect(),
             _ => Vec::new(),
         };

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::compare::match_runs;
 use super::format::{display_for, percent};
 use super::grid::Grid;
-use super::pivot::axis_label;
+use super::pivot::Labels;
 use super::{markdown, table, Format, ReportError, TableStyle};
 use crate::metrics::condition::{parse_condition, relative_change, Condition};
 use crate::store::{GateRecord, RunStatus, StoredRun, SuiteRow};
@@ -77,10 +77,12 @@ pub fn evaluate(
         })
         .unwrap_or_default();
     let mut out = Vec::new();
+    let labels = Labels::new(runs);
     for (j, run) in runs.iter().enumerate() {
         let base_run = baseline.and_then(|b| base_of.get(&j).map(|&i| &b[i]));
+        let label = format!("#{} {}", run.ordinal, labels.run(run));
         for gate in gates {
-            out.push(check(run, gate, base_run, baseline.is_some()));
+            out.push(check(run, gate, base_run, baseline.is_some(), &label));
         }
     }
     out
@@ -91,6 +93,7 @@ fn check(
     gate: &Condition,
     base_run: Option<&StoredRun>,
     has_baseline: bool,
+    label: &str,
 ) -> GateOutcome {
     let value = run.metrics.get(&gate.metric).copied().flatten();
     let baseline = base_run.and_then(|b| b.metrics.get(&gate.metric).copied().flatten());
@@ -133,7 +136,7 @@ fn check(
     GateOutcome {
         condition: gate.clone(),
         run_id: run.id.clone(),
-        run_label: format!("#{} {}", run.ordinal, axis_label(Some(&run.axes))),
+        run_label: label.to_string(),
         value,
         baseline,
         passed,
