@@ -43,7 +43,7 @@ pub struct ReportArgs {
     /// Axes whose values make the columns (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub columns: Vec<String>,
-    /// Metrics in every cell (comma-separated, e.g. ttft_p50,output_tps).
+    /// Metrics in every cell (comma-separated, e.g. ttft_p50,output_tps; CSV and JSON always hold every metric).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
     #[arg(long, value_enum, default_value = "table")]
