@@ -62,6 +62,20 @@ pub struct Comparison {
     pub only_new: Vec<StoredRun>,
 }
 
+/// Whether a larger value of `metric` is better (`Some(true)`), worse (`Some(false)`),
+/// or neither (token counts).
+pub fn higher_is_better(metric: &str) -> Option<bool> {
+    use crate::metrics::condition::{unit_of, MetricUnit};
+    match metric {
+        "requests_failed" | "client_cpu_ratio" | "duration_s" => Some(false),
+        _ => match unit_of(metric)? {
+            MetricUnit::Millis => Some(false),
+            MetricUnit::Tokens => None,
+            _ => Some(true),
+        },
+    }
+}
+
 /// An axis value in a form that does not depend on key order.
 fn canonical(v: &Value) -> String {
     match v {

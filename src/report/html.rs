@@ -144,7 +144,7 @@ fn gates_html(gates: &[GateOutcome]) -> String {
 }
 
 fn runs_html(data: &ReportData) -> String {
-    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>warnings</th></tr></thead><tbody>");
+    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>errors and warnings</th></tr></thead><tbody>");
     for r in &data.runs {
         let _ = write!(
             s,
@@ -153,7 +153,7 @@ fn runs_html(data: &ReportData) -> String {
             escape(&r.id),
             r.status,
             escape(&axis_label(Some(&r.axes))),
-            escape(&r.warnings.join("; "))
+            escape(&r.error.iter().map(|e| format!("error: {e}")).chain(r.warnings.iter().cloned()).collect::<Vec<_>>().join("; "))
         );
     }
     s.push_str("</tbody></table>");

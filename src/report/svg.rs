@@ -95,16 +95,18 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
 pub fn line_chart(chart: &Chart) -> String {
     let ((x0, x1), (y0, y1)) = bounds(chart);
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    // The legend may need more room than the plot.
+    let height = H.max(TOP + 18.0 * chart.series.len() as f64 + 20.0);
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" font-family="sans-serif" font-size="12">"#
     );
     let _ = write!(
         s,
-        r#"<title>{}</title><rect width="{W}" height="{H}" fill="white"/>"#,
+        r#"<title>{}</title><rect width="{W}" height="{height}" fill="white"/>"#,
         escape(&chart.title)
     );
     let _ = write!(
@@ -142,7 +144,7 @@ pub fn line_chart(chart: &Chart) -> String {
         s,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + pw / 2.0,
-        H - 10.0,
+        H - 10.0, // the x label sits under the plot, whatever the legend's height
         escape(&chart.x_label)
     );
     let _ = write!(

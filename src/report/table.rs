@@ -53,6 +53,8 @@ pub fn render_grid(grid: &Grid, style: TableStyle) -> String {
                     "pass" => cell.fg(Color::Green),
                     "FAIL" => cell.fg(Color::Red).add_attribute(Attribute::Bold),
                     "beyond noise" => cell.fg(Color::Yellow),
+                    "worse (beyond noise)" => cell.fg(Color::Red),
+                    "better (beyond noise)" => cell.fg(Color::Green),
                     _ => cell,
                 };
             }
