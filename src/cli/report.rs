@@ -100,13 +100,11 @@ pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportErro
 fn report(args: &ReportArgs) -> Result<bool, ReportError> {
     let mut store = Store::open(&args.db)?;
     let baseline = args.baseline.as_deref().map(Store::open).transpose()?;
-    let verdicts = gates::check_suite(
-        &mut store,
-        "report",
-        &args.gates,
-        baseline.as_ref(),
-        &args.ignore,
-    )?;
+    let verdicts = gates::evaluate_suite(&store, &args.gates, baseline.as_ref(), &args.ignore)?;
+    if let Err(e) = store.write_gate_results("report", &gates::to_records(&verdicts)) {
+        eprintln!("warning: gate verdicts not stored in the database");
+        print_error(&e);
+    }
     let layout = Layout {
         rows: args.rows.clone(),
         columns: args.columns.clone(),

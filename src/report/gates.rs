@@ -227,13 +227,10 @@ pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> St
     }
 }
 
-/// The runner's and commands' one call: collects the plan's gates and `cli` gates,
-/// checks them on every run of `store` (relative ones against `baseline`, matched by
-/// axes minus `ignore`), and stores the verdicts under `source` (`run`, `report`,
-/// `compare`). No gates: no verdicts, nothing written.
-pub fn check_suite(
-    store: &mut crate::store::Store,
-    source: &str,
+/// Collects the plan's gates and `cli` gates and checks them on every run of `store`
+/// (relative ones against `baseline`, matched by axes minus `ignore`). No gates: no verdicts.
+pub fn evaluate_suite(
+    store: &crate::store::Store,
     cli: &[String],
     baseline: Option<&crate::store::Store>,
     ignore: &[String],
@@ -244,7 +241,20 @@ pub fn check_suite(
     }
     let runs = store.runs()?;
     let base_runs = baseline.map(|b| b.runs()).transpose()?;
-    let outcomes = evaluate(&runs, &gates, base_runs.as_deref(), ignore);
-    store.write_gate_results(source, &to_records(&outcomes))?;
+    Ok(evaluate(&runs, &gates, base_runs.as_deref(), ignore))
+}
+
+/// `evaluate_suite`, then the verdicts stored under `source` (`run`, `report`, `compare`).
+pub fn check_suite(
+    store: &mut crate::store::Store,
+    source: &str,
+    cli: &[String],
+    baseline: Option<&crate::store::Store>,
+    ignore: &[String],
+) -> Result<Vec<GateOutcome>, ReportError> {
+    let outcomes = evaluate_suite(store, cli, baseline, ignore)?;
+    if !outcomes.is_empty() {
+        store.write_gate_results(source, &to_records(&outcomes))?;
+    }
     Ok(outcomes)
 }
