@@ -25,10 +25,10 @@ const PALETTE: [&str; 10] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf",
 ];
-const W: f64 = 900.0;
+const W: f64 = 1000.0;
 const H: f64 = 380.0;
 const LEFT: f64 = 70.0;
-const RIGHT: f64 = 290.0;
+const RIGHT: f64 = 380.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 50.0;
 
@@ -177,7 +177,7 @@ pub fn line_chart(chart: &Chart) -> String {
         s.push_str("</g>");
         let ly = TOP + 8.0 + 18.0 * i as f64;
         let lx = LEFT + pw + 14.0;
-        let mut name: String = series.name.chars().take(38).collect();
+        let mut name: String = series.name.chars().take(56).collect();
         if name.len() < series.name.len() {
             name.push('…');
         }
