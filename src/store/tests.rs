@@ -226,3 +226,30 @@ fn open_reports_missing_database() {
         Err(StoreError::NotFound { .. })
     ));
 }
+
+#[test]
+fn newer_schema_is_refused_and_migrations_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let version: i64 = store
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let mode: String = store
+        .conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    store
+        .conn
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(store);
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(matches!(err, StoreError::TooNew { .. }), "{err}");
+    assert!(
+        err.to_string().contains("newer than this perfplan"),
+        "{err}"
+    );
+}
