@@ -6,8 +6,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::bootstrap::Sample;
+use super::format::number;
 use super::gates::GateOutcome;
-use super::grid::{pivot_grid, Grid};
+use super::grid::{pivot_grid, Grid, MISSING};
 use super::pivot::{axis_label, Pivot};
 use super::plots::{cdf_charts, sweep_charts};
 use super::svg::{escape, line_chart};
@@ -143,16 +144,27 @@ fn gates_html(gates: &[GateOutcome]) -> String {
     s
 }
 
-fn runs_html(data: &ReportData) -> String {
-    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>errors and warnings</th></tr></thead><tbody>");
-    for r in &data.runs {
+/// `target / client / server` mean input tokens, `—` where unknown.
+fn input_lengths(sample: &Sample) -> String {
+    let (t, c, s) = sample.input_means;
+    [t, c, s]
+        .iter()
+        .map(|v| v.map_or_else(|| MISSING.to_string(), number))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+fn runs_html(data: &ReportData, samples: &[Sample]) -> String {
+    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>input tokens, mean<br>target / client / server</th><th>errors and warnings</th></tr></thead><tbody>");
+    for (r, sample) in data.runs.iter().zip(samples) {
         let _ = write!(
             s,
-            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             r.ordinal,
             escape(&r.id),
             r.status,
             escape(&axis_label(Some(&r.axes))),
+            input_lengths(sample),
             escape(&r.error.iter().map(|e| format!("error: {e}")).chain(r.warnings.iter().cloned()).collect::<Vec<_>>().join("; "))
         );
     }
@@ -195,7 +207,7 @@ pub fn render(
             let _ = write!(s, "<figure>{}</figure>", line_chart(chart));
         }
     }
-    s.push_str(&runs_html(&data));
+    s.push_str(&runs_html(&data, &samples));
     let _ = writeln!(
         s,
         "<details><summary>plan</summary><pre>{}</pre></details></body></html>",
