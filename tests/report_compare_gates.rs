@@ -195,3 +195,27 @@ fn passing_gates_exit_zero() {
         Some(perfplan::cli::exit::DATABASE.into())
     );
 }
+
+#[test]
+fn compare_and_gate_markdown_snapshots() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base = report_support::build_suite(a.path(), 1.0);
+    let mut slow = report_support::build_suite(b.path(), 1.2);
+    let mut o = opts();
+    o.metrics = vec!["ttft_p50".into(), "output_tps".into()];
+    let c = compare(&base, &slow, &o).unwrap();
+    let md =
+        perfplan::report::compare::render(&c, perfplan::report::Format::Md, Default::default())
+            .unwrap();
+    insta::assert_snapshot!("compare_md", md);
+    let verdicts = gates::check_suite(
+        &mut slow,
+        "compare",
+        &["output_tps=>=-5%".into()],
+        Some(&base),
+        &[],
+    )
+    .unwrap();
+    let md = gates::render(&verdicts, perfplan::report::Format::Md, Default::default());
+    insta::assert_snapshot!("gates_md", md);
+}

@@ -133,3 +133,13 @@ fn csv_and_json_round_trip_the_stored_numbers() {
         }
     }
 }
+
+#[test]
+fn csv_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = report_support::build_suite(dir.path(), 1.0);
+    let csv = render(&store, Format::Csv);
+    // Header and the first two runs, CRLF shown as line ends.
+    let head: Vec<&str> = csv.split("\r\n").take(3).collect();
+    insta::assert_snapshot!("csv_head", head.join("\n"));
+}

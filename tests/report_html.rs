@@ -29,7 +29,8 @@ fn html_report_is_self_contained_with_every_plot() {
         "latency vs throughput",
         "TTFT CDF",
         "latency CDF",
-        "<h2>Gates</h2>",
+        "<h2>Gates: <span class=\"fail\">FAIL</span></h2>",
+        "128 / 130 / 128", // target / client / server input tokens
     ] {
         assert!(html.contains(needle), "missing {needle}");
     }

@@ -63,7 +63,11 @@ fn compare_suites(args: &CompareArgs) -> Result<bool, ReportError> {
         },
     };
     let comparison = compare::compare(&base, &new, &opts)?;
-    let verdicts = gates::check_suite(&mut new, "compare", &args.gates, Some(&base), &args.ignore)?;
+    let verdicts = gates::evaluate_suite(&new, &args.gates, Some(&base), &args.ignore)?;
+    if let Err(e) = new.write_gate_results("compare", &gates::to_records(&verdicts)) {
+        eprintln!("warning: gate verdicts not stored in the database");
+        print_error(&e);
+    }
     let format = match args.format {
         CompareFormat::Table => Format::Table,
         CompareFormat::Md => Format::Md,

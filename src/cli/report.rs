@@ -43,7 +43,7 @@ pub struct ReportArgs {
     /// Axes whose values make the columns (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub columns: Vec<String>,
-    /// Metrics in every cell (comma-separated, e.g. ttft_p50,output_tps).
+    /// Metrics in every cell (comma-separated, e.g. ttft_p50,output_tps; CSV and JSON always hold every metric).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
     #[arg(long, value_enum, default_value = "table")]
@@ -100,13 +100,11 @@ pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportErro
 fn report(args: &ReportArgs) -> Result<bool, ReportError> {
     let mut store = Store::open(&args.db)?;
     let baseline = args.baseline.as_deref().map(Store::open).transpose()?;
-    let verdicts = gates::check_suite(
-        &mut store,
-        "report",
-        &args.gates,
-        baseline.as_ref(),
-        &args.ignore,
-    )?;
+    let verdicts = gates::evaluate_suite(&store, &args.gates, baseline.as_ref(), &args.ignore)?;
+    if let Err(e) = store.write_gate_results("report", &gates::to_records(&verdicts)) {
+        eprintln!("warning: gate verdicts not stored in the database");
+        print_error(&e);
+    }
     let layout = Layout {
         rows: args.rows.clone(),
         columns: args.columns.clone(),

@@ -55,6 +55,15 @@ pub struct Sample {
     pub requests: Vec<(f64, f64, f64)>,
     /// First measured request sent → last measured response ended, in seconds.
     pub duration_s: f64,
+    /// Mean input length per request: (target, client-counted, server-reported).
+    pub input_means: (Option<f64>, Option<f64>, Option<f64>),
+}
+
+fn mean_of(values: impl Iterator<Item = Option<u32>>) -> Option<f64> {
+    let (sum, n) = values
+        .flatten()
+        .fold((0.0, 0u64), |(s, n), v| (s + f64::from(v), n + 1));
+    (n > 0).then(|| sum / n as f64)
 }
 
 impl Sample {
@@ -67,7 +76,16 @@ impl Sample {
             duration_s: end.saturating_sub(start) as f64 / 1e6,
             ..Sample::default()
         };
-        for r in measured.into_iter().filter(|r| r.outcome == Outcome::Ok) {
+        let ok: Vec<&RequestRow> = measured
+            .into_iter()
+            .filter(|r| r.outcome == Outcome::Ok)
+            .collect();
+        s.input_means = (
+            mean_of(ok.iter().map(|r| r.target_input_tokens)),
+            mean_of(ok.iter().map(|r| r.client_input_tokens)),
+            mean_of(ok.iter().map(|r| r.usage.prompt_tokens)),
+        );
+        for r in ok {
             if let Some(t) = r.ttft_us {
                 s.ttft.push(t as f64 / 1e3);
             }
@@ -119,7 +137,10 @@ pub fn statistic(values: &mut [f64], stat: &str) -> Option<f64> {
 }
 
 /// The per-resample estimate of `metric` on `sample`, or `None` if the bootstrap does not cover it.
-fn estimator(metric: &str) -> Option<Box<dyn Fn(&Sample, &mut ChaCha8Rng) -> Option<f64>>> {
+/// One bootstrap estimate of a metric from a resample of a run.
+type Estimator = Box<dyn Fn(&Sample, &mut ChaCha8Rng) -> Option<f64>>;
+
+fn estimator(metric: &str) -> Option<Estimator> {
     if let Some(pick) = match metric {
         "output_tps" => Some(1),
         "total_tps" => Some(2),

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::bootstrap::{diff_interval, supports, BootstrapOptions, Interval, Sample};
 pub use super::compare_render::render;
-use super::pivot::axis_label;
+use super::pivot::Labels;
 use super::{unknown_metric, ReportData, ReportError, DEFAULT_METRICS};
 use crate::metrics::condition::relative_change;
 use crate::metrics::names;
@@ -62,6 +62,20 @@ pub struct Comparison {
     pub only_new: Vec<StoredRun>,
 }
 
+/// Whether a larger value of `metric` is better (`Some(true)`), worse (`Some(false)`),
+/// or neither (token counts).
+pub fn higher_is_better(metric: &str) -> Option<bool> {
+    use crate::metrics::condition::{unit_of, MetricUnit};
+    match metric {
+        "requests_failed" | "client_cpu_ratio" | "duration_s" => Some(false),
+        _ => match unit_of(metric)? {
+            MetricUnit::Millis => Some(false),
+            MetricUnit::Tokens => None,
+            _ => Some(true),
+        },
+    }
+}
+
 /// An axis value in a form that does not depend on key order.
 fn canonical(v: &Value) -> String {
     match v {
@@ -105,10 +119,11 @@ pub fn match_runs(
     let mut first: HashMap<String, usize> = HashMap::new();
     for (i, run) in base.iter().enumerate() {
         let key = match_key(run, ignore);
-        if first.contains_key(&key) {
-            only_base.push(i);
-        } else {
-            first.insert(key, i);
+        match first.entry(key) {
+            std::collections::hash_map::Entry::Occupied(_) => only_base.push(i),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(i);
+            }
         }
     }
     let mut pairs = Vec::new();
@@ -149,6 +164,7 @@ pub fn compare(
     let metrics = resolve_metrics(&n, opts)?;
     let judged = metrics.iter().any(|m| supports(m));
     let (pairs, only_base, only_new) = match_runs(&b.runs, &n.runs, &opts.ignore);
+    let labels = Labels::new(&[b.runs.as_slice(), n.runs.as_slice()].concat());
     let mut out = Vec::with_capacity(pairs.len());
     for (i, j) in pairs {
         let (br, nr) = (&b.runs[i], &n.runs[j]);
@@ -185,7 +201,7 @@ pub fn compare(
             Value::Object(map) => map
                 .iter()
                 .filter(|(k, _)| !opts.ignore.contains(k))
-                .map(|(k, v)| (k.clone(), axis_label(Some(v))))
+                .map(|(k, v)| (k.clone(), labels.value(k, Some(v))))
                 .collect(),
             _ => Vec::new(),
         };

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::compare::{Comparison, MetricDelta};
+use super::compare::{higher_is_better, Comparison, MetricDelta};
 use super::format::{display_for, percent, Display};
 use super::grid::{Grid, MISSING, UNKNOWN};
 use super::{markdown, table, Format, ReportError, TableStyle};
@@ -10,7 +10,11 @@ use crate::store::StoredRun;
 
 fn verdict(d: &MetricDelta) -> String {
     match d.beyond_noise {
-        Some(true) => "beyond noise".into(),
+        Some(true) => match (higher_is_better(&d.metric), d.delta.unwrap_or(0.0) > 0.0) {
+            (Some(h), up) if h == up => "better (beyond noise)".into(),
+            (Some(_), _) => "worse (beyond noise)".into(),
+            (None, _) => "beyond noise".into(),
+        },
         Some(false) => "noise".into(),
         None => MISSING.into(),
     }
@@ -123,11 +127,20 @@ fn to_json(c: &Comparison) -> Value {
 
 /// The comparison in a format (`table`, `md`, `json`; CSV and HTML fall back to the table).
 pub fn render(c: &Comparison, format: Format, style: TableStyle) -> Result<String, ReportError> {
+    let verdicts: Vec<String> = c
+        .pairs
+        .iter()
+        .flat_map(|p| p.deltas.iter().map(verdict))
+        .collect();
+    let count = |word: &str| verdicts.iter().filter(|v| v.starts_with(word)).count();
     let title = format!(
-        "compare: {} (base) → {} (new), {} matched runs",
+        "compare: {} (base) → {} (new): {} matched runs, {} unmatched; beyond noise: {} worse, {} better",
         c.base_name,
         c.new_name,
-        c.pairs.len()
+        c.pairs.len(),
+        c.only_base.len() + c.only_new.len(),
+        count("worse"),
+        count("better"),
     );
     Ok(match format {
         Format::Json => {

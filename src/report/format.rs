@@ -43,6 +43,15 @@ impl Display {
         }
         number(x)
     }
+
+    /// `12.5 ms`, `99.90%`, `42`.
+    pub fn with_unit(&self, v: f64) -> String {
+        match self.suffix {
+            "" => self.value(v),
+            "%" => format!("{}%", self.value(v)),
+            unit => format!("{} {unit}", self.value(v)),
+        }
+    }
 }
 
 /// About four significant digits, no exponent.
@@ -91,7 +100,7 @@ mod tests {
             "requests_ok"
         );
         assert_eq!(number(1234.567), "1235");
-        assert_eq!(number(3.14159), "3.142");
+        assert_eq!(number(3.45678), "3.457");
         assert_eq!(number(0.001234), "0.001234");
         assert_eq!(number(64.0), "64");
         assert_eq!(percent(-5.04), "-5.0%");

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::compare::match_runs;
 use super::format::{display_for, percent};
 use super::grid::Grid;
-use super::pivot::axis_label;
+use super::pivot::Labels;
 use super::{markdown, table, Format, ReportError, TableStyle};
 use crate::metrics::condition::{parse_condition, relative_change, Condition};
 use crate::store::{GateRecord, RunStatus, StoredRun, SuiteRow};
@@ -77,10 +77,12 @@ pub fn evaluate(
         })
         .unwrap_or_default();
     let mut out = Vec::new();
+    let labels = Labels::new(runs);
     for (j, run) in runs.iter().enumerate() {
         let base_run = baseline.and_then(|b| base_of.get(&j).map(|&i| &b[i]));
+        let label = format!("#{} {}", run.ordinal, labels.run(run));
         for gate in gates {
-            out.push(check(run, gate, base_run, baseline.is_some()));
+            out.push(check(run, gate, base_run, baseline.is_some(), &label));
         }
     }
     out
@@ -91,6 +93,7 @@ fn check(
     gate: &Condition,
     base_run: Option<&StoredRun>,
     has_baseline: bool,
+    label: &str,
 ) -> GateOutcome {
     let value = run.metrics.get(&gate.metric).copied().flatten();
     let baseline = base_run.and_then(|b| b.metrics.get(&gate.metric).copied().flatten());
@@ -98,11 +101,7 @@ fn check(
         &gate.metric,
         &[value, baseline].into_iter().flatten().collect::<Vec<_>>(),
     );
-    let shown = |v: f64| {
-        format!("{} {}", disp.value(v), disp.suffix)
-            .trim_end()
-            .to_string()
-    };
+    let shown = |v: f64| disp.with_unit(v);
     let (passed, message) = if run.status != RunStatus::Done {
         (false, format!("run is {}", run.status))
     } else {
@@ -137,7 +136,7 @@ fn check(
     GateOutcome {
         condition: gate.clone(),
         run_id: run.id.clone(),
-        run_label: format!("#{} {}", run.ordinal, axis_label(Some(&run.axes))),
+        run_label: label.to_string(),
         value,
         baseline,
         passed,
@@ -202,18 +201,36 @@ pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> St
         notes: Vec::new(),
     };
     match format {
-        Format::Md => format!("### {summary}\n\n{}", markdown::render_grid(&grid)),
+        Format::Md => {
+            let (pass, fail): (Vec<Vec<String>>, Vec<Vec<String>>) =
+                grid.rows.iter().cloned().partition(|r| r[2] == mark(true));
+            let part = |rows: Vec<Vec<String>>| {
+                markdown::render_grid(&Grid {
+                    rows,
+                    ..grid.clone()
+                })
+            };
+            let mut out = format!("### {summary}\n\n");
+            if !fail.is_empty() {
+                out.push_str(&part(fail));
+            }
+            if !pass.is_empty() {
+                let n = pass.len();
+                out.push_str(&format!(
+                    "\n<details><summary>{n} passed checks</summary>\n\n{}\n</details>\n",
+                    part(pass)
+                ));
+            }
+            out
+        }
         _ => format!("{}{summary}\n", table::render_grid(&grid, style)),
     }
 }
 
-/// The runner's and commands' one call: collects the plan's gates and `cli` gates,
-/// checks them on every run of `store` (relative ones against `baseline`, matched by
-/// axes minus `ignore`), and stores the verdicts under `source` (`run`, `report`,
-/// `compare`). No gates: no verdicts, nothing written.
-pub fn check_suite(
-    store: &mut crate::store::Store,
-    source: &str,
+/// Collects the plan's gates and `cli` gates and checks them on every run of `store`
+/// (relative ones against `baseline`, matched by axes minus `ignore`). No gates: no verdicts.
+pub fn evaluate_suite(
+    store: &crate::store::Store,
     cli: &[String],
     baseline: Option<&crate::store::Store>,
     ignore: &[String],
@@ -224,7 +241,20 @@ pub fn check_suite(
     }
     let runs = store.runs()?;
     let base_runs = baseline.map(|b| b.runs()).transpose()?;
-    let outcomes = evaluate(&runs, &gates, base_runs.as_deref(), ignore);
-    store.write_gate_results(source, &to_records(&outcomes))?;
+    Ok(evaluate(&runs, &gates, base_runs.as_deref(), ignore))
+}
+
+/// `evaluate_suite`, then the verdicts stored under `source` (`run`, `report`, `compare`).
+pub fn check_suite(
+    store: &mut crate::store::Store,
+    source: &str,
+    cli: &[String],
+    baseline: Option<&crate::store::Store>,
+    ignore: &[String],
+) -> Result<Vec<GateOutcome>, ReportError> {
+    let outcomes = evaluate_suite(store, cli, baseline, ignore)?;
+    if !outcomes.is_empty() {
+        store.write_gate_results(source, &to_records(&outcomes))?;
+    }
     Ok(outcomes)
 }

@@ -6,8 +6,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::bootstrap::Sample;
+use super::format::number;
 use super::gates::GateOutcome;
-use super::grid::{pivot_grid, Grid};
+use super::grid::{pivot_grid, Grid, MISSING};
 use super::pivot::{axis_label, Pivot};
 use super::plots::{cdf_charts, sweep_charts};
 use super::svg::{escape, line_chart};
@@ -94,8 +95,8 @@ fn facts(data: &ReportData) -> String {
     )
 }
 
-fn gates_html(gates: &[GateOutcome]) -> String {
-    let mut s = String::from("<h2>Gates</h2><table><thead><tr><th>gate</th><th>run</th><th>verdict</th><th>detail</th></tr></thead><tbody>");
+fn gate_rows(gates: &[&GateOutcome]) -> String {
+    let mut s = String::from("<table><thead><tr><th>gate</th><th>run</th><th>verdict</th><th>detail</th></tr></thead><tbody>");
     for g in gates {
         let (class, word) = if g.passed {
             ("pass", "pass")
@@ -115,17 +116,56 @@ fn gates_html(gates: &[GateOutcome]) -> String {
     s
 }
 
-fn runs_html(data: &ReportData) -> String {
-    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>warnings</th></tr></thead><tbody>");
-    for r in &data.runs {
+/// Failures in full; passes folded away.
+fn gates_html(gates: &[GateOutcome]) -> String {
+    let (passed, failed): (Vec<&GateOutcome>, Vec<&GateOutcome>) =
+        gates.iter().partition(|g| g.passed);
+    let mut s = if failed.is_empty() {
+        format!(
+            "<h2>Gates: <span class=\"pass\">PASS</span></h2><p>{} checks passed.</p>",
+            gates.len()
+        )
+    } else {
+        format!(
+            "<h2>Gates: <span class=\"fail\">FAIL</span></h2><p>{} of {} checks failed.</p>{}",
+            failed.len(),
+            gates.len(),
+            gate_rows(&failed)
+        )
+    };
+    if !passed.is_empty() {
         let _ = write!(
             s,
-            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<details><summary>{} passed checks</summary>{}</details>",
+            passed.len(),
+            gate_rows(&passed)
+        );
+    }
+    s
+}
+
+/// `target / client / server` mean input tokens, `—` where unknown.
+fn input_lengths(sample: &Sample) -> String {
+    let (t, c, s) = sample.input_means;
+    [t, c, s]
+        .iter()
+        .map(|v| v.map_or_else(|| MISSING.to_string(), number))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+fn runs_html(data: &ReportData, samples: &[Sample]) -> String {
+    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>input tokens, mean<br>target / client / server</th><th>errors and warnings</th></tr></thead><tbody>");
+    for (r, sample) in data.runs.iter().zip(samples) {
+        let _ = write!(
+            s,
+            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             r.ordinal,
             escape(&r.id),
             r.status,
             escape(&axis_label(Some(&r.axes))),
-            escape(&r.warnings.join("; "))
+            input_lengths(sample),
+            escape(&r.error.iter().map(|e| format!("error: {e}")).chain(r.warnings.iter().cloned()).collect::<Vec<_>>().join("; "))
         );
     }
     s.push_str("</tbody></table>");
@@ -167,10 +207,10 @@ pub fn render(
             let _ = write!(s, "<figure>{}</figure>", line_chart(chart));
         }
     }
-    s.push_str(&runs_html(&data));
-    let _ = write!(
+    s.push_str(&runs_html(&data, &samples));
+    let _ = writeln!(
         s,
-        "<details><summary>plan</summary><pre>{}</pre></details></body></html>\n",
+        "<details><summary>plan</summary><pre>{}</pre></details></body></html>",
         escape(&data.suite.info.plan_text)
     );
     Ok(s)

@@ -153,9 +153,16 @@ impl ReportData {
                 }
             })?
         };
+        // An axis the plan names but no run records (a one-value axis left out of the
+        // runs' axes) only drops out of the pivot; names from the command line are checked.
+        let known = pivot::axis_names(&self.runs);
         Ok(Layout {
-            rows: raw.rows,
-            columns: raw.columns,
+            rows: raw.rows.into_iter().filter(|a| known.contains(a)).collect(),
+            columns: raw
+                .columns
+                .into_iter()
+                .filter(|a| known.contains(a))
+                .collect(),
             metrics: raw.metrics,
         })
     }

@@ -104,9 +104,81 @@ pub fn axis_label(value: Option<&Value>) -> String {
     }
 }
 
-/// Labels of `axes` for one run.
-pub fn key_of(run: &StoredRun, axes: &[String]) -> Vec<String> {
-    axes.iter().map(|a| axis_label(run.axes.get(a))).collect()
+/// Short labels: a table-valued axis (such as `load`) shows only the keys that vary
+/// among the runs (`concurrency=4` rather than `concurrency=4 requests=128 warmup=8`),
+/// and a whole run shows only the axes that vary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Labels {
+    varying_keys: HashMap<String, Vec<String>>,
+    varying_axes: Vec<String>,
+}
+
+impl Labels {
+    pub fn new(runs: &[StoredRun]) -> Labels {
+        let mut varying_keys = HashMap::new();
+        for axis in axis_names(runs) {
+            let mut keys: Vec<String> = Vec::new();
+            for run in runs {
+                if let Some(Value::Object(map)) = run.axes.get(&axis) {
+                    keys.extend(
+                        map.keys()
+                            .filter(|k| !keys.contains(k))
+                            .cloned()
+                            .collect::<Vec<_>>(),
+                    );
+                }
+            }
+            let sub = |run: &StoredRun, key: &str| {
+                axis_label(run.axes.get(&axis).and_then(|v| v.get(key)))
+            };
+            keys.retain(|k| {
+                runs.iter()
+                    .any(|r| runs.first().is_some_and(|f| sub(r, k) != sub(f, k)))
+            });
+            varying_keys.insert(axis, keys);
+        }
+        Labels {
+            varying_keys,
+            varying_axes: varying_axes(runs),
+        }
+    }
+
+    /// The label of one axis value.
+    pub fn value(&self, axis: &str, value: Option<&Value>) -> String {
+        match (value, self.varying_keys.get(axis)) {
+            (Some(Value::Object(map)), Some(keys)) if !keys.is_empty() => keys
+                .iter()
+                .map(|k| format!("{k}={}", axis_label(map.get(k))))
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => axis_label(value),
+        }
+    }
+
+    /// Labels of `axes` for one run.
+    pub fn key(&self, run: &StoredRun, axes: &[String]) -> Vec<String> {
+        axes.iter()
+            .map(|a| self.value(a, run.axes.get(a)))
+            .collect()
+    }
+
+    /// A run as `axis=value …` over the axes that vary (all of them when none does).
+    pub fn run(&self, run: &StoredRun) -> String {
+        self.run_without(run, &[])
+    }
+
+    /// `run`'s label without the axes in `skip`.
+    pub fn run_without(&self, run: &StoredRun, skip: &[&str]) -> String {
+        let axes: Vec<String> = match &run.axes {
+            Value::Object(map) if self.varying_axes.is_empty() => map.keys().cloned().collect(),
+            _ => self.varying_axes.clone(),
+        };
+        axes.iter()
+            .filter(|a| !skip.contains(&a.as_str()))
+            .map(|a| format!("{a}={}", self.value(a, run.axes.get(a))))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// Runs placed in a grid of row keys × column keys.
@@ -126,9 +198,10 @@ impl Pivot {
         let mut row_keys: Vec<Vec<String>> = Vec::new();
         let mut col_keys: Vec<Vec<String>> = Vec::new();
         let mut at: HashMap<(usize, usize), usize> = HashMap::new();
+        let labels = Labels::new(runs);
         for (i, run) in runs.iter().enumerate() {
-            let r = position(&mut row_keys, key_of(run, &layout.rows));
-            let c = position(&mut col_keys, key_of(run, &layout.columns));
+            let r = position(&mut row_keys, labels.key(run, &layout.rows));
+            let c = position(&mut col_keys, labels.key(run, &layout.columns));
             at.entry((r, c)).or_insert(i);
         }
         let cells = (0..row_keys.len())
@@ -210,6 +283,11 @@ mod tests {
         assert_eq!(
             p.row_keys,
             vec![vec!["concurrency=1"], vec!["concurrency=4"]]
+        );
+        let labels = Labels::new(&runs);
+        assert_eq!(
+            labels.run(&runs[3]),
+            "endpoint=on cache_state=cold load=concurrency=4"
         );
         assert_eq!(
             p.col_keys,

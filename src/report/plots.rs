@@ -2,10 +2,10 @@
 //! rate) with one line per variant, latency against throughput, and TTFT and latency
 //! CDFs per run from the stored request rows.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::bootstrap::Sample;
-use super::pivot::axis_label;
+use super::pivot::Labels;
 use super::svg::{Chart, Series};
 use crate::store::StoredRun;
 
@@ -25,20 +25,13 @@ pub fn load_level(run: &StoredRun) -> Option<(&'static str, f64)> {
         .or_else(|| from(run.settings.get("load")))
 }
 
-/// The run's axes other than its load: the variant a line stands for.
-pub fn variant(run: &StoredRun) -> String {
-    let rest: Map<String, Value> = match &run.axes {
-        Value::Object(map) => map
-            .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "load" | "concurrency" | "rate"))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        _ => Map::new(),
-    };
-    if rest.is_empty() {
+/// The run's varying axes other than its load: the variant a line stands for.
+pub fn variant(run: &StoredRun, labels: &Labels) -> String {
+    let name = labels.run_without(run, &["load", "concurrency", "rate"]);
+    if name.is_empty() {
         "all runs".into()
     } else {
-        axis_label(Some(&Value::Object(rest)))
+        name
     }
 }
 
@@ -47,10 +40,12 @@ fn by_variant(
     runs: &[StoredRun],
     point: impl Fn(&StoredRun) -> Option<(f64, f64, f64)>,
 ) -> Vec<Series> {
-    let mut series: Vec<(String, Vec<(f64, f64, f64)>)> = Vec::new();
+    type Points = Vec<(f64, f64, f64)>;
+    let labels = Labels::new(runs);
+    let mut series: Vec<(String, Points)> = Vec::new();
     for run in runs {
         let Some(p) = point(run) else { continue };
-        let name = variant(run);
+        let name = variant(run, &labels);
         match series.iter_mut().find(|(n, _)| *n == name) {
             Some((_, pts)) => pts.push(p),
             None => series.push((name, vec![p])),
@@ -139,6 +134,7 @@ pub fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
 /// TTFT and latency CDFs, one line per run (`samples[i]` belongs to `runs[i]`).
 pub fn cdf_charts(runs: &[StoredRun], samples: &[Sample]) -> Vec<Chart> {
     let mut charts = Vec::new();
+    let labels = Labels::new(runs);
     for (title, pick) in [
         (
             "TTFT CDF",
@@ -151,7 +147,7 @@ pub fn cdf_charts(runs: &[StoredRun], samples: &[Sample]) -> Vec<Chart> {
             .zip(samples)
             .filter(|(_, s)| !pick(s).is_empty())
             .map(|(r, s)| Series {
-                name: format!("#{} {}", r.ordinal, axis_label(Some(&r.axes))),
+                name: format!("#{} {}", r.ordinal, labels.run(r)),
                 points: cdf(pick(s)),
                 markers: false,
             })

@@ -25,10 +25,10 @@ const PALETTE: [&str; 10] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf",
 ];
-const W: f64 = 900.0;
+const W: f64 = 1000.0;
 const H: f64 = 380.0;
 const LEFT: f64 = 70.0;
-const RIGHT: f64 = 290.0;
+const RIGHT: f64 = 380.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 50.0;
 
@@ -82,10 +82,10 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     if x0 > x1 {
         return ((0.0, 1.0), (0.0, 1.0));
     }
-    if x1 - x0 < f64::EPSILON {
+    if (x1 - x0).abs() < f64::EPSILON {
         (x0, x1) = (x0 - 1.0, x1 + 1.0);
     }
-    if y1 - y0 < f64::EPSILON {
+    if (y1 - y0).abs() < f64::EPSILON {
         y1 = y0 + 1.0;
     }
     ((x0, x1), (y0, y1 * 1.05))
@@ -95,16 +95,18 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
 pub fn line_chart(chart: &Chart) -> String {
     let ((x0, x1), (y0, y1)) = bounds(chart);
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    // The legend may need more room than the plot.
+    let height = H.max(TOP + 18.0 * chart.series.len() as f64 + 20.0);
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" font-family="sans-serif" font-size="12">"#
     );
     let _ = write!(
         s,
-        r#"<title>{}</title><rect width="{W}" height="{H}" fill="white"/>"#,
+        r#"<title>{}</title><rect width="{W}" height="{height}" fill="white"/>"#,
         escape(&chart.title)
     );
     let _ = write!(
@@ -142,7 +144,7 @@ pub fn line_chart(chart: &Chart) -> String {
         s,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + pw / 2.0,
-        H - 10.0,
+        H - 10.0, // the x label sits under the plot, whatever the legend's height
         escape(&chart.x_label)
     );
     let _ = write!(
@@ -175,7 +177,7 @@ pub fn line_chart(chart: &Chart) -> String {
         s.push_str("</g>");
         let ly = TOP + 8.0 + 18.0 * i as f64;
         let lx = LEFT + pw + 14.0;
-        let mut name: String = series.name.chars().take(38).collect();
+        let mut name: String = series.name.chars().take(56).collect();
         if name.len() < series.name.len() {
             name.push('…');
         }

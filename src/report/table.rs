@@ -1,7 +1,7 @@
 //! Human tables for a terminal (comfy-table with borders, bold headers when colour is
 //! allowed) or for a pipe (plain aligned columns, no colour).
 
-use comfy_table::{presets, Attribute, Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{presets, Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 
 use super::grid::{pivot_grid, Grid};
 use super::pivot::Pivot;
@@ -47,7 +47,17 @@ pub fn render_grid(grid: &Grid, style: TableStyle) -> String {
     }));
     for row in &grid.rows {
         table.add_row(row.iter().enumerate().map(|(i, v)| {
-            let cell = Cell::new(v);
+            let mut cell = Cell::new(v);
+            if style.color {
+                cell = match v.as_str() {
+                    "pass" => cell.fg(Color::Green),
+                    "FAIL" => cell.fg(Color::Red).add_attribute(Attribute::Bold),
+                    "beyond noise" => cell.fg(Color::Yellow),
+                    "worse (beyond noise)" => cell.fg(Color::Red),
+                    "better (beyond noise)" => cell.fg(Color::Green),
+                    _ => cell,
+                };
+            }
             if i >= grid.label_cols {
                 cell.set_alignment(CellAlignment::Right)
             } else {

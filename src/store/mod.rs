@@ -82,6 +82,7 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     keep_chunks: bool,
+    shard: Option<String>,
 }
 
 /// `DIR` → `DIR/results.db`; a path ending in `.db` (or any existing file) is taken as is.
@@ -171,6 +172,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             keep_chunks: true,
+            shard: None,
         })
     }
 
@@ -183,6 +185,11 @@ impl Store {
     /// needed to recompute ITL exactly).
     pub fn set_keep_chunks(&mut self, keep: bool) {
         self.keep_chunks = keep;
+    }
+
+    /// The shard (`K/N`) recorded on every request row written from now on.
+    pub fn set_shard(&mut self, shard: Option<&str>) {
+        self.shard = shard.map(str::to_string);
     }
 }
 

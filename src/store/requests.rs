@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use rusqlite::params;
 
-use super::suite::from_json;
 use super::{SqlContext, Store, StoreError};
 use crate::engine::{Outcome, Phase, RequestRecord, Usage};
 
@@ -50,6 +49,8 @@ pub struct RequestRow {
     pub response_bytes: u64,
     /// Every content chunk's arrival (µs from the run start), when chunks were kept.
     pub content_times_us: Option<Vec<u64>>,
+    /// The shard (`K/N`) that sent the request, when the run was split.
+    pub shard: Option<String>,
 }
 
 impl RequestRow {
@@ -136,17 +137,98 @@ fn itl_summary(times: &[Duration]) -> (Option<i64>, Option<i64>) {
     (Some(mean), gaps.iter().copied().max())
 }
 
+fn bad_text(idx: usize, what: &str, text: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        idx,
+        rusqlite::types::Type::Text,
+        format!("unknown {what} `{text}`").into(),
+    )
+}
+
 fn phase_of(text: &str) -> rusqlite::Result<Phase> {
     match text {
         "warmup" => Ok(Phase::Warmup),
         "priming" => Ok(Phase::Priming),
         "measured" => Ok(Phase::Measured),
-        _ => Err(rusqlite::Error::InvalidColumnType(
-            3,
-            format!("phase `{text}`"),
-            rusqlite::types::Type::Text,
-        )),
+        _ => Err(bad_text(2, "phase", text)),
     }
+}
+
+/// One `requests` row (the statement is the prepared INSERT of `write_requests`).
+fn insert_request(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    run_id: &str,
+    s: &StoredRequest<'_>,
+    shard: Option<&str>,
+) -> Result<(), StoreError> {
+    let r = s.record;
+    let (itl_mean, itl_max) = itl_summary(&r.content_times);
+    stmt.execute(params![
+        run_id,
+        r.index as i64,
+        r.item as i64,
+        r.phase.as_str(),
+        micros(r.intended),
+        micros(r.sent),
+        r.first_chunk.map(micros),
+        r.ttft().map(micros),
+        micros(r.latency()),
+        micros(r.end),
+        r.content_times.len() as i64,
+        itl_mean,
+        itl_max,
+        r.usage.prompt_tokens,
+        r.usage.completion_tokens,
+        r.usage.cached_tokens,
+        s.client_input_tokens,
+        r.client_output_tokens,
+        s.target_input_tokens,
+        r.outcome.as_str(),
+        r.http_status,
+        r.error.as_deref().map(excerpt),
+        r.finish_reason,
+        r.request_bytes as i64,
+        r.response_bytes as i64,
+        shard,
+    ])
+    .doing("writing requests")?;
+    Ok(())
+}
+
+/// A `requests` row joined with its `chunks` text (see `request_rows`).
+fn request_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(RequestRow, Option<String>)> {
+    let outcome: String = r.get(18)?;
+    let row = RequestRow {
+        index: r.get::<_, i64>(0)? as u64,
+        item: r.get::<_, i64>(1)? as u64,
+        phase: phase_of(&r.get::<_, String>(2)?)?,
+        intended_us: r.get::<_, i64>(3)? as u64,
+        sent_us: r.get::<_, i64>(4)? as u64,
+        first_chunk_us: r.get::<_, Option<i64>>(5)?.map(|v| v as u64),
+        ttft_us: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
+        latency_us: r.get::<_, i64>(7)? as u64,
+        end_us: r.get::<_, i64>(8)? as u64,
+        chunk_count: r.get(9)?,
+        itl_mean_us: r.get::<_, Option<i64>>(10)?.map(|v| v as u64),
+        itl_max_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+        usage: Usage {
+            prompt_tokens: r.get(12)?,
+            completion_tokens: r.get(13)?,
+            cached_tokens: r.get(14)?,
+        },
+        client_input_tokens: r.get(15)?,
+        client_output_tokens: r.get(16)?,
+        target_input_tokens: r.get(17)?,
+        outcome: Outcome::parse(&outcome).ok_or_else(|| bad_text(18, "outcome", &outcome))?,
+        http_status: r.get(19)?,
+        error: r.get(20)?,
+        finish_reason: r.get(21)?,
+        request_bytes: r.get::<_, i64>(22)? as u64,
+        response_bytes: r.get::<_, i64>(23)? as u64,
+        content_times_us: None,
+        shard: r.get(25)?,
+    };
+    Ok((row, r.get::<_, Option<String>>(24)?))
 }
 
 impl Store {
@@ -158,6 +240,7 @@ impl Store {
         batch: &[StoredRequest<'_>],
     ) -> Result<(), StoreError> {
         let keep_chunks = self.keep_chunks;
+        let shard = self.shard.clone();
         let tx = self.conn.transaction().doing("writing requests")?;
         {
             let mut stmt = tx
@@ -166,9 +249,9 @@ impl Store {
                      sent_us, first_chunk_us, ttft_us, latency_us, end_us, chunk_count, itl_mean_us,
                      itl_max_us, prompt_tokens, completion_tokens, cached_tokens, client_input_tokens,
                      client_output_tokens, target_input_tokens, outcome, http_status, error,
-                     finish_reason, request_bytes, response_bytes)
+                     finish_reason, request_bytes, response_bytes, shard)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
                 )
                 .doing("writing requests")?;
             let mut chunks = tx
@@ -176,35 +259,7 @@ impl Store {
                 .doing("writing chunks")?;
             for s in batch {
                 let r = s.record;
-                let (itl_mean, itl_max) = itl_summary(&r.content_times);
-                stmt.execute(params![
-                    run_id,
-                    r.index as i64,
-                    r.item as i64,
-                    r.phase.as_str(),
-                    micros(r.intended),
-                    micros(r.sent),
-                    r.first_chunk.map(micros),
-                    r.ttft().map(micros),
-                    micros(r.latency()),
-                    micros(r.end),
-                    r.content_times.len() as i64,
-                    itl_mean,
-                    itl_max,
-                    r.usage.prompt_tokens,
-                    r.usage.completion_tokens,
-                    r.usage.cached_tokens,
-                    s.client_input_tokens,
-                    r.client_output_tokens,
-                    s.target_input_tokens,
-                    r.outcome.as_str(),
-                    r.http_status,
-                    r.error.as_deref().map(excerpt),
-                    r.finish_reason,
-                    r.request_bytes as i64,
-                    r.response_bytes as i64,
-                ])
-                .doing("writing requests")?;
+                insert_request(&mut stmt, run_id, s, shard.as_deref())?;
                 if keep_chunks && !r.content_times.is_empty() {
                     let times: Vec<i64> = r.content_times.iter().copied().map(micros).collect();
                     let json = serde_json::Value::from(times).to_string();
@@ -238,53 +293,24 @@ impl Store {
                  q.ttft_us, q.latency_us, q.end_us, q.chunk_count, q.itl_mean_us, q.itl_max_us,
                  q.prompt_tokens, q.completion_tokens, q.cached_tokens, q.client_input_tokens,
                  q.client_output_tokens, q.target_input_tokens, q.outcome, q.http_status, q.error,
-                 q.finish_reason, q.request_bytes, q.response_bytes, c.times_us
+                 q.finish_reason, q.request_bytes, q.response_bytes, c.times_us, q.shard
                  FROM requests q LEFT JOIN chunks c
                    ON c.run_id = q.run_id AND c.request_index = q.request_index
                  WHERE q.run_id = ?1 ORDER BY q.request_index",
             )
             .doing("reading requests")?;
         let raw = stmt
-            .query_map([run_id], |r| {
-                let outcome: String = r.get(18)?;
-                let row = RequestRow {
-                    index: r.get::<_, i64>(0)? as u64,
-                    item: r.get::<_, i64>(1)? as u64,
-                    phase: phase_of(&r.get::<_, String>(2)?)?,
-                    intended_us: r.get::<_, i64>(3)? as u64,
-                    sent_us: r.get::<_, i64>(4)? as u64,
-                    first_chunk_us: r.get::<_, Option<i64>>(5)?.map(|v| v as u64),
-                    ttft_us: r.get::<_, Option<i64>>(6)?.map(|v| v as u64),
-                    latency_us: r.get::<_, i64>(7)? as u64,
-                    end_us: r.get::<_, i64>(8)? as u64,
-                    chunk_count: r.get(9)?,
-                    itl_mean_us: r.get::<_, Option<i64>>(10)?.map(|v| v as u64),
-                    itl_max_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
-                    usage: Usage {
-                        prompt_tokens: r.get(12)?,
-                        completion_tokens: r.get(13)?,
-                        cached_tokens: r.get(14)?,
-                    },
-                    client_input_tokens: r.get(15)?,
-                    client_output_tokens: r.get(16)?,
-                    target_input_tokens: r.get(17)?,
-                    outcome: Outcome::parse(&outcome).unwrap_or(Outcome::BadBody),
-                    http_status: r.get(19)?,
-                    error: r.get(20)?,
-                    finish_reason: r.get(21)?,
-                    request_bytes: r.get::<_, i64>(22)? as u64,
-                    response_bytes: r.get::<_, i64>(23)? as u64,
-                    content_times_us: None,
-                };
-                Ok((row, r.get::<_, Option<String>>(24)?))
-            })
+            .query_map([run_id], request_row)
             .doing("reading requests")?
             .collect::<Result<Vec<_>, _>>()
             .doing("reading requests")?;
         raw.into_iter()
             .map(|(mut row, times)| {
                 if let Some(t) = times {
-                    row.content_times_us = Some(from_json("chunks.times_us", &t)?);
+                    let times = serde_json::from_str(&t).map_err(|e| StoreError::Corrupt {
+                        what: format!("chunks.times_us of request {}: {e}", row.index),
+                    })?;
+                    row.content_times_us = Some(times);
                 }
                 Ok(row)
             })

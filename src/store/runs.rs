@@ -7,7 +7,7 @@ use std::fmt;
 use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 
-use super::suite::from_json;
+use super::suite::json_column;
 use super::{now_unix_ms, SqlContext, Store, StoreError};
 
 /// Where a run is in its life cycle.
@@ -121,6 +121,36 @@ pub struct GateRecord {
     pub message: String,
 }
 
+/// Keys whose values are never stored, at any depth of a run's settings.
+const SECRET_KEYS: [&str; 6] = [
+    "api_key",
+    "authorization",
+    "headers",
+    "password",
+    "secret",
+    "token",
+];
+
+/// `value` with every secret-looking key's value replaced by `"[redacted]"` (a guard:
+/// the runner is not meant to pass secrets at all).
+pub(crate) fn redact_secrets(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    if SECRET_KEYS.contains(&k.to_ascii_lowercase().as_str()) {
+                        (k.clone(), Value::from("[redacted]"))
+                    } else {
+                        (k.clone(), redact_secrets(v))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact_secrets).collect()),
+        other => other.clone(),
+    }
+}
+
 fn status_of(text: &str) -> Result<RunStatus, StoreError> {
     RunStatus::parse(text).ok_or_else(|| StoreError::Corrupt {
         what: format!("run status `{text}`"),
@@ -146,7 +176,7 @@ impl Store {
                     run.id,
                     run.ordinal,
                     run.axes.to_string(),
-                    run.settings.to_string()
+                    redact_secrets(&run.settings).to_string()
                 ])
                 .doing("registering runs")?;
             }
@@ -233,51 +263,37 @@ impl Store {
                  finished_unix_ms, warnings_json, extras_json, error FROM runs ORDER BY ordinal, id",
             )
             .doing("reading runs")?;
-        let raw = stmt
+        let mut runs = stmt
             .query_map([], |r| {
-                Ok((
-                    (r.get::<_, String>(0)?, r.get::<_, u32>(1)?),
-                    (
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                    ),
-                    (r.get::<_, Option<i64>>(5)?, r.get::<_, Option<i64>>(6)?),
-                    (
-                        r.get::<_, String>(7)?,
-                        r.get::<_, String>(8)?,
-                        r.get::<_, Option<String>>(9)?,
-                    ),
-                ))
+                let status: String = r.get(4)?;
+                Ok(StoredRun {
+                    id: r.get(0)?,
+                    ordinal: r.get(1)?,
+                    axes: json_column(r, 2)?,
+                    settings: json_column(r, 3)?,
+                    status: RunStatus::parse(&status).ok_or_else(|| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            4,
+                            rusqlite::types::Type::Text,
+                            format!("unknown run status `{status}`").into(),
+                        )
+                    })?,
+                    started_unix_ms: r.get(5)?,
+                    finished_unix_ms: r.get(6)?,
+                    warnings: json_column(r, 7)?,
+                    extras: json_column(r, 8)?,
+                    error: r.get(9)?,
+                    metrics: BTreeMap::new(),
+                })
             })
             .doing("reading runs")?
             .collect::<Result<Vec<_>, _>>()
             .doing("reading runs")?;
         let mut metrics = self.all_run_metrics()?;
-        raw.into_iter()
-            .map(
-                |(
-                    (id, ordinal),
-                    (axes, settings, status),
-                    (started, finished),
-                    (warnings, extras, error),
-                )| {
-                    Ok(StoredRun {
-                        metrics: metrics.remove(&id).unwrap_or_default(),
-                        axes: from_json("runs.axes_json", &axes)?,
-                        settings: from_json("runs.settings_json", &settings)?,
-                        status: status_of(&status)?,
-                        started_unix_ms: started,
-                        finished_unix_ms: finished,
-                        warnings: from_json("runs.warnings_json", &warnings)?,
-                        extras: from_json("runs.extras_json", &extras)?,
-                        error,
-                        id,
-                        ordinal,
-                    })
-                },
-            )
-            .collect()
+        for run in &mut runs {
+            run.metrics = metrics.remove(&run.id).unwrap_or_default();
+        }
+        Ok(runs)
     }
 
     fn all_run_metrics(

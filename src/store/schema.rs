@@ -65,6 +65,7 @@ CREATE TABLE requests (
     finish_reason TEXT,
     request_bytes INTEGER NOT NULL,
     response_bytes INTEGER NOT NULL,
+    shard TEXT,
     PRIMARY KEY (run_id, request_index)
 ) WITHOUT ROWID;
 CREATE TABLE chunks (

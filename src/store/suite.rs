@@ -160,12 +160,14 @@ fn to_json<T: serde::Serialize>(what: &'static str, v: &T) -> Result<String, Sto
     serde_json::to_string(v).map_err(|source| StoreError::Json { what, source })
 }
 
-pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
-    what: &str,
-    text: &str,
-) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
-        what: format!("{what}: {e}"),
+/// A JSON text column decoded, as a conversion error naming the column when it is not valid.
+pub(crate) fn json_column<T: serde::de::DeserializeOwned>(
+    row: &rusqlite::Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<T> {
+    let text: String = row.get(idx)?;
+    serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
     })
 }
 
@@ -214,81 +216,41 @@ impl Store {
                  created_unix_ms FROM suites WHERE id = 1",
                 [],
                 |r| {
-                    Ok((
-                        (
-                            r.get::<_, String>(0)?,
-                            r.get::<_, Option<String>>(1)?,
-                            r.get::<_, String>(2)?,
-                        ),
-                        (
-                            r.get::<_, String>(3)?,
-                            r.get::<_, String>(4)?,
-                            r.get::<_, String>(5)?,
-                        ),
-                        (
-                            r.get::<_, i64>(6)?,
-                            r.get::<_, String>(7)?,
-                            r.get::<_, Option<String>>(8)?,
-                        ),
-                        (
-                            r.get::<_, Option<bool>>(9)?,
-                            r.get::<_, String>(10)?,
-                            r.get::<_, String>(11)?,
-                        ),
-                        (
-                            r.get::<_, u32>(12)?,
-                            r.get::<_, String>(13)?,
-                            r.get::<_, String>(14)?,
-                        ),
-                        (
-                            r.get::<_, String>(15)?,
-                            r.get::<_, String>(16)?,
-                            r.get::<_, i64>(17)?,
-                        ),
-                    ))
+                    let revision: Option<String> = r.get(8)?;
+                    let dirty: Option<bool> = r.get(9)?;
+                    let info = SuiteInfo {
+                        plan_name: r.get(0)?,
+                        plan_path: r.get(1)?,
+                        plan_text: r.get(2)?,
+                        imports: json_column(r, 3)?,
+                        set_overrides: json_column(r, 5)?,
+                        seed: r.get::<_, i64>(6)? as u64,
+                        perfplan_version: r.get(7)?,
+                        git: revision.map(|revision| GitInfo {
+                            revision,
+                            dirty: dirty.unwrap_or(false),
+                        }),
+                        host: HostFacts {
+                            os: r.get(10)?,
+                            cpu_model: r.get(11)?,
+                            cores: r.get(12)?,
+                            hostname: r.get(13)?,
+                        },
+                        report: json_column(r, 14)?,
+                        gates: json_column(r, 15)?,
+                        slo: json_column(r, 16)?,
+                    };
+                    Ok(SuiteRow {
+                        info,
+                        plan_sha256: r.get(4)?,
+                        created_unix_ms: r.get(17)?,
+                    })
                 },
             )
             .optional()
             .doing("reading the suite")?;
-        let Some((
-            (name, path, text),
-            (imports, sha, sets),
-            (seed, version, rev),
-            (dirty, os, cpu),
-            (cores, host, report),
-            (gates, slo, created),
-        )) = row
-        else {
-            return Err(StoreError::NoSuite {
-                path: self.path.clone(),
-            });
-        };
-        let info = SuiteInfo {
-            plan_name: name,
-            plan_path: path,
-            plan_text: text,
-            imports: from_json("suites.imports_json", &imports)?,
-            set_overrides: from_json("suites.set_overrides_json", &sets)?,
-            seed: seed as u64,
-            perfplan_version: version,
-            git: rev.map(|revision| GitInfo {
-                revision,
-                dirty: dirty.unwrap_or(false),
-            }),
-            host: HostFacts {
-                os,
-                cpu_model: cpu,
-                cores,
-                hostname: host,
-            },
-            report: from_json("suites.report_json", &report)?,
-            gates: from_json("suites.gates_json", &gates)?,
-            slo: from_json("suites.slo_json", &slo)?,
-        };
-        Ok(SuiteRow {
-            info,
-            plan_sha256: sha,
-            created_unix_ms: created,
+        row.ok_or_else(|| StoreError::NoSuite {
+            path: self.path.clone(),
         })
     }
 }

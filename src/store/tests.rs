@@ -85,6 +85,7 @@ fn requests_round_trip_with_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = store_in(dir.path());
     store.begin_run("run1").unwrap();
+    store.set_shard(Some("2/4"));
     let recs: Vec<RequestRecord> = (0..5).map(|i| record(i, 20 + i, 4)).collect();
     let batch: Vec<StoredRequest<'_>> = recs
         .iter()
@@ -102,6 +103,7 @@ fn requests_round_trip_with_chunks() {
     assert_eq!(rows[2].itl_mean_us, Some(5_000));
     assert_eq!(rows[2].tpot_us(), Some(5_000.0));
     assert_eq!(rows[0].phase, Phase::Warmup);
+    assert_eq!(rows[0].shard.as_deref(), Some("2/4"));
     for (row, rec) in rows.iter().zip(&recs) {
         let mut back = row.to_record();
         back.output_text = rec.output_text.clone();
@@ -201,10 +203,55 @@ fn server_metrics_and_gates_round_trip() {
 }
 
 #[test]
+fn secrets_in_settings_are_never_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    let run = RunRow {
+        id: "s".into(),
+        ordinal: 9,
+        axes: json!({}),
+        settings: json!({"endpoint": {"api_key_env": "KEY", "api_key": "sk-123", "Headers": {"Authorization": "Bearer x"}}}),
+    };
+    store.register_runs(&[run]).unwrap();
+    let stored = store.runs().unwrap().pop().unwrap().settings;
+    assert_eq!(
+        stored,
+        json!({"endpoint": {"api_key_env": "KEY", "api_key": "[redacted]", "Headers": "[redacted]"}})
+    );
+}
+
+#[test]
 fn open_reports_missing_database() {
     let dir = tempfile::tempdir().unwrap();
     assert!(matches!(
         Store::open(dir.path()),
         Err(StoreError::NotFound { .. })
     ));
+}
+
+#[test]
+fn newer_schema_is_refused_and_migrations_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let version: i64 = store
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let mode: String = store
+        .conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    store
+        .conn
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(store);
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(matches!(err, StoreError::TooNew { .. }), "{err}");
+    assert!(
+        err.to_string().contains("newer than this perfplan"),
+        "{err}"
+    );
 }
