@@ -15,11 +15,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn abs_diff(a: Duration, b: Duration) -> Duration {
-    if a > b {
-        a - b
-    } else {
-        b - a
-    }
+    a.abs_diff(b)
 }
 
 /// Opens `n` pooled connections first, so that TTFT does not include TCP connects.

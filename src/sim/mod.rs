@@ -66,6 +66,14 @@ pub enum SimError {
     Serve(#[source] std::io::Error),
 }
 
+/// Checks the settings and loads the tokenizer, without serving (the CLI calls this before it
+/// binds, so a bad setting is reported before anything is printed).
+pub fn check(config: &SimConfig) -> Result<(), SimError> {
+    validate(config)?;
+    tokens::TokenCounter::load(config.tokenizer.as_deref()).map_err(SimError::Tokenizer)?;
+    Ok(())
+}
+
 /// Checks settings that would make the simulator misbehave.
 fn validate(cfg: &SimConfig) -> Result<(), SimError> {
     let faults = [
