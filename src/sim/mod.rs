@@ -187,7 +187,8 @@ impl SimServer {
         format!("http://{}", self.addr)
     }
 
-    /// Every request received on `/v1/...`, in arrival order.
+    /// Every request received on the API routes (`/v1/...`, `/rerank`, `/v2/rerank`), in
+    /// arrival order, with its JSON body (`null` for GET or a body that is not JSON).
     pub fn received(&self) -> Vec<ReceivedRequest> {
         self.state.received()
     }
