@@ -15,11 +15,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn abs_diff(a: Duration, b: Duration) -> Duration {
-    if a > b {
-        a - b
-    } else {
-        b - a
-    }
+    a.abs_diff(b)
 }
 
 /// Opens `n` pooled connections first, so that TTFT does not include TCP connects.
@@ -185,5 +181,109 @@ async fn queueing_with_max_num_seqs() {
         .count();
     assert_eq!(waited, 12);
     assert_eq!(metric(&c, &base, "vllm:num_requests_waiting").await, 0.0);
+    sim.shutdown().await;
+}
+
+/// Past the knee each running sequence adds `itl_slope`: 6 streams, knee 2, slope 1 ms →
+/// 2 ms + 4 × 1 ms = 6 ms per token (server truth).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn itl_grows_past_the_knee() {
+    let cfg = SimConfig {
+        ttft_base: ms(20),
+        itl_base: ms(2),
+        itl_knee: 2,
+        itl_slope: ms(1),
+        ..SimConfig::default()
+    };
+    let sim = SimServer::start(cfg).await.unwrap();
+    let url = format!("{}/v1/completions", sim.base_url());
+    let c = client();
+    let body =
+        json!({"model": "m", "prompt": "x", "max_tokens": 40, "ignore_eos": true, "stream": true});
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let (c, url, body) = (c.clone(), url.clone(), body.clone());
+            tokio::spawn(async move { stream(&c, &url, &body).await })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let truth = sim.truth();
+    let mean_us = truth
+        .iter()
+        .map(|r| (r.last_token_us.unwrap() - r.first_token_us.unwrap()) / 39)
+        .sum::<u64>()
+        / truth.len() as u64;
+    assert!(mean_us.abs_diff(6_000) < 1_000, "itl {mean_us}us");
+    sim.shutdown().await;
+}
+
+/// Prefill time counts only uncached prompt tokens: 1,000 tokens at 10,000 tokens/s add
+/// 100 ms the first time, less than 1 ms once 992 of them are cached.
+#[tokio::test]
+async fn prefill_time_counts_uncached_tokens() {
+    let cfg = SimConfig {
+        ttft_base: ms(10),
+        itl_base: ms(1),
+        prefill_tokens_per_s: 10_000.0,
+        ..SimConfig::default()
+    };
+    let sim = SimServer::start(cfg).await.unwrap();
+    let url = format!("{}/v1/completions", sim.base_url());
+    let c = client();
+    let ids: Vec<u32> = (0..1000).collect();
+    let body =
+        json!({"model": "m", "prompt": ids, "max_tokens": 2, "ignore_eos": true, "stream": true});
+    stream(&c, &url, &body).await;
+    stream(&c, &url, &body).await;
+    let truth = sim.truth();
+    let ttft: Vec<u64> = truth
+        .iter()
+        .map(|r| r.first_token_us.unwrap() - r.arrival_us)
+        .collect();
+    assert!(ttft[0].abs_diff(110_000) < 5_000, "cold ttft {}us", ttft[0]);
+    assert!(ttft[1].abs_diff(10_800) < 5_000, "warm ttft {}us", ttft[1]);
+    assert_eq!(truth[1].cached_tokens, 992);
+    sim.shutdown().await;
+}
+
+/// A client that goes away frees its batch slot at once.
+#[tokio::test]
+async fn disconnect_frees_the_slot() {
+    let cfg = SimConfig {
+        ttft_base: ms(5),
+        itl_base: ms(50),
+        max_num_seqs: 1,
+        ..SimConfig::default()
+    };
+    let sim = SimServer::start(cfg).await.unwrap();
+    let base = sim.base_url();
+    let url = format!("{base}/v1/completions");
+    let c = client();
+    let long = json!({"model": "m", "prompt": "x", "max_tokens": 1000, "ignore_eos": true, "stream": true});
+    let mut r = c
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(long.to_string())
+        .send()
+        .await
+        .unwrap();
+    r.chunk().await.unwrap();
+    drop(r);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(metric(&c, &base, "vllm:num_requests_running").await, 0.0);
+    let short =
+        json!({"model": "m", "prompt": "x", "max_tokens": 2, "ignore_eos": true, "stream": true});
+    let s = stream(&c, &url, &short).await;
+    assert!(
+        s.ttft().unwrap() < Duration::from_millis(40),
+        "{:?} {:?}",
+        s.ttft(),
+        sim.truth()
+    );
+    let truth = sim.truth();
+    assert!(!truth[0].finished);
+    assert!(truth[1].finished);
     sim.shutdown().await;
 }
