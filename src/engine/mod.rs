@@ -13,6 +13,7 @@
 pub mod arrivals;
 pub mod cpu;
 mod exchange;
+mod h1;
 pub mod record;
 mod run;
 pub mod source;
