@@ -89,10 +89,39 @@ async fn canned_server() -> String {
     format!("http://{addr}")
 }
 
+/// Runs `scenario` through both HTTP clients; they must agree on everything but timing.
 async fn one(scenario: &str) -> RequestRecord {
+    let lean = one_with(scenario, false).await;
+    let other = one_with(scenario, true).await;
+    assert_eq!(
+        (
+            lean.outcome,
+            lean.http_status,
+            &lean.finish_reason,
+            &lean.output_text,
+            lean.usage,
+            lean.content_times.len()
+        ),
+        (
+            other.outcome,
+            other.http_status,
+            &other.finish_reason,
+            &other.output_text,
+            other.usage,
+            other.content_times.len()
+        ),
+        "{scenario}: lean client and reqwest disagree: {:?} / {:?}",
+        lean.error,
+        other.error
+    );
+    lean
+}
+
+async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
     let base_url = canned_server().await;
     let target = Target {
         base_url,
+        force_reqwest,
         timeouts: Timeouts {
             connect: Duration::from_secs(2),
             read: Duration::from_secs(2),
@@ -193,14 +222,17 @@ async fn refused_connection_is_a_connect_failure() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let ep = Endpoint::new(
-        &Target {
+    for force_reqwest in [false, true] {
+        let target = Target {
             base_url: format!("http://{addr}"),
+            force_reqwest,
             ..Target::default()
-        },
-        1,
-    )
-    .unwrap();
+        };
+        refused(&Endpoint::new(&target, 1).unwrap()).await;
+    }
+}
+
+async fn refused(ep: &Endpoint) {
     let req = PreparedRequest {
         item: 0,
         phase: Phase::Measured,
@@ -216,7 +248,7 @@ async fn refused_connection_is_a_connect_failure() {
         grace: Duration::from_secs(1),
     };
     let out = run(
-        &ep,
+        ep,
         &mut VecSource::new(vec![req.clone(), req]),
         &cfg,
         &CancelHandle::new(),

@@ -304,6 +304,11 @@ async fn duration_stops_sending_on_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_faults_are_counted_by_class() {
+    faults_with(false).await;
+    faults_with(true).await;
+}
+
+async fn faults_with(force_reqwest: bool) {
     let sim = SimServer::start(SimConfig {
         ttft_base: ms(1),
         itl_base: ms(1),
@@ -323,6 +328,7 @@ async fn injected_faults_are_counted_by_class() {
             read: Duration::from_millis(300),
             total: None,
         },
+        force_reqwest,
         ..Target::default()
     };
     let ep = Endpoint::new(&target, 8).unwrap();

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::h1::{BodyState, Conn, Framing, H1Client, Head};
 use super::record::{Outcome, RequestRecord, Usage};
 use super::source::PreparedRequest;
-use super::h1::{BodyState, Conn, Framing, H1Client, Head};
 use super::target::Endpoint;
 use crate::api::{self, ApiKind, SseDecoder, SseEvent};
 
@@ -233,8 +233,18 @@ async fn open_h1(h1: &H1Client, req: &PreparedRequest) -> Result<(Conn, Head), F
                 return Err(Failure::new(Outcome::BadBody, e.to_string()))
             }
             Ok(None) | Err(_) if reused => conn = h1.connect().await.map_err(connect_failure)?,
-            Ok(None) => return Err(Failure::new(Outcome::Connect, "connection closed before the response")),
-            Err(e) => return Err(Failure::new(Outcome::Connect, format!("before the response: {e}"))),
+            Ok(None) => {
+                return Err(Failure::new(
+                    Outcome::Connect,
+                    "connection closed before the response",
+                ))
+            }
+            Err(e) => {
+                return Err(Failure::new(
+                    Outcome::Connect,
+                    format!("before the response: {e}"),
+                ))
+            }
         }
     }
 }
@@ -268,7 +278,13 @@ async fn drive_h1(
     rec.http_status = Some(status);
     let streamed = status == 200 && (head.event_stream || (req.stream && !head.json));
     let mut decoder = SseDecoder::new();
-    let mut state = StreamState { kind: req.kind, t0, done: false, error: None, bad: None };
+    let mut state = StreamState {
+        kind: req.kind,
+        t0,
+        done: false,
+        error: None,
+        bad: None,
+    };
     let mut body = Vec::new();
     let mut last = Instant::now();
     rec.end = last - t0;

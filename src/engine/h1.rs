@@ -43,13 +43,17 @@ pub(crate) struct Conn {
 // Hand-written so that the prepared headers (with the API key) are never printed.
 impl fmt::Debug for H1Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("H1Client").field("addrs", &self.addrs).finish_non_exhaustive()
+        f.debug_struct("H1Client")
+            .field("addrs", &self.addrs)
+            .finish_non_exhaustive()
     }
 }
 
 impl fmt::Debug for Conn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Conn").field("reused", &self.reused).finish_non_exhaustive()
+        f.debug_struct("Conn")
+            .field("reused", &self.reused)
+            .finish_non_exhaustive()
     }
 }
 
@@ -195,7 +199,10 @@ impl Conn {
                 return if self.end == self.start {
                     Ok(None)
                 } else {
-                    Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed inside the response head"))
+                    Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "connection closed inside the response head",
+                    ))
                 };
             }
         }
@@ -217,7 +224,10 @@ impl Conn {
                     body.ended = true;
                     Ok(false)
                 }
-                _ => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed inside the body")),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "connection closed inside the body",
+                )),
             };
         }
         let input = &self.rbuf[self.start..self.end];
@@ -305,7 +315,10 @@ impl BodyState {
         BodyState {
             framing,
             remaining,
-            chunk: ChunkState::Size { value: 0, digits: false },
+            chunk: ChunkState::Size {
+                value: 0,
+                digits: false,
+            },
             ended: false,
         }
     }
@@ -320,7 +333,11 @@ impl BodyState {
     }
 
     /// Consumes framing from `input`, handing data to `on_data`; returns bytes used.
-    pub(crate) fn feed(&mut self, input: &[u8], mut on_data: impl FnMut(&[u8])) -> io::Result<usize> {
+    pub(crate) fn feed(
+        &mut self,
+        input: &[u8],
+        mut on_data: impl FnMut(&[u8]),
+    ) -> io::Result<usize> {
         match self.framing {
             Framing::UntilClose => {
                 on_data(input);
@@ -356,15 +373,41 @@ impl BodyState {
                 (Size { value, .. }, b) if b.is_ascii_hexdigit() => {
                     let d = u64::from((b as char).to_digit(16).unwrap_or(0));
                     let v = value.checked_mul(16).and_then(|v| v.checked_add(d));
-                    Size { value: v.ok_or_else(|| bad("chunk size overflow"))?, digits: true }
+                    Size {
+                        value: v.ok_or_else(|| bad("chunk size overflow"))?,
+                        digits: true,
+                    }
                 }
-                (Size { value, digits: true }, b'\r') | (Ext(value), b'\r') => SizeLf(value),
-                (Size { value, digits: true }, b'\n') | (Ext(value), b'\n') => after_size(value),
-                (Size { value, digits: true }, b';' | b' ' | b'\t') => Ext(value),
+                (
+                    Size {
+                        value,
+                        digits: true,
+                    },
+                    b'\r',
+                )
+                | (Ext(value), b'\r') => SizeLf(value),
+                (
+                    Size {
+                        value,
+                        digits: true,
+                    },
+                    b'\n',
+                )
+                | (Ext(value), b'\n') => after_size(value),
+                (
+                    Size {
+                        value,
+                        digits: true,
+                    },
+                    b';' | b' ' | b'\t',
+                ) => Ext(value),
                 (Ext(value), _) => Ext(value),
                 (SizeLf(value), b'\n') => after_size(value),
                 (DataCr, b'\r') => DataLf,
-                (DataCr, b'\n') | (DataLf, b'\n') => Size { value: 0, digits: false },
+                (DataCr, b'\n') | (DataLf, b'\n') => Size {
+                    value: 0,
+                    digits: false,
+                },
                 (TrailerStart, b'\r') => TrailerLf { empty: true },
                 (TrailerStart, b'\n') => Done,
                 (TrailerStart, _) | (TrailerLine, _) if b != b'\r' => TrailerLine,
@@ -391,7 +434,8 @@ fn after_size(value: u64) -> ChunkState {
 mod tests {
     use super::*;
 
-    const CHUNKED: &[u8] = b"5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n";
+    const CHUNKED: &[u8] =
+        b"5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n";
 
     fn decode(pieces: &[&[u8]]) -> (Vec<u8>, bool) {
         let mut b = BodyState::new(Framing::Chunked);
@@ -427,9 +471,15 @@ mod tests {
         assert!(head.event_stream && !head.close);
         assert_eq!(head.framing, Framing::Chunked);
         assert_eq!(&raw[used..], b"rest");
-        let raw = b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 3\r\nconnection: close\r\n\r\n";
+        let raw =
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 3\r\nconnection: close\r\n\r\n";
         let (head, _) = parse_head(raw).unwrap().unwrap();
-        assert_eq!((head.status, head.framing, head.close), (500, Framing::Length(3), true));
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-").unwrap().is_none());
+        assert_eq!(
+            (head.status, head.framing, head.close),
+            (500, Framing::Length(3), true)
+        );
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-")
+            .unwrap()
+            .is_none());
     }
 }
