@@ -277,7 +277,8 @@ async fn drive_h1(
     let status = head.status;
     rec.http_status = Some(status);
     let streamed = status == 200 && (head.event_stream || (req.stream && !head.json));
-    let mut decoder = SseDecoder::new();
+    let mut decoder = std::mem::take(&mut conn.sse);
+    decoder.reset();
     let mut state = StreamState {
         kind: req.kind,
         t0,
@@ -319,15 +320,18 @@ async fn drive_h1(
             }
         }
     }
+    if streamed {
+        let at = rec.end;
+        decoder.finish(|ev| state.on_event(rec, ev, at));
+    }
     if framing.done() && !head.close && head.framing != Framing::UntilClose {
+        conn.sse = decoder;
         h1.checkin(conn);
     }
     if status != 200 {
         return Err(Failure::new(Outcome::Http, excerpt(&body)));
     }
     if streamed {
-        let at = rec.end;
-        decoder.finish(|ev| state.on_event(rec, ev, at));
         return stream_outcome(&state, rec);
     }
     whole_body(req.kind, &body, rec)

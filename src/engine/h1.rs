@@ -10,8 +10,12 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use std::io::Write as _;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::api::SseDecoder;
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -36,6 +40,8 @@ pub(crate) struct Conn {
     wbuf: Vec<u8>,
     /// When the last read returned (the arrival time of the bytes in the buffer).
     filled_at: Instant,
+    /// The SSE decoder's buffers, kept with the connection so a stream allocates nothing.
+    pub(crate) sse: SseDecoder,
     /// Served a request before (a failure before any answer byte may be a stale socket).
     pub(crate) reused: bool,
 }
@@ -120,6 +126,7 @@ impl H1Client {
                         end: 0,
                         wbuf: Vec::with_capacity(1024),
                         filled_at: Instant::now(),
+                        sse: SseDecoder::new(),
                         reused: false,
                     });
                 }
@@ -150,9 +157,8 @@ impl H1Client {
         w.extend_from_slice(path.as_bytes());
         w.extend_from_slice(b" HTTP/1.1\r\n");
         w.extend_from_slice(&self.common);
-        w.extend_from_slice(b"Content-Length: ");
-        w.extend_from_slice(body.len().to_string().as_bytes());
-        w.extend_from_slice(b"\r\n\r\n");
+        // Writing into a Vec cannot fail.
+        let _ = write!(w, "Content-Length: {}\r\n\r\n", body.len());
         w.extend_from_slice(body);
         conn.stream.write_all(&conn.wbuf).await
     }
