@@ -10,6 +10,7 @@ use crate::sim::{self, SimConfig};
 
 /// Start the built-in OpenAI-compatible simulator (point any client at the printed address).
 #[derive(Debug, Clone, Args)]
+#[command(after_long_help = AFTER_HELP)]
 pub struct SimArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
@@ -22,6 +23,16 @@ pub struct SimArgs {
     #[command(flatten)]
     pub config: SimConfig,
 }
+
+const AFTER_HELP: &str = "\
+Routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings, /v1/rerank;
+GET /v1/models, /health, /metrics (vLLM metric names); POST /reset_prefix_cache;
+GET /sim/truth (per-request ground truth, ?reset=true) and DELETE /sim/truth.
+
+Example:
+  perfplan sim --port 8000 --ttft-base 200ms --itl-base 20ms &
+  curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
+    -d '{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8,\"stream\":true}'";
 
 /// Runs the simulator; returns the process exit code.
 pub fn run(args: SimArgs) -> u8 {
@@ -39,6 +50,10 @@ pub fn run(args: SimArgs) -> u8 {
 }
 
 async fn serve(args: SimArgs) -> u8 {
+    if let Err(e) = sim::check(&args.config) {
+        eprintln!("error: {}", chain(&e));
+        return exit::INVALID;
+    }
     let addr = SocketAddr::new(args.host, args.port);
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,

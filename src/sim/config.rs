@@ -35,7 +35,8 @@ pub struct SimConfig {
     #[arg(long = "model", value_name = "NAME")]
     pub models: Vec<String>,
 
-    /// Fixed part of the time to first token.
+    /// Fixed part of the time to first token: TTFT = queue wait + uncached prompt tokens /
+    /// `prefill_tokens_per_s` + `ttft_base`.
     #[arg(long, default_value = "20ms", value_name = "DURATION")]
     pub ttft_base: HumanDuration,
 
@@ -55,7 +56,8 @@ pub struct SimConfig {
     #[arg(long, default_value = "0ms", value_name = "DURATION")]
     pub itl_slope: HumanDuration,
 
-    /// Tokens per streamed chunk.
+    /// Tokens per streamed chunk; a chunk goes out when its last token is due (the first chunk
+    /// at TTFT, then one every `tokens_per_chunk` × inter-token time).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub tokens_per_chunk: u32,
 
@@ -63,12 +65,14 @@ pub struct SimConfig {
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub max_num_seqs: u32,
 
-    /// Output length when the request sets neither `ignore_eos` nor a length: a seeded
-    /// natural length with this mean, capped by `max_tokens`.
+    /// Output length when the request does not set `ignore_eos`: a seeded natural length
+    /// (exponential with this mean), at least `min_tokens`, capped by `max_tokens`
+    /// (`max_completion_tokens`, `max_output_tokens`). With `ignore_eos`: exactly the cap.
     #[arg(long, default_value_t = 128, value_name = "N")]
     pub natural_output_mean: u32,
 
-    /// Whether the simulated server caches prompt prefixes.
+    /// Whether the simulated server caches prompt prefixes. `cached_tokens` is the longest run
+    /// of cached full blocks within all but the last prompt token (as vLLM computes it).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub prefix_cache: bool,
 
@@ -80,7 +84,8 @@ pub struct SimConfig {
     #[arg(long, default_value_t = 65536, value_name = "N")]
     pub cache_blocks: u32,
 
-    /// When streamed responses end with a usage chunk.
+    /// When streamed responses end with a usage chunk (Responses API streams carry usage in
+    /// `response.completed` unless `never`).
     #[arg(long, value_enum, default_value = "request")]
     pub usage: UsageMode,
 
@@ -100,11 +105,12 @@ pub struct SimConfig {
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<String>,
 
-    /// Seed for natural output lengths and faults.
+    /// Seed for natural output lengths, faults and response ids.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Record per-request ground truth and serve it on `GET /sim/truth`.
+    /// Record per-request ground truth (arrival, first and last token write times, tokens
+    /// sent) and serve it on `GET /sim/truth` (`?reset=true` or `DELETE` clears it).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub truth: bool,
 

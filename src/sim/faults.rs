@@ -4,6 +4,8 @@
 //! inference requests gets exactly fraction × D faults of each kind, in a seeded order, so
 //! a test can count them exactly. Knows nothing about HTTP.
 
+use std::sync::Mutex;
+
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -14,9 +16,10 @@ use super::config::SimConfig;
 const MAX_DECK: usize = 10_000;
 
 /// What goes wrong with one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fault {
+    #[default]
     None,
     Http429,
     Http500,
@@ -44,6 +47,8 @@ pub(crate) struct FaultDeck {
     kinds: Vec<(Fault, f64)>,
     size: usize,
     seed: u64,
+    /// The most recently dealt round and its shuffled deck.
+    current: Mutex<Option<(u64, Vec<Fault>)>>,
 }
 
 impl FaultDeck {
@@ -72,6 +77,7 @@ impl FaultDeck {
             kinds,
             size,
             seed: cfg.seed,
+            current: Mutex::new(None),
         }
     }
 
@@ -88,6 +94,21 @@ impl FaultDeck {
         }
         let size = self.size as u64;
         let (round, pos) = (n / size, (n % size) as usize);
+        let mut current = self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if current.as_ref().is_none_or(|(r, _)| *r != round) {
+            *current = Some((round, self.shuffled(round)));
+        }
+        current
+            .as_ref()
+            .and_then(|(_, deck)| deck.get(pos).copied())
+            .unwrap_or(Fault::None)
+    }
+
+    /// The deck of one round: exact counts, seeded order.
+    fn shuffled(&self, round: u64) -> Vec<Fault> {
         let mut deck = Vec::with_capacity(self.size);
         for &(kind, f) in &self.kinds {
             let count = (f * self.size as f64).round() as usize;
@@ -97,11 +118,12 @@ impl FaultDeck {
         deck.resize(self.size, Fault::None);
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ round.wrapping_mul(0x9e37_79b9));
         deck.shuffle(&mut rng);
-        deck.get(pos).copied().unwrap_or(Fault::None)
+        deck
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -8,7 +8,10 @@
 //!   previous one (batch size read when the token is scheduled); a chunk of
 //!   `tokens_per_chunk` tokens is due when its last token is;
 //! - deadlines are absolute (previous deadline + step), so timer jitter never accumulates; every
-//!   chunk already due when the server wakes goes out in the same write.
+//!   chunk already due when the server wakes goes out in the same write;
+//! - tokio timers have 1 ms resolution and round up, so the simulator sets them `TIMER_LEAD`
+//!   (1 ms) ahead: a chunk goes out within about 1 ms either side of its deadline, plus any
+//!   OS scheduling delay (the ground truth records the actual write times).
 //!
 //! Knows nothing about routing; the wire format lives in `format`.
 
@@ -25,6 +28,17 @@ use super::format::{ChunkFormat, UsageNumbers};
 use super::request::{Api, Job};
 use super::state::SimState;
 use super::truth::{TruthGuard, TruthRecord};
+
+/// How far ahead of a deadline timers are set (tokio rounds timers up to the next ms).
+pub(crate) const TIMER_LEAD: Duration = Duration::from_millis(1);
+
+/// Sleeps until about `deadline` (see `TIMER_LEAD`).
+pub(crate) async fn sleep_until(deadline: tokio::time::Instant) {
+    let at = deadline.checked_sub(TIMER_LEAD).unwrap_or(deadline);
+    if at > tokio::time::Instant::now() {
+        tokio::time::sleep_until(at).await;
+    }
+}
 
 /// Counts a request in `vllm:num_requests_waiting` while it exists.
 struct Waiting(Arc<SimState>);

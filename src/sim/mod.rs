@@ -35,6 +35,7 @@ mod truth;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -64,6 +65,14 @@ pub enum SimError {
     Tokenizer(#[source] tokens::TokenizerError),
     #[error("simulator server failed")]
     Serve(#[source] std::io::Error),
+}
+
+/// Checks the settings and loads the tokenizer, without serving (the CLI calls this before it
+/// binds, so a bad setting is reported before anything is printed).
+pub fn check(config: &SimConfig) -> Result<(), SimError> {
+    validate(config)?;
+    tokens::TokenCounter::load(config.tokenizer.as_deref()).map_err(SimError::Tokenizer)?;
+    Ok(())
 }
 
 /// Checks settings that would make the simulator misbehave.
@@ -120,11 +129,16 @@ fn build_state(config: SimConfig, record_bodies: bool) -> Result<Arc<SimState>, 
     Ok(Arc::new(SimState::new(config, tokens, record_bodies)))
 }
 
+/// Every chunk is written at once (no Nagle delay waiting for the client's ACK).
+fn no_delay(tcp: &mut tokio::net::TcpStream) {
+    let _ = tcp.set_nodelay(true);
+}
+
 /// Serves the simulator on `listener` until the process ends (for `perfplan sim`).
 /// Request bodies are not kept (a long-running server would grow without bound).
 pub async fn serve(config: SimConfig, listener: TcpListener) -> Result<(), SimError> {
     let st = build_state(config, false)?;
-    axum::serve(listener, routes::router(st))
+    axum::serve(listener.tap_io(no_delay), routes::router(st))
         .await
         .map_err(SimError::Serve)
 }
@@ -155,7 +169,7 @@ impl SimServer {
         let (stop, stopped) = oneshot::channel::<()>();
         let app = routes::router(state.clone());
         let task = tokio::spawn(async move {
-            axum::serve(listener, app)
+            axum::serve(listener.tap_io(no_delay), app)
                 .with_graceful_shutdown(async move {
                     let _ = stopped.await;
                 })
@@ -179,7 +193,8 @@ impl SimServer {
         format!("http://{}", self.addr)
     }
 
-    /// Every request received on `/v1/...`, in arrival order.
+    /// Every request received on the API routes (`/v1/...`, `/rerank`, `/v2/rerank`), in
+    /// arrival order, with its JSON body (`null` for GET or a body that is not JSON).
     pub fn received(&self) -> Vec<ReceivedRequest> {
         self.state.received()
     }

@@ -49,9 +49,9 @@ pub(crate) async fn complete(mut gen: Generation) -> Response {
     }
     let first = gen.next;
     let itl = gen.st.itl();
-    tokio::time::sleep_until(first).await;
+    super::generate::sleep_until(first).await;
     let last = first + itl * gen.out_len.saturating_sub(1);
-    tokio::time::sleep_until(last).await;
+    super::generate::sleep_until(last).await;
     let out_len = gen.out_len;
     gen.sent = 0;
     gen.note_sent(out_len, Instant::now());

@@ -126,14 +126,8 @@ async fn generate(
         fault,
         status: fault.status().unwrap_or(200),
         arrival_us: st.micros(arrival),
-        admitted_us: None,
-        first_token_us: None,
-        last_token_us: None,
-        tokens_sent: 0,
-        chunks_sent: 0,
         prompt_tokens: job.prompt_tokens(),
-        cached_tokens: 0,
-        finished: false,
+        ..TruthRecord::default()
     };
     if let Some(answer) = fault_answer(&st, fault).await {
         let mut r = record;
@@ -150,14 +144,7 @@ async fn generate(
     });
     let id = HeaderValue::from_str(&gen.fmt.id).ok();
     let mut resp = if stream {
-        let mut r = Response::new(Body::from_stream(sse_body(gen)));
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream; charset=utf-8"),
-        );
-        r.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        r
+        sse_response(gen)
     } else {
         complete(gen).await
     };
@@ -165,6 +152,18 @@ async fn generate(
         resp.headers_mut().insert("x-request-id", id);
     }
     resp
+}
+
+/// A streamed answer: SSE headers now, chunks as they fall due.
+fn sse_response(gen: Generation) -> Response {
+    let mut r = Response::new(Body::from_stream(sse_body(gen)));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
 }
 
 async fn embeddings(State(st): St, uri: Uri, body: Bytes) -> Response {

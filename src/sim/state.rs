@@ -1,6 +1,7 @@
 //! State shared by every request of one simulator: settings, batch slots, prefix cache,
 //! counters, received bodies and ground truth. Knows nothing about HTTP routing.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -44,10 +45,13 @@ pub(crate) struct SimState {
     seq: AtomicU64,
     cache: Mutex<PrefixCache>,
     received: Option<Mutex<Vec<ReceivedRequest>>>,
-    truth: Mutex<Vec<TruthRecord>>,
+    truth: Mutex<VecDeque<TruthRecord>>,
     closing: AtomicBool,
     pub closed: Notify,
 }
+
+/// Ground-truth records kept (about 250 MB at most); older ones are forgotten.
+pub(crate) const MAX_TRUTH: usize = 1_000_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -72,7 +76,7 @@ impl SimState {
             start_unix_us,
             seq: AtomicU64::new(0),
             received: record_bodies.then(|| Mutex::new(Vec::new())),
-            truth: Mutex::new(Vec::new()),
+            truth: Mutex::new(VecDeque::new()),
             closing: AtomicBool::new(false),
             closed: Notify::new(),
             tokens,
@@ -146,18 +150,23 @@ impl SimState {
             .unwrap_or_default()
     }
 
+    /// Keeps the record; past `MAX_TRUTH` records the oldest is forgotten.
     pub(crate) fn push_truth(&self, r: TruthRecord) {
         if self.cfg.truth {
-            lock(&self.truth).push(r);
+            let mut t = lock(&self.truth);
+            if t.len() >= MAX_TRUTH {
+                t.pop_front();
+            }
+            t.push_back(r);
         }
     }
 
     pub(crate) fn truth(&self, reset: bool) -> TruthReport {
         let mut t = lock(&self.truth);
         let records = if reset {
-            std::mem::take(&mut *t)
+            t.drain(..).collect()
         } else {
-            t.clone()
+            t.iter().cloned().collect()
         };
         TruthReport {
             server_start_unix_us: self.start_unix_us,

@@ -19,6 +19,7 @@ const MAX_FRAME: usize = 16 * 1024;
 
 enum Phase {
     Start,
+    Admit,
     Tokens,
     Broken,
     Stalled,
@@ -47,22 +48,24 @@ async fn step(mut s: Streamer) -> Option<(Result<Bytes, io::Error>, Streamer)> {
     loop {
         match s.phase {
             Phase::Start => {
+                s.phase = Phase::Admit;
                 if s.gen.job.api == Api::Responses {
+                    // Sent before any queueing, as OpenAI does.
                     response_start(&mut s);
+                    return Some((Ok(s.buf.split().freeze()), s));
                 }
+            }
+            Phase::Admit => {
                 if !s.gen.admit().await {
                     return None;
                 }
                 s.phase = Phase::Tokens;
-                if !s.buf.is_empty() {
-                    return Some((Ok(s.buf.split().freeze()), s));
-                }
             }
             Phase::Tokens => {
                 if s.gen.st.is_closing() {
                     return None;
                 }
-                tokio::time::sleep_until(s.gen.next).await;
+                super::generate::sleep_until(s.gen.next).await;
                 emit_due(&mut s);
                 if !s.buf.is_empty() {
                     return Some((Ok(s.buf.split().freeze()), s));

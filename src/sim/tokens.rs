@@ -121,6 +121,7 @@ fn hash_piece(bytes: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -132,6 +133,23 @@ mod tests {
         assert_eq!(approximate_count("naïve"), 3);
         assert_eq!(approximate_count("日本語"), 3);
         assert_eq!(approximate_count(""), 0);
+    }
+
+    #[test]
+    fn loads_a_tokenizer_json_or_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+            "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,
+            "decoder":null,"model":{"type":"WordLevel","vocab":{"hello":0,"world":1,"[UNK]":2},
+            "unk_token":"[UNK]"}}"#;
+        std::fs::write(dir.path().join("tokenizer.json"), json).unwrap();
+        let tok = TokenCounter::load(dir.path().to_str()).unwrap();
+        let mut ids = Vec::new();
+        tok.encode("hello world, again", &mut ids);
+        assert_eq!(ids, vec![0, 1, 2, 2]);
+        let missing = dir.path().join("nope.json");
+        let err = TokenCounter::load(missing.to_str()).err().unwrap();
+        assert!(err.to_string().contains("nope.json"));
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! wall-clock time. `first_token_us`/`last_token_us` are when the chunk carrying the first/last
 //! output token was handed to the connection (non-streamed: when the body was). `finished`
 //! is false when the response did not end normally (client gone, drop or stall fault).
-//! Records appear when a response ends. Knows nothing about HTTP.
+//! Records appear when a response ends; the latest 1,000,000 are kept. Knows nothing about
+//! HTTP.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,7 +29,7 @@ use super::faults::Fault;
 use super::state::SimState;
 
 /// One request as the simulator served it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TruthRecord {
     /// The `id` the simulator gave the response.
     pub request_id: String,
