@@ -436,3 +436,85 @@ async fn debug_truth() {
         s.values["tpot_mean"], s.values["lateness_p99"], out.client_cpu, out.wall
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_api_works_end_to_end() {
+    let sim = SimServer::start(SimConfig {
+        ttft_base: ms(1),
+        itl_base: ms(1),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let cases = [
+        Req {
+            kind: ApiKind::Chat,
+            prompt: Prompt::Text("hi".into()),
+            fields: json!({"max_tokens": 3}),
+            stream: false,
+            reject: &[],
+        },
+        Req {
+            kind: ApiKind::Completions,
+            prompt: Prompt::Text("hi".into()),
+            fields: json!({"max_tokens": 3}),
+            stream: false,
+            reject: &[],
+        },
+        Req {
+            kind: ApiKind::Responses,
+            prompt: Prompt::Text("hi".into()),
+            fields: json!({"max_output_tokens": 3}),
+            stream: true,
+            reject: &[],
+        },
+        Req {
+            kind: ApiKind::Responses,
+            prompt: Prompt::Text("hi".into()),
+            fields: json!({"max_output_tokens": 3}),
+            stream: false,
+            reject: &[],
+        },
+        Req {
+            kind: ApiKind::Embeddings,
+            prompt: Prompt::Embedding(vec!["a b".into(), "c".into()]),
+            fields: json!({}),
+            stream: false,
+            reject: &[],
+        },
+        Req {
+            kind: ApiKind::Rerank,
+            prompt: Prompt::Rerank {
+                query: "q".into(),
+                documents: vec!["d one".into(), "d two".into()],
+            },
+            fields: json!({}),
+            stream: false,
+            reject: &[],
+        },
+    ];
+    let reqs: Vec<PreparedRequest> = cases.iter().flat_map(|c| prepare(c, 0, 1)).collect();
+    let out = go(&sim, reqs, closed(1)).await;
+    assert_eq!(out.records.len(), cases.len());
+    for (r, c) in out.records.iter().zip(&cases) {
+        assert_eq!(r.outcome, Outcome::Ok, "{:?}: {:?}", c.kind, r.error);
+        assert!(
+            r.usage.prompt_tokens.is_some(),
+            "{:?} without usage",
+            c.kind
+        );
+        if matches!(
+            c.kind,
+            ApiKind::Chat | ApiKind::Completions | ApiKind::Responses
+        ) {
+            assert_eq!(r.usage.completion_tokens, Some(3), "{:?}", c.kind);
+            assert!(
+                !r.output_text.is_empty() && r.finish_reason.is_some(),
+                "{:?}",
+                c.kind
+            );
+        }
+    }
+    assert_eq!(out.records[2].content_times.len(), 3);
+    sim.shutdown().await;
+}
