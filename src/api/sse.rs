@@ -33,6 +33,15 @@ impl SseDecoder {
         SseDecoder::default()
     }
 
+    /// Forgets any partial event, keeping the buffers' capacity (reuse across streams).
+    pub fn reset(&mut self) {
+        self.line.clear();
+        self.data.clear();
+        self.event.clear();
+        self.has_data = false;
+        self.skip_lf = false;
+    }
+
     /// Feeds the next piece of the stream; calls `on_event` for every event it completes.
     pub fn feed(&mut self, mut input: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
         if self.skip_lf {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::h1::{BodyState, Conn, Framing, H1Client, Head};
 use super::record::{Outcome, RequestRecord, Usage};
 use super::source::PreparedRequest;
 use super::target::Endpoint;
@@ -196,6 +197,147 @@ fn timed_out(ep: &Endpoint, sent_at: Instant, last: Instant, now: Instant) -> Op
 }
 
 async fn drive(
+    ep: &Endpoint,
+    req: &PreparedRequest,
+    rec: &mut RequestRecord,
+    t0: Instant,
+    sent_at: Instant,
+) -> Result<(), Failure> {
+    match &ep.h1 {
+        Some(h1) => drive_h1(h1, ep, req, rec, t0, sent_at).await,
+        None => drive_reqwest(ep, req, rec, t0, sent_at).await,
+    }
+}
+
+/// Connects (or reuses a connection), sends, and reads the response head. A reused
+/// connection that fails before any answer byte was stale: one retry on a fresh one.
+async fn open_h1(h1: &H1Client, req: &PreparedRequest) -> Result<(Conn, Head), Failure> {
+    let connect_failure = |e: std::io::Error| {
+        let outcome = if e.kind() == std::io::ErrorKind::TimedOut {
+            Outcome::Timeout
+        } else {
+            Outcome::Connect
+        };
+        Failure::new(outcome, format!("connect: {e}"))
+    };
+    let mut conn = h1.checkout().await.map_err(connect_failure)?;
+    loop {
+        let reused = conn.reused;
+        let result = match h1.send(&mut conn, &req.path, &req.body).await {
+            Ok(()) => conn.read_head().await,
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(Some(head)) => return Ok((conn, head)),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(Failure::new(Outcome::BadBody, e.to_string()))
+            }
+            Ok(None) | Err(_) if reused => conn = h1.connect().await.map_err(connect_failure)?,
+            Ok(None) => {
+                return Err(Failure::new(
+                    Outcome::Connect,
+                    "connection closed before the response",
+                ))
+            }
+            Err(e) => {
+                return Err(Failure::new(
+                    Outcome::Connect,
+                    format!("before the response: {e}"),
+                ))
+            }
+        }
+    }
+}
+
+async fn drive_h1(
+    h1: &H1Client,
+    ep: &Endpoint,
+    req: &PreparedRequest,
+    rec: &mut RequestRecord,
+    t0: Instant,
+    sent_at: Instant,
+) -> Result<(), Failure> {
+    let sleep = tokio::time::sleep_until(deadline(ep, sent_at, sent_at).into());
+    tokio::pin!(sleep);
+    let opening = open_h1(h1, req);
+    tokio::pin!(opening);
+    let (mut conn, head) = loop {
+        tokio::select! {
+            biased;
+            r = &mut opening => break r?,
+            () = &mut sleep => {
+                if let Some(mut f) = timed_out(ep, sent_at, sent_at, Instant::now()) {
+                    f.error.push_str(" (waiting for the response headers)");
+                    return Err(f);
+                }
+                sleep.as_mut().reset(deadline(ep, sent_at, sent_at).into());
+            }
+        }
+    };
+    let status = head.status;
+    rec.http_status = Some(status);
+    let streamed = status == 200 && (head.event_stream || (req.stream && !head.json));
+    let mut decoder = std::mem::take(&mut conn.sse);
+    decoder.reset();
+    let mut state = StreamState {
+        kind: req.kind,
+        t0,
+        done: false,
+        error: None,
+        bad: None,
+    };
+    let mut body = Vec::new();
+    let mut last = Instant::now();
+    rec.end = last - t0;
+    let mut framing = BodyState::new(head.framing);
+    loop {
+        let read = conn.read_body(&mut framing, |data, arrived| {
+            last = arrived;
+            let at = arrived - t0;
+            rec.end = at;
+            rec.response_bytes += data.len() as u64;
+            if streamed {
+                decoder.feed(data, |ev| state.on_event(rec, ev, at));
+            } else if status == 200 || body.len() < ERROR_EXCERPT_BYTES {
+                body.extend_from_slice(data);
+            }
+        });
+        tokio::select! {
+            biased;
+            r = read => match r {
+                Ok(true) if state.bad.is_none() => {}
+                Ok(_) => break,
+                Err(e) => {
+                    let what = if streamed { Outcome::StreamBroken } else { Outcome::BadBody };
+                    return Err(Failure::new(what, e.to_string()));
+                }
+            },
+            () = &mut sleep => {
+                if let Some(f) = timed_out(ep, sent_at, last, Instant::now()) {
+                    return Err(f);
+                }
+                sleep.as_mut().reset(deadline(ep, sent_at, last).into());
+            }
+        }
+    }
+    if streamed {
+        let at = rec.end;
+        decoder.finish(|ev| state.on_event(rec, ev, at));
+    }
+    if framing.done() && !head.close && head.framing != Framing::UntilClose {
+        conn.sse = decoder;
+        h1.checkin(conn);
+    }
+    if status != 200 {
+        return Err(Failure::new(Outcome::Http, excerpt(&body)));
+    }
+    if streamed {
+        return stream_outcome(&state, rec);
+    }
+    whole_body(req.kind, &body, rec)
+}
+
+async fn drive_reqwest(
     ep: &Endpoint,
     req: &PreparedRequest,
     rec: &mut RequestRecord,

@@ -2,10 +2,18 @@
 //! (closed loop, open loop, warmup handoff, duration, cancellation) and emits one
 //! `RequestRecord` per request. It knows nothing about plans, storage or tables; it
 //! depends on `api` only.
+//!
+//! Use: build each request body with `api::build_body`, wrap it in a `PreparedRequest`
+//! (warmup ones first), put them in a `RequestSource` (`VecSource`), make one `Endpoint`
+//! per server (`Endpoint::new(&target, cfg.pool_size())`) and call `run`. Records reach
+//! the `RecordSink` as they complete and come back in `RunOutput`; times are offsets
+//! from `RunOutput::started`. `CancelHandle::cancel` (Ctrl-C) stops sending; requests in
+//! flight get `RunConfig::grace`, then end as `Outcome::Cancelled`.
 
 pub mod arrivals;
 pub mod cpu;
 mod exchange;
+mod h1;
 pub mod record;
 mod run;
 pub mod source;

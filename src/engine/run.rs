@@ -6,7 +6,7 @@
 //! Requests in flight are futures polled by this one driver (no task spawn, no lock,
 //! no channel per chunk); each has a oneshot that cancels it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant, SystemTime};
@@ -18,7 +18,7 @@ use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
 use super::cpu::process_cpu_time;
 use super::exchange::exchange;
 use super::record::RequestRecord;
-use super::source::{Next, RequestSource};
+use super::source::{Next, PreparedRequest, RequestSource};
 use super::target::Endpoint;
 use super::ticker::{next_tick, Ticker};
 
@@ -134,22 +134,99 @@ pub enum RunError {
 
 type InFlight<'a> = FuturesUnordered<Pin<Box<dyn Future<Output = RequestRecord> + Send + 'a>>>;
 
+/// The driver's state between two wake-ups.
 struct Driver<'a> {
     ep: &'a Endpoint,
     t0: Instant,
     in_flight: InFlight<'a>,
     cancels: HashMap<u64, oneshot::Sender<()>>,
     next_index: u64,
+    /// Most requests in flight (closed loop: the concurrency).
+    limit: usize,
+    stop_at: Option<Instant>,
+    /// Open loop: the arrival thread.
+    ticker: Option<Ticker>,
+    /// A tick received whose request has not started yet.
+    due: Option<Duration>,
+    /// Closed loop: when each free slot was freed (the end of the request that held
+    /// it), so lateness includes the driver's own delay in refilling it.
+    freed: VecDeque<Duration>,
+    records: Vec<RequestRecord>,
+    stopping: bool,
+    cancelled: bool,
+    exhausted: bool,
+    by_duration: bool,
 }
 
 impl<'a> Driver<'a> {
-    fn start(&mut self, req: super::source::PreparedRequest, intended: Duration) {
+    fn start(&mut self, req: PreparedRequest, intended: Duration) {
         let (tx, rx) = oneshot::channel();
         let index = self.next_index;
         self.next_index += 1;
         self.cancels.insert(index, tx);
         let fut = exchange(self.ep, req, index, intended, self.t0, rx);
         self.in_flight.push(Box::pin(fut));
+    }
+
+    /// Starts every request the load allows now.
+    fn fill(&mut self, source: &mut (dyn RequestSource + Send)) {
+        while !self.stopping && self.in_flight.len() < self.limit {
+            let now = Instant::now();
+            let intended = match self.ticker.as_mut() {
+                None => self.freed.pop_front().unwrap_or(now - self.t0),
+                Some(t) => match self.due.or_else(|| t.try_next()) {
+                    Some(x) => x,
+                    None => break,
+                },
+            };
+            let t0 = self.t0;
+            if self.stop_at.is_some_and(|s| now >= s || t0 + intended >= s) {
+                self.stopping = true;
+                self.by_duration = true;
+                break;
+            }
+            self.due = None;
+            match source.next() {
+                Next::Request(req) => self.start(req, intended),
+                Next::Pending if !self.in_flight.is_empty() => {
+                    self.due = self.ticker.as_ref().map(|_| intended);
+                    break;
+                }
+                Next::Pending | Next::Done => {
+                    self.stopping = true;
+                    self.exhausted = true;
+                }
+            }
+        }
+    }
+
+    fn complete(
+        &mut self,
+        rec: RequestRecord,
+        source: &mut (dyn RequestSource + Send),
+        sink: &mut (dyn RecordSink + Send),
+    ) {
+        self.cancels.remove(&rec.index);
+        if self.ticker.is_none() && !self.stopping {
+            self.freed.push_back(rec.end);
+        }
+        source.completed(&rec);
+        sink.record(&rec);
+        self.records.push(rec);
+    }
+
+    fn wants_tick(&self) -> bool {
+        self.ticker.is_some()
+            && self.due.is_none()
+            && !self.stopping
+            && self.in_flight.len() < self.limit
+    }
+}
+
+fn limit_of(load: &Load) -> usize {
+    match *load {
+        Load::Closed { concurrency } => concurrency as usize,
+        Load::Open { max_in_flight, .. } => max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize),
     }
 }
 
@@ -161,7 +238,7 @@ pub async fn run(
     cancel: &CancelHandle,
     sink: &mut (dyn RecordSink + Send),
 ) -> Result<RunOutput, RunError> {
-    let mut clock = match cfg.load {
+    let clock = match cfg.load {
         Load::Closed { concurrency: 0 } => return Err(RunError::Concurrency),
         Load::Closed { .. } => None,
         Load::Open {
@@ -174,109 +251,86 @@ pub async fn run(
     let cpu0 = process_cpu_time();
     let started = SystemTime::now();
     let t0 = Instant::now();
+    let ticker = match clock {
+        Some(c) => Some(Ticker::start(c, t0).map_err(RunError::Thread)?),
+        None => None,
+    };
     let mut d = Driver {
         ep,
         t0,
         in_flight: FuturesUnordered::new(),
         cancels: HashMap::new(),
         next_index: 0,
+        limit: limit_of(&cfg.load),
+        stop_at: cfg.duration.map(|x| t0 + x),
+        ticker,
+        due: None,
+        freed: VecDeque::new(),
+        records: Vec::new(),
+        stopping: cancel.is_cancelled(),
+        cancelled: cancel.is_cancelled(),
+        exhausted: false,
+        by_duration: false,
     };
-    let limit = match cfg.load {
-        Load::Closed { concurrency } => concurrency as usize,
-        Load::Open { max_in_flight, .. } => max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize),
-    };
-    let far = t0 + Duration::from_secs(86_400 * 365);
-    let stop_at = cfg.duration.map(|x| t0 + x);
-    let mut ticker = match clock.take() {
-        Some(c) => Some(Ticker::start(c, t0).map_err(RunError::Thread)?),
-        None => None,
-    };
-    // A tick received whose request has not started yet (open loop).
-    let mut due: Option<Duration> = None;
-    let mut records = Vec::new();
-    let mut cancel_rx = cancel.tx.subscribe();
-    let (mut stopping, mut cancelled, mut exhausted, mut by_duration) =
-        (cancel.is_cancelled(), cancel.is_cancelled(), false, false);
-    let stop_sleep = tokio::time::sleep_until(stop_at.unwrap_or(far).into());
-    let grace_sleep = tokio::time::sleep_until(far.into());
-    tokio::pin!(stop_sleep, grace_sleep);
-    loop {
-        // Start every request the load allows now.
-        while !stopping && d.in_flight.len() < limit {
-            let now = Instant::now();
-            let intended = match ticker.as_mut() {
-                None => now - t0,
-                Some(t) => match due.or_else(|| t.try_next()) {
-                    Some(x) => x,
-                    None => break,
-                },
-            };
-            if stop_at.is_some_and(|s| now >= s || t0 + intended >= s) {
-                stopping = true;
-                by_duration = true;
-                break;
-            }
-            due = None;
-            match source.next() {
-                Next::Request(req) => d.start(req, intended),
-                Next::Pending if !d.in_flight.is_empty() => {
-                    due = ticker.as_ref().map(|_| intended);
-                    break;
-                }
-                Next::Pending | Next::Done => {
-                    stopping = true;
-                    exhausted = true;
-                }
-            }
-        }
-        if d.in_flight.is_empty() && stopping {
-            break;
-        }
-        let want_tick = ticker.is_some() && due.is_none() && !stopping && d.in_flight.len() < limit;
-        tokio::select! {
-            biased;
-            Some(rec) = d.in_flight.next(), if !d.in_flight.is_empty() => {
-                d.cancels.remove(&rec.index);
-                source.completed(&rec);
-                sink.record(&rec);
-                records.push(rec);
-            }
-            tick = next_tick(&mut ticker), if want_tick => {
-                due = tick;
-                if tick.is_none() {
-                    stopping = true;
-                }
-            }
-            () = &mut stop_sleep, if stop_at.is_some() && !stopping => {
-                stopping = true;
-                by_duration = true;
-            }
-            r = cancel_rx.changed(), if !cancelled => {
-                if r.is_err() || *cancel_rx.borrow() {
-                    cancelled = true;
-                    stopping = true;
-                    grace_sleep.as_mut().reset((Instant::now() + cfg.grace).into());
-                }
-            }
-            () = &mut grace_sleep, if cancelled => {
-                // Dropping the senders cancels every request still in flight.
-                d.cancels.clear();
-                grace_sleep.as_mut().reset(far.into());
-            }
-        }
-    }
-    drop(ticker);
+    drive(&mut d, source, cfg.grace, cancel, sink).await;
+    d.ticker = None;
     let wall = t0.elapsed();
     let client_cpu = match (cpu0, process_cpu_time()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
     Ok(RunOutput {
-        records,
+        records: d.records,
         started,
         wall,
         client_cpu,
-        cancelled,
-        stopped_by_duration: by_duration && !exhausted,
+        cancelled: d.cancelled,
+        stopped_by_duration: d.by_duration && !d.exhausted,
     })
+}
+
+/// The event loop: fill, then wait for a completion, a tick, the duration, or cancellation.
+async fn drive(
+    d: &mut Driver<'_>,
+    source: &mut (dyn RequestSource + Send),
+    grace: Duration,
+    cancel: &CancelHandle,
+    sink: &mut (dyn RecordSink + Send),
+) {
+    let far = d.t0 + Duration::from_secs(86_400 * 365);
+    let mut cancel_rx = cancel.tx.subscribe();
+    let stop_sleep = tokio::time::sleep_until(d.stop_at.unwrap_or(far).into());
+    let grace_sleep = tokio::time::sleep_until(far.into());
+    tokio::pin!(stop_sleep, grace_sleep);
+    loop {
+        d.fill(source);
+        if d.in_flight.is_empty() && d.stopping {
+            return;
+        }
+        let wants_tick = d.wants_tick();
+        tokio::select! {
+            biased;
+            Some(rec) = d.in_flight.next(), if !d.in_flight.is_empty() => d.complete(rec, source, sink),
+            tick = next_tick(&mut d.ticker), if wants_tick => {
+                d.due = tick;
+                d.stopping |= tick.is_none();
+            }
+            () = &mut stop_sleep, if d.stop_at.is_some() && !d.stopping => {
+                d.stopping = true;
+                d.by_duration = true;
+            }
+            r = cancel_rx.changed(), if !d.cancelled => {
+                if r.is_err() || *cancel_rx.borrow() {
+                    d.cancelled = true;
+                    d.stopping = true;
+                    grace_sleep.as_mut().reset((Instant::now() + grace).into());
+                }
+            }
+            () = &mut grace_sleep, if d.cancelled => {
+                // Dropping the senders cancels every request still in flight.
+                d.cancels.clear();
+                grace_sleep.as_mut().reset(far.into());
+            }
+        }
+    }
 }

@@ -2,11 +2,14 @@
 //! one HTTP client per endpoint with its pool sized to the load. Keys are never printed.
 
 use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::Url;
 
+use super::h1::H1Client;
 use crate::api::ApiKind;
 
 /// Connect, idle-read (between two reads of the response) and total timeouts.
@@ -38,6 +41,8 @@ pub struct Target {
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub timeouts: Timeouts,
+    /// Use reqwest even for plain `http://` (the lean HTTP/1.1 client is the default there).
+    pub force_reqwest: bool,
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -60,6 +65,7 @@ impl fmt::Debug for Target {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("headers", &headers)
             .field("timeouts", &self.timeouts)
+            .field("force_reqwest", &self.force_reqwest)
             .finish()
     }
 }
@@ -83,10 +89,12 @@ pub enum EngineError {
     },
 }
 
-/// One endpoint: its HTTP client (connection pool) and parsed request URLs.
+/// One endpoint: its HTTP client (connection pool) and parsed request URLs. Plain
+/// `http://` endpoints use the lean built-in HTTP/1.1 client (`h1`); others reqwest.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     pub(crate) client: reqwest::Client,
+    pub(crate) h1: Option<Arc<H1Client>>,
     base: String,
     urls: Vec<(&'static str, Url)>,
     pub(crate) timeouts: Timeouts,
@@ -116,8 +124,10 @@ impl Endpoint {
             url: base.clone(),
             source,
         })?;
+        let h1 = lean_client(&parsed, target, pool)?;
         let mut endpoint = Endpoint {
             client,
+            h1,
             base,
             urls: Vec::new(),
             timeouts: target.timeouts,
@@ -158,6 +168,54 @@ impl Endpoint {
     }
 }
 
+/// The built-in HTTP/1.1 client for a plain `http://` URL with no proxy to honour.
+fn lean_client(
+    url: &Url,
+    target: &Target,
+    pool: usize,
+) -> Result<Option<Arc<H1Client>>, EngineError> {
+    let Some(host) = url.host_str() else {
+        return Ok(None);
+    };
+    let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
+    let proxied = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if url.scheme() != "http" || (proxied && !loopback) || target.force_reqwest {
+        return Ok(None);
+    }
+    let port = url.port_or_known_default().unwrap_or(80);
+    let addrs: Vec<SocketAddr> =
+        match (host.trim_start_matches('[').trim_end_matches(']'), port).to_socket_addrs() {
+            Ok(a) => a.collect(),
+            Err(_) => return Ok(None), // let reqwest report the resolution failure per request
+        };
+    let mut headers = vec![
+        ("Host".to_string(), format!("{host}:{port}")),
+        ("Content-Type".to_string(), "application/json".to_string()),
+        (
+            "User-Agent".to_string(),
+            concat!("perfplan/", env!("CARGO_PKG_VERSION")).to_string(),
+        ),
+    ];
+    if let Some(key) = &target.api_key {
+        headers.push(("Authorization".to_string(), format!("Bearer {key}")));
+    }
+    for (name, value) in &target.headers {
+        HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| EngineError::BadHeader { name: name.clone() })?;
+        HeaderValue::from_str(value).map_err(|_| EngineError::BadHeader { name: name.clone() })?;
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        headers.push((name.clone(), value.clone()));
+    }
+    Ok(Some(Arc::new(H1Client::new(
+        addrs,
+        &headers,
+        pool,
+        target.timeouts.connect,
+    ))))
+}
+
 fn default_headers(target: &Target) -> Result<HeaderMap, EngineError> {
     let mut map = HeaderMap::new();
     map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -195,6 +253,7 @@ mod tests {
                 ("X-Trace".into(), "shown".into()),
             ],
             timeouts: Timeouts::default(),
+            force_reqwest: false,
         };
         let text = format!("{t:?}");
         assert!(

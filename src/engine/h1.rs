@@ -1,0 +1,491 @@
+//! A minimal HTTP/1.1 client for plain `http://` endpoints, built for the benchmark's hot
+//! path: the request head is prepared once per path, connections are kept alive in a
+//! small pool, and the response body is de-chunked in place and handed to the caller as
+//! slices of the read buffer (no copy, no allocation per read). `https://` endpoints use
+//! reqwest instead. Knows nothing about OpenAI APIs or plans.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use std::io::Write as _;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::api::SseDecoder;
+
+/// Largest response head accepted.
+const MAX_HEAD: usize = 64 * 1024;
+const READ_BUF: usize = 16 * 1024;
+
+/// One endpoint's connections and prepared request heads.
+pub(crate) struct H1Client {
+    addrs: Vec<SocketAddr>,
+    /// `Host`, content type, key and custom headers, each line ending in CRLF.
+    common: Vec<u8>,
+    idle: Mutex<Vec<Conn>>,
+    max_idle: usize,
+    connect_timeout: Duration,
+}
+
+/// One keep-alive connection with its buffers.
+pub(crate) struct Conn {
+    stream: TcpStream,
+    rbuf: Vec<u8>,
+    start: usize,
+    end: usize,
+    wbuf: Vec<u8>,
+    /// When the last read returned (the arrival time of the bytes in the buffer).
+    filled_at: Instant,
+    /// The SSE decoder's buffers, kept with the connection so a stream allocates nothing.
+    pub(crate) sse: SseDecoder,
+    /// Served a request before (a failure before any answer byte may be a stale socket).
+    pub(crate) reused: bool,
+}
+
+// Hand-written so that the prepared headers (with the API key) are never printed.
+impl fmt::Debug for H1Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("H1Client")
+            .field("addrs", &self.addrs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for Conn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Conn")
+            .field("reused", &self.reused)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The parts of a response head the engine uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub status: u16,
+    pub event_stream: bool,
+    pub json: bool,
+    pub framing: Framing,
+    pub close: bool,
+}
+
+/// How the body's end is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+impl H1Client {
+    pub(crate) fn new(
+        addrs: Vec<SocketAddr>,
+        headers: &[(String, String)],
+        max_idle: usize,
+        connect_timeout: Duration,
+    ) -> H1Client {
+        let mut common = Vec::new();
+        for (name, value) in headers {
+            common.extend_from_slice(name.as_bytes());
+            common.extend_from_slice(b": ");
+            common.extend_from_slice(value.as_bytes());
+            common.extend_from_slice(b"\r\n");
+        }
+        H1Client {
+            addrs,
+            common,
+            idle: Mutex::new(Vec::new()),
+            max_idle: max_idle.max(1),
+            connect_timeout,
+        }
+    }
+
+    /// An idle connection, or a new one.
+    pub(crate) async fn checkout(&self) -> io::Result<Conn> {
+        let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
+        match idle {
+            Some(c) => Ok(c),
+            None => self.connect().await,
+        }
+    }
+
+    pub(crate) async fn connect(&self) -> io::Result<Conn> {
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
+        for addr in &self.addrs {
+            match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
+                Ok(Ok(stream)) => {
+                    stream.set_nodelay(true)?;
+                    return Ok(Conn {
+                        stream,
+                        rbuf: vec![0; READ_BUF],
+                        start: 0,
+                        end: 0,
+                        wbuf: Vec::with_capacity(1024),
+                        filled_at: Instant::now(),
+                        sse: SseDecoder::new(),
+                        reused: false,
+                    });
+                }
+                Ok(Err(e)) => last = e,
+                Err(_) => last = io::Error::new(io::ErrorKind::TimedOut, "connect timeout"),
+            }
+        }
+        Err(last)
+    }
+
+    /// Returns a connection whose response was read to its end.
+    pub(crate) fn checkin(&self, mut conn: Conn) {
+        conn.reused = true;
+        conn.start = 0;
+        conn.end = 0;
+        if let Ok(mut idle) = self.idle.lock() {
+            if idle.len() < self.max_idle {
+                idle.push(conn);
+            }
+        }
+    }
+
+    /// Writes `POST path` with `body` on `conn`.
+    pub(crate) async fn send(&self, conn: &mut Conn, path: &str, body: &[u8]) -> io::Result<()> {
+        let w = &mut conn.wbuf;
+        w.clear();
+        w.extend_from_slice(b"POST ");
+        w.extend_from_slice(path.as_bytes());
+        w.extend_from_slice(b" HTTP/1.1\r\n");
+        w.extend_from_slice(&self.common);
+        // Writing into a Vec cannot fail.
+        let _ = write!(w, "Content-Length: {}\r\n\r\n", body.len());
+        w.extend_from_slice(body);
+        conn.stream.write_all(&conn.wbuf).await
+    }
+}
+
+impl Conn {
+    /// Reads more bytes after the unread ones; 0 at the end of the stream.
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.rbuf.len() {
+            if self.start > 0 {
+                self.rbuf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                let n = self.rbuf.len() * 2;
+                self.rbuf.resize(n, 0);
+            }
+        }
+        let n = self.stream.read(&mut self.rbuf[self.end..]).await?;
+        self.filled_at = Instant::now();
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Reads the response head. `Ok(None)`: the connection closed before any byte.
+    pub(crate) async fn read_head(&mut self) -> io::Result<Option<Head>> {
+        loop {
+            if self.end > self.start {
+                if let Some((head, used)) = parse_head(&self.rbuf[self.start..self.end])? {
+                    self.start += used;
+                    if head.status >= 200 {
+                        return Ok(Some(head));
+                    }
+                    continue; // 1xx: the real answer follows
+                }
+                if self.end - self.start > MAX_HEAD {
+                    return Err(bad("response head too large"));
+                }
+            }
+            if self.fill().await? == 0 {
+                return if self.end == self.start {
+                    Ok(None)
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "connection closed inside the response head",
+                    ))
+                };
+            }
+        }
+    }
+
+    /// Delivers the next body bytes to `on_data` with the instant they arrived. Returns
+    /// false once the body has ended.
+    pub(crate) async fn read_body(
+        &mut self,
+        body: &mut BodyState,
+        mut on_data: impl FnMut(&[u8], Instant),
+    ) -> io::Result<bool> {
+        if body.done() {
+            return Ok(false);
+        }
+        if self.start == self.end && self.fill().await? == 0 {
+            return match body.framing {
+                Framing::UntilClose => {
+                    body.ended = true;
+                    Ok(false)
+                }
+                _ => Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "connection closed inside the body",
+                )),
+            };
+        }
+        let input = &self.rbuf[self.start..self.end];
+        let at = self.filled_at;
+        let used = body.feed(input, |d| on_data(d, at))?;
+        self.start += used;
+        Ok(!body.done())
+    }
+}
+
+fn bad(what: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what)
+}
+
+fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let used = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(bad("malformed response head")),
+    };
+    let status = resp.code.unwrap_or(0);
+    let mut head = Head {
+        status,
+        event_stream: false,
+        json: false,
+        framing: Framing::UntilClose,
+        close: resp.version == Some(0),
+    };
+    for h in resp.headers.iter() {
+        let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n = value.parse().map_err(|_| bad("invalid content-length"))?;
+            if head.framing != Framing::Chunked {
+                head.framing = Framing::Length(n);
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if value.to_ascii_lowercase().ends_with("chunked") {
+                head.framing = Framing::Chunked;
+            }
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            head.close = value.eq_ignore_ascii_case("close");
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            let v = value.to_ascii_lowercase();
+            head.event_stream = v.starts_with("text/event-stream");
+            head.json = v.starts_with("application/json");
+        }
+    }
+    if matches!(status, 204 | 304) {
+        head.framing = Framing::Length(0);
+    }
+    Ok(Some((head, used)))
+}
+
+/// Where a body stands: framing and, for chunked bodies, the decoder state.
+#[derive(Debug)]
+pub(crate) struct BodyState {
+    framing: Framing,
+    remaining: u64,
+    chunk: ChunkState,
+    ended: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkState {
+    Size { value: u64, digits: bool },
+    Ext(u64),
+    SizeLf(u64),
+    Data(u64),
+    DataCr,
+    DataLf,
+    TrailerStart,
+    TrailerLine,
+    TrailerLf { empty: bool },
+    Done,
+}
+
+impl BodyState {
+    pub(crate) fn new(framing: Framing) -> BodyState {
+        let remaining = match framing {
+            Framing::Length(n) => n,
+            _ => 0,
+        };
+        BodyState {
+            framing,
+            remaining,
+            chunk: ChunkState::Size {
+                value: 0,
+                digits: false,
+            },
+            ended: false,
+        }
+    }
+
+    /// The body has ended (the connection may serve another request unless `UntilClose`).
+    pub(crate) fn done(&self) -> bool {
+        match self.framing {
+            Framing::Length(_) => self.remaining == 0,
+            Framing::Chunked => self.chunk == ChunkState::Done,
+            Framing::UntilClose => self.ended,
+        }
+    }
+
+    /// Consumes framing from `input`, handing data to `on_data`; returns bytes used.
+    pub(crate) fn feed(
+        &mut self,
+        input: &[u8],
+        mut on_data: impl FnMut(&[u8]),
+    ) -> io::Result<usize> {
+        match self.framing {
+            Framing::UntilClose => {
+                on_data(input);
+                Ok(input.len())
+            }
+            Framing::Length(_) => {
+                let n = (self.remaining.min(input.len() as u64)) as usize;
+                if n > 0 {
+                    on_data(&input[..n]);
+                }
+                self.remaining -= n as u64;
+                Ok(n)
+            }
+            Framing::Chunked => self.feed_chunked(input, &mut on_data),
+        }
+    }
+
+    fn feed_chunked(&mut self, input: &[u8], on_data: &mut impl FnMut(&[u8])) -> io::Result<usize> {
+        use ChunkState::*;
+        let mut i = 0;
+        while i < input.len() && self.chunk != Done {
+            if let Data(rem) = self.chunk {
+                let n = rem.min((input.len() - i) as u64) as usize;
+                on_data(&input[i..i + n]);
+                i += n;
+                let left = rem - n as u64;
+                self.chunk = if left == 0 { DataCr } else { Data(left) };
+                continue;
+            }
+            let b = input[i];
+            i += 1;
+            self.chunk = match (self.chunk, b) {
+                (Size { value, .. }, b) if b.is_ascii_hexdigit() => {
+                    let d = u64::from((b as char).to_digit(16).unwrap_or(0));
+                    let v = value.checked_mul(16).and_then(|v| v.checked_add(d));
+                    Size {
+                        value: v.ok_or_else(|| bad("chunk size overflow"))?,
+                        digits: true,
+                    }
+                }
+                (
+                    Size {
+                        value,
+                        digits: true,
+                    },
+                    b'\r',
+                )
+                | (Ext(value), b'\r') => SizeLf(value),
+                (
+                    Size {
+                        value,
+                        digits: true,
+                    },
+                    b'\n',
+                )
+                | (Ext(value), b'\n') => after_size(value),
+                (
+                    Size {
+                        value,
+                        digits: true,
+                    },
+                    b';' | b' ' | b'\t',
+                ) => Ext(value),
+                (Ext(value), _) => Ext(value),
+                (SizeLf(value), b'\n') => after_size(value),
+                (DataCr, b'\r') => DataLf,
+                (DataCr, b'\n') | (DataLf, b'\n') => Size {
+                    value: 0,
+                    digits: false,
+                },
+                (TrailerStart, b'\r') => TrailerLf { empty: true },
+                (TrailerStart, b'\n') => Done,
+                (TrailerStart, _) | (TrailerLine, _) if b != b'\r' => TrailerLine,
+                (TrailerLine, b'\r') => TrailerLf { empty: false },
+                (TrailerLf { empty: true }, b'\n') => Done,
+                (TrailerLf { empty: false }, b'\n') => TrailerStart,
+                _ => return Err(bad("malformed chunked body")),
+            };
+        }
+        Ok(i)
+    }
+}
+
+fn after_size(value: u64) -> ChunkState {
+    if value == 0 {
+        ChunkState::TrailerStart
+    } else {
+        ChunkState::Data(value)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    const CHUNKED: &[u8] =
+        b"5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n";
+
+    fn decode(pieces: &[&[u8]]) -> (Vec<u8>, bool) {
+        let mut b = BodyState::new(Framing::Chunked);
+        let mut out = Vec::new();
+        for p in pieces {
+            let mut rest: &[u8] = p;
+            while !rest.is_empty() && !b.done() {
+                let n = b.feed(rest, |d| out.extend_from_slice(d)).unwrap();
+                rest = &rest[n..];
+            }
+        }
+        (out, b.done())
+    }
+
+    #[test]
+    fn chunked_any_split() {
+        for i in 0..=CHUNKED.len() {
+            let (out, done) = decode(&[&CHUNKED[..i], &CHUNKED[i..]]);
+            assert_eq!(out, b"hello 0123456789", "split {i}");
+            assert!(done);
+        }
+        let (_, done) = decode(&[b"0\r\n\r\n"]);
+        assert!(done);
+        let mut b = BodyState::new(Framing::Chunked);
+        assert!(b.feed(b"zz\r\n", |_| {}).is_err());
+    }
+
+    #[test]
+    fn head_parsing() {
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\nrest";
+        let (head, used) = parse_head(raw).unwrap().unwrap();
+        assert_eq!(head.status, 200);
+        assert!(head.event_stream && !head.close);
+        assert_eq!(head.framing, Framing::Chunked);
+        assert_eq!(&raw[used..], b"rest");
+        let raw =
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 3\r\nconnection: close\r\n\r\n";
+        let (head, _) = parse_head(raw).unwrap().unwrap();
+        assert_eq!(
+            (head.status, head.framing, head.close),
+            (500, Framing::Length(3), true)
+        );
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-")
+            .unwrap()
+            .is_none());
+    }
+}
