@@ -94,6 +94,7 @@ fn target(run: &RunSpec, sims: &Sims) -> Target {
         api_key,
         headers: ep.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         timeouts: Timeouts { connect: ep.timeouts.connect.0, read: ep.timeouts.read.0, total: Some(ep.timeouts.total.0) },
+        ..Target::default()
     }
 }
 
