@@ -37,6 +37,8 @@ fn record(index: u64) -> RequestRecord {
         },
         output_text: String::new(),
         client_output_tokens: None,
+        client_input_tokens: None,
+        last_chunk: None,
         request_bytes: 5000,
         response_bytes: 20_000,
     }

@@ -162,13 +162,20 @@ pub fn after_run(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> u
     }
 }
 
-fn after_run_inner(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> Result<bool, ReportError> {
+fn after_run_inner(
+    dir: &Path,
+    gates_cli: &[String],
+    baseline: Option<&Path>,
+) -> Result<bool, ReportError> {
     let mut store = Store::open(dir)?;
     let baseline = baseline.map(Store::open).transpose()?;
     let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline.as_ref(), &[])?;
     let layout = Layout::default();
     let style = TableStyle::detect();
-    print!("{}", report::render(&store, Format::Table, &layout, style, &verdicts)?);
+    print!(
+        "{}",
+        report::render(&store, Format::Table, &layout, style, &verdicts)?
+    );
     let md = report::render(&store, Format::Md, &layout, style, &verdicts)?;
     write_out(Some(&dir.join("report.md")), &md)?;
     let html = report::render(&store, Format::Html, &layout, style, &verdicts)?;
@@ -176,6 +183,10 @@ fn after_run_inner(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) ->
     if !verdicts.is_empty() {
         print!("\n{}", gates::render(&verdicts, Format::Table, style));
     }
-    eprintln!("wrote {} and {}", dir.join("report.md").display(), dir.join("report.html").display());
+    eprintln!(
+        "wrote {} and {}",
+        dir.join("report.md").display(),
+        dir.join("report.html").display()
+    );
     Ok(gates::all_passed(&verdicts))
 }

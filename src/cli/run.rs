@@ -35,7 +35,10 @@ pub fn run(args: &RunArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;
     };
-    let opts = RunOptions { out: args.out.clone(), resume: args.resume.clone() };
+    let opts = RunOptions {
+        out: args.out.clone(),
+        resume: args.resume.clone(),
+    };
     let outcome = match runner::run_suite(&plan, &runs, &opts) {
         Ok(o) => o,
         Err(e) => {
@@ -48,7 +51,11 @@ pub fn run(args: &RunArgs) -> u8 {
         outcome.done,
         outcome.skipped,
         outcome.failed,
-        if outcome.interrupted { ", interrupted" } else { "" },
+        if outcome.interrupted {
+            ", interrupted"
+        } else {
+            ""
+        },
         outcome.dir.display()
     );
     let code = super::report::after_run(&outcome.dir, &args.gates, args.baseline.as_deref());

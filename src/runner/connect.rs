@@ -13,8 +13,18 @@ pub const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Probes `target`; `Ok` when the server answers 2xx (or a 5xx: the server is up).
 pub async fn test(endpoint: &str, target: &Target, deadline: Duration) -> Result<(), RunnerError> {
-    let url = format!("{}/v1/models", target.base_url.trim_end_matches('/').trim_end_matches("/v1"));
-    let fail = |message: String| RunnerError::Connection { endpoint: endpoint.to_string(), url: url.clone(), message };
+    let url = format!(
+        "{}/v1/models",
+        target
+            .base_url
+            .trim_end_matches('/')
+            .trim_end_matches("/v1")
+    );
+    let fail = |message: String| RunnerError::Connection {
+        endpoint: endpoint.to_string(),
+        url: url.clone(),
+        message,
+    };
     let client = reqwest::Client::builder()
         .connect_timeout(target.timeouts.connect)
         .timeout(target.timeouts.read.min(Duration::from_secs(60)))
@@ -38,13 +48,21 @@ pub async fn test(endpoint: &str, target: &Target, deadline: Duration) -> Result
                     404 => " (check base_url: it should not end in /v1, and the server must speak the OpenAI API)",
                     _ => "",
                 };
-                return Err(fail(format!("GET /v1/models answered HTTP {status}{hint}: {}", crate::engine::excerpt(body.as_bytes()))));
+                return Err(fail(format!(
+                    "GET /v1/models answered HTTP {status}{hint}: {}",
+                    crate::engine::excerpt(body.as_bytes())
+                )));
             }
             Ok(_) => return Ok(()),
             Err(e) if e.is_connect() && start.elapsed() < deadline => {
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
-            Err(e) => return Err(fail(format!("{e} (is the server running? tried for {:?})", start.elapsed().as_secs()))),
+            Err(e) => {
+                return Err(fail(format!(
+                    "{e} (is the server running? tried for {:?})",
+                    start.elapsed().as_secs()
+                )))
+            }
         }
     }
 }

@@ -11,7 +11,9 @@ use super::prepare::PreparedRun;
 use super::progress::RunProgress;
 use super::writer::{count_output, Writer, WriterContext};
 use super::RunnerError;
-use crate::engine::{self, CancelHandle, Endpoint, Load, Outcome, RequestRecord, RunConfig, RunOutput, VecSource};
+use crate::engine::{
+    self, CancelHandle, Endpoint, Load, Outcome, RequestRecord, RunConfig, RunOutput, VecSource,
+};
 use crate::metrics::condition::{parse_condition, Op, Threshold};
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::plan::{self, Arrivals, LoadSpec};
@@ -32,14 +34,22 @@ pub struct RunResult {
 pub fn slos_of(slo: &BTreeMap<String, String>) -> Result<Vec<Slo>, RunnerError> {
     let mut out = Vec::new();
     for (quantity, text) in slo {
-        let bad = |reason: &str| RunnerError::Slo { text: format!("{quantity} = \"{text}\""), reason: reason.to_string() };
-        let q = SloQuantity::parse(quantity).ok_or_else(|| bad("per-request SLOs are ttft, tpot, itl and latency"))?;
-        let cond = parse_condition(&format!("{quantity}_max"), text).map_err(|e| bad(&e.to_string()))?;
+        let bad = |reason: &str| RunnerError::Slo {
+            text: format!("{quantity} = \"{text}\""),
+            reason: reason.to_string(),
+        };
+        let q = SloQuantity::parse(quantity)
+            .ok_or_else(|| bad("per-request SLOs are ttft, tpot, itl and latency"))?;
+        let cond =
+            parse_condition(&format!("{quantity}_max"), text).map_err(|e| bad(&e.to_string()))?;
         let max_ms = match (cond.op, cond.threshold) {
             (Op::Le | Op::Lt, Threshold::Absolute(v)) => v,
             _ => return Err(bad("an SLO is an upper bound: write \"<= 2s\"")),
         };
-        out.push(Slo { quantity: q, max_ms });
+        out.push(Slo {
+            quantity: q,
+            max_ms,
+        });
     }
     Ok(out)
 }
@@ -51,7 +61,9 @@ pub fn engine_load(load: &LoadSpec, seed: u64) -> Load {
             rate: rate.unwrap_or(1.0),
             arrivals: match load.arrivals.unwrap_or_default() {
                 Arrivals::Poisson => engine::Arrivals::Poisson,
-                Arrivals::Gamma => engine::Arrivals::Gamma { burstiness: load.burstiness.unwrap_or(1.0) },
+                Arrivals::Gamma => engine::Arrivals::Gamma {
+                    burstiness: load.burstiness.unwrap_or(1.0),
+                },
                 Arrivals::Constant => engine::Arrivals::Constant,
             },
             seed,
@@ -79,9 +91,17 @@ pub struct RunContext<'a> {
 }
 
 /// Executes one prepared run and stores its records and summary.
-pub async fn execute(ctx: &RunContext<'_>, run: &RunSpec, prepared: PreparedRun) -> Result<RunResult, RunnerError> {
+pub async fn execute(
+    ctx: &RunContext<'_>,
+    run: &RunSpec,
+    prepared: PreparedRun,
+) -> Result<RunResult, RunnerError> {
     let load = &run.settings.load;
-    let cfg = RunConfig { load: engine_load(load, run.dataset_seed), duration: load.duration.map(|d| d.0), grace: GRACE };
+    let cfg = RunConfig {
+        load: engine_load(load, run.dataset_seed),
+        duration: load.duration.map(|d| d.0),
+        grace: GRACE,
+    };
     let total = (prepared.requests.len() + prepared.priming.len()) as u64;
     let progress = RunProgress::new(&ctx.label, total);
     let writer = Writer::start(WriterContext {
@@ -98,24 +118,48 @@ pub async fn execute(ctx: &RunContext<'_>, run: &RunSpec, prepared: PreparedRun)
         }
     };
     if !prepared.priming.is_empty() {
-        let priming_cfg = RunConfig { duration: None, ..cfg.clone() };
+        let priming_cfg = RunConfig {
+            duration: None,
+            ..cfg.clone()
+        };
         let mut source = VecSource::new(prepared.priming);
-        engine::run(ctx.endpoint, &mut source, &priming_cfg, ctx.cancel, &mut sink)
-            .await
-            .map_err(|source| RunnerError::Load { run: run.id.clone(), source })?;
+        engine::run(
+            ctx.endpoint,
+            &mut source,
+            &priming_cfg,
+            ctx.cancel,
+            &mut sink,
+        )
+        .await
+        .map_err(|source| RunnerError::Load {
+            run: run.id.clone(),
+            source,
+        })?;
     }
     let mut source = VecSource::new(prepared.requests);
     let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
-        .map_err(|source| RunnerError::Load { run: run.id.clone(), source })?;
+        .map_err(|source| RunnerError::Load {
+            run: run.id.clone(),
+            source,
+        })?;
     drop(tx);
     progress.finish();
     let stored = writer.finish()?;
     let summary = summarize_output(ctx, run, output.clone(), prepared.tokenizer.as_deref());
-    Ok(RunResult { summary, cancelled: output.cancelled, stored })
+    Ok(RunResult {
+        summary,
+        cancelled: output.cancelled,
+        stored,
+    })
 }
 
-fn summarize_output(ctx: &RunContext<'_>, run: &RunSpec, mut output: RunOutput, tok: Option<&crate::tokenize::Tokenizer>) -> RunSummary {
+fn summarize_output(
+    ctx: &RunContext<'_>,
+    run: &RunSpec,
+    mut output: RunOutput,
+    tok: Option<&crate::tokenize::Tokenizer>,
+) -> RunSummary {
     for r in &mut output.records {
         count_output(r, tok);
     }
@@ -124,7 +168,11 @@ fn summarize_output(ctx: &RunContext<'_>, run: &RunSpec, mut output: RunOutput, 
         slos: ctx.slos.to_vec(),
         client_cpu_s: output.client_cpu.map(|d| d.as_secs_f64()),
         client_wall_s: Some(output.wall.as_secs_f64()),
-        inputs_per_request: run.settings.dataset.spec.batch_size.or(run.settings.dataset.spec.num_documents),
+        inputs_per_request: run.settings.dataset.spec.batch_size.or(run
+            .settings
+            .dataset
+            .spec
+            .num_documents),
         ..SummaryOptions::default()
     };
     summarize(&output.records, &opts)

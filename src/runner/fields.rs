@@ -27,13 +27,19 @@ pub fn base_fields(req: &RequestSpec) -> Map<String, Value> {
             StopSpec::Many(list) => Value::from(list.clone()),
         }),
     );
-    put("stop_token_ids", req.stop_token_ids.clone().map(Value::from));
+    put(
+        "stop_token_ids",
+        req.stop_token_ids.clone().map(Value::from),
+    );
     put("n", req.n.map(Value::from));
     put("logprobs", req.logprobs.map(Value::from));
     put("top_logprobs", req.top_logprobs.map(Value::from));
     put("frequency_penalty", req.frequency_penalty.map(Value::from));
     put("presence_penalty", req.presence_penalty.map(Value::from));
-    put("repetition_penalty", req.repetition_penalty.map(Value::from));
+    put(
+        "repetition_penalty",
+        req.repetition_penalty.map(Value::from),
+    );
     put("seed", req.seed.map(Value::from));
     put("ignore_eos", req.ignore_eos.map(Value::from));
     for (k, v) in &req.extra {
@@ -53,7 +59,11 @@ pub fn max_tokens_field(req: &RequestSpec) -> &'static str {
 
 /// The output length of one request: the dataset's recorded length wins over a plan
 /// range only when the plan sets none.
-pub fn output_tokens(req: &RequestSpec, recorded: Option<u32>, rng: &mut ChaCha8Rng) -> Option<u32> {
+pub fn output_tokens(
+    req: &RequestSpec,
+    recorded: Option<u32>,
+    rng: &mut ChaCha8Rng,
+) -> Option<u32> {
     match req.output_tokens {
         Some(TokenRange::Fixed(n)) => Some(n),
         Some(TokenRange::Range { min, max }) => Some(rng.gen_range(min.min(max)..=max.max(min))),
@@ -73,20 +83,33 @@ mod tests {
 
     #[test]
     fn only_set_fields_are_sent() {
-        let req = RequestSpec { temperature: Some(0.0), ignore_eos: Some(true), ..Default::default() };
+        let req = RequestSpec {
+            temperature: Some(0.0),
+            ignore_eos: Some(true),
+            ..Default::default()
+        };
         let m = base_fields(&req);
-        assert_eq!(Value::Object(m), serde_json::json!({"temperature": 0.0, "ignore_eos": true}));
+        assert_eq!(
+            Value::Object(m),
+            serde_json::json!({"temperature": 0.0, "ignore_eos": true})
+        );
         assert!(base_fields(&RequestSpec::default()).is_empty());
     }
 
     #[test]
     fn output_range_is_drawn_within_bounds() {
-        let req = RequestSpec { output_tokens: Some(TokenRange::Range { min: 10, max: 20 }), ..Default::default() };
+        let req = RequestSpec {
+            output_tokens: Some(TokenRange::Range { min: 10, max: 20 }),
+            ..Default::default()
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         for _ in 0..100 {
             let n = output_tokens(&req, None, &mut rng).unwrap();
             assert!((10..=20).contains(&n));
         }
-        assert_eq!(output_tokens(&RequestSpec::default(), Some(7), &mut rng), Some(7));
+        assert_eq!(
+            output_tokens(&RequestSpec::default(), Some(7), &mut rng),
+            Some(7)
+        );
     }
 }

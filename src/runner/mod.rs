@@ -57,7 +57,11 @@ pub enum RunnerError {
         source: crate::engine::EngineError,
     },
     #[error("endpoint `{endpoint}` ({url}) is not usable: {message}")]
-    Connection { endpoint: String, url: String, message: String },
+    Connection {
+        endpoint: String,
+        url: String,
+        message: String,
+    },
     #[error("invalid load of run {run}")]
     Load {
         run: String,
@@ -81,7 +85,12 @@ impl RunnerError {
     pub fn stops_suite(&self) -> bool {
         matches!(
             self,
-            RunnerError::Store(_) | RunnerError::Poisoned | RunnerError::Connection { .. } | RunnerError::Output { .. } | RunnerError::Runtime(_) | RunnerError::Sim { .. }
+            RunnerError::Store(_)
+                | RunnerError::Poisoned
+                | RunnerError::Connection { .. }
+                | RunnerError::Output { .. }
+                | RunnerError::Runtime(_)
+                | RunnerError::Sim { .. }
         )
     }
 }
@@ -94,7 +103,9 @@ pub fn exit_code(e: &RunnerError) -> u8 {
     match e {
         RunnerError::Connection { .. } | RunnerError::Sim { .. } => exit::ENDPOINT,
         RunnerError::Store(_) => exit::DATABASE,
-        RunnerError::Slo { .. } | RunnerError::Tokenizer { .. } | RunnerError::Dataset { .. } => exit::INVALID,
+        RunnerError::Slo { .. } | RunnerError::Tokenizer { .. } | RunnerError::Dataset { .. } => {
+            exit::INVALID
+        }
         _ => exit::INTERNAL,
     }
 }

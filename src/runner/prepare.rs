@@ -48,22 +48,38 @@ pub fn measured_count(run: &RunSpec) -> usize {
     let load = &run.settings.load;
     match (load.requests, load.rate, load.duration) {
         (Some(n), _, _) => n as usize,
-        (None, Some(rate), Some(d)) => ((rate * d.0.as_secs_f64() * 1.2).ceil() as usize + 16).min(DURATION_ONLY_CAP),
+        (None, Some(rate), Some(d)) => {
+            ((rate * d.0.as_secs_f64() * 1.2).ceil() as usize + 16).min(DURATION_ONLY_CAP)
+        }
         _ => DURATION_ONLY_CAP,
     }
 }
 
 /// Loads the model's tokenizer (once per suite through the cache), if the plan names one.
-pub fn tokenizer(run: &RunSpec, base_dir: &Path, cache: &TokenizerCache) -> Result<Option<Arc<Tokenizer>>, RunnerError> {
+pub fn tokenizer(
+    run: &RunSpec,
+    base_dir: &Path,
+    cache: &TokenizerCache,
+) -> Result<Option<Arc<Tokenizer>>, RunnerError> {
     let Some(path) = run.settings.model.spec.tokenizer.as_deref() else {
         return Ok(None);
     };
     let full = base_dir.join(path);
-    cache.load(&full).map(Some).map_err(|source| RunnerError::Tokenizer { model: run.settings.model.name.clone(), source })
+    cache
+        .load(&full)
+        .map(Some)
+        .map_err(|source| RunnerError::Tokenizer {
+            model: run.settings.model.name.clone(),
+            source,
+        })
 }
 
 /// Builds the run's request set.
-pub fn prepare(run: &RunSpec, base_dir: &Path, cache: &TokenizerCache) -> Result<PreparedRun, RunnerError> {
+pub fn prepare(
+    run: &RunSpec,
+    base_dir: &Path,
+    cache: &TokenizerCache,
+) -> Result<PreparedRun, RunnerError> {
     let s = &run.settings;
     let tokenizer = tokenizer(run, base_dir, cache)?;
     let kind = api_kind(s.api);
@@ -78,8 +94,14 @@ pub fn prepare(run: &RunSpec, base_dir: &Path, cache: &TokenizerCache) -> Result
         seed: run.dataset_seed,
         count: warmup + measured,
     };
-    let Materialized { items, mut warnings, stats } = dataset::materialize(&s.dataset.spec, &ctx)
-        .map_err(|source| RunnerError::Dataset { dataset: s.dataset.name.clone(), source })?;
+    let Materialized {
+        items,
+        mut warnings,
+        stats,
+    } = dataset::materialize(&s.dataset.spec, &ctx).map_err(|source| RunnerError::Dataset {
+        dataset: s.dataset.name.clone(),
+        source,
+    })?;
     if stats.missed_target > 0 {
         warnings.push(format!(
             "{} of {} prompts missed their target length (by at most {} tokens)",
@@ -106,8 +128,13 @@ pub fn prepare(run: &RunSpec, base_dir: &Path, cache: &TokenizerCache) -> Result
             include_usage: stream,
             reject_fields: &s.endpoint.spec.reject_fields,
         };
-        let (path, body) = api::build_body(kind, &input).map_err(|source| RunnerError::Body { item: i, source })?;
-        let phase = if i < warmup { Phase::Warmup } else { Phase::Measured };
+        let (path, body) = api::build_body(kind, &input)
+            .map_err(|source| RunnerError::Body { item: i, source })?;
+        let phase = if i < warmup {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        };
         requests.push(PreparedRequest {
             item: i as u64,
             phase,
@@ -122,12 +149,21 @@ pub fn prepare(run: &RunSpec, base_dir: &Path, cache: &TokenizerCache) -> Result
         CacheState::Cold => Vec::new(),
         CacheState::Warm => requests[warmup.min(requests.len())..]
             .iter()
-            .map(|r| PreparedRequest { phase: Phase::Priming, ..r.clone() })
+            .map(|r| PreparedRequest {
+                phase: Phase::Priming,
+                ..r.clone()
+            })
             .collect(),
     };
     if matches!(s.dataset.spec.kind, DatasetKind::Random) && tokenizer.is_none() {
         warnings.push("random prompts without a tokenizer: lengths are approximate".into());
     }
     let targets = items.iter().map(|i| i.target_input_tokens).collect();
-    Ok(PreparedRun { requests, priming, targets, warnings, tokenizer })
+    Ok(PreparedRun {
+        requests,
+        priming,
+        targets,
+        warnings,
+        tokenizer,
+    })
 }

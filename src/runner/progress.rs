@@ -16,12 +16,17 @@ pub struct RunProgress {
 impl RunProgress {
     pub fn new(label: &str, total: u64) -> RunProgress {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {per_sec} {msg} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+        let style = ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} {per_sec} {msg} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
         bar.set_style(style);
         bar.set_prefix(label.to_string());
-        RunProgress { bar, errors: Arc::new(AtomicU64::new(0)) }
+        RunProgress {
+            bar,
+            errors: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// One request finished.

@@ -22,11 +22,16 @@ impl Sims {
             let ep = &run.settings.endpoint;
             if let Some(name) = ep.spec.base_url.strip_prefix("sim://") {
                 let config = ep.spec.sim.clone().unwrap_or_default();
-                wanted.entry(name.to_string()).or_insert((ep.name.clone(), config));
+                wanted
+                    .entry(name.to_string())
+                    .or_insert((ep.name.clone(), config));
             }
         }
         if wanted.is_empty() {
-            return Ok(Sims { runtime: None, servers: BTreeMap::new() });
+            return Ok(Sims {
+                runtime: None,
+                servers: BTreeMap::new(),
+            });
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -38,15 +43,24 @@ impl Sims {
         for (name, (endpoint, config)) in wanted {
             let server = runtime
                 .block_on(SimServer::start(config))
-                .map_err(|source| RunnerError::Sim { endpoint: endpoint.clone(), source })?;
+                .map_err(|source| RunnerError::Sim {
+                    endpoint: endpoint.clone(),
+                    source,
+                })?;
             servers.insert(name, server);
         }
-        Ok(Sims { runtime: Some(runtime), servers })
+        Ok(Sims {
+            runtime: Some(runtime),
+            servers,
+        })
     }
 
     /// The real URL of a base URL: `sim://NAME` → `http://127.0.0.1:PORT`.
     pub fn resolve(&self, base_url: &str) -> String {
-        match base_url.strip_prefix("sim://").and_then(|name| self.servers.get(name)) {
+        match base_url
+            .strip_prefix("sim://")
+            .and_then(|name| self.servers.get(name))
+        {
             Some(server) => server.base_url(),
             None => base_url.to_string(),
         }

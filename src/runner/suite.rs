@@ -52,18 +52,31 @@ pub fn utc_stamp(t: SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
     let texts = plan.file_texts();
-    let (main, imports) = texts.split_first().map_or((String::new(), Vec::new()), |(m, rest)| (m.1.clone(), rest.to_vec()));
+    let (main, imports) = texts
+        .split_first()
+        .map_or((String::new(), Vec::new()), |(m, rest)| {
+            (m.1.clone(), rest.to_vec())
+        });
     let mut info = SuiteInfo::new(plan.spec.plan.name.clone(), main);
     info.plan_path = Some(plan.path.display().to_string());
     info.imports = imports;
     info.set_overrides = plan.sets.clone();
     info.seed = plan.spec.plan.seed;
-    info.git = GitInfo::detect(if plan.base_dir.as_os_str().is_empty() { Path::new(".") } else { &plan.base_dir });
+    info.git = GitInfo::detect(if plan.base_dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        &plan.base_dir
+    });
     info.host = HostFacts::detect();
     info.report = serde_json::to_value(&plan.spec.report).unwrap_or(Value::Null);
     info.gates = serde_json::to_value(&plan.spec.gates).unwrap_or(Value::Null);
@@ -75,50 +88,107 @@ fn open_store(plan: &LoadedPlan, opts: &RunOptions) -> Result<(Store, PathBuf), 
     if let Some(dir) = &opts.resume {
         return Ok((Store::open_resume(dir)?, dir.clone()));
     }
-    let dir = opts.out.clone().unwrap_or_else(|| Path::new("outputs").join(&plan.spec.plan.name).join(utc_stamp(SystemTime::now())));
-    std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Output { path: dir.clone(), source })?;
+    let dir = opts.out.clone().unwrap_or_else(|| {
+        Path::new("outputs")
+            .join(&plan.spec.plan.name)
+            .join(utc_stamp(SystemTime::now()))
+    });
+    std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Output {
+        path: dir.clone(),
+        source,
+    })?;
     Ok((Store::create(&dir, &suite_info(plan))?, dir))
 }
 
 /// The label of a run in progress lines: its varying axes.
 pub fn run_label(run: &RunSpec, total: usize) -> String {
-    let axes: Vec<String> = run.axes.iter().map(|(k, v)| format!("{k}={}", display_value(v))).collect();
-    format!("run {}/{} {} {}", run.ordinal, total, run.id, axes.join(" "))
+    let axes: Vec<String> = run
+        .axes
+        .iter()
+        .map(|(k, v)| format!("{k}={}", display_value(v)))
+        .collect();
+    format!(
+        "run {}/{} {} {}",
+        run.ordinal,
+        total,
+        run.id,
+        axes.join(" ")
+    )
 }
 
 fn target(run: &RunSpec, sims: &Sims) -> Target {
     let ep = &run.settings.endpoint.spec;
-    let api_key = ep.api_key_env.as_deref().and_then(|v| std::env::var(v).ok()).filter(|k| !k.is_empty());
+    let api_key = ep
+        .api_key_env
+        .as_deref()
+        .and_then(|v| std::env::var(v).ok())
+        .filter(|k| !k.is_empty());
     Target {
         base_url: sims.resolve(&ep.base_url),
         api_key,
-        headers: ep.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        timeouts: Timeouts { connect: ep.timeouts.connect.0, read: ep.timeouts.read.0, total: Some(ep.timeouts.total.0) },
+        headers: ep
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        timeouts: Timeouts {
+            connect: ep.timeouts.connect.0,
+            read: ep.timeouts.read.0,
+            total: Some(ep.timeouts.total.0),
+        },
         ..Target::default()
     }
 }
 
 /// Runs the suite. Errors that stop the whole suite are returned; a run that fails is
 /// stored as failed and the suite goes on.
-pub fn run_suite(plan: &LoadedPlan, runs: &[RunSpec], opts: &RunOptions) -> Result<SuiteOutcome, RunnerError> {
+pub fn run_suite(
+    plan: &LoadedPlan,
+    runs: &[RunSpec],
+    opts: &RunOptions,
+) -> Result<SuiteOutcome, RunnerError> {
     let (store, dir) = open_store(plan, opts)?;
     eprintln!("perfplan: results in {}", dir.display());
     let rows: Vec<RunRow> = runs
         .iter()
-        .map(|r| RunRow { id: r.id.clone(), ordinal: r.ordinal as u32, axes: Value::Object(r.axes.clone()), settings: r.redacted_settings() })
+        .map(|r| RunRow {
+            id: r.id.clone(),
+            ordinal: r.ordinal as u32,
+            axes: Value::Object(r.axes.clone()),
+            settings: r.redacted_settings(),
+        })
         .collect();
     let mut store = store;
     store.register_runs(&rows)?;
     let store = Arc::new(Mutex::new(store));
     let slos = execute::slos_of(&plan.spec.slo)?;
     for run in runs {
-        if run.settings.endpoint.spec.api_key_env.as_deref().is_some_and(|v| std::env::var(v).is_err()) {
-            eprintln!("warning: endpoint `{}`: ${} is not set; sending no API key", run.settings.endpoint.name, run.settings.endpoint.spec.api_key_env.as_deref().unwrap_or_default());
+        if run
+            .settings
+            .endpoint
+            .spec
+            .api_key_env
+            .as_deref()
+            .is_some_and(|v| std::env::var(v).is_err())
+        {
+            eprintln!(
+                "warning: endpoint `{}`: ${} is not set; sending no API key",
+                run.settings.endpoint.name,
+                run.settings
+                    .endpoint
+                    .spec
+                    .api_key_env
+                    .as_deref()
+                    .unwrap_or_default()
+            );
             break;
         }
     }
     let sims = Sims::start(runs)?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(RunnerError::Runtime)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(RunnerError::Runtime)?;
     let cancel = CancelHandle::new();
     let watcher = {
         let cancel = cancel.clone();
@@ -132,7 +202,14 @@ pub fn run_suite(plan: &LoadedPlan, runs: &[RunSpec], opts: &RunOptions) -> Resu
             }
         })
     };
-    let suite = Suite { plan, store: &store, sims: &sims, cancel: &cancel, slos: &slos, cache: TokenizerCache::new() };
+    let suite = Suite {
+        plan,
+        store: &store,
+        sims: &sims,
+        cancel: &cancel,
+        slos: &slos,
+        cache: TokenizerCache::new(),
+    };
     let result = rt.block_on(suite.run_all(runs, dir));
     watcher.abort();
     sims.shutdown();
@@ -154,7 +231,13 @@ impl Suite<'_> {
     }
 
     async fn run_all(&self, runs: &[RunSpec], dir: PathBuf) -> Result<SuiteOutcome, RunnerError> {
-        let mut outcome = SuiteOutcome { dir, done: 0, skipped: 0, failed: 0, interrupted: false };
+        let mut outcome = SuiteOutcome {
+            dir,
+            done: 0,
+            skipped: 0,
+            failed: 0,
+            interrupted: false,
+        };
         let mut tested: BTreeSet<String> = BTreeSet::new();
         for (i, run) in runs.iter().enumerate() {
             if self.cancel.is_cancelled() {
@@ -162,7 +245,10 @@ impl Suite<'_> {
                 break;
             }
             if self.lock()?.run_status(&run.id)? == RunStatus::Done {
-                eprintln!("{}: done in an earlier attempt, skipped", run_label(run, runs.len()));
+                eprintln!(
+                    "{}: done in an earlier attempt, skipped",
+                    run_label(run, runs.len())
+                );
                 outcome.skipped += 1;
                 continue;
             }
@@ -195,15 +281,32 @@ impl Suite<'_> {
         store.begin_run(&run.id)?;
         let empty = Default::default();
         let msg = chain(e);
-        store.finish_run(&run.id, &RunFinish { status: RunStatus::Failed, metrics: &empty, extras: &Value::Null, warnings: &[], error: Some(&msg) })?;
+        store.finish_run(
+            &run.id,
+            &RunFinish {
+                status: RunStatus::Failed,
+                metrics: &empty,
+                extras: &Value::Null,
+                warnings: &[],
+                error: Some(&msg),
+            },
+        )?;
         Ok(())
     }
 
     /// One run; `Ok(false)` when it was interrupted.
     async fn one(&self, run: &RunSpec, target: &Target, total: usize) -> Result<bool, RunnerError> {
         let prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
-        let pool = RunConfig { load: execute::engine_load(&run.settings.load, 0), duration: None, grace: Duration::ZERO }.pool_size();
-        let endpoint = Endpoint::new(target, pool).map_err(|source| RunnerError::Endpoint { endpoint: run.settings.endpoint.name.clone(), source })?;
+        let pool = RunConfig {
+            load: execute::engine_load(&run.settings.load, 0),
+            duration: None,
+            grace: Duration::ZERO,
+        }
+        .pool_size();
+        let endpoint = Endpoint::new(target, pool).map_err(|source| RunnerError::Endpoint {
+            endpoint: run.settings.endpoint.name.clone(),
+            source,
+        })?;
         let warnings = prepared.warnings.clone();
         for w in &warnings {
             eprintln!("warning: {}: {w}", run_label(run, total));
@@ -218,13 +321,26 @@ impl Suite<'_> {
             label: run_label(run, total),
         };
         let result = execute::execute(&ctx, run, prepared).await?;
-        let status = if result.cancelled { RunStatus::Interrupted } else { RunStatus::Done };
+        let status = if result.cancelled {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Done
+        };
         let extras = execute::extras(&result.summary, result.stored);
         let mut all_warnings = warnings;
         if let Some(reason) = &result.summary.client_bound {
             all_warnings.push(format!("client_bound: {reason}"));
         }
-        self.lock()?.finish_run(&run.id, &RunFinish { status, metrics: &result.summary.values, extras: &extras, warnings: &all_warnings, error: None })?;
+        self.lock()?.finish_run(
+            &run.id,
+            &RunFinish {
+                status,
+                metrics: &result.summary.values,
+                extras: &extras,
+                warnings: &all_warnings,
+                error: None,
+            },
+        )?;
         eprintln!("{}", summary_line(run, total, &result.summary));
         Ok(!result.cancelled)
     }
@@ -263,7 +379,9 @@ mod tests {
     #[test]
     fn utc_stamp_formats_civil_time() {
         assert_eq!(utc_stamp(UNIX_EPOCH), "19700101T000000Z");
-        assert_eq!(utc_stamp(UNIX_EPOCH + Duration::from_secs(1_795_938_471)), "20261129T065751Z");
+        assert_eq!(
+            utc_stamp(UNIX_EPOCH + Duration::from_secs(1_795_938_471)),
+            "20261129T074751Z"
+        );
     }
 }
-

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::engine::RequestRecord;
 use super::RunnerError;
+use crate::engine::RequestRecord;
 use crate::store::{Store, StoredRequest};
 use crate::tokenize::Tokenizer;
 
@@ -36,7 +36,10 @@ impl Writer {
     pub fn start(ctx: WriterContext) -> Writer {
         let (tx, rx) = mpsc::channel::<RequestRecord>();
         let handle = std::thread::spawn(move || write_loop(&ctx, &rx));
-        Writer { tx: Some(tx), handle: Some(handle) }
+        Writer {
+            tx: Some(tx),
+            handle: Some(handle),
+        }
     }
 
     /// A sender for the engine's sink.
