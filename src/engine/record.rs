@@ -123,6 +123,33 @@ pub struct RequestRecord {
     pub response_bytes: u64,
 }
 
+impl Default for RequestRecord {
+    /// An empty measured request that succeeded at time zero (for tests and builders).
+    fn default() -> Self {
+        RequestRecord {
+            index: 0,
+            item: 0,
+            phase: Phase::Measured,
+            intended: Duration::ZERO,
+            sent: Duration::ZERO,
+            first_chunk: None,
+            content_times: Vec::new(),
+            last_chunk: None,
+            end: Duration::ZERO,
+            outcome: Outcome::Ok,
+            http_status: None,
+            error: None,
+            finish_reason: None,
+            usage: Usage::default(),
+            output_text: String::new(),
+            client_output_tokens: None,
+            client_input_tokens: None,
+            request_bytes: 0,
+            response_bytes: 0,
+        }
+    }
+}
+
 impl RequestRecord {
     /// Time to first token under perfplan's definition: the first non-empty content chunk.
     pub fn ttft(&self) -> Option<Duration> {
