@@ -111,10 +111,17 @@ pub async fn execute(
         targets: Arc::new(prepared.targets.clone()),
     });
     let tx = writer.sender();
-    let mut sink = |r: &RequestRecord| {
-        progress.tick(r.outcome != Outcome::Ok);
-        if let Some(tx) = &tx {
-            let _ = tx.send(r.clone());
+    // Request indices are unique within a run: the measured pass continues after the priming pass.
+    let offset = prepared.priming.len() as u64;
+    let sink_for = |offset: u64| {
+        let (progress, tx) = (&progress, &tx);
+        move |r: &RequestRecord| {
+            progress.tick(r.outcome != Outcome::Ok);
+            if let Some(tx) = tx {
+                let mut r = r.clone();
+                r.index += offset;
+                let _ = tx.send(r);
+            }
         }
     };
     if !prepared.priming.is_empty() {
@@ -123,6 +130,7 @@ pub async fn execute(
             ..cfg.clone()
         };
         let mut source = VecSource::new(prepared.priming);
+        let mut sink = sink_for(0);
         engine::run(
             ctx.endpoint,
             &mut source,
@@ -136,6 +144,7 @@ pub async fn execute(
             source,
         })?;
     }
+    let mut sink = sink_for(offset);
     let mut source = VecSource::new(prepared.requests);
     let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await

@@ -255,7 +255,11 @@ impl Suite<'_> {
             let target = target(run, self.sims);
             let ep = &run.settings.endpoint;
             if ep.spec.connection_test && tested.insert(ep.name.clone()) {
-                connect::test(&ep.name, &target, connect::CONNECT_DEADLINE).await?;
+                let deadline = ep
+                    .spec
+                    .ready_timeout
+                    .map_or(connect::CONNECT_DEADLINE, |d| d.0);
+                connect::test(&ep.name, &target, deadline).await?;
             }
             match self.one(run, &target, runs.len()).await {
                 Ok(true) => outcome.done += 1,
