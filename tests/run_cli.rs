@@ -232,3 +232,56 @@ fn unreachable_endpoint_exits_3_with_a_clear_message() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rerun_repeats_the_stored_plan_into_a_new_folder() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("p.toml");
+    std::fs::write(&plan_path, plan(&sim.base_url(), "")).unwrap();
+    let first = dir.path().join("first");
+    let out = perfplan(&[
+        "run",
+        plan_path.to_str().unwrap(),
+        "--out",
+        first.to_str().unwrap(),
+        "--set",
+        "defaults.output_tokens=4",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The plan file changes afterwards: rerun must use the stored text, not the file.
+    std::fs::write(&plan_path, "garbage = [").unwrap();
+    let second = dir.path().join("second");
+    let out = perfplan(&[
+        "rerun",
+        first.to_str().unwrap(),
+        "--out",
+        second.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = Store::open(&first).unwrap().runs().unwrap();
+    let b = Store::open(&second).unwrap().runs().unwrap();
+    assert_eq!(
+        a.iter().map(|r| &r.id).collect::<Vec<_>>(),
+        b.iter().map(|r| &r.id).collect::<Vec<_>>()
+    );
+    let bodies: Vec<_> = sim
+        .received()
+        .into_iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .collect();
+    assert_eq!(bodies.len(), 48);
+    assert!(
+        bodies.iter().all(|r| r.body["max_tokens"] == 4),
+        "the --set override is replayed"
+    );
+    sim.shutdown().await;
+}
