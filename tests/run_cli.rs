@@ -1,6 +1,8 @@
 //! `perfplan run` through the binary against a simulator in the test process: what the
 //! server received, what was stored and what the report says must agree.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
