@@ -70,6 +70,7 @@ pub fn run(args: &RerunArgs) -> u8 {
     let opts = RunOptions {
         out: args.out.clone(),
         resume: None,
+        debug: false,
     };
     match runner::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None),

@@ -88,6 +88,7 @@ pub struct RunContext<'a> {
     pub slos: &'a [Slo],
     pub definitions: plan::MetricDefinitions,
     pub label: String,
+    pub log: std::sync::Arc<super::log::SuiteLog>,
 }
 
 /// Executes one prepared run and stores its records and summary.
@@ -109,7 +110,10 @@ pub async fn execute(
         run_id: run.id.clone(),
         tokenizer: prepared.tokenizer.clone(),
         targets: Arc::new(prepared.targets.clone()),
+        log: ctx.log.clone(),
     });
+    ctx.log.requests(&run.id, &prepared.priming);
+    ctx.log.requests(&run.id, &prepared.requests);
     let tx = writer.sender();
     // Request indices are unique within a run: the measured pass continues after the priming pass.
     let offset = prepared.priming.len() as u64;

@@ -5,6 +5,7 @@
 mod connect;
 mod execute;
 pub mod fields;
+mod log;
 mod prepare;
 mod progress;
 mod sims;
