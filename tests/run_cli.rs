@@ -287,3 +287,60 @@ async fn rerun_repeats_the_stored_plan_into_a_new_folder() {
     );
     sim.shutdown().await;
 }
+
+/// The server sees exactly the planned prompt length: chat prompts through the chat
+/// template, and token ids, both counted by a simulator using the same tokenizer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_counts_equal_the_planned_input_length() {
+    let config = SimConfig {
+        tokenizer: Some(fixture_tokenizer()),
+        ..sim_config()
+    };
+    let sim = SimServer::start(config).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("p.toml");
+    let text = plan(&sim.base_url(), "tokenize_prompt = [false, true]").replace(
+        "input_tokens = 64\nprefix_tokens = 16",
+        "input_tokens = 1024\nprefix_tokens = 512",
+    );
+    std::fs::write(&plan_path, text).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = perfplan(&[
+        "run",
+        plan_path.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open(&out_dir).unwrap();
+    for run in store.runs().unwrap() {
+        let rows = store.request_rows(&run.id).unwrap();
+        let exact = rows
+            .iter()
+            .filter(|r| r.usage.prompt_tokens == Some(1024))
+            .count();
+        let token_ids = run.axes["tokenize_prompt"] == true;
+        if token_ids {
+            assert_eq!(exact, rows.len(), "token ids are exact");
+        } else {
+            assert!(
+                exact * 100 >= rows.len() * 99,
+                "{exact} of {} exact",
+                rows.len()
+            );
+            assert!(rows
+                .iter()
+                .all(|r| r.usage.prompt_tokens.unwrap().abs_diff(1024) <= 2));
+        }
+        assert!(
+            rows.iter()
+                .all(|r| r.client_input_tokens == r.usage.prompt_tokens),
+            "client count = server count"
+        );
+    }
+    sim.shutdown().await;
+}

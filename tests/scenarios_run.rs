@@ -18,7 +18,8 @@ fn test_env(name: &str) -> Option<String> {
 }
 
 fn overrides(path: &Path, sim_url: &str) -> Vec<String> {
-    let plan = load_plan(path, &LoadOptions::new(Vec::new(), &test_env)).unwrap_or_else(|r| panic!("{}", r.render()));
+    let plan = load_plan(path, &LoadOptions::new(Vec::new(), &test_env))
+        .unwrap_or_else(|r| panic!("{}", r.render()));
     let mut sets = vec!["defaults.output_tokens=4".to_string()];
     for (name, ep) in &plan.spec.endpoints {
         if !ep.base_url.starts_with("sim://") && ep.launch.is_none() {
@@ -26,7 +27,10 @@ fn overrides(path: &Path, sim_url: &str) -> Vec<String> {
         }
     }
     let fixed_loads = plan.spec.matrix.axes.iter().any(|(k, values)| {
-        k == "load" && values.iter().all(|v| v.get("concurrency").is_some() || v.get("rate").is_some())
+        k == "load"
+            && values
+                .iter()
+                .all(|v| v.get("concurrency").is_some() || v.get("rate").is_some())
     });
     if fixed_loads {
         sets.push("matrix.load=[{ concurrency = 2, requests = 4, warmup = 2 }]".to_string());
@@ -43,12 +47,20 @@ async fn every_scenario_runs_against_the_simulator() {
     };
     let sim = SimServer::start(config).await.unwrap();
     let out_root = tempfile::tempdir().unwrap();
-    let mut scenarios: Vec<_> = std::fs::read_dir("scenarios").unwrap().map(|e| e.unwrap().path()).collect();
+    let mut scenarios: Vec<_> = std::fs::read_dir("scenarios")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     scenarios.sort();
     for path in scenarios {
         let out = out_root.path().join(path.file_stem().unwrap());
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfplan"));
-        cmd.args(["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        cmd.args([
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         cmd.env("TOKENIZER_PATH", "../tests/fixtures/smollm2");
         for set in overrides(&path, &sim.base_url()) {
             cmd.args(["--set", &set]);
@@ -56,11 +68,22 @@ async fn every_scenario_runs_against_the_simulator() {
         let result = cmd.output().unwrap();
         let stderr = String::from_utf8_lossy(&result.stderr);
         // Gates may fail against a simulator (exit 1); anything else is a broken scenario.
-        assert!(matches!(result.status.code(), Some(0) | Some(1)), "{}: {stderr}", path.display());
+        assert!(
+            matches!(result.status.code(), Some(0) | Some(1)),
+            "{}: {stderr}",
+            path.display()
+        );
         let runs = Store::open(&out).unwrap().runs().unwrap();
         assert!(!runs.is_empty(), "{}", path.display());
         for run in runs {
-            assert_eq!(run.status, RunStatus::Done, "{} run {}: {:?} {stderr}", path.display(), run.ordinal, run.error);
+            assert_eq!(
+                run.status,
+                RunStatus::Done,
+                "{} run {}: {:?} {stderr}",
+                path.display(),
+                run.ordinal,
+                run.error
+            );
         }
     }
     sim.shutdown().await;

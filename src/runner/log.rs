@@ -18,13 +18,15 @@ pub struct SuiteLog {
 impl SuiteLog {
     /// Opens (appends to) `dir/perfplan.log`. Without a file, lines still go to stderr.
     pub fn open(dir: &Path, debug: bool) -> SuiteLog {
-        let file = OpenOptions::new().create(true).append(true).open(dir.join("perfplan.log")).ok();
-        SuiteLog { file: file.map(|f| Mutex::new(BufWriter::new(f))), debug }
-    }
-
-    /// A log that only prints (tests, and when the folder is not writable).
-    pub fn stderr_only() -> SuiteLog {
-        SuiteLog { file: None, debug: false }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("perfplan.log"))
+            .ok();
+        SuiteLog {
+            file: file.map(|f| Mutex::new(BufWriter::new(f))),
+            debug,
+        }
     }
 
     /// Prints a line to stderr and appends it to the log.
@@ -42,10 +44,6 @@ impl SuiteLog {
         }
     }
 
-    pub fn debug(&self) -> bool {
-        self.debug
-    }
-
     /// With `--debug`: a run's request bodies, before they are sent.
     pub fn requests(&self, run_id: &str, requests: &[PreparedRequest]) {
         if !self.debug {
@@ -53,7 +51,12 @@ impl SuiteLog {
         }
         for r in requests {
             let body = String::from_utf8_lossy(&r.body);
-            self.write(&format!("debug run={run_id} item={} phase={} POST {} {body}", r.item, r.phase.as_str(), r.path));
+            self.write(&format!(
+                "debug run={run_id} item={} phase={} POST {} {body}",
+                r.item,
+                r.phase.as_str(),
+                r.path
+            ));
         }
     }
 

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::execute::{self, RunContext};
-use super::prepare::{self, PreparedRun};
 use super::log::SuiteLog;
+use super::prepare::{self, PreparedRun};
 use super::sims::Sims;
 use super::{connect, RunnerError};
 use crate::engine::{CancelHandle, Endpoint, RunConfig, Target, Timeouts};
@@ -156,7 +156,7 @@ pub fn run_suite(
     let store = register(store, runs)?;
     let slos = execute::slos_of(&plan.spec.slo)?;
     warn_missing_keys(runs, &log);
-    let sims = Sims::start(runs)?;
+    let sims = Sims::start(runs, &plan.base_dir)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -210,7 +210,9 @@ fn warn_missing_keys(runs: &[RunSpec], log: &SuiteLog) {
 /// First Ctrl-C: stop sending, let requests in flight finish. Second: exit at once.
 async fn watch_ctrl_c(cancel: CancelHandle, log: Arc<SuiteLog>) {
     if tokio::signal::ctrl_c().await.is_ok() {
-        log.say("\nperfplan: interrupted; letting requests in flight finish (Ctrl-C again to abort)");
+        log.say(
+            "\nperfplan: interrupted; letting requests in flight finish (Ctrl-C again to abort)",
+        );
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
             std::process::exit(130);
@@ -268,7 +270,11 @@ impl Suite<'_> {
                 Ok(true) => outcome.done += 1,
                 Ok(false) => outcome.interrupted = true,
                 Err(e) if !e.stops_suite() => {
-                    self.log.say(&format!("error: {}: {}", run_label(run, runs.len()), chain(&e)));
+                    self.log.say(&format!(
+                        "error: {}: {}",
+                        run_label(run, runs.len()),
+                        chain(&e)
+                    ));
                     self.fail(run, &e)?;
                     outcome.failed += 1;
                 }
@@ -316,7 +322,8 @@ impl Suite<'_> {
         })?;
         let warnings = prepared.warnings.clone();
         for w in &warnings {
-            self.log.say(&format!("warning: {}: {w}", run_label(run, total)));
+            self.log
+                .say(&format!("warning: {}: {w}", run_label(run, total)));
         }
         self.lock()?.begin_run(&run.id)?;
         let ctx = RunContext {

@@ -177,7 +177,7 @@ fn completion_prompts(
     match prompt {
         Some(Value::String(s)) => {
             let mut out = Vec::new();
-            tok.encode(s, &mut out);
+            tok.encode_prompt(s, &mut out);
             Ok(vec![out])
         }
         Some(Value::Array(items)) if items.is_empty() => Err(bad()),
@@ -226,6 +226,11 @@ fn chat_tokens(
             Some("messages"),
         ));
     };
+    if system.is_none() {
+        if let Some(ids) = tok.chat(messages) {
+            return Ok(ids);
+        }
+    }
     let mut out = Vec::new();
     if let Some(s) = system {
         out.push(marker("system"));
