@@ -410,40 +410,36 @@ async fn cancel_records_in_flight_requests_as_cancelled() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn debug_truth() {
-    let cfg = SimConfig {
-        ttft_base: ms(40),
-        itl_base: ms(20),
-        max_num_seqs: 1024,
-        itl_knee: 1024,
+async fn warmup_hands_its_slots_to_measured_requests() {
+    let sim = SimServer::start(SimConfig {
+        ttft_base: ms(5),
+        itl_base: ms(5),
         ..SimConfig::default()
-    };
-    let sim = SimServer::start(cfg).await.unwrap();
-    let c: u32 = std::env::var("C").unwrap().parse().unwrap();
-    let out = go(
-        &sim,
-        prepare(&chat(5), c as usize, c as usize * 2),
-        closed(c),
-    )
-    .await;
-    let truth = sim.truth();
-    let t: Vec<f64> = truth
+    })
+    .await
+    .unwrap();
+    let out = go(&sim, prepare(&chat(3), 4, 12), closed(4)).await;
+    assert_eq!(out.records.len(), 16);
+    assert_eq!(sim.received().len(), 16);
+    let mut by_sent: Vec<&RequestRecord> = out.records.iter().collect();
+    by_sent.sort_by_key(|r| r.sent);
+    assert!(by_sent[..4].iter().all(|r| r.phase == Phase::Warmup));
+    let first_warmup_end = by_sent[..4].iter().map(|r| r.end).min().unwrap();
+    assert!(by_sent[4..]
         .iter()
-        .map(|t| (t.first_token_us.unwrap() - t.arrival_us) as f64 / 1e3)
-        .collect();
+        .all(|r| r.phase == Phase::Measured && r.sent >= first_warmup_end));
+    // Never more than `concurrency` in flight.
+    for r in &out.records {
+        let overlapping = out
+            .records
+            .iter()
+            .filter(|o| o.sent <= r.sent && o.end > r.sent)
+            .count();
+        assert!(overlapping <= 4, "{overlapping} in flight at {:?}", r.sent);
+    }
     let s = summarize(&out.records, &SummaryOptions::default());
-    eprintln!(
-        "client ttft mean {:?} p99 {:?}; truth ttft mean {} max {:?}",
-        s.values["ttft_mean"],
-        s.values["ttft_p99"],
-        mean(t.iter().copied()),
-        t.iter().cloned().fold(0.0, f64::max)
-    );
-    eprintln!(
-        "client tpot {:?} lateness p99 {:?} cpu {:?} wall {:?}",
-        s.values["tpot_mean"], s.values["lateness_p99"], out.client_cpu, out.wall
-    );
+    assert_eq!((s.requests, s.unmeasured), (12, 4));
+    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
