@@ -20,5 +20,8 @@ pub enum Prompt {
     /// Embedding inputs (one request, `batch_size` inputs).
     Embedding(Vec<String>),
     /// A rerank query and its documents.
-    Rerank { query: String, documents: Vec<String> },
+    Rerank {
+        query: String,
+        documents: Vec<String>,
+    },
 }

@@ -205,7 +205,12 @@ async fn open_h1(h1: &H1Client, req: &PreparedRequest) -> Result<(Conn, Head), F
         } else {
             Outcome::Connect
         };
-        Failure::new(outcome, format!("connect: {e}"))
+        let hint = match e.raw_os_error() {
+            Some(24) => " (too many open files: raise `ulimit -n` above the concurrency)",
+            Some(99) => " (no free local port: too many connections in TIME_WAIT)",
+            _ => "",
+        };
+        Failure::new(outcome, format!("connect: {e}{hint}"))
     };
     let mut conn = h1.checkout().await.map_err(connect_failure)?;
     loop {

@@ -145,7 +145,9 @@ fn axis_schema(one: Value) -> Value {
     })
 }
 
-fn properties_of<T: schemars::JsonSchema>(gen: &mut schemars::SchemaGenerator) -> Map<String, Value> {
+fn properties_of<T: schemars::JsonSchema>(
+    gen: &mut schemars::SchemaGenerator,
+) -> Map<String, Value> {
     let reference = gen.subschema_for::<T>();
     let name = reference
         .get("$ref")
