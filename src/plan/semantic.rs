@@ -337,3 +337,50 @@ fn collect_strings<'a>(node: &'a Node, out: &mut Vec<&'a Node>) {
         _ => out.push(node),
     }
 }
+
+/// Files the plan names (tokenizers, dataset files, `@file` prompts) that do not exist,
+/// reported before any run starts. Paths are relative to the plan's folder.
+pub fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &std::path::Path) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let mut missing = |path: &str, at: Vec<Step>, what: &str| {
+        let full = base_dir.join(path);
+        if !full.exists() {
+            let span = tree.value_span(&at).or_else(|| Some(tree.locate(&at)));
+            diags.push(
+                Diagnostic::error(
+                    format!(
+                        "{what} `{path}` does not exist (looked at {})",
+                        full.display()
+                    ),
+                    span,
+                )
+                .with_help("paths are relative to the plan file's folder"),
+            );
+        }
+    };
+    for (name, model) in &spec.models {
+        if let Some(t) = &model.tokenizer {
+            missing(t, key(&["models", name, "tokenizer"]), "tokenizer");
+        }
+    }
+    for (name, ds) in &spec.datasets {
+        for (field, value) in [("path", &ds.path), ("prefix_file", &ds.prefix_file)] {
+            if let Some(p) = value {
+                missing(p, key(&["datasets", name, field]), "dataset file");
+            }
+        }
+        if let Some(file) = ds.text.as_deref().and_then(|t| t.strip_prefix('@')) {
+            missing(file, key(&["datasets", name, "text"]), "prompt file");
+        }
+    }
+    for (name, ep) in &spec.endpoints {
+        if let Some(t) = ep.sim.as_ref().and_then(|s| s.tokenizer.as_deref()) {
+            missing(
+                t,
+                key(&["endpoints", name, "sim", "tokenizer"]),
+                "simulator tokenizer",
+            );
+        }
+    }
+    diags
+}
