@@ -10,6 +10,7 @@ mod prepare;
 mod progress;
 mod sims;
 mod suite;
+mod template;
 mod writer;
 
 pub use execute::slos_of;
@@ -69,6 +70,8 @@ pub enum RunnerError {
         #[source]
         source: crate::engine::RunError,
     },
+    #[error("body_template: {reason}")]
+    Template { reason: String },
     #[error("invalid SLO `{text}`: {reason}")]
     Slo { text: String, reason: String },
     #[error("cannot create the output folder {}", path.display())]
@@ -104,9 +107,10 @@ pub fn exit_code(e: &RunnerError) -> u8 {
     match e {
         RunnerError::Connection { .. } | RunnerError::Sim { .. } => exit::ENDPOINT,
         RunnerError::Store(_) => exit::DATABASE,
-        RunnerError::Slo { .. } | RunnerError::Tokenizer { .. } | RunnerError::Dataset { .. } => {
-            exit::INVALID
-        }
+        RunnerError::Slo { .. }
+        | RunnerError::Template { .. }
+        | RunnerError::Tokenizer { .. }
+        | RunnerError::Dataset { .. } => exit::INVALID,
         _ => exit::INTERNAL,
     }
 }
