@@ -2,11 +2,15 @@
 //! completes, summarizes each run, and starts `sim://` endpoints in-process. It maps plan
 //! settings to the engine's inputs, so the engine never sees a plan.
 
+mod cache;
+pub mod check;
 mod connect;
 mod execute;
 pub mod fields;
+pub mod lifecycle;
 mod prepare;
 mod progress;
+pub mod scrape;
 mod sims;
 mod suite;
 mod writer;
@@ -75,6 +79,12 @@ pub enum RunnerError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    #[error("server of endpoint `{endpoint}`")]
+    Server {
+        endpoint: String,
+        #[source]
+        source: lifecycle::LifecycleError,
     },
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),

@@ -2,15 +2,18 @@
 //! every run in order (finished ones skipped on `--resume`), Ctrl-C handling, and the
 //! pause between runs.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use super::cache;
 use super::execute::{self, RunContext};
+use super::lifecycle::{self, Servers};
 use super::prepare::{self, PreparedRun};
+use super::scrape::{CounterNames, ServerScrape};
 use super::sims::Sims;
 use super::{connect, RunnerError};
 use crate::engine::{CancelHandle, Endpoint, RunConfig, Target, Timeouts};
@@ -147,6 +150,8 @@ pub fn run_suite(
     runs: &[RunSpec],
     opts: &RunOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
+    let ordered = cache::execution_order(runs);
+    let runs = &ordered[..];
     let (store, dir) = open_store(plan, opts)?;
     eprintln!("perfplan: results in {}", dir.display());
     let rows: Vec<RunRow> = runs
@@ -190,13 +195,16 @@ pub fn run_suite(
         .build()
         .map_err(RunnerError::Runtime)?;
     let cancel = CancelHandle::new();
+    let mut servers = Servers::new(&dir);
     let watcher = {
         let cancel = cancel.clone();
+        let registry = servers.registry();
         rt.spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!("\nperfplan: interrupted; letting requests in flight finish (Ctrl-C again to abort)");
                 cancel.cancel();
                 if tokio::signal::ctrl_c().await.is_ok() {
+                    lifecycle::kill_registered(&registry);
                     std::process::exit(130);
                 }
             }
@@ -210,7 +218,11 @@ pub fn run_suite(
         slos: &slos,
         cache: TokenizerCache::new(),
     };
-    let result = rt.block_on(suite.run_all(runs, dir));
+    let result = rt.block_on(async {
+        let result = suite.run_all(runs, dir, &mut servers).await;
+        servers.stop_all().await;
+        result
+    });
     watcher.abort();
     sims.shutdown();
     result
@@ -230,7 +242,12 @@ impl Suite<'_> {
         self.store.lock().map_err(|_| RunnerError::Poisoned)
     }
 
-    async fn run_all(&self, runs: &[RunSpec], dir: PathBuf) -> Result<SuiteOutcome, RunnerError> {
+    async fn run_all(
+        &self,
+        runs: &[RunSpec],
+        dir: PathBuf,
+        servers: &mut Servers,
+    ) -> Result<SuiteOutcome, RunnerError> {
         let mut outcome = SuiteOutcome {
             dir,
             done: 0,
@@ -239,7 +256,17 @@ impl Suite<'_> {
             interrupted: false,
         };
         let mut tested: BTreeSet<String> = BTreeSet::new();
+        let mut previous: BTreeMap<String, &RunSpec> = BTreeMap::new();
+        let last_of: BTreeMap<&str, usize> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.settings.endpoint.name.as_str(), i))
+            .collect();
         for (i, run) in runs.iter().enumerate() {
+            let ep = &run.settings.endpoint;
+            if i > 0 && last_of.get(runs[i - 1].settings.endpoint.name.as_str()) == Some(&(i - 1)) {
+                servers.stop(&runs[i - 1].settings.endpoint.name).await;
+            }
             if self.cancel.is_cancelled() {
                 outcome.interrupted = true;
                 break;
@@ -252,12 +279,50 @@ impl Suite<'_> {
                 outcome.skipped += 1;
                 continue;
             }
-            let target = target(run, self.sims);
-            let ep = &run.settings.endpoint;
+            let mut target = target(run, self.sims);
+            let port = match server_up(run, &mut target, servers).await {
+                Ok(port) => port,
+                Err(e) => {
+                    eprintln!("error: {}: {}", run_label(run, runs.len()), chain(&e));
+                    self.fail(run, &e)?;
+                    outcome.failed += 1;
+                    continue;
+                }
+            };
+            let mut notes = Vec::new();
+            if cache::wants_reset(run, previous.get(&ep.name).copied()) {
+                let reset = ep.spec.reset_cache.as_deref().map_or_else(
+                    || cache::DEFAULT_RESET.to_string(),
+                    |r| lifecycle::fill_port(r, port),
+                );
+                let done =
+                    lifecycle::reset_cache(&reset, &target.base_url, target.api_key.as_deref())
+                        .await;
+                if let Err(msg) = done {
+                    notes.push(format!(
+                        "cache_reset_failed: {msg}; this run may not start from an empty cache"
+                    ));
+                }
+            }
+            previous.insert(ep.name.clone(), run);
             if ep.spec.connection_test && tested.insert(ep.name.clone()) {
                 connect::test(&ep.name, &target, connect::CONNECT_DEADLINE).await?;
             }
-            match self.one(run, &target, runs.len()).await {
+            let result = self.one(run, &target, runs.len(), notes).await;
+            let result = match (result, servers.alive(&ep.name)) {
+                (Ok(_), Err(source)) => {
+                    let e = RunnerError::Server {
+                        endpoint: ep.name.clone(),
+                        source,
+                    };
+                    eprintln!("error: {}: {}", run_label(run, runs.len()), chain(&e));
+                    self.finish_failed(run, &e)?;
+                    outcome.failed += 1;
+                    continue;
+                }
+                (result, _) => result,
+            };
+            match result {
                 Ok(true) => outcome.done += 1,
                 Ok(false) => outcome.interrupted = true,
                 Err(e) if !e.stops_suite() => {
@@ -277,8 +342,13 @@ impl Suite<'_> {
     }
 
     fn fail(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
+        self.lock()?.begin_run(&run.id)?;
+        self.finish_failed(run, e)
+    }
+
+    /// Marks a run failed, keeping the requests it stored.
+    fn finish_failed(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
         let mut store = self.lock()?;
-        store.begin_run(&run.id)?;
         let empty = Default::default();
         let msg = chain(e);
         store.finish_run(
@@ -295,7 +365,13 @@ impl Suite<'_> {
     }
 
     /// One run; `Ok(false)` when it was interrupted.
-    async fn one(&self, run: &RunSpec, target: &Target, total: usize) -> Result<bool, RunnerError> {
+    async fn one(
+        &self,
+        run: &RunSpec,
+        target: &Target,
+        total: usize,
+        notes: Vec<String>,
+    ) -> Result<bool, RunnerError> {
         let prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
         let pool = RunConfig {
             load: execute::engine_load(&run.settings.load, 0),
@@ -307,7 +383,8 @@ impl Suite<'_> {
             endpoint: run.settings.endpoint.name.clone(),
             source,
         })?;
-        let warnings = prepared.warnings.clone();
+        let mut warnings = notes;
+        warnings.extend(prepared.warnings.iter().cloned());
         for w in &warnings {
             eprintln!("warning: {}: {w}", run_label(run, total));
         }
@@ -319,6 +396,10 @@ impl Suite<'_> {
             slos: self.slos,
             definitions: self.plan.spec.plan.metric_definitions,
             label: run_label(run, total),
+            server: Some(ServerScrape::new(
+                &target.base_url,
+                CounterNames::of(run.settings.endpoint.spec.metrics.as_ref()),
+            )),
         };
         let result = execute::execute(&ctx, run, prepared).await?;
         let status = if result.cancelled {
@@ -328,6 +409,10 @@ impl Suite<'_> {
         };
         let extras = execute::extras(&result.summary, result.stored);
         let mut all_warnings = warnings;
+        for w in &result.warnings {
+            eprintln!("warning: {}: {w}", run_label(run, total));
+        }
+        all_warnings.extend(result.warnings.iter().cloned());
         if let Some(reason) = &result.summary.client_bound {
             all_warnings.push(format!("client_bound: {reason}"));
         }
@@ -344,6 +429,26 @@ impl Suite<'_> {
         eprintln!("{}", summary_line(run, total, &result.summary));
         Ok(!result.cancelled)
     }
+}
+
+/// Fills the `{port}` of a launched endpoint and makes sure its server is up.
+async fn server_up(
+    run: &RunSpec,
+    target: &mut Target,
+    servers: &mut Servers,
+) -> Result<Option<u16>, RunnerError> {
+    let ep = &run.settings.endpoint;
+    let err = |source| RunnerError::Server {
+        endpoint: ep.name.clone(),
+        source,
+    };
+    let port = servers.port(&ep.name, &ep.spec).map_err(err)?;
+    target.base_url = lifecycle::fill_port(&target.base_url, port);
+    servers
+        .ensure(&ep.name, &ep.spec, &target.base_url)
+        .await
+        .map_err(err)?;
+    Ok(port)
 }
 
 fn summary_line(run: &RunSpec, total: usize, s: &crate::metrics::RunSummary) -> String {
