@@ -15,6 +15,7 @@ mod sims;
 mod suite;
 mod writer;
 
+pub use check::{CheckRow, Verdict};
 pub use execute::slos_of;
 pub use prepare::{api_kind, measured_count};
 pub use suite::{run_suite, RunOptions, SuiteOutcome};

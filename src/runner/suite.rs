@@ -119,7 +119,7 @@ pub fn run_label(run: &RunSpec, total: usize) -> String {
     )
 }
 
-fn target(run: &RunSpec, sims: &Sims) -> Target {
+pub(super) fn target(run: &RunSpec, sims: &Sims) -> Target {
     let ep = &run.settings.endpoint.spec;
     let api_key = ep
         .api_key_env
@@ -432,7 +432,7 @@ impl Suite<'_> {
 }
 
 /// Fills the `{port}` of a launched endpoint and makes sure its server is up.
-async fn server_up(
+pub(super) async fn server_up(
     run: &RunSpec,
     target: &mut Target,
     servers: &mut Servers,
