@@ -310,7 +310,7 @@ impl Suite<'_> {
             }
             let result = self.one(run, &target, runs.len(), notes).await;
             let result = match (result, servers.alive(&ep.name)) {
-                (Ok(_), Err(source)) => {
+                (Ok(end), Err(source)) if end.failed_requests > 0 => {
                     let e = RunnerError::Server {
                         endpoint: ep.name.clone(),
                         source,
@@ -323,8 +323,8 @@ impl Suite<'_> {
                 (result, _) => result,
             };
             match result {
-                Ok(true) => outcome.done += 1,
-                Ok(false) => outcome.interrupted = true,
+                Ok(end) if end.completed => outcome.done += 1,
+                Ok(_) => outcome.interrupted = true,
                 Err(e) if !e.stops_suite() => {
                     eprintln!("error: {}: {}", run_label(run, runs.len()), chain(&e));
                     self.fail(run, &e)?;
@@ -371,7 +371,7 @@ impl Suite<'_> {
         target: &Target,
         total: usize,
         notes: Vec<String>,
-    ) -> Result<bool, RunnerError> {
+    ) -> Result<Ended, RunnerError> {
         let prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
         let pool = RunConfig {
             load: execute::engine_load(&run.settings.load, 0),
@@ -427,8 +427,17 @@ impl Suite<'_> {
             },
         )?;
         eprintln!("{}", summary_line(run, total, &result.summary));
-        Ok(!result.cancelled)
+        Ok(Ended {
+            completed: !result.cancelled,
+            failed_requests: result.summary.failures.values().sum(),
+        })
     }
+}
+
+/// How a run ended: completed (not interrupted), and how many of its requests failed.
+struct Ended {
+    completed: bool,
+    failed_requests: u64,
 }
 
 /// Fills the `{port}` of a launched endpoint and makes sure its server is up.
