@@ -50,10 +50,10 @@ fn seen_in(body: &str, stream: bool) -> Seen {
             .unwrap_or_default();
     }
     body.lines()
+        .rev()
         .filter_map(|l| l.trim().strip_prefix("data:"))
         .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .filter_map(|v| usage_of(&v))
-        .last()
+        .find_map(|v| usage_of(&v))
         .unwrap_or_default()
 }
 
