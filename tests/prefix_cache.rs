@@ -311,3 +311,48 @@ load = [
     }
     assert!(of("b").all(|r| r.status == RunStatus::Done));
 }
+
+#[test]
+fn a_server_that_exits_at_launch_fails_its_runs_with_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dead.toml");
+    let plan = r#"[plan]
+name = "dead"
+[endpoints.dead]
+base_url = "http://127.0.0.1:{port}"
+launch = "echo cannot load the weights; exit 3"
+[endpoints.ok]
+base_url = "sim://ok"
+[models.m]
+[datasets.p]
+kind = "prompt"
+text = "hi"
+[defaults]
+output_tokens = 2
+[matrix]
+endpoint = ["dead", "ok"]
+load = [{ concurrency = 1, requests = 2, warmup = 1 }, { concurrency = 2, requests = 2, warmup = 2 }]
+"#;
+    std::fs::write(&path, plan).unwrap();
+    let out = dir.path().join("out");
+    let o = perfplan(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let all = runs(&out);
+    for r in all.iter().filter(|r| r.axes["endpoint"] == "dead") {
+        assert_eq!(r.status, RunStatus::Failed);
+        let e = r.error.as_deref().unwrap();
+        assert!(
+            e.contains("exit code 3") && e.contains("cannot load the weights"),
+            "{e}"
+        );
+    }
+    assert!(all
+        .iter()
+        .filter(|r| r.axes["endpoint"] == "ok")
+        .all(|r| r.status == RunStatus::Done));
+}

@@ -271,11 +271,11 @@ impl Ctx<'_> {
         } else {
             advise(
                 r(
-                    Verdict::Fail,
+                    Verdict::Warn,
                     format!("`{model}` is not among {}", ids.join(", ")),
                 ),
                 format!(
-                    "set served_name of model `{}` to one of them",
+                    "if requests are refused, set served_name of model `{}` to one of them",
                     run.settings.model.name
                 ),
             )

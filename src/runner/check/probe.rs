@@ -176,7 +176,16 @@ pub(super) async fn probe(
     let (status, text) = answer;
     if !(200..300).contains(&status) {
         let detail = format!("HTTP {status}: {}", message(&text));
-        let row = if run.settings.tokenize_prompt {
+        let row = if status == 404 {
+            advise(
+                r("request", Verdict::Fail, detail),
+                format!(
+                    "check base_url (without /v1) and that the server serves `{}` (served_name of model `{}`)",
+                    run.served_model(),
+                    run.settings.model.name
+                ),
+            )
+        } else if run.settings.tokenize_prompt {
             advise(
                 r("token-id prompt", Verdict::Fail, detail),
                 "this server does not take token-id prompts (some answer HTTP 500, not 400); use tokenize_prompt = false",
