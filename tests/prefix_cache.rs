@@ -227,6 +227,19 @@ load = {{ concurrency = 1, requests = 4, warmup = 1 }}
         root().join("tests/fixtures/smollm2").display()
     );
     std::fs::write(&path, plan).unwrap();
+    let out = dir.path().join("out");
+    let o = perfplan(&[
+        "run",
+        path.to_str().unwrap(),
+        "--check",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        !out.join("results.db").exists(),
+        "run --check ran after a failed check"
+    );
     let o = perfplan(&["check", path.to_str().unwrap()]);
     let all = text(&o);
     assert_eq!(o.status.code(), Some(3), "{all}");

@@ -407,6 +407,22 @@ impl Drop for Servers {
     }
 }
 
+/// Resets the endpoint's prefix cache (`reset_cache`, or vLLM's route); the run warning
+/// when that failed.
+pub async fn reset_warning(
+    spec: &EndpointSpec,
+    port: Option<u16>,
+    target: &crate::engine::Target,
+) -> Option<String> {
+    let reset = spec.reset_cache.as_deref().map_or_else(
+        || super::cache::DEFAULT_RESET.to_string(),
+        |r| fill_port(r, port),
+    );
+    let done = reset_cache(&reset, &target.base_url, target.api_key.as_deref()).await;
+    done.err()
+        .map(|msg| format!("cache_reset_failed: {msg}; this run may not start from an empty cache"))
+}
+
 /// Empties the server's prefix cache: `"POST /path"` (or `"POST http://…"`) as an HTTP
 /// call, anything else as a shell command. The error says what went wrong.
 pub async fn reset_cache(reset: &str, base_url: &str, api_key: Option<&str>) -> Result<(), String> {

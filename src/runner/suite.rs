@@ -291,46 +291,16 @@ impl Suite<'_> {
             };
             let mut notes = Vec::new();
             if cache::wants_reset(run, previous.get(&ep.name).copied()) {
-                let reset = ep.spec.reset_cache.as_deref().map_or_else(
-                    || cache::DEFAULT_RESET.to_string(),
-                    |r| lifecycle::fill_port(r, port),
-                );
-                let done =
-                    lifecycle::reset_cache(&reset, &target.base_url, target.api_key.as_deref())
-                        .await;
-                if let Err(msg) = done {
-                    notes.push(format!(
-                        "cache_reset_failed: {msg}; this run may not start from an empty cache"
-                    ));
-                }
+                notes.extend(lifecycle::reset_warning(&ep.spec, port, &target).await);
             }
             previous.insert(ep.name.clone(), run);
             if ep.spec.connection_test && tested.insert(ep.name.clone()) {
                 connect::test(&ep.name, &target, connect::CONNECT_DEADLINE).await?;
             }
             let result = self.one(run, &target, runs.len(), notes).await;
-            let result = match (result, servers.alive(&ep.name)) {
-                (Ok(end), Err(source)) if end.failed_requests > 0 => {
-                    let e = RunnerError::Server {
-                        endpoint: ep.name.clone(),
-                        source,
-                    };
-                    eprintln!("error: {}: {}", run_label(run, runs.len()), chain(&e));
-                    self.finish_failed(run, &e)?;
-                    outcome.failed += 1;
-                    continue;
-                }
-                (result, _) => result,
-            };
-            match result {
-                Ok(end) if end.completed => outcome.done += 1,
-                Ok(_) => outcome.interrupted = true,
-                Err(e) if !e.stops_suite() => {
-                    eprintln!("error: {}: {}", run_label(run, runs.len()), chain(&e));
-                    self.fail(run, &e)?;
-                    outcome.failed += 1;
-                }
-                Err(e) => return Err(e),
+            match self.server_died(run, &result, servers, runs.len())? {
+                true => outcome.failed += 1,
+                false => self.count(run, result, &mut outcome, runs.len())?,
             }
             if let Some(pause) = self.plan.spec.plan.pause_between_runs {
                 if i + 1 < runs.len() {
@@ -339,6 +309,51 @@ impl Suite<'_> {
             }
         }
         Ok(outcome)
+    }
+
+    /// Whether the run's launched server died during it (the run then failed, with the log
+    /// tail). A run whose requests all succeeded stands; the death shows at the next run.
+    fn server_died(
+        &self,
+        run: &RunSpec,
+        result: &Result<Ended, RunnerError>,
+        servers: &mut Servers,
+        total: usize,
+    ) -> Result<bool, RunnerError> {
+        let name = &run.settings.endpoint.name;
+        match (result, servers.alive(name)) {
+            (Ok(end), Err(source)) if end.failed_requests > 0 => {
+                let e = RunnerError::Server {
+                    endpoint: name.clone(),
+                    source,
+                };
+                eprintln!("error: {}: {}", run_label(run, total), chain(&e));
+                self.finish_failed(run, &e)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Counts how a run ended; a failed run is stored as failed.
+    fn count(
+        &self,
+        run: &RunSpec,
+        result: Result<Ended, RunnerError>,
+        outcome: &mut SuiteOutcome,
+        total: usize,
+    ) -> Result<(), RunnerError> {
+        match result {
+            Ok(end) if end.completed => outcome.done += 1,
+            Ok(_) => outcome.interrupted = true,
+            Err(e) if !e.stops_suite() => {
+                eprintln!("error: {}: {}", run_label(run, total), chain(&e));
+                self.fail(run, &e)?;
+                outcome.failed += 1;
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     fn fail(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {

@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::{advise, request, row, CheckRow, Verdict, CORE_KEYS};
+use crate::api::ApiKind;
 use crate::engine::{excerpt, PreparedRequest, Target};
 use crate::planner::RunSpec;
 
@@ -212,7 +213,21 @@ pub(super) async fn probe(
         ));
     }
     let seen = seen_in(&text, req.stream);
-    rows.extend(usage_rows(run, mode, req.stream, seen));
+    if matches!(req.kind, ApiKind::Embeddings | ApiKind::Rerank) {
+        let v = if seen.prompt.is_some() {
+            Verdict::Pass
+        } else {
+            Verdict::Warn
+        };
+        let detail = seen
+            .prompt
+            .map_or("no usage.prompt_tokens".to_string(), |p| {
+                format!("prompt_tokens {p}")
+            });
+        rows.push(row(run, mode, "the body has usage", v, detail));
+    } else {
+        rows.extend(usage_rows(run, mode, req.stream, seen));
+    }
     if let Some(plain) = without_images(&body) {
         rows.push(images_row(run, mode, target, client, &req, seen, &plain).await);
     }
