@@ -1,6 +1,7 @@
 //! Command-line interface (clap): one file per subcommand; maps errors to exit codes.
 //! Human tables go to stdout; progress, warnings and errors to stderr.
 
+mod check;
 pub mod compare;
 pub mod exit;
 mod expand;
@@ -30,6 +31,8 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Print the ordered runs of a plan without sending anything.
     Expand(expand::ExpandArgs),
+    /// One small request per endpoint × API × prompt mode: is the server usable as planned?
+    Check(check::CheckArgs),
     /// Expand a plan, execute its runs, store every request, print the report.
     Run(run::RunArgs),
     /// Tables from stored results (a database or an output folder).
@@ -61,6 +64,7 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Expand(args) => expand::run(&args),
+        Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),

@@ -29,6 +29,9 @@ pub struct RunArgs {
     /// A baseline suite for relative gates (`output_tps = ">= -5%"`): a database or output folder.
     #[arg(long, value_name = "DB")]
     pub baseline: Option<PathBuf>,
+    /// Run `perfplan check` first and stop if it finds a failure.
+    #[arg(long)]
+    pub check: bool,
 }
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -38,6 +41,13 @@ pub fn run(args: &RunArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;
     };
+    if args.check {
+        let code = super::check::check_runs(&plan, &runs);
+        if code != exit::OK {
+            eprintln!("perfplan: the check failed; nothing was run");
+            return code;
+        }
+    }
     let opts = RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),

@@ -19,7 +19,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 13] = [
+pub const SCALARS: [&str; 14] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -30,6 +30,7 @@ pub const SCALARS: [&str; 13] = [
     "goodput_rps",
     "cache_hit_ratio",
     "server_cache_hit_ratio",
+    "planned_prefix_share",
     "client_cpu_ratio",
     "input_tps",
     "inputs_per_s",

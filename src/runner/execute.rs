@@ -18,7 +18,7 @@ use crate::metrics::condition::{parse_condition, Op, Threshold};
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::plan::{self, Arrivals, LoadSpec};
 use crate::planner::RunSpec;
-use crate::store::Store;
+use crate::store::{ServerPhase, Store};
 
 /// After Ctrl-C, how long requests in flight may still finish.
 const GRACE: Duration = Duration::from_secs(5);
@@ -28,6 +28,8 @@ pub struct RunResult {
     pub summary: RunSummary,
     pub cancelled: bool,
     pub stored: u64,
+    /// Warnings found in the records (a cold run that met a warm cache).
+    pub warnings: Vec<String>,
 }
 
 /// The plan's `[slo]` as thresholds for goodput.
@@ -89,6 +91,8 @@ pub struct RunContext<'a> {
     pub definitions: plan::MetricDefinitions,
     pub label: String,
     pub log: std::sync::Arc<super::log::SuiteLog>,
+    /// The server's cache counters, scraped around the measured pass.
+    pub server: Option<super::scrape::ServerScrape>,
 }
 
 /// Executes one prepared run and stores its records and summary.
@@ -149,6 +153,10 @@ pub async fn execute(
         })?;
     }
     let mut sink = sink_for(offset);
+    let before = match &ctx.server {
+        Some(s) => s.take(&ctx.store, &run.id, ServerPhase::Before).await?,
+        None => None,
+    };
     let mut source = VecSource::new(prepared.requests);
     let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
@@ -156,14 +164,28 @@ pub async fn execute(
             run: run.id.clone(),
             source,
         })?;
+    let server_ratio = match &ctx.server {
+        Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await?,
+        None => None,
+    };
     drop(tx);
     progress.finish();
     let stored = writer.finish()?;
-    let summary = summarize_output(ctx, run, output.clone(), prepared.tokenizer.as_deref());
+    let warnings = super::cache::leak_warning(run, &output.records)
+        .into_iter()
+        .collect();
+    let summary = summarize_output(
+        ctx,
+        run,
+        output.clone(),
+        prepared.tokenizer.as_deref(),
+        server_ratio,
+    );
     Ok(RunResult {
         summary,
         cancelled: output.cancelled,
         stored,
+        warnings,
     })
 }
 
@@ -172,6 +194,7 @@ fn summarize_output(
     run: &RunSpec,
     mut output: RunOutput,
     tok: Option<&crate::tokenize::Tokenizer>,
+    server_cache_hit_ratio: Option<f64>,
 ) -> RunSummary {
     for r in &mut output.records {
         count_output(r, tok);
@@ -186,6 +209,8 @@ fn summarize_output(
             .dataset
             .spec
             .num_documents),
+        server_cache_hit_ratio,
+        planned_prefix_share: super::cache::planned_prefix_share(run),
         ..SummaryOptions::default()
     };
     summarize(&output.records, &opts)

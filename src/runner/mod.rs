@@ -2,17 +2,22 @@
 //! completes, summarizes each run, and starts `sim://` endpoints in-process. It maps plan
 //! settings to the engine's inputs, so the engine never sees a plan.
 
+mod cache;
+pub mod check;
 mod connect;
 mod execute;
 pub mod fields;
+pub mod lifecycle;
 mod log;
 mod prepare;
 mod progress;
+pub mod scrape;
 mod sims;
 mod suite;
 mod template;
 mod writer;
 
+pub use check::{CheckRow, Verdict};
 pub use execute::slos_of;
 pub use prepare::{api_kind, measured_count};
 pub use suite::{run_suite, RunOptions, SuiteOutcome};
@@ -79,6 +84,12 @@ pub enum RunnerError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    #[error("server of endpoint `{endpoint}`")]
+    Server {
+        endpoint: String,
+        #[source]
+        source: lifecycle::LifecycleError,
     },
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
