@@ -143,10 +143,7 @@ mod tests {
         );
         std::fs::write(&path, text).unwrap();
         let env = |_: &str| None;
-        let opts = LoadOptions {
-            sets: Vec::new(),
-            env: &env,
-        };
+        let opts = LoadOptions::new(Vec::new(), &env);
         let plan = load_plan(&path, &opts).unwrap();
         crate::planner::expand(&plan).unwrap().runs
     }
