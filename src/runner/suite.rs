@@ -19,6 +19,10 @@ use crate::planner::{display_value, RunSpec};
 use crate::store::{GitInfo, HostFacts, RunFinish, RunRow, RunStatus, Store, SuiteInfo};
 use crate::tokenize::TokenizerCache;
 
+// SLA-search runs: a child module, so it can drive `Suite::one` for each probe.
+#[path = "search.rs"]
+mod search;
+
 /// How to run a suite.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -257,7 +261,12 @@ impl Suite<'_> {
             if ep.spec.connection_test && tested.insert(ep.name.clone()) {
                 connect::test(&ep.name, &target, connect::CONNECT_DEADLINE).await?;
             }
-            match self.one(run, &target, runs.len()).await {
+            let result = if run.settings.load.search.is_some() {
+                self.search(run, &target, runs.len()).await
+            } else {
+                self.one(run, &target, runs.len()).await
+            };
+            match result {
                 Ok(true) => outcome.done += 1,
                 Ok(false) => outcome.interrupted = true,
                 Err(e) if !e.stops_suite() => {
