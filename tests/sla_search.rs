@@ -249,3 +249,103 @@ fn interrupted_search_resumes_without_repeating_probes() {
     assert_eq!(n as f64, 5.0 * value, "the killed probe was rerun whole");
     assert!(after[6].2 >= before[6].2, "the killed probe was rerun");
 }
+
+/// Two endpoints of ~50 ms requests, one with two batch slots; the search result is a
+/// cell like any metric.
+fn report_plan(max_num_seqs: u32) -> String {
+    format!(
+        r#"
+[plan]
+name = "sla-report"
+
+[endpoints.fast]
+base_url = "sim://fast"
+[endpoints.fast.sim]
+ttft_base = "10ms"
+itl_base = "5ms"
+max_num_seqs = {max_num_seqs}
+
+[endpoints.slow]
+base_url = "sim://slow"
+[endpoints.slow.sim]
+ttft_base = "10ms"
+itl_base = "5ms"
+max_num_seqs = 2
+
+[models.m]
+
+[datasets.p]
+kind = "prompt"
+text = "hello"
+
+[defaults]
+output_tokens = 8
+ignore_eos = true
+
+[matrix]
+endpoint = ["fast", "slow"]
+load = {{ search = "concurrency", slo = {{ ttft_p99 = "<= 40ms" }}, min = 1, max = 8 }}
+
+[report]
+columns = ["endpoint"]
+"#
+    )
+}
+
+fn run_dir(dir: &Path, text: &str) -> Store {
+    std::fs::create_dir_all(dir).unwrap();
+    let plan = load(dir, text);
+    let runs = perfplan::planner::expand(&plan).unwrap().runs;
+    let opts = RunOptions {
+        out: Some(dir.join("out")),
+        resume: None,
+    };
+    run_suite(&plan, &runs, &opts).unwrap();
+    Store::open(&dir.join("out")).unwrap()
+}
+
+#[test]
+fn search_results_are_report_cells_plots_and_gates() {
+    use perfplan::report::{self, gates, Format, Layout, TableStyle};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let base = run_dir(&dir.path().join("base"), &report_plan(8));
+    let new = run_dir(&dir.path().join("new"), &report_plan(2));
+    let render = |store: &Store, f| {
+        report::render(store, f, &Layout::default(), TableStyle::default(), &[]).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&render(&base, Format::Json)).unwrap();
+    let runs = json.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "probe runs stay out of the report");
+    let fast = runs
+        .iter()
+        .find(|r| r["axes"]["endpoint"] == "fast")
+        .unwrap();
+    let slow = runs
+        .iter()
+        .find(|r| r["axes"]["endpoint"] == "slow")
+        .unwrap();
+    assert!(
+        fast["metrics"]["sla_max_concurrency"].as_f64().unwrap() >= 4.0,
+        "{fast}"
+    );
+    assert!(
+        slow["metrics"]["sla_max_concurrency"].as_f64().unwrap() <= 2.0,
+        "{slow}"
+    );
+    assert!(fast["metrics"]["sla_max_rate"].is_null());
+    let md = render(&base, Format::Md);
+    assert!(md.contains("sla_max_concurrency"), "{md}");
+    let html = render(&base, Format::Html);
+    assert!(html.contains("SLA searches") && html.contains("SLA search: ttft_p99 vs concurrency"));
+    let gate = ["sla_max_concurrency=>= -10%".to_string()];
+    let same = gates::evaluate_suite(&base, &gate, Some(&base), &[]).unwrap();
+    assert_eq!(same.len(), 2);
+    assert!(gates::all_passed(&same), "{same:?}");
+    let worse = gates::evaluate_suite(&new, &gate, Some(&base), &[]).unwrap();
+    assert_eq!(worse.len(), 2);
+    let fast_gate = worse.iter().find(|g| g.run_label.contains("fast")).unwrap();
+    assert!(!fast_gate.passed, "{fast_gate:?}");
+    let cmp = report::compare::compare(&base, &new, &Default::default()).unwrap();
+    assert_eq!(cmp.metrics[0], "sla_max_concurrency");
+}
