@@ -98,7 +98,17 @@ pub fn display_value(value: &Value) -> String {
 fn load_label(map: &serde_json::Map<String, Value>) -> String {
     let mut parts = Vec::new();
     if let Some(var) = map.get("search").and_then(Value::as_str) {
-        let bound = |k: &str| map.get(k).map_or("default".to_string(), Value::to_string);
+        let bound = |k: &str| {
+            map.get(k)
+                .and_then(Value::as_f64)
+                .map_or("default".to_string(), |v| {
+                    if v.fract() == 0.0 {
+                        format!("{v:.0}")
+                    } else {
+                        v.to_string()
+                    }
+                })
+        };
         parts.push(format!("search {var} {}..{}", bound("min"), bound("max")));
     }
     if let Some(c) = map.get("concurrency") {
