@@ -7,7 +7,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::run::{dataset_seed, RunSpec};
-use crate::metrics::sla::{parse_multiple, parse_slo, Bounds, Precision};
+use crate::metrics::condition::parse_condition;
+use crate::metrics::sla::{parse_multiple, Bounds, Precision};
 use crate::plan::{LoadSpec, PrecisionSpec, SearchVariable, StepRequests, WarmupSpec};
 
 /// Fewest measured requests of a probe sized as a multiple (`"4x"`).
@@ -67,8 +68,14 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
     if load.slo.is_empty() {
         out.push("a search needs `slo`, e.g. slo = { ttft_p99 = \"<= 2s\" }".into());
     }
-    if let Err(e) = parse_slo(&load.slo) {
-        out.push(format!("search slo: {e}"));
+    for (metric, text) in &load.slo {
+        match parse_condition(metric, text) {
+            Err(e) => out.push(format!("search slo: {e}")),
+            Ok(c) if c.is_relative() => out.push(format!(
+                "search slo `{metric} = \"{text}\"`: a search SLO is absolute (a percentage needs a baseline)"
+            )),
+            Ok(_) => {}
+        }
     }
     out.extend(range_problems(load, var));
     if let Some(WarmupSpec::Share(s)) = &load.warmup {
