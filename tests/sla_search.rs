@@ -290,6 +290,9 @@ ignore_eos = true
 endpoint = ["fast", "slow"]
 load = {{ search = "concurrency", slo = {{ ttft_p99 = "<= 40ms" }}, min = 1, max = 8 }}
 
+[slo]
+ttft = "<= 40ms"
+
 [report]
 columns = ["endpoint"]
 "#
@@ -338,6 +341,20 @@ fn search_results_are_report_cells_plots_and_gates() {
         "{slow}"
     );
     assert!(fast["metrics"]["sla_max_rate"].is_null());
+    // Goodput counts the requests meeting the plan's per-request [slo], for every run.
+    for run in [fast, slow] {
+        let m = &run["metrics"];
+        let (good, rps) = (
+            m["goodput_rps"].as_f64().unwrap(),
+            m["rps"].as_f64().unwrap(),
+        );
+        assert!(good > 0.0 && good <= rps, "{m}");
+    }
+    let slow_id = slow["id"].as_str().unwrap();
+    let failing = base.search_steps(slow_id).unwrap();
+    let failing = failing.iter().find(|s| !s.passed).unwrap();
+    let m = &failing.metrics;
+    assert!(m["goodput_rps"].unwrap() < m["rps"].unwrap(), "{m:?}");
     let md = render(&base, Format::Md);
     assert!(md.contains("sla_max_concurrency"), "{md}");
     let html = render(&base, Format::Html);
