@@ -9,7 +9,7 @@ use super::format::number;
 use super::pivot::Labels;
 use super::svg::{escape, line_chart, Chart, Series};
 use super::ReportError;
-use crate::metrics::condition::{parse_condition, Threshold};
+use crate::metrics::condition::{parse_condition, unit_of, MetricUnit, Threshold};
 use crate::store::{SearchRow, SearchStepRow, Store, StoredRun};
 
 /// A search with its steps and the label of its run.
@@ -104,7 +104,10 @@ pub fn charts(found: &[(String, SearchRow, Vec<SearchStepRow>)]) -> Vec<Chart> {
         out.push(Chart {
             title: format!("SLA search: {metric} vs {variable}"),
             x_label: unit.into(),
-            y_label: metric.clone(),
+            y_label: match unit_of(&metric) {
+                Some(MetricUnit::Millis) => format!("{metric} (ms)"),
+                _ => metric.clone(),
+            },
             series,
         });
     }
@@ -182,5 +185,6 @@ mod tests {
         );
         assert_eq!(c.series[1].points, vec![(1.0, 2000.0), (32.0, 2000.0)]);
         assert!(c.series[1].name.contains("<= 2s"));
+        assert_eq!(c.y_label, "ttft_p99 (ms)");
     }
 }
