@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::condition::{parse_condition, Condition, ConditionError};
-use crate::engine::record::RequestRecord;
+use crate::engine::record::{Phase, RequestRecord};
 
 /// When the bisection stops: the bracket `first_fail − best_pass` is at most this wide.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -216,28 +216,37 @@ pub fn verdict(
     }
 }
 
-/// The records of several trials as one sample: each trial's times are shifted to start
-/// where the previous one ended, so that throughputs are over the summed durations and
-/// every percentile is over all requests.
+/// The measured records of several trials as one sample: each trial's times are moved
+/// so that its first measured request starts where the previous trial's last one ended.
+/// Throughputs are then over the summed measured durations, and every percentile is over
+/// all requests. Warmup and priming records are left out.
 pub fn pool(trials: Vec<Vec<RequestRecord>>) -> Vec<RequestRecord> {
-    let mut out = Vec::new();
-    let mut offset = Duration::ZERO;
+    let mut out: Vec<RequestRecord> = Vec::new();
+    let mut at = Duration::ZERO;
     for trial in trials {
-        let end = trial.iter().map(|r| r.end).max().unwrap_or(Duration::ZERO);
-        let index_base = out.len() as u64;
-        for mut r in trial {
-            r.index += index_base;
-            r.intended += offset;
-            r.sent += offset;
-            r.end += offset;
-            r.first_chunk = r.first_chunk.map(|t| t + offset);
-            r.last_chunk = r.last_chunk.map(|t| t + offset);
+        let measured: Vec<RequestRecord> = trial
+            .into_iter()
+            .filter(|r| r.phase == Phase::Measured)
+            .collect();
+        let Some(start) = measured.iter().map(|r| r.sent.min(r.intended)).min() else {
+            continue;
+        };
+        let end = measured.iter().map(|r| r.end).max().unwrap_or(start);
+        let shift = |t: Duration| t.saturating_sub(start) + at;
+        let base = out.len() as u64;
+        for (i, mut r) in measured.into_iter().enumerate() {
+            r.index = base + i as u64;
+            r.intended = shift(r.intended);
+            r.sent = shift(r.sent);
+            r.end = shift(r.end);
+            r.first_chunk = r.first_chunk.map(shift);
+            r.last_chunk = r.last_chunk.map(shift);
             for t in &mut r.content_times {
-                *t += offset;
+                *t = shift(*t);
             }
             out.push(r);
         }
-        offset += end;
+        at += end.saturating_sub(start);
     }
     out
 }

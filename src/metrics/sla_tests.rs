@@ -133,10 +133,14 @@ fn rec(sent_ms: u64, ttft_ms: u64, end_ms: u64) -> RequestRecord {
 /// their union, not the mean of their medians; throughput is over the summed durations.
 #[test]
 fn pooling_recomputes_from_all_records() {
+    let warmup = RequestRecord {
+        phase: crate::engine::record::Phase::Warmup,
+        ..rec(0, 10, 50)
+    };
     let a = vec![rec(0, 10, 100), rec(0, 10, 100), rec(0, 10, 100)];
-    let b = vec![rec(0, 100, 100)];
+    let b = vec![warmup, rec(50, 100, 150)];
     let pooled = pool(vec![a, b]);
-    assert_eq!(pooled.len(), 4);
+    assert_eq!(pooled.len(), 4, "warmup is left out");
     assert_eq!(pooled[3].sent, Duration::from_millis(100));
     assert_eq!(pooled[3].index, 3);
     let s = crate::metrics::summarize(&pooled, &Default::default());
