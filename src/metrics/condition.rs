@@ -34,7 +34,8 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         | "client_cpu_ratio" => MetricUnit::Ratio,
         "output_tps" | "total_tps" | "input_tps" => MetricUnit::TokensPerSec,
         "rps" | "goodput_rps" | "inputs_per_s" => MetricUnit::RequestsPerSec,
-        "requests_ok" | "requests_failed" => MetricUnit::Count,
+        "requests_ok" | "requests_failed" | "sla_max_concurrency" => MetricUnit::Count,
+        "sla_max_rate" => MetricUnit::RequestsPerSec,
         _ => {
             let quantity = names::QUANTITIES
                 .iter()

@@ -19,7 +19,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 14] = [
+pub const SCALARS: [&str; 16] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -34,6 +34,9 @@ pub const SCALARS: [&str; 14] = [
     "client_cpu_ratio",
     "input_tps",
     "inputs_per_s",
+    // The result of an SLA search (null for fixed loads): the highest passing value.
+    "sla_max_concurrency",
+    "sla_max_rate",
 ];
 
 /// Quantities measured in milliseconds (in JSON and CSV).

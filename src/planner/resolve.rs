@@ -253,7 +253,10 @@ impl WithSpan for Diagnostic {
 
 /// Impossible load settings.
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = super::search::search_problems(load);
+    if load.search.is_some() {
+        return out;
+    }
     match (load.concurrency, load.rate) {
         (Some(_), Some(_)) => out.push(
             "a load has both `concurrency` (closed loop) and `rate` (open loop): keep one"

@@ -190,13 +190,9 @@ fn small(run: &RunSpec) -> RunSpec {
     let mut r = run.clone();
     r.settings.load = LoadSpec {
         concurrency: Some(1),
-        rate: None,
         requests: Some(1),
         warmup: Some(WarmupSpec::Count(0)),
-        duration: None,
-        arrivals: None,
-        burstiness: None,
-        max_in_flight: None,
+        ..LoadSpec::default()
     };
     if r.settings.request.output_tokens.is_some() {
         r.settings.request.output_tokens = Some(TokenRange::Fixed(8));

@@ -23,6 +23,10 @@ use crate::planner::{display_value, RunSpec};
 use crate::store::{GitInfo, HostFacts, RunFinish, RunRow, RunStatus, Store, SuiteInfo};
 use crate::tokenize::TokenizerCache;
 
+// SLA-search runs: a child module, so it can drive `Suite::one` for each probe.
+#[path = "search.rs"]
+mod search;
+
 /// How to run a suite.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -313,7 +317,11 @@ impl Suite<'_> {
                     .map_or(connect::CONNECT_DEADLINE, |d| d.0);
                 connect::test(&ep.name, &target, deadline).await?;
             }
-            let result = self.one(run, &target, runs.len(), notes).await;
+            let result = if run.settings.load.search.is_some() {
+                self.search(run, &target, runs.len(), notes).await
+            } else {
+                self.one(run, &target, runs.len(), notes).await
+            };
             match self.server_died(run, &result, servers, runs.len())? {
                 true => outcome.failed += 1,
                 false => self.count(run, result, &mut outcome, runs.len())?,
@@ -472,8 +480,8 @@ impl Suite<'_> {
 
 /// How a run ended: completed (not interrupted), and how many of its requests failed.
 struct Ended {
-    completed: bool,
-    failed_requests: u64,
+    pub(super) completed: bool,
+    pub(super) failed_requests: u64,
 }
 
 /// Fills the `{port}` of a launched endpoint and makes sure its server is up.
