@@ -27,9 +27,11 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
     }
     Some(match metric {
         "duration_s" => MetricUnit::Seconds,
-        "success_ratio" | "cache_hit_ratio" | "server_cache_hit_ratio" | "client_cpu_ratio" => {
-            MetricUnit::Ratio
-        }
+        "success_ratio"
+        | "cache_hit_ratio"
+        | "server_cache_hit_ratio"
+        | "client_cpu_ratio"
+        | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
         "output_tps" | "total_tps" | "input_tps" => MetricUnit::TokensPerSec,
         "rps" | "goodput_rps" | "inputs_per_s" => MetricUnit::RequestsPerSec,
         "requests_ok" | "requests_failed" => MetricUnit::Count,

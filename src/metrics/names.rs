@@ -19,7 +19,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 13] = [
+pub const SCALARS: [&str; 16] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -33,6 +33,11 @@ pub const SCALARS: [&str; 13] = [
     "client_cpu_ratio",
     "input_tps",
     "inputs_per_s",
+    // Multi-turn runs: TTFT of first turns vs later turns (ms), and the cached share of
+    // later turns' prompts (from usage).
+    "ttft_first_turn_mean",
+    "ttft_later_turns_mean",
+    "cache_hit_ratio_later_turns",
 ];
 
 /// Quantities measured in milliseconds (in JSON and CSV).

@@ -28,6 +28,8 @@ pub struct RunResult {
     pub summary: RunSummary,
     pub cancelled: bool,
     pub stored: u64,
+    /// Kept with the run's extras (multi-turn: the turn of every item).
+    pub traffic: Option<Value>,
 }
 
 /// The plan's `[slo]` as thresholds for goodput.
@@ -94,15 +96,20 @@ pub struct RunContext<'a> {
 pub async fn execute(
     ctx: &RunContext<'_>,
     run: &RunSpec,
-    prepared: PreparedRun,
+    mut prepared: PreparedRun,
 ) -> Result<RunResult, RunnerError> {
     let load = &run.settings.load;
+    let planned = engine_load(load, run.dataset_seed);
     let cfg = RunConfig {
-        load: engine_load(load, run.dataset_seed),
+        load: super::traffic::load(&prepared, planned, load.max_in_flight),
         duration: load.duration.map(|d| d.0),
         grace: GRACE,
     };
     let total = (prepared.requests.len() + prepared.priming.len()) as u64;
+    let total = match &prepared.conversation {
+        Some(c) => c.total as u64,
+        None => total,
+    };
     let progress = RunProgress::new(&ctx.label, total);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
@@ -122,7 +129,7 @@ pub async fn execute(
             duration: None,
             ..cfg.clone()
         };
-        let mut source = VecSource::new(prepared.priming);
+        let mut source = VecSource::new(std::mem::take(&mut prepared.priming));
         engine::run(
             ctx.endpoint,
             &mut source,
@@ -136,7 +143,7 @@ pub async fn execute(
             source,
         })?;
     }
-    let mut source = VecSource::new(prepared.requests);
+    let mut source = super::traffic::Source::new(&mut prepared);
     let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load {
@@ -146,11 +153,13 @@ pub async fn execute(
     drop(tx);
     progress.finish();
     let stored = writer.finish()?;
-    let summary = summarize_output(ctx, run, output.clone(), prepared.tokenizer.as_deref());
+    let mut summary = summarize_output(ctx, run, output.clone(), prepared.tokenizer.as_deref());
+    let traffic = source.finish(&output.records, &mut summary);
     Ok(RunResult {
         summary,
         cancelled: output.cancelled,
         stored,
+        traffic,
     })
 }
 

@@ -3,12 +3,14 @@
 //! settings to the engine's inputs, so the engine never sees a plan.
 
 mod connect;
+mod conversation;
 mod execute;
 pub mod fields;
 mod prepare;
 mod progress;
 mod sims;
 mod suite;
+mod traffic;
 mod writer;
 
 pub use execute::slos_of;

@@ -326,7 +326,10 @@ impl Suite<'_> {
         } else {
             RunStatus::Done
         };
-        let extras = execute::extras(&result.summary, result.stored);
+        let mut extras = execute::extras(&result.summary, result.stored);
+        if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
+            map.extend(more.clone());
+        }
         let mut all_warnings = warnings;
         if let Some(reason) = &result.summary.client_bound {
             all_warnings.push(format!("client_bound: {reason}"));
