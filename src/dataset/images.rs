@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::embedding::{done, item};
 use super::image_codec::{data_url, encode, pixels, ImageFormat};
-use super::source::{numbered_lines, read_text, required_path, resolve};
+use super::source::{numbered_lines, read_text, required_path};
 use super::words::random_text;
 use super::{DatasetContext, DatasetError, Materialized};
 use crate::api::Prompt;
@@ -122,10 +122,7 @@ fn read_image(path: &Path) -> Result<String, DatasetError> {
 }
 
 /// `(text or None, image paths)` per request source entry.
-fn entries(
-    path: &Path,
-    ctx: &DatasetContext,
-) -> Result<Vec<(Option<String>, PathBuf)>, DatasetError> {
+fn entries(path: &Path) -> Result<Vec<(Option<String>, PathBuf)>, DatasetError> {
     if path.is_dir() {
         let read = std::fs::read_dir(path).map_err(|source| DatasetError::Read {
             path: path.to_path_buf(),
@@ -167,7 +164,6 @@ fn entries(
             .map(String::from);
         out.push((text, full));
     }
-    let _ = ctx;
     Ok(out)
 }
 
@@ -176,7 +172,7 @@ pub(crate) fn files(
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
     let path = required_path(spec, ctx, "images")?;
-    let list = entries(&resolve(ctx, &path.to_string_lossy()), ctx)?;
+    let list = entries(&path)?;
     if list.is_empty() {
         return Err(DatasetError::Empty { path });
     }

@@ -53,6 +53,11 @@ fn trace(
     if warmup_count(&s.load) > 0 {
         warnings.push("a trace replay has no warmup: every record is measured".into());
     }
+    if s.cache_state == crate::plan::CacheState::Warm {
+        warnings.push(
+            "a trace replay has no priming pass: cache_state = \"warm\" only names the run".into(),
+        );
+    }
     if s.load.concurrency.is_some() || s.load.rate.is_some() {
         warnings.push(
             "trace replay sends at the recorded times: the load's concurrency/rate is not used"
