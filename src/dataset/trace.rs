@@ -237,6 +237,37 @@ mod tests {
     }
 
     #[test]
+    fn records_are_sorted_scaled_and_cut_to_the_request_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = [
+            r#"{"timestamp": 10.0, "body": {"model": "a", "prompt": "x"}}"#,
+            r#"{"timestamp": 12.0, "body": {"model": "a", "prompt": "z"}, "headers": {"x": "1"}}"#,
+            r#"{"timestamp": "1970-01-01T00:00:11Z", "body": {"model": "a", "prompt": "y"}}"#,
+        ];
+        std::fs::write(dir.path().join("t.jsonl"), lines.join("\n")).unwrap();
+        let mut spec: DatasetSpec =
+            serde_json::from_value(json!({"kind": "trace", "path": "t.jsonl", "speed": 4.0}))
+                .unwrap();
+        let ctx = DatasetContext {
+            base_dir: dir.path().to_path_buf(),
+            tokenizer: None,
+            chat: false,
+            tokenize_prompt: false,
+            chat_template: crate::plan::spec::ChatTemplateMode::Auto,
+            seed: 0,
+            count: 2,
+        };
+        let t = read(&spec, &ctx).unwrap();
+        assert_eq!(t.records, 3);
+        assert_eq!(t.requests.len(), 2);
+        assert_eq!(t.requests[1].body["prompt"], json!("y"));
+        assert_eq!(t.requests[1].offset, Duration::from_millis(250));
+        assert_eq!(t.warnings.len(), 2, "{:?}", t.warnings);
+        spec.speed = Some(0.0);
+        assert!(read(&spec, &ctx).is_err());
+    }
+
+    #[test]
     fn rewrites_map_models_and_match_lengths() {
         let mut spec: DatasetSpec =
             serde_json::from_value(json!({"kind": "trace", "path": "t"})).unwrap();
