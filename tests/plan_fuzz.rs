@@ -94,10 +94,7 @@ fn alias_bomb() -> String {
 fn check_one(dir: &std::path::Path, name: &str, bytes: &[u8]) {
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
-    let opts = LoadOptions {
-        sets: vec![],
-        env: &no_env,
-    };
+    let opts = LoadOptions::new(vec![], &no_env);
     let start = Instant::now();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         load_plan(&path, &opts).map(|p| perfplan::planner::expand(&p).is_ok())

@@ -24,10 +24,7 @@ fn every_scenario_validates_and_expands() {
     let mut count = 0;
     for entry in std::fs::read_dir("scenarios").unwrap() {
         let path = entry.unwrap().path();
-        let opts = LoadOptions {
-            sets: Vec::new(),
-            env: &test_env,
-        };
+        let opts = LoadOptions::new(Vec::new(), &test_env);
         let plan = load_plan(&path, &opts)
             .unwrap_or_else(|r| panic!("{}:\n{}", path.display(), r.render()));
         let runs = perfplan::planner::expand(&plan)

@@ -22,10 +22,49 @@ struct Load {
     max_tokens: u32,
 }
 
-/// Runs `cfg` on a current-thread runtime on its own OS thread (one core at most), puts
-/// `load` on it from a 2-thread client runtime; returns tokens, bytes and elapsed time.
-fn run(cfg: SimConfig, load: Load) -> (u64, u64, Duration) {
+/// CPU time of the calling thread so far (Linux `/proc/thread-self/stat`, 100 ticks/s).
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// What one benchmark measured.
+struct Measured {
+    tokens: u64,
+    bytes: u64,
+    elapsed: Duration,
+    /// CPU time of the server's one thread during the load.
+    server_cpu: Duration,
+}
+
+impl Measured {
+    fn line(&self, what: &str) -> String {
+        let per = |d: Duration| self.tokens as f64 / d.as_secs_f64().max(1e-3);
+        format!(
+            "{what}: {} tokens, {:.1} MB in {:.2?} = {:.0} tokens/s wall; server thread CPU {:.2?} = {:.0} tokens per CPU-second",
+            self.tokens,
+            self.bytes as f64 / 1e6,
+            self.elapsed,
+            per(self.elapsed),
+            self.server_cpu,
+            per(self.server_cpu)
+        )
+    }
+}
+
+/// Runs `cfg` on a current-thread runtime on its own OS thread (one core at most) and puts
+/// `load` on it from a 2-thread client runtime.
+fn run(cfg: SimConfig, load: Load) -> Measured {
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (cpu_tx, cpu_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -35,7 +74,9 @@ fn run(cfg: SimConfig, load: Load) -> (u64, u64, Duration) {
         rt.block_on(async move {
             let sim = SimServer::start(cfg).await.unwrap();
             addr_tx.send(sim.base_url()).unwrap();
+            let cpu = thread_cpu();
             let _ = stop_rx.await;
+            cpu_tx.send(thread_cpu() - cpu).unwrap();
             sim.shutdown().await;
         });
     });
@@ -45,10 +86,15 @@ fn run(cfg: SimConfig, load: Load) -> (u64, u64, Duration) {
         .enable_all()
         .build()
         .unwrap();
-    let out = client_rt.block_on(drive(&base, &load));
+    let (tokens, bytes, elapsed) = client_rt.block_on(drive(&base, &load));
     let _ = stop_tx.send(());
     server.join().unwrap();
-    out
+    Measured {
+        tokens,
+        bytes,
+        elapsed,
+        server_cpu: cpu_rx.recv().unwrap(),
+    }
 }
 
 #[test]
@@ -66,12 +112,8 @@ fn zero_delay_tokens_per_second_on_one_core() {
         requests: 512,
         max_tokens: 2000,
     };
-    let (tokens, bytes, elapsed) = run(cfg, load);
-    let tps = tokens as f64 / elapsed.as_secs_f64();
-    println!(
-        "sim throughput: {tokens} tokens, {:.1} MB in {elapsed:.2?} = {tps:.0} tokens/s (64 streams, 1 server thread, zero delays, 1 token per chunk)",
-        bytes as f64 / 1e6
-    );
+    let m = run(cfg, load);
+    println!("{} (64 streams, zero delays)", m.line("sim throughput"));
 }
 
 /// 1,000 streams at 5 ms per token (200,000 tokens/s if every token is on time), each token
@@ -92,11 +134,10 @@ fn paced_streams_keep_schedule_on_one_core() {
         requests: 1000,
         max_tokens: 400,
     };
-    let (tokens, _, elapsed) = run(cfg, load);
-    let ideal = Duration::from_millis(5 + 5 * 399);
+    let m = run(cfg, load);
     println!(
-        "sim paced: {tokens} tokens in {elapsed:.2?} (ideal {ideal:?}) = {:.0} tokens/s (1000 streams x 5 ms/token, 1 server thread)",
-        tokens as f64 / elapsed.as_secs_f64()
+        "{} (1000 streams x 5 ms/token; on time = 2.0 s)",
+        m.line("sim paced")
     );
 }
 

@@ -6,6 +6,7 @@ pub mod exit;
 mod expand;
 mod plan_args;
 pub mod report;
+mod rerun;
 pub mod run;
 mod schema;
 pub mod sim;
@@ -35,6 +36,8 @@ enum Command {
     Report(report::ReportArgs),
     /// The same runs of two suites side by side, with deltas and verdicts.
     Compare(compare::CompareArgs),
+    /// Execute again exactly the plan a suite stored, into a new folder.
+    Rerun(rerun::RerunArgs),
     /// Print the plan's JSON Schema.
     Schema,
     /// Start the built-in OpenAI-compatible simulator.
@@ -61,6 +64,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Rerun(args) => rerun::run(&args),
         Command::Schema => schema::run(),
         Command::Sim(args) => sim::run(args),
     };

@@ -25,10 +25,7 @@ pub struct OnlyArgs {
 
 /// Loads a plan, printing its diagnostics to stderr. `None` means: exit with INVALID.
 pub fn load(args: &PlanArgs) -> Option<LoadedPlan> {
-    let opts = LoadOptions {
-        sets: args.sets.clone(),
-        env: &process_env,
-    };
+    let opts = LoadOptions::new(args.sets.clone(), &process_env);
     match load_plan(&args.plan, &opts) {
         Ok(plan) => {
             for w in plan.report.warnings() {

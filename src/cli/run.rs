@@ -20,6 +20,9 @@ pub struct RunArgs {
     /// Continue the suite stored in DIR: finished runs are skipped, others rerun.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// Also log every request body and response in `perfplan.log` (secrets are never logged).
+    #[arg(long)]
+    pub debug: bool,
     /// An extra gate, METRIC=CONDITION (e.g. `ttft_p99=<=2s`); repeatable.
     #[arg(long = "gate", value_name = "METRIC=CONDITION")]
     pub gates: Vec<String>,
@@ -38,6 +41,7 @@ pub fn run(args: &RunArgs) -> u8 {
     let opts = RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
+        debug: args.debug,
     };
     let outcome = match runner::run_suite(&plan, &runs, &opts) {
         Ok(o) => o,

@@ -5,27 +5,30 @@
 //! chunk parser; the idle-read timer is re-armed only when it fires (lazy), so a chunk
 //! costs no timer work; no lock anywhere.
 
-use std::error::Error as _;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
+use tokio::time::Sleep;
 
 use super::h1::{BodyState, Conn, Framing, H1Client, Head};
 use super::record::{Outcome, RequestRecord, Usage};
 use super::source::PreparedRequest;
 use super::target::Endpoint;
+use super::via_reqwest::drive_reqwest;
 use crate::api::{self, ApiKind, SseDecoder, SseEvent};
 
 /// Longest error text kept in a record.
 pub const ERROR_EXCERPT_BYTES: usize = 512;
 
-struct Failure {
-    outcome: Outcome,
-    error: String,
+pub(crate) struct Failure {
+    pub outcome: Outcome,
+    pub error: String,
 }
 
 impl Failure {
-    fn new(outcome: Outcome, error: impl Into<String>) -> Failure {
+    pub(crate) fn new(outcome: Outcome, error: impl Into<String>) -> Failure {
         Failure {
             outcome,
             error: error.into(),
@@ -43,29 +46,8 @@ pub fn excerpt(bytes: &[u8]) -> String {
     text[..end].to_string()
 }
 
-/// The error and its chain of causes, as one line.
-fn chain(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    excerpt(text.as_bytes())
-}
-
-fn classify_send(e: &reqwest::Error) -> Failure {
-    let outcome = if e.is_timeout() {
-        Outcome::Timeout
-    } else {
-        Outcome::Connect
-    };
-    Failure::new(outcome, chain(e))
-}
-
 /// What the stream has said so far.
-struct StreamState {
+pub(crate) struct StreamState {
     kind: ApiKind,
     t0: Instant,
     done: bool,
@@ -180,7 +162,7 @@ pub(crate) async fn exchange(
 }
 
 /// The deadline of the idle/total timer given the time of the last activity.
-fn deadline(ep: &Endpoint, sent_at: Instant, last: Instant) -> Instant {
+pub(crate) fn deadline(ep: &Endpoint, sent_at: Instant, last: Instant) -> Instant {
     let idle = last + ep.timeouts.read;
     match ep.timeouts.total {
         Some(t) => idle.min(sent_at + t),
@@ -188,7 +170,12 @@ fn deadline(ep: &Endpoint, sent_at: Instant, last: Instant) -> Instant {
     }
 }
 
-fn timed_out(ep: &Endpoint, sent_at: Instant, last: Instant, now: Instant) -> Option<Failure> {
+pub(crate) fn timed_out(
+    ep: &Endpoint,
+    sent_at: Instant,
+    last: Instant,
+    now: Instant,
+) -> Option<Failure> {
     if ep.timeouts.total.is_some_and(|t| now >= sent_at + t) {
         return Some(Failure::new(Outcome::Timeout, "total timeout"));
     }
@@ -218,7 +205,12 @@ async fn open_h1(h1: &H1Client, req: &PreparedRequest) -> Result<(Conn, Head), F
         } else {
             Outcome::Connect
         };
-        Failure::new(outcome, format!("connect: {e}"))
+        let hint = match e.raw_os_error() {
+            Some(24) => " (too many open files: raise `ulimit -n` above the concurrency)",
+            Some(99) => " (no free local port: too many connections in TIME_WAIT)",
+            _ => "",
+        };
+        Failure::new(outcome, format!("connect: {e}{hint}"))
     };
     let mut conn = h1.checkout().await.map_err(connect_failure)?;
     loop {
@@ -249,6 +241,103 @@ async fn open_h1(h1: &H1Client, req: &PreparedRequest) -> Result<(Conn, Head), F
     }
 }
 
+/// Waits for `fut` (connect, send, response head) under the idle/total timeouts.
+pub(crate) async fn until_head<T>(
+    fut: impl Future<Output = Result<T, Failure>>,
+    mut sleep: Pin<&mut Sleep>,
+    ep: &Endpoint,
+    sent_at: Instant,
+) -> Result<T, Failure> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut fut => return r,
+            () = &mut sleep => {
+                if let Some(mut f) = timed_out(ep, sent_at, sent_at, Instant::now()) {
+                    f.error.push_str(" (waiting for the response headers)");
+                    return Err(f);
+                }
+                sleep.as_mut().reset(deadline(ep, sent_at, sent_at).into());
+            }
+        }
+    }
+}
+
+/// A response being read: the stream's state, or the body of a non-streamed answer.
+pub(crate) struct Reading {
+    pub status: u16,
+    pub streamed: bool,
+    pub state: StreamState,
+    pub decoder: SseDecoder,
+    pub body: Vec<u8>,
+    /// When the last bytes arrived.
+    pub last: Instant,
+}
+
+impl Reading {
+    pub(crate) fn new(
+        status: u16,
+        streamed: bool,
+        kind: ApiKind,
+        t0: Instant,
+        decoder: SseDecoder,
+    ) -> Reading {
+        Reading {
+            status,
+            streamed,
+            state: StreamState {
+                kind,
+                t0,
+                done: false,
+                error: None,
+                bad: None,
+            },
+            decoder,
+            body: Vec::new(),
+            last: Instant::now(),
+        }
+    }
+
+    /// Bytes of the body that arrived at `arrived`.
+    pub(crate) fn on_data(&mut self, rec: &mut RequestRecord, data: &[u8], arrived: Instant) {
+        self.last = arrived;
+        let at = arrived - self.state.t0;
+        rec.end = at;
+        rec.response_bytes += data.len() as u64;
+        if self.streamed {
+            let state = &mut self.state;
+            self.decoder.feed(data, |ev| state.on_event(rec, ev, at));
+        } else if self.status == 200 || self.body.len() < ERROR_EXCERPT_BYTES {
+            self.body.extend_from_slice(data);
+        }
+    }
+
+    /// The stream hit an unparsable chunk: stop reading.
+    pub(crate) fn broken(&self) -> bool {
+        self.state.bad.is_some()
+    }
+
+    /// The body ended: deliver a pending event.
+    pub(crate) fn finish(&mut self, rec: &mut RequestRecord) {
+        if self.streamed {
+            let (state, at) = (&mut self.state, rec.end);
+            self.decoder.finish(|ev| state.on_event(rec, ev, at));
+        }
+    }
+
+    /// The request's outcome from what was read.
+    pub(crate) fn conclude(&self, kind: ApiKind, rec: &mut RequestRecord) -> Result<(), Failure> {
+        if self.status != 200 {
+            return Err(Failure::new(Outcome::Http, excerpt(&self.body)));
+        }
+        if self.streamed {
+            return stream_outcome(&self.state, rec);
+        }
+        whole_body(kind, &self.body, rec)
+    }
+}
+
 async fn drive_h1(
     h1: &H1Client,
     ep: &Endpoint,
@@ -257,55 +346,23 @@ async fn drive_h1(
     t0: Instant,
     sent_at: Instant,
 ) -> Result<(), Failure> {
+    // One timer per request, re-armed only when it fires (the deadline only moves later).
     let sleep = tokio::time::sleep_until(deadline(ep, sent_at, sent_at).into());
     tokio::pin!(sleep);
-    let opening = open_h1(h1, req);
-    tokio::pin!(opening);
-    let (mut conn, head) = loop {
-        tokio::select! {
-            biased;
-            r = &mut opening => break r?,
-            () = &mut sleep => {
-                if let Some(mut f) = timed_out(ep, sent_at, sent_at, Instant::now()) {
-                    f.error.push_str(" (waiting for the response headers)");
-                    return Err(f);
-                }
-                sleep.as_mut().reset(deadline(ep, sent_at, sent_at).into());
-            }
-        }
-    };
-    let status = head.status;
-    rec.http_status = Some(status);
-    let streamed = status == 200 && (head.event_stream || (req.stream && !head.json));
+    let (mut conn, head) = until_head(open_h1(h1, req), sleep.as_mut(), ep, sent_at).await?;
+    rec.http_status = Some(head.status);
+    let streamed = head.status == 200 && (head.event_stream || (req.stream && !head.json));
     let mut decoder = std::mem::take(&mut conn.sse);
     decoder.reset();
-    let mut state = StreamState {
-        kind: req.kind,
-        t0,
-        done: false,
-        error: None,
-        bad: None,
-    };
-    let mut body = Vec::new();
-    let mut last = Instant::now();
-    rec.end = last - t0;
+    let mut reading = Reading::new(head.status, streamed, req.kind, t0, decoder);
+    rec.end = reading.last - t0;
     let mut framing = BodyState::new(head.framing);
     loop {
-        let read = conn.read_body(&mut framing, |data, arrived| {
-            last = arrived;
-            let at = arrived - t0;
-            rec.end = at;
-            rec.response_bytes += data.len() as u64;
-            if streamed {
-                decoder.feed(data, |ev| state.on_event(rec, ev, at));
-            } else if status == 200 || body.len() < ERROR_EXCERPT_BYTES {
-                body.extend_from_slice(data);
-            }
-        });
+        let read = conn.read_body(&mut framing, |data, at| reading.on_data(rec, data, at));
         tokio::select! {
             biased;
             r = read => match r {
-                Ok(true) if state.bad.is_none() => {}
+                Ok(true) if !reading.broken() => {}
                 Ok(_) => break,
                 Err(e) => {
                     let what = if streamed { Outcome::StreamBroken } else { Outcome::BadBody };
@@ -313,129 +370,19 @@ async fn drive_h1(
                 }
             },
             () = &mut sleep => {
-                if let Some(f) = timed_out(ep, sent_at, last, Instant::now()) {
+                if let Some(f) = timed_out(ep, sent_at, reading.last, Instant::now()) {
                     return Err(f);
                 }
-                sleep.as_mut().reset(deadline(ep, sent_at, last).into());
+                sleep.as_mut().reset(deadline(ep, sent_at, reading.last).into());
             }
         }
     }
-    if streamed {
-        let at = rec.end;
-        decoder.finish(|ev| state.on_event(rec, ev, at));
-    }
+    reading.finish(rec);
     if framing.done() && !head.close && head.framing != Framing::UntilClose {
-        conn.sse = decoder;
+        conn.sse = std::mem::take(&mut reading.decoder);
         h1.checkin(conn);
     }
-    if status != 200 {
-        return Err(Failure::new(Outcome::Http, excerpt(&body)));
-    }
-    if streamed {
-        return stream_outcome(&state, rec);
-    }
-    whole_body(req.kind, &body, rec)
-}
-
-async fn drive_reqwest(
-    ep: &Endpoint,
-    req: &PreparedRequest,
-    rec: &mut RequestRecord,
-    t0: Instant,
-    sent_at: Instant,
-) -> Result<(), Failure> {
-    let url = ep
-        .url(&req.path)
-        .map_err(|e| Failure::new(Outcome::Connect, e.to_string()))?;
-    // One timer per request, re-armed only when it fires (the deadline only moves later).
-    let sleep = tokio::time::sleep_until(deadline(ep, sent_at, sent_at).into());
-    tokio::pin!(sleep);
-    let send = ep.client.post(url).body(req.body.clone()).send();
-    tokio::pin!(send);
-    let mut response = loop {
-        tokio::select! {
-            biased;
-            r = &mut send => break r.map_err(|e| classify_send(&e))?,
-            () = &mut sleep => {
-                if let Some(mut f) = timed_out(ep, sent_at, sent_at, Instant::now()) {
-                    f.error.push_str(" (waiting for the response headers)");
-                    return Err(f);
-                }
-                sleep.as_mut().reset(deadline(ep, sent_at, sent_at).into());
-            }
-        }
-    };
-    let status = response.status().as_u16();
-    rec.http_status = Some(status);
-    let event_stream = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("text/event-stream"));
-    let streamed = status == 200 && (event_stream || (req.stream && !is_json(&response)));
-    let mut decoder = SseDecoder::new();
-    let mut state = StreamState {
-        kind: req.kind,
-        t0,
-        done: false,
-        error: None,
-        bad: None,
-    };
-    let mut body = Vec::new();
-    let mut last = Instant::now();
-    rec.end = last - t0;
-    loop {
-        tokio::select! {
-            biased;
-            chunk = response.chunk() => match chunk {
-                Ok(Some(bytes)) => {
-                    let now = Instant::now();
-                    last = now;
-                    let at = now - state.t0;
-                    rec.end = at;
-                    rec.response_bytes += bytes.len() as u64;
-                    if streamed {
-                        decoder.feed(&bytes, |ev| state.on_event(rec, ev, at));
-                        if state.bad.is_some() {
-                            break;
-                        }
-                    } else if status == 200 || body.len() < ERROR_EXCERPT_BYTES {
-                        body.extend_from_slice(&bytes);
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    let what = if streamed { Outcome::StreamBroken } else { Outcome::BadBody };
-                    let outcome = if e.is_timeout() { Outcome::Timeout } else { what };
-                    return Err(Failure::new(outcome, chain(&e)));
-                }
-            },
-            () = &mut sleep => {
-                let now = Instant::now();
-                if let Some(f) = timed_out(ep, sent_at, last, now) {
-                    return Err(f);
-                }
-                sleep.as_mut().reset(deadline(ep, sent_at, last).into());
-            }
-        }
-    }
-    if status != 200 {
-        return Err(Failure::new(Outcome::Http, excerpt(&body)));
-    }
-    if streamed {
-        let at = rec.end;
-        decoder.finish(|ev| state.on_event(rec, ev, at));
-        return stream_outcome(&state, rec);
-    }
-    whole_body(req.kind, &body, rec)
-}
-
-fn is_json(response: &reqwest::Response) -> bool {
-    response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/json"))
+    reading.conclude(req.kind, rec)
 }
 
 fn stream_outcome(state: &StreamState, rec: &RequestRecord) -> Result<(), Failure> {

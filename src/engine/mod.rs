@@ -19,6 +19,7 @@ mod run;
 pub mod source;
 pub mod target;
 mod ticker;
+mod via_reqwest;
 
 pub use arrivals::{ArrivalClock, ArrivalError, Arrivals};
 pub use cpu::process_cpu_time;

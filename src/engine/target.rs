@@ -185,11 +185,13 @@ fn lean_client(
         return Ok(None);
     }
     let port = url.port_or_known_default().unwrap_or(80);
-    let addrs: Vec<SocketAddr> =
+    let mut addrs: Vec<SocketAddr> =
         match (host.trim_start_matches('[').trim_end_matches(']'), port).to_socket_addrs() {
             Ok(a) => a.collect(),
             Err(_) => return Ok(None), // let reqwest report the resolution failure per request
         };
+    // IPv4 first: `localhost` servers often listen on 127.0.0.1 only.
+    addrs.sort_by_key(SocketAddr::is_ipv6);
     let mut headers = vec![
         ("Host".to_string(), format!("{host}:{port}")),
         ("Content-Type".to_string(), "application/json".to_string()),

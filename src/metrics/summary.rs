@@ -48,7 +48,8 @@ pub struct SummaryOptions {
     pub client_cpu_s: Option<f64>,
     /// Wall seconds the CPU figure covers (`RunOutput::wall`); default: the run's duration.
     pub client_wall_s: Option<f64>,
-    /// Cores the client may use; default: the machine's.
+    /// Cores the client can use; default 1 (the engine drives all requests from one task).
+    /// Count the simulator's too when it runs in-process.
     pub cpu_cores: Option<f64>,
     /// From the server's `/metrics` before/after the run (the runner's job).
     pub server_cache_hit_ratio: Option<f64>,
@@ -272,13 +273,9 @@ fn client_bound(s: &RunSummary, opts: &SummaryOptions) -> Option<String> {
             ));
         }
     }
-    let cores = opts.cpu_cores.or_else(|| {
-        std::thread::available_parallelism()
-            .ok()
-            .map(|n| n.get() as f64)
-    });
-    if let (Some(ratio), Some(cores)) = (s.values.get("client_cpu_ratio").copied().flatten(), cores)
-    {
+    // The engine drives every request from one task: one core is its ceiling.
+    let cores = opts.cpu_cores.unwrap_or(1.0);
+    if let Some(ratio) = s.values.get("client_cpu_ratio").copied().flatten() {
         if ratio >= 0.9 * cores {
             reasons.push(format!(
                 "client used {ratio:.2} of {cores} CPU cores: the client was saturated"

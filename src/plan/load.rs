@@ -20,6 +20,21 @@ const MAX_IMPORT_DEPTH: usize = 8;
 pub struct LoadOptions<'a> {
     pub sets: Vec<String>,
     pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Texts to use instead of reading files, by path as the loader names them (the plan
+    /// path as given, imports joined to their importer's folder): `rerun` loads the texts
+    /// a suite stored.
+    pub files: Option<&'a std::collections::BTreeMap<String, String>>,
+}
+
+impl<'a> LoadOptions<'a> {
+    /// Options reading files from disk.
+    pub fn new(sets: Vec<String>, env: &'a dyn Fn(&str) -> Option<String>) -> LoadOptions<'a> {
+        LoadOptions {
+            sets,
+            env,
+            files: None,
+        }
+    }
 }
 
 /// The process environment, for `LoadOptions::env`.
@@ -80,10 +95,13 @@ pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Repo
         }
     };
     report.diagnostics.extend(semantic::check(&spec, &tree));
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    report
+        .diagnostics
+        .extend(semantic::check_files(&spec, &tree, &base_dir));
     if report.has_errors() {
         return Err(report);
     }
-    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok(LoadedPlan {
         spec,
         tree,
@@ -96,7 +114,7 @@ pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Repo
 
 fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option<Node> {
     let mut diags = Vec::new();
-    let tree = read_file(path, &mut report.sources, &mut diags, 0);
+    let tree = read_file(path, opts, &mut report.sources, &mut diags, 0);
     report.diagnostics.append(&mut diags);
     let mut tree = tree?;
     report
@@ -118,12 +136,14 @@ fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option
 
 fn read_file(
     path: &Path,
+    opts: &LoadOptions<'_>,
     sources: &mut Sources,
     diags: &mut Vec<Diagnostic>,
     depth: usize,
 ) -> Option<Node> {
     let shown = path.display().to_string();
-    let text = match read_text(path) {
+    let given = opts.files.and_then(|f| f.get(&shown)).cloned().map(Ok);
+    let text = match given.unwrap_or_else(|| read_text(path)) {
         Ok(text) => text,
         Err(msg) => {
             diags.push(Diagnostic::error(
@@ -174,7 +194,7 @@ fn read_file(
         }
         let target = path.parent().unwrap_or(Path::new("")).join(&rel);
         let mut sub = Vec::new();
-        match read_file(&target, sources, &mut sub, depth + 1) {
+        match read_file(&target, opts, sources, &mut sub, depth + 1) {
             Some(other) => imports::merge(&mut tree, other, sources, &mut Vec::new(), diags),
             None => {
                 for mut d in sub.drain(..) {

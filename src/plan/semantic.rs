@@ -5,6 +5,7 @@
 use super::diag::{suggest, Diagnostic};
 use super::node::{Node, Step};
 use super::spec::{DatasetKind, DatasetSpec, PlanSpec};
+use crate::metrics::condition::{parse_condition, Op};
 use crate::metrics::names;
 
 fn key(path: &[&str]) -> Vec<Step> {
@@ -65,7 +66,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
 
 fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>) {
     let all = names::all_names();
-    let mut unknown = |section: &str, metric: &str, at: Vec<Step>| {
+    let unknown = |diags: &mut Vec<Diagnostic>, section: &str, metric: &str, at: Vec<Step>| {
         if !names::is_metric(metric) && !metric.starts_with("sla_") {
             let mut d = Diagnostic::error(
                 format!("unknown metric `{metric}` in [{section}]"),
@@ -77,16 +78,37 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
             diags.push(d);
         }
     };
-    for metric in spec.gates.keys() {
-        unknown("gates", metric, key(&["gates", metric]));
+    for (metric, text) in &spec.gates {
+        unknown(diags, "gates", metric, key(&["gates", metric]));
+        if names::is_metric(metric) {
+            if let Err(e) = parse_condition(metric, text) {
+                let at = tree.value_span(&key(&["gates", metric]));
+                diags.push(Diagnostic::error(format!("gate `{metric}`: {e}"), at));
+            }
+        }
     }
     for (i, metric) in spec.report.metrics.iter().enumerate() {
         let mut at = key(&["report", "metrics"]);
         at.push(Step::Index(i));
-        unknown("report", metric, at);
+        unknown(diags, "report", metric, at);
     }
-    for quantity in spec.slo.keys() {
-        if !matches!(quantity.as_str(), "ttft" | "tpot" | "itl" | "latency") {
+    for (quantity, text) in &spec.slo {
+        if matches!(quantity.as_str(), "ttft" | "tpot" | "itl" | "latency") {
+            let at = tree.value_span(&key(&["slo", quantity]));
+            match parse_condition(&format!("{quantity}_max"), text) {
+                Err(e) => diags.push(Diagnostic::error(format!("slo `{quantity}`: {e}"), at)),
+                Ok(c) if !matches!(c.op, Op::Le | Op::Lt) || c.is_relative() => diags.push(
+                    Diagnostic::error(
+                        format!("slo `{quantity} = \"{text}\"` is not an upper bound"),
+                        at,
+                    )
+                    .with_help(format!(
+                        "an SLO bounds each request from above: {quantity} = \"<= 2s\""
+                    )),
+                ),
+                Ok(_) => {}
+            }
+        } else {
             let at = tree.locate(&key(&["slo", quantity]));
             diags.push(
                 Diagnostic::error(format!("unknown SLO `{quantity}`"), Some(at)).with_help(
@@ -314,4 +336,51 @@ fn collect_strings<'a>(node: &'a Node, out: &mut Vec<&'a Node>) {
         super::node::NodeKind::Seq(items) => out.extend(items.iter()),
         _ => out.push(node),
     }
+}
+
+/// Files the plan names (tokenizers, dataset files, `@file` prompts) that do not exist,
+/// reported before any run starts. Paths are relative to the plan's folder.
+pub fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &std::path::Path) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let mut missing = |path: &str, at: Vec<Step>, what: &str| {
+        let full = base_dir.join(path);
+        if !full.exists() {
+            let span = tree.value_span(&at).or_else(|| Some(tree.locate(&at)));
+            diags.push(
+                Diagnostic::error(
+                    format!(
+                        "{what} `{path}` does not exist (looked at {})",
+                        full.display()
+                    ),
+                    span,
+                )
+                .with_help("paths are relative to the plan file's folder"),
+            );
+        }
+    };
+    for (name, model) in &spec.models {
+        if let Some(t) = &model.tokenizer {
+            missing(t, key(&["models", name, "tokenizer"]), "tokenizer");
+        }
+    }
+    for (name, ds) in &spec.datasets {
+        for (field, value) in [("path", &ds.path), ("prefix_file", &ds.prefix_file)] {
+            if let Some(p) = value {
+                missing(p, key(&["datasets", name, field]), "dataset file");
+            }
+        }
+        if let Some(file) = ds.text.as_deref().and_then(|t| t.strip_prefix('@')) {
+            missing(file, key(&["datasets", name, "text"]), "prompt file");
+        }
+    }
+    for (name, ep) in &spec.endpoints {
+        if let Some(t) = ep.sim.as_ref().and_then(|s| s.tokenizer.as_deref()) {
+            missing(
+                t,
+                key(&["endpoints", name, "sim", "tokenizer"]),
+                "simulator tokenizer",
+            );
+        }
+    }
+    diags
 }

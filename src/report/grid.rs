@@ -21,7 +21,9 @@ pub struct Grid {
     pub notes: Vec<String>,
 }
 
-/// The pivot's cells formatted with one display unit per metric.
+/// The pivot's cells formatted with one display unit per metric. With column axes and
+/// several metrics, metrics become rows (one column per variant reads far better than
+/// variants × metrics side by side).
 pub fn pivot_grid(runs: &[StoredRun], pivot: &Pivot) -> Grid {
     let layout = &pivot.layout;
     let displays: Vec<Display> = layout
@@ -35,46 +37,57 @@ pub fn pivot_grid(runs: &[StoredRun], pivot: &Pivot) -> Grid {
             display_for(m, &values)
         })
         .collect();
-    let mut header: Vec<String> = layout.rows.clone();
-    for key in &pivot.col_keys {
-        for (m, d) in layout.metrics.iter().zip(&displays) {
-            let name = d.header(m);
-            if layout.columns.is_empty() {
-                header.push(name);
-            } else {
-                header.push(format!("{}\n{name}", key.join(" · ")));
+    let metrics_as_rows = !layout.columns.is_empty() && layout.metrics.len() > 1;
+    let mut not_done = false;
+    let mut cell_text = |cell: Option<usize>, m: &str, d: &Display| match cell.map(|i| &runs[i]) {
+        None => MISSING.to_string(),
+        Some(run) => {
+            let done = run.status == RunStatus::Done;
+            match run.metrics.get(m).copied().flatten() {
+                Some(v) if done => d.value(v),
+                Some(v) => {
+                    not_done = true;
+                    format!("{}*", d.value(v))
+                }
+                None if done => UNKNOWN.into(),
+                None => run.status.as_str().into(),
             }
         }
-    }
-    let mut not_done = false;
-    let rows = pivot
-        .row_keys
-        .iter()
-        .zip(&pivot.cells)
-        .map(|(key, cells)| {
+    };
+    let mut header: Vec<String> = layout.rows.clone();
+    let mut rows = Vec::new();
+    if metrics_as_rows {
+        header.push("metric".into());
+        header.extend(pivot.col_keys.iter().map(|k| k.join(" · ")));
+        for (key, cells) in pivot.row_keys.iter().zip(&pivot.cells) {
+            for (m, d) in layout.metrics.iter().zip(&displays) {
+                let mut line = key.clone();
+                line.push(d.header(m));
+                line.extend(cells.iter().map(|c| cell_text(*c, m, d)));
+                rows.push(line);
+            }
+        }
+    } else {
+        for key in &pivot.col_keys {
+            for (m, d) in layout.metrics.iter().zip(&displays) {
+                let name = d.header(m);
+                if layout.columns.is_empty() {
+                    header.push(name);
+                } else {
+                    header.push(format!("{}\n{name}", key.join(" · ")));
+                }
+            }
+        }
+        for (key, cells) in pivot.row_keys.iter().zip(&pivot.cells) {
             let mut line = key.clone();
             for cell in cells {
                 for (m, d) in layout.metrics.iter().zip(&displays) {
-                    line.push(match cell.map(|i| &runs[i]) {
-                        None => MISSING.into(),
-                        Some(run) => {
-                            let done = run.status == RunStatus::Done;
-                            match run.metrics.get(m).copied().flatten() {
-                                Some(v) if done => d.value(v),
-                                Some(v) => {
-                                    not_done = true;
-                                    format!("{}*", d.value(v))
-                                }
-                                None if done => UNKNOWN.into(),
-                                None => run.status.as_str().into(),
-                            }
-                        }
-                    });
+                    line.push(cell_text(*cell, m, d));
                 }
             }
-            line
-        })
-        .collect();
+            rows.push(line);
+        }
+    }
     let mut notes = Vec::new();
     if not_done {
         notes.push("* from a run that did not finish (failed or interrupted)".to_string());
@@ -82,7 +95,7 @@ pub fn pivot_grid(runs: &[StoredRun], pivot: &Pivot) -> Grid {
     Grid {
         header,
         rows,
-        label_cols: layout.rows.len(),
+        label_cols: layout.rows.len() + usize::from(metrics_as_rows),
         notes,
     }
 }

@@ -135,6 +135,19 @@ impl Labels {
                 runs.iter()
                     .any(|r| runs.first().is_some_and(|f| sub(r, k) != sub(f, k)))
             });
+            // One key that tells every value apart is label enough (`concurrency=8`
+            // rather than `concurrency=8 requests=256 warmup=8`).
+            let whole = |r: &StoredRun| axis_label(r.axes.get(&axis));
+            let distinct = |k: &String| {
+                runs.iter().all(|a| {
+                    runs.iter()
+                        .all(|b| sub(a, k) != sub(b, k) || whole(a) == whole(b))
+                })
+            };
+            keys.sort_by_key(|k| !matches!(k.as_str(), "concurrency" | "rate" | "search"));
+            if let Some(k) = keys.iter().find(|k| distinct(k)).cloned() {
+                keys = vec![k];
+            }
             varying_keys.insert(axis, keys);
         }
         Labels {

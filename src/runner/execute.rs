@@ -90,6 +90,7 @@ pub struct RunContext<'a> {
     pub slos: &'a [Slo],
     pub definitions: plan::MetricDefinitions,
     pub label: String,
+    pub log: std::sync::Arc<super::log::SuiteLog>,
 }
 
 /// Executes one prepared run and stores its records and summary.
@@ -116,12 +117,22 @@ pub async fn execute(
         run_id: run.id.clone(),
         tokenizer: prepared.tokenizer.clone(),
         targets: Arc::new(prepared.targets.clone()),
+        log: ctx.log.clone(),
     });
+    ctx.log.requests(&run.id, &prepared.priming);
+    ctx.log.requests(&run.id, &prepared.requests);
     let tx = writer.sender();
-    let mut sink = |r: &RequestRecord| {
-        progress.tick(r.outcome != Outcome::Ok);
-        if let Some(tx) = &tx {
-            let _ = tx.send(r.clone());
+    // Request indices are unique within a run: the measured pass continues after the priming pass.
+    let offset = prepared.priming.len() as u64;
+    let sink_for = |offset: u64| {
+        let (progress, tx) = (&progress, &tx);
+        move |r: &RequestRecord| {
+            progress.tick(r.outcome != Outcome::Ok);
+            if let Some(tx) = tx {
+                let mut r = r.clone();
+                r.index += offset;
+                let _ = tx.send(r);
+            }
         }
     };
     if !prepared.priming.is_empty() {
@@ -130,6 +141,7 @@ pub async fn execute(
             ..cfg.clone()
         };
         let mut source = VecSource::new(std::mem::take(&mut prepared.priming));
+        let mut sink = sink_for(0);
         engine::run(
             ctx.endpoint,
             &mut source,
@@ -143,6 +155,7 @@ pub async fn execute(
             source,
         })?;
     }
+    let mut sink = sink_for(offset);
     let mut source = super::traffic::Source::new(&mut prepared);
     let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await

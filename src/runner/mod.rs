@@ -6,10 +6,12 @@ mod connect;
 mod conversation;
 mod execute;
 pub mod fields;
+mod log;
 mod prepare;
 mod progress;
 mod sims;
 mod suite;
+mod template;
 mod traffic;
 mod writer;
 
@@ -70,6 +72,8 @@ pub enum RunnerError {
         #[source]
         source: crate::engine::RunError,
     },
+    #[error("body_template: {reason}")]
+    Template { reason: String },
     #[error("invalid SLO `{text}`: {reason}")]
     Slo { text: String, reason: String },
     #[error("cannot create the output folder {}", path.display())]
@@ -105,9 +109,10 @@ pub fn exit_code(e: &RunnerError) -> u8 {
     match e {
         RunnerError::Connection { .. } | RunnerError::Sim { .. } => exit::ENDPOINT,
         RunnerError::Store(_) => exit::DATABASE,
-        RunnerError::Slo { .. } | RunnerError::Tokenizer { .. } | RunnerError::Dataset { .. } => {
-            exit::INVALID
-        }
+        RunnerError::Slo { .. }
+        | RunnerError::Template { .. }
+        | RunnerError::Tokenizer { .. }
+        | RunnerError::Dataset { .. } => exit::INVALID,
         _ => exit::INTERNAL,
     }
 }

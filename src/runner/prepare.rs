@@ -9,6 +9,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::fields;
+use super::template::{self, TemplateInput};
 use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized};
@@ -128,6 +129,12 @@ pub fn prepare(
     let limit_field = fields::max_tokens_field(&s.request);
     let stream = fields::streams(&s.request) && kind.can_stream();
     let mut rng = ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574);
+    let template = s
+        .request
+        .body_template
+        .as_deref()
+        .map(template::compile)
+        .transpose()?;
     let mut requests = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let mut fields = base.clone();
@@ -144,8 +151,20 @@ pub fn prepare(
             include_usage: stream,
             reject_fields: &s.endpoint.spec.reject_fields,
         };
-        let (path, body) = api::build_body(kind, &input)
-            .map_err(|source| RunnerError::Body { item: i, source })?;
+        let (path, body) = match &template {
+            None => api::build_body(kind, &input)
+                .map_err(|source| RunnerError::Body { item: i, source })?,
+            Some(env) => {
+                let t = TemplateInput {
+                    model: input.model,
+                    prompt: input.prompt,
+                    fields: input.fields,
+                    stream,
+                    reject_fields: input.reject_fields,
+                };
+                (kind.path(), template::render(env, &t)?)
+            }
+        };
         let phase = if i < warmup {
             Phase::Warmup
         } else {

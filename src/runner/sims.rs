@@ -16,12 +16,16 @@ pub struct Sims {
 
 impl Sims {
     /// Starts one simulator per distinct `sim://NAME` used by `runs`.
-    pub fn start(runs: &[RunSpec]) -> Result<Sims, RunnerError> {
+    /// Relative `tokenizer` paths in `[endpoints.NAME.sim]` start at the plan's folder.
+    pub fn start(runs: &[RunSpec], base_dir: &std::path::Path) -> Result<Sims, RunnerError> {
         let mut wanted: BTreeMap<String, (String, SimConfig)> = BTreeMap::new();
         for run in runs {
             let ep = &run.settings.endpoint;
             if let Some(name) = ep.spec.base_url.strip_prefix("sim://") {
-                let config = ep.spec.sim.clone().unwrap_or_default();
+                let mut config = ep.spec.sim.clone().unwrap_or_default();
+                if let Some(t) = &config.tokenizer {
+                    config.tokenizer = Some(base_dir.join(t).display().to_string());
+                }
                 wanted
                     .entry(name.to_string())
                     .or_insert((ep.name.clone(), config));

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::execute::{self, RunContext};
+use super::log::SuiteLog;
 use super::prepare::{self, PreparedRun};
 use super::sims::Sims;
 use super::{connect, RunnerError};
@@ -26,6 +27,8 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     /// Continue the suite in this folder: finished runs are skipped.
     pub resume: Option<PathBuf>,
+    /// Log every request body and response in `perfplan.log`.
+    pub debug: bool,
 }
 
 /// How a suite ended.
@@ -148,7 +151,34 @@ pub fn run_suite(
     opts: &RunOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
     let (store, dir) = open_store(plan, opts)?;
-    eprintln!("perfplan: results in {}", dir.display());
+    let log = Arc::new(SuiteLog::open(&dir, opts.debug));
+    log.say(&format!("perfplan: results in {}", dir.display()));
+    let store = register(store, runs)?;
+    let slos = execute::slos_of(&plan.spec.slo)?;
+    warn_missing_keys(runs, &log);
+    let sims = Sims::start(runs, &plan.base_dir)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(RunnerError::Runtime)?;
+    let cancel = CancelHandle::new();
+    let watcher = rt.spawn(watch_ctrl_c(cancel.clone(), log.clone()));
+    let suite = Suite {
+        plan,
+        store: &store,
+        sims: &sims,
+        cancel: &cancel,
+        slos: &slos,
+        cache: TokenizerCache::new(),
+        log: &log,
+    };
+    let result = rt.block_on(suite.run_all(runs, dir));
+    watcher.abort();
+    sims.shutdown();
+    result
+}
+
+fn register(mut store: Store, runs: &[RunSpec]) -> Result<Arc<Mutex<Store>>, RunnerError> {
     let rows: Vec<RunRow> = runs
         .iter()
         .map(|r| RunRow {
@@ -158,62 +188,36 @@ pub fn run_suite(
             settings: r.redacted_settings(),
         })
         .collect();
-    let mut store = store;
     store.register_runs(&rows)?;
-    let store = Arc::new(Mutex::new(store));
-    let slos = execute::slos_of(&plan.spec.slo)?;
+    Ok(Arc::new(Mutex::new(store)))
+}
+
+fn warn_missing_keys(runs: &[RunSpec], log: &SuiteLog) {
+    let mut warned = BTreeSet::new();
     for run in runs {
-        if run
-            .settings
-            .endpoint
-            .spec
-            .api_key_env
-            .as_deref()
-            .is_some_and(|v| std::env::var(v).is_err())
-        {
-            eprintln!(
-                "warning: endpoint `{}`: ${} is not set; sending no API key",
-                run.settings.endpoint.name,
-                run.settings
-                    .endpoint
-                    .spec
-                    .api_key_env
-                    .as_deref()
-                    .unwrap_or_default()
-            );
-            break;
+        let ep = &run.settings.endpoint;
+        if let Some(var) = ep.spec.api_key_env.as_deref() {
+            if std::env::var(var).is_err() && warned.insert(var.to_string()) {
+                log.say(&format!(
+                    "warning: endpoint `{}`: ${var} is not set; sending no API key",
+                    ep.name
+                ));
+            }
         }
     }
-    let sims = Sims::start(runs)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(RunnerError::Runtime)?;
-    let cancel = CancelHandle::new();
-    let watcher = {
-        let cancel = cancel.clone();
-        rt.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nperfplan: interrupted; letting requests in flight finish (Ctrl-C again to abort)");
-                cancel.cancel();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            }
-        })
-    };
-    let suite = Suite {
-        plan,
-        store: &store,
-        sims: &sims,
-        cancel: &cancel,
-        slos: &slos,
-        cache: TokenizerCache::new(),
-    };
-    let result = rt.block_on(suite.run_all(runs, dir));
-    watcher.abort();
-    sims.shutdown();
-    result
+}
+
+/// First Ctrl-C: stop sending, let requests in flight finish. Second: exit at once.
+async fn watch_ctrl_c(cancel: CancelHandle, log: Arc<SuiteLog>) {
+    if tokio::signal::ctrl_c().await.is_ok() {
+        log.say(
+            "\nperfplan: interrupted; letting requests in flight finish (Ctrl-C again to abort)",
+        );
+        cancel.cancel();
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(130);
+        }
+    }
 }
 
 struct Suite<'a> {
@@ -223,6 +227,7 @@ struct Suite<'a> {
     cancel: &'a CancelHandle,
     slos: &'a [crate::metrics::Slo],
     cache: TokenizerCache,
+    log: &'a Arc<SuiteLog>,
 }
 
 impl Suite<'_> {
@@ -245,23 +250,31 @@ impl Suite<'_> {
                 break;
             }
             if self.lock()?.run_status(&run.id)? == RunStatus::Done {
-                eprintln!(
+                self.log.say(&format!(
                     "{}: done in an earlier attempt, skipped",
                     run_label(run, runs.len())
-                );
+                ));
                 outcome.skipped += 1;
                 continue;
             }
             let target = target(run, self.sims);
             let ep = &run.settings.endpoint;
             if ep.spec.connection_test && tested.insert(ep.name.clone()) {
-                connect::test(&ep.name, &target, connect::CONNECT_DEADLINE).await?;
+                let deadline = ep
+                    .spec
+                    .ready_timeout
+                    .map_or(connect::CONNECT_DEADLINE, |d| d.0);
+                connect::test(&ep.name, &target, deadline).await?;
             }
             match self.one(run, &target, runs.len()).await {
                 Ok(true) => outcome.done += 1,
                 Ok(false) => outcome.interrupted = true,
                 Err(e) if !e.stops_suite() => {
-                    eprintln!("error: {}: {}", run_label(run, runs.len()), chain(&e));
+                    self.log.say(&format!(
+                        "error: {}: {}",
+                        run_label(run, runs.len()),
+                        chain(&e)
+                    ));
                     self.fail(run, &e)?;
                     outcome.failed += 1;
                 }
@@ -309,7 +322,8 @@ impl Suite<'_> {
         })?;
         let warnings = prepared.warnings.clone();
         for w in &warnings {
-            eprintln!("warning: {}: {w}", run_label(run, total));
+            self.log
+                .say(&format!("warning: {}: {w}", run_label(run, total)));
         }
         self.lock()?.begin_run(&run.id)?;
         let ctx = RunContext {
@@ -319,6 +333,7 @@ impl Suite<'_> {
             slos: self.slos,
             definitions: self.plan.spec.plan.metric_definitions,
             label: run_label(run, total),
+            log: self.log.clone(),
         };
         let result = execute::execute(&ctx, run, prepared).await?;
         let status = if result.cancelled {
@@ -344,7 +359,7 @@ impl Suite<'_> {
                 error: None,
             },
         )?;
-        eprintln!("{}", summary_line(run, total, &result.summary));
+        self.log.say(&summary_line(run, total, &result.summary));
         Ok(!result.cancelled)
     }
 }

@@ -30,6 +30,7 @@ pub struct WriterContext {
     pub run_id: String,
     pub tokenizer: Option<Arc<Tokenizer>>,
     pub targets: Arc<Vec<Option<u32>>>,
+    pub log: Arc<super::log::SuiteLog>,
 }
 
 impl Writer {
@@ -76,6 +77,7 @@ fn write_loop(ctx: &WriterContext, rx: &mpsc::Receiver<RequestRecord>) -> Result
         let closed = match rx.recv_timeout(wait) {
             Ok(mut record) => {
                 count_output(&mut record, ctx.tokenizer.as_deref());
+                ctx.log.record(&ctx.run_id, &record);
                 pending.push(record);
                 oldest.get_or_insert_with(Instant::now);
                 false

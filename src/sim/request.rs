@@ -182,7 +182,7 @@ fn completion_prompts(
     match prompt {
         Some(Value::String(s)) => {
             let mut out = Vec::new();
-            tok.encode(s, &mut out);
+            tok.encode_prompt(s, &mut out);
             Ok(vec![out])
         }
         Some(Value::Array(items)) if items.is_empty() => Err(bad()),
@@ -243,6 +243,11 @@ fn chat_tokens(
             Some("messages"),
         ));
     };
+    if system.is_none() {
+        if let Some(ids) = tok.chat(messages) {
+            return Ok(ids);
+        }
+    }
     let mut out = Vec::new();
     if let Some(s) = system {
         out.push(marker("system"));
@@ -309,5 +314,62 @@ pub(crate) fn texts_tokens(v: Option<&Value>, tok: &TokenCounter) -> Vec<Vec<u32
             })
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn job(api: Api, body: Value) -> Result<Job, ApiError> {
+        let tok = TokenCounter::load(None).unwrap();
+        parse_job(api, &SimConfig::default(), &body, &tok)
+    }
+
+    #[test]
+    fn completion_prompt_forms() {
+        let lens = |p: Value| {
+            job(Api::Completions, json!({"model": "m", "prompt": p}))
+                .map(|j| j.prompts.iter().map(Vec::len).collect::<Vec<_>>())
+        };
+        assert_eq!(lens(json!("a b c")).unwrap(), vec![3]);
+        assert_eq!(lens(json!([5, 6, 7, 8])).unwrap(), vec![4]);
+        assert_eq!(lens(json!(["a", "b c"])).unwrap(), vec![1, 2]);
+        assert_eq!(lens(json!([[1, 2], [3]])).unwrap(), vec![2, 1]);
+        assert_eq!(lens(json!([])).unwrap_err().status, 400);
+        assert_eq!(
+            lens(json!({"x": 1})).unwrap_err().param.as_deref(),
+            Some("prompt")
+        );
+    }
+
+    #[test]
+    fn lengths_and_usage_options() {
+        let j = job(
+            Api::Chat,
+            json!({"model": "m", "messages": [], "max_tokens": 9,
+            "max_completion_tokens": 7, "stream": true, "stream_options": {"include_usage": true}}),
+        )
+        .unwrap();
+        assert_eq!(j.max_tokens, Some(7));
+        assert!(j.stream && j.stream_usage);
+        assert_eq!(j.prompt_tokens(), 1);
+        let r = job(
+            Api::Responses,
+            json!({"model": "m", "input": "hi", "instructions": "be brief",
+            "max_output_tokens": 3}),
+        )
+        .unwrap();
+        assert_eq!(r.max_tokens, Some(3));
+        // system marker + 2 + end, user marker + 1 + end, reply marker
+        assert_eq!(r.prompt_tokens(), 8);
+        assert!(job(Api::Chat, json!({"model": "m"})).is_err());
+        assert_eq!(
+            job(Api::Chat, json!({"model": "m", "messages": [], "n": "x"}))
+                .unwrap_err()
+                .status,
+            400
+        );
     }
 }

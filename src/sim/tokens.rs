@@ -11,7 +11,10 @@
 //! reply marker, i.e. content tokens + 2 per message + 1. Token-id prompts are used as given.
 //! Knows nothing about HTTP.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::tokenize::Tokenizer;
 
 /// Characters per token for runs of ASCII word characters.
 const WORD_PIECE: usize = 8;
@@ -24,9 +27,11 @@ pub struct TokenizerError {
     pub reason: String,
 }
 
-/// Turns text into token ids: the approximation above, or a tokenizer.json.
+/// Turns text into token ids: the approximation above, or a real tokenizer (a folder with
+/// tokenizer.json and, for chats, the chat template of tokenizer_config.json, counted the
+/// way servers count: rendered, then encoded without special tokens).
 pub(crate) struct TokenCounter {
-    exact: Option<tokenizers::Tokenizer>,
+    exact: Option<Arc<Tokenizer>>,
 }
 
 impl TokenCounter {
@@ -35,26 +40,35 @@ impl TokenCounter {
         let Some(path) = path else {
             return Ok(TokenCounter { exact: None });
         };
-        let mut file = PathBuf::from(path);
-        if file.is_dir() {
-            file = file.join("tokenizer.json");
-        }
-        let tok = tokenizers::Tokenizer::from_file(&file).map_err(|e| TokenizerError {
-            path: file.clone(),
+        let tok = Tokenizer::load(Path::new(path)).map_err(|e| TokenizerError {
+            path: PathBuf::from(path),
             reason: e.to_string(),
         })?;
         Ok(TokenCounter { exact: Some(tok) })
     }
 
-    /// Appends the ids of `text` to `out`.
+    /// Appends the ids of `text` to `out` (no special tokens: text inside a chat or a list).
     pub(crate) fn encode(&self, text: &str, out: &mut Vec<u32>) {
-        match &self.exact {
-            Some(tok) => match tok.encode_fast(text, false) {
-                Ok(enc) => out.extend_from_slice(enc.get_ids()),
-                Err(_) => approximate(text, out),
-            },
-            None => approximate(text, out),
+        self.encode_with(text, false, out)
+    }
+
+    /// Appends the ids of a raw completions prompt (with the tokenizer's special tokens, such
+    /// as a BOS, as servers add them).
+    pub(crate) fn encode_prompt(&self, text: &str, out: &mut Vec<u32>) {
+        self.encode_with(text, true, out)
+    }
+
+    fn encode_with(&self, text: &str, special: bool, out: &mut Vec<u32>) {
+        match self.exact.as_ref().map(|t| t.encode(text, special)) {
+            Some(Ok(ids)) => out.extend_from_slice(&ids),
+            _ => approximate(text, out),
         }
+    }
+
+    /// A whole chat through the real chat template, when there is one.
+    pub(crate) fn chat(&self, messages: &[serde_json::Value]) -> Option<Vec<u32>> {
+        let tok = self.exact.as_ref().filter(|t| t.has_chat_template())?;
+        tok.encode_chat(messages).ok()
     }
 }
 

@@ -1,0 +1,82 @@
+//! `perfplan.log` in the output folder: every line the runner prints, and with `--debug`
+//! every request body and what came back (text, finish reason, usage, error). Bodies hold
+//! no secrets (keys travel in headers, which are never logged).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Mutex;
+
+use crate::engine::{PreparedRequest, RequestRecord};
+
+/// The suite's log; lines go to stderr and to the file.
+pub struct SuiteLog {
+    file: Option<Mutex<BufWriter<File>>>,
+    debug: bool,
+}
+
+impl SuiteLog {
+    /// Opens (appends to) `dir/perfplan.log`. Without a file, lines still go to stderr.
+    pub fn open(dir: &Path, debug: bool) -> SuiteLog {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("perfplan.log"))
+            .ok();
+        SuiteLog {
+            file: file.map(|f| Mutex::new(BufWriter::new(f))),
+            debug,
+        }
+    }
+
+    /// Prints a line to stderr and appends it to the log.
+    pub fn say(&self, line: &str) {
+        eprintln!("{line}");
+        self.write(line);
+    }
+
+    fn write(&self, line: &str) {
+        if let Some(f) = &self.file {
+            if let Ok(mut f) = f.lock() {
+                let _ = writeln!(f, "{line}");
+                let _ = f.flush();
+            }
+        }
+    }
+
+    /// With `--debug`: a run's request bodies, before they are sent.
+    pub fn requests(&self, run_id: &str, requests: &[PreparedRequest]) {
+        if !self.debug {
+            return;
+        }
+        for r in requests {
+            let body = String::from_utf8_lossy(&r.body);
+            self.write(&format!(
+                "debug run={run_id} item={} phase={} POST {} {body}",
+                r.item,
+                r.phase.as_str(),
+                r.path
+            ));
+        }
+    }
+
+    /// With `--debug`: what one request got back.
+    pub fn record(&self, run_id: &str, r: &RequestRecord) {
+        if !self.debug {
+            return;
+        }
+        let line = serde_json::json!({
+            "run": run_id,
+            "index": r.index,
+            "item": r.item,
+            "outcome": r.outcome.as_str(),
+            "status": r.http_status,
+            "error": r.error,
+            "finish_reason": r.finish_reason,
+            "usage": r.usage,
+            "chunks": r.content_times.len(),
+            "text": r.output_text,
+        });
+        self.write(&format!("debug response {line}"));
+    }
+}

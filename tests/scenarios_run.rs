@@ -1,0 +1,90 @@
+//! Every file in scenarios/ runs against the simulator: real-server endpoints are pointed
+//! at a simulator in this process with `--set`, loads are shrunk, and the suite must
+//! finish with every run done.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use perfplan::plan::{load_plan, LoadOptions};
+use perfplan::sim::{SimConfig, SimServer};
+use perfplan::store::{RunStatus, Store};
+use perfplan::units::HumanDuration;
+
+fn test_env(name: &str) -> Option<String> {
+    (name == "TOKENIZER_PATH").then(|| "../tests/fixtures/smollm2".to_string())
+}
+
+fn overrides(path: &Path, sim_url: &str) -> Vec<String> {
+    let plan = load_plan(path, &LoadOptions::new(Vec::new(), &test_env))
+        .unwrap_or_else(|r| panic!("{}", r.render()));
+    let mut sets = vec!["defaults.output_tokens=4".to_string()];
+    for (name, ep) in &plan.spec.endpoints {
+        if !ep.base_url.starts_with("sim://") && ep.launch.is_none() {
+            sets.push(format!("endpoints.{name}.base_url={sim_url}"));
+        }
+    }
+    let fixed_loads = plan.spec.matrix.axes.iter().any(|(k, values)| {
+        k == "load"
+            && values
+                .iter()
+                .all(|v| v.get("concurrency").is_some() || v.get("rate").is_some())
+    });
+    if fixed_loads {
+        sets.push("matrix.load=[{ concurrency = 2, requests = 4, warmup = 2 }]".to_string());
+    }
+    sets
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_runs_against_the_simulator() {
+    let config = SimConfig {
+        ttft_base: HumanDuration(Duration::from_millis(2)),
+        itl_base: HumanDuration(Duration::from_millis(1)),
+        ..SimConfig::default()
+    };
+    let sim = SimServer::start(config).await.unwrap();
+    let out_root = tempfile::tempdir().unwrap();
+    let mut scenarios: Vec<_> = std::fs::read_dir("scenarios")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    scenarios.sort();
+    for path in scenarios {
+        let out = out_root.path().join(path.file_stem().unwrap());
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfplan"));
+        cmd.args([
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        cmd.env("TOKENIZER_PATH", "../tests/fixtures/smollm2");
+        for set in overrides(&path, &sim.base_url()) {
+            cmd.args(["--set", &set]);
+        }
+        let result = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        // Gates may fail against a simulator (exit 1); anything else is a broken scenario.
+        assert!(
+            matches!(result.status.code(), Some(0) | Some(1)),
+            "{}: {stderr}",
+            path.display()
+        );
+        let runs = Store::open(&out).unwrap().runs().unwrap();
+        assert!(!runs.is_empty(), "{}", path.display());
+        for run in runs {
+            assert_eq!(
+                run.status,
+                RunStatus::Done,
+                "{} run {}: {:?} {stderr}",
+                path.display(),
+                run.ordinal,
+                run.error
+            );
+        }
+    }
+    sim.shutdown().await;
+}
