@@ -166,7 +166,9 @@ load = {{ rate = 1, requests = {n} }}
     path
 }
 
-fn replay(n: usize, span: Duration, speed: f64, lateness_limit_ms: i64) {
+/// Replays `n` records over `span` at `speed`; the median and worst send lateness must
+/// stay under the limits (ms).
+fn replay(n: usize, span: Duration, speed: f64, median_limit_ms: i64, max_limit_ms: i64) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -198,11 +200,6 @@ fn replay(n: usize, span: Duration, speed: f64, lateness_limit_ms: i64) {
         (got - want).abs() < 0.2,
         "replay took {got} s, want {want} s"
     );
-    let worst = rows
-        .iter()
-        .map(|r| r[1].unwrap() - r[0].unwrap())
-        .max()
-        .unwrap();
     let mut late: Vec<(i64, usize)> = rows
         .iter()
         .enumerate()
@@ -210,10 +207,20 @@ fn replay(n: usize, span: Duration, speed: f64, lateness_limit_ms: i64) {
         .collect();
     late.sort_unstable();
     eprintln!(
-        "worst lateness (µs, position): {:?}",
-        &late[late.len().saturating_sub(4)..]
+        "median lateness {} µs; worst (µs, position): {:?}",
+        late[n / 2].0,
+        &late[n.saturating_sub(4)..]
     );
-    assert!(worst < lateness_limit_ms * 1000, "lateness {worst} µs");
+    assert!(
+        late[n / 2].0 < median_limit_ms * 1000,
+        "median lateness {} µs",
+        late[n / 2].0
+    );
+    assert!(
+        late[n - 1].0 < max_limit_ms * 1000,
+        "lateness {} µs",
+        late[n - 1].0
+    );
     let runs = report_json(&db);
     assert!(runs[0]["metrics"]["lateness_p99"].as_f64().is_some());
     // Bodies: the recorded ones, models mapped, max_tokens/ignore_eos from the recording.
@@ -247,15 +254,16 @@ fn replay(n: usize, span: Duration, speed: f64, lateness_limit_ms: i64) {
 
 #[test]
 fn trace_replays_at_recorded_offsets_with_rewrites() {
-    // Generous bound: the suite runs many processes on few cores at once.
-    replay(60, Duration::from_secs(2), 2.0, 100);
+    // Generous bounds: the suite runs many processes on few cores at once, and a starved
+    // client thread shows up as lateness (measured, not hidden).
+    replay(60, Duration::from_secs(2), 2.0, 10, 500);
 }
 
 /// The figure: 200 records over 20 s at speed 2 in 10 s ± 0.2 s, lateness < 10 ms.
 #[test]
 #[ignore = "takes 10 s; run with --ignored"]
 fn trace_of_200_records_over_20s_replays_in_10s() {
-    replay(200, Duration::from_secs(20), 2.0, 10);
+    replay(200, Duration::from_secs(20), 2.0, 10, 10);
 }
 
 #[test]
