@@ -27,7 +27,7 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "think_time",
             "prefix_tokens",
         ],
-        DatasetKind::Conversations => &["path", "think_time"],
+        DatasetKind::Conversations => &["path", "think_time", "turns"],
         DatasetKind::Trace => &[
             "path",
             "speed",
@@ -42,11 +42,11 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "images_per_request",
             "text_tokens",
         ],
-        DatasetKind::Images => &["path", "images_per_request", "text_tokens"],
+        DatasetKind::Images => &["path", "format", "images_per_request", "text_tokens"],
         DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
-        DatasetKind::Embedding => &["path", "batch_size"],
+        DatasetKind::Embedding => &["path", "batch_size", "field"],
         DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
-        DatasetKind::Rerank => &["path", "num_documents"],
+        DatasetKind::Rerank => &["path"],
     };
     let file_kind = matches!(
         kind,

@@ -17,6 +17,14 @@ mod select;
 mod sharegpt;
 mod source;
 mod split;
+// Issue 7: the traffic kinds.
+mod embedding;
+pub mod image_codec;
+mod images;
+pub mod multi_turn;
+mod rerank;
+pub mod trace;
+mod words;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -145,6 +153,12 @@ pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materiali
         DatasetKind::Sharegpt => {
             select::materialize(spec, ctx, &measure, sharegpt::read(spec, ctx)?)?
         }
+        DatasetKind::RandomImages => images::random(spec, ctx)?,
+        DatasetKind::Images => images::files(spec, ctx)?,
+        DatasetKind::RandomEmbedding => embedding::random(spec, ctx)?,
+        DatasetKind::Embedding => embedding::file(spec, ctx)?,
+        DatasetKind::RandomRerank => rerank::random(spec, ctx)?,
+        DatasetKind::Rerank => rerank::file(spec, ctx)?,
         other => {
             return Err(DatasetError::NotSupported {
                 kind: kind_name(other),

@@ -30,6 +30,8 @@ pub struct RunResult {
     pub stored: u64,
     /// Warnings found in the records (a cold run that met a warm cache).
     pub warnings: Vec<String>,
+    /// Kept with the run's extras (multi-turn: the turn of every item).
+    pub traffic: Option<Value>,
 }
 
 /// The plan's `[slo]` as thresholds for goodput.
@@ -99,15 +101,20 @@ pub struct RunContext<'a> {
 pub async fn execute(
     ctx: &RunContext<'_>,
     run: &RunSpec,
-    prepared: PreparedRun,
+    mut prepared: PreparedRun,
 ) -> Result<RunResult, RunnerError> {
     let load = &run.settings.load;
+    let planned = engine_load(load, run.dataset_seed);
     let cfg = RunConfig {
-        load: engine_load(load, run.dataset_seed),
+        load: super::traffic::load(&prepared, planned, load.max_in_flight),
         duration: load.duration.map(|d| d.0),
         grace: GRACE,
     };
     let total = (prepared.requests.len() + prepared.priming.len()) as u64;
+    let total = match &prepared.conversation {
+        Some(c) => c.total as u64,
+        None => total,
+    };
     let progress = RunProgress::new(&ctx.label, total);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
@@ -137,7 +144,7 @@ pub async fn execute(
             duration: None,
             ..cfg.clone()
         };
-        let mut source = VecSource::new(prepared.priming);
+        let mut source = VecSource::new(std::mem::take(&mut prepared.priming));
         let mut sink = sink_for(0);
         engine::run(
             ctx.endpoint,
@@ -157,7 +164,7 @@ pub async fn execute(
         Some(s) => s.take(&ctx.store, &run.id, ServerPhase::Before).await?,
         None => None,
     };
-    let mut source = VecSource::new(prepared.requests);
+    let mut source = super::traffic::Source::new(&mut prepared);
     let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load {
@@ -174,18 +181,20 @@ pub async fn execute(
     let warnings = super::cache::leak_warning(run, &output.records)
         .into_iter()
         .collect();
-    let summary = summarize_output(
+    let mut summary = summarize_output(
         ctx,
         run,
         output.clone(),
         prepared.tokenizer.as_deref(),
         server_ratio,
     );
+    let traffic = source.finish(&output.records, &mut summary);
     Ok(RunResult {
         summary,
         cancelled: output.cancelled,
         stored,
         warnings,
+        traffic,
     })
 }
 

@@ -5,6 +5,7 @@
 mod cache;
 pub mod check;
 mod connect;
+mod conversation;
 mod execute;
 pub mod fields;
 pub mod lifecycle;
@@ -15,6 +16,7 @@ pub mod scrape;
 mod sims;
 mod suite;
 mod template;
+mod traffic;
 mod writer;
 
 pub use check::{CheckRow, Verdict};

@@ -32,6 +32,10 @@ pub struct PreparedRun {
     pub targets: Vec<Option<u32>>,
     pub warnings: Vec<String>,
     pub tokenizer: Option<Arc<Tokenizer>>,
+    /// Trace replay: the intended send offset of each request (`Load::Scheduled`).
+    pub schedule: Option<Vec<std::time::Duration>>,
+    /// Multi-turn: turns are built during the run from the answers (`requests` stays empty).
+    pub conversation: Option<super::conversation::ConversationPlan>,
 }
 
 pub fn api_kind(api: ApiSpec) -> ApiKind {
@@ -95,6 +99,18 @@ pub fn prepare(
         seed: run.dataset_seed,
         count: warmup + measured,
     };
+    let empty = |warnings| PreparedRun {
+        requests: Vec::new(),
+        priming: Vec::new(),
+        targets: Vec::new(),
+        warnings,
+        tokenizer: tokenizer.clone(),
+        schedule: None,
+        conversation: None,
+    };
+    if let Some(special) = super::traffic::prepare(run, &ctx, empty)? {
+        return Ok(special);
+    }
     let Materialized {
         items,
         mut warnings,
@@ -184,5 +200,7 @@ pub fn prepare(
         targets,
         warnings,
         tokenizer,
+        schedule: None,
+        conversation: None,
     })
 }

@@ -450,7 +450,10 @@ impl Suite<'_> {
         } else {
             RunStatus::Done
         };
-        let extras = execute::extras(&result.summary, result.stored);
+        let mut extras = execute::extras(&result.summary, result.stored);
+        if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
+            map.extend(more.clone());
+        }
         let mut all_warnings = warnings;
         for w in &result.warnings {
             self.log
