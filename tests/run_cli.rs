@@ -86,14 +86,26 @@ async fn counts_agree_and_bodies_follow_the_plan() {
     let plan_path = dir.path().join("p.toml");
     std::fs::write(&plan_path, plan(&sim.base_url(), "")).unwrap();
     let out_dir = dir.path().join("out");
+    let events = dir.path().join("progress.jsonl");
     let out = perfplan(&[
         "run",
         plan_path.to_str().unwrap(),
         "--out",
         out_dir.to_str().unwrap(),
+        "--progress-json",
+        events.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    let events: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["event"], "run_start");
+    assert_eq!(events.last().unwrap()["event"], "suite_end");
+    let end = events.iter().find(|e| e["event"] == "run_end").unwrap();
+    assert_eq!(end["metrics"]["requests_ok"], 20.0);
 
     let received: Vec<_> = sim
         .received()

@@ -65,7 +65,7 @@ fn run(dir: &Path, plan: &LoadedPlan, resume: bool) -> SearchRow {
     let opts = RunOptions {
         out: (!resume).then(|| out.clone()),
         resume: resume.then(|| out.clone()),
-        debug: false,
+        ..Default::default()
     };
     let outcome = run_suite(plan, &runs, &opts).unwrap();
     assert!(!outcome.interrupted && outcome.failed == 0, "{outcome:?}");
@@ -319,7 +319,7 @@ fn run_dir(dir: &Path, text: &str) -> Store {
     let opts = RunOptions {
         out: Some(dir.join("out")),
         resume: None,
-        debug: false,
+        ..Default::default()
     };
     run_suite(&plan, &runs, &opts).unwrap();
     Store::open(&dir.join("out")).unwrap()

@@ -23,6 +23,10 @@ pub struct RunArgs {
     /// Also log every request body and response in `perfplan.log` (secrets are never logged).
     #[arg(long)]
     pub debug: bool,
+    /// Append progress as JSON lines (run start, progress each second, run end with its
+    /// metrics, suite end) to FILE, for dashboards and CI logs.
+    #[arg(long, value_name = "FILE")]
+    pub progress_json: Option<PathBuf>,
     /// An extra gate, METRIC=CONDITION (e.g. `ttft_p99=<=2s`); repeatable.
     #[arg(long = "gate", value_name = "METRIC=CONDITION")]
     pub gates: Vec<String>,
@@ -52,6 +56,7 @@ pub fn run(args: &RunArgs) -> u8 {
         out: args.out.clone(),
         resume: args.resume.clone(),
         debug: args.debug,
+        progress_json: args.progress_json.clone(),
     };
     let outcome = match runner::run_suite(&plan, &runs, &opts) {
         Ok(o) => o,

@@ -115,7 +115,7 @@ pub async fn execute(
         Some(c) => c.total as u64,
         None => total,
     };
-    let progress = RunProgress::new(&ctx.label, total);
+    let progress = RunProgress::new(&ctx.label, total).with_events(&ctx.log, &run.id);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
         run_id: run.id.clone(),

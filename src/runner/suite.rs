@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub resume: Option<PathBuf>,
     /// Log every request body and response in `perfplan.log`.
     pub debug: bool,
+    /// Append JSON progress events (run start, progress, run end, suite end) to this file.
+    pub progress_json: Option<PathBuf>,
 }
 
 /// How a suite ended.
@@ -160,7 +162,11 @@ pub fn run_suite(
     let ordered = cache::execution_order(runs);
     let runs = &ordered[..];
     let (store, dir) = open_store(plan, opts)?;
-    let log = Arc::new(SuiteLog::open(&dir, opts.debug));
+    let log = Arc::new(SuiteLog::open(
+        &dir,
+        opts.debug,
+        opts.progress_json.as_deref(),
+    ));
     log.say(&format!("perfplan: results in {}", dir.display()));
     let store = register(store, runs)?;
     let slos = execute::slos_of(&plan.spec.slo)?;
@@ -332,6 +338,10 @@ impl Suite<'_> {
                 }
             }
         }
+        self.log.event(serde_json::json!({
+            "event": "suite_end", "done": outcome.done, "skipped": outcome.skipped,
+            "failed": outcome.failed, "interrupted": outcome.interrupted,
+        }));
         Ok(outcome)
     }
 
@@ -431,6 +441,10 @@ impl Suite<'_> {
                 .say(&format!("warning: {}: {w}", run_label(run, total)));
         }
         self.lock()?.begin_run(&run.id)?;
+        self.log.event(serde_json::json!({
+            "event": "run_start", "run": run.id, "ordinal": run.ordinal, "of": total,
+            "axes": run.axes,
+        }));
         let ctx = RunContext {
             store: self.store.clone(),
             endpoint: &endpoint,
@@ -474,6 +488,10 @@ impl Suite<'_> {
             },
         )?;
         self.log.say(&summary_line(run, total, &result.summary));
+        self.log.event(serde_json::json!({
+            "event": "run_end", "run": run.id, "status": status.as_str(),
+            "metrics": result.summary.values,
+        }));
         Ok(Ended {
             completed: !result.cancelled,
             failed_requests: result.summary.failures.values().sum(),
