@@ -356,3 +356,49 @@ async fn server_counts_equal_the_planned_input_length() {
     }
     sim.shutdown().await;
 }
+
+/// A run whose every measured request failed is stored as failed, with the reason, and the
+/// suite exits 4; its request rows (the failures) are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_where_every_request_fails_is_a_failed_run() {
+    let config = SimConfig {
+        fault_http_500: 1.0,
+        ..sim_config()
+    };
+    let sim = SimServer::start(config).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("p.toml");
+    std::fs::write(&plan_path, plan(&sim.base_url(), "")).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = perfplan(&[
+        "run",
+        plan_path.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("every measured request failed (20 http)"),
+        "{stderr}"
+    );
+    let store = Store::open(&out_dir).unwrap();
+    let run = &store.runs().unwrap()[0];
+    assert_eq!(run.status, perfplan::store::RunStatus::Failed);
+    assert!(run
+        .error
+        .as_deref()
+        .unwrap_or_default()
+        .contains("every measured request failed"));
+    assert_eq!(
+        store.request_rows(&run.id).unwrap().len(),
+        24,
+        "the failures are kept"
+    );
+    sim.shutdown().await;
+}

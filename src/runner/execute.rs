@@ -32,6 +32,35 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     /// Kept with the run's extras (multi-turn: the turn of every item).
     pub traffic: Option<Value>,
+    /// When no measured request succeeded: why (classes and the first error).
+    pub all_failed: Option<String>,
+}
+
+/// "every measured request failed (4 connect): <first error>", when that is the case.
+fn all_failed(summary: &RunSummary, records: &[RequestRecord]) -> Option<String> {
+    let ok = summary
+        .values
+        .get("requests_ok")
+        .copied()
+        .flatten()
+        .unwrap_or(0.0);
+    if summary.requests == 0 || ok > 0.0 {
+        return None;
+    }
+    let classes: Vec<String> = summary
+        .failures
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    let first = records
+        .iter()
+        .filter(|r| r.phase == crate::engine::Phase::Measured)
+        .find_map(|r| r.error.clone())
+        .unwrap_or_default();
+    Some(format!(
+        "every measured request failed ({}): {first}",
+        classes.join(", ")
+    ))
 }
 
 /// The plan's `[slo]` as thresholds for goodput.
@@ -189,12 +218,14 @@ pub async fn execute(
         server_ratio,
     );
     let traffic = source.finish(&output.records, &mut summary);
+    let all_failed = all_failed(&summary, &output.records).filter(|_| !output.cancelled);
     Ok(RunResult {
         summary,
         cancelled: output.cancelled,
         stored,
         warnings,
         traffic,
+        all_failed,
     })
 }
 

@@ -90,6 +90,7 @@ impl Suite<'_> {
                 return Ok(Ended {
                     completed: false,
                     failed_requests: 0,
+                    failed_run: false,
                 });
             };
             self.log.say(&format!(
@@ -130,6 +131,7 @@ impl Suite<'_> {
         Ok(Ended {
             completed: true,
             failed_requests: 0,
+            failed_run: false,
         })
     }
 

@@ -379,6 +379,7 @@ impl Suite<'_> {
         total: usize,
     ) -> Result<(), RunnerError> {
         match result {
+            Ok(end) if end.failed_run => outcome.failed += 1,
             Ok(end) if end.completed => outcome.done += 1,
             Ok(_) => outcome.interrupted = true,
             Err(e) if !e.stops_suite() => {
@@ -461,6 +462,8 @@ impl Suite<'_> {
         let result = execute::execute(&ctx, run, prepared).await?;
         let status = if result.cancelled {
             RunStatus::Interrupted
+        } else if result.all_failed.is_some() {
+            RunStatus::Failed
         } else {
             RunStatus::Done
         };
@@ -484,10 +487,14 @@ impl Suite<'_> {
                 metrics: &result.summary.values,
                 extras: &extras,
                 warnings: &all_warnings,
-                error: None,
+                error: result.all_failed.as_deref(),
             },
         )?;
         self.log.say(&summary_line(run, total, &result.summary));
+        if let Some(why) = &result.all_failed {
+            self.log
+                .say(&format!("error: {}: {why}", run_label(run, total)));
+        }
         self.log.event(serde_json::json!({
             "event": "run_end", "run": run.id, "status": status.as_str(),
             "metrics": result.summary.values,
@@ -495,6 +502,7 @@ impl Suite<'_> {
         Ok(Ended {
             completed: !result.cancelled,
             failed_requests: result.summary.failures.values().sum(),
+            failed_run: result.all_failed.is_some(),
         })
     }
 }
@@ -503,6 +511,8 @@ impl Suite<'_> {
 struct Ended {
     pub(super) completed: bool,
     pub(super) failed_requests: u64,
+    /// Every measured request failed: the run is stored as failed.
+    pub(super) failed_run: bool,
 }
 
 /// Fills the `{port}` of a launched endpoint and makes sure its server is up.
