@@ -8,7 +8,6 @@
 mod fit;
 mod fixed;
 mod jsonl;
-mod keys;
 mod lines;
 mod measure;
 mod prefix_file;
@@ -33,7 +32,7 @@ use crate::api::Prompt;
 use crate::plan::spec::{ChatTemplateMode, DatasetKind, DatasetSpec};
 use crate::tokenize::{TokenizeError, Tokenizer};
 
-pub use keys::{keys_for, misplaced_keys};
+pub use crate::plan::dataset_keys::{keys_for, misplaced_keys};
 
 /// What a dataset needs to know about the run it feeds.
 #[derive(Debug, Clone)]

@@ -53,8 +53,8 @@ impl Resolver<'_> {
         let dataset = self.typed(dataset_json, "dataset", diags)?;
         let request = self.typed(request_json, "defaults", diags)?;
         for (field, message) in dataset_problems(&dataset) {
-            let at = if point.contains_key(field) {
-                self.at(field)
+            let at = if point.contains_key(&field) {
+                self.at(&field)
             } else {
                 self.plan.locate(&[
                     Step::Key("datasets".into()),

@@ -1,7 +1,7 @@
 //! Which `DatasetSpec` keys each kind takes; a key set on a kind that ignores it is an error
 //! (a plan must not silently do something else than it says).
 
-use crate::plan::spec::{DatasetKind, DatasetSpec};
+use super::spec::{DatasetKind, DatasetSpec};
 
 /// Length rules shared by the file kinds.
 const FILE_RULES: &[&str] = &[
