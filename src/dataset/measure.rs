@@ -107,6 +107,28 @@ impl Measure {
         }
     }
 
+    /// Tokens the server sees before a text prompt's content: the chat template's opening,
+    /// or the special tokens (BOS) a completions prompt gets. 0 when unknown.
+    pub fn lead_tokens(&self) -> Result<usize, DatasetError> {
+        let Some(tok) = self.tok.as_deref() else {
+            return Ok(0);
+        };
+        match self.mode {
+            Mode::Chat { template: true } => match self.frame()? {
+                Some((head, _)) => Ok(tok.count(&head, false)?),
+                None => Ok(0),
+            },
+            Mode::Chat { template: false } => Ok(0),
+            Mode::Text | Mode::TokenIds => {
+                let bare = tok.encode("Hello", false)?;
+                let with = tok.encode("Hello", true)?;
+                Ok((0..=with.len().saturating_sub(bare.len()))
+                    .find(|&k| with[k..].starts_with(&bare))
+                    .unwrap_or(0))
+            }
+        }
+    }
+
     /// Tokens of bare content (no special tokens, no template); `None` without a tokenizer.
     pub fn content(&self, text: &str) -> Result<Option<usize>, DatasetError> {
         match &self.tok {

@@ -1,13 +1,14 @@
 //! `kind = "random"`: prompts of words drawn from the tokenizer's vocabulary, exactly
 //! `input_tokens` long as the server will count them (chat template included), starting with
-//! a `prefix_tokens` prefix shared by every request of the run. Request `i` draws from its
+//! `prefix_tokens` shared by every request of the run (counted as the server sees them: the
+//! chat template's opening or BOS, then shared words). Request `i` draws from its
 //! own ChaCha stream of the run seed, so prompts do not depend on the request count.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::fit::{fit, miss_warning, record_misses};
-use super::measure::{Measure, Measured};
+use super::measure::{to_u32, Measure, Measured};
 use super::split::SplitCounter;
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::plan::spec::{DatasetSpec, TokenRange};
@@ -35,7 +36,18 @@ pub(crate) fn materialize(
             tok.path().display()
         )));
     }
-    let prefix = shared_prefix(tok, pool, ctx.seed, spec.prefix_tokens.unwrap_or(0))?;
+    // The shared part the server sees is the template's opening (or BOS) plus the prefix words.
+    let prefix_tokens = spec.prefix_tokens.unwrap_or(0);
+    let lead = to_u32(measure.lead_tokens()?);
+    let mut warnings = Vec::new();
+    if prefix_tokens > 0 && prefix_tokens <= lead {
+        warnings.push(format!(
+            "prefix_tokens ({prefix_tokens}) is no longer than what the server sees before \
+             every prompt anyway ({lead} tokens of chat template or special tokens): no \
+             shared words are added"
+        ));
+    }
+    let prefix = shared_prefix(tok, pool, ctx.seed, prefix_tokens.saturating_sub(lead))?;
     // Tokens the server sees with the prefix alone (template overhead included).
     let base = measure.text(&prefix)?.count.unwrap_or(0);
     let split = SplitCounter::new(measure, &prefix)?;
@@ -60,7 +72,6 @@ pub(crate) fn materialize(
         ..DatasetStats::default()
     };
     record_misses(&items, &mut stats);
-    let mut warnings = Vec::new();
     if let Some(w) = miss_warning(&stats) {
         warnings.push(w);
     }
@@ -140,6 +151,7 @@ fn request_rng(seed: u64, index: usize) -> ChaCha8Rng {
 }
 
 /// Words of exactly `tokens` tokens (bare content), identical for every request of the run.
+/// The server sees them after the chat template's opening (or BOS), which is shared too.
 fn shared_prefix(
     tok: &Tokenizer,
     pool: &WordPool,
