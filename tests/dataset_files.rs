@@ -293,12 +293,16 @@ fn prefix_file_fills_every_request_to_exactly_8192_tokens_as_a_system_message() 
     let dir = tempfile::tempdir().unwrap();
     let tok = tokenizer();
     write(dir.path(), "book.txt", &long_text(1200));
-    write(dir.path(), "q.txt", "What is the capital of France?\nSummarize the text above.\nWhich river is mentioned first?\n");
+    let questions: Vec<String> = (0..20)
+        .map(|i| format!("Question {i}: {}?", long_text(i % 5 + 1)))
+        .collect();
+    write(dir.path(), "q.txt", &questions.join("\n"));
     let s = spec(
         json!({"kind": "lines", "path": "q.txt", "prefix_file": "book.txt",
                         "target_input_len": 8192, "prefix_role": "system"}),
     );
-    let m = materialize(&s, &ctx(dir.path(), Some(&tok), true, false, 6)).unwrap();
+    let m = materialize(&s, &ctx(dir.path(), Some(&tok), true, false, 20)).unwrap();
+    assert_eq!(hash(&m), "4712447eac940764");
     assert!(
         m.warnings.iter().all(|w| !w.contains("repeated")),
         "{:?}",

@@ -12,6 +12,7 @@ mod keys;
 mod lines;
 mod measure;
 mod prefix_file;
+mod prefix_fill;
 mod random;
 mod select;
 mod sharegpt;

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::fit::{fit, miss_warning, record_misses};
 use super::measure::{system_message, to_u32, user_message, Measure, Measured, Mode};
 use super::prefix_file::{cut_text, PrefixFile, JOINER};
+use super::prefix_fill::{fast_fill, Marked, MARKER};
 use super::source::{resolve, Candidate, Source, SourceSet};
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::api::Prompt;
@@ -305,6 +306,14 @@ impl<'a> Shaping<'a> {
         target: usize,
         c0: usize,
     ) -> Result<(Built, Measured), DatasetError> {
+        let marked = self.compose(MARKER, text);
+        let fast = match &marked {
+            Built::Text(t) => fast_fill(self.measure, prefix, Marked::Text(t), target)?,
+            Built::Messages(ms) => fast_fill(self.measure, prefix, Marked::Messages(ms), target)?,
+        };
+        if let Some((k, measured)) = fast {
+            return Ok((self.compose(prefix.cut(k), text), measured));
+        }
         let fitted = fit(target, target - c0, prefix.len(), |k| {
             let built = self.compose(prefix.cut(k), text);
             let m = match &built {
