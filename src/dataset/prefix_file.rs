@@ -73,13 +73,11 @@ impl PrefixFile {
     /// The text of tokens `from..to`.
     pub fn span(&self, from: usize, to: usize) -> &str {
         let to = to.min(self.ends.len());
-        let start = if from == 0 {
-            0
-        } else {
-            self.ends[from.min(to) - 1]
-        };
-        let end = if to == 0 { 0 } else { self.ends[to - 1] };
-        &self.text[start..end.max(start)]
+        if from >= to {
+            return "";
+        }
+        let start = if from == 0 { 0 } else { self.ends[from - 1] };
+        &self.text[start..self.ends[to - 1].max(start)]
     }
 
     /// The text of the first `k` tokens.

@@ -126,12 +126,17 @@ where
     let per = count.div_ceil(threads);
     let build = &build;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let range = (t * per)..((t + 1) * per).min(count);
-                scope.spawn(move || range.map(build).collect::<Result<Vec<_>, _>>())
-            })
-            .collect();
+        let mut handles = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let range = (t * per)..((t + 1) * per).min(count);
+            let handle = std::thread::Builder::new()
+                .name(format!("perfplan-dataset-{t}"))
+                .spawn_scoped(scope, move || {
+                    range.map(build).collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(|e| DatasetError::Invalid(format!("cannot start a thread: {e}")))?;
+            handles.push(handle);
+        }
         let mut items = Vec::with_capacity(count);
         for handle in handles {
             let part = handle
