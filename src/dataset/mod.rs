@@ -1,8 +1,8 @@
 //! Request sources: turns a plan's `DatasetSpec` into the prompts of one run, exactly as long
 //! as the plan says (counted the way the server will count them) and deterministic from the
-//! run's seed. One source per file: `random`, `fixed` (kind `prompt`), `lines`, `jsonl`,
-//! `sharegpt`; `select` applies length filters, `target_input_len` and `prefix_file` to the
-//! file kinds. Knows nothing about HTTP, the engine or the matrix: the planner passes the
+//! run's seed. One source per file: `random`, `random_batch` (`random_embedding`,
+//! `random_rerank`), `fixed` (kind `prompt`), `lines`, `jsonl`, `sharegpt`; `select` applies
+//! length filters, `target_input_len` and `prefix_file` to the file kinds. Knows nothing about HTTP, the engine or the matrix: the planner passes the
 //! seed (already mixed with the run) and the request count.
 
 mod fit;
@@ -14,6 +14,7 @@ mod measure;
 mod prefix_file;
 mod prefix_fill;
 mod random;
+mod random_batch;
 mod select;
 mod sharegpt;
 mod source;
@@ -133,6 +134,11 @@ pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materiali
             kind_name(spec.kind),
             keys_for(spec.kind).join(", ")
         )));
+    }
+    match spec.kind {
+        DatasetKind::RandomEmbedding => return random_batch::embedding(spec, ctx),
+        DatasetKind::RandomRerank => return random_batch::rerank(spec, ctx),
+        _ => {}
     }
     let measure = measure::Measure::new(ctx)?;
     let mut out = match spec.kind {

@@ -29,13 +29,7 @@ pub(crate) fn materialize(
         key: "input_tokens",
     })?;
     check_lengths(input, spec.prefix_tokens)?;
-    let pool = tok.word_pool();
-    if pool.is_empty() {
-        return Err(DatasetError::Invalid(format!(
-            "the tokenizer {} has no plain tokens to build random prompts from",
-            tok.path().display()
-        )));
-    }
+    let pool = word_pool(tok)?;
     // The shared part the server sees is the template's opening (or BOS) plus the prefix words.
     let prefix_tokens = spec.prefix_tokens.unwrap_or(0);
     let lead = to_u32(measure.lead_tokens()?);
@@ -53,11 +47,8 @@ pub(crate) fn materialize(
     let split = SplitCounter::new(measure, &prefix)?;
     let build = |index: usize| {
         let mut rng = request_rng(ctx.seed, index);
-        let target = match input {
-            TokenRange::Fixed(n) => n,
-            TokenRange::Range { min, max } => rng.gen_range(min..=max),
-        };
-        let parts = Parts {
+        let target = draw_len(input, &mut rng);
+        let parts = RandomText {
             measure,
             split: split.as_ref(),
             pool,
@@ -89,6 +80,26 @@ pub(crate) fn materialize(
     })
 }
 
+/// The tokenizer's random-text vocabulary; an error when it has none.
+pub(crate) fn word_pool(tok: &Tokenizer) -> Result<&WordPool, DatasetError> {
+    let pool = tok.word_pool();
+    if pool.is_empty() {
+        return Err(DatasetError::Invalid(format!(
+            "the tokenizer {} has no plain tokens to build random prompts from",
+            tok.path().display()
+        )));
+    }
+    Ok(pool)
+}
+
+/// A token count drawn from `range`.
+pub(crate) fn draw_len(range: TokenRange, rng: &mut ChaCha8Rng) -> u32 {
+    match range {
+        TokenRange::Fixed(n) => n,
+        TokenRange::Range { min, max } => rng.gen_range(min.min(max)..=max.max(min)),
+    }
+}
+
 fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetError> {
     if input.min() > input.max() {
         return Err(DatasetError::Invalid(format!(
@@ -114,9 +125,10 @@ fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetEr
 
 /// `build(0..count)` in order, spread over the machine's cores (each request has its own
 /// random stream, so the result does not depend on the number of threads).
-fn in_parallel<F>(count: usize, build: F) -> Result<Vec<PromptItem>, DatasetError>
+pub(crate) fn in_parallel<T, F>(count: usize, build: F) -> Result<Vec<T>, DatasetError>
 where
-    F: Fn(usize) -> Result<PromptItem, DatasetError> + Sync,
+    T: Send,
+    F: Fn(usize) -> Result<T, DatasetError> + Sync,
 {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(MAX_THREADS).min(count / MIN_PER_THREAD).max(1);
@@ -149,7 +161,7 @@ where
 }
 
 /// Stream 0 of the run seed is the prefix; request `i` uses stream `i + 1`.
-fn request_rng(seed: u64, index: usize) -> ChaCha8Rng {
+pub(crate) fn request_rng(seed: u64, index: usize) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(index as u64 + 1);
     rng
@@ -179,7 +191,7 @@ fn shared_prefix(
 }
 
 /// What every prompt of a run is built from.
-struct Parts<'a> {
+pub(crate) struct RandomText<'a> {
     measure: &'a Measure,
     split: Option<&'a SplitCounter<'a>>,
     pool: &'a WordPool,
@@ -188,9 +200,24 @@ struct Parts<'a> {
     base: usize,
 }
 
-impl Parts<'_> {
-    /// One prompt: the prefix plus as many drawn words as make `target` tokens.
-    fn one_prompt(&self, target: u32, rng: &mut ChaCha8Rng) -> Result<PromptItem, DatasetError> {
+impl<'a> RandomText<'a> {
+    /// Texts without a shared prefix, counted by `measure`.
+    pub fn plain(measure: &'a Measure, pool: &'a WordPool) -> Result<Self, DatasetError> {
+        Ok(RandomText {
+            measure,
+            split: None,
+            pool,
+            prefix: "",
+            base: measure.text("")?.count.unwrap_or(0),
+        })
+    }
+
+    /// The prefix plus as many drawn words as make `target` tokens, measured.
+    pub fn fit_text(
+        &self,
+        target: u32,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(String, Measured), DatasetError> {
         let goal = target as usize;
         let mut words = Vec::new();
         let fitted = fit(goal, goal.saturating_sub(self.base), goal * 2 + 16, |k| {
@@ -198,7 +225,12 @@ impl Parts<'_> {
             let (text, measured) = self.build(&words[..k])?;
             Ok((measured.count.unwrap_or(0), (text, measured)))
         })?;
-        let (text, measured) = fitted.value;
+        Ok(fitted.value)
+    }
+
+    /// One prompt of `target` tokens.
+    fn one_prompt(&self, target: u32, rng: &mut ChaCha8Rng) -> Result<PromptItem, DatasetError> {
+        let (text, measured) = self.fit_text(target, rng)?;
         let (prompt, client_input_tokens) = self.measure.finish_text(text, measured);
         Ok(PromptItem {
             prompt,
