@@ -95,3 +95,61 @@ fn rerank_needs_query_tokens() {
     let err = materialize(&spec, &ctx).unwrap_err();
     assert!(err.to_string().contains("query_tokens"), "{err}");
 }
+
+#[test]
+fn embedding_and_rerank_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("e.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    std::fs::write(
+        dir.path().join("r.jsonl"),
+        "{\"query\": \"q1\", \"documents\": [\"a\", \"b\", \"c\"]}\n{\"query\": \"q2\", \"documents\": [\"d\"]}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("bad.jsonl"), "{\"query\": \"q\"}\n").unwrap();
+    let tok = tokenizer();
+    let ctx = |count| DatasetContext {
+        base_dir: dir.path().to_path_buf(),
+        tokenizer: Some(Arc::clone(&tok)),
+        chat: false,
+        tokenize_prompt: false,
+        chat_template: ChatTemplateMode::Auto,
+        seed: 3,
+        count,
+    };
+    let spec = |v| serde_json::from_value::<DatasetSpec>(v).unwrap();
+    let m = materialize(
+        &spec(json!({"kind": "embedding", "path": "e.txt", "batch_size": 2})),
+        &ctx(4),
+    )
+    .unwrap();
+    assert_eq!(m.items.len(), 4);
+    assert!(m.warnings[0].contains("repeat"), "{:?}", m.warnings);
+    let Prompt::Embedding(inputs) = &m.items[0].prompt else {
+        panic!()
+    };
+    assert_eq!(inputs.len(), 2);
+    let expected: usize = inputs.iter().map(|t| tok.count(t, true).unwrap()).sum();
+    assert_eq!(m.items[0].client_input_tokens, Some(expected as u32));
+
+    let m = materialize(
+        &spec(json!({"kind": "rerank", "path": "r.jsonl", "num_documents": 2})),
+        &ctx(2),
+    )
+    .unwrap();
+    for item in &m.items {
+        let Prompt::Rerank { documents, .. } = &item.prompt else {
+            panic!()
+        };
+        assert!(documents.len() <= 2);
+    }
+    let err = materialize(
+        &spec(json!({"kind": "rerank", "path": "bad.jsonl"})),
+        &ctx(1),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("bad.jsonl:1: no `documents` array"),
+        "{err}"
+    );
+}

@@ -1,10 +1,12 @@
 //! Request sources: turns a plan's `DatasetSpec` into the prompts of one run, exactly as long
 //! as the plan says (counted the way the server will count them) and deterministic from the
 //! run's seed. One source per file: `random`, `random_batch` (`random_embedding`,
-//! `random_rerank`), `fixed` (kind `prompt`), `lines`, `jsonl`, `sharegpt`; `select` applies
+//! `random_rerank`), `batch_files` (`embedding`, `rerank`), `fixed` (kind `prompt`), `lines`,
+//! `jsonl`, `sharegpt`; `select` applies
 //! length filters, `target_input_len` and `prefix_file` to the file kinds. Knows nothing about HTTP, the engine or the matrix: the planner passes the
 //! seed (already mixed with the run) and the request count.
 
+mod batch_files;
 mod fit;
 mod fixed;
 mod jsonl;
@@ -138,6 +140,8 @@ pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materiali
     match spec.kind {
         DatasetKind::RandomEmbedding => return random_batch::embedding(spec, ctx),
         DatasetKind::RandomRerank => return random_batch::rerank(spec, ctx),
+        DatasetKind::Embedding => return batch_files::embedding(spec, ctx),
+        DatasetKind::Rerank => return batch_files::rerank(spec, ctx),
         _ => {}
     }
     let measure = measure::Measure::new(ctx)?;
