@@ -45,17 +45,17 @@ pub(crate) fn materialize(
     // Tokens the server sees with the prefix alone (template overhead included).
     let base = measure.text(&prefix)?.count.unwrap_or(0);
     let split = SplitCounter::new(measure, &prefix)?;
+    let texts = RandomText {
+        measure,
+        split: split.as_ref(),
+        pool,
+        prefix: &prefix,
+        base,
+    };
     let build = |index: usize| {
         let mut rng = request_rng(ctx.seed, index);
         let target = draw_len(input, &mut rng);
-        let parts = RandomText {
-            measure,
-            split: split.as_ref(),
-            pool,
-            prefix: &prefix,
-            base,
-        };
-        parts.one_prompt(target, &mut rng)
+        texts.one_prompt(target, &mut rng)
     };
     let items = in_parallel(ctx.count, build)?;
     let mut stats = DatasetStats {
@@ -63,9 +63,7 @@ pub(crate) fn materialize(
         ..DatasetStats::default()
     };
     record_misses(&items, &mut stats);
-    if let Some(w) = miss_warning(&stats) {
-        warnings.push(w);
-    }
+    warnings.extend(miss_warning(&stats));
     if base > input.min() as usize {
         warnings.push(format!(
             "the shared prefix and chat template already take {base} tokens, more than \

@@ -68,14 +68,6 @@ pub(crate) fn materialize(
         });
     }
     let distinct_prompts = accepted.len();
-    let mut items = accepted.clone();
-    items.extend(
-        accepted
-            .iter()
-            .cycle()
-            .take(ctx.count - items.len())
-            .cloned(),
-    );
     if set.warn_on_cycle && distinct_prompts < ctx.count {
         warnings.push(format!(
             "{} gives {distinct_prompts} usable prompts for {} requests: prompts repeat",
@@ -89,19 +81,31 @@ pub(crate) fn materialize(
                 .into(),
         );
     }
-    let mut stats = DatasetStats {
+    let stats = DatasetStats {
         source_prompts: set.candidates.len(),
         filtered_out,
         distinct_prompts,
         ..DatasetStats::default()
     };
+    Ok(cycle_to(accepted, ctx.count, stats, warnings))
+}
+
+/// `count` items cycling through `accepted`, with the miss statistics filled in.
+fn cycle_to(
+    accepted: Vec<PromptItem>,
+    count: usize,
+    mut stats: DatasetStats,
+    mut warnings: Vec<String>,
+) -> Materialized {
+    let mut items = Vec::with_capacity(count);
+    items.extend(accepted.iter().cycle().take(count).cloned());
     record_misses(&items, &mut stats);
     warnings.extend(miss_warning(&stats));
-    Ok(Materialized {
+    Materialized {
         items,
         warnings,
         stats,
-    })
+    }
 }
 
 /// Puts the file and line on errors about one prompt.
