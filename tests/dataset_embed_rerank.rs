@@ -25,6 +25,7 @@ fn run(tok: &Arc<Tokenizer>, spec: serde_json::Value, count: usize) -> Materiali
         chat_template: ChatTemplateMode::Auto,
         seed: 3,
         count,
+        template_kwargs: Default::default(),
     };
     materialize(&spec, &ctx).unwrap()
 }
@@ -91,6 +92,7 @@ fn rerank_needs_query_tokens() {
         chat_template: ChatTemplateMode::Auto,
         seed: 1,
         count: 1,
+        template_kwargs: Default::default(),
     };
     let err = materialize(&spec, &ctx).unwrap_err();
     assert!(err.to_string().contains("query_tokens"), "{err}");
@@ -115,6 +117,7 @@ fn embedding_and_rerank_files() {
         chat_template: ChatTemplateMode::Auto,
         seed: 3,
         count,
+        template_kwargs: Default::default(),
     };
     let spec = |v| serde_json::from_value::<DatasetSpec>(v).unwrap();
     let m = materialize(

@@ -36,6 +36,7 @@ fn ctx(
         chat_template: ChatTemplateMode::Auto,
         seed: 42,
         count,
+        template_kwargs: Default::default(),
     }
 }
 

@@ -36,6 +36,7 @@ fn ctx(tok: &Arc<Tokenizer>, chat: bool, ids: bool, seed: u64, count: usize) -> 
         chat_template: ChatTemplateMode::Auto,
         seed,
         count,
+        template_kwargs: Default::default(),
     }
 }
 

@@ -67,6 +67,7 @@ fn random_prompts_are_exactly_as_long_by_the_servers_count() {
             chat_template: ChatTemplateMode::Auto,
             seed: 99,
             count: 3,
+            template_kwargs: Default::default(),
         };
         let m = materialize(&spec, &ctx).unwrap();
         for item in &m.items {

@@ -25,6 +25,8 @@ mod split;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde_json::{Map, Value};
+
 use crate::api::Prompt;
 use crate::plan::spec::{ChatTemplateMode, DatasetKind, DatasetSpec};
 use crate::tokenize::{TokenizeError, Tokenizer};
@@ -32,7 +34,7 @@ use crate::tokenize::{TokenizeError, Tokenizer};
 pub use keys::{keys_for, misplaced_keys};
 
 /// What a dataset needs to know about the run it feeds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct DatasetContext {
     /// The plan file's folder: relative dataset paths start here.
     pub base_dir: PathBuf,
@@ -50,6 +52,9 @@ pub struct DatasetContext {
     pub seed: u64,
     /// Requests needed.
     pub count: usize,
+    /// Extra chat-template variables, as the run sends them in `chat_template_kwargs`
+    /// (e.g. `enable_thinking = false`), so that client counts match the server's.
+    pub template_kwargs: Map<String, Value>,
 }
 
 /// One request's input, with its lengths.

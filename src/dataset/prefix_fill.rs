@@ -35,9 +35,9 @@ pub(crate) fn fast_fill(
         return Ok(None);
     };
     let rendered = match (measure.mode(), marked) {
-        (Mode::Chat { template: true }, Marked::Messages(ms)) => tok.render_chat(ms, true)?,
+        (Mode::Chat { template: true }, Marked::Messages(ms)) => measure.render(tok, ms)?,
         (Mode::Chat { template: true }, Marked::Text(t)) => {
-            tok.render_chat(&[user_message(t)], true)?
+            measure.render(tok, &[user_message(t)])?
         }
         (Mode::Text | Mode::TokenIds, Marked::Text(t)) => t.to_string(),
         _ => return Ok(None),

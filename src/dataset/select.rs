@@ -242,7 +242,9 @@ impl<'a> Shaping<'a> {
         };
         if let Some(Value::Array(messages)) = body.get("messages") {
             if tok.has_chat_template() {
-                return Ok(Some(tok.count_chat(messages)?));
+                return Ok(Some(
+                    tok.count(&self.measure.render(tok, messages)?, false)?,
+                ));
             }
             return Ok(None);
         }
