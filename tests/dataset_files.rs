@@ -441,3 +441,39 @@ fn input_len_mode_caps_or_drops_long_prompts_and_filters_apply() {
         "{err:?}"
     );
 }
+
+#[test]
+fn a_template_error_on_a_messages_line_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2/tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("chat_template.jinja"),
+        "{% for m in messages %}{% if m.role == 'system' and not loop.first %}{{ raise_exception('system message must come first') }}{% endif %}{{ m.content }}{% endfor %}",
+    )
+    .unwrap();
+    let tok = Tokenizer::load(dir.path()).unwrap();
+    write(
+        dir.path(),
+        "m.jsonl",
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}\n{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"system\", \"content\": \"b\"}]}\n",
+    );
+    let s = spec(json!({"kind": "jsonl", "path": "m.jsonl"}));
+    let err = materialize(&s, &ctx(dir.path(), Some(&tok), true, false, 2)).unwrap_err();
+    assert!(err.to_string().ends_with("m.jsonl:2"), "{err}");
+    let chain = format!("{:?}", error_chain(&err));
+    assert!(chain.contains("system message must come first"), "{chain}");
+}
+
+fn error_chain(e: &dyn std::error::Error) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push(s.to_string());
+        cur = s.source();
+    }
+    out
+}

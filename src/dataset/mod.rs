@@ -127,6 +127,13 @@ pub enum DatasetError {
         line: usize,
         message: String,
     },
+    #[error("{path}:{line}")]
+    At {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: Box<DatasetError>,
+    },
     #[error("no prompt of {path} is left after the length filters ({detail})")]
     AllFiltered { path: PathBuf, detail: String },
     #[error("counting tokens failed")]

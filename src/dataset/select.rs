@@ -116,7 +116,12 @@ fn locate(e: DatasetError, set: &SourceSet, line: usize) -> DatasetError {
             line,
             message,
         },
-        other => other,
+        located @ (DatasetError::Line { .. } | DatasetError::At { .. }) => located,
+        other => DatasetError::At {
+            path: set.path.clone(),
+            line,
+            source: Box::new(other),
+        },
     }
 }
 
