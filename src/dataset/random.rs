@@ -7,7 +7,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{fit, miss_warning, record_misses};
+use super::fit::{fit, record_misses};
 use super::measure::{to_u32, Measure, Measured};
 use super::split::SplitCounter;
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
@@ -63,7 +63,6 @@ pub(crate) fn materialize(
         ..DatasetStats::default()
     };
     record_misses(&items, &mut stats);
-    warnings.extend(miss_warning(&stats));
     if base > input.min() as usize {
         warnings.push(format!(
             "the shared prefix and chat template already take {base} tokens, more than \

@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
-use super::fit::{fit, miss_warning, record_misses};
+use super::fit::{fit, record_misses};
 use super::measure::{system_message, to_u32, user_message, Measure, Measured, Mode};
 use super::prefix_file::{cut_text, PrefixFile, JOINER};
 use super::prefix_fill::{fast_fill, Marked, MARKER};
@@ -95,12 +95,11 @@ fn cycle_to(
     accepted: Vec<PromptItem>,
     count: usize,
     mut stats: DatasetStats,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
 ) -> Materialized {
     let mut items = Vec::with_capacity(count);
     items.extend(accepted.iter().cycle().take(count).cloned());
     record_misses(&items, &mut stats);
-    warnings.extend(miss_warning(&stats));
     Materialized {
         items,
         warnings,
