@@ -1,13 +1,10 @@
-//! `random_embedding` and `embedding`: requests of `batch_size` inputs for `/v1/embeddings`.
-//! Random inputs are `input_tokens` long; a file gives one input per line (text) or per
-//! JSONL record (`field`, else `text`, `input`, `prompt` or `query`), batched in file order
-//! and cycled when the run needs more.
+//! `random_embedding` without a tokenizer: requests of `batch_size` inputs of about
+//! `input_tokens` words each (approximate lengths; with the model's tokenizer,
+//! `random_batch` makes them exact). Files are read by `batch_files`.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde_json::Value;
 
-use super::source::{numbered_lines, read_text, required_path};
 use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::api::Prompt;
@@ -36,71 +33,6 @@ pub(crate) fn random(
         items.push(item(Prompt::Embedding(inputs), total));
     }
     Ok(done(items))
-}
-
-pub(crate) fn file(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materialized, DatasetError> {
-    let path = required_path(spec, ctx, "embedding")?;
-    let text = read_text(&path)?;
-    let jsonl = path
-        .extension()
-        .is_some_and(|e| e == "jsonl" || e == "json");
-    let mut texts = Vec::new();
-    for (line, raw) in numbered_lines(&text) {
-        if !jsonl {
-            texts.push(raw.to_string());
-            continue;
-        }
-        let v: Value = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
-            path: path.clone(),
-            line,
-            source,
-        })?;
-        let keys = spec
-            .field
-            .as_deref()
-            .map_or(vec!["text", "input", "prompt", "query"], |f| vec![f]);
-        let found = keys.iter().find_map(|k| v.get(*k).and_then(Value::as_str));
-        match found {
-            Some(t) => texts.push(t.to_string()),
-            None => {
-                return Err(DatasetError::Line {
-                    path: path.clone(),
-                    line,
-                    message: format!("no text field (looked for {})", keys.join(", ")),
-                })
-            }
-        }
-    }
-    let batch = batch_size(spec)?;
-    let tok = ctx.tokenizer.as_deref();
-    let mut items = Vec::with_capacity(ctx.count);
-    for i in 0..ctx.count {
-        let inputs: Vec<String> = (0..batch)
-            .map(|j| texts[(i * batch + j) % texts.len()].clone())
-            .collect();
-        let total = match tok {
-            Some(t) => {
-                let mut sum = 0u32;
-                for s in &inputs {
-                    sum += t.count(s, false)? as u32;
-                }
-                Some(sum)
-            }
-            None => None,
-        };
-        items.push(item(Prompt::Embedding(inputs), total));
-    }
-    let mut out = done(items);
-    out.stats.source_prompts = texts.len();
-    if ctx.count * batch > texts.len() {
-        out.warnings.push(format!(
-            "{} holds {} inputs; the run sends {}: inputs repeat",
-            path.display(),
-            texts.len(),
-            ctx.count * batch
-        ));
-    }
-    Ok(out)
 }
 
 fn batch_size(spec: &DatasetSpec) -> Result<usize, DatasetError> {

@@ -156,9 +156,13 @@ pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materiali
             keys_for(spec.kind).join(", ")
         )));
     }
+    // Random embedding/rerank texts are exact with a tokenizer, approximate without one.
+    let exact = ctx.tokenizer.is_some();
     match spec.kind {
-        DatasetKind::RandomEmbedding => return random_batch::embedding(spec, ctx),
-        DatasetKind::RandomRerank => return random_batch::rerank(spec, ctx),
+        DatasetKind::RandomEmbedding if exact => return random_batch::embedding(spec, ctx),
+        DatasetKind::RandomRerank if exact => return random_batch::rerank(spec, ctx),
+        DatasetKind::RandomEmbedding => return embedding::random(spec, ctx),
+        DatasetKind::RandomRerank => return rerank::random(spec, ctx),
         DatasetKind::Embedding => return batch_files::embedding(spec, ctx),
         DatasetKind::Rerank => return batch_files::rerank(spec, ctx),
         _ => {}
@@ -177,10 +181,6 @@ pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materiali
         }
         DatasetKind::RandomImages => images::random(spec, ctx)?,
         DatasetKind::Images => images::files(spec, ctx)?,
-        DatasetKind::RandomEmbedding => embedding::random(spec, ctx)?,
-        DatasetKind::Embedding => embedding::file(spec, ctx)?,
-        DatasetKind::RandomRerank => rerank::random(spec, ctx)?,
-        DatasetKind::Rerank => rerank::file(spec, ctx)?,
         other => {
             return Err(DatasetError::NotSupported {
                 kind: kind_name(other),

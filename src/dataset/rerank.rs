@@ -1,14 +1,12 @@
-//! `random_rerank` and `rerank`: one query and its documents per request for `/v1/rerank`.
-//! Random queries are `query_tokens` long with `num_documents` documents (default 10) of
-//! `document_length_ratio` × the query length (default 1); a file gives one
-//! `{"query", "documents"}` record per JSONL line, cycled when the run needs more.
+//! `random_rerank` without a tokenizer: one query of about `query_tokens` words and
+//! `num_documents` documents (default 10) of `document_length_ratio` × the query length
+//! (approximate lengths; with the model's tokenizer, `random_batch` makes them exact).
+//! Files are read by `batch_files`.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::Deserialize;
 
 use super::embedding::{done, item};
-use super::source::{numbered_lines, read_text, required_path};
 use super::words::random_text;
 use super::{DatasetContext, DatasetError, Materialized};
 use crate::api::Prompt;
@@ -47,54 +45,4 @@ pub(crate) fn random(
         items.push(item(Prompt::Rerank { query, documents }, total));
     }
     Ok(done(items))
-}
-
-#[derive(Deserialize)]
-struct Record {
-    query: String,
-    documents: Vec<String>,
-}
-
-pub(crate) fn file(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materialized, DatasetError> {
-    let path = required_path(spec, ctx, "rerank")?;
-    let text = read_text(&path)?;
-    let mut records = Vec::new();
-    for (line, raw) in numbered_lines(&text) {
-        let r: Record = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
-            path: path.clone(),
-            line,
-            source,
-        })?;
-        if r.documents.is_empty() {
-            return Err(DatasetError::Line {
-                path: path.clone(),
-                line,
-                message: "`documents` is empty".into(),
-            });
-        }
-        records.push(r);
-    }
-    let tok = ctx.tokenizer.as_deref();
-    let mut items = Vec::with_capacity(ctx.count);
-    for i in 0..ctx.count {
-        let r = &records[i % records.len()];
-        let total = match tok {
-            Some(t) => {
-                let mut sum = t.count(&r.query, false)? as u32;
-                for d in &r.documents {
-                    sum += t.count(d, false)? as u32;
-                }
-                Some(sum)
-            }
-            None => None,
-        };
-        let prompt = Prompt::Rerank {
-            query: r.query.clone(),
-            documents: r.documents.clone(),
-        };
-        items.push(item(prompt, total));
-    }
-    let mut out = done(items);
-    out.stats.source_prompts = records.len();
-    Ok(out)
 }

@@ -256,6 +256,7 @@ mod tests {
             chat_template: crate::plan::spec::ChatTemplateMode::Auto,
             seed: 0,
             count: 2,
+            ..Default::default()
         };
         let t = read(&spec, &ctx).unwrap();
         assert_eq!(t.records, 3);

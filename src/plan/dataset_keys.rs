@@ -46,7 +46,7 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
         DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
         DatasetKind::Embedding => &["path", "batch_size", "field"],
         DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
-        DatasetKind::Rerank => &["path"],
+        DatasetKind::Rerank => &["path", "num_documents"],
     };
     let file_kind = matches!(
         kind,

@@ -59,7 +59,7 @@ impl Resolver<'_> {
                 self.plan.locate(&[
                     Step::Key("datasets".into()),
                     Step::Key(dataset_name.clone()),
-                    Step::Key(field.into()),
+                    Step::Key(field.clone()),
                 ])
             };
             diags.push(Diagnostic::error(

@@ -98,6 +98,13 @@ pub fn prepare(
         chat_template: s.model.spec.chat_template,
         seed: run.dataset_seed,
         count: warmup + measured,
+        template_kwargs: s
+            .request
+            .extra
+            .get("chat_template_kwargs")
+            .and_then(serde_json::Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
     };
     let empty = |warnings| PreparedRun {
         requests: Vec::new(),
