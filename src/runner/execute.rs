@@ -34,6 +34,8 @@ pub struct RunResult {
     pub traffic: Option<Value>,
     /// When no measured request succeeded: why (classes and the first error).
     pub all_failed: Option<String>,
+    /// Target, client and server input lengths compared (see `lengths`).
+    pub input_lengths: Value,
 }
 
 /// "every measured request failed (4 connect): <first error>", when that is the case.
@@ -219,6 +221,10 @@ pub async fn execute(
     );
     let traffic = source.finish(&output.records, &mut summary);
     let all_failed = all_failed(&summary, &output.records).filter(|_| !output.cancelled);
+    let (input_lengths, length_warning) =
+        super::lengths::input_lengths(&output.records, &prepared.targets);
+    let mut warnings: Vec<String> = warnings;
+    warnings.extend(length_warning);
     Ok(RunResult {
         summary,
         cancelled: output.cancelled,
@@ -226,6 +232,7 @@ pub async fn execute(
         warnings,
         traffic,
         all_failed,
+        input_lengths,
     })
 }
 

@@ -8,6 +8,7 @@ mod connect;
 mod conversation;
 mod execute;
 pub mod fields;
+mod lengths;
 pub mod lifecycle;
 mod log;
 mod prepare;

@@ -468,6 +468,9 @@ impl Suite<'_> {
             RunStatus::Done
         };
         let mut extras = execute::extras(&result.summary, result.stored);
+        if let Value::Object(map) = &mut extras {
+            map.insert("input_lengths".into(), result.input_lengths.clone());
+        }
         if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
             map.extend(more.clone());
         }
