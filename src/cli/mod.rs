@@ -61,7 +61,18 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let code = match cli.command {
+    // A panic is a bug: say so plainly and exit with INTERNAL, never a bare backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("perfplan: internal error (a bug, please report it with the command): {info}");
+    }));
+    match std::panic::catch_unwind(|| dispatch(cli.command)) {
+        Ok(code) => ExitCode::from(code),
+        Err(_) => ExitCode::from(exit::INTERNAL),
+    }
+}
+
+fn dispatch(command: Command) -> u8 {
+    match command {
         Command::Validate(args) => validate::run(&args),
         Command::Expand(args) => expand::run(&args),
         Command::Check(args) => check::run(&args),
@@ -71,6 +82,5 @@ pub fn main() -> ExitCode {
         Command::Rerun(args) => rerun::run(&args),
         Command::Schema => schema::run(),
         Command::Sim(args) => sim::run(args),
-    };
-    ExitCode::from(code)
+    }
 }
