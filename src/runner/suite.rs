@@ -119,10 +119,14 @@ pub fn run_label(run: &RunSpec, total: usize) -> String {
         .iter()
         .map(|(k, v)| format!("{k}={}", display_value(v)))
         .collect();
+    // With `--only`, ordinals can exceed the number of selected runs: show the ordinal alone.
+    let position = if run.ordinal <= total {
+        format!("{}/{total}", run.ordinal)
+    } else {
+        format!("#{}", run.ordinal)
+    };
     format!(
-        "run {}/{} {} {}",
-        run.ordinal,
-        total,
+        "run {position} {} {}",
         run.id,
         axes.join(" ")
     )
