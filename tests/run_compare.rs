@@ -25,7 +25,7 @@ text = "compare me"
 output_tokens = 16
 ignore_eos = true
 [matrix]
-load = {{ concurrency = 4, requests = 60, warmup = 4 }}
+load = {{ concurrency = 8, requests = 64, warmup = 8 }}
 [report]
 metrics = ["ttft_p50", "tpot_mean", "output_tps"]
 "#
@@ -35,8 +35,8 @@ metrics = ["ttft_p50", "tpot_mean", "output_tps"]
 async fn suite(dir: &Path, name: &str, slow: f64) -> String {
     let ms = |x: f64| HumanDuration(Duration::from_secs_f64(x / 1000.0));
     let config = SimConfig {
-        ttft_base: ms(20.0 * slow),
-        itl_base: ms(2.0 * slow),
+        ttft_base: ms(100.0 * slow),
+        itl_base: ms(4.0 * slow),
         ..SimConfig::default()
     };
     let sim = SimServer::start(config).await.unwrap();
