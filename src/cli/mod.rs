@@ -58,6 +58,8 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // Many concurrent streams need many descriptors: use the hard limit, not the soft one.
+    crate::engine::limits::raise_fd_limit();
     let code = match cli.command {
         Command::Validate(args) => validate::run(&args),
         Command::Expand(args) => expand::run(&args),

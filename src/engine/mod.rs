@@ -12,6 +12,7 @@
 
 pub mod arrivals;
 pub mod cpu;
+pub mod limits;
 mod exchange;
 mod h1;
 pub mod record;

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Figures of one bench/client.sh scenario run, as one JSON line on stdout.
+
+Reads perfplan's results database (DIR/results.db), the simulator's truth (JSON of
+GET /sim/truth) and /usr/bin/time -v output of the perfplan process. Client records and
+server truth are joined by request id: perfplan sends `x-request-id: RUN_ID-INDEX`, the
+simulator records it as `client_request_id`.
+
+TTFT error = client TTFT (first content chunk - sent) - server (first_token - arrival),
+over measured requests that ended ok. Python standard library only.
+
+usage: figures.py run RESULTS_DB TRUTH_JSON TIME_OUTPUT   (one JSON line)
+       figures.py table DIR    (the issue's table from DIR/SCENARIO.jsonl, median of runs)
+"""
+
+import json
+import re
+import sqlite3
+import statistics
+import sys
+
+
+def pct(values, p):
+    if not values:
+        return None
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+def time_v(path):
+    text = open(path, encoding="utf-8", errors="replace").read()
+
+    def grab(label):
+        m = re.search(re.escape(label) + r":\s*([0-9.:]+)", text)
+        return m.group(1) if m else None
+
+    user, system = float(grab("User time (seconds)") or 0), float(grab("System time (seconds)") or 0)
+    rss_kib = int(grab("Maximum resident set size (kbytes)") or 0)
+    return user + system, rss_kib / 1024.0
+
+
+def run(db_path, truth_path, time_path):
+    db = sqlite3.connect(db_path)
+    run_id, = db.execute("SELECT id FROM runs ORDER BY ordinal LIMIT 1").fetchone()
+    metrics = dict(db.execute("SELECT name, value FROM run_metrics WHERE run_id = ?", (run_id,)))
+    warnings = json.loads(db.execute("SELECT warnings_json FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+    rows = db.execute(
+        "SELECT request_index, phase, sent_us, ttft_us, outcome, completion_tokens "
+        "FROM requests WHERE run_id = ?",
+        (run_id,),
+    ).fetchall()
+    total = len(rows)
+    measured = [r for r in rows if r[1] == "measured"]
+    ok = [r for r in measured if r[4] == "ok"]
+    truth = json.load(open(truth_path, encoding="utf-8"))["records"]
+    by_id = {t["client_request_id"]: t for t in truth if t.get("client_request_id")}
+    errors = []
+    for idx, _, _, ttft_us, _, _ in ok:
+        t = by_id.get(f"{run_id}-{idx}")
+        if t is None or ttft_us is None or t.get("first_token_us") is None:
+            continue
+        server_us = t["first_token_us"] - t["arrival_us"]
+        errors.append((ttft_us - server_us) / 1000.0)
+    sent = sorted(r[2] for r in measured)
+    gaps = [b - a for a, b in zip(sent, sent[1:])]
+    cv = statistics.pstdev(gaps) / statistics.mean(gaps) if len(gaps) > 1 and statistics.mean(gaps) > 0 else None
+    cpu_s, peak_mib = time_v(time_path)
+    tokens = sum(r[5] or 0 for r in rows)
+    out = {
+        "run_id": run_id,
+        "requests_all": total,
+        "requests_measured": len(measured),
+        "requests_ok": len(ok),
+        "rps": metrics.get("rps"),
+        "duration_s": metrics.get("duration_s"),
+        "cpu_s": cpu_s,
+        "cpu_s_per_1k_requests": 1000.0 * cpu_s / total if total else None,
+        "tokens_all": tokens,
+        "cpu_s_per_100k_tokens": 1e5 * cpu_s / tokens if tokens else None,
+        "peak_mib": peak_mib,
+        "client_cpu_ratio": metrics.get("client_cpu_ratio"),
+        "ttft_matched": len(errors),
+        "ttft_err_mean_ms": statistics.mean(errors) if errors else None,
+        "ttft_err_p99_ms": pct(errors, 99),
+        "achieved_rate": (len(measured) - 1) / ((sent[-1] - sent[0]) / 1e6) if len(sent) > 1 else None,
+        "gap_cv": cv,
+        "lateness_p99_ms": metrics.get("lateness_p99"),
+        "client_bound": [w for w in warnings if w.startswith("client_bound")],
+    }
+    print(json.dumps(out))
+
+
+def load(dir_, scenario):
+    try:
+        with open(f"{dir_}/{scenario}.jsonl", encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def fig(runs, key, fmt):
+    """Median of the runs, with min-max as the noise."""
+    vals = [r[key] for r in runs if r.get(key) is not None]
+    if not vals:
+        return "not measured", None
+    med = statistics.median(vals)
+    if len(vals) == 1:
+        return fmt.format(med), med
+    return f"{fmt.format(med)} ({fmt.format(min(vals))}-{fmt.format(max(vals))}, n={len(vals)})", med
+
+
+def table(dir_):
+    rows = []
+
+    def row(label, target, scenario, parts, ok):
+        runs = load(dir_, scenario)
+        texts, meds = [], []
+        for key, fmt in parts:
+            t, m = fig(runs, key, fmt)
+            texts.append(t)
+            meds.append(m)
+        met = "?" if any(m is None for m in meds) else ("yes" if ok(*meds) else "NO")
+        rows.append((label, target, " / ".join(texts), met))
+
+    row("streamed requests/s, 1-token responses, c=64", ">= 20,000", "rps-1tok",
+        [("rps", "{:,.0f}")], lambda v: v >= 20000)
+    row("client CPU per 1,000 such requests", "<= 0.05 CPU-s", "rps-1tok",
+        [("cpu_s_per_1k_requests", "{:.4f}")], lambda v: v <= 0.05)
+    row("client CPU per 100,000 streamed tokens (512-token, c=64)", "<= 0.15 CPU-s", "tokens-512",
+        [("cpu_s_per_100k_tokens", "{:.3f}")], lambda v: v <= 0.15)
+    row("client peak memory in that run", "<= 64 MiB", "tokens-512",
+        [("peak_mib", "{:.1f} MiB")], lambda v: v <= 64)
+    for c, m, p in (("64", 0.5, 2), ("256", 1, 5), ("1024", 2, 10)):
+        row(f"TTFT error vs server truth, mean / p99, c={c}", f"<= {m} / {p} ms", f"ttft-c{c}",
+            [("ttft_err_mean_ms", "{:+.2f}"), ("ttft_err_p99_ms", "{:+.2f} ms")],
+            lambda a, b, m=m, p=p: a <= m and b <= p)
+    row("Poisson 50 req/s for 20 s: achieved rate, CV of gaps, lateness p99",
+        "within 1%, CV 0.97-1.03, <= 1 ms", "poisson-50",
+        [("achieved_rate", "{:.2f}/s"), ("gap_cv", "{:.3f}"), ("lateness_p99_ms", "{:.2f} ms")],
+        lambda r, cv, late: abs(r - 50) <= 0.5 and 0.97 <= cv <= 1.03 and late <= 1)
+    w = [max(len(r[i]) for r in rows + [("figure", "target", "perfplan (median, min-max)", "met")]) for i in range(4)]
+    head = ("figure", "target", "perfplan (median, min-max)", "met")
+    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(head)) + " |")
+    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for r in rows:
+        print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "run":
+        run(*sys.argv[2:5])
+    elif len(sys.argv) == 3 and sys.argv[1] == "table":
+        table(sys.argv[2])
+    else:
+        sys.exit(__doc__)
