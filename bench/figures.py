@@ -145,6 +145,20 @@ def table(dir_):
     print("|" + "|".join("-" * (x + 2) for x in w) + "|")
     for r in rows:
         print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+    print()
+    print("Per scenario (medians): perfplan CPU-s (whole process, /usr/bin/time), simulator CPU-s,")
+    print("run duration, load average before/after each run (min-max over runs):")
+    for scenario in ("rps-1tok", "tokens-512", "ttft-c64", "ttft-c256", "ttft-c1024", "ttft-c4096", "poisson-50"):
+        runs = load(dir_, scenario)
+        if not runs:
+            continue
+        med = lambda k: statistics.median([r[k] for r in runs if r.get(k) is not None] or [float("nan")])
+        loads = [r[k] for r in runs for k in ("load_before", "load_after") if r.get(k) is not None]
+        bound = sum(1 for r in runs if r.get("client_bound"))
+        print(f"- {scenario}: perfplan {med('cpu_s'):.2f} CPU-s, sim {med('sim_cpu_s'):.2f} CPU-s, "
+              f"{med('duration_s'):.2f} s, {med('requests_ok'):.0f} ok of {med('requests_measured'):.0f}, "
+              f"peak {med('peak_mib'):.1f} MiB, load {min(loads, default=0):.1f}-{max(loads, default=0):.1f}, "
+              f"client_bound in {bound} of {len(runs)} runs")
 
 
 if __name__ == "__main__":

@@ -353,7 +353,10 @@ async fn drive_h1(
     // One timer per request, re-armed only when it fires (the deadline only moves later).
     let sleep = tokio::time::sleep_until(deadline(ep, sent_at, sent_at).into());
     tokio::pin!(sleep);
-    let id = ep.request_ids.as_deref().map(|p| (p, rec.index));
+    let id = ep
+        .request_ids
+        .as_ref()
+        .map(|(p, first)| (&**p, first + rec.index));
     let (mut conn, head) = until_head(open_h1(h1, req, id), sleep.as_mut(), ep, sent_at).await?;
     rec.http_status = Some(head.status);
     let streamed = head.status == 200 && (head.event_stream || (req.stream && !head.json));

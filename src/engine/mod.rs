@@ -12,9 +12,9 @@
 
 pub mod arrivals;
 pub mod cpu;
-pub mod limits;
 mod exchange;
 mod h1;
+pub mod limits;
 pub mod record;
 mod run;
 pub mod source;

@@ -98,9 +98,9 @@ pub struct Endpoint {
     base: String,
     urls: Vec<(&'static str, Url)>,
     pub(crate) timeouts: Timeouts,
-    /// When set, each request carries `x-request-id: PREFIX-INDEX` (the simulator records
-    /// it in its truth, so client records and server truth join by id).
-    pub(crate) request_ids: Option<Arc<str>>,
+    /// When set, each request carries `x-request-id: PREFIX-N`, N = first + the record's
+    /// index (the simulator records it in its truth, so records and truth join by id).
+    pub(crate) request_ids: Option<(Arc<str>, u64)>,
     /// The target's own headers already carry an `x-request-id`.
     own_request_id: bool,
 }
@@ -149,11 +149,11 @@ impl Endpoint {
         Ok(endpoint)
     }
 
-    /// Sends `x-request-id: {prefix}-{index}` with every request (`index` is the record's),
-    /// unless the target's headers set their own `x-request-id`.
-    pub fn with_request_ids(mut self, prefix: &str) -> Endpoint {
+    /// Sends `x-request-id: {prefix}-{first + index}` with every request (`index` is the
+    /// record's), unless the target's headers set their own `x-request-id`.
+    pub fn with_request_ids(mut self, prefix: &str, first: u64) -> Endpoint {
         if !self.own_request_id {
-            self.request_ids = Some(Arc::from(prefix));
+            self.request_ids = Some((Arc::from(prefix), first));
         }
         self
     }

@@ -54,8 +54,8 @@ pub(crate) async fn drive_reqwest(
     let index = rec.index;
     let send = async {
         let mut post = ep.client.post(url).body(req.body.clone());
-        if let Some(prefix) = ep.request_ids.as_deref() {
-            post = post.header("x-request-id", format!("{prefix}-{index}"));
+        if let Some((prefix, first)) = &ep.request_ids {
+            post = post.header("x-request-id", format!("{prefix}-{}", first + index));
         }
         let r = post.send().await;
         r.map_err(|e| classify_send(&e))

@@ -136,7 +136,7 @@ pub async fn execute(
         let mut source = VecSource::new(prepared.priming);
         let mut sink = sink_for(0);
         engine::run(
-            ctx.endpoint,
+            &ctx.endpoint.clone().with_request_ids(&run.id, 0),
             &mut source,
             &priming_cfg,
             ctx.cancel,
@@ -150,7 +150,9 @@ pub async fn execute(
     }
     let mut sink = sink_for(offset);
     let mut source = VecSource::new(prepared.requests);
-    let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
+    // `x-request-id: RUN-INDEX` with the stored index, so server logs join the records.
+    let endpoint = ctx.endpoint.clone().with_request_ids(&run.id, offset);
+    let output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load {
             run: run.id.clone(),

@@ -319,8 +319,7 @@ impl Suite<'_> {
         let endpoint = Endpoint::new(target, pool).map_err(|source| RunnerError::Endpoint {
             endpoint: run.settings.endpoint.name.clone(),
             source,
-        })?
-        .with_request_ids(&run.id);
+        })?;
         let mut warnings = prepared.warnings.clone();
         warnings.extend(crate::engine::limits::connection_limit_problem(pool as u64));
         for w in &warnings {
