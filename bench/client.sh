@@ -54,7 +54,7 @@ start_sim() { # scenario dir -> sets SIM_URL
   "${pin_sim[@]}" "$BIN" sim --port 0 $(sim_flags "$1") >"$2/sim.out" 2>"$2/sim.err" &
   SIM_PID=$!
   for _ in $(seq 100); do
-    SIM_URL=$(sed -n 's/^listening on //p' "$2/sim.out")
+    SIM_URL=$(sed -n 's/^listening on //p' "$2/sim.out" 2>/dev/null || true)
     [[ -n $SIM_URL ]] && return 0
     sleep 0.1
   done
