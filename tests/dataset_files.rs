@@ -36,6 +36,7 @@ fn ctx(
         chat_template: ChatTemplateMode::Auto,
         seed: 42,
         count,
+        template_kwargs: Default::default(),
     }
 }
 
@@ -293,12 +294,16 @@ fn prefix_file_fills_every_request_to_exactly_8192_tokens_as_a_system_message() 
     let dir = tempfile::tempdir().unwrap();
     let tok = tokenizer();
     write(dir.path(), "book.txt", &long_text(1200));
-    write(dir.path(), "q.txt", "What is the capital of France?\nSummarize the text above.\nWhich river is mentioned first?\n");
+    let questions: Vec<String> = (0..20)
+        .map(|i| format!("Question {i}: {}?", long_text(i % 5 + 1)))
+        .collect();
+    write(dir.path(), "q.txt", &questions.join("\n"));
     let s = spec(
         json!({"kind": "lines", "path": "q.txt", "prefix_file": "book.txt",
                         "target_input_len": 8192, "prefix_role": "system"}),
     );
-    let m = materialize(&s, &ctx(dir.path(), Some(&tok), true, false, 6)).unwrap();
+    let m = materialize(&s, &ctx(dir.path(), Some(&tok), true, false, 20)).unwrap();
+    assert_eq!(hash(&m), "4712447eac940764");
     assert!(
         m.warnings.iter().all(|w| !w.contains("repeated")),
         "{:?}",
@@ -435,4 +440,40 @@ fn input_len_mode_caps_or_drops_long_prompts_and_filters_apply() {
         matches!(err, DatasetError::NeedsTokenizer { .. }),
         "{err:?}"
     );
+}
+
+#[test]
+fn a_template_error_on_a_messages_line_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2/tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("chat_template.jinja"),
+        "{% for m in messages %}{% if m.role == 'system' and not loop.first %}{{ raise_exception('system message must come first') }}{% endif %}{{ m.content }}{% endfor %}",
+    )
+    .unwrap();
+    let tok = Tokenizer::load(dir.path()).unwrap();
+    write(
+        dir.path(),
+        "m.jsonl",
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}\n{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"system\", \"content\": \"b\"}]}\n",
+    );
+    let s = spec(json!({"kind": "jsonl", "path": "m.jsonl"}));
+    let err = materialize(&s, &ctx(dir.path(), Some(&tok), true, false, 2)).unwrap_err();
+    assert!(err.to_string().ends_with("m.jsonl:2"), "{err}");
+    let chain = format!("{:?}", error_chain(&err));
+    assert!(chain.contains("system message must come first"), "{chain}");
+}
+
+fn error_chain(e: &dyn std::error::Error) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push(s.to_string());
+        cur = s.source();
+    }
+    out
 }

@@ -36,6 +36,7 @@ fn ctx(tok: &Arc<Tokenizer>, chat: bool, ids: bool, seed: u64, count: usize) -> 
         chat_template: ChatTemplateMode::Auto,
         seed,
         count,
+        template_kwargs: Default::default(),
     }
 }
 
@@ -94,7 +95,7 @@ fn token_id_prompts_are_exactly_1024_ids() {
         assert_eq!(item.client_input_tokens, Some(1024));
         // the ids are the canonical tokenization of their text, prefix shared
         assert_eq!(tok.encode(&tok.decode(ids).unwrap(), true).unwrap(), *ids);
-        assert_eq!(ids[..510], first[..510]);
+        assert_eq!(ids[..512], first[..512]);
     }
     assert_eq!(m.stats.missed_target, 0);
 }
@@ -108,29 +109,60 @@ fn completions_text_counts_exactly_with_special_tokens() {
     }
 }
 
+/// Length of the prefix all sequences share.
+fn common_prefix<T: PartialEq>(seqs: &[Vec<T>]) -> usize {
+    let first = &seqs[0];
+    seqs[1..].iter().fold(first.len(), |n, s| {
+        n.min(s.iter().zip(first).take_while(|(a, b)| a == b).count())
+    })
+}
+
 #[test]
 fn the_prefix_is_byte_identical_across_a_run_and_differs_between_seeds() {
     let tok = tokenizer();
-    let common = |seed: u64, prefix: u32| {
+    let run = |seed: u64, prefix: u32| {
         let s = spec(json!({"kind": "random", "input_tokens": 1024, "prefix_tokens": prefix}));
         let m = materialize(&s, &ctx(&tok, true, false, seed, 20)).unwrap();
-        let texts: Vec<&str> = m.items.iter().map(|i| text(&i.prompt)).collect();
-        let mut len = texts[0].len();
-        for t in &texts[1..] {
-            len = len.min(
-                t.bytes()
-                    .zip(texts[0].bytes())
-                    .take_while(|(a, b)| a == b)
-                    .count(),
-            );
-        }
-        texts[0][..len].to_string()
+        let texts: Vec<Vec<u8>> = m
+            .items
+            .iter()
+            .map(|i| text(&i.prompt).as_bytes().to_vec())
+            .collect();
+        let shared = String::from_utf8(texts[0][..common_prefix(&texts)].to_vec()).unwrap();
+        // the tokens every request starts with, as the server sees them
+        let ids: Vec<Vec<u32>> = m
+            .items
+            .iter()
+            .map(|i| {
+                tok.encode_chat(&[json!({"role": "user", "content": text(&i.prompt)})])
+                    .unwrap()
+            })
+            .collect();
+        (shared, common_prefix(&ids))
     };
-    let shared = common(1, 512);
-    let n = tok.count(&shared, false).unwrap();
-    assert!((511..=514).contains(&n), "shared prefix has {n} tokens");
-    assert!(tok.count(&common(1, 0), false).unwrap() <= 2);
-    assert_ne!(common(2, 512), shared);
+    let (shared, tokens) = run(1, 512);
+    assert_eq!(
+        tokens, 512,
+        "the server sees 512 shared tokens (template opening included)"
+    );
+    assert!(tok.count(&shared, false).unwrap() > 450);
+    let (unshared, tokens) = run(1, 0);
+    assert!(tok.count(&unshared, false).unwrap() <= 1, "{unshared:?}");
+    assert!(tokens < 40, "only the template opening is shared: {tokens}");
+    assert_ne!(run(2, 512).0, shared);
+
+    // token ids: the shared ids are exactly the prefix
+    let s = spec(json!({"kind": "random", "input_tokens": 1024, "prefix_tokens": 512}));
+    let m = materialize(&s, &ctx(&tok, false, true, 1, 20)).unwrap();
+    let ids: Vec<Vec<u32>> = m
+        .items
+        .iter()
+        .map(|i| match &i.prompt {
+            Prompt::TokenIds(ids) => ids.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(common_prefix(&ids), 512);
 }
 
 #[test]
@@ -144,7 +176,7 @@ fn same_seed_gives_byte_identical_prompts_golden() {
     // fewer requests give the first prompts of a longer run
     let d = materialize(&random_1k(), &ctx(&tok, true, false, 42, 4)).unwrap();
     assert_eq!(d.items[..], a.items[..4]);
-    assert_eq!(hash(&a), "9f6308cd213bbaed");
+    assert_eq!(hash(&a), "d7452f249da1276b");
 }
 
 #[test]

@@ -86,14 +86,26 @@ async fn counts_agree_and_bodies_follow_the_plan() {
     let plan_path = dir.path().join("p.toml");
     std::fs::write(&plan_path, plan(&sim.base_url(), "")).unwrap();
     let out_dir = dir.path().join("out");
+    let events = dir.path().join("progress.jsonl");
     let out = perfplan(&[
         "run",
         plan_path.to_str().unwrap(),
         "--out",
         out_dir.to_str().unwrap(),
+        "--progress-json",
+        events.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    let events: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["event"], "run_start");
+    assert_eq!(events.last().unwrap()["event"], "suite_end");
+    let end = events.iter().find(|e| e["event"] == "run_end").unwrap();
+    assert_eq!(end["metrics"]["requests_ok"], 20.0);
 
     let received: Vec<_> = sim
         .received()
@@ -342,5 +354,51 @@ async fn server_counts_equal_the_planned_input_length() {
             "client count = server count"
         );
     }
+    sim.shutdown().await;
+}
+
+/// A run whose every measured request failed is stored as failed, with the reason, and the
+/// suite exits 4; its request rows (the failures) are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_where_every_request_fails_is_a_failed_run() {
+    let config = SimConfig {
+        fault_http_500: 1.0,
+        ..sim_config()
+    };
+    let sim = SimServer::start(config).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("p.toml");
+    std::fs::write(&plan_path, plan(&sim.base_url(), "")).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = perfplan(&[
+        "run",
+        plan_path.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("every measured request failed (20 http)"),
+        "{stderr}"
+    );
+    let store = Store::open(&out_dir).unwrap();
+    let run = &store.runs().unwrap()[0];
+    assert_eq!(run.status, perfplan::store::RunStatus::Failed);
+    assert!(run
+        .error
+        .as_deref()
+        .unwrap_or_default()
+        .contains("every measured request failed"));
+    assert_eq!(
+        store.request_rows(&run.id).unwrap().len(),
+        24,
+        "the failures are kept"
+    );
     sim.shutdown().await;
 }

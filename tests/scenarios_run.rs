@@ -32,8 +32,18 @@ fn overrides(path: &Path, sim_url: &str) -> Vec<String> {
                 .iter()
                 .all(|v| v.get("concurrency").is_some() || v.get("rate").is_some())
     });
+    let searches = plan
+        .spec
+        .matrix
+        .axes
+        .iter()
+        .any(|(k, values)| k == "load" && values.iter().any(|v| v.get("search").is_some()));
     if fixed_loads {
         sets.push("matrix.load=[{ concurrency = 2, requests = 4, warmup = 2 }]".to_string());
+    } else if searches {
+        sets.push(
+            "matrix.load=[{ search = \"concurrency\", slo = { success_ratio = \">= 0.5\" }, min = 1, max = 2, requests_per_step = 4 }]".to_string(),
+        );
     }
     sets
 }

@@ -180,3 +180,30 @@ fn gemma_when_available() {
     }
     assert!(tok.word_pool().len() > 1000);
 }
+
+#[test]
+fn template_kwargs_reach_the_template() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture().join("tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("chat_template.jinja"),
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}\
+         <|im_start|>assistant\n{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}",
+    )
+    .unwrap();
+    let tok = Tokenizer::load(dir.path()).unwrap();
+    let messages = [json!({"role": "user", "content": "hi"})];
+    let mut kwargs = serde_json::Map::new();
+    kwargs.insert("enable_thinking".into(), json!(false));
+    let plain = tok.count_chat(&messages).unwrap();
+    let with = tok.count_chat_with(&messages, &kwargs).unwrap();
+    assert!(with > plain, "{with} vs {plain}");
+    assert!(tok
+        .render_chat_with(&messages, true, &kwargs)
+        .unwrap()
+        .ends_with("<think>\n\n</think>\n\n"));
+}

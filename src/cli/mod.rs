@@ -1,6 +1,7 @@
 //! Command-line interface (clap): one file per subcommand; maps errors to exit codes.
 //! Human tables go to stdout; progress, warnings and errors to stderr.
 
+mod check;
 pub mod compare;
 pub mod exit;
 mod expand;
@@ -30,6 +31,8 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Print the ordered runs of a plan without sending anything.
     Expand(expand::ExpandArgs),
+    /// One small request per endpoint × API × prompt mode: is the server usable as planned?
+    Check(check::CheckArgs),
     /// Expand a plan, execute its runs, store every request, print the report.
     Run(run::RunArgs),
     /// Tables from stored results (a database or an output folder).
@@ -60,15 +63,26 @@ pub fn main() -> ExitCode {
     };
     // Many concurrent streams need many descriptors: use the hard limit, not the soft one.
     crate::engine::limits::raise_fd_limit();
-    let code = match cli.command {
+    // A panic is a bug: say so plainly and exit with INTERNAL, never a bare backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("perfplan: internal error (a bug, please report it with the command): {info}");
+    }));
+    match std::panic::catch_unwind(|| dispatch(cli.command)) {
+        Ok(code) => ExitCode::from(code),
+        Err(_) => ExitCode::from(exit::INTERNAL),
+    }
+}
+
+fn dispatch(command: Command) -> u8 {
+    match command {
         Command::Validate(args) => validate::run(&args),
         Command::Expand(args) => expand::run(&args),
+        Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Rerun(args) => rerun::run(&args),
         Command::Schema => schema::run(),
         Command::Sim(args) => sim::run(args),
-    };
-    ExitCode::from(code)
+    }
 }

@@ -71,6 +71,7 @@ pub fn run(args: &RerunArgs) -> u8 {
         out: args.out.clone(),
         resume: None,
         debug: false,
+        progress_json: None,
     };
     match runner::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None),

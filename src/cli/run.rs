@@ -23,12 +23,19 @@ pub struct RunArgs {
     /// Also log every request body and response in `perfplan.log` (secrets are never logged).
     #[arg(long)]
     pub debug: bool,
+    /// Append progress as JSON lines (run start, progress each second, run end with its
+    /// metrics, suite end) to FILE, for dashboards and CI logs.
+    #[arg(long, value_name = "FILE")]
+    pub progress_json: Option<PathBuf>,
     /// An extra gate, METRIC=CONDITION (e.g. `ttft_p99=<=2s`); repeatable.
     #[arg(long = "gate", value_name = "METRIC=CONDITION")]
     pub gates: Vec<String>,
     /// A baseline suite for relative gates (`output_tps = ">= -5%"`): a database or output folder.
     #[arg(long, value_name = "DB")]
     pub baseline: Option<PathBuf>,
+    /// Run `perfplan check` first and stop if it finds a failure.
+    #[arg(long)]
+    pub check: bool,
 }
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -38,10 +45,18 @@ pub fn run(args: &RunArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;
     };
+    if args.check {
+        let code = super::check::check_runs(&plan, &runs);
+        if code != exit::OK {
+            eprintln!("perfplan: the check failed; nothing was run");
+            return code;
+        }
+    }
     let opts = RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
         debug: args.debug,
+        progress_json: args.progress_json.clone(),
     };
     let outcome = match runner::run_suite(&plan, &runs, &opts) {
         Ok(o) => o,

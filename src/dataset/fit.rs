@@ -77,16 +77,6 @@ pub(crate) fn record_misses(items: &[PromptItem], stats: &mut DatasetStats) {
     }
 }
 
-/// A warning when some prompts missed their target.
-pub(crate) fn miss_warning(stats: &DatasetStats) -> Option<String> {
-    (stats.missed_target > 0).then(|| {
-        format!(
-            "{} of {} prompts missed their target input length (by up to {} tokens)",
-            stats.missed_target, stats.targeted, stats.max_abs_miss
-        )
-    })
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

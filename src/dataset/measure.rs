@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::{DatasetContext, DatasetError};
 use crate::api::Prompt;
@@ -32,6 +32,7 @@ pub(crate) struct Measure {
     tok: Option<Arc<Tokenizer>>,
     mode: Mode,
     warning: Option<String>,
+    kwargs: Map<String, Value>,
 }
 
 impl Measure {
@@ -69,7 +70,12 @@ impl Measure {
         } else {
             Mode::Text
         };
-        Ok(Measure { tok, mode, warning })
+        Ok(Measure {
+            tok,
+            mode,
+            warning,
+            kwargs: ctx.template_kwargs.clone(),
+        })
     }
 
     pub fn mode(&self) -> Mode {
@@ -91,6 +97,12 @@ impl Measure {
             .ok_or_else(|| DatasetError::NeedsTokenizer { what: what.into() })
     }
 
+    /// `messages` rendered through the chat template with the generation prompt and the
+    /// run's template variables.
+    pub fn render(&self, tok: &Tokenizer, messages: &[Value]) -> Result<String, DatasetError> {
+        Ok(tok.render_chat_with(messages, true, &self.kwargs)?)
+    }
+
     /// The text a chat template puts before and after a single user message's content,
     /// or empty strings when text is counted without a template. `None` when the template
     /// changes the content itself (so the content cannot be counted apart).
@@ -99,11 +111,33 @@ impl Measure {
             return Ok(Some((String::new(), String::new())));
         };
         const MARKER: &str = "\u{E000}perfplan\u{E001}";
-        let rendered = tok.render_chat(&[user_message(MARKER)], true)?;
+        let rendered = self.render(tok, &[user_message(MARKER)])?;
         let mut parts = rendered.split(MARKER);
         match (parts.next(), parts.next(), parts.next()) {
             (Some(head), Some(tail), None) => Ok(Some((head.to_string(), tail.to_string()))),
             _ => Ok(None),
+        }
+    }
+
+    /// Tokens the server sees before a text prompt's content: the chat template's opening,
+    /// or the special tokens (BOS) a completions prompt gets. 0 when unknown.
+    pub fn lead_tokens(&self) -> Result<usize, DatasetError> {
+        let Some(tok) = self.tok.as_deref() else {
+            return Ok(0);
+        };
+        match self.mode {
+            Mode::Chat { template: true } => match self.frame()? {
+                Some((head, _)) => Ok(tok.count(&head, false)?),
+                None => Ok(0),
+            },
+            Mode::Chat { template: false } => Ok(0),
+            Mode::Text | Mode::TokenIds => {
+                let bare = tok.encode("Hello", false)?;
+                let with = tok.encode("Hello", true)?;
+                Ok((0..=with.len().saturating_sub(bare.len()))
+                    .find(|&k| with[k..].starts_with(&bare))
+                    .unwrap_or(0))
+            }
         }
     }
 
@@ -122,7 +156,7 @@ impl Measure {
         };
         let measured = match self.mode {
             Mode::Chat { template: true } => {
-                Measured::count(tok.count_chat(&[user_message(text)])?)
+                Measured::count(tok.count_chat_with(&[user_message(text)], &self.kwargs)?)
             }
             Mode::Chat { template: false } => Measured::count(tok.count(text, false)?),
             Mode::Text => Measured::count(tok.count(text, true)?),
@@ -137,7 +171,9 @@ impl Measure {
             return Ok(Measured::default());
         };
         let measured = match self.mode {
-            Mode::Chat { template: true } => Measured::count(tok.count_chat(messages)?),
+            Mode::Chat { template: true } => {
+                Measured::count(tok.count_chat_with(messages, &self.kwargs)?)
+            }
             Mode::Chat { template: false } => {
                 let mut total = 0;
                 for text in messages.iter().filter_map(message_text) {
@@ -145,8 +181,8 @@ impl Measure {
                 }
                 Measured::count(total)
             }
-            Mode::Text => Measured::count(tok.count(&tok.render_chat(messages, true)?, true)?),
-            Mode::TokenIds => Measured::ids(tok.encode_chat(messages)?),
+            Mode::Text => Measured::count(tok.count(&self.render(tok, messages)?, true)?),
+            Mode::TokenIds => Measured::ids(tok.encode_chat_with(messages, &self.kwargs)?),
         };
         Ok(measured)
     }
@@ -172,7 +208,7 @@ impl Measure {
         }
         if self.mode == Mode::Text {
             let tok = self.require("a `messages` prompt sent to /v1/completions")?;
-            return Ok((Prompt::Text(tok.render_chat(&messages, true)?), count));
+            return Ok((Prompt::Text(self.render(tok, &messages)?), count));
         }
         Ok((Prompt::Messages(messages), count))
     }

@@ -1,34 +1,47 @@
 //! Request sources: turns a plan's `DatasetSpec` into the prompts of one run, exactly as long
 //! as the plan says (counted the way the server will count them) and deterministic from the
-//! run's seed. One source per file: `random`, `fixed` (kind `prompt`), `lines`, `jsonl`,
-//! `sharegpt`; `select` applies length filters, `target_input_len` and `prefix_file` to the
-//! file kinds. Knows nothing about HTTP, the engine or the matrix: the planner passes the
+//! run's seed. One source per file: `random`, `random_batch` (`random_embedding`,
+//! `random_rerank`), `batch_files` (`embedding`, `rerank`), `fixed` (kind `prompt`), `lines`,
+//! `jsonl`, `sharegpt`; `select` applies
+//! length filters, `target_input_len` and `prefix_file` to the file kinds. Knows nothing about HTTP, the engine or the matrix: the planner passes the
 //! seed (already mixed with the run) and the request count.
 
+mod batch_files;
 mod fit;
 mod fixed;
 mod jsonl;
-mod keys;
 mod lines;
 mod measure;
 mod prefix_file;
+mod prefix_fill;
 mod random;
+mod random_batch;
 mod select;
 mod sharegpt;
 mod source;
 mod split;
+// Issue 7: the traffic kinds.
+mod embedding;
+pub mod image_codec;
+mod images;
+pub mod multi_turn;
+mod rerank;
+pub mod trace;
+mod words;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use serde_json::{Map, Value};
 
 use crate::api::Prompt;
 use crate::plan::spec::{ChatTemplateMode, DatasetKind, DatasetSpec};
 use crate::tokenize::{TokenizeError, Tokenizer};
 
-pub use keys::{keys_for, misplaced_keys};
+pub use crate::plan::dataset_keys::{keys_for, misplaced_keys};
 
 /// What a dataset needs to know about the run it feeds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct DatasetContext {
     /// The plan file's folder: relative dataset paths start here.
     pub base_dir: PathBuf,
@@ -46,6 +59,9 @@ pub struct DatasetContext {
     pub seed: u64,
     /// Requests needed.
     pub count: usize,
+    /// Extra chat-template variables, as the run sends them in `chat_template_kwargs`
+    /// (e.g. `enable_thinking = false`), so that client counts match the server's.
+    pub template_kwargs: Map<String, Value>,
 }
 
 /// One request's input, with its lengths.
@@ -118,6 +134,13 @@ pub enum DatasetError {
         line: usize,
         message: String,
     },
+    #[error("{path}:{line}")]
+    At {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: Box<DatasetError>,
+    },
     #[error("no prompt of {path} is left after the length filters ({detail})")]
     AllFiltered { path: PathBuf, detail: String },
     #[error("counting tokens failed")]
@@ -133,6 +156,17 @@ pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materiali
             keys_for(spec.kind).join(", ")
         )));
     }
+    // Random embedding/rerank texts are exact with a tokenizer, approximate without one.
+    let exact = ctx.tokenizer.is_some();
+    match spec.kind {
+        DatasetKind::RandomEmbedding if exact => return random_batch::embedding(spec, ctx),
+        DatasetKind::RandomRerank if exact => return random_batch::rerank(spec, ctx),
+        DatasetKind::RandomEmbedding => return embedding::random(spec, ctx),
+        DatasetKind::RandomRerank => return rerank::random(spec, ctx),
+        DatasetKind::Embedding => return batch_files::embedding(spec, ctx),
+        DatasetKind::Rerank => return batch_files::rerank(spec, ctx),
+        _ => {}
+    }
     let measure = measure::Measure::new(ctx)?;
     let mut out = match spec.kind {
         DatasetKind::Random => random::materialize(spec, ctx, &measure)?,
@@ -145,6 +179,8 @@ pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materiali
         DatasetKind::Sharegpt => {
             select::materialize(spec, ctx, &measure, sharegpt::read(spec, ctx)?)?
         }
+        DatasetKind::RandomImages => images::random(spec, ctx)?,
+        DatasetKind::Images => images::files(spec, ctx)?,
         other => {
             return Err(DatasetError::NotSupported {
                 kind: kind_name(other),

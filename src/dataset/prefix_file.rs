@@ -13,6 +13,8 @@ pub(crate) const JOINER: &str = "\n\n";
 
 pub(crate) struct PrefixFile {
     text: String,
+    /// The file's tokens.
+    ids: Vec<u32>,
     /// Byte end of each token in `text` (non-decreasing, on char boundaries).
     ends: Vec<usize>,
 }
@@ -44,21 +46,38 @@ impl PrefixFile {
 
     fn tokenize(text: String, tok: &Tokenizer) -> Result<PrefixFile, DatasetError> {
         let mut ends = Vec::new();
+        let mut ids = Vec::new();
         let mut last = 0;
-        for (_, (_, end)) in tok.encode_with_offsets(&text, false)? {
+        for (id, (_, end)) in tok.encode_with_offsets(&text, false)? {
             let mut end = end.min(text.len()).max(last);
             while !text.is_char_boundary(end) {
                 end -= 1;
             }
+            ids.push(id);
             ends.push(end);
             last = end;
         }
-        Ok(PrefixFile { text, ends })
+        Ok(PrefixFile { text, ids, ends })
     }
 
     /// Number of tokens.
     pub fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// The ids of the first `k` tokens as they were in the whole file.
+    pub fn ids(&self, k: usize) -> &[u32] {
+        &self.ids[..k.min(self.ids.len())]
+    }
+
+    /// The text of tokens `from..to`.
+    pub fn span(&self, from: usize, to: usize) -> &str {
+        let to = to.min(self.ends.len());
+        if from >= to {
+            return "";
+        }
+        let start = if from == 0 { 0 } else { self.ends[from - 1] };
+        &self.text[start..self.ends[to - 1].max(start)]
     }
 
     /// The text of the first `k` tokens.

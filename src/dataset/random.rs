@@ -1,13 +1,14 @@
 //! `kind = "random"`: prompts of words drawn from the tokenizer's vocabulary, exactly
 //! `input_tokens` long as the server will count them (chat template included), starting with
-//! a `prefix_tokens` prefix shared by every request of the run. Request `i` draws from its
+//! `prefix_tokens` shared by every request of the run (counted as the server sees them: the
+//! chat template's opening or BOS, then shared words). Request `i` draws from its
 //! own ChaCha stream of the run seed, so prompts do not depend on the request count.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{fit, miss_warning, record_misses};
-use super::measure::{Measure, Measured};
+use super::fit::{fit, record_misses};
+use super::measure::{to_u32, Measure, Measured};
 use super::split::SplitCounter;
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::plan::spec::{DatasetSpec, TokenRange};
@@ -28,31 +29,33 @@ pub(crate) fn materialize(
         key: "input_tokens",
     })?;
     check_lengths(input, spec.prefix_tokens)?;
-    let pool = tok.word_pool();
-    if pool.is_empty() {
-        return Err(DatasetError::Invalid(format!(
-            "the tokenizer {} has no plain tokens to build random prompts from",
-            tok.path().display()
-        )));
+    let pool = word_pool(tok)?;
+    // The shared part the server sees is the template's opening (or BOS) plus the prefix words.
+    let prefix_tokens = spec.prefix_tokens.unwrap_or(0);
+    let lead = to_u32(measure.lead_tokens()?);
+    let mut warnings = Vec::new();
+    if prefix_tokens > 0 && prefix_tokens <= lead {
+        warnings.push(format!(
+            "prefix_tokens ({prefix_tokens}) is no longer than what the server sees before \
+             every prompt anyway ({lead} tokens of chat template or special tokens): no \
+             shared words are added"
+        ));
     }
-    let prefix = shared_prefix(tok, pool, ctx.seed, spec.prefix_tokens.unwrap_or(0))?;
+    let prefix = shared_prefix(tok, pool, ctx.seed, prefix_tokens.saturating_sub(lead))?;
     // Tokens the server sees with the prefix alone (template overhead included).
     let base = measure.text(&prefix)?.count.unwrap_or(0);
     let split = SplitCounter::new(measure, &prefix)?;
+    let texts = RandomText {
+        measure,
+        split: split.as_ref(),
+        pool,
+        prefix: &prefix,
+        base,
+    };
     let build = |index: usize| {
         let mut rng = request_rng(ctx.seed, index);
-        let target = match input {
-            TokenRange::Fixed(n) => n,
-            TokenRange::Range { min, max } => rng.gen_range(min..=max),
-        };
-        let parts = Parts {
-            measure,
-            split: split.as_ref(),
-            pool,
-            prefix: &prefix,
-            base,
-        };
-        parts.one_prompt(target, &mut rng)
+        let target = draw_len(input, &mut rng);
+        texts.one_prompt(target, &mut rng)
     };
     let items = in_parallel(ctx.count, build)?;
     let mut stats = DatasetStats {
@@ -60,10 +63,6 @@ pub(crate) fn materialize(
         ..DatasetStats::default()
     };
     record_misses(&items, &mut stats);
-    let mut warnings = Vec::new();
-    if let Some(w) = miss_warning(&stats) {
-        warnings.push(w);
-    }
     if base > input.min() as usize {
         warnings.push(format!(
             "the shared prefix and chat template already take {base} tokens, more than \
@@ -76,6 +75,26 @@ pub(crate) fn materialize(
         warnings,
         stats,
     })
+}
+
+/// The tokenizer's random-text vocabulary; an error when it has none.
+pub(crate) fn word_pool(tok: &Tokenizer) -> Result<&WordPool, DatasetError> {
+    let pool = tok.word_pool();
+    if pool.is_empty() {
+        return Err(DatasetError::Invalid(format!(
+            "the tokenizer {} has no plain tokens to build random prompts from",
+            tok.path().display()
+        )));
+    }
+    Ok(pool)
+}
+
+/// A token count drawn from `range`.
+pub(crate) fn draw_len(range: TokenRange, rng: &mut ChaCha8Rng) -> u32 {
+    match range {
+        TokenRange::Fixed(n) => n,
+        TokenRange::Range { min, max } => rng.gen_range(min.min(max)..=max.max(min)),
+    }
 }
 
 fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetError> {
@@ -103,9 +122,10 @@ fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetEr
 
 /// `build(0..count)` in order, spread over the machine's cores (each request has its own
 /// random stream, so the result does not depend on the number of threads).
-fn in_parallel<F>(count: usize, build: F) -> Result<Vec<PromptItem>, DatasetError>
+pub(crate) fn in_parallel<T, F>(count: usize, build: F) -> Result<Vec<T>, DatasetError>
 where
-    F: Fn(usize) -> Result<PromptItem, DatasetError> + Sync,
+    T: Send,
+    F: Fn(usize) -> Result<T, DatasetError> + Sync,
 {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(MAX_THREADS).min(count / MIN_PER_THREAD).max(1);
@@ -115,12 +135,17 @@ where
     let per = count.div_ceil(threads);
     let build = &build;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let range = (t * per)..((t + 1) * per).min(count);
-                scope.spawn(move || range.map(build).collect::<Result<Vec<_>, _>>())
-            })
-            .collect();
+        let mut handles = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let range = (t * per)..((t + 1) * per).min(count);
+            let handle = std::thread::Builder::new()
+                .name(format!("perfplan-dataset-{t}"))
+                .spawn_scoped(scope, move || {
+                    range.map(build).collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(|e| DatasetError::Invalid(format!("cannot start a thread: {e}")))?;
+            handles.push(handle);
+        }
         let mut items = Vec::with_capacity(count);
         for handle in handles {
             let part = handle
@@ -133,13 +158,14 @@ where
 }
 
 /// Stream 0 of the run seed is the prefix; request `i` uses stream `i + 1`.
-fn request_rng(seed: u64, index: usize) -> ChaCha8Rng {
+pub(crate) fn request_rng(seed: u64, index: usize) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(index as u64 + 1);
     rng
 }
 
 /// Words of exactly `tokens` tokens (bare content), identical for every request of the run.
+/// The server sees them after the chat template's opening (or BOS), which is shared too.
 fn shared_prefix(
     tok: &Tokenizer,
     pool: &WordPool,
@@ -162,7 +188,7 @@ fn shared_prefix(
 }
 
 /// What every prompt of a run is built from.
-struct Parts<'a> {
+pub(crate) struct RandomText<'a> {
     measure: &'a Measure,
     split: Option<&'a SplitCounter<'a>>,
     pool: &'a WordPool,
@@ -171,9 +197,24 @@ struct Parts<'a> {
     base: usize,
 }
 
-impl Parts<'_> {
-    /// One prompt: the prefix plus as many drawn words as make `target` tokens.
-    fn one_prompt(&self, target: u32, rng: &mut ChaCha8Rng) -> Result<PromptItem, DatasetError> {
+impl<'a> RandomText<'a> {
+    /// Texts without a shared prefix, counted by `measure`.
+    pub fn plain(measure: &'a Measure, pool: &'a WordPool) -> Result<Self, DatasetError> {
+        Ok(RandomText {
+            measure,
+            split: None,
+            pool,
+            prefix: "",
+            base: measure.text("")?.count.unwrap_or(0),
+        })
+    }
+
+    /// The prefix plus as many drawn words as make `target` tokens, measured.
+    pub fn fit_text(
+        &self,
+        target: u32,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(String, Measured), DatasetError> {
         let goal = target as usize;
         let mut words = Vec::new();
         let fitted = fit(goal, goal.saturating_sub(self.base), goal * 2 + 16, |k| {
@@ -181,7 +222,12 @@ impl Parts<'_> {
             let (text, measured) = self.build(&words[..k])?;
             Ok((measured.count.unwrap_or(0), (text, measured)))
         })?;
-        let (text, measured) = fitted.value;
+        Ok(fitted.value)
+    }
+
+    /// One prompt of `target` tokens.
+    fn one_prompt(&self, target: u32, rng: &mut ChaCha8Rng) -> Result<PromptItem, DatasetError> {
+        let (text, measured) = self.fit_text(target, rng)?;
         let (prompt, client_input_tokens) = self.measure.finish_text(text, measured);
         Ok(PromptItem {
             prompt,

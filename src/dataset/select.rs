@@ -10,9 +10,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
-use super::fit::{fit, miss_warning, record_misses};
+use super::fit::{fit, record_misses};
 use super::measure::{system_message, to_u32, user_message, Measure, Measured, Mode};
 use super::prefix_file::{cut_text, PrefixFile, JOINER};
+use super::prefix_fill::{fast_fill, Marked, MARKER};
 use super::source::{resolve, Candidate, Source, SourceSet};
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::api::Prompt;
@@ -67,14 +68,6 @@ pub(crate) fn materialize(
         });
     }
     let distinct_prompts = accepted.len();
-    let mut items = accepted.clone();
-    items.extend(
-        accepted
-            .iter()
-            .cycle()
-            .take(ctx.count - items.len())
-            .cloned(),
-    );
     if set.warn_on_cycle && distinct_prompts < ctx.count {
         warnings.push(format!(
             "{} gives {distinct_prompts} usable prompts for {} requests: prompts repeat",
@@ -88,19 +81,30 @@ pub(crate) fn materialize(
                 .into(),
         );
     }
-    let mut stats = DatasetStats {
+    let stats = DatasetStats {
         source_prompts: set.candidates.len(),
         filtered_out,
         distinct_prompts,
         ..DatasetStats::default()
     };
+    Ok(cycle_to(accepted, ctx.count, stats, warnings))
+}
+
+/// `count` items cycling through `accepted`, with the miss statistics filled in.
+fn cycle_to(
+    accepted: Vec<PromptItem>,
+    count: usize,
+    mut stats: DatasetStats,
+    warnings: Vec<String>,
+) -> Materialized {
+    let mut items = Vec::with_capacity(count);
+    items.extend(accepted.iter().cycle().take(count).cloned());
     record_misses(&items, &mut stats);
-    warnings.extend(miss_warning(&stats));
-    Ok(Materialized {
+    Materialized {
         items,
         warnings,
         stats,
-    })
+    }
 }
 
 /// Puts the file and line on errors about one prompt.
@@ -111,7 +115,12 @@ fn locate(e: DatasetError, set: &SourceSet, line: usize) -> DatasetError {
             line,
             message,
         },
-        other => other,
+        located @ (DatasetError::Line { .. } | DatasetError::At { .. }) => located,
+        other => DatasetError::At {
+            path: set.path.clone(),
+            line,
+            source: Box::new(other),
+        },
     }
 }
 
@@ -237,7 +246,9 @@ impl<'a> Shaping<'a> {
         };
         if let Some(Value::Array(messages)) = body.get("messages") {
             if tok.has_chat_template() {
-                return Ok(Some(tok.count_chat(messages)?));
+                return Ok(Some(
+                    tok.count(&self.measure.render(tok, messages)?, false)?,
+                ));
             }
             return Ok(None);
         }
@@ -305,6 +316,14 @@ impl<'a> Shaping<'a> {
         target: usize,
         c0: usize,
     ) -> Result<(Built, Measured), DatasetError> {
+        let marked = self.compose(MARKER, text);
+        let fast = match &marked {
+            Built::Text(t) => fast_fill(self.measure, prefix, Marked::Text(t), target)?,
+            Built::Messages(ms) => fast_fill(self.measure, prefix, Marked::Messages(ms), target)?,
+        };
+        if let Some((k, measured)) = fast {
+            return Ok((self.compose(prefix.cut(k), text), measured));
+        }
         let fitted = fit(target, target - c0, prefix.len(), |k| {
             let built = self.compose(prefix.cut(k), text);
             let m = match &built {

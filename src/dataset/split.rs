@@ -13,6 +13,7 @@ use crate::tokenize::Tokenizer;
 const JUNCTION_WORDS: usize = 4;
 
 pub(crate) struct SplitCounter<'a> {
+    measure: &'a Measure,
     tok: &'a Tokenizer,
     mode: Mode,
     prefix: &'a str,
@@ -57,6 +58,7 @@ impl<'a> SplitCounter<'a> {
         };
         let prefix_end = last_words(prefix, JUNCTION_WORDS);
         Ok(Some(SplitCounter {
+            measure,
             tok,
             mode,
             prefix,
@@ -89,7 +91,7 @@ impl<'a> SplitCounter<'a> {
         }
         if let Mode::Chat { template: true } = self.mode {
             let content = format!("{}{suffix}", self.prefix);
-            let rendered = self.tok.render_chat(&[user_message(&content)], true)?;
+            let rendered = self.measure.render(self.tok, &[user_message(&content)])?;
             let framed = rendered.len() == self.head.len() + content.len() + self.tail.len()
                 && rendered.starts_with(&self.head)
                 && rendered.ends_with(&self.tail);

@@ -23,6 +23,8 @@ enum Gaps {
     Exp(Exp<f64>),
     Gamma(Gamma<f64>),
     Constant(f64),
+    /// A recorded schedule (trace replay): the gaps between given offsets, then none.
+    Offsets(Vec<Duration>, usize),
 }
 
 /// Produces the gaps between intended send times at `rate` per second.
@@ -62,9 +64,28 @@ impl ArrivalClock {
         })
     }
 
+    /// Arrivals at recorded offsets (sorted; the first arrival is at zero, later ones at
+    /// their offset from the first). After the last one, arrivals come without a gap, so
+    /// the driver asks its source at once and learns that it is exhausted.
+    pub fn from_offsets(offsets: &[Duration]) -> ArrivalClock {
+        ArrivalClock {
+            gaps: Gaps::Offsets(offsets.to_vec(), 0),
+            rng: ChaCha8Rng::seed_from_u64(0),
+        }
+    }
+
     /// The gap before the next arrival.
     pub fn next_gap(&mut self) -> Duration {
+        if let Gaps::Offsets(offsets, i) = &mut self.gaps {
+            let gap = match (offsets.get(*i), offsets.get(*i + 1)) {
+                (Some(a), Some(b)) => b.saturating_sub(*a),
+                _ => Duration::ZERO,
+            };
+            *i += 1;
+            return gap;
+        }
         let secs = match &self.gaps {
+            Gaps::Offsets(..) => 1.0e6,
             Gaps::Exp(d) => d.sample(&mut self.rng),
             Gaps::Gamma(d) => d.sample(&mut self.rng),
             Gaps::Constant(s) => *s,
@@ -113,6 +134,15 @@ mod tests {
             (0..10).map(|_| c.next_gap()).collect()
         };
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn recorded_offsets_give_their_gaps() {
+        let ms = Duration::from_millis;
+        let mut c = ArrivalClock::from_offsets(&[ms(0), ms(5), ms(5), ms(12)]);
+        let gaps: Vec<_> = (0..3).map(|_| c.next_gap()).collect();
+        assert_eq!(gaps, [ms(5), ms(0), ms(7)]);
+        assert_eq!(c.next_gap(), Duration::ZERO);
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub enum Load {
         seed: u64,
         max_in_flight: Option<u32>,
     },
+    /// Trace replay: arrivals at the source's recorded offsets
+    /// ([`RequestSource::offsets`]), otherwise as `Open`.
+    Scheduled { max_in_flight: Option<u32> },
 }
 
 /// One run's load settings.
@@ -60,6 +63,7 @@ impl RunConfig {
                 ..
             } => n as usize,
             Load::Open { rate, .. } => (rate.ceil() as usize).clamp(1, 1024),
+            Load::Scheduled { max_in_flight } => max_in_flight.map_or(64, |n| n as usize),
         }
     }
 }
@@ -226,7 +230,9 @@ impl<'a> Driver<'a> {
 fn limit_of(load: &Load) -> usize {
     match *load {
         Load::Closed { concurrency } => concurrency as usize,
-        Load::Open { max_in_flight, .. } => max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize),
+        Load::Open { max_in_flight, .. } | Load::Scheduled { max_in_flight } => {
+            max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize)
+        }
     }
 }
 
@@ -247,6 +253,9 @@ pub async fn run(
             seed,
             ..
         } => Some(ArrivalClock::new(rate, arrivals, seed)?),
+        Load::Scheduled { .. } => Some(ArrivalClock::from_offsets(
+            &source.offsets().unwrap_or_default(),
+        )),
     };
     let cpu0 = process_cpu_time();
     let started = SystemTime::now();

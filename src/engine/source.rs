@@ -42,18 +42,36 @@ pub trait RequestSource {
     fn next(&mut self) -> Next;
     /// Called once per request, as it completes, before the next `next()`.
     fn completed(&mut self, _record: &RequestRecord) {}
+    /// For `Load::Scheduled`: the intended send offset of every request, in order.
+    fn offsets(&self) -> Option<Vec<std::time::Duration>> {
+        None
+    }
 }
 
 /// The simple source: a list of requests sent in order (warmup ones first).
 #[derive(Debug)]
 pub struct VecSource {
     requests: std::vec::IntoIter<PreparedRequest>,
+    /// Intended send offsets for `Load::Scheduled` (trace replay).
+    offsets: Option<Vec<std::time::Duration>>,
 }
 
 impl VecSource {
     pub fn new(requests: Vec<PreparedRequest>) -> VecSource {
         VecSource {
             requests: requests.into_iter(),
+            offsets: None,
+        }
+    }
+
+    /// Requests to send at the given offsets (one per request, sorted) under `Load::Scheduled`.
+    pub fn scheduled(
+        requests: Vec<PreparedRequest>,
+        offsets: Vec<std::time::Duration>,
+    ) -> VecSource {
+        VecSource {
+            requests: requests.into_iter(),
+            offsets: Some(offsets),
         }
     }
 
@@ -69,5 +87,9 @@ impl RequestSource for VecSource {
             Some(r) => Next::Request(r),
             None => Next::Done,
         }
+    }
+
+    fn offsets(&self) -> Option<Vec<std::time::Duration>> {
+        self.offsets.clone()
     }
 }

@@ -27,12 +27,16 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
     }
     Some(match metric {
         "duration_s" => MetricUnit::Seconds,
-        "success_ratio" | "cache_hit_ratio" | "server_cache_hit_ratio" | "client_cpu_ratio" => {
-            MetricUnit::Ratio
-        }
+        "success_ratio"
+        | "cache_hit_ratio"
+        | "server_cache_hit_ratio"
+        | "planned_prefix_share"
+        | "client_cpu_ratio"
+        | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
         "output_tps" | "total_tps" | "input_tps" => MetricUnit::TokensPerSec,
         "rps" | "goodput_rps" | "inputs_per_s" => MetricUnit::RequestsPerSec,
-        "requests_ok" | "requests_failed" => MetricUnit::Count,
+        "requests_ok" | "requests_failed" | "sla_max_concurrency" => MetricUnit::Count,
+        "sla_max_rate" => MetricUnit::RequestsPerSec,
         _ => {
             let quantity = names::QUANTITIES
                 .iter()

@@ -5,6 +5,7 @@
 pub mod condition;
 pub mod definitions;
 pub mod names;
+pub mod sla;
 pub mod stats;
 mod summary;
 #[cfg(test)]

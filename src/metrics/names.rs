@@ -19,7 +19,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 13] = [
+pub const SCALARS: [&str; 19] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -30,9 +30,18 @@ pub const SCALARS: [&str; 13] = [
     "goodput_rps",
     "cache_hit_ratio",
     "server_cache_hit_ratio",
+    "planned_prefix_share",
     "client_cpu_ratio",
     "input_tps",
     "inputs_per_s",
+    // The result of an SLA search (null for fixed loads): the highest passing value.
+    "sla_max_concurrency",
+    "sla_max_rate",
+    // Multi-turn runs: TTFT of first turns vs later turns (ms), and the cached share of
+    // later turns' prompts (from usage).
+    "ttft_first_turn_mean",
+    "ttft_later_turns_mean",
+    "cache_hit_ratio_later_turns",
 ];
 
 /// Quantities measured in milliseconds (in JSON and CSV).

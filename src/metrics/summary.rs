@@ -53,6 +53,9 @@ pub struct SummaryOptions {
     pub cpu_cores: Option<f64>,
     /// From the server's `/metrics` before/after the run (the runner's job).
     pub server_cache_hit_ratio: Option<f64>,
+    /// The run's planned shared-prefix share (`prefix_tokens / input_tokens`), reported
+    /// beside the measured hit ratios, never in their place.
+    pub planned_prefix_share: Option<f64>,
     /// Inputs per request (embeddings batch size, rerank documents) for `inputs_per_s`.
     pub inputs_per_request: Option<u32>,
     /// Send lateness p99 above this flags the run `client_bound`.
@@ -68,6 +71,7 @@ impl Default for SummaryOptions {
             client_wall_s: None,
             cpu_cores: None,
             server_cache_hit_ratio: None,
+            planned_prefix_share: None,
             inputs_per_request: None,
             lateness_limit_ms: 5.0,
         }
@@ -173,6 +177,7 @@ pub fn summarize(records: &[RequestRecord], opts: &SummaryOptions) -> RunSummary
         "server_cache_hit_ratio",
         opts.server_cache_hit_ratio,
     );
+    set(&mut s, "planned_prefix_share", opts.planned_prefix_share);
     let wall = opts.client_wall_s.or(duration_s).filter(|w| *w > 0.0);
     let cpu_ratio = opts.client_cpu_s.zip(wall).map(|(c, w)| c / w);
     set(&mut s, "client_cpu_ratio", cpu_ratio);

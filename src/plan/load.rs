@@ -95,10 +95,13 @@ pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Repo
         }
     };
     report.diagnostics.extend(semantic::check(&spec, &tree));
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    report
+        .diagnostics
+        .extend(semantic::check_files(&spec, &tree, &base_dir));
     if report.has_errors() {
         return Err(report);
     }
-    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok(LoadedPlan {
         spec,
         tree,

@@ -7,6 +7,7 @@ pub mod spec;
 
 pub use matrix::MatrixSpec;
 pub use spec::*;
+pub mod dataset_keys;
 pub mod diag;
 pub mod imports;
 pub mod interp;

@@ -53,7 +53,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
     }
     for (name, ds) in &spec.datasets {
         for (field, message) in dataset_problems(ds) {
-            let at = tree.locate(&key(&["datasets", name, field]));
+            let at = tree.locate(&key(&["datasets", name, &field]));
             diags.push(Diagnostic::error(
                 format!("dataset `{name}`: {message}"),
                 Some(at),
@@ -119,57 +119,11 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
     }
 }
 
-/// Keys each dataset kind uses (besides `kind`).
-fn allowed_keys(kind: DatasetKind) -> &'static [&'static str] {
-    const FILE: &[&str] = &[
-        "path",
-        "field",
-        "prefix_file",
-        "target_input_len",
-        "prefix_role",
-        "input_len_mode",
-        "min_input_tokens",
-        "max_input_tokens",
-    ];
-    match kind {
-        DatasetKind::Random => &["input_tokens", "prefix_tokens"],
-        DatasetKind::Prompt => &["text", "prefix_file", "target_input_len", "prefix_role"],
-        DatasetKind::Lines | DatasetKind::Jsonl | DatasetKind::Sharegpt => FILE,
-        DatasetKind::RandomMultiTurn => &[
-            "turns",
-            "user_tokens",
-            "assistant_tokens",
-            "think_time",
-            "prefix_tokens",
-        ],
-        DatasetKind::Conversations => &["path", "think_time", "turns"],
-        DatasetKind::Trace => &[
-            "path",
-            "speed",
-            "model_override",
-            "model_mapping",
-            "match_output_length",
-        ],
-        DatasetKind::RandomImages => &[
-            "width",
-            "height",
-            "format",
-            "images_per_request",
-            "text_tokens",
-        ],
-        DatasetKind::Images => &["path", "format", "images_per_request", "text_tokens"],
-        DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
-        DatasetKind::Embedding => &["path", "batch_size", "field"],
-        DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
-        DatasetKind::Rerank => &["path"],
-    }
-}
-
 /// Problems of one dataset (as written, or as resolved for a run): `(key, message)`.
-pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
+pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let json = serde_json::to_value(ds).unwrap_or_default();
-    let allowed = allowed_keys(ds.kind);
+    let allowed = super::dataset_keys::keys_for(ds.kind);
     let kind = serde_json::to_value(ds.kind)
         .ok()
         .and_then(|v| v.as_str().map(String::from))
@@ -179,7 +133,7 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
             .keys()
             .filter(|k| *k != "kind" && !allowed.contains(&k.as_str()))
         {
-            let field: &'static str = static_key(k);
+            let field = k.clone();
             out.push((
                 field,
                 format!(
@@ -189,9 +143,9 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
             ));
         }
     }
-    let needs = |k: &'static str, present: bool, out: &mut Vec<(&'static str, String)>| {
+    let needs = |k: &'static str, present: bool, out: &mut Vec<(String, String)>| {
         if !present {
-            out.push(("kind", format!("kind `{kind}` needs `{k}`")));
+            out.push(("kind".into(), format!("kind `{kind}` needs `{k}`")));
         }
     };
     match ds.kind {
@@ -210,7 +164,7 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
     if let Some(range) = ds.input_tokens {
         if range.min() > range.max() {
             out.push((
-                "input_tokens",
+                "input_tokens".into(),
                 format!(
                     "input_tokens min {} is above max {}",
                     range.min(),
@@ -220,14 +174,14 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
         }
         if range.min() == 0 {
             out.push((
-                "input_tokens",
+                "input_tokens".into(),
                 "input_tokens must be at least 1".to_string(),
             ));
         }
         if let Some(prefix) = ds.prefix_tokens {
             if prefix >= range.min() {
                 out.push((
-                    "prefix_tokens",
+                "prefix_tokens".into(),
                     format!("prefix_tokens ({prefix}) must be below input_tokens ({}): the prefix is part of the prompt", range.min()),
                 ));
             }
@@ -236,49 +190,18 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(&'static str, String)> {
     if let (Some(min), Some(max)) = (ds.min_input_tokens, ds.max_input_tokens) {
         if min > max {
             out.push((
-                "min_input_tokens",
+                "min_input_tokens".into(),
                 format!("min_input_tokens {min} is above max_input_tokens {max}"),
             ));
         }
     }
     if ds.speed.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
-        out.push(("speed", "speed must be a positive number".to_string()));
+        out.push((
+            "speed".into(),
+            "speed must be a positive number".to_string(),
+        ));
     }
     out
-}
-
-fn static_key(k: &str) -> &'static str {
-    const KEYS: &[&str] = &[
-        "input_tokens",
-        "prefix_tokens",
-        "text",
-        "path",
-        "field",
-        "prefix_file",
-        "target_input_len",
-        "prefix_role",
-        "input_len_mode",
-        "min_input_tokens",
-        "max_input_tokens",
-        "turns",
-        "user_tokens",
-        "assistant_tokens",
-        "think_time",
-        "speed",
-        "model_override",
-        "model_mapping",
-        "match_output_length",
-        "width",
-        "height",
-        "format",
-        "images_per_request",
-        "text_tokens",
-        "batch_size",
-        "query_tokens",
-        "num_documents",
-        "document_length_ratio",
-    ];
-    KEYS.iter().find(|x| **x == k).copied().unwrap_or("kind")
 }
 
 /// Matrix values naming endpoints, models or datasets that the plan does not define,
@@ -336,4 +259,51 @@ fn collect_strings<'a>(node: &'a Node, out: &mut Vec<&'a Node>) {
         super::node::NodeKind::Seq(items) => out.extend(items.iter()),
         _ => out.push(node),
     }
+}
+
+/// Files the plan names (tokenizers, dataset files, `@file` prompts) that do not exist,
+/// reported before any run starts. Paths are relative to the plan's folder.
+pub fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &std::path::Path) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let mut missing = |path: &str, at: Vec<Step>, what: &str| {
+        let full = base_dir.join(path);
+        if !full.exists() {
+            let span = tree.value_span(&at).or_else(|| Some(tree.locate(&at)));
+            diags.push(
+                Diagnostic::error(
+                    format!(
+                        "{what} `{path}` does not exist (looked at {})",
+                        full.display()
+                    ),
+                    span,
+                )
+                .with_help("paths are relative to the plan file's folder"),
+            );
+        }
+    };
+    for (name, model) in &spec.models {
+        if let Some(t) = &model.tokenizer {
+            missing(t, key(&["models", name, "tokenizer"]), "tokenizer");
+        }
+    }
+    for (name, ds) in &spec.datasets {
+        for (field, value) in [("path", &ds.path), ("prefix_file", &ds.prefix_file)] {
+            if let Some(p) = value {
+                missing(p, key(&["datasets", name, field]), "dataset file");
+            }
+        }
+        if let Some(file) = ds.text.as_deref().and_then(|t| t.strip_prefix('@')) {
+            missing(file, key(&["datasets", name, "text"]), "prompt file");
+        }
+    }
+    for (name, ep) in &spec.endpoints {
+        if let Some(t) = ep.sim.as_ref().and_then(|s| s.tokenizer.as_deref()) {
+            missing(
+                t,
+                key(&["endpoints", name, "sim", "tokenizer"]),
+                "simulator tokenizer",
+            );
+        }
+    }
+    diags
 }

@@ -448,7 +448,7 @@ pub enum WarmupSpec {
 }
 
 /// One load tier: closed loop (`concurrency`) or open loop (`rate`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSpec {
     /// Closed loop: requests in flight at once.
@@ -472,6 +472,57 @@ pub struct LoadSpec {
     /// Open loop: most requests in flight at once (unbounded when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_in_flight: Option<u32>,
+    /// SLA search instead of a fixed tier: find the most `concurrency` (or `rate`) that
+    /// still meets every condition of `slo`. Each probe is a run of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchVariable>,
+    /// Search: metric name → condition every probe must meet, pooled over its trials
+    /// (`ttft_p99 = "<= 2s"`, `success_ratio = ">= 0.99"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub slo: BTreeMap<String, String>,
+    /// Search: the first value probed (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// Search: the highest value probed (default 512 for concurrency, 1000 for rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// Search: measured requests of each probe, a count or a multiple of the probed
+    /// value (`"4x"`, the default; at least 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_step: Option<StepRequests>,
+    /// Search: runs per probed value; the verdict pools their requests (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<u32>,
+    /// Search: stop bisecting when the bracket is this narrow, a share of the passing
+    /// value (`"5%"`, the default) or an absolute width. Concurrency stops at 1 at least.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionSpec>,
+}
+
+/// What an SLA search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchVariable {
+    /// Closed loop: requests in flight (integers).
+    Concurrency,
+    /// Open loop: arrivals per second.
+    Rate,
+}
+
+/// Requests of one search probe: a count, or a multiple of the probed value (`"4x"`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StepRequests {
+    Count(u32),
+    Multiple(String),
+}
+
+/// Width at which a search stops: absolute, or a share of the passing value (`"5%"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PrecisionSpec {
+    Absolute(f64),
+    Share(String),
 }
 
 /// `[report]`: the default pivot of `perfplan report`.

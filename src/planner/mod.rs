@@ -4,6 +4,7 @@
 pub mod matrix;
 mod resolve;
 pub mod run;
+pub mod search;
 
 pub use resolve::{load_problems, parse_share, warmup_count};
 pub use run::{canonical_json, is_secret_header, run_id, Named, RunSettings, RunSpec};
@@ -76,7 +77,11 @@ fn dedup_warnings(diags: &mut Vec<Diagnostic>) {
 pub fn display_value(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
-        Value::Object(map) if map.contains_key("concurrency") || map.contains_key("rate") => {
+        Value::Object(map)
+            if map.contains_key("concurrency")
+                || map.contains_key("rate")
+                || map.contains_key("search") =>
+        {
             load_label(map)
         }
         Value::Object(map) if map.contains_key("min") && map.contains_key("max") => {
@@ -92,6 +97,20 @@ pub fn display_value(value: &Value) -> String {
 
 fn load_label(map: &serde_json::Map<String, Value>) -> String {
     let mut parts = Vec::new();
+    if let Some(var) = map.get("search").and_then(Value::as_str) {
+        let bound = |k: &str| {
+            map.get(k)
+                .and_then(Value::as_f64)
+                .map_or("default".to_string(), |v| {
+                    if v.fract() == 0.0 {
+                        format!("{v:.0}")
+                    } else {
+                        v.to_string()
+                    }
+                })
+        };
+        parts.push(format!("search {var} {}..{}", bound("min"), bound("max")));
+    }
     if let Some(c) = map.get("concurrency") {
         parts.push(format!("c={c}"));
     }

@@ -53,13 +53,13 @@ impl Resolver<'_> {
         let dataset = self.typed(dataset_json, "dataset", diags)?;
         let request = self.typed(request_json, "defaults", diags)?;
         for (field, message) in dataset_problems(&dataset) {
-            let at = if point.contains_key(field) {
-                self.at(field)
+            let at = if point.contains_key(&field) {
+                self.at(&field)
             } else {
                 self.plan.locate(&[
                     Step::Key("datasets".into()),
                     Step::Key(dataset_name.clone()),
-                    Step::Key(field.into()),
+                    Step::Key(field.clone()),
                 ])
             };
             diags.push(Diagnostic::error(
@@ -83,7 +83,8 @@ impl Resolver<'_> {
             );
             return None;
         }
-        let load = self.load(point, diags)?;
+        let trace = dataset.kind == crate::plan::DatasetKind::Trace;
+        let load = self.load(point, trace, diags)?;
         Some(RunSettings {
             endpoint: Named {
                 name: endpoint,
@@ -208,7 +209,8 @@ impl Resolver<'_> {
         }
     }
 
-    fn load(&self, point: &Point, diags: &mut Vec<Diagnostic>) -> Option<LoadSpec> {
+    /// A run's load; a trace replay needs no concurrency or rate (the trace sets the times).
+    fn load(&self, point: &Point, trace: bool, diags: &mut Vec<Diagnostic>) -> Option<LoadSpec> {
         let Some(value) = point.get("load") else {
             diags.push(
                 Diagnostic::error(
@@ -229,7 +231,17 @@ impl Resolver<'_> {
                 return None;
             }
         };
-        for problem in load_problems(&load) {
+        let timed_by_trace =
+            trace && load.concurrency.is_none() && load.rate.is_none() && load.search.is_none();
+        let problems = if timed_by_trace {
+            (load.requests == Some(0))
+                .then(|| "`requests` must be at least 1".to_string())
+                .into_iter()
+                .collect()
+        } else {
+            load_problems(&load)
+        };
+        for problem in problems {
             diags.push(Diagnostic::error(problem, Some(at)));
         }
         if let Some(w) = warmup_warning(&load) {
@@ -253,7 +265,10 @@ impl WithSpan for Diagnostic {
 
 /// Impossible load settings.
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = super::search::search_problems(load);
+    if load.search.is_some() {
+        return out;
+    }
     match (load.concurrency, load.rate) {
         (Some(_), Some(_)) => out.push(
             "a load has both `concurrency` (closed loop) and `rate` (open loop): keep one"

@@ -146,6 +146,7 @@ fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String
     }
     if metrics.is_empty() {
         metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
+        super::pivot::lead_with_search_results(&mut metrics, &new.runs);
     }
     if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
         return Err(unknown_metric(bad));

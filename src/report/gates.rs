@@ -82,10 +82,25 @@ pub fn evaluate(
         let base_run = baseline.and_then(|b| base_of.get(&j).map(|&i| &b[i]));
         let label = format!("#{} {}", run.ordinal, labels.run(run));
         for gate in gates {
+            if !applies(gate, run) {
+                continue;
+            }
             out.push(check(run, gate, base_run, baseline.is_some(), &label));
         }
     }
     out
+}
+
+/// A gate on an SLA search's result (`sla_max_concurrency`) applies only to runs that
+/// search that variable; every other gate applies to every run.
+fn applies(gate: &Condition, run: &StoredRun) -> bool {
+    let Some(var) = gate.metric.strip_prefix("sla_max_") else {
+        return true;
+    };
+    run.settings
+        .pointer("/load/search")
+        .and_then(serde_json::Value::as_str)
+        == Some(var)
 }
 
 fn check(

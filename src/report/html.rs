@@ -207,6 +207,7 @@ pub fn render(
             let _ = write!(s, "<figure>{}</figure>", line_chart(chart));
         }
     }
+    s.push_str(&super::sla_plots::section(store, &data.runs)?);
     s.push_str(&runs_html(&data, &samples));
     let _ = writeln!(
         s,

@@ -16,6 +16,7 @@ pub mod json;
 pub mod markdown;
 pub mod pivot;
 mod plots;
+mod sla_plots;
 mod svg;
 pub mod table;
 

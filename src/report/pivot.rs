@@ -46,6 +46,7 @@ impl Layout {
         let mut metrics = self.metrics.clone();
         if metrics.is_empty() {
             metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
+            lead_with_search_results(&mut metrics, runs);
         }
         if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
             return Err(unknown_metric(bad));
@@ -61,6 +62,18 @@ impl Layout {
             columns: self.columns.clone(),
             metrics,
         })
+    }
+}
+
+/// Puts an SLA search's result first among default metrics when some run has one.
+pub(crate) fn lead_with_search_results(metrics: &mut Vec<String>, runs: &[StoredRun]) {
+    for name in ["sla_max_rate", "sla_max_concurrency"] {
+        let found = runs
+            .iter()
+            .any(|r| r.metrics.get(name).copied().flatten().is_some());
+        if found && !metrics.iter().any(|m| m == name) {
+            metrics.insert(0, name.to_string());
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use crate::metrics::condition::{parse_condition, Op, Threshold};
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::plan::{self, Arrivals, LoadSpec};
 use crate::planner::RunSpec;
-use crate::store::Store;
+use crate::store::{ServerPhase, Store};
 
 /// After Ctrl-C, how long requests in flight may still finish.
 const GRACE: Duration = Duration::from_secs(5);
@@ -28,6 +28,41 @@ pub struct RunResult {
     pub summary: RunSummary,
     pub cancelled: bool,
     pub stored: u64,
+    /// Warnings found in the records (a cold run that met a warm cache).
+    pub warnings: Vec<String>,
+    /// Kept with the run's extras (multi-turn: the turn of every item).
+    pub traffic: Option<Value>,
+    /// When no measured request succeeded: why (classes and the first error).
+    pub all_failed: Option<String>,
+    /// Target, client and server input lengths compared (see `lengths`).
+    pub input_lengths: Value,
+}
+
+/// "every measured request failed (4 connect): <first error>", when that is the case.
+fn all_failed(summary: &RunSummary, records: &[RequestRecord]) -> Option<String> {
+    let ok = summary
+        .values
+        .get("requests_ok")
+        .copied()
+        .flatten()
+        .unwrap_or(0.0);
+    if summary.requests == 0 || ok > 0.0 {
+        return None;
+    }
+    let classes: Vec<String> = summary
+        .failures
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    let first = records
+        .iter()
+        .filter(|r| r.phase == crate::engine::Phase::Measured)
+        .find_map(|r| r.error.clone())
+        .unwrap_or_default();
+    Some(format!(
+        "every measured request failed ({}): {first}",
+        classes.join(", ")
+    ))
 }
 
 /// The plan's `[slo]` as thresholds for goodput.
@@ -89,22 +124,29 @@ pub struct RunContext<'a> {
     pub definitions: plan::MetricDefinitions,
     pub label: String,
     pub log: std::sync::Arc<super::log::SuiteLog>,
+    /// The server's cache counters, scraped around the measured pass.
+    pub server: Option<super::scrape::ServerScrape>,
 }
 
 /// Executes one prepared run and stores its records and summary.
 pub async fn execute(
     ctx: &RunContext<'_>,
     run: &RunSpec,
-    prepared: PreparedRun,
+    mut prepared: PreparedRun,
 ) -> Result<RunResult, RunnerError> {
     let load = &run.settings.load;
+    let planned = engine_load(load, run.dataset_seed);
     let cfg = RunConfig {
-        load: engine_load(load, run.dataset_seed),
+        load: super::traffic::load(&prepared, planned, load.max_in_flight),
         duration: load.duration.map(|d| d.0),
         grace: GRACE,
     };
     let total = (prepared.requests.len() + prepared.priming.len()) as u64;
-    let progress = RunProgress::new(&ctx.label, total);
+    let total = match &prepared.conversation {
+        Some(c) => c.total as u64,
+        None => total,
+    };
+    let progress = RunProgress::new(&ctx.label, total).with_events(&ctx.log, &run.id);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
         run_id: run.id.clone(),
@@ -133,7 +175,7 @@ pub async fn execute(
             duration: None,
             ..cfg.clone()
         };
-        let mut source = VecSource::new(prepared.priming);
+        let mut source = VecSource::new(std::mem::take(&mut prepared.priming));
         let mut sink = sink_for(0);
         engine::run(
             &ctx.endpoint.clone().with_request_ids(&run.id, 0),
@@ -149,7 +191,11 @@ pub async fn execute(
         })?;
     }
     let mut sink = sink_for(offset);
-    let mut source = VecSource::new(prepared.requests);
+    let before = match &ctx.server {
+        Some(s) => s.take(&ctx.store, &run.id, ServerPhase::Before).await?,
+        None => None,
+    };
+    let mut source = super::traffic::Source::new(&mut prepared);
     // `x-request-id: RUN-INDEX` with the stored index, so server logs join the records.
     let endpoint = ctx.endpoint.clone().with_request_ids(&run.id, offset);
     let output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
@@ -158,14 +204,37 @@ pub async fn execute(
             run: run.id.clone(),
             source,
         })?;
+    let server_ratio = match &ctx.server {
+        Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await?,
+        None => None,
+    };
     drop(tx);
     progress.finish();
     let stored = writer.finish()?;
-    let summary = summarize_output(ctx, run, output.clone(), prepared.tokenizer.as_deref());
+    let warnings = super::cache::leak_warning(run, &output.records)
+        .into_iter()
+        .collect();
+    let mut summary = summarize_output(
+        ctx,
+        run,
+        output.clone(),
+        prepared.tokenizer.as_deref(),
+        server_ratio,
+    );
+    let traffic = source.finish(&output.records, &mut summary);
+    let all_failed = all_failed(&summary, &output.records).filter(|_| !output.cancelled);
+    let (input_lengths, length_warning) =
+        super::lengths::input_lengths(&output.records, &prepared.targets);
+    let mut warnings: Vec<String> = warnings;
+    warnings.extend(length_warning);
     Ok(RunResult {
         summary,
         cancelled: output.cancelled,
         stored,
+        warnings,
+        traffic,
+        all_failed,
+        input_lengths,
     })
 }
 
@@ -174,6 +243,7 @@ fn summarize_output(
     run: &RunSpec,
     mut output: RunOutput,
     tok: Option<&crate::tokenize::Tokenizer>,
+    server_cache_hit_ratio: Option<f64>,
 ) -> RunSummary {
     for r in &mut output.records {
         count_output(r, tok);
@@ -188,6 +258,8 @@ fn summarize_output(
             .dataset
             .spec
             .num_documents),
+        server_cache_hit_ratio,
+        planned_prefix_share: super::cache::planned_prefix_share(run),
         ..SummaryOptions::default()
     };
     summarize(&output.records, &opts)

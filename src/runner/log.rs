@@ -13,19 +13,48 @@ use crate::engine::{PreparedRequest, RequestRecord};
 pub struct SuiteLog {
     file: Option<Mutex<BufWriter<File>>>,
     debug: bool,
+    /// `--progress-json FILE`: one JSON object per line (run start, progress, run end).
+    progress: Option<Mutex<File>>,
 }
 
 impl SuiteLog {
     /// Opens (appends to) `dir/perfplan.log`. Without a file, lines still go to stderr.
-    pub fn open(dir: &Path, debug: bool) -> SuiteLog {
+    pub fn open(dir: &Path, debug: bool, progress_json: Option<&Path>) -> SuiteLog {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.join("perfplan.log"))
             .ok();
+        let progress = progress_json.and_then(|p| {
+            let f = OpenOptions::new().create(true).append(true).open(p);
+            if let Err(e) = &f {
+                eprintln!("warning: cannot write progress to {}: {e}", p.display());
+            }
+            f.ok().map(Mutex::new)
+        });
         SuiteLog {
             file: file.map(|f| Mutex::new(BufWriter::new(f))),
             debug,
+            progress,
+        }
+    }
+
+    /// Whether `--progress-json` is on.
+    pub fn wants_events(&self) -> bool {
+        self.progress.is_some()
+    }
+
+    /// Appends one event line (with the wall-clock time) to the `--progress-json` file.
+    pub fn event(&self, mut event: serde_json::Value) {
+        let Some(file) = &self.progress else { return };
+        if let Some(map) = event.as_object_mut() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            map.insert("time".into(), now.into());
+        }
+        if let Ok(mut f) = file.lock() {
+            let _ = writeln!(f, "{event}");
         }
     }
 

@@ -2,16 +2,25 @@
 //! completes, summarizes each run, and starts `sim://` endpoints in-process. It maps plan
 //! settings to the engine's inputs, so the engine never sees a plan.
 
+mod cache;
+pub mod check;
 mod connect;
+mod conversation;
 mod execute;
 pub mod fields;
+mod lengths;
+pub mod lifecycle;
 mod log;
 mod prepare;
 mod progress;
+pub mod scrape;
 mod sims;
 mod suite;
+mod template;
+mod traffic;
 mod writer;
 
+pub use check::{CheckRow, Verdict};
 pub use execute::slos_of;
 pub use prepare::{api_kind, measured_count};
 pub use suite::{run_suite, RunOptions, SuiteOutcome};
@@ -69,6 +78,8 @@ pub enum RunnerError {
         #[source]
         source: crate::engine::RunError,
     },
+    #[error("body_template: {reason}")]
+    Template { reason: String },
     #[error("invalid SLO `{text}`: {reason}")]
     Slo { text: String, reason: String },
     #[error("cannot create the output folder {}", path.display())]
@@ -76,6 +87,12 @@ pub enum RunnerError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    #[error("server of endpoint `{endpoint}`")]
+    Server {
+        endpoint: String,
+        #[source]
+        source: lifecycle::LifecycleError,
     },
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
@@ -104,9 +121,10 @@ pub fn exit_code(e: &RunnerError) -> u8 {
     match e {
         RunnerError::Connection { .. } | RunnerError::Sim { .. } => exit::ENDPOINT,
         RunnerError::Store(_) => exit::DATABASE,
-        RunnerError::Slo { .. } | RunnerError::Tokenizer { .. } | RunnerError::Dataset { .. } => {
-            exit::INVALID
-        }
+        RunnerError::Slo { .. }
+        | RunnerError::Template { .. }
+        | RunnerError::Tokenizer { .. }
+        | RunnerError::Dataset { .. } => exit::INVALID,
         _ => exit::INTERNAL,
     }
 }

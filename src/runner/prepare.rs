@@ -9,6 +9,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::fields;
+use super::template::{self, TemplateInput};
 use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized};
@@ -31,6 +32,10 @@ pub struct PreparedRun {
     pub targets: Vec<Option<u32>>,
     pub warnings: Vec<String>,
     pub tokenizer: Option<Arc<Tokenizer>>,
+    /// Trace replay: the intended send offset of each request (`Load::Scheduled`).
+    pub schedule: Option<Vec<std::time::Duration>>,
+    /// Multi-turn: turns are built during the run from the answers (`requests` stays empty).
+    pub conversation: Option<super::conversation::ConversationPlan>,
 }
 
 pub fn api_kind(api: ApiSpec) -> ApiKind {
@@ -93,7 +98,26 @@ pub fn prepare(
         chat_template: s.model.spec.chat_template,
         seed: run.dataset_seed,
         count: warmup + measured,
+        template_kwargs: s
+            .request
+            .extra
+            .get("chat_template_kwargs")
+            .and_then(serde_json::Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
     };
+    let empty = |warnings| PreparedRun {
+        requests: Vec::new(),
+        priming: Vec::new(),
+        targets: Vec::new(),
+        warnings,
+        tokenizer: tokenizer.clone(),
+        schedule: None,
+        conversation: None,
+    };
+    if let Some(special) = super::traffic::prepare(run, &ctx, empty)? {
+        return Ok(special);
+    }
     let Materialized {
         items,
         mut warnings,
@@ -112,6 +136,12 @@ pub fn prepare(
     let limit_field = fields::max_tokens_field(&s.request);
     let stream = fields::streams(&s.request) && kind.can_stream();
     let mut rng = ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574);
+    let template = s
+        .request
+        .body_template
+        .as_deref()
+        .map(template::compile)
+        .transpose()?;
     let mut requests = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let mut fields = base.clone();
@@ -128,8 +158,20 @@ pub fn prepare(
             include_usage: stream,
             reject_fields: &s.endpoint.spec.reject_fields,
         };
-        let (path, body) = api::build_body(kind, &input)
-            .map_err(|source| RunnerError::Body { item: i, source })?;
+        let (path, body) = match &template {
+            None => api::build_body(kind, &input)
+                .map_err(|source| RunnerError::Body { item: i, source })?,
+            Some(env) => {
+                let t = TemplateInput {
+                    model: input.model,
+                    prompt: input.prompt,
+                    fields: input.fields,
+                    stream,
+                    reject_fields: input.reject_fields,
+                };
+                (kind.path(), template::render(env, &t)?)
+            }
+        };
         let phase = if i < warmup {
             Phase::Warmup
         } else {
@@ -165,5 +207,7 @@ pub fn prepare(
         targets,
         warnings,
         tokenizer,
+        schedule: None,
+        conversation: None,
     })
 }

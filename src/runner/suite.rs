@@ -2,16 +2,19 @@
 //! every run in order (finished ones skipped on `--resume`), Ctrl-C handling, and the
 //! pause between runs.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use super::cache;
 use super::execute::{self, RunContext};
+use super::lifecycle::{self, Servers};
 use super::log::SuiteLog;
 use super::prepare::{self, PreparedRun};
+use super::scrape::{CounterNames, ServerScrape};
 use super::sims::Sims;
 use super::{connect, RunnerError};
 use crate::engine::{CancelHandle, Endpoint, RunConfig, Target, Timeouts};
@@ -19,6 +22,10 @@ use crate::plan::LoadedPlan;
 use crate::planner::{display_value, RunSpec};
 use crate::store::{GitInfo, HostFacts, RunFinish, RunRow, RunStatus, Store, SuiteInfo};
 use crate::tokenize::TokenizerCache;
+
+// SLA-search runs: a child module, so it can drive `Suite::one` for each probe.
+#[path = "search.rs"]
+mod search;
 
 /// How to run a suite.
 #[derive(Debug, Clone, Default)]
@@ -29,6 +36,8 @@ pub struct RunOptions {
     pub resume: Option<PathBuf>,
     /// Log every request body and response in `perfplan.log`.
     pub debug: bool,
+    /// Append JSON progress events (run start, progress, run end, suite end) to this file.
+    pub progress_json: Option<PathBuf>,
 }
 
 /// How a suite ended.
@@ -110,16 +119,16 @@ pub fn run_label(run: &RunSpec, total: usize) -> String {
         .iter()
         .map(|(k, v)| format!("{k}={}", display_value(v)))
         .collect();
-    format!(
-        "run {}/{} {} {}",
-        run.ordinal,
-        total,
-        run.id,
-        axes.join(" ")
-    )
+    // With `--only`, ordinals can exceed the number of selected runs: show the ordinal alone.
+    let position = if run.ordinal <= total {
+        format!("{}/{total}", run.ordinal)
+    } else {
+        format!("#{}", run.ordinal)
+    };
+    format!("run {position} {} {}", run.id, axes.join(" "))
 }
 
-fn target(run: &RunSpec, sims: &Sims) -> Target {
+pub(super) fn target(run: &RunSpec, sims: &Sims) -> Target {
     let ep = &run.settings.endpoint.spec;
     let api_key = ep
         .api_key_env
@@ -150,8 +159,14 @@ pub fn run_suite(
     runs: &[RunSpec],
     opts: &RunOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
+    let ordered = cache::execution_order(runs);
+    let runs = &ordered[..];
     let (store, dir) = open_store(plan, opts)?;
-    let log = Arc::new(SuiteLog::open(&dir, opts.debug));
+    let log = Arc::new(SuiteLog::open(
+        &dir,
+        opts.debug,
+        opts.progress_json.as_deref(),
+    ));
     log.say(&format!("perfplan: results in {}", dir.display()));
     let store = register(store, runs)?;
     let slos = execute::slos_of(&plan.spec.slo)?;
@@ -162,7 +177,12 @@ pub fn run_suite(
         .build()
         .map_err(RunnerError::Runtime)?;
     let cancel = CancelHandle::new();
-    let watcher = rt.spawn(watch_ctrl_c(cancel.clone(), log.clone()));
+    let mut servers = Servers::new(&dir);
+    let watcher = rt.spawn(watch_ctrl_c(
+        cancel.clone(),
+        log.clone(),
+        servers.registry(),
+    ));
     let suite = Suite {
         plan,
         store: &store,
@@ -172,7 +192,11 @@ pub fn run_suite(
         cache: TokenizerCache::new(),
         log: &log,
     };
-    let result = rt.block_on(suite.run_all(runs, dir));
+    let result = rt.block_on(async {
+        let result = suite.run_all(runs, dir, &mut servers).await;
+        servers.stop_all().await;
+        result
+    });
     watcher.abort();
     sims.shutdown();
     result
@@ -208,13 +232,14 @@ fn warn_missing_keys(runs: &[RunSpec], log: &SuiteLog) {
 }
 
 /// First Ctrl-C: stop sending, let requests in flight finish. Second: exit at once.
-async fn watch_ctrl_c(cancel: CancelHandle, log: Arc<SuiteLog>) {
+async fn watch_ctrl_c(cancel: CancelHandle, log: Arc<SuiteLog>, launched: lifecycle::Registry) {
     if tokio::signal::ctrl_c().await.is_ok() {
         log.say(
             "\nperfplan: interrupted; letting requests in flight finish (Ctrl-C again to abort)",
         );
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
+            lifecycle::kill_registered(&launched);
             std::process::exit(130);
         }
     }
@@ -235,7 +260,12 @@ impl Suite<'_> {
         self.store.lock().map_err(|_| RunnerError::Poisoned)
     }
 
-    async fn run_all(&self, runs: &[RunSpec], dir: PathBuf) -> Result<SuiteOutcome, RunnerError> {
+    async fn run_all(
+        &self,
+        runs: &[RunSpec],
+        dir: PathBuf,
+        servers: &mut Servers,
+    ) -> Result<SuiteOutcome, RunnerError> {
         let mut outcome = SuiteOutcome {
             dir,
             done: 0,
@@ -244,7 +274,17 @@ impl Suite<'_> {
             interrupted: false,
         };
         let mut tested: BTreeSet<String> = BTreeSet::new();
+        let mut previous: BTreeMap<String, &RunSpec> = BTreeMap::new();
+        let last_of: BTreeMap<&str, usize> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.settings.endpoint.name.as_str(), i))
+            .collect();
         for (i, run) in runs.iter().enumerate() {
+            let ep = &run.settings.endpoint;
+            if i > 0 && last_of.get(runs[i - 1].settings.endpoint.name.as_str()) == Some(&(i - 1)) {
+                servers.stop(&runs[i - 1].settings.endpoint.name).await;
+            }
             if self.cancel.is_cancelled() {
                 outcome.interrupted = true;
                 break;
@@ -257,19 +297,10 @@ impl Suite<'_> {
                 outcome.skipped += 1;
                 continue;
             }
-            let target = target(run, self.sims);
-            let ep = &run.settings.endpoint;
-            if ep.spec.connection_test && tested.insert(ep.name.clone()) {
-                let deadline = ep
-                    .spec
-                    .ready_timeout
-                    .map_or(connect::CONNECT_DEADLINE, |d| d.0);
-                connect::test(&ep.name, &target, deadline).await?;
-            }
-            match self.one(run, &target, runs.len()).await {
-                Ok(true) => outcome.done += 1,
-                Ok(false) => outcome.interrupted = true,
-                Err(e) if !e.stops_suite() => {
+            let mut target = target(run, self.sims);
+            let port = match server_up(run, &mut target, servers).await {
+                Ok(port) => port,
+                Err(e) => {
                     self.log.say(&format!(
                         "error: {}: {}",
                         run_label(run, runs.len()),
@@ -277,8 +308,29 @@ impl Suite<'_> {
                     ));
                     self.fail(run, &e)?;
                     outcome.failed += 1;
+                    continue;
                 }
-                Err(e) => return Err(e),
+            };
+            let mut notes = Vec::new();
+            if cache::wants_reset(run, previous.get(&ep.name).copied()) {
+                notes.extend(lifecycle::reset_warning(&ep.spec, port, &target).await);
+            }
+            previous.insert(ep.name.clone(), run);
+            if ep.spec.connection_test && tested.insert(ep.name.clone()) {
+                let deadline = ep
+                    .spec
+                    .ready_timeout
+                    .map_or(connect::CONNECT_DEADLINE, |d| d.0);
+                connect::test(&ep.name, &target, deadline).await?;
+            }
+            let result = if run.settings.load.search.is_some() {
+                self.search(run, &target, runs.len(), notes).await
+            } else {
+                self.one(run, &target, runs.len(), notes).await
+            };
+            match self.server_died(run, &result, servers, runs.len())? {
+                true => outcome.failed += 1,
+                false => self.count(run, result, &mut outcome, runs.len())?,
             }
             if let Some(pause) = self.plan.spec.plan.pause_between_runs {
                 if i + 1 < runs.len() {
@@ -286,12 +338,69 @@ impl Suite<'_> {
                 }
             }
         }
+        self.log.event(serde_json::json!({
+            "event": "suite_end", "done": outcome.done, "skipped": outcome.skipped,
+            "failed": outcome.failed, "interrupted": outcome.interrupted,
+        }));
         Ok(outcome)
     }
 
+    /// Whether the run's launched server died during it (the run then failed, with the log
+    /// tail). A run whose requests all succeeded stands; the death shows at the next run.
+    fn server_died(
+        &self,
+        run: &RunSpec,
+        result: &Result<Ended, RunnerError>,
+        servers: &mut Servers,
+        total: usize,
+    ) -> Result<bool, RunnerError> {
+        let name = &run.settings.endpoint.name;
+        match (result, servers.alive(name)) {
+            (Ok(end), Err(source)) if end.failed_requests > 0 => {
+                let e = RunnerError::Server {
+                    endpoint: name.clone(),
+                    source,
+                };
+                self.log
+                    .say(&format!("error: {}: {}", run_label(run, total), chain(&e)));
+                self.finish_failed(run, &e)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Counts how a run ended; a failed run is stored as failed.
+    fn count(
+        &self,
+        run: &RunSpec,
+        result: Result<Ended, RunnerError>,
+        outcome: &mut SuiteOutcome,
+        total: usize,
+    ) -> Result<(), RunnerError> {
+        match result {
+            Ok(end) if end.failed_run => outcome.failed += 1,
+            Ok(end) if end.completed => outcome.done += 1,
+            Ok(_) => outcome.interrupted = true,
+            Err(e) if !e.stops_suite() => {
+                self.log
+                    .say(&format!("error: {}: {}", run_label(run, total), chain(&e)));
+                self.fail(run, &e)?;
+                outcome.failed += 1;
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
     fn fail(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
+        self.lock()?.begin_run(&run.id)?;
+        self.finish_failed(run, e)
+    }
+
+    /// Marks a run failed, keeping the requests it stored.
+    fn finish_failed(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
         let mut store = self.lock()?;
-        store.begin_run(&run.id)?;
         let empty = Default::default();
         let msg = chain(e);
         store.finish_run(
@@ -308,7 +417,13 @@ impl Suite<'_> {
     }
 
     /// One run; `Ok(false)` when it was interrupted.
-    async fn one(&self, run: &RunSpec, target: &Target, total: usize) -> Result<bool, RunnerError> {
+    async fn one(
+        &self,
+        run: &RunSpec,
+        target: &Target,
+        total: usize,
+        notes: Vec<String>,
+    ) -> Result<Ended, RunnerError> {
         let prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
         let pool = RunConfig {
             load: execute::engine_load(&run.settings.load, 0),
@@ -320,13 +435,18 @@ impl Suite<'_> {
             endpoint: run.settings.endpoint.name.clone(),
             source,
         })?;
-        let mut warnings = prepared.warnings.clone();
+        let mut warnings = notes;
+        warnings.extend(prepared.warnings.iter().cloned());
         warnings.extend(crate::engine::limits::connection_limit_problem(pool as u64));
         for w in &warnings {
             self.log
                 .say(&format!("warning: {}: {w}", run_label(run, total)));
         }
         self.lock()?.begin_run(&run.id)?;
+        self.log.event(serde_json::json!({
+            "event": "run_start", "run": run.id, "ordinal": run.ordinal, "of": total,
+            "axes": run.axes,
+        }));
         let ctx = RunContext {
             store: self.store.clone(),
             endpoint: &endpoint,
@@ -335,15 +455,32 @@ impl Suite<'_> {
             definitions: self.plan.spec.plan.metric_definitions,
             label: run_label(run, total),
             log: self.log.clone(),
+            server: Some(ServerScrape::new(
+                &target.base_url,
+                CounterNames::of(run.settings.endpoint.spec.metrics.as_ref()),
+            )),
         };
         let result = execute::execute(&ctx, run, prepared).await?;
         let status = if result.cancelled {
             RunStatus::Interrupted
+        } else if result.all_failed.is_some() {
+            RunStatus::Failed
         } else {
             RunStatus::Done
         };
-        let extras = execute::extras(&result.summary, result.stored);
+        let mut extras = execute::extras(&result.summary, result.stored);
+        if let Value::Object(map) = &mut extras {
+            map.insert("input_lengths".into(), result.input_lengths.clone());
+        }
+        if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
+            map.extend(more.clone());
+        }
         let mut all_warnings = warnings;
+        for w in &result.warnings {
+            self.log
+                .say(&format!("warning: {}: {w}", run_label(run, total)));
+        }
+        all_warnings.extend(result.warnings.iter().cloned());
         if let Some(reason) = &result.summary.client_bound {
             all_warnings.push(format!("client_bound: {reason}"));
         }
@@ -354,12 +491,52 @@ impl Suite<'_> {
                 metrics: &result.summary.values,
                 extras: &extras,
                 warnings: &all_warnings,
-                error: None,
+                error: result.all_failed.as_deref(),
             },
         )?;
         self.log.say(&summary_line(run, total, &result.summary));
-        Ok(!result.cancelled)
+        if let Some(why) = &result.all_failed {
+            self.log
+                .say(&format!("error: {}: {why}", run_label(run, total)));
+        }
+        self.log.event(serde_json::json!({
+            "event": "run_end", "run": run.id, "status": status.as_str(),
+            "metrics": result.summary.values,
+        }));
+        Ok(Ended {
+            completed: !result.cancelled,
+            failed_requests: result.summary.failures.values().sum(),
+            failed_run: result.all_failed.is_some(),
+        })
     }
+}
+
+/// How a run ended: completed (not interrupted), and how many of its requests failed.
+struct Ended {
+    pub(super) completed: bool,
+    pub(super) failed_requests: u64,
+    /// Every measured request failed: the run is stored as failed.
+    pub(super) failed_run: bool,
+}
+
+/// Fills the `{port}` of a launched endpoint and makes sure its server is up.
+pub(super) async fn server_up(
+    run: &RunSpec,
+    target: &mut Target,
+    servers: &mut Servers,
+) -> Result<Option<u16>, RunnerError> {
+    let ep = &run.settings.endpoint;
+    let err = |source| RunnerError::Server {
+        endpoint: ep.name.clone(),
+        source,
+    };
+    let port = servers.port(&ep.name, &ep.spec).map_err(err)?;
+    target.base_url = lifecycle::fill_port(&target.base_url, port);
+    servers
+        .ensure(&ep.name, &ep.spec, &target.base_url)
+        .await
+        .map_err(err)?;
+    Ok(port)
 }
 
 fn summary_line(run: &RunSpec, total: usize, s: &crate::metrics::RunSummary) -> String {

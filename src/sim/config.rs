@@ -114,6 +114,10 @@ pub struct SimConfig {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub truth: bool,
 
+    /// Prompt tokens counted for each `image_url` part of a chat message (distinct per image).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub image_tokens: u32,
+
     /// Length of the vectors returned by `POST /v1/embeddings`.
     #[arg(long, default_value_t = 384, value_name = "N")]
     pub embedding_dim: u32,
@@ -178,6 +182,7 @@ impl Default for SimConfig {
             tokenizer: None,
             seed: 0,
             truth: true,
+            image_tokens: 1,
             embedding_dim: 384,
             fault_http_429: 0.0,
             fault_http_500: 0.0,

@@ -121,9 +121,14 @@ pub(crate) fn parse_job(
 ) -> Result<Job, ApiError> {
     check_common(cfg, body)?;
     let prompts = match api {
-        Api::Chat => vec![chat_tokens(body.get("messages"), None, tok)?],
+        Api::Chat => vec![chat_tokens(
+            body.get("messages"),
+            None,
+            tok,
+            cfg.image_tokens,
+        )?],
         Api::Completions => completion_prompts(body.get("prompt"), tok)?,
-        Api::Responses => vec![response_tokens(body, tok)?],
+        Api::Responses => vec![response_tokens(body, tok, cfg.image_tokens)?],
     };
     let max_tokens = match api {
         Api::Responses => uint(body, "max_output_tokens")?,
@@ -199,14 +204,25 @@ fn completion_prompts(
 }
 
 /// Appends the tokens of a message content: a string or a list of parts.
-fn content_tokens(content: Option<&Value>, tok: &TokenCounter, out: &mut Vec<u32>) {
+/// An `image_url` part counts `image_tokens` tokens, distinct per image.
+fn content_tokens(
+    content: Option<&Value>,
+    tok: &TokenCounter,
+    image_tokens: u32,
+    out: &mut Vec<u32>,
+) {
     match content {
         Some(Value::String(s)) => tok.encode(s, out),
         Some(Value::Array(parts)) => {
             for part in parts {
-                match part.get("text").and_then(Value::as_str) {
-                    Some(text) => tok.encode(text, out),
-                    None => out.push(marker(&part.to_string())),
+                let image = part.pointer("/image_url/url").and_then(Value::as_str);
+                match (part.get("text").and_then(Value::as_str), image) {
+                    (Some(text), _) => tok.encode(text, out),
+                    (None, Some(url)) => {
+                        let h = marker(url);
+                        out.extend((0..image_tokens).map(|k| h.wrapping_add(k) | 0x8000_0000));
+                    }
+                    (None, None) => out.push(marker(&part.to_string())),
                 }
             }
         }
@@ -219,6 +235,7 @@ fn chat_tokens(
     messages: Option<&Value>,
     system: Option<&str>,
     tok: &TokenCounter,
+    image_tokens: u32,
 ) -> Result<Vec<u32>, ApiError> {
     let Some(Value::Array(messages)) = messages else {
         return Err(ApiError::bad_request(
@@ -240,7 +257,7 @@ fn chat_tokens(
     for m in messages {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
         out.push(marker(role));
-        content_tokens(m.get("content"), tok, &mut out);
+        content_tokens(m.get("content"), tok, image_tokens, &mut out);
         out.push(marker("end"));
     }
     out.push(marker("assistant"));
@@ -248,14 +265,18 @@ fn chat_tokens(
 }
 
 /// Responses API `input` (a string or a list of message items) plus `instructions`.
-fn response_tokens(body: &Value, tok: &TokenCounter) -> Result<Vec<u32>, ApiError> {
+fn response_tokens(
+    body: &Value,
+    tok: &TokenCounter,
+    image_tokens: u32,
+) -> Result<Vec<u32>, ApiError> {
     let system = body.get("instructions").and_then(Value::as_str);
     match body.get("input") {
         Some(Value::String(s)) => {
             let msgs = json!([{"role": "user", "content": s}]);
-            chat_tokens(Some(&msgs), system, tok)
+            chat_tokens(Some(&msgs), system, tok, image_tokens)
         }
-        Some(v @ Value::Array(_)) => chat_tokens(Some(v), system, tok),
+        Some(v @ Value::Array(_)) => chat_tokens(Some(v), system, tok, image_tokens),
         _ => Err(ApiError::bad_request(
             "`input` must be a string or a list of items",
             Some("input"),
@@ -286,7 +307,7 @@ pub(crate) fn texts_tokens(v: Option<&Value>, tok: &TokenCounter) -> Vec<Vec<u32
                     Value::Array(ids) => {
                         out.extend(ids.iter().filter_map(|x| x.as_u64().map(|n| n as u32)))
                     }
-                    Value::Object(_) => content_tokens(item.get("text"), tok, &mut out),
+                    Value::Object(_) => content_tokens(item.get("text"), tok, 1, &mut out),
                     _ => {}
                 }
                 out

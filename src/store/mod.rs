@@ -7,6 +7,7 @@
 mod requests;
 mod runs;
 mod schema;
+mod search;
 mod suite;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use rusqlite::{Connection, OpenFlags};
 pub use requests::{RequestRow, StoredRequest};
 pub use runs::{GateRecord, RunFinish, RunRow, RunStatus, ServerPhase, StoredRun};
 pub use schema::SCHEMA_VERSION;
+pub use search::{ProbeLink, SearchRow, SearchStepRow};
 pub use suite::{GitInfo, HostFacts, SuiteInfo, SuiteRow};
 
 /// The database's file name inside an output folder.

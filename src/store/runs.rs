@@ -254,13 +254,15 @@ impl Store {
         tx.commit().doing("finishing a run")
     }
 
-    /// Every run, by ordinal, with its aggregates.
+    /// Every run, by ordinal, with its aggregates (an SLA search's probe runs are
+    /// reported through their search, not here).
     pub fn runs(&self) -> Result<Vec<StoredRun>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
                 "SELECT id, ordinal, axes_json, settings_json, status, started_unix_ms,
-                 finished_unix_ms, warnings_json, extras_json, error FROM runs ORDER BY ordinal, id",
+                 finished_unix_ms, warnings_json, extras_json, error FROM runs
+                 WHERE id NOT IN (SELECT run_id FROM search_probes) ORDER BY ordinal, id",
             )
             .doing("reading runs")?;
         let mut runs = stmt

@@ -5,7 +5,8 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 1] = [r#"
+const MIGRATIONS: [&str; 2] = [
+    r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     plan_name TEXT NOT NULL,
@@ -99,7 +100,39 @@ CREATE TABLE gate_results (
     passed INTEGER NOT NULL,
     message TEXT NOT NULL
 );
-"#];
+"#,
+    // 2: SLA searches. A probe is a run of its own (in `runs`), linked here to its
+    // search run and step; `runs` lists neither table's rows twice.
+    r#"
+CREATE TABLE searches (
+    run_id TEXT PRIMARY KEY,
+    variable TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    best_pass REAL,
+    first_fail REAL,
+    failed_metric TEXT,
+    slo_json TEXT NOT NULL,
+    message TEXT NOT NULL
+);
+CREATE TABLE search_probes (
+    run_id TEXT PRIMARY KEY,
+    search_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    value REAL NOT NULL,
+    trial INTEGER NOT NULL,
+    verdict TEXT
+);
+CREATE TABLE search_steps (
+    search_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    value REAL NOT NULL,
+    verdict TEXT NOT NULL,
+    failed_metric TEXT,
+    metrics_json TEXT NOT NULL,
+    PRIMARY KEY (search_id, step)
+) WITHOUT ROWID;
+"#,
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -12,9 +12,21 @@ use super::TokenizeError;
 pub(crate) struct FolderConfig {
     /// The template source and the file it came from.
     pub chat_template: Option<(String, PathBuf)>,
-    pub bos_token: Option<String>,
-    pub eos_token: Option<String>,
+    /// `bos_token`, `eos_token`, ... as (name, text), passed to the template like
+    /// transformers passes its special-tokens map.
+    pub special_tokens: Vec<(String, String)>,
 }
+
+/// The special-token keys of `tokenizer_config.json` a template may use.
+const SPECIAL_TOKEN_KEYS: [&str; 7] = [
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "pad_token",
+    "sep_token",
+    "cls_token",
+    "mask_token",
+];
 
 /// Reads the optional files of a tokenizer folder. Missing files are not errors; unreadable
 /// or malformed ones are.
@@ -23,8 +35,10 @@ pub(crate) fn read_folder(dir: &Path) -> Result<FolderConfig, TokenizeError> {
     let config_path = dir.join("tokenizer_config.json");
     if config_path.is_file() {
         let config = read_json(&config_path)?;
-        out.bos_token = config.get("bos_token").and_then(token_text);
-        out.eos_token = config.get("eos_token").and_then(token_text);
+        out.special_tokens = SPECIAL_TOKEN_KEYS
+            .iter()
+            .filter_map(|k| Some((k.to_string(), config.get(*k).and_then(token_text)?)))
+            .collect();
         if let Some(source) = config.get("chat_template").and_then(template_text) {
             out.chat_template = Some((source, config_path.clone()));
         }

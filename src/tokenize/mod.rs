@@ -12,7 +12,7 @@ mod vocab;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 pub use cache::TokenizerCache;
 pub use template::ChatTemplate;
@@ -84,8 +84,7 @@ pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
     path: PathBuf,
     template: Option<ChatTemplate>,
-    bos_token: Option<String>,
-    eos_token: Option<String>,
+    special_tokens: Vec<(String, String)>,
     words: OnceLock<WordPool>,
 }
 
@@ -137,8 +136,7 @@ impl Tokenizer {
             inner,
             path: path.to_path_buf(),
             template,
-            bos_token: cfg.bos_token,
-            eos_token: cfg.eos_token,
+            special_tokens: cfg.special_tokens,
             words: OnceLock::new(),
         }))
     }
@@ -203,11 +201,19 @@ impl Tokenizer {
     }
 
     pub fn bos_token(&self) -> Option<&str> {
-        self.bos_token.as_deref()
+        self.special_token("bos_token")
     }
 
     pub fn eos_token(&self) -> Option<&str> {
-        self.eos_token.as_deref()
+        self.special_token("eos_token")
+    }
+
+    /// A special token of `tokenizer_config.json` by key (`"pad_token"`, ...).
+    pub fn special_token(&self, key: &str) -> Option<&str> {
+        self.special_tokens
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, text)| text.as_str())
     }
 
     /// Renders OpenAI-style `messages` through the chat template.
@@ -215,6 +221,17 @@ impl Tokenizer {
         &self,
         messages: &[Value],
         add_generation_prompt: bool,
+    ) -> Result<String, TokenizeError> {
+        self.render_chat_with(messages, add_generation_prompt, &Map::new())
+    }
+
+    /// [`Tokenizer::render_chat`] with extra template variables (a request's
+    /// `chat_template_kwargs`, e.g. `enable_thinking`).
+    pub fn render_chat_with(
+        &self,
+        messages: &[Value],
+        add_generation_prompt: bool,
+        kwargs: &Map<String, Value>,
     ) -> Result<String, TokenizeError> {
         let template = self
             .template
@@ -226,8 +243,8 @@ impl Tokenizer {
             .render(
                 messages,
                 add_generation_prompt,
-                self.bos_token.as_deref(),
-                self.eos_token.as_deref(),
+                &self.special_tokens,
+                kwargs,
             )
             .map_err(|source| TokenizeError::Render {
                 path: self.path.clone(),
@@ -238,13 +255,31 @@ impl Tokenizer {
     /// Token count of a conversation as a server sees it: rendered with the generation
     /// prompt, then encoded without adding special tokens (the template holds them).
     pub fn count_chat(&self, messages: &[Value]) -> Result<usize, TokenizeError> {
-        let text = self.render_chat(messages, true)?;
+        self.count_chat_with(messages, &Map::new())
+    }
+
+    /// [`Tokenizer::count_chat`] with extra template variables.
+    pub fn count_chat_with(
+        &self,
+        messages: &[Value],
+        kwargs: &Map<String, Value>,
+    ) -> Result<usize, TokenizeError> {
+        let text = self.render_chat_with(messages, true, kwargs)?;
         self.count(&text, false)
     }
 
     /// Token ids of a conversation as a server sees it (see [`Tokenizer::count_chat`]).
     pub fn encode_chat(&self, messages: &[Value]) -> Result<Vec<u32>, TokenizeError> {
-        let text = self.render_chat(messages, true)?;
+        self.encode_chat_with(messages, &Map::new())
+    }
+
+    /// [`Tokenizer::encode_chat`] with extra template variables.
+    pub fn encode_chat_with(
+        &self,
+        messages: &[Value],
+        kwargs: &Map<String, Value>,
+    ) -> Result<Vec<u32>, TokenizeError> {
+        let text = self.render_chat_with(messages, true, kwargs)?;
         self.encode(&text, false)
     }
 

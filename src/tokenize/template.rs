@@ -1,14 +1,15 @@
 //! Chat templates rendered with minijinja the way transformers renders them with Jinja2:
 //! `trim_blocks` and `lstrip_blocks` on, Python string/dict/list methods (pycompat),
 //! `raise_exception`, a Python-compatible `tojson`, `strftime_now`, and the variables
-//! `messages`, `add_generation_prompt`, `bos_token`, `eos_token`.
+//! `messages`, `add_generation_prompt`, the special tokens (`bos_token`, `eos_token`, ...) and
+//! any extra template variables (a request's `chat_template_kwargs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use minijinja::value::{Kwargs, Value as JinjaValue};
 use minijinja::{Environment, Error, ErrorKind};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::TokenizeError;
 
@@ -37,24 +38,26 @@ impl ChatTemplate {
         Ok(ChatTemplate { env })
     }
 
-    /// Renders a conversation.
+    /// Renders a conversation. `special_tokens` are (name, text) pairs such as
+    /// `("bos_token", "<s>")`; `extra` adds template variables (never replacing `messages`
+    /// or `add_generation_prompt`).
     pub fn render(
         &self,
         messages: &[Value],
         add_generation_prompt: bool,
-        bos_token: Option<&str>,
-        eos_token: Option<&str>,
+        special_tokens: &[(String, String)],
+        extra: &Map<String, Value>,
     ) -> Result<String, Error> {
         let template = self.env.get_template(NAME)?;
         let mut ctx: BTreeMap<&str, JinjaValue> = BTreeMap::new();
+        for (name, value) in extra {
+            ctx.insert(name, JinjaValue::from_serialize(value));
+        }
+        for (name, text) in special_tokens {
+            ctx.insert(name, text.as_str().into());
+        }
         ctx.insert("messages", JinjaValue::from_serialize(messages));
         ctx.insert("add_generation_prompt", add_generation_prompt.into());
-        if let Some(bos) = bos_token {
-            ctx.insert("bos_token", bos.into());
-        }
-        if let Some(eos) = eos_token {
-            ctx.insert("eos_token", eos.into());
-        }
         template.render(ctx)
     }
 }
@@ -264,7 +267,11 @@ mod tests {
     fn render(source: &str, messages: Value) -> Result<String, Error> {
         let t = ChatTemplate::compile(source.to_string(), Path::new("t.jinja")).unwrap();
         let messages: Vec<Value> = serde_json::from_value(messages).unwrap();
-        t.render(&messages, true, Some("<s>"), Some("</s>"))
+        let specials = [
+            ("bos_token".to_string(), "<s>".to_string()),
+            ("eos_token".to_string(), "</s>".to_string()),
+        ];
+        t.render(&messages, true, &specials, &Map::new())
     }
 
     #[test]

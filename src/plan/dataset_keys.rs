@@ -1,7 +1,7 @@
 //! Which `DatasetSpec` keys each kind takes; a key set on a kind that ignores it is an error
 //! (a plan must not silently do something else than it says).
 
-use crate::plan::spec::{DatasetKind, DatasetSpec};
+use super::spec::{DatasetKind, DatasetSpec};
 
 /// Length rules shared by the file kinds.
 const FILE_RULES: &[&str] = &[
@@ -27,7 +27,7 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "think_time",
             "prefix_tokens",
         ],
-        DatasetKind::Conversations => &["path", "think_time"],
+        DatasetKind::Conversations => &["path", "think_time", "turns"],
         DatasetKind::Trace => &[
             "path",
             "speed",
@@ -42,9 +42,9 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "images_per_request",
             "text_tokens",
         ],
-        DatasetKind::Images => &["path", "images_per_request", "text_tokens"],
+        DatasetKind::Images => &["path", "format", "images_per_request", "text_tokens"],
         DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
-        DatasetKind::Embedding => &["path", "batch_size"],
+        DatasetKind::Embedding => &["path", "batch_size", "field"],
         DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
         DatasetKind::Rerank => &["path", "num_documents"],
     };

@@ -1,0 +1,65 @@
+//! `random_embedding` without a tokenizer: requests of `batch_size` inputs of about
+//! `input_tokens` words each (approximate lengths; with the model's tokenizer,
+//! `random_batch` makes them exact). Files are read by `batch_files`.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::words::{draw_len, random_text};
+use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
+use crate::api::Prompt;
+use crate::plan::spec::DatasetSpec;
+
+pub(crate) fn random(
+    spec: &DatasetSpec,
+    ctx: &DatasetContext,
+) -> Result<Materialized, DatasetError> {
+    let input = spec.input_tokens.ok_or(DatasetError::MissingKey {
+        kind: "random_embedding".into(),
+        key: "input_tokens",
+    })?;
+    let batch = batch_size(spec)?;
+    let tok = ctx.tokenizer.as_deref();
+    let mut items = Vec::with_capacity(ctx.count);
+    for i in 0..ctx.count {
+        let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ (i as u64).wrapping_mul(0x9e37_79b9));
+        let mut inputs = Vec::with_capacity(batch);
+        let mut total: Option<u32> = Some(0);
+        for _ in 0..batch {
+            let (text, n) = random_text(tok, draw_len(input, &mut rng), &mut rng)?;
+            total = total.zip(n).map(|(a, b)| a + b);
+            inputs.push(text);
+        }
+        items.push(item(Prompt::Embedding(inputs), total));
+    }
+    Ok(done(items))
+}
+
+fn batch_size(spec: &DatasetSpec) -> Result<usize, DatasetError> {
+    match spec.batch_size.unwrap_or(1) {
+        0 => Err(DatasetError::Invalid(
+            "batch_size must be at least 1".into(),
+        )),
+        n => Ok(n as usize),
+    }
+}
+
+pub(crate) fn item(prompt: Prompt, client_input_tokens: Option<u32>) -> PromptItem {
+    PromptItem {
+        prompt,
+        target_input_tokens: None,
+        client_input_tokens,
+        output_tokens: None,
+    }
+}
+
+pub(crate) fn done(items: Vec<PromptItem>) -> Materialized {
+    Materialized {
+        stats: DatasetStats {
+            distinct_prompts: items.len(),
+            ..DatasetStats::default()
+        },
+        items,
+        warnings: Vec::new(),
+    }
+}

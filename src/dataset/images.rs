@@ -1,0 +1,213 @@
+//! `random_images` and `images`: chat prompts of one user message holding a text part and
+//! `images_per_request` `image_url` parts with base64 data URLs. Random images are drawn
+//! from the run seed (one per request and position); `images` reads a folder (png, jpg,
+//! jpeg files in name order, grouped by `images_per_request`) or a JSONL file of
+//! `{"image": path, "text": ...}` records (`image_path`/`path`, `prompt` also read).
+//! The client counts only the text; visual tokens come from the server's usage.
+
+use std::path::{Path, PathBuf};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+use super::embedding::{done, item};
+use super::image_codec::{data_url, encode, pixels, ImageFormat};
+use super::source::{numbered_lines, read_text, required_path};
+use super::words::random_text;
+use super::{DatasetContext, DatasetError, Materialized};
+use crate::api::Prompt;
+use crate::plan::spec::DatasetSpec;
+
+const DEFAULT_TEXT: &str = "Describe this image.";
+
+/// One chat message: the text part, then one `image_url` part per URL.
+pub fn image_message(text: &str, urls: &[String]) -> Value {
+    let mut parts = vec![json!({"type": "text", "text": text})];
+    parts.extend(
+        urls.iter()
+            .map(|u| json!({"type": "image_url", "image_url": {"url": u}})),
+    );
+    json!({"role": "user", "content": parts})
+}
+
+fn per_request(spec: &DatasetSpec) -> usize {
+    spec.images_per_request.unwrap_or(1).max(1) as usize
+}
+
+fn caption(
+    spec: &DatasetSpec,
+    ctx: &DatasetContext,
+    rng: &mut ChaCha8Rng,
+) -> Result<(String, Option<u32>), DatasetError> {
+    match spec.text_tokens {
+        Some(n) if n > 0 => random_text(ctx.tokenizer.as_deref(), n, rng),
+        _ => Ok((DEFAULT_TEXT.to_string(), count(ctx, DEFAULT_TEXT)?)),
+    }
+}
+
+fn count(ctx: &DatasetContext, text: &str) -> Result<Option<u32>, DatasetError> {
+    match ctx.tokenizer.as_deref() {
+        Some(t) => Ok(Some(t.count(text, false)? as u32)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn random(
+    spec: &DatasetSpec,
+    ctx: &DatasetContext,
+) -> Result<Materialized, DatasetError> {
+    let missing = |key| DatasetError::MissingKey {
+        kind: "random_images".into(),
+        key,
+    };
+    let width = spec.width.ok_or_else(|| missing("width"))?;
+    let height = spec.height.ok_or_else(|| missing("height"))?;
+    if width == 0 || height == 0 || u64::from(width) * u64::from(height) > 16_000_000 {
+        return Err(DatasetError::Invalid(format!(
+            "image size {width}x{height} must be between 1x1 and 16 megapixels"
+        )));
+    }
+    let format = image_format(spec)?;
+    let n = per_request(spec);
+    let mut items = Vec::with_capacity(ctx.count);
+    for i in 0..ctx.count {
+        let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ (i as u64).wrapping_mul(0x2545_f491));
+        let (text, tokens) = caption(spec, ctx, &mut rng)?;
+        let mut urls = Vec::with_capacity(n);
+        for j in 0..n {
+            let seed = ctx.seed ^ ((i * n + j) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let bytes = encode(format, width, height, &pixels(width, height, seed))
+                .map_err(DatasetError::Invalid)?;
+            urls.push(data_url(format.mime(), &bytes));
+        }
+        items.push(item(
+            Prompt::Messages(vec![image_message(&text, &urls)]),
+            tokens,
+        ));
+    }
+    Ok(done(items))
+}
+
+fn image_format(spec: &DatasetSpec) -> Result<ImageFormat, DatasetError> {
+    let text = spec.format.as_deref().unwrap_or("png");
+    ImageFormat::parse(text).ok_or_else(|| {
+        DatasetError::Invalid(format!("image format `{text}` is not one of png, jpeg"))
+    })
+}
+
+fn mime_of(path: &Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    match ext.as_str() {
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "webp" => Some("image/webp"),
+        "gif" => Some("image/gif"),
+        _ => None,
+    }
+}
+
+fn read_image(path: &Path) -> Result<String, DatasetError> {
+    let mime = mime_of(path).ok_or_else(|| {
+        DatasetError::Invalid(format!(
+            "{}: not an image file (png, jpg, jpeg, webp, gif)",
+            path.display()
+        ))
+    })?;
+    let bytes = std::fs::read(path).map_err(|source| DatasetError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(data_url(mime, &bytes))
+}
+
+/// `(text or None, image paths)` per request source entry.
+fn entries(path: &Path) -> Result<Vec<(Option<String>, PathBuf)>, DatasetError> {
+    if path.is_dir() {
+        let read = std::fs::read_dir(path).map_err(|source| DatasetError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut files: Vec<PathBuf> = read
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| mime_of(p).is_some())
+            .collect();
+        files.sort();
+        return Ok(files.into_iter().map(|p| (None, p)).collect());
+    }
+    let text = read_text(path)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut out = Vec::new();
+    for (line, raw) in numbered_lines(&text) {
+        let v: Value = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
+            path: path.to_path_buf(),
+            line,
+            source,
+        })?;
+        let image = ["image", "image_path", "path"]
+            .iter()
+            .find_map(|k| v.get(*k).and_then(Value::as_str))
+            .ok_or_else(|| DatasetError::Line {
+                path: path.to_path_buf(),
+                line,
+                message: "no `image` path".into(),
+            })?;
+        let p = Path::new(image);
+        let full = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            base.join(p)
+        };
+        let text = ["text", "prompt"]
+            .iter()
+            .find_map(|k| v.get(*k).and_then(Value::as_str))
+            .map(String::from);
+        out.push((text, full));
+    }
+    Ok(out)
+}
+
+pub(crate) fn files(
+    spec: &DatasetSpec,
+    ctx: &DatasetContext,
+) -> Result<Materialized, DatasetError> {
+    let path = required_path(spec, ctx, "images")?;
+    let list = entries(&path)?;
+    if list.is_empty() {
+        return Err(DatasetError::Empty { path });
+    }
+    let n = per_request(spec);
+    let mut items = Vec::with_capacity(ctx.count);
+    for i in 0..ctx.count {
+        let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ i as u64);
+        let mut urls = Vec::with_capacity(n);
+        let mut text = None;
+        for j in 0..n {
+            let (t, p) = &list[(i * n + j) % list.len()];
+            text = text.or(t.clone());
+            urls.push(read_image(p)?);
+        }
+        let (text, tokens) = match text {
+            Some(t) => {
+                let c = count(ctx, &t)?;
+                (t, c)
+            }
+            None => caption(spec, ctx, &mut rng)?,
+        };
+        items.push(item(
+            Prompt::Messages(vec![image_message(&text, &urls)]),
+            tokens,
+        ));
+    }
+    let mut out = done(items);
+    out.stats.source_prompts = list.len();
+    if ctx.count * n > list.len() {
+        out.warnings.push(format!(
+            "{} holds {} images; the run sends {}: images repeat",
+            path.display(),
+            list.len(),
+            ctx.count * n
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,291 @@
+//! `trace`: recorded requests replayed at their recorded offsets. Reads JSONL records
+//! `{body, timestamp, headers?, request_id?, completion_tokens?}` (timestamps as epoch
+//! seconds, milliseconds or microseconds, or ISO-8601 text), sorts out-of-order records
+//! (with a warning), divides offsets by `speed`, and applies the configured rewrites:
+//! `model_override`, `model_mapping`, `match_output_length`. Every record keeps its own
+//! model unless a rewrite says otherwise. Knows nothing about HTTP or the engine.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::source::{numbered_lines, read_text, required_path};
+use super::{DatasetContext, DatasetError};
+use crate::plan::spec::DatasetSpec;
+
+/// One request of a trace, ready to send at `offset` after the replay's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRequest {
+    /// Scaled by `speed`; the first record is at zero.
+    pub offset: Duration,
+    /// The recorded body after the rewrites.
+    pub body: Map<String, Value>,
+    pub request_id: Option<String>,
+    /// The recorded answer length.
+    pub completion_tokens: Option<u32>,
+}
+
+/// A trace, ordered by time and cut to the requests the run needs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    pub requests: Vec<TraceRequest>,
+    pub warnings: Vec<String>,
+    /// Records in the file.
+    pub records: usize,
+}
+
+struct Raw {
+    at_us: i128,
+    line: usize,
+    body: Map<String, Value>,
+    request_id: Option<String>,
+    completion_tokens: Option<u32>,
+    has_headers: bool,
+}
+
+/// Reads and rewrites the trace for `ctx.count` requests (all records if there are fewer).
+pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetError> {
+    let path = required_path(spec, ctx, "trace")?;
+    let text = read_text(&path)?;
+    let mut raws = Vec::new();
+    for (line, raw) in numbered_lines(&text) {
+        let bad = |message: String| DatasetError::Line {
+            path: path.clone(),
+            line,
+            message,
+        };
+        let v: Value = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
+            path: path.clone(),
+            line,
+            source,
+        })?;
+        let Some(body) = v.get("body").and_then(Value::as_object).cloned() else {
+            return Err(bad("`body` must be a JSON object".into()));
+        };
+        let at_us = v
+            .get("timestamp")
+            .ok_or_else(|| bad("no `timestamp`".into()))
+            .and_then(|t| timestamp_us(t).map_err(bad))?;
+        raws.push(Raw {
+            at_us,
+            line,
+            body,
+            request_id: v
+                .get("request_id")
+                .and_then(Value::as_str)
+                .map(String::from),
+            completion_tokens: v
+                .get("completion_tokens")
+                .and_then(Value::as_u64)
+                .map(|n| n.min(u64::from(u32::MAX)) as u32),
+            has_headers: v.get("headers").is_some_and(|h| !h.is_null()),
+        });
+    }
+    let mut warnings = Vec::new();
+    if raws.windows(2).any(|w| w[1].at_us < w[0].at_us) {
+        warnings.push(format!(
+            "{}: records are not in time order; they are replayed sorted by timestamp",
+            path.display()
+        ));
+        raws.sort_by_key(|r| (r.at_us, r.line));
+    }
+    if raws.iter().any(|r| r.has_headers) {
+        warnings.push("trace `headers` are not replayed: the endpoint's headers are sent".into());
+    }
+    let speed = spec.speed.unwrap_or(1.0);
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(DatasetError::Invalid(
+            "speed must be a positive number".into(),
+        ));
+    }
+    let records = raws.len();
+    let start = raws.first().map_or(0, |r| r.at_us);
+    let requests = raws
+        .into_iter()
+        .take(ctx.count)
+        .map(|r| TraceRequest {
+            offset: Duration::from_secs_f64((r.at_us - start) as f64 / 1e6 / speed),
+            body: rewrite(spec, r.body, r.completion_tokens),
+            request_id: r.request_id,
+            completion_tokens: r.completion_tokens,
+        })
+        .collect();
+    Ok(Trace {
+        requests,
+        warnings,
+        records,
+    })
+}
+
+/// The configured rewrites of one recorded body.
+pub fn rewrite(
+    spec: &DatasetSpec,
+    mut body: Map<String, Value>,
+    completion_tokens: Option<u32>,
+) -> Map<String, Value> {
+    let model = body.get("model").and_then(Value::as_str).map(String::from);
+    let new_model = match (&spec.model_override, model) {
+        (Some(m), _) => Some(m.clone()),
+        (None, Some(m)) => spec.model_mapping.get(&m).cloned(),
+        (None, None) => None,
+    };
+    if let Some(m) = new_model {
+        body.insert("model".into(), Value::from(m));
+    }
+    if let (Some(true), Some(n)) = (spec.match_output_length, completion_tokens) {
+        let field = ["max_completion_tokens", "max_output_tokens"]
+            .into_iter()
+            .find(|f| body.contains_key(*f))
+            .unwrap_or("max_tokens");
+        body.insert(field.into(), Value::from(n));
+        body.insert("ignore_eos".into(), Value::Bool(true));
+    }
+    body
+}
+
+/// Microseconds since the epoch of a number (seconds, or ms/µs when that large) or an
+/// ISO-8601 text (`2025-01-02T03:04:05.678Z`, an offset, or no zone meaning UTC).
+pub fn timestamp_us(v: &Value) -> Result<i128, String> {
+    match v {
+        Value::Number(n) => {
+            let x = n.as_f64().ok_or("`timestamp` is not a number")?;
+            let abs = x.abs();
+            let us = if abs >= 1e14 {
+                x
+            } else if abs >= 1e11 {
+                x * 1e3
+            } else {
+                x * 1e6
+            };
+            Ok(us.round() as i128)
+        }
+        Value::String(s) => iso8601_us(s.trim())
+            .ok_or_else(|| format!("`timestamp` {s:?} is not ISO-8601 or an epoch number")),
+        _ => Err("`timestamp` must be a number or an ISO-8601 string".into()),
+    }
+}
+
+fn iso8601_us(s: &str) -> Option<i128> {
+    if let Ok(x) = s.parse::<f64>() {
+        return timestamp_us(&Value::from(x)).ok();
+    }
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b' ') {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut rest = &s[19..];
+    let mut frac_us = 0i64;
+    if let Some(f) = rest.strip_prefix('.') {
+        let digits: String = f.chars().take_while(char::is_ascii_digit).collect();
+        rest = &f[digits.len()..];
+        let padded: String = digits.chars().chain("000000".chars()).take(6).collect();
+        frac_us = padded.parse().ok()?;
+    }
+    let zone_s = match rest {
+        "" | "Z" | "z" => 0,
+        z if z.len() == 6 && (z.starts_with('+') || z.starts_with('-')) => {
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            sign * (z[1..3].parse::<i64>().ok()? * 3600 + z[4..6].parse::<i64>().ok()? * 60)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(y, mo, d);
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - zone_s;
+    Some(i128::from(secs) * 1_000_000 + i128::from(frac_us))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timestamps_in_every_form() {
+        assert_eq!(timestamp_us(&json!(1.5)).unwrap(), 1_500_000);
+        assert_eq!(
+            timestamp_us(&json!(1_700_000_000_123i64)).unwrap(),
+            1_700_000_000_123_000
+        );
+        assert_eq!(
+            timestamp_us(&json!("1970-01-02T00:00:01.25Z")).unwrap(),
+            86_401_250_000
+        );
+        assert_eq!(
+            timestamp_us(&json!("2026-11-29T07:47:51Z")).unwrap(),
+            1_795_938_471_000_000
+        );
+        assert_eq!(
+            timestamp_us(&json!("1970-01-01T01:00:00+01:00")).unwrap(),
+            0
+        );
+        assert!(timestamp_us(&json!("yesterday")).is_err());
+    }
+
+    #[test]
+    fn records_are_sorted_scaled_and_cut_to_the_request_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = [
+            r#"{"timestamp": 10.0, "body": {"model": "a", "prompt": "x"}}"#,
+            r#"{"timestamp": 12.0, "body": {"model": "a", "prompt": "z"}, "headers": {"x": "1"}}"#,
+            r#"{"timestamp": "1970-01-01T00:00:11Z", "body": {"model": "a", "prompt": "y"}}"#,
+        ];
+        std::fs::write(dir.path().join("t.jsonl"), lines.join("\n")).unwrap();
+        let mut spec: DatasetSpec =
+            serde_json::from_value(json!({"kind": "trace", "path": "t.jsonl", "speed": 4.0}))
+                .unwrap();
+        let ctx = DatasetContext {
+            base_dir: dir.path().to_path_buf(),
+            tokenizer: None,
+            chat: false,
+            tokenize_prompt: false,
+            chat_template: crate::plan::spec::ChatTemplateMode::Auto,
+            seed: 0,
+            count: 2,
+            ..Default::default()
+        };
+        let t = read(&spec, &ctx).unwrap();
+        assert_eq!(t.records, 3);
+        assert_eq!(t.requests.len(), 2);
+        assert_eq!(t.requests[1].body["prompt"], json!("y"));
+        assert_eq!(t.requests[1].offset, Duration::from_millis(250));
+        assert_eq!(t.warnings.len(), 2, "{:?}", t.warnings);
+        spec.speed = Some(0.0);
+        assert!(read(&spec, &ctx).is_err());
+    }
+
+    #[test]
+    fn rewrites_map_models_and_match_lengths() {
+        let mut spec: DatasetSpec =
+            serde_json::from_value(json!({"kind": "trace", "path": "t"})).unwrap();
+        spec.model_mapping.insert("a".into(), "A".into());
+        spec.match_output_length = Some(true);
+        let body = json!({"model": "a", "messages": [], "max_tokens": 3})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let out = rewrite(&spec, body, Some(42));
+        assert_eq!(
+            Value::Object(out),
+            json!({"model": "A", "messages": [], "max_tokens": 42, "ignore_eos": true})
+        );
+        let other = json!({"model": "b"}).as_object().cloned().unwrap();
+        assert_eq!(rewrite(&spec, other.clone(), None), other);
+        spec.model_override = Some("X".into());
+        assert_eq!(rewrite(&spec, other, None)["model"], json!("X"));
+    }
+}

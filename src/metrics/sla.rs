@@ -1,0 +1,256 @@
+//! SLA search logic without I/O: the bracketing/bisection state machine that picks the
+//! next load to probe, the verdict of a probe against its SLO conditions, and the pooling
+//! of several trials' request records into one sample (statistics are recomputed from the
+//! pooled records, never averaged over trials). Knows nothing about plans, HTTP or storage.
+
+use std::time::Duration;
+
+use super::condition::{parse_condition, Condition, ConditionError};
+use crate::engine::record::{Phase, RequestRecord};
+
+/// When the bisection stops: the bracket `first_fail − best_pass` is at most this wide.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Precision {
+    /// A share of the passing value (`0.05` for `"5%"`).
+    Relative(f64),
+    /// An absolute width in the searched unit.
+    Absolute(f64),
+}
+
+/// The searched range and how finely to search it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounds {
+    pub min: f64,
+    pub max: f64,
+    /// Probe whole numbers only (concurrency).
+    pub integer: bool,
+    pub precision: Precision,
+}
+
+/// How a search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchOutcome {
+    /// A passing and a failing value within precision of each other.
+    Found,
+    /// Even `min` fails the SLO: there is no passing value.
+    MinFails,
+    /// `max` passes: the limit lies above the searched range.
+    MaxPasses,
+}
+
+impl SearchOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchOutcome::Found => "found",
+            SearchOutcome::MinFails => "min_fails",
+            SearchOutcome::MaxPasses => "max_passes",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<SearchOutcome> {
+        [
+            SearchOutcome::Found,
+            SearchOutcome::MinFails,
+            SearchOutcome::MaxPasses,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == text)
+    }
+}
+
+/// The result of a finished search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchResult {
+    /// The highest value that met every condition.
+    pub best_pass: Option<f64>,
+    /// The lowest value that failed a condition.
+    pub first_fail: Option<f64>,
+    pub outcome: SearchOutcome,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Next {
+    Probe(f64),
+    Done(SearchResult),
+}
+
+/// Exponential bracketing from `min` (doubling, capped at `max`), then bisection of
+/// the bracket until it is narrower than the precision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Search {
+    bounds: Bounds,
+    best_pass: Option<f64>,
+    first_fail: Option<f64>,
+    /// Every probe so far: value and whether it passed.
+    pub steps: Vec<(f64, bool)>,
+}
+
+impl Search {
+    pub fn new(bounds: Bounds) -> Search {
+        Search {
+            bounds,
+            best_pass: None,
+            first_fail: None,
+            steps: Vec::new(),
+        }
+    }
+
+    fn round(&self, v: f64) -> f64 {
+        if self.bounds.integer {
+            v.floor()
+        } else {
+            v
+        }
+    }
+
+    fn tolerance(&self, pass: f64) -> f64 {
+        let t = match self.bounds.precision {
+            Precision::Relative(share) => share * pass,
+            Precision::Absolute(width) => width,
+        };
+        if self.bounds.integer {
+            t.max(1.0)
+        } else {
+            t
+        }
+    }
+
+    /// The next value to probe, or the result.
+    pub fn next(&self) -> Next {
+        let b = &self.bounds;
+        let done = |outcome| {
+            Next::Done(SearchResult {
+                best_pass: self.best_pass,
+                first_fail: self.first_fail,
+                outcome,
+            })
+        };
+        match (self.best_pass, self.first_fail) {
+            (None, None) => Next::Probe(self.round(b.min)),
+            (None, Some(_)) => done(SearchOutcome::MinFails),
+            (Some(pass), None) if pass >= b.max => done(SearchOutcome::MaxPasses),
+            (Some(pass), None) => Next::Probe(self.round((pass * 2.0).min(b.max))),
+            (Some(pass), Some(fail)) => {
+                if fail - pass <= self.tolerance(pass) {
+                    return done(SearchOutcome::Found);
+                }
+                let mid = self.round((pass + fail) / 2.0);
+                if mid <= pass || mid >= fail {
+                    return done(SearchOutcome::Found);
+                }
+                Next::Probe(mid)
+            }
+        }
+    }
+
+    /// Records a probe's verdict.
+    pub fn record(&mut self, value: f64, passed: bool) {
+        self.steps.push((value, passed));
+        if passed {
+            if self.best_pass.is_none_or(|p| value > p) {
+                self.best_pass = Some(value);
+            }
+        } else if self.first_fail.is_none_or(|f| value < f) {
+            self.first_fail = Some(value);
+        }
+    }
+}
+
+/// `"4x"` → 4.0 (a positive multiple).
+pub fn parse_multiple(text: &str) -> Option<f64> {
+    let n: f64 = text.trim().strip_suffix('x')?.trim().parse().ok()?;
+    (n.is_finite() && n > 0.0).then_some(n)
+}
+
+/// The SLO conditions of a search. Each must be absolute (a search has no baseline).
+pub fn parse_slo<'a>(
+    slo: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Result<Vec<Condition>, ConditionError> {
+    let mut out = Vec::new();
+    for (metric, text) in slo {
+        let c = parse_condition(metric, text)?;
+        if c.is_relative() {
+            return Err(ConditionError::Syntax {
+                metric: metric.clone(),
+                text: text.clone(),
+                reason: "a search SLO is absolute (a percentage needs a baseline)".into(),
+            });
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// A probe's verdict: whether every condition held, and the first that did not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub passed: bool,
+    /// The metric that failed (`ttft_p99`), when one did.
+    pub failed_metric: Option<String>,
+    /// `ttft_p99 = 812.3 (<= 500)` for the failed condition.
+    pub detail: Option<String>,
+}
+
+/// Checks `conditions` against a summary's values; an unknown value fails.
+pub fn verdict(
+    values: &std::collections::BTreeMap<String, Option<f64>>,
+    conditions: &[Condition],
+) -> Verdict {
+    for c in conditions {
+        let value = values.get(&c.metric).copied().flatten();
+        let ok = value.is_some_and(|v| c.check(v, None).unwrap_or(false));
+        if !ok {
+            let shown = value.map_or("unknown".to_string(), |v| format!("{v:.3}"));
+            return Verdict {
+                passed: false,
+                failed_metric: Some(c.metric.clone()),
+                detail: Some(format!("{} = {shown} (needs {})", c.metric, c.text)),
+            };
+        }
+    }
+    Verdict {
+        passed: true,
+        failed_metric: None,
+        detail: None,
+    }
+}
+
+/// The measured records of several trials as one sample: each trial's times are moved
+/// so that its first measured request starts where the previous trial's last one ended.
+/// Throughputs are then over the summed measured durations, and every percentile is over
+/// all requests. Warmup and priming records are left out.
+pub fn pool(trials: Vec<Vec<RequestRecord>>) -> Vec<RequestRecord> {
+    let mut out: Vec<RequestRecord> = Vec::new();
+    let mut at = Duration::ZERO;
+    for trial in trials {
+        let measured: Vec<RequestRecord> = trial
+            .into_iter()
+            .filter(|r| r.phase == Phase::Measured)
+            .collect();
+        let Some(start) = measured.iter().map(|r| r.sent.min(r.intended)).min() else {
+            continue;
+        };
+        let end = measured.iter().map(|r| r.end).max().unwrap_or(start);
+        let shift = |t: Duration| t.saturating_sub(start) + at;
+        let base = out.len() as u64;
+        for (i, mut r) in measured.into_iter().enumerate() {
+            r.index = base + i as u64;
+            r.intended = shift(r.intended);
+            r.sent = shift(r.sent);
+            r.end = shift(r.end);
+            r.first_chunk = r.first_chunk.map(shift);
+            r.last_chunk = r.last_chunk.map(shift);
+            for t in &mut r.content_times {
+                *t = shift(*t);
+            }
+            out.push(r);
+        }
+        at += end.saturating_sub(start);
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "sla_tests.rs"]
+mod tests;

@@ -1,0 +1,219 @@
+//! Prefix-cache honesty for a suite: the order runs execute in (each launched endpoint's
+//! runs together), when to reset a server's cache (`reset_cache_before`), the planned
+//! shared-prefix share of a run, and the warning for a cold run that found a warm cache.
+//! Knows run settings and records; no HTTP here.
+
+use crate::engine::{Outcome, Phase, RequestRecord};
+use crate::plan::{CacheState, DatasetKind, ResetCacheBefore, TokenRange};
+use crate::planner::RunSpec;
+
+/// The reset used when `reset_cache_before` is set without `reset_cache` (vLLM's route).
+pub const DEFAULT_RESET: &str = "POST /reset_prefix_cache";
+
+/// Tokens a cold run's first request may find cached without a leak (a chat template's
+/// fixed header), or a tenth of its prompt if that is more.
+const FIRST_REQUEST_SLACK: u32 = 64;
+/// How far above the planned shared-prefix share a cold run's hit ratio may be.
+const RATIO_SLACK: f64 = 0.15;
+
+/// The execution order: the matrix order, except that when any endpoint has a `launch`
+/// command, runs are grouped by endpoint (in the order endpoints first appear, keeping the
+/// matrix order within each), so each server is launched once for all its runs.
+pub fn execution_order(runs: &[RunSpec]) -> Vec<RunSpec> {
+    if !runs
+        .iter()
+        .any(|r| r.settings.endpoint.spec.launch.is_some())
+    {
+        return runs.to_vec();
+    }
+    let mut endpoints: Vec<&str> = Vec::new();
+    for r in runs {
+        if !endpoints.contains(&r.settings.endpoint.name.as_str()) {
+            endpoints.push(&r.settings.endpoint.name);
+        }
+    }
+    endpoints
+        .iter()
+        .flat_map(|e| runs.iter().filter(move |r| r.settings.endpoint.name == *e))
+        .cloned()
+        .collect()
+}
+
+/// Whether the endpoint's cache is reset before `run`; `previous` is the last run executed
+/// on the same endpoint in this suite.
+pub fn wants_reset(run: &RunSpec, previous: Option<&RunSpec>) -> bool {
+    match run.settings.endpoint.spec.reset_cache_before {
+        ResetCacheBefore::Never => false,
+        ResetCacheBefore::EachRun => true,
+        ResetCacheBefore::EachCacheState => {
+            previous.is_none_or(|p| p.settings.cache_state != run.settings.cache_state)
+        }
+    }
+}
+
+fn mean(range: TokenRange) -> f64 {
+    (f64::from(range.min()) + f64::from(range.max())) / 2.0
+}
+
+/// `prefix_tokens / input_tokens` of a `random` dataset (0 without a prefix); `None` for
+/// other datasets, whose sharing perfplan does not plan.
+pub fn planned_prefix_share(run: &RunSpec) -> Option<f64> {
+    let ds = &run.settings.dataset.spec;
+    if ds.kind != DatasetKind::Random {
+        return None;
+    }
+    let input = mean(ds.input_tokens?);
+    let prefix = f64::from(ds.prefix_tokens.unwrap_or(0));
+    (input > 0.0).then(|| (prefix / input).min(1.0))
+}
+
+/// The warning of a cold run whose usage shows more cache hits than its own shared prefix
+/// explains: the first requests found cached tokens, or the hit ratio is clearly above
+/// the planned share. `None` for warm runs and clean cold runs.
+pub fn leak_warning(run: &RunSpec, records: &[RequestRecord]) -> Option<String> {
+    if run.settings.cache_state != CacheState::Cold {
+        return None;
+    }
+    let mut ok: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.outcome == Outcome::Ok && matches!(r.phase, Phase::Warmup | Phase::Measured))
+        .collect();
+    ok.sort_by_key(|r| r.sent);
+    let first_k = run.settings.load.concurrency.unwrap_or(1).max(1) as usize;
+    let first_hit = ok
+        .iter()
+        .take(first_k)
+        .filter_map(|r| Some((r.usage.cached_tokens?, r.usage.prompt_tokens?)))
+        .min_by_key(|(c, _)| *c)
+        .filter(|(c, p)| *c > FIRST_REQUEST_SLACK.max(p / 10));
+    let (cached, prompt) = ok
+        .iter()
+        .filter(|r| r.phase == Phase::Measured)
+        .filter_map(|r| {
+            Some((
+                u64::from(r.usage.cached_tokens?),
+                u64::from(r.usage.prompt_tokens?),
+            ))
+        })
+        .fold((0u64, 0u64), |(a, b), (c, p)| (a + c, b + p));
+    let ratio = (prompt > 0).then(|| cached as f64 / prompt as f64);
+    let share = planned_prefix_share(run);
+    let too_high = ratio
+        .zip(share)
+        .filter(|(r, s)| *r > s + RATIO_SLACK)
+        .is_some();
+    if first_hit.is_none() && !too_high {
+        return None;
+    }
+    let mut why = Vec::new();
+    if let Some((c, p)) = first_hit {
+        why.push(format!(
+            "its first requests found {c} of {p} prompt tokens cached"
+        ));
+    }
+    if let (Some(r), Some(s), true) = (ratio, share, too_high) {
+        why.push(format!(
+            "its hit ratio {r:.2} is above the planned shared-prefix share {s:.2}"
+        ));
+    }
+    Some(format!(
+        "cache_leak: this cold run found a warm prefix cache ({}); an earlier run or suite left \
+         these prompts in the server's cache, so the run is not cold. Set reset_cache_before = \
+         \"each_run\" (with reset_cache) on endpoint `{}`",
+        why.join("; "),
+        run.settings.endpoint.name
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Usage;
+    use crate::plan::{load_plan, LoadOptions};
+
+    fn runs(extra: &str) -> Vec<RunSpec> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        let text = format!(
+            "[plan]\nname = \"t\"\n[endpoints.a]\nbase_url = \"sim://a\"\n{extra}\n\
+             [endpoints.b]\nbase_url = \"sim://b\"\n[models.m]\n\
+             [datasets.d]\nkind = \"random\"\ninput_tokens = 1000\nprefix_tokens = 250\n\
+             [matrix]\ncache_state = [\"cold\", \"warm\"]\nendpoint = [\"a\", \"b\"]\n\
+             load = [{{ concurrency = 2, requests = 4 }}]\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        let env = |_: &str| None;
+        let opts = LoadOptions::new(Vec::new(), &env);
+        let plan = load_plan(&path, &opts).unwrap();
+        crate::planner::expand(&plan).unwrap().runs
+    }
+
+    fn rec(sent_ms: u64, cached: u32, phase: Phase) -> RequestRecord {
+        RequestRecord {
+            sent: std::time::Duration::from_millis(sent_ms),
+            phase,
+            usage: Usage {
+                prompt_tokens: Some(1000),
+                completion_tokens: Some(4),
+                cached_tokens: Some(cached),
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn launched_endpoints_group_their_runs() {
+        let plain = runs("");
+        let names = |rs: &[RunSpec]| -> Vec<String> {
+            rs.iter()
+                .map(|r| r.settings.endpoint.name.clone())
+                .collect()
+        };
+        assert_eq!(names(&execution_order(&plain)), ["a", "b", "a", "b"]);
+        let launched = runs("launch = \"true\"");
+        let ordered = execution_order(&launched);
+        assert_eq!(names(&ordered), ["a", "a", "b", "b"]);
+        assert_eq!(ordered[0].settings.cache_state, CacheState::Cold);
+        assert_eq!(ordered[1].settings.cache_state, CacheState::Warm);
+    }
+
+    #[test]
+    fn reset_rules() {
+        let each = runs("reset_cache_before = \"each_cache_state\"");
+        let order = execution_order(&each);
+        assert!(wants_reset(&order[0], None));
+        assert!(!wants_reset(&order[0], Some(&order[0])));
+        assert!(wants_reset(&order[2], Some(&order[0])));
+        let run = runs("reset_cache_before = \"each_run\"");
+        assert!(wants_reset(&run[0], Some(&run[0])));
+        assert!(!wants_reset(&runs("")[0], None));
+    }
+
+    #[test]
+    fn planned_share_of_random_prompts() {
+        assert_eq!(planned_prefix_share(&runs("")[0]), Some(0.25));
+    }
+
+    #[test]
+    fn leak_is_warned_only_for_cold_runs_with_unexplained_hits() {
+        let rs = runs("");
+        let (cold, warm) = (&rs[0], &rs[2]);
+        assert_eq!(cold.settings.cache_state, CacheState::Cold);
+        let clean = [
+            rec(0, 0, Phase::Measured),
+            rec(0, 16, Phase::Measured),
+            rec(5, 240, Phase::Measured),
+            rec(6, 240, Phase::Measured),
+        ];
+        assert_eq!(leak_warning(cold, &clean), None);
+        let leaked = [
+            rec(0, 992, Phase::Measured),
+            rec(0, 992, Phase::Measured),
+            rec(5, 992, Phase::Measured),
+        ];
+        let w = leak_warning(cold, &leaked).unwrap();
+        assert!(w.contains("reset_cache_before = \"each_run\""), "{w}");
+        assert!(w.contains("992 of 1000"), "{w}");
+        assert_eq!(leak_warning(warm, &leaked), None);
+    }
+}

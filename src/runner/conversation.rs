@@ -1,0 +1,377 @@
+//! Multi-turn runs: a `RequestSource` that keeps up to `max_active` conversations going
+//! (closed loop: `concurrency` counts conversations in flight, each with at most one turn
+//! in flight) and builds each next turn from the conversation so far plus the server's
+//! real answer to the previous turn. `requests` counts turns (warmup turns first). A turn
+//! that fails ends its conversation. Think time: a conversation waits that long after an
+//! answer before its next turn; when nothing else is in flight the source waits for it
+//! (the driver has nothing to do meanwhile).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Map, Value};
+
+use crate::api::{self, ApiKind, BodyInput, Prompt};
+use crate::dataset::multi_turn::{Conversations, Script};
+use crate::engine::{Next, Outcome, Phase, PreparedRequest, RequestRecord, RequestSource};
+use crate::plan::spec::RequestSpec;
+use crate::runner::fields;
+
+/// How every turn's body is built.
+#[derive(Debug, Clone)]
+pub struct TurnTemplate {
+    pub kind: ApiKind,
+    pub model: String,
+    pub request: RequestSpec,
+    pub stream: bool,
+    pub reject_fields: Vec<String>,
+    pub seed: u64,
+}
+
+/// Everything a multi-turn run needs, made by `prepare`.
+#[derive(Debug, Clone)]
+pub struct ConversationPlan {
+    pub conversations: Conversations,
+    pub template: TurnTemplate,
+    /// Turns sent unmeasured first.
+    pub warmup: usize,
+    /// Turns in all (warmup included).
+    pub total: usize,
+    /// Conversations in flight at once.
+    pub max_active: usize,
+    pub think_time: Duration,
+}
+
+struct Active {
+    script: Script,
+    messages: Vec<Value>,
+    next_turn: usize,
+    /// `None` while a turn is in flight.
+    ready_at: Option<Instant>,
+}
+
+/// The multi-turn source.
+pub struct ConversationSource {
+    plan: ConversationPlan,
+    rng: ChaCha8Rng,
+    active: Vec<Active>,
+    next_script: usize,
+    handed: usize,
+    in_flight: usize,
+    /// item → index in `active` is unstable, so items map to a conversation id.
+    by_item: HashMap<u64, usize>,
+    ids: Vec<usize>,
+    next_id: usize,
+    /// Turn index (0 = first) of every item handed out.
+    turn_of_item: Vec<u32>,
+    /// Problems building a body (reported after the run).
+    pub errors: Vec<String>,
+}
+
+impl ConversationSource {
+    pub fn new(plan: ConversationPlan) -> ConversationSource {
+        let rng = ChaCha8Rng::seed_from_u64(plan.template.seed ^ 0x7475_726e);
+        ConversationSource {
+            plan,
+            rng,
+            active: Vec::new(),
+            next_script: 0,
+            handed: 0,
+            in_flight: 0,
+            by_item: HashMap::new(),
+            ids: Vec::new(),
+            next_id: 0,
+            turn_of_item: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// The turn index of every item sent, by item.
+    pub fn turn_of_item(&self) -> &[u32] {
+        &self.turn_of_item
+    }
+
+    fn start_conversation(&mut self) -> bool {
+        match self.plan.conversations.script(self.next_script) {
+            Ok(script) => {
+                self.next_script += 1;
+                let mut messages = Vec::new();
+                if let Some(s) = &script.system {
+                    messages.push(json!({"role": "system", "content": s}));
+                }
+                self.active.push(Active {
+                    script,
+                    messages,
+                    next_turn: 0,
+                    ready_at: Some(Instant::now()),
+                });
+                self.ids.push(self.next_id);
+                self.next_id += 1;
+                true
+            }
+            Err(e) => {
+                self.errors.push(e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Builds the next turn of conversation `slot`.
+    fn turn(&mut self, slot: usize) -> Option<PreparedRequest> {
+        let item = self.handed as u64;
+        let t = &self.plan.template;
+        let conv = &mut self.active[slot];
+        let turn = &conv.script.turns[conv.next_turn];
+        conv.messages
+            .push(json!({"role": "user", "content": turn.user}));
+        let mut f: Map<String, Value> = fields::base_fields(&t.request);
+        let limit = turn
+            .max_tokens
+            .or_else(|| fields::output_tokens(&t.request, None, &mut self.rng));
+        if let Some(n) = limit {
+            f.insert(fields::max_tokens_field(&t.request).into(), n.into());
+        }
+        let prompt = Prompt::Messages(conv.messages.clone());
+        let input = BodyInput {
+            model: &t.model,
+            prompt: &prompt,
+            fields: &f,
+            stream: t.stream,
+            include_usage: t.stream,
+            reject_fields: &t.reject_fields,
+        };
+        let (path, body) = match api::build_body(t.kind, &input) {
+            Ok(x) => x,
+            Err(e) => {
+                self.errors.push(e.to_string());
+                return None;
+            }
+        };
+        conv.ready_at = None;
+        self.turn_of_item.push(conv.next_turn as u32);
+        self.by_item.insert(item, self.ids[slot]);
+        self.handed += 1;
+        self.in_flight += 1;
+        Some(PreparedRequest {
+            item,
+            phase: if (item as usize) < self.plan.warmup {
+                Phase::Warmup
+            } else {
+                Phase::Measured
+            },
+            kind: t.kind,
+            path: path.into(),
+            body,
+            stream: t.stream,
+            client_input_tokens: None,
+        })
+    }
+
+    fn ready_slot(&self, now: Instant) -> Option<usize> {
+        self.active
+            .iter()
+            .position(|c| c.ready_at.is_some_and(|r| r <= now))
+    }
+}
+
+impl RequestSource for ConversationSource {
+    fn next(&mut self) -> Next {
+        if self.handed >= self.plan.total || !self.errors.is_empty() {
+            return Next::Done;
+        }
+        let now = Instant::now();
+        if let Some(slot) = self.ready_slot(now) {
+            return self.turn(slot).map_or(Next::Done, Next::Request);
+        }
+        if self.active.len() < self.plan.max_active && self.start_conversation() {
+            let slot = self.active.len() - 1;
+            return self.turn(slot).map_or(Next::Done, Next::Request);
+        }
+        if self.in_flight > 0 {
+            return Next::Pending;
+        }
+        // Only thinking conversations: wait for the first to be ready.
+        match self.active.iter().filter_map(|c| c.ready_at).min() {
+            Some(at) => {
+                std::thread::sleep(at.saturating_duration_since(now));
+                match self.ready_slot(Instant::now()) {
+                    Some(slot) => self.turn(slot).map_or(Next::Done, Next::Request),
+                    None => Next::Done,
+                }
+            }
+            None => Next::Done,
+        }
+    }
+
+    fn completed(&mut self, record: &RequestRecord) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let Some(id) = self.by_item.remove(&record.item) else {
+            return;
+        };
+        let Some(slot) = self.ids.iter().position(|&i| i == id) else {
+            return;
+        };
+        let conv = &mut self.active[slot];
+        conv.next_turn += 1;
+        if record.outcome != Outcome::Ok || conv.next_turn >= conv.script.turns.len() {
+            self.active.remove(slot);
+            self.ids.remove(slot);
+            return;
+        }
+        conv.messages
+            .push(json!({"role": "assistant", "content": record.output_text}));
+        conv.ready_at = Some(Instant::now() + self.plan.think_time);
+    }
+}
+
+/// First-turn vs later-turn figures of a multi-turn run, from its measured records.
+pub fn turn_metrics(
+    records: &[RequestRecord],
+    turn_of_item: &[u32],
+) -> Vec<(&'static str, Option<f64>)> {
+    let mut first = Vec::new();
+    let mut later = Vec::new();
+    let (mut cached, mut prompt) = (0u64, 0u64);
+    for r in records
+        .iter()
+        .filter(|r| r.phase == Phase::Measured && r.outcome == Outcome::Ok)
+    {
+        let turn = turn_of_item.get(r.item as usize).copied().unwrap_or(0);
+        let ttft = r.ttft().map(|d| d.as_secs_f64() * 1e3);
+        if turn == 0 {
+            first.extend(ttft);
+        } else {
+            later.extend(ttft);
+            if let (Some(c), Some(p)) = (r.usage.cached_tokens, r.usage.prompt_tokens) {
+                cached += u64::from(c);
+                prompt += u64::from(p);
+            }
+        }
+    }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    vec![
+        ("ttft_first_turn_mean", mean(&first)),
+        ("ttft_later_turns_mean", mean(&later)),
+        (
+            "cache_hit_ratio_later_turns",
+            (prompt > 0).then(|| cached as f64 / prompt as f64),
+        ),
+    ]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::plan::spec::TokenRange;
+
+    fn plan(total: usize, max_active: usize, think_ms: u64) -> ConversationPlan {
+        ConversationPlan {
+            conversations: Conversations::Random {
+                seed: 1,
+                turns: TokenRange::Fixed(3),
+                user: TokenRange::Fixed(4),
+                assistant: Some(TokenRange::Fixed(5)),
+                system: None,
+                tokenizer: None,
+            },
+            template: TurnTemplate {
+                kind: ApiKind::Chat,
+                model: "m".into(),
+                request: RequestSpec::default(),
+                stream: false,
+                reject_fields: Vec::new(),
+                seed: 1,
+            },
+            warmup: 1,
+            total,
+            max_active,
+            think_time: Duration::from_millis(think_ms),
+        }
+    }
+
+    fn take(s: &mut ConversationSource) -> PreparedRequest {
+        match s.next() {
+            Next::Request(r) => r,
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    fn answer(req: &PreparedRequest, text: &str) -> RequestRecord {
+        RequestRecord {
+            item: req.item,
+            output_text: text.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn conversations_in_flight_are_bounded_and_answers_carry_over() {
+        let mut s = ConversationSource::new(plan(7, 2, 0));
+        let a1 = take(&mut s);
+        let b1 = take(&mut s);
+        assert!(
+            matches!(s.next(), Next::Pending),
+            "two conversations in flight"
+        );
+        assert_eq!(a1.phase, Phase::Warmup);
+        assert_eq!(b1.phase, Phase::Measured);
+        s.completed(&answer(&a1, "ANSWER-A"));
+        let a2 = take(&mut s);
+        let body: Value = serde_json::from_slice(&a2.body).unwrap();
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(msgs[1], json!({"role": "assistant", "content": "ANSWER-A"}));
+        assert_eq!(body["max_tokens"], json!(5));
+        s.completed(&answer(&a2, "x"));
+        let a3 = take(&mut s);
+        s.completed(&answer(&a3, "x"));
+        // Conversation A is over: a new one starts, at its first turn.
+        let c1 = take(&mut s);
+        assert_eq!(s.turn_of_item(), [0, 0, 1, 2, 0]);
+        s.completed(&answer(&b1, "y"));
+        s.completed(&answer(&c1, "z"));
+        take(&mut s);
+        take(&mut s);
+        assert!(matches!(s.next(), Next::Done), "7 turns in all");
+    }
+
+    #[test]
+    fn a_failed_turn_ends_its_conversation_and_think_time_is_waited() {
+        let mut s = ConversationSource::new(plan(10, 1, 30));
+        let a1 = take(&mut s);
+        s.completed(&RequestRecord {
+            item: a1.item,
+            outcome: Outcome::Http,
+            ..Default::default()
+        });
+        let b1 = take(&mut s);
+        assert_eq!(s.turn_of_item(), [0, 0]);
+        s.completed(&answer(&b1, "ok"));
+        let t = Instant::now();
+        let b2 = take(&mut s);
+        assert!(t.elapsed() >= Duration::from_millis(25), "think time");
+        assert_eq!(s.turn_of_item()[b2.item as usize], 1);
+    }
+
+    #[test]
+    fn turn_metrics_split_first_and_later_turns() {
+        let rec = |item: u64, ttft_ms: u64, prompt: u32, cached: u32| RequestRecord {
+            item,
+            content_times: vec![Duration::from_millis(ttft_ms)],
+            usage: crate::engine::Usage {
+                prompt_tokens: Some(prompt),
+                completion_tokens: Some(1),
+                cached_tokens: Some(cached),
+            },
+            ..Default::default()
+        };
+        let records = [rec(0, 10, 100, 0), rec(1, 4, 200, 96), rec(2, 6, 300, 208)];
+        let m = turn_metrics(&records, &[0, 1, 2]);
+        assert_eq!(m[0], ("ttft_first_turn_mean", Some(10.0)));
+        assert_eq!(m[1], ("ttft_later_turns_mean", Some(5.0)));
+        assert_eq!(m[2], ("cache_hit_ratio_later_turns", Some(304.0 / 500.0)));
+    }
+}

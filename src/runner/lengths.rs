@@ -1,0 +1,98 @@
+//! Input lengths, three ways: the target the plan asked for, the client's count, and the
+//! server's `usage.prompt_tokens`. The run keeps their mean and largest differences, and a
+//! warning when the server counts differently from the client (a chat template or
+//! tokenizer that does not match the server's).
+
+use serde_json::{json, Value};
+
+use crate::engine::{Outcome, Phase, RequestRecord};
+
+#[derive(Default)]
+struct Diff {
+    sum: i64,
+    max_abs: u64,
+    n: u64,
+}
+
+impl Diff {
+    fn add(&mut self, a: Option<u32>, b: Option<u32>) {
+        if let (Some(a), Some(b)) = (a, b) {
+            let d = i64::from(a) - i64::from(b);
+            self.sum += d;
+            self.max_abs = self.max_abs.max(d.unsigned_abs());
+            self.n += 1;
+        }
+    }
+
+    fn json(&self) -> Value {
+        if self.n == 0 {
+            return Value::Null;
+        }
+        json!({"mean": self.sum as f64 / self.n as f64, "max_abs": self.max_abs, "requests": self.n})
+    }
+}
+
+/// `{"server_minus_target", "client_minus_target", "server_minus_client"}` over the measured
+/// successful requests, and a warning when server and client disagree.
+pub fn input_lengths(
+    records: &[RequestRecord],
+    targets: &[Option<u32>],
+) -> (Value, Option<String>) {
+    let (mut st, mut ct, mut sc) = (Diff::default(), Diff::default(), Diff::default());
+    for r in records
+        .iter()
+        .filter(|r| r.phase == Phase::Measured && r.outcome == Outcome::Ok)
+    {
+        let target = targets.get(r.item as usize).copied().flatten();
+        st.add(r.usage.prompt_tokens, target);
+        ct.add(r.client_input_tokens, target);
+        sc.add(r.usage.prompt_tokens, r.client_input_tokens);
+    }
+    let warning = (sc.n > 0 && sc.max_abs > 0).then(|| {
+        format!(
+            "the server counted the prompts differently from the client: mean {:+.1}, up to {} tokens \
+             (check that the model's tokenizer and chat template are the server's)",
+            sc.sum as f64 / sc.n as f64,
+            sc.max_abs
+        )
+    });
+    let value = json!({
+        "server_minus_target": st.json(),
+        "client_minus_target": ct.json(),
+        "server_minus_client": sc.json(),
+    });
+    (value, warning)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Usage;
+
+    fn rec(item: u64, server: Option<u32>, client: Option<u32>) -> RequestRecord {
+        RequestRecord {
+            item,
+            usage: Usage {
+                prompt_tokens: server,
+                ..Usage::default()
+            },
+            client_input_tokens: client,
+            ..RequestRecord::default()
+        }
+    }
+
+    #[test]
+    fn differences_and_warning() {
+        let targets = [Some(100), Some(100)];
+        let (v, w) = input_lengths(
+            &[rec(0, Some(100), Some(100)), rec(1, Some(103), Some(101))],
+            &targets,
+        );
+        assert_eq!(v["server_minus_target"]["max_abs"], 3);
+        assert_eq!(v["client_minus_target"]["mean"], 0.5);
+        assert_eq!(v["server_minus_client"]["max_abs"], 2);
+        assert!(w.unwrap().contains("up to 2 tokens"));
+        let (v, w) = input_lengths(&[rec(0, None, Some(100))], &targets);
+        assert!(v["server_minus_target"].is_null() && w.is_none());
+    }
+}

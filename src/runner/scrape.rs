@@ -1,0 +1,266 @@
+//! The server-side prefix-cache hit ratio: the server's Prometheus `/metrics` scraped
+//! before and after a run's measured pass, a small parser of the text exposition format,
+//! and the difference of the hit and query counters. Knows the counter names of vLLM and
+//! SGLang as defaults and alternatives. Stores each scrape with the run
+//! (`server_metrics`, phases `before`/`after`); knows nothing about the engine.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::RunnerError;
+use crate::plan::ServerMetricsSpec;
+use crate::store::{ServerPhase, Store};
+
+/// vLLM (v1): prompt tokens found in the prefix cache.
+pub const VLLM_HITS: &str = "vllm:prefix_cache_hits_total";
+/// vLLM (v1): prompt tokens looked up in the prefix cache.
+pub const VLLM_QUERIES: &str = "vllm:prefix_cache_queries_total";
+/// SGLang: cached prompt tokens (one series per `cache_source`, summed).
+pub const SGLANG_HITS: &str = "sglang:cached_tokens_total";
+/// SGLang: prompt tokens processed.
+pub const SGLANG_QUERIES: &str = "sglang:prompt_tokens_total";
+
+/// Longest wait for one scrape.
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where and what to scrape on one server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterNames {
+    pub path: String,
+    pub hits: String,
+    pub queries: String,
+}
+
+impl CounterNames {
+    /// The endpoint's `metrics` table, or vLLM's names at `/metrics`.
+    pub fn of(spec: Option<&ServerMetricsSpec>) -> CounterNames {
+        match spec {
+            Some(s) => CounterNames {
+                path: s.path.clone(),
+                hits: s.cache_hits.clone(),
+                queries: s.cache_queries.clone(),
+            },
+            None => CounterNames {
+                path: "/metrics".into(),
+                hits: VLLM_HITS.into(),
+                queries: VLLM_QUERIES.into(),
+            },
+        }
+    }
+}
+
+/// Sums every series of each metric name in a Prometheus text exposition (labels dropped).
+/// Comments, blank lines and lines that do not parse are skipped.
+pub fn parse(text: &str) -> BTreeMap<String, f64> {
+    let mut out: BTreeMap<String, f64> = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some((name, value)) = sample(line) {
+            *out.entry(name.to_string()).or_insert(0.0) += value;
+        }
+    }
+    out
+}
+
+/// One sample line: `name{labels} value [timestamp]`.
+fn sample(line: &str) -> Option<(&str, f64)> {
+    let name_end = line
+        .find(|c: char| c == '{' || c.is_whitespace())
+        .unwrap_or(line.len());
+    let name = &line[..name_end];
+    let mut rest = &line[name_end..];
+    if rest.starts_with('{') {
+        rest = &rest[labels_end(rest)?..];
+    }
+    let value = rest.split_whitespace().next()?;
+    let v = match value {
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        v => v.parse::<f64>().ok()?,
+    };
+    (!name.is_empty() && v.is_finite()).then_some((name, v))
+}
+
+/// Byte offset just past the `}` closing a label set (quoted values may hold `}`).
+fn labels_end(text: &str) -> Option<usize> {
+    let mut in_quotes = false;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_quotes => escaped = true,
+            '"' => in_quotes = !in_quotes,
+            '}' if !in_quotes => return Some(i + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The cache counters of one scrape: only the two names asked for.
+pub fn pick(all: &BTreeMap<String, f64>, names: &CounterNames) -> BTreeMap<String, f64> {
+    [&names.hits, &names.queries]
+        .into_iter()
+        .filter_map(|n| all.get(n).map(|v| (n.clone(), *v)))
+        .collect()
+}
+
+/// Hits over queries between two scrapes; `None` when either counter is missing, no
+/// query was counted, or a counter went backwards (the server restarted).
+pub fn hit_ratio(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+    names: &CounterNames,
+) -> Option<f64> {
+    let delta = |n: &str| Some(after.get(n)? - before.get(n)?);
+    let hits = delta(&names.hits)?;
+    let queries = delta(&names.queries)?;
+    (queries > 0.0 && hits >= 0.0).then(|| (hits / queries).min(1.0))
+}
+
+/// Scrapes `base_url` + `names.path`; `None` when the server has no such page (or it is
+/// not reachable), which makes the counter ratio unknown.
+pub async fn scrape(
+    client: &reqwest::Client,
+    base_url: &str,
+    names: &CounterNames,
+) -> Option<BTreeMap<String, f64>> {
+    let url = format!(
+        "{}/{}",
+        base_url.trim_end_matches('/'),
+        names.path.trim_start_matches('/')
+    );
+    let resp = client.get(&url).timeout(SCRAPE_TIMEOUT).send().await.ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let text = resp.text().await.ok()?;
+    let picked = pick(&parse(&text), names);
+    (!picked.is_empty()).then_some(picked)
+}
+
+/// One server's counters, scraped around a run's measured pass.
+#[derive(Debug, Clone)]
+pub struct ServerScrape {
+    pub base_url: String,
+    pub names: CounterNames,
+    client: reqwest::Client,
+}
+
+impl ServerScrape {
+    pub fn new(base_url: &str, names: CounterNames) -> ServerScrape {
+        ServerScrape {
+            base_url: base_url.to_string(),
+            names,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// Scrapes and stores the counters under `phase`; `None` when the server has none.
+    pub async fn take(
+        &self,
+        store: &Arc<Mutex<Store>>,
+        run_id: &str,
+        phase: ServerPhase,
+    ) -> Result<Option<BTreeMap<String, f64>>, RunnerError> {
+        let Some(values) = scrape(&self.client, &self.base_url, &self.names).await else {
+            return Ok(None);
+        };
+        store
+            .lock()
+            .map_err(|_| RunnerError::Poisoned)?
+            .write_server_metrics(run_id, phase, &values)?;
+        Ok(Some(values))
+    }
+
+    /// The hit ratio between `before` and a scrape taken now (stored as `after`).
+    pub async fn ratio_since(
+        &self,
+        store: &Arc<Mutex<Store>>,
+        run_id: &str,
+        before: Option<&BTreeMap<String, f64>>,
+    ) -> Result<Option<f64>, RunnerError> {
+        let Some(before) = before else {
+            return Ok(None);
+        };
+        let after = self.take(store, run_id, ServerPhase::After).await?;
+        Ok(after.and_then(|a| hit_ratio(before, &a, &self.names)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VLLM: &str = r#"# HELP vllm:prefix_cache_hits_total Prefix cache hits.
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 300.0
+vllm:prefix_cache_hits_total{engine="1",model_name="m"} 200.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000
+vllm:prefix_cache_queries_total{engine="1",model_name="m"} 1e3 1700000000000
+weird{label="a } b \" c"} 7
+bad line without value
+nan_metric NaN
+"#;
+
+    #[test]
+    fn parses_and_sums_series() {
+        let m = parse(VLLM);
+        assert_eq!(m.get(VLLM_HITS), Some(&500.0));
+        assert_eq!(m.get(VLLM_QUERIES), Some(&2000.0));
+        assert_eq!(m.get("weird"), Some(&7.0));
+        assert!(!m.contains_key("bad"));
+        assert!(!m.contains_key("nan_metric"));
+    }
+
+    #[test]
+    fn ratio_of_deltas() {
+        let names = CounterNames::of(None);
+        let before = pick(&parse(VLLM), &names);
+        let after: BTreeMap<String, f64> = [
+            (VLLM_HITS.to_string(), 800.0),
+            (VLLM_QUERIES.to_string(), 3000.0),
+        ]
+        .into();
+        assert_eq!(hit_ratio(&before, &after, &names), Some(0.3));
+        assert_eq!(hit_ratio(&before, &before, &names), None);
+        let restarted: BTreeMap<String, f64> = [
+            (VLLM_HITS.to_string(), 1.0),
+            (VLLM_QUERIES.to_string(), 3000.0),
+        ]
+        .into();
+        assert_eq!(hit_ratio(&before, &restarted, &names), None);
+    }
+
+    #[test]
+    fn sglang_names_from_the_metrics_table() {
+        let spec = ServerMetricsSpec {
+            path: "/metrics".into(),
+            cache_hits: SGLANG_HITS.into(),
+            cache_queries: SGLANG_QUERIES.into(),
+        };
+        let names = CounterNames::of(Some(&spec));
+        let text = "sglang:prompt_tokens_total{model_name=\"q\"} 4096\n\
+                    sglang:cached_tokens_total{model_name=\"q\",cache_source=\"device\"} 3000\n\
+                    sglang:cached_tokens_total{model_name=\"q\",cache_source=\"host\"} 168\n";
+        let m = pick(&parse(text), &names);
+        assert_eq!(m.get(SGLANG_HITS), Some(&3168.0));
+        let zero: BTreeMap<String, f64> = [
+            (SGLANG_HITS.to_string(), 0.0),
+            (SGLANG_QUERIES.to_string(), 0.0),
+        ]
+        .into();
+        assert_eq!(hit_ratio(&zero, &m, &names), Some(3168.0 / 4096.0));
+    }
+
+    #[test]
+    fn missing_counter_is_unknown() {
+        let names = CounterNames::of(None);
+        let only_queries: BTreeMap<String, f64> = [(VLLM_QUERIES.to_string(), 10.0)].into();
+        assert_eq!(hit_ratio(&BTreeMap::new(), &only_queries, &names), None);
+    }
+}

@@ -1,0 +1,127 @@
+//! `body_template`: a minijinja template of the whole request body, for servers whose API
+//! is not quite OpenAI's (EvalScope's `--query-template`). The context holds `model`,
+//! `prompt` (text, or token ids), `messages`, `stream` and every request field by its
+//! OpenAI name (`max_tokens`, `temperature`, …). The result must be JSON; `reject_fields`
+//! are removed from it.
+
+use bytes::Bytes;
+use minijinja::{context, Environment};
+use serde_json::{Map, Value};
+
+use super::RunnerError;
+use crate::api::Prompt;
+
+/// What one request's body is made of.
+pub struct TemplateInput<'a> {
+    pub model: &'a str,
+    pub prompt: &'a Prompt,
+    pub fields: &'a Map<String, Value>,
+    pub stream: bool,
+    pub reject_fields: &'a [String],
+}
+
+fn prompt_values(prompt: &Prompt) -> (Value, Value) {
+    let user = |text: &str| serde_json::json!([{"role": "user", "content": text}]);
+    match prompt {
+        Prompt::Text(t) => (Value::from(t.clone()), user(t)),
+        Prompt::TokenIds(ids) => (Value::from(ids.clone()), Value::Array(Vec::new())),
+        Prompt::Messages(m) => {
+            let last = m
+                .iter()
+                .rev()
+                .find_map(|x| x.get("content").and_then(Value::as_str))
+                .unwrap_or("");
+            (Value::from(last), Value::Array(m.clone()))
+        }
+        Prompt::Body(b) => (
+            b.get("prompt").cloned().unwrap_or(Value::Null),
+            b.get("messages").cloned().unwrap_or(Value::Null),
+        ),
+        Prompt::Embedding(inputs) => (Value::from(inputs.clone()), Value::Array(Vec::new())),
+        Prompt::Rerank { query, documents } => {
+            (Value::from(query.clone()), Value::from(documents.clone()))
+        }
+    }
+}
+
+/// Renders one body. `env` holds the compiled template named `body`.
+pub fn render(env: &Environment<'_>, input: &TemplateInput<'_>) -> Result<Bytes, RunnerError> {
+    let bad = |reason: String| RunnerError::Template { reason };
+    let tmpl = env.get_template("body").map_err(|e| bad(e.to_string()))?;
+    let (prompt, messages) = prompt_values(input.prompt);
+    let ctx = context! {
+        model => input.model,
+        prompt => prompt,
+        messages => messages,
+        stream => input.stream,
+        fields => input.fields,
+        ..minijinja::Value::from_serialize(input.fields)
+    };
+    let text = tmpl
+        .render(ctx)
+        .map_err(|e| bad(format!("rendering failed: {e:#}")))?;
+    let mut body: Value = serde_json::from_str(&text).map_err(|e| {
+        let excerpt: String = text.chars().take(200).collect();
+        bad(format!("the rendered body is not JSON ({e}): {excerpt}"))
+    })?;
+    if let Some(map) = body.as_object_mut() {
+        for f in input.reject_fields {
+            map.remove(f);
+        }
+    }
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(|e| bad(e.to_string()))
+}
+
+/// An environment with the template compiled, or the compile error.
+pub fn compile(source: &str) -> Result<Environment<'_>, RunnerError> {
+    let mut env = Environment::new();
+    env.add_template("body", source)
+        .map_err(|e| RunnerError::Template {
+            reason: format!("cannot compile: {e:#}"),
+        })?;
+    Ok(env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_json_with_fields_and_prompt() {
+        let env = compile(r#"{"model": {{ model | tojson }}, "input": {{ prompt | tojson }}, "max_new_tokens": {{ max_tokens }}, "seed": 1}"#).unwrap();
+        let mut fields = Map::new();
+        fields.insert("max_tokens".into(), 16.into());
+        let prompt = Prompt::Text("hi \"there\"".into());
+        let reject = vec!["seed".to_string()];
+        let input = TemplateInput {
+            model: "m",
+            prompt: &prompt,
+            fields: &fields,
+            stream: false,
+            reject_fields: &reject,
+        };
+        let body: Value = serde_json::from_slice(&render(&env, &input).unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"model": "m", "input": "hi \"there\"", "max_new_tokens": 16})
+        );
+    }
+
+    #[test]
+    fn non_json_output_is_a_clear_error() {
+        let env = compile("not json {{ model }}").unwrap();
+        let prompt = Prompt::Text("x".into());
+        let input = TemplateInput {
+            model: "m",
+            prompt: &prompt,
+            fields: &Map::new(),
+            stream: false,
+            reject_fields: &[],
+        };
+        let err = render(&env, &input).unwrap_err().to_string();
+        assert!(err.contains("not JSON"), "{err}");
+        assert!(compile("{{ unclosed").is_err());
+    }
+}

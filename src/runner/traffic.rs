@@ -1,0 +1,213 @@
+//! The runner's side of issue 7's traffic kinds that are not a plain list of prompts:
+//! trace replay (recorded bodies sent at recorded offsets under `Load::Scheduled`) and
+//! multi-turn conversations (a `ConversationSource` building each turn from the last
+//! answer). Also picks a run's request source and load, and adds the per-turn metrics.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::conversation::{turn_metrics, ConversationPlan, ConversationSource, TurnTemplate};
+use super::prepare::{api_kind, measured_count, PreparedRun};
+use super::{fields, RunnerError};
+use crate::api::{self, ApiKind, BodyInput, Prompt};
+use crate::dataset::{self, DatasetContext};
+use crate::engine::{Load, Next, Phase, PreparedRequest, RequestRecord, RequestSource, VecSource};
+use crate::metrics::RunSummary;
+use crate::plan::DatasetKind;
+use crate::planner::{warmup_count, RunSpec};
+
+/// Builds the request set of a trace or multi-turn run; `None` for every other kind.
+pub(super) fn prepare(
+    run: &RunSpec,
+    ctx: &DatasetContext,
+    base: impl FnOnce(Vec<String>) -> PreparedRun,
+) -> Result<Option<PreparedRun>, RunnerError> {
+    let kind = run.settings.dataset.spec.kind;
+    match kind {
+        DatasetKind::Trace => trace(run, ctx, base).map(Some),
+        DatasetKind::RandomMultiTurn | DatasetKind::Conversations => {
+            conversation(run, ctx, base).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+fn dataset_error(run: &RunSpec, source: dataset::DatasetError) -> RunnerError {
+    RunnerError::Dataset {
+        dataset: run.settings.dataset.name.clone(),
+        source,
+    }
+}
+
+fn trace(
+    run: &RunSpec,
+    ctx: &DatasetContext,
+    base: impl FnOnce(Vec<String>) -> PreparedRun,
+) -> Result<PreparedRun, RunnerError> {
+    let s = &run.settings;
+    let mut ctx = ctx.clone();
+    ctx.count = measured_count(run);
+    let trace = dataset::trace::read(&s.dataset.spec, &ctx).map_err(|e| dataset_error(run, e))?;
+    let mut warnings = trace.warnings;
+    if warmup_count(&s.load) > 0 {
+        warnings.push("a trace replay has no warmup: every record is measured".into());
+    }
+    if s.cache_state == crate::plan::CacheState::Warm {
+        warnings.push(
+            "a trace replay has no priming pass: cache_state = \"warm\" only names the run".into(),
+        );
+    }
+    if s.load.concurrency.is_some() || s.load.rate.is_some() {
+        warnings.push(
+            "trace replay sends at the recorded times: the load's concurrency/rate is not used"
+                .into(),
+        );
+    }
+    let kind = api_kind(s.api);
+    let mut out = base(warnings);
+    let mut offsets = Vec::with_capacity(trace.requests.len());
+    for (i, t) in trace.requests.into_iter().enumerate() {
+        let stream = t.body.get("stream").and_then(Value::as_bool) == Some(true);
+        let prompt = Prompt::Body(t.body);
+        let empty = serde_json::Map::new();
+        let input = BodyInput {
+            model: run.served_model(),
+            prompt: &prompt,
+            fields: &empty,
+            stream: false,
+            include_usage: false,
+            reject_fields: &s.endpoint.spec.reject_fields,
+        };
+        let (path, body) = api::build_body(kind, &input)
+            .map_err(|source| RunnerError::Body { item: i, source })?;
+        out.requests.push(PreparedRequest {
+            item: i as u64,
+            phase: Phase::Measured,
+            kind,
+            path: path.into(),
+            body,
+            stream: stream && kind.can_stream(),
+            client_input_tokens: None,
+        });
+        offsets.push(t.offset);
+        out.targets.push(None);
+    }
+    out.schedule = Some(offsets);
+    Ok(out)
+}
+
+fn conversation(
+    run: &RunSpec,
+    ctx: &DatasetContext,
+    base: impl FnOnce(Vec<String>) -> PreparedRun,
+) -> Result<PreparedRun, RunnerError> {
+    let s = &run.settings;
+    let kind = api_kind(s.api);
+    if kind != ApiKind::Chat {
+        return Err(dataset_error(
+            run,
+            dataset::DatasetError::Invalid(format!(
+                "multi-turn datasets need api = \"chat\" (this run uses `{}`)",
+                kind.as_str()
+            )),
+        ));
+    }
+    let conversations = dataset::multi_turn::conversations(&s.dataset.spec, ctx)
+        .map_err(|e| dataset_error(run, e))?;
+    let mut warnings = Vec::new();
+    if s.cache_state == crate::plan::CacheState::Warm {
+        warnings.push(
+            "multi-turn runs have no priming pass: cache_state = \"warm\" only names the run"
+                .into(),
+        );
+    }
+    let max_active = match (s.load.concurrency, s.load.max_in_flight) {
+        (Some(c), _) => c as usize,
+        (None, Some(m)) => m as usize,
+        (None, None) => usize::MAX,
+    };
+    let mut out = base(warnings);
+    out.conversation = Some(ConversationPlan {
+        conversations,
+        template: TurnTemplate {
+            kind,
+            model: run.served_model().to_string(),
+            request: s.request.clone(),
+            stream: fields::streams(&s.request),
+            reject_fields: s.endpoint.spec.reject_fields.clone(),
+            seed: run.dataset_seed,
+        },
+        warmup: warmup_count(&s.load) as usize,
+        total: ctx.count,
+        max_active,
+        think_time: s.dataset.spec.think_time.map_or(Duration::ZERO, |d| d.0),
+    });
+    Ok(out)
+}
+
+/// The load of a run: the plan's, or a scheduled one for a trace.
+pub(super) fn load(prepared: &PreparedRun, planned: Load, max_in_flight: Option<u32>) -> Load {
+    match prepared.schedule {
+        Some(_) => Load::Scheduled { max_in_flight },
+        None => planned,
+    }
+}
+
+/// The measured pass's source of a run.
+pub(super) enum Source {
+    List(VecSource),
+    Conversations(Box<ConversationSource>),
+}
+
+impl Source {
+    pub(super) fn new(prepared: &mut PreparedRun) -> Source {
+        let requests = std::mem::take(&mut prepared.requests);
+        match (prepared.conversation.take(), prepared.schedule.take()) {
+            (Some(plan), _) => Source::Conversations(Box::new(ConversationSource::new(plan))),
+            (None, Some(offsets)) => Source::List(VecSource::scheduled(requests, offsets)),
+            (None, None) => Source::List(VecSource::new(requests)),
+        }
+    }
+
+    /// Adds the per-turn metrics of a multi-turn run; returns what the run's extras keep.
+    pub(super) fn finish(
+        &self,
+        records: &[RequestRecord],
+        summary: &mut RunSummary,
+    ) -> Option<Value> {
+        let Source::Conversations(c) = self else {
+            return None;
+        };
+        for (name, value) in turn_metrics(records, c.turn_of_item()) {
+            summary.values.insert(name.to_string(), value);
+        }
+        Some(serde_json::json!({
+            "turn_of_item": c.turn_of_item(),
+            "conversation_errors": c.errors,
+        }))
+    }
+}
+
+impl RequestSource for Source {
+    fn next(&mut self) -> Next {
+        match self {
+            Source::List(s) => s.next(),
+            Source::Conversations(s) => s.next(),
+        }
+    }
+
+    fn completed(&mut self, record: &RequestRecord) {
+        match self {
+            Source::List(s) => s.completed(record),
+            Source::Conversations(s) => s.completed(record),
+        }
+    }
+
+    fn offsets(&self) -> Option<Vec<Duration>> {
+        match self {
+            Source::List(s) => s.offsets(),
+            Source::Conversations(_) => None,
+        }
+    }
+}
