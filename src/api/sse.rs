@@ -5,8 +5,8 @@
 //! event joined by `\n`; a blank line ends an event. `[DONE]` and error objects are
 //! ordinary data here: the caller interprets them.
 //!
-//! Hot path: a line that arrives whole is never copied into the line buffer; the only
-//! copy is the event's data into a reused buffer.
+//! Hot path: line ends are found with `memchr` (SIMD); a line that arrives whole is never
+//! copied into the line buffer; the only copy is the event's data into a reused buffer.
 
 /// One decoded event. Borrowed from the decoder until the callback returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl SseDecoder {
                 input = rest;
             }
         }
-        while let Some(i) = input.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(i) = memchr::memchr2(b'\n', b'\r', input) {
             let mut next = i + 1;
             if input[i] == b'\r' {
                 match input.get(next) {
@@ -103,7 +103,7 @@ impl SseDecoder {
         if line[0] == b':' {
             return;
         }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(c) => {
                 let v = &line[c + 1..];
                 (&line[..c], v.strip_prefix(b" ").unwrap_or(v))

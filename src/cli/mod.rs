@@ -61,6 +61,8 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // Many concurrent streams need many descriptors: use the hard limit, not the soft one.
+    crate::engine::limits::raise_fd_limit();
     // A panic is a bug: say so plainly and exit with INTERNAL, never a bare backtrace.
     std::panic::set_hook(Box::new(|info| {
         eprintln!("perfplan: internal error (a bug, please report it with the command): {info}");

@@ -55,7 +55,7 @@ async fn serve(args: SimArgs) -> u8 {
         return exit::INVALID;
     }
     let addr = SocketAddr::new(args.host, args.port);
-    let listener = match tokio::net::TcpListener::bind(addr).await {
+    let listener = match sim::bind(addr) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: cannot listen on {addr}: {e}");

@@ -198,7 +198,11 @@ async fn drive(
 
 /// Connects (or reuses a connection), sends, and reads the response head. A reused
 /// connection that fails before any answer byte was stale: one retry on a fresh one.
-async fn open_h1(h1: &H1Client, req: &PreparedRequest) -> Result<(Conn, Head), Failure> {
+async fn open_h1(
+    h1: &H1Client,
+    req: &PreparedRequest,
+    id: Option<(&str, u64)>,
+) -> Result<(Conn, Head), Failure> {
     let connect_failure = |e: std::io::Error| {
         let outcome = if e.kind() == std::io::ErrorKind::TimedOut {
             Outcome::Timeout
@@ -215,7 +219,7 @@ async fn open_h1(h1: &H1Client, req: &PreparedRequest) -> Result<(Conn, Head), F
     let mut conn = h1.checkout().await.map_err(connect_failure)?;
     loop {
         let reused = conn.reused;
-        let result = match h1.send(&mut conn, &req.path, &req.body).await {
+        let result = match h1.send(&mut conn, &req.path, &req.body, id).await {
             Ok(()) => conn.read_head().await,
             Err(e) => Err(e),
         };
@@ -349,7 +353,11 @@ async fn drive_h1(
     // One timer per request, re-armed only when it fires (the deadline only moves later).
     let sleep = tokio::time::sleep_until(deadline(ep, sent_at, sent_at).into());
     tokio::pin!(sleep);
-    let (mut conn, head) = until_head(open_h1(h1, req), sleep.as_mut(), ep, sent_at).await?;
+    let id = ep
+        .request_ids
+        .as_ref()
+        .map(|(p, first)| (&**p, first + rec.index));
+    let (mut conn, head) = until_head(open_h1(h1, req, id), sleep.as_mut(), ep, sent_at).await?;
     rec.http_status = Some(head.status);
     let streamed = head.status == 200 && (head.event_stream || (req.stream && !head.json));
     let mut decoder = std::mem::take(&mut conn.sse);

@@ -149,8 +149,15 @@ impl H1Client {
         }
     }
 
-    /// Writes `POST path` with `body` on `conn`.
-    pub(crate) async fn send(&self, conn: &mut Conn, path: &str, body: &[u8]) -> io::Result<()> {
+    /// Writes `POST path` with `body` on `conn`; `id` (prefix, index) adds an
+    /// `x-request-id: prefix-index` header.
+    pub(crate) async fn send(
+        &self,
+        conn: &mut Conn,
+        path: &str,
+        body: &[u8],
+        id: Option<(&str, u64)>,
+    ) -> io::Result<()> {
         let w = &mut conn.wbuf;
         w.clear();
         w.extend_from_slice(b"POST ");
@@ -158,6 +165,9 @@ impl H1Client {
         w.extend_from_slice(b" HTTP/1.1\r\n");
         w.extend_from_slice(&self.common);
         // Writing into a Vec cannot fail.
+        if let Some((prefix, index)) = id {
+            let _ = write!(w, "x-request-id: {prefix}-{index}\r\n");
+        }
         let _ = write!(w, "Content-Length: {}\r\n\r\n", body.len());
         w.extend_from_slice(body);
         conn.stream.write_all(&conn.wbuf).await

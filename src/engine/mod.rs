@@ -14,6 +14,7 @@ pub mod arrivals;
 pub mod cpu;
 mod exchange;
 mod h1;
+pub mod limits;
 pub mod record;
 mod run;
 pub mod source;

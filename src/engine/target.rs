@@ -98,6 +98,11 @@ pub struct Endpoint {
     base: String,
     urls: Vec<(&'static str, Url)>,
     pub(crate) timeouts: Timeouts,
+    /// When set, each request carries `x-request-id: PREFIX-N`, N = first + the record's
+    /// index (the simulator records it in its truth, so records and truth join by id).
+    pub(crate) request_ids: Option<(Arc<str>, u64)>,
+    /// The target's own headers already carry an `x-request-id`.
+    own_request_id: bool,
 }
 
 impl Endpoint {
@@ -131,12 +136,26 @@ impl Endpoint {
             base,
             urls: Vec::new(),
             timeouts: target.timeouts,
+            request_ids: None,
+            own_request_id: target
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("x-request-id")),
         };
         for kind in ApiKind::ALL {
             let url = endpoint.parse_url(kind.path())?;
             endpoint.urls.push((kind.path(), url));
         }
         Ok(endpoint)
+    }
+
+    /// Sends `x-request-id: {prefix}-{first + index}` with every request (`index` is the
+    /// record's), unless the target's headers set their own `x-request-id`.
+    pub fn with_request_ids(mut self, prefix: &str, first: u64) -> Endpoint {
+        if !self.own_request_id {
+            self.request_ids = Some((Arc::from(prefix), first));
+        }
+        self
     }
 
     pub fn base_url(&self) -> &str {

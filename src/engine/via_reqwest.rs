@@ -51,8 +51,13 @@ pub(crate) async fn drive_reqwest(
         .map_err(|e| Failure::new(Outcome::Connect, e.to_string()))?;
     let sleep = tokio::time::sleep_until(deadline(ep, sent_at, sent_at).into());
     tokio::pin!(sleep);
+    let index = rec.index;
     let send = async {
-        let r = ep.client.post(url).body(req.body.clone()).send().await;
+        let mut post = ep.client.post(url).body(req.body.clone());
+        if let Some((prefix, first)) = &ep.request_ids {
+            post = post.header("x-request-id", format!("{prefix}-{}", first + index));
+        }
+        let r = post.send().await;
         r.map_err(|e| classify_send(&e))
     };
     let mut response = until_head(send, sleep.as_mut(), ep, sent_at).await?;

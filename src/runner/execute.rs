@@ -178,7 +178,7 @@ pub async fn execute(
         let mut source = VecSource::new(std::mem::take(&mut prepared.priming));
         let mut sink = sink_for(0);
         engine::run(
-            ctx.endpoint,
+            &ctx.endpoint.clone().with_request_ids(&run.id, 0),
             &mut source,
             &priming_cfg,
             ctx.cancel,
@@ -196,7 +196,9 @@ pub async fn execute(
         None => None,
     };
     let mut source = super::traffic::Source::new(&mut prepared);
-    let output = engine::run(ctx.endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
+    // `x-request-id: RUN-INDEX` with the stored index, so server logs join the records.
+    let endpoint = ctx.endpoint.clone().with_request_ids(&run.id, offset);
+    let output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load {
             run: run.id.clone(),

@@ -125,11 +125,7 @@ pub fn run_label(run: &RunSpec, total: usize) -> String {
     } else {
         format!("#{}", run.ordinal)
     };
-    format!(
-        "run {position} {} {}",
-        run.id,
-        axes.join(" ")
-    )
+    format!("run {position} {} {}", run.id, axes.join(" "))
 }
 
 pub(super) fn target(run: &RunSpec, sims: &Sims) -> Target {
@@ -441,6 +437,7 @@ impl Suite<'_> {
         })?;
         let mut warnings = notes;
         warnings.extend(prepared.warnings.iter().cloned());
+        warnings.extend(crate::engine::limits::connection_limit_problem(pool as u64));
         for w in &warnings {
             self.log
                 .say(&format!("warning: {}: {w}", run_label(run, total)));

@@ -129,6 +129,24 @@ fn build_state(config: SimConfig, record_bodies: bool) -> Result<Arc<SimState>, 
     Ok(Arc::new(SimState::new(config, tokens, record_bodies)))
 }
 
+/// Pending connections the listener queues (the kernel caps it at `net.core.somaxconn`).
+/// The default of the standard library and tokio (128) drops SYNs when a client opens a
+/// few hundred connections at once, and each drop costs the client a 1 s retransmit.
+const LISTEN_BACKLOG: u32 = 8192;
+
+/// Binds `addr` with a listen backlog large enough for thousands of simultaneous connects.
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Every chunk is written at once (no Nagle delay waiting for the client's ACK).
 fn no_delay(tcp: &mut tokio::net::TcpStream) {
     let _ = tcp.set_nodelay(true);
@@ -160,9 +178,7 @@ impl SimServer {
     /// Starts on `addr` (port 0: ephemeral).
     pub async fn start_on(config: SimConfig, addr: SocketAddr) -> Result<SimServer, SimError> {
         let state = build_state(config, true)?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| SimError::Bind { addr, source })?;
+        let listener = bind(addr).map_err(|source| SimError::Bind { addr, source })?;
         let addr = listener
             .local_addr()
             .map_err(|source| SimError::Bind { addr, source })?;

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Figures of one bench/client.sh scenario run, as one JSON line on stdout.
+
+Reads perfplan's results database (DIR/results.db), the simulator's truth (JSON of
+GET /sim/truth) and /usr/bin/time -v output of the perfplan process. Client records and
+server truth are joined by request id: perfplan sends `x-request-id: RUN_ID-INDEX`, the
+simulator records it as `client_request_id`.
+
+TTFT error = client TTFT (first content chunk - sent) - server (first_token - arrival),
+over measured requests that ended ok. Python standard library only.
+
+usage: figures.py run RESULTS_DB TRUTH_JSON TIME_OUTPUT   (one JSON line)
+       figures.py table DIR    (the issue's table from DIR/SCENARIO.jsonl, median of runs)
+"""
+
+import json
+import re
+import sqlite3
+import statistics
+import sys
+
+
+def pct(values, p):
+    if not values:
+        return None
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return s[k]
+
+
+def gap_cv(times):
+    """Coefficient of variation of the gaps between sorted `times`."""
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    if len(gaps) < 2 or statistics.mean(gaps) <= 0:
+        return None
+    return statistics.pstdev(gaps) / statistics.mean(gaps)
+
+
+def time_v(path):
+    text = open(path, encoding="utf-8", errors="replace").read()
+
+    def grab(label):
+        m = re.search(re.escape(label) + r":\s*([0-9.:]+)", text)
+        return m.group(1) if m else None
+
+    user, system = float(grab("User time (seconds)") or 0), float(grab("System time (seconds)") or 0)
+    rss_kib = int(grab("Maximum resident set size (kbytes)") or 0)
+    return user + system, rss_kib / 1024.0
+
+
+def run(db_path, truth_path, time_path):
+    db = sqlite3.connect(db_path)
+    run_id, = db.execute("SELECT id FROM runs ORDER BY ordinal LIMIT 1").fetchone()
+    metrics = dict(db.execute("SELECT name, value FROM run_metrics WHERE run_id = ?", (run_id,)))
+    warnings = json.loads(db.execute("SELECT warnings_json FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+    rows = db.execute(
+        "SELECT request_index, phase, sent_us, ttft_us, outcome, completion_tokens "
+        "FROM requests WHERE run_id = ?",
+        (run_id,),
+    ).fetchall()
+    total = len(rows)
+    measured = [r for r in rows if r[1] == "measured"]
+    ok = [r for r in measured if r[4] == "ok"]
+    truth = json.load(open(truth_path, encoding="utf-8"))["records"]
+    by_id = {t["client_request_id"]: t for t in truth if t.get("client_request_id")}
+    errors = []
+    for idx, _, _, ttft_us, _, _ in ok:
+        t = by_id.get(f"{run_id}-{idx}")
+        if t is None or ttft_us is None or t.get("first_token_us") is None:
+            continue
+        server_us = t["first_token_us"] - t["arrival_us"]
+        errors.append((ttft_us - server_us) / 1000.0)
+    sent = sorted(r[2] for r in measured)
+    intended = sorted(db.execute(
+        "SELECT intended_us FROM requests WHERE run_id = ? AND phase = 'measured'", (run_id,)
+    ).fetchall())
+    cv = gap_cv(sent)
+    cpu_s, peak_mib = time_v(time_path)
+    tokens = sum(r[5] or 0 for r in rows)
+    out = {
+        "run_id": run_id,
+        "requests_all": total,
+        "requests_measured": len(measured),
+        "requests_ok": len(ok),
+        "rps": metrics.get("rps"),
+        "duration_s": metrics.get("duration_s"),
+        "cpu_s": cpu_s,
+        "cpu_s_per_1k_requests": 1000.0 * cpu_s / total if total else None,
+        "tokens_all": tokens,
+        "cpu_s_per_100k_tokens": 1e5 * cpu_s / tokens if tokens else None,
+        "peak_mib": peak_mib,
+        "client_cpu_ratio": metrics.get("client_cpu_ratio"),
+        "ttft_matched": len(errors),
+        "ttft_err_mean_ms": statistics.mean(errors) if errors else None,
+        "ttft_err_p99_ms": pct(errors, 99),
+        "achieved_rate": (len(measured) - 1) / ((sent[-1] - sent[0]) / 1e6) if len(sent) > 1 else None,
+        "schedule_rate": (len(intended) - 1) / ((intended[-1][0] - intended[0][0]) / 1e6) if len(intended) > 1 else None,
+        "gap_cv": cv,
+        "schedule_cv": gap_cv([x[0] for x in intended]),
+        "lateness_p99_ms": metrics.get("lateness_p99"),
+        "client_bound": [w for w in warnings if w.startswith("client_bound")],
+    }
+    print(json.dumps(out))
+
+
+def load(dir_, scenario):
+    try:
+        with open(f"{dir_}/{scenario}.jsonl", encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def fig(runs, key, fmt, label=""):
+    """Median of the runs, with min..max as the noise."""
+    vals = [r[key] for r in runs if r.get(key) is not None]
+    if not vals:
+        return "not measured", None
+    med = statistics.median(vals)
+    if len(vals) == 1 or min(vals) == max(vals):
+        return label + fmt.format(med), med
+    return f"{label}{fmt.format(med)} ({fmt.format(min(vals))}..{fmt.format(max(vals))})", med
+
+
+def table(dir_):
+    rows = []
+
+    def row(label, target, scenario, parts, ok):
+        runs = load(dir_, scenario)
+        texts, meds = [], []
+        for part in parts:
+            t, m = fig(runs, *part)
+            texts.append(t)
+            meds.append(m)
+        met = "?" if any(m is None for m in meds) else ("yes" if ok(*meds) else "NO")
+        rows.append((label, target, " / ".join(texts), met))
+
+    row("streamed requests/s, 1-token responses, c=64", ">= 20,000", "rps-1tok",
+        [("rps", "{:,.0f}")], lambda v: v >= 20000)
+    row("client CPU per 1,000 such requests", "<= 0.05 CPU-s", "rps-1tok",
+        [("cpu_s_per_1k_requests", "{:.4f}")], lambda v: v <= 0.05)
+    row("client CPU per 100,000 streamed tokens (512-token, c=64)", "<= 0.15 CPU-s", "tokens-512",
+        [("cpu_s_per_100k_tokens", "{:.3f}")], lambda v: v <= 0.15)
+    row("client peak memory in that run", "<= 64 MiB", "tokens-512",
+        [("peak_mib", "{:.1f} MiB")], lambda v: v <= 64)
+    for c, m, p in (("64", 0.5, 2), ("256", 1, 5), ("1024", 2, 10)):
+        row(f"TTFT error vs server truth, mean / p99 (ms), c={c}", f"<= {m} / {p} ms", f"ttft-c{c}",
+            [("ttft_err_mean_ms", "{:+.2f}"), ("ttft_err_p99_ms", "{:+.2f}")],
+            lambda a, b, m=m, p=p: a <= m and b <= p)
+    row("Poisson 50 req/s for 20 s: achieved rate, CV of gaps, send lateness p99",
+        "within 1%, CV 0.97-1.03, <= 1 ms", "poisson-50",
+        [("achieved_rate", "{:.2f}/s"), ("schedule_rate", "{:.2f}/s", "schedule "),
+         ("gap_cv", "{:.3f}", "CV "), ("schedule_cv", "{:.3f}", "schedule CV "),
+         ("lateness_p99_ms", "{:.2f} ms", "lateness p99 ")],
+        lambda r, sched, cv, _scv, late: abs(r - sched) <= 0.01 * sched and 0.97 <= cv <= 1.03 and late <= 1)
+    w = [max(len(r[i]) for r in rows + [("figure", "target", "perfplan: median of runs (min..max)", "met")]) for i in range(4)]
+    head = ("figure", "target", "perfplan: median of runs (min..max)", "met")
+    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(head)) + " |")
+    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for r in rows:
+        print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+    print()
+    print("Per scenario (medians): perfplan CPU-s (whole process, /usr/bin/time), simulator CPU-s,")
+    print("run duration, load average before/after each run (min-max over runs):")
+    for scenario in ("rps-1tok", "tokens-512", "ttft-c64", "ttft-c256", "ttft-c1024", "ttft-c4096", "poisson-50"):
+        runs = load(dir_, scenario)
+        if not runs:
+            continue
+        med = lambda k: statistics.median([r[k] for r in runs if r.get(k) is not None] or [float("nan")])
+        loads = [r[k] for r in runs for k in ("load_before", "load_after") if r.get(k) is not None]
+        bound = sum(1 for r in runs if r.get("client_bound"))
+        print(f"- {scenario}: perfplan {med('cpu_s'):.2f} CPU-s, sim {med('sim_cpu_s'):.2f} CPU-s, "
+              f"{med('duration_s'):.2f} s, {med('requests_ok'):.0f} ok of {med('requests_measured'):.0f}, "
+              f"peak {med('peak_mib'):.1f} MiB, load {min(loads, default=0):.1f}-{max(loads, default=0):.1f}, "
+              f"client_bound in {bound} of {len(runs)} runs")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "run":
+        run(*sys.argv[2:5])
+    elif len(sys.argv) == 3 and sys.argv[1] == "table":
+        table(sys.argv[2])
+    else:
+        sys.exit(__doc__)

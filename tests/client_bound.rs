@@ -1,0 +1,93 @@
+//! A CPU-starved client must say so: `perfplan run` pinned to one CPU next to a busy
+//! loop, at an open-loop rate that CPU cannot send, carries the `client_bound` warning.
+//! Alone in its test binary so the busy loop never disturbs timing tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// Runs `perfplan run` on CPU 0 next to a busy loop on the same CPU, at an open-loop rate
+/// one starved core cannot send: the run must carry the `client_bound` warning (stored
+/// with the run and in its extras). Skipped where `taskset` is missing.
+#[test]
+fn starved_client_is_flagged_client_bound() {
+    if Command::new("taskset").arg("-V").output().is_err() {
+        eprintln!("taskset not found: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("starved.toml");
+    std::fs::write(
+        &plan,
+        r#"
+[plan]
+name = "starved"
+seed = 1
+
+[endpoints.sim]
+base_url = "sim://starved"
+
+[endpoints.sim.sim]
+ttft_base = "1ms"
+itl_base = "1ms"
+max_num_seqs = 8192
+
+[models.m]
+served_name = "m"
+
+[datasets.hello]
+kind = "prompt"
+text = "hello"
+
+[defaults]
+output_tokens = 2
+ignore_eos = true
+stream = true
+
+[matrix]
+load = { rate = 4000, duration = "1500ms", requests = 6000 }
+"#,
+    )
+    .unwrap();
+    let mut busy = Command::new("taskset")
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = dir.path().join("out");
+    let status = Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_perfplan"), "run"])
+        .arg(&plan)
+        .arg("--out")
+        .arg(&out)
+        .output();
+    let _ = busy.kill(); // by its own PID
+    let _ = busy.wait();
+    let status = status.unwrap();
+    assert!(
+        status.status.code() == Some(0) || status.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let (warnings, extras) = run_row(&out.join("results.db"));
+    assert!(
+        warnings.iter().any(|w| w.starts_with("client_bound: ")),
+        "{warnings:?}"
+    );
+    assert!(extras["client_bound"].is_string(), "{extras}");
+}
+
+fn run_row(db: &Path) -> (Vec<String>, Value) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let (w, e): (String, String) = conn
+        .query_row("SELECT warnings_json, extras_json FROM runs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    (
+        serde_json::from_str(&w).unwrap(),
+        serde_json::from_str(&e).unwrap(),
+    )
+}
