@@ -3,7 +3,7 @@
 
 Reads perfplan's results database (DIR/results.db), the simulator's truth (JSON of
 GET /sim/truth) and /usr/bin/time -v output of the perfplan process. Client records and
-server truth are joined by request id: perfplan sends `x-request-id: RUN_ID-INDEX`, the
+server truth are joined by request id: perfplan sends a UUID-shaped `x-request-id` made of the run id and the request index, the
 simulator records it as `client_request_id`.
 
 TTFT error = client TTFT (first content chunk - sent) - server (first_token - arrival),
@@ -65,7 +65,7 @@ def run(db_path, truth_path, time_path):
     by_id = {t["client_request_id"]: t for t in truth if t.get("client_request_id")}
     errors = []
     for idx, _, _, ttft_us, _, _ in ok:
-        t = by_id.get(f"{run_id}-{idx}")
+        t = by_id.get(f"{run_id[:8]}-{run_id[8:12]}-4000-8000-{idx:012x}")
         if t is None or ttft_us is None or t.get("first_token_us") is None:
             continue
         server_us = t["first_token_us"] - t["arrival_us"]

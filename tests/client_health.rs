@@ -116,7 +116,7 @@ fn ttft_errors_at(c: usize) -> (f64, f64) {
     let mut errors_ms = Vec::new();
     for r in out.records.iter().filter(|r| r.phase == Phase::Measured) {
         assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
-        let (arrival, first) = truth[&format!("t-{}", r.index)];
+        let (arrival, first) = truth[&perfplan::engine::request_id("t", r.index)];
         let server = Duration::from_micros(first - arrival);
         let client = r.first_chunk.unwrap() - r.sent;
         errors_ms.push((client.as_secs_f64() - server.as_secs_f64()) * 1e3);

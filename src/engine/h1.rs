@@ -150,7 +150,7 @@ impl H1Client {
     }
 
     /// Writes `POST path` with `body` on `conn`; `id` (prefix, index) adds an
-    /// `x-request-id: prefix-index` header.
+    /// `x-request-id` header (see `request_id`).
     pub(crate) async fn send(
         &self,
         conn: &mut Conn,
@@ -166,7 +166,11 @@ impl H1Client {
         w.extend_from_slice(&self.common);
         // Writing into a Vec cannot fail.
         if let Some((prefix, index)) = id {
-            let _ = write!(w, "x-request-id: {prefix}-{index}\r\n");
+            let _ = write!(
+                w,
+                "x-request-id: {}\r\n",
+                super::request_id::request_id(prefix, index)
+            );
         }
         let _ = write!(w, "Content-Length: {}\r\n\r\n", body.len());
         w.extend_from_slice(body);

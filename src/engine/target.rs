@@ -98,7 +98,7 @@ pub struct Endpoint {
     base: String,
     urls: Vec<(&'static str, Url)>,
     pub(crate) timeouts: Timeouts,
-    /// When set, each request carries `x-request-id: PREFIX-N`, N = first + the record's
+    /// When set, each request carries an `x-request-id` made of PREFIX and N = first + the record's
     /// index (the simulator records it in its truth, so records and truth join by id).
     pub(crate) request_ids: Option<(Arc<str>, u64)>,
     /// The target's own headers already carry an `x-request-id`.
@@ -149,7 +149,7 @@ impl Endpoint {
         Ok(endpoint)
     }
 
-    /// Sends `x-request-id: {prefix}-{first + index}` with every request (`index` is the
+    /// Sends `x-request-id: request_id(prefix, first + index)` with every request (`index` is the
     /// record's), unless the target's headers set their own `x-request-id`.
     pub fn with_request_ids(mut self, prefix: &str, first: u64) -> Endpoint {
         if !self.own_request_id {

@@ -55,7 +55,10 @@ pub(crate) async fn drive_reqwest(
     let send = async {
         let mut post = ep.client.post(url).body(req.body.clone());
         if let Some((prefix, first)) = &ep.request_ids {
-            post = post.header("x-request-id", format!("{prefix}-{}", first + index));
+            post = post.header(
+                "x-request-id",
+                super::request_id::request_id(prefix, first + index),
+            );
         }
         let r = post.send().await;
         r.map_err(|e| classify_send(&e))

@@ -123,7 +123,16 @@ struct Ctx<'a> {
     sims: &'a Sims,
 }
 
+/// Longest detail shown in the table (server errors can be pages of validation output).
+const DETAIL_CHARS: usize = 240;
+
 fn row(run: &RunSpec, mode: &str, check: &str, verdict: Verdict, detail: String) -> CheckRow {
+    let flat = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+    let detail = if flat.chars().count() > DETAIL_CHARS {
+        format!("{}…", flat.chars().take(DETAIL_CHARS).collect::<String>())
+    } else {
+        flat
+    };
     CheckRow {
         endpoint: run.settings.endpoint.name.clone(),
         mode: mode.to_string(),

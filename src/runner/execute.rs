@@ -38,6 +38,25 @@ pub struct RunResult {
     pub input_lengths: Value,
 }
 
+/// Warnings about the records themselves: estimated token counts, truncated streams.
+fn record_warnings(summary: &RunSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    if summary.estimated_input + summary.estimated_output > 0 {
+        out.push(format!(
+            "the server sent no usage for some requests: {} input and {} output token counts are \
+             the client's tokenizer estimates",
+            summary.estimated_input, summary.estimated_output
+        ));
+    }
+    if summary.truncated > 0 {
+        out.push(format!(
+            "{} streams ended with [DONE] but no finish_reason (cut short?)",
+            summary.truncated
+        ));
+    }
+    out
+}
+
 /// "every measured request failed (4 connect): <first error>", when that is the case.
 fn all_failed(summary: &RunSummary, records: &[RequestRecord]) -> Option<String> {
     let ok = summary
@@ -196,7 +215,7 @@ pub async fn execute(
         None => None,
     };
     let mut source = super::traffic::Source::new(&mut prepared);
-    // `x-request-id: RUN-INDEX` with the stored index, so server logs join the records.
+    // An `x-request-id` made of the run id and the stored index, so server logs join the records.
     let endpoint = ctx.endpoint.clone().with_request_ids(&run.id, offset);
     let output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
@@ -227,6 +246,7 @@ pub async fn execute(
         super::lengths::input_lengths(&output.records, &prepared.targets);
     let mut warnings: Vec<String> = warnings;
     warnings.extend(length_warning);
+    warnings.extend(record_warnings(&summary));
     Ok(RunResult {
         summary,
         cancelled: output.cancelled,

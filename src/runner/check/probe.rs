@@ -247,10 +247,11 @@ fn usage_rows(run: &RunSpec, mode: &str, stream: bool, seen: Seen) -> Vec<CheckR
         } else {
             "no usage".to_string()
         };
+        // Not a failure: runs still work, with the client's counts flagged as estimates.
         return vec![advise(
-            r(what, Verdict::Fail, detail),
-            "token counts fall back to the client's tokenizer; the server must send usage \
-             (stream_options.include_usage) for exact counts",
+            r(what, Verdict::Warn, detail),
+            "token counts fall back to the client's tokenizer (flagged as estimated); the server \
+             must send usage (stream_options.include_usage) for exact counts",
         )];
     };
     let mut rows = vec![r(

@@ -1,0 +1,40 @@
+//! The `x-request-id` perfplan sends, shaped as a UUID because some servers (llama.cpp's
+//! Python server, through starlette-context) answer HTTP 400 to any other form:
+//! `PPPPPPPP-PPPP-4000-8000-NNNNNNNNNNNN`, P the first 12 hex digits of the prefix (a run id
+//! is 12 hex digits; another prefix is hashed), N the request's index in hex.
+
+/// The request id of request `index` of the run `prefix`.
+pub fn request_id(prefix: &str, index: u64) -> String {
+    let hex = if prefix.len() >= 12 && prefix.bytes().take(12).all(|b| b.is_ascii_hexdigit()) {
+        prefix[..12].to_ascii_lowercase()
+    } else {
+        // FNV-1a, so any prefix maps to 12 stable hex digits.
+        let hash = prefix.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        format!("{:012x}", hash & 0xffff_ffff_ffff)
+    };
+    format!(
+        "{}-{}-4000-8000-{:012x}",
+        &hex[..8],
+        &hex[8..12],
+        index & 0xffff_ffff_ffff
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_uuid_shaped() {
+        assert_eq!(
+            request_id("3efd0e8e706f", 5),
+            "3efd0e8e-706f-4000-8000-000000000005"
+        );
+        let other = request_id("t", 1);
+        assert_eq!(other.len(), 36);
+        assert_eq!(other, request_id("t", 1));
+        assert_ne!(other, request_id("u", 1));
+    }
+}
