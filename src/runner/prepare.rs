@@ -201,13 +201,84 @@ pub fn prepare(
         warnings.push("random prompts without a tokenizer: lengths are approximate".into());
     }
     let targets = items.iter().map(|i| i.target_input_tokens).collect();
+    let schedule = conditioned_poisson(&s.load, requests.len(), run.dataset_seed);
+    if let Some(offsets) = &schedule {
+        // A duration-bound load sends rate × duration requests: the rest are never due.
+        requests.truncate(offsets.len());
+    }
     Ok(PreparedRun {
         requests,
         priming,
         targets,
         warnings,
         tokenizer,
-        schedule: None,
+        schedule,
         conversation: None,
     })
+}
+
+/// Poisson arrivals conditioned on the run's request count: given N arrivals of a Poisson
+/// process over N / rate seconds, their times are N sorted uniform draws over that span
+/// (N = `requests`, or rate × `duration` when that is fewer). So an open loop achieves the
+/// plan's rate (an unconditioned 1,000-arrival sample is off by ±3% at random) while the
+/// gaps stay exponential-like (coefficient of variation ≈ 1). Seeded; the first arrival is
+/// at 0. Only for Poisson loads with a request count; gamma and constant arrivals keep
+/// their own clock.
+pub fn conditioned_poisson(
+    load: &crate::plan::LoadSpec,
+    n: usize,
+    seed: u64,
+) -> Option<Vec<std::time::Duration>> {
+    use rand::Rng;
+    let rate = load.rate.filter(|r| r.is_finite() && *r > 0.0)?;
+    let poisson = load.arrivals.unwrap_or_default() == crate::plan::Arrivals::Poisson;
+    if !poisson || load.requests.is_none() || n == 0 {
+        return None;
+    }
+    let n = match load.duration {
+        Some(d) => n.min((rate * d.0.as_secs_f64()).round().max(1.0) as usize),
+        None => n,
+    };
+    let span = n as f64 / rate;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x706f_6973_736f_6e00);
+    let mut times: Vec<f64> = (0..n).map(|_| rng.gen::<f64>() * span).collect();
+    times.sort_by(f64::total_cmp);
+    let first = times[0];
+    Some(
+        times
+            .into_iter()
+            .map(|t| std::time::Duration::from_secs_f64(t - first))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::LoadSpec;
+
+    #[test]
+    fn conditioned_poisson_meets_the_rate_with_exponential_gaps() {
+        let load = LoadSpec {
+            rate: Some(50.0),
+            requests: Some(1000),
+            ..LoadSpec::default()
+        };
+        for seed in [1, 2, 3, 42] {
+            let t = conditioned_poisson(&load, 1000, seed).unwrap();
+            let span = t.last().unwrap().as_secs_f64();
+            let rate = 999.0 / span;
+            assert!((rate - 50.0).abs() / 50.0 < 0.01, "rate {rate}");
+            let gaps: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+            let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+            let cv = var.sqrt() / mean;
+            assert!((0.93..1.07).contains(&cv), "cv {cv}");
+        }
+        let constant = LoadSpec {
+            arrivals: Some(crate::plan::Arrivals::Constant),
+            ..load
+        };
+        assert!(conditioned_poisson(&constant, 1000, 1).is_none());
+    }
 }
