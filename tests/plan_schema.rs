@@ -48,3 +48,29 @@ fn has_comment_block(path: &Path) -> bool {
         .count()
         >= 3
 }
+
+/// The annotated plan of the README is a valid plan.
+#[test]
+fn readme_plan_is_valid() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let section = readme.split("## A plan, annotated").nth(1).unwrap();
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .unwrap()
+        .split("\n```")
+        .next()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("readme.toml");
+    std::fs::write(&path, block).unwrap();
+    let tok = std::fs::canonicalize("tests/fixtures/smollm2")
+        .unwrap()
+        .display()
+        .to_string();
+    let env = move |name: &str| (name == "TOKENIZER_PATH").then(|| tok.clone());
+    let plan = load_plan(&path, &LoadOptions::new(Vec::new(), &env))
+        .unwrap_or_else(|r| panic!("{}", r.render()));
+    let runs = perfplan::planner::expand(&plan).unwrap_or_else(|d| panic!("{d:?}"));
+    assert!(runs.runs.len() > 10);
+}
