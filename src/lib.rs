@@ -15,6 +15,7 @@ pub mod plan;
 pub mod planner;
 pub mod report;
 pub mod runner;
+pub mod secrets;
 pub mod sim;
 pub mod store;
 pub mod tokenize;

@@ -5,10 +5,12 @@ use std::borrow::Cow;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::wire::{is_error, non_empty, FirstOf, UsageWire};
-use super::{base_body, prompt_name, ApiError, BodyInfo, BodyInput, ChunkInfo, Prompt};
+use super::{
+    ask_stream_usage, base_body, prompt_name, ApiError, BodyInfo, BodyInput, ChunkInfo, Prompt,
+};
 
 pub(crate) fn body(input: &BodyInput<'_>) -> Result<Map<String, Value>, ApiError> {
     let prompt = match input.prompt {
@@ -27,9 +29,7 @@ pub(crate) fn body(input: &BodyInput<'_>) -> Result<Map<String, Value>, ApiError
             b.insert("prompt".into(), p);
         }
     });
-    if input.stream && input.include_usage {
-        body.insert("stream_options".into(), json!({ "include_usage": true }));
-    }
+    ask_stream_usage(input, &mut body);
     Ok(body)
 }
 

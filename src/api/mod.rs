@@ -129,6 +129,17 @@ pub fn build_body(kind: ApiKind, input: &BodyInput<'_>) -> Result<(&'static str,
     Ok((kind.path(), Bytes::from(bytes)))
 }
 
+/// Asks a streamed chat or completions answer to end with usage
+/// (`stream_options.include_usage`), when the input says so.
+pub(crate) fn ask_stream_usage(input: &BodyInput<'_>, body: &mut Map<String, Value>) {
+    if input.stream && input.include_usage {
+        body.insert(
+            "stream_options".into(),
+            serde_json::json!({ "include_usage": true }),
+        );
+    }
+}
+
 /// Starts a body: `model`, then the prompt part given by `prompt_part` (or the dataset's
 /// whole body), then the fields, then `stream`.
 pub(crate) fn base_body(

@@ -11,6 +11,7 @@ use reqwest::Url;
 
 use super::h1::H1Client;
 use crate::api::ApiKind;
+use crate::secrets::is_secret_header;
 
 /// Connect, idle-read (between two reads of the response) and total timeouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,11 +44,6 @@ pub struct Target {
     pub timeouts: Timeouts,
     /// Use reqwest even for plain `http://` (the lean HTTP/1.1 client is the default there).
     pub force_reqwest: bool,
-}
-
-fn is_secret_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n == "authorization" || n.contains("key") || n.contains("token") || n.contains("secret")
 }
 
 impl fmt::Debug for Target {

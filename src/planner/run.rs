@@ -73,20 +73,7 @@ impl RunSpec {
     }
 }
 
-/// Header names whose values are never printed or stored.
-pub fn is_secret_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    [
-        "authorization",
-        "key",
-        "token",
-        "secret",
-        "cookie",
-        "password",
-    ]
-    .iter()
-    .any(|s| n.contains(s))
-}
+pub use crate::secrets::is_secret_header;
 
 /// Canonical JSON: keys sorted at every level, no whitespace.
 pub fn canonical_json(value: &Value) -> String {
