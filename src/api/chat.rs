@@ -3,11 +3,9 @@
 
 use std::borrow::Cow;
 
-use serde::de::IgnoredAny;
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::wire::{is_error, non_empty, FirstOf, UsageWire};
+use super::stream_chunk::{self, Shape};
 use super::{
     ask_stream_usage, base_body, prompt_name, ApiError, BodyInfo, BodyInput, ChunkInfo, Prompt,
 };
@@ -33,54 +31,8 @@ pub(crate) fn body(input: &BodyInput<'_>) -> Result<Map<String, Value>, ApiError
     Ok(body)
 }
 
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(borrow, default)]
-    choices: Option<FirstOf<Choice<'a>>>,
-    #[serde(default)]
-    usage: Option<UsageWire>,
-    #[serde(default)]
-    error: Option<IgnoredAny>,
-    #[serde(borrow, default)]
-    object: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(borrow, default)]
-    delta: Option<Message<'a>>,
-    #[serde(borrow, default)]
-    message: Option<Message<'a>>,
-    #[serde(borrow, default)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    reasoning: Option<Cow<'a, str>>,
-}
-
 pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Error> {
-    let chunk: Chunk<'_> = serde_json::from_slice(data)?;
-    let mut info = ChunkInfo {
-        usage: chunk.usage.as_ref().map(UsageWire::to_usage),
-        error: is_error(&chunk.error, &chunk.object),
-        ..ChunkInfo::default()
-    };
-    if let Some(choice) = chunk.choices.and_then(|c| c.0) {
-        info.has_choice = true;
-        info.finish_reason = non_empty(choice.finish_reason);
-        if let Some(m) = choice.delta.or(choice.message) {
-            info.content = non_empty(m.content);
-            info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
-        }
-    }
-    Ok(info)
+    stream_chunk::parse(data, Shape::Chat)
 }
 
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {

@@ -3,11 +3,9 @@
 
 use std::borrow::Cow;
 
-use serde::de::IgnoredAny;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::wire::{is_error, non_empty, FirstOf, UsageWire};
+use super::stream_chunk::{self, Shape};
 use super::{
     ask_stream_usage, base_body, prompt_name, ApiError, BodyInfo, BodyInput, ChunkInfo, Prompt,
 };
@@ -33,39 +31,8 @@ pub(crate) fn body(input: &BodyInput<'_>) -> Result<Map<String, Value>, ApiError
     Ok(body)
 }
 
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(borrow, default)]
-    choices: Option<FirstOf<Choice<'a>>>,
-    #[serde(default)]
-    usage: Option<UsageWire>,
-    #[serde(default)]
-    error: Option<IgnoredAny>,
-    #[serde(borrow, default)]
-    object: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
 pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Error> {
-    let chunk: Chunk<'_> = serde_json::from_slice(data)?;
-    let mut info = ChunkInfo {
-        usage: chunk.usage.as_ref().map(UsageWire::to_usage),
-        error: is_error(&chunk.error, &chunk.object),
-        ..ChunkInfo::default()
-    };
-    if let Some(choice) = chunk.choices.and_then(|c| c.0) {
-        info.has_choice = true;
-        info.content = non_empty(choice.text);
-        info.finish_reason = non_empty(choice.finish_reason);
-    }
-    Ok(info)
+    stream_chunk::parse(data, Shape::Completions)
 }
 
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {

@@ -12,7 +12,9 @@ pub mod embeddings;
 pub mod prompt;
 pub mod rerank;
 pub mod responses;
+mod scan;
 pub mod sse;
+mod stream_chunk;
 mod wire;
 
 use std::borrow::Cow;

@@ -1,38 +1,35 @@
-//! Borrowing serde shapes shared by the API parsers: usage, the first element of an
-//! array (the rest skipped without allocating), and error probes. No HTTP, no plans.
+//! Borrowing serde shapes shared by the API parsers: usage and error probes. No HTTP, no plans.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
 
-use serde::de::{IgnoredAny, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 
 use crate::engine::record::Usage;
 
 /// `usage` as chat/completions (`prompt_tokens`) or Responses (`input_tokens`) send it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(crate) struct UsageWire {
     #[serde(default)]
-    prompt_tokens: Option<u32>,
+    pub(crate) prompt_tokens: Option<u32>,
     #[serde(default)]
-    completion_tokens: Option<u32>,
+    pub(crate) completion_tokens: Option<u32>,
     #[serde(default)]
-    input_tokens: Option<u32>,
+    pub(crate) input_tokens: Option<u32>,
     #[serde(default)]
-    output_tokens: Option<u32>,
+    pub(crate) output_tokens: Option<u32>,
     #[serde(default)]
-    total_tokens: Option<u32>,
+    pub(crate) total_tokens: Option<u32>,
     #[serde(default)]
-    prompt_tokens_details: Option<DetailsWire>,
+    pub(crate) prompt_tokens_details: Option<DetailsWire>,
     #[serde(default)]
-    input_tokens_details: Option<DetailsWire>,
+    pub(crate) input_tokens_details: Option<DetailsWire>,
 }
 
-#[derive(Debug, Deserialize)]
-struct DetailsWire {
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct DetailsWire {
     #[serde(default)]
-    cached_tokens: Option<u32>,
+    pub(crate) cached_tokens: Option<u32>,
 }
 
 impl UsageWire {
@@ -55,31 +52,6 @@ impl UsageWire {
             usage.prompt_tokens = self.total_tokens;
         }
         usage
-    }
-}
-
-/// The first element of a JSON array; the other elements are skipped. `null` is `None`.
-#[derive(Debug)]
-pub(crate) struct FirstOf<T>(pub Option<T>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for FirstOf<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct FirstVisitor<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for FirstVisitor<T> {
-            type Value = FirstOf<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let first = seq.next_element::<T>()?;
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(FirstOf(first))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(FirstOf(None))
-            }
-        }
-        d.deserialize_any(FirstVisitor(PhantomData))
     }
 }
 

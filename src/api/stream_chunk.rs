@@ -1,0 +1,192 @@
+//! Reads chat and completions chunks (streamed events and whole bodies) with the JSON
+//! cursor: the first choice's text, reasoning and finish reason, usage, and the error
+//! markers; every other field is checked and skipped without being built. This is the
+//! client's per-token path, so nothing here allocates unless a string holds escapes.
+//!
+//! The results equal those of the plain serde shapes (kept in the tests as the reference,
+//! including their strictness: wrong types and duplicate fields are errors).
+
+use std::borrow::Cow;
+
+use super::scan::{Cursor, Scan};
+use super::wire::{non_empty, DetailsWire, UsageWire};
+use super::ChunkInfo;
+
+/// Which API's choice shape to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// `choices[0].delta` / `.message` with `content`, `reasoning_content`, `reasoning`.
+    Chat,
+    /// `choices[0].text`.
+    Completions,
+}
+
+/// Parses one chunk (or whole body) of `shape`.
+pub(crate) fn parse(data: &[u8], shape: Shape) -> Scan<ChunkInfo<'_>> {
+    let mut c = Cursor::new(data);
+    let mut info = ChunkInfo::default();
+    let (mut seen, mut error, mut object_error) = (Seen::default(), false, false);
+    c.object(|c, key| match key {
+        b"choices" => {
+            seen.once(c, 0, "choices")?;
+            if !c.null()? {
+                c.array(|c, n| match n {
+                    0 => choice(c, shape, &mut info),
+                    _ => c.skip(),
+                })?;
+            }
+            Ok(())
+        }
+        b"usage" => {
+            seen.once(c, 1, "usage")?;
+            info.usage = usage(c)?.map(|u| u.to_usage());
+            Ok(())
+        }
+        b"error" => {
+            seen.once(c, 2, "error")?;
+            error = !c.null()?;
+            if error {
+                c.skip()?;
+            }
+            Ok(())
+        }
+        b"object" => {
+            seen.once(c, 3, "object")?;
+            object_error = c.opt_string()?.as_deref() == Some("error");
+            Ok(())
+        }
+        _ => c.skip(),
+    })?;
+    c.end()?;
+    info.error = error || object_error;
+    Ok(info)
+}
+
+/// Known fields met so far in one object: serde refuses a field given twice.
+#[derive(Default)]
+struct Seen(u32);
+
+impl Seen {
+    fn once(&mut self, c: &Cursor<'_>, bit: u32, name: &str) -> Scan<()> {
+        if self.0 & (1 << bit) != 0 {
+            return Err(c.error(&format!("duplicate field `{name}`")));
+        }
+        self.0 |= 1 << bit;
+        Ok(())
+    }
+}
+
+/// The text fields of a chat `delta` or `message`.
+#[derive(Default)]
+struct Message<'a> {
+    content: Option<Cow<'a, str>>,
+    reasoning_content: Option<Cow<'a, str>>,
+    reasoning: Option<Cow<'a, str>>,
+}
+
+fn choice<'a>(c: &mut Cursor<'a>, shape: Shape, info: &mut ChunkInfo<'a>) -> Scan<()> {
+    let mut seen = Seen::default();
+    let (mut delta, mut message, mut text, mut finish) = (None, None, None, None);
+    c.object(|c, key| match (shape, key) {
+        (Shape::Chat, b"delta") => {
+            seen.once(c, 0, "delta")?;
+            delta = opt_message(c)?;
+            Ok(())
+        }
+        (Shape::Chat, b"message") => {
+            seen.once(c, 1, "message")?;
+            message = opt_message(c)?;
+            Ok(())
+        }
+        (Shape::Completions, b"text") => {
+            seen.once(c, 2, "text")?;
+            text = c.opt_string()?;
+            Ok(())
+        }
+        (_, b"finish_reason") => {
+            seen.once(c, 3, "finish_reason")?;
+            finish = c.opt_string()?;
+            Ok(())
+        }
+        _ => c.skip(),
+    })?;
+    info.has_choice = true;
+    info.finish_reason = non_empty(finish);
+    if let Some(m) = delta.or(message) {
+        info.content = non_empty(m.content);
+        info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
+    } else {
+        info.content = non_empty(text);
+    }
+    Ok(())
+}
+
+fn opt_message<'a>(c: &mut Cursor<'a>) -> Scan<Option<Message<'a>>> {
+    if c.null()? {
+        return Ok(None);
+    }
+    let (mut m, mut seen) = (Message::default(), Seen::default());
+    c.object(|c, key| {
+        let (bit, slot) = match key {
+            b"content" => (0, &mut m.content),
+            b"reasoning_content" => (1, &mut m.reasoning_content),
+            b"reasoning" => (2, &mut m.reasoning),
+            _ => return c.skip(),
+        };
+        seen.once(c, bit, std::str::from_utf8(key).unwrap_or("?"))?;
+        *slot = c.opt_string()?;
+        Ok(())
+    })?;
+    Ok(Some(m))
+}
+
+fn usage(c: &mut Cursor<'_>) -> Scan<Option<UsageWire>> {
+    if c.null()? {
+        return Ok(None);
+    }
+    let (mut u, mut seen) = (UsageWire::default(), Seen::default());
+    c.object(|c, key| {
+        let (bit, slot) = match key {
+            b"prompt_tokens" => (0, &mut u.prompt_tokens),
+            b"completion_tokens" => (1, &mut u.completion_tokens),
+            b"input_tokens" => (2, &mut u.input_tokens),
+            b"output_tokens" => (3, &mut u.output_tokens),
+            b"total_tokens" => (4, &mut u.total_tokens),
+            b"prompt_tokens_details" => {
+                seen.once(c, 5, "prompt_tokens_details")?;
+                u.prompt_tokens_details = details(c)?;
+                return Ok(());
+            }
+            b"input_tokens_details" => {
+                seen.once(c, 6, "input_tokens_details")?;
+                u.input_tokens_details = details(c)?;
+                return Ok(());
+            }
+            _ => return c.skip(),
+        };
+        seen.once(c, bit, std::str::from_utf8(key).unwrap_or("?"))?;
+        *slot = c.opt_u32()?;
+        Ok(())
+    })?;
+    Ok(Some(u))
+}
+
+fn details(c: &mut Cursor<'_>) -> Scan<Option<DetailsWire>> {
+    if c.null()? {
+        return Ok(None);
+    }
+    let (mut d, mut seen) = (DetailsWire::default(), Seen::default());
+    c.object(|c, key| match key {
+        b"cached_tokens" => {
+            seen.once(c, 0, "cached_tokens")?;
+            d.cached_tokens = c.opt_u32()?;
+            Ok(())
+        }
+        _ => c.skip(),
+    })?;
+    Ok(Some(d))
+}
+
+#[cfg(test)]
+#[path = "stream_chunk_tests.rs"]
+mod tests;

@@ -1,0 +1,347 @@
+//! The chunk readers against a reference: the plain serde shapes they replaced. Real
+//! servers' chunks, generated variants (field order, extra fields of every JSON kind,
+//! escapes, nulls) and mutations (every truncation, byte flips) must give the same result,
+//! and the reader must never accept what serde refuses.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::borrow::Cow;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use super::*;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{SeqAccess, Visitor};
+use serde::Deserializer;
+
+use crate::api::wire::is_error;
+
+/// The first element of a JSON array; the other elements are skipped. `null` is `None`.
+#[derive(Debug)]
+pub(crate) struct FirstOf<T>(pub Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for FirstOf<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct FirstVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for FirstVisitor<T> {
+            type Value = FirstOf<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<T>()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstOf(first))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(FirstOf(None))
+            }
+        }
+        d.deserialize_any(FirstVisitor(PhantomData))
+    }
+}
+
+#[derive(Deserialize)]
+struct RefChunk<'a> {
+    #[serde(borrow, default)]
+    choices: Option<FirstOf<RefChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    object: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RefChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<RefMessage<'a>>,
+    #[serde(borrow, default)]
+    message: Option<RefMessage<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RefMessage<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RefCompletionsChunk<'a> {
+    #[serde(borrow, default)]
+    choices: Option<FirstOf<RefText<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    object: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RefText<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+fn reference(data: &[u8], shape: Shape) -> Result<ChunkInfo<'_>, serde_json::Error> {
+    let mut info = ChunkInfo::default();
+    match shape {
+        Shape::Chat => {
+            let chunk: RefChunk<'_> = serde_json::from_slice(data)?;
+            info.usage = chunk.usage.as_ref().map(UsageWire::to_usage);
+            info.error = is_error(&chunk.error, &chunk.object);
+            if let Some(choice) = chunk.choices.and_then(|c| c.0) {
+                info.has_choice = true;
+                info.finish_reason = non_empty(choice.finish_reason);
+                if let Some(m) = choice.delta.or(choice.message) {
+                    info.content = non_empty(m.content);
+                    info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
+                }
+            }
+        }
+        Shape::Completions => {
+            let chunk: RefCompletionsChunk<'_> = serde_json::from_slice(data)?;
+            info.usage = chunk.usage.as_ref().map(UsageWire::to_usage);
+            info.error = is_error(&chunk.error, &chunk.object);
+            if let Some(choice) = chunk.choices.and_then(|c| c.0) {
+                info.has_choice = true;
+                info.content = non_empty(choice.text);
+                info.finish_reason = non_empty(choice.finish_reason);
+            }
+        }
+    }
+    Ok(info)
+}
+
+/// Chunks as vLLM, SGLang, llama.cpp, TGI and OpenAI send them, plus odd but valid ones.
+const CORPUS: &[&str] = &[
+    r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1795951300,"model":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+    r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1795951300,"model":"x","choices":[{"index":0,"delta":{"content":" model"},"logprobs":null,"finish_reason":null}]}"#,
+    r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1795951300,"model":"x","choices":[{"index":0,"delta":{"content":" serves"},"logprobs":null,"finish_reason":"length","stop_reason":null}]}"#,
+    r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1795951300,"model":"x","choices":[],"usage":{"prompt_tokens":4,"total_tokens":7,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+    r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"Hi \"you\" \u00e9\ud83d\ude00\n"}}],"created":1,"id":"x","model":"m","system_fingerprint":"b1","object":"chat.completion.chunk","timings":{"prompt_n":5,"predicted_ms":1.5}}"#,
+    r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":null},"logprobs":{"content":[{"token":"a","logprob":-0.1,"bytes":[97],"top_logprobs":[]}]}}],"usage":null}"#,
+    r#"{"choices":[{"delta":{"reasoning":"think"}}]}"#,
+    r#"{"object":"error","message":"boom","type":"BadRequestError","code":400}"#,
+    r#"{"error":{"message":"boom","code":500}}"#,
+    r#"{"error":null,"choices":null,"usage":{"input_tokens":3,"output_tokens":2,"input_tokens_details":{"cached_tokens":1}}}"#,
+    r#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}]}"#,
+    r#"{"choices":[{"index":0,"text":"","finish_reason":"stop"},{"index":1,"text":"second"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":null}}"#,
+    r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}"#,
+    "  {\n \"choices\" : [ { \"delta\" : { \"content\" : \"a\\tb\" } } ] }  ",
+    r#"{"\u0063hoices":[{"delta":{"content":"escaped key"}}]}"#,
+    r#"{}"#,
+];
+
+fn assert_same(data: &[u8]) {
+    for shape in [Shape::Chat, Shape::Completions] {
+        let ours = parse(data, shape);
+        let theirs = reference(data, shape);
+        let text = String::from_utf8_lossy(data);
+        match (&ours, &theirs) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{shape:?} {text}"),
+            (Err(_), Err(_)) => {}
+            (Err(_), Ok(_)) if struct_as_array(data) => {}
+            _ => panic!(
+                "{shape:?}: reader {:?} but serde {:?} for {text}",
+                ours.as_ref().map(|_| "ok").map_err(ToString::to_string),
+                theirs.as_ref().map(|_| "ok").map_err(ToString::to_string),
+            ),
+        }
+    }
+}
+
+/// serde's derived structs also accept a JSON array of their fields in order (`[]` is an
+/// empty chunk); no server sends that and the reader refuses it: the one known difference.
+fn struct_as_array(data: &[u8]) -> bool {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return false;
+    };
+    let choice = v.get("choices").and_then(|c| c.get(0));
+    let places = [
+        Some(&v),
+        choice,
+        choice.and_then(|c| c.get("delta")),
+        choice.and_then(|c| c.get("message")),
+        v.get("usage"),
+        v.get("usage").and_then(|u| u.get("prompt_tokens_details")),
+        v.get("usage").and_then(|u| u.get("input_tokens_details")),
+    ];
+    for place in places.into_iter().flatten() {
+        if place.is_array() {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn corpus_reads_as_serde_reads_it() {
+    for chunk in CORPUS {
+        assert_same(chunk.as_bytes());
+    }
+    let info = parse(CORPUS[4].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(info.content.as_deref(), Some("Hi \"you\" é😀\n"));
+}
+
+#[test]
+fn every_truncation_and_byte_flip_agrees_with_serde() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let specials = b"{}[]\":,\\ nultrfae0-.9xu\x01\xff";
+    for chunk in CORPUS {
+        let bytes = chunk.as_bytes();
+        for cut in 0..bytes.len() {
+            assert_same(&bytes[..cut]);
+        }
+        for _ in 0..1000 {
+            let mut m = bytes.to_vec();
+            for _ in 0..rng.gen_range(1..=3) {
+                let at = rng.gen_range(0..m.len().max(1));
+                if let Some(b) = m.get_mut(at) {
+                    *b = specials[rng.gen_range(0..specials.len())];
+                }
+            }
+            assert_same(&m);
+        }
+    }
+}
+
+/// A random JSON value of every kind, `depth` levels at most.
+fn value(rng: &mut ChaCha8Rng, depth: u32) -> String {
+    let pick = rng.gen_range(0..if depth == 0 { 5 } else { 7 });
+    match pick {
+        0 => "null".into(),
+        1 => ["true", "false"][rng.gen_range(0..2)].into(),
+        2 => ["0", "-1", "3.25", "1e-7", "-0.5E+3", "12345678901234567890"][rng.gen_range(0..6)]
+            .into(),
+        3 => string(rng),
+        4 => format!("{}", rng.gen_range(0..100_000u32)),
+        5 => {
+            let items: Vec<String> = (0..rng.gen_range(0..4))
+                .map(|_| value(rng, depth - 1))
+                .collect();
+            format!("[{}]", items.join(","))
+        }
+        _ => {
+            let items: Vec<String> = (0..rng.gen_range(0..4))
+                .map(|i| format!("\"k{i}\":{}", value(rng, depth - 1)))
+                .collect();
+            format!("{{{}}}", items.join(","))
+        }
+    }
+}
+
+fn string(rng: &mut ChaCha8Rng) -> String {
+    let parts = [
+        "a",
+        " tok",
+        "é",
+        "😀",
+        "\\n",
+        "\\\"",
+        "\\\\",
+        "\\u00e9",
+        "\\ud83d\\ude00",
+        "\\/",
+        "",
+    ];
+    let s: String = (0..rng.gen_range(0..5))
+        .map(|_| parts[rng.gen_range(0..parts.len())])
+        .collect();
+    format!("\"{s}\"")
+}
+
+fn opt_string(rng: &mut ChaCha8Rng) -> String {
+    let s = string(rng);
+    opt(rng, s)
+}
+
+fn opt(rng: &mut ChaCha8Rng, v: String) -> String {
+    if rng.gen_range(0..4) == 0 {
+        "null".into()
+    } else {
+        v
+    }
+}
+
+fn generated(rng: &mut ChaCha8Rng) -> String {
+    let message = format!(
+        "{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"x\":{}}}",
+        opt_string(rng),
+        opt_string(rng),
+        value(rng, 2)
+    );
+    let mut choice = vec![
+        format!("\"index\":{}", rng.gen_range(0..3)),
+        format!("\"delta\":{}", opt(rng, message.clone())),
+        format!("\"text\":{}", opt_string(rng)),
+        format!("\"finish_reason\":{}", opt_string(rng)),
+        format!("\"logprobs\":{}", value(rng, 3)),
+    ];
+    shuffle(rng, &mut choice);
+    let cached = format!("{{\"cached_tokens\":{}}}", rng.gen_range(0..5000));
+    let details = opt(rng, cached);
+    let usage = format!(
+        "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"prompt_tokens_details\":{}}}",
+        rng.gen_range(0..5000),
+        rng.gen_range(0..5000),
+        details
+    );
+    let mut top = vec![
+        format!("\"id\":{}", string(rng)),
+        format!("\"choices\":[{{{}}},{}]", choice.join(","), value(rng, 2)),
+        format!("\"usage\":{}", opt(rng, usage)),
+        format!("\"extra\":{}", value(rng, 4)),
+    ];
+    shuffle(rng, &mut top);
+    top.truncate(rng.gen_range(1..=4));
+    format!("{{{}}}", top.join(","))
+}
+
+fn shuffle(rng: &mut ChaCha8Rng, items: &mut [String]) {
+    for i in (1..items.len()).rev() {
+        items.swap(i, rng.gen_range(0..=i));
+    }
+}
+
+#[test]
+fn generated_chunks_read_as_serde_reads_them() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for _ in 0..3000 {
+        let chunk = generated(&mut rng);
+        assert_same(chunk.as_bytes());
+        serde_json::from_str::<IgnoredAny>(&chunk).expect("the generator writes valid JSON");
+    }
+}
+
+#[test]
+fn duplicate_and_mistyped_fields_are_errors_as_in_serde() {
+    for bad in [
+        r#"{"choices":[],"choices":[]}"#,
+        r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+        r#"{"choices":[{"delta":{"content":5}}]}"#,
+        r#"{"choices":{}}"#,
+        r#"{"choices":[5]}"#,
+        r#"{"usage":{"prompt_tokens":-1}}"#,
+        r#"{"usage":{"prompt_tokens":1.5}}"#,
+        r#"{"object":7}"#,
+        r#"{"choices":[]} {}"#,
+    ] {
+        assert!(parse(bad.as_bytes(), Shape::Chat).is_err(), "{bad}");
+        assert!(reference(bad.as_bytes(), Shape::Chat).is_err(), "{bad}");
+    }
+}
