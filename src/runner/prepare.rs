@@ -290,7 +290,10 @@ mod tests {
                 g[g.len() / 2]
             };
             // An exponential's median is ln 2 / rate.
-            assert!((median * 50.0 - std::f64::consts::LN_2).abs() < 0.01, "median {median}");
+            assert!(
+                (median * 50.0 - std::f64::consts::LN_2).abs() < 0.01,
+                "median {median}"
+            );
         }
         let constant = LoadSpec {
             arrivals: Some(crate::plan::Arrivals::Constant),
