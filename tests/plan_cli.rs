@@ -225,6 +225,44 @@ fn impossible_settings_and_warnings() {
 }
 
 #[test]
+fn token_counts_need_a_tokenizer_and_matrix_lengths_count_as_set() {
+    let dir = tempfile::tempdir().unwrap();
+    // input_tokens only as a matrix axis: valid as written, checked per run.
+    let random = PLAN.replace("kind = \"prompt\"\ntext = \"hello\"", "kind = \"random\"");
+    let plan = random.replace("[matrix]", "[matrix]\ninput_tokens = [64, 128]");
+    let out = perfplan(&["validate", &write(dir.path(), "p.toml", &plan)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("dataset kind `random` needs the model's tokenizer, and model")
+            && err.contains("set `tokenizer` on the model")
+            && !err.contains("needs `input_tokens`"),
+        "{err}"
+    );
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/smollm2");
+    let with_tok = add_tokenizer(&plan, fixture);
+    let out = perfplan(&["validate", &write(dir.path(), "t.toml", &with_tok)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = perfplan(&[
+        "validate",
+        &write(dir.path(), "n.toml", &add_tokenizer(&random, fixture)),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs `input_tokens`"));
+}
+
+/// Gives the plan's model a tokenizer.
+fn add_tokenizer(plan: &str, path: &str) -> String {
+    let at = plan.find("[models.").unwrap();
+    let end = at + plan[at..].find('\n').unwrap() + 1;
+    format!("{}tokenizer = \"{path}\"\n{}", &plan[..end], &plan[end..])
+}
+
+#[test]
 fn set_overrides_and_only_filters() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "p.toml", PLAN);

@@ -51,8 +51,18 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
             ));
         }
     }
+    // A key the matrix sets (an axis, or an include entry) is checked per run, resolved.
+    let set_by_matrix = |problem: &(String, String)| {
+        let axes = spec.matrix.axes.iter().map(|(k, _)| k);
+        let includes = spec.matrix.include.iter().flat_map(|m| m.keys());
+        axes.chain(includes)
+            .any(|k| problem.1.ends_with(&format!("needs `{k}`")))
+    };
     for (name, ds) in &spec.datasets {
-        for (field, message) in dataset_problems(ds) {
+        for (field, message) in dataset_problems(ds)
+            .into_iter()
+            .filter(|p| !set_by_matrix(p))
+        {
             let at = tree.locate(&key(&["datasets", name, &field]));
             diags.push(Diagnostic::error(
                 format!("dataset `{name}`: {message}"),

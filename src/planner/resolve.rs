@@ -83,6 +83,7 @@ impl Resolver<'_> {
             );
             return None;
         }
+        self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let trace = dataset.kind == crate::plan::DatasetKind::Trace;
         let load = self.load(point, trace, diags)?;
         Some(RunSettings {
@@ -105,6 +106,41 @@ impl Resolver<'_> {
             load,
             seed: spec.plan.seed,
         })
+    }
+
+    /// A run whose prompts need exact token counts and whose model has no tokenizer cannot
+    /// be prepared: say so now, not when the run starts.
+    fn check_tokenizer(
+        &self,
+        model: &str,
+        model_spec: &crate::plan::ModelSpec,
+        dataset: &crate::plan::DatasetSpec,
+        tokenize_prompt: bool,
+        diags: &mut Vec<Diagnostic>,
+    ) {
+        if model_spec.tokenizer.is_some() {
+            return;
+        }
+        let needs = match tokenize_prompt {
+            true => Some("`tokenize_prompt = true`"),
+            false => crate::plan::dataset_keys::needs_tokenizer(dataset),
+        };
+        if let Some(what) = needs {
+            let at = self
+                .plan
+                .locate(&[Step::Key("models".into()), Step::Key(model.into())]);
+            diags.push(
+                Diagnostic::error(
+                    format!("{what} needs the model's tokenizer, and model `{model}` has none"),
+                    Some(at),
+                )
+                .with_help(
+                    "set `tokenizer` on the model (a folder with tokenizer.json, e.g. a Hugging \
+                     Face snapshot), or use a dataset that needs no token counts (prompt, \
+                     lines, jsonl, sharegpt)",
+                ),
+            );
+        }
     }
 
     fn unknown_include_key(&self, key: &str, diags: &mut Vec<Diagnostic>) {

@@ -136,10 +136,11 @@ mod tests {
         let path = dir.path().join("p.toml");
         let text = format!(
             "[plan]\nname = \"t\"\n[endpoints.a]\nbase_url = \"sim://a\"\n{extra}\n\
-             [endpoints.b]\nbase_url = \"sim://b\"\n[models.m]\n\
+             [endpoints.b]\nbase_url = \"sim://b\"\n[models.m]\ntokenizer = \"{tok}\"\n\
              [datasets.d]\nkind = \"random\"\ninput_tokens = 1000\nprefix_tokens = 250\n\
              [matrix]\ncache_state = [\"cold\", \"warm\"]\nendpoint = [\"a\", \"b\"]\n\
-             load = [{{ concurrency = 2, requests = 4 }}]\n"
+             load = [{{ concurrency = 2, requests = 4 }}]\n",
+            tok = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/smollm2"),
         );
         std::fs::write(&path, text).unwrap();
         let env = |_: &str| None;

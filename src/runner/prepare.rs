@@ -14,7 +14,7 @@ use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized};
 use crate::engine::{Phase, PreparedRequest};
-use crate::plan::{ApiSpec, CacheState, DatasetKind};
+use crate::plan::{ApiSpec, CacheState};
 use crate::planner::{warmup_count, RunSpec};
 use crate::tokenize::{Tokenizer, TokenizerCache};
 
@@ -197,9 +197,6 @@ pub fn prepare(
             })
             .collect(),
     };
-    if matches!(s.dataset.spec.kind, DatasetKind::Random) && tokenizer.is_none() {
-        warnings.push("random prompts without a tokenizer: lengths are approximate".into());
-    }
     let targets = items.iter().map(|i| i.target_input_tokens).collect();
     let schedule = poisson_schedule(&s.load, requests.len(), run.dataset_seed);
     if let Some(offsets) = &schedule {
