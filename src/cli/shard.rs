@@ -8,9 +8,25 @@ use crate::store::Store;
 
 /// Whether the sharding flags can be honoured for these runs; says why not.
 pub fn usable(args: &RunArgs, runs: &[RunSpec]) -> bool {
-    let Some(shard) = args.shard else {
+    if let Some(dir) = &args.resume {
+        if let Ok(stored) = Store::open(dir).and_then(|s| s.suite_shard()) {
+            let asked = args.shard.map(|s| s.to_string());
+            if stored != asked {
+                let name =
+                    |s: Option<&str>| s.map_or("unsharded".to_string(), |s| format!("shard {s}"));
+                eprintln!(
+                    "error: --resume {}: that suite ran {}, and this command asks for {}",
+                    dir.display(),
+                    name(stored.as_deref()),
+                    name(asked.as_deref())
+                );
+                return false;
+            }
+        }
+    }
+    if args.shard.is_none() {
         return true;
-    };
+    }
     if let Some(run) = runs.iter().find(|r| r.settings.load.search.is_some()) {
         eprintln!(
             "error: --shard cannot split the SLA search of run {}: each probe's verdict needs the \
@@ -19,19 +35,6 @@ pub fn usable(args: &RunArgs, runs: &[RunSpec]) -> bool {
             run.id
         );
         return false;
-    }
-    if let Some(dir) = &args.resume {
-        let stored = Store::open(dir).and_then(|s| s.suite_shard());
-        if let Ok(stored) = stored {
-            if stored.as_deref() != Some(shard.to_string().as_str()) {
-                eprintln!(
-                    "error: --resume {}: that suite was run as shard {}, not {shard}",
-                    dir.display(),
-                    stored.as_deref().unwrap_or("(none)")
-                );
-                return false;
-            }
-        }
     }
     true
 }

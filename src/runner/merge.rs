@@ -270,13 +270,16 @@ fn merge_run(
     }
     rows.sort_by_key(|r| r.index);
     let first = &parts[0].1;
-    let summary = summarize_rows(
+    let mut summary = summarize_rows(
         first,
         parts,
         &rows,
         slos,
         server_ratio(first, &before, &after),
     );
+    for (name, value) in turn_values(inputs, parts, &rows) {
+        summary.values.insert(name.to_string(), value);
+    }
     let mut extras = execute::extras(&summary, rows.len() as u64);
     if let Value::Object(map) = &mut extras {
         let shards: Vec<String> = parts
@@ -318,6 +321,38 @@ fn merge_run(
         out.write_server_metrics(&merged.id, ServerPhase::After, &after)?;
     }
     Ok(rows.len() as u64)
+}
+
+/// Multi-turn runs: the per-turn metrics over every shard's rows. Items are numbered per
+/// shard, so each shard's `turn_of_item` is appended and its rows' items moved past the
+/// earlier shards' (in memory only).
+fn turn_values(
+    inputs: &[Input],
+    parts: &[(usize, StoredRun)],
+    rows: &[RequestRow],
+) -> Vec<(&'static str, Option<f64>)> {
+    let mut turns: Vec<u32> = Vec::new();
+    let mut first_item: BTreeMap<String, u64> = BTreeMap::new();
+    for (i, run) in parts {
+        let Some(list) = run.extras.get("turn_of_item").and_then(Value::as_array) else {
+            continue;
+        };
+        first_item.insert(inputs[*i].shard.to_string(), turns.len() as u64);
+        turns.extend(list.iter().map(|t| t.as_u64().unwrap_or(0) as u32));
+    }
+    if first_item.is_empty() {
+        return Vec::new();
+    }
+    let records: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let mut rec = r.to_record();
+            let base = r.shard.as_ref().and_then(|s| first_item.get(s)).copied();
+            rec.item += base.unwrap_or(0);
+            rec
+        })
+        .collect();
+    super::conversation::turn_metrics(&records, &turns)
 }
 
 /// The server's cache-hit ratio over every shard's pass: counters are the server's own,
