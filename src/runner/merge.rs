@@ -11,11 +11,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::execute;
-use super::scrape::{hit_ratio, CounterNames};
+use super::merge_metrics::{server_ratio, summarize_rows, turn_values};
 use super::shard::Shard;
 use crate::cli::exit;
-use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
-use crate::plan::ServerMetricsSpec;
 use crate::store::{
     db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun, SuiteRow,
 };
@@ -83,11 +81,11 @@ pub struct MergeOutcome {
     pub warnings: Vec<String>,
 }
 
-struct Input {
+pub(super) struct Input {
     path: PathBuf,
     store: Store,
     suite: SuiteRow,
-    shard: Shard,
+    pub(super) shard: Shard,
 }
 
 fn open_input(path: &Path) -> Result<Input, MergeError> {
@@ -175,7 +173,6 @@ pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, Merg
         })?;
     }
     let suite = &inputs[0].suite.info;
-    let mut store = Store::create_file(&path, suite).map_err(out_err)?;
     let slo: BTreeMap<String, String> =
         serde_json::from_value(suite.slo.clone()).unwrap_or_default();
     let slos = execute::slos_of(&slo).map_err(MergeError::Slo)?;
@@ -189,7 +186,6 @@ pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, Merg
             by_id.entry(run.id.clone()).or_default().push((i, run));
         }
     }
-    let mut requests = 0;
     for (id, parts) in &by_id {
         for input in inputs
             .iter()
@@ -200,7 +196,23 @@ pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, Merg
                 input.shard
             ));
         }
-        requests += merge_run(&inputs, parts, &slos, &mut store).map_err(out_err)?;
+    }
+    let mut store = Store::create_file(&path, suite).map_err(out_err)?;
+    let mut requests = 0;
+    for parts in by_id.values() {
+        match merge_run(&inputs, parts, &slos, &mut store) {
+            Ok(n) => requests += n,
+            Err(source) => {
+                // No half-merged database is left behind.
+                drop(store);
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut p = path.clone().into_os_string();
+                    p.push(suffix);
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(out_err(source));
+            }
+        }
     }
     Ok(MergeOutcome {
         db: path,
@@ -323,97 +335,78 @@ fn merge_run(
     Ok(rows.len() as u64)
 }
 
-/// Multi-turn runs: the per-turn metrics over every shard's rows. Items are numbered per
-/// shard, so each shard's `turn_of_item` is appended and its rows' items moved past the
-/// earlier shards' (in memory only).
-fn turn_values(
-    inputs: &[Input],
-    parts: &[(usize, StoredRun)],
-    rows: &[RequestRow],
-) -> Vec<(&'static str, Option<f64>)> {
-    let mut turns: Vec<u32> = Vec::new();
-    let mut first_item: BTreeMap<String, u64> = BTreeMap::new();
-    for (i, run) in parts {
-        let Some(list) = run.extras.get("turn_of_item").and_then(Value::as_array) else {
-            continue;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(status: RunStatus) -> StoredRun {
+        StoredRun {
+            id: "r".into(),
+            ordinal: 1,
+            axes: json!({}),
+            settings: json!({}),
+            status,
+            started_unix_ms: None,
+            finished_unix_ms: None,
+            warnings: Vec::new(),
+            extras: json!({}),
+            error: None,
+            metrics: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn status_is_failed_if_any_failed_else_the_least_finished() {
+        let parts = |s: &[RunStatus]| -> Vec<(usize, StoredRun)> {
+            s.iter().enumerate().map(|(i, s)| (i, run(*s))).collect()
         };
-        first_item.insert(inputs[*i].shard.to_string(), turns.len() as u64);
-        turns.extend(list.iter().map(|t| t.as_u64().unwrap_or(0) as u32));
+        use RunStatus::*;
+        assert_eq!(merged_status(&parts(&[Done, Done])), Done);
+        assert_eq!(merged_status(&parts(&[Done, Failed])), Failed);
+        assert_eq!(merged_status(&parts(&[Interrupted, Done])), Interrupted);
+        assert_eq!(merged_status(&parts(&[Pending, Done])), Pending);
     }
-    if first_item.is_empty() {
-        return Vec::new();
+
+    #[test]
+    fn shift_moves_every_time_but_not_durations() {
+        let mut row = RequestRow {
+            index: 0,
+            item: 0,
+            phase: crate::engine::Phase::Measured,
+            intended_us: 10,
+            sent_us: 12,
+            first_chunk_us: Some(20),
+            ttft_us: Some(8),
+            latency_us: 30,
+            end_us: 42,
+            chunk_count: 2,
+            itl_mean_us: Some(22),
+            itl_max_us: Some(22),
+            usage: Default::default(),
+            client_input_tokens: None,
+            client_output_tokens: None,
+            target_input_tokens: None,
+            outcome: crate::engine::Outcome::Ok,
+            http_status: Some(200),
+            error: None,
+            finish_reason: None,
+            request_bytes: 1,
+            response_bytes: 1,
+            content_times_us: Some(vec![20, 42]),
+            shard: Some("2/2".into()),
+        };
+        shift(&mut row, 1000);
+        assert_eq!(
+            (row.intended_us, row.sent_us, row.end_us),
+            (1010, 1012, 1042)
+        );
+        assert_eq!(row.first_chunk_us, Some(1020));
+        assert_eq!(row.content_times_us, Some(vec![1020, 1042]));
+        assert_eq!((row.ttft_us, row.latency_us), (Some(8), 30));
+        assert_eq!(
+            row.to_record().ttft(),
+            Some(std::time::Duration::from_micros(8))
+        );
     }
-    let records: Vec<_> = rows
-        .iter()
-        .map(|r| {
-            let mut rec = r.to_record();
-            let base = r.shard.as_ref().and_then(|s| first_item.get(s)).copied();
-            rec.item += base.unwrap_or(0);
-            rec
-        })
-        .collect();
-    super::conversation::turn_metrics(&records, &turns)
-}
-
-/// The server's cache-hit ratio over every shard's pass: counters are the server's own,
-/// so the earliest `before` and the latest `after` scrape bracket all shards' requests.
-fn server_ratio(
-    run: &StoredRun,
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-) -> Option<f64> {
-    let spec = run
-        .settings
-        .pointer("/endpoint/spec/metrics")
-        .cloned()
-        .and_then(|v| serde_json::from_value::<ServerMetricsSpec>(v).ok());
-    hit_ratio(before, after, &CounterNames::of(spec.as_ref()))
-}
-
-/// Every metric of the merged run, from its rows, as the runner computes them.
-fn summarize_rows(
-    first: &StoredRun,
-    parts: &[(usize, StoredRun)],
-    rows: &[RequestRow],
-    slos: &[crate::metrics::Slo],
-    server_cache_hit_ratio: Option<f64>,
-) -> RunSummary {
-    let definitions = first
-        .extras
-        .get("metric_definitions")
-        .and_then(Value::as_str)
-        .and_then(MetricDefinitions::parse)
-        .unwrap_or(MetricDefinitions::Perfplan);
-    let spec = first.settings.pointer("/dataset/spec");
-    let per_request = ["batch_size", "num_documents"]
-        .iter()
-        .find_map(|k| spec.and_then(|s| s.get(*k)).and_then(Value::as_u64));
-    let carried = |name: &str| -> Option<f64> {
-        parts
-            .iter()
-            .filter_map(|(_, r)| r.metrics.get(name).copied().flatten())
-            .reduce(f64::max)
-    };
-    let opts = SummaryOptions {
-        definitions,
-        slos: slos.to_vec(),
-        inputs_per_request: per_request.map(|k| k as u32),
-        server_cache_hit_ratio,
-        planned_prefix_share: carried("planned_prefix_share"),
-        ..SummaryOptions::default()
-    };
-    let records: Vec<_> = rows.iter().map(RequestRow::to_record).collect();
-    let mut summary = summarize(&records, &opts);
-    // Client CPU is each machine's own: the busiest shard's figure stands for the merge.
-    summary
-        .values
-        .insert("client_cpu_ratio".into(), carried("client_cpu_ratio"));
-    let bound: Vec<String> = parts
-        .iter()
-        .filter_map(|(_, r)| r.extras.get("client_bound").and_then(Value::as_str))
-        .map(str::to_string)
-        .chain(summary.client_bound.clone())
-        .collect();
-    summary.client_bound = (!bound.is_empty()).then(|| bound.join("; "));
-    summary
 }

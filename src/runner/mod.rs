@@ -12,6 +12,7 @@ mod lengths;
 pub mod lifecycle;
 mod log;
 pub mod merge;
+mod merge_metrics;
 mod prepare;
 mod progress;
 pub mod scrape;
