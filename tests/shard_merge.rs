@@ -115,29 +115,8 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
     let sim = SimServer::start(sim_config()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let plan_path = write_plan(dir.path(), &sim.base_url(), LOADS);
-    let start = SystemTime::now() + Duration::from_secs(2);
-    let start_s = start.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
     let outs: Vec<PathBuf> = (1..=2).map(|k| dir.path().join(format!("s{k}"))).collect();
-    let children: Vec<_> = (1..=2)
-        .map(|k| {
-            Command::new(env!("CARGO_BIN_EXE_perfplan"))
-                .args(["run", s(&plan_path), "--out", s(&outs[k - 1])])
-                .args(["--shard", &format!("{k}/2"), "--start-at"])
-                .arg(format!("{start_s:.3}"))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let start_s = run_two_shards(&plan_path, &outs);
     let received = sim
         .received()
         .into_iter()
@@ -319,5 +298,62 @@ async fn a_shard_without_a_share_skips_and_searches_are_refused() {
         .received()
         .iter()
         .any(|r| r.path.ends_with("/completions")));
+    sim.shutdown().await;
+}
+
+/// Runs `plan_path` as shards 1/2 and 2/2 at once, both starting in 1.5 s (returned, in
+/// unix seconds).
+fn run_two_shards(plan_path: &Path, outs: &[PathBuf]) -> f64 {
+    let start = SystemTime::now() + Duration::from_millis(1500);
+    let start_s = start.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    let children: Vec<_> = (1..=2)
+        .map(|k| {
+            Command::new(env!("CARGO_BIN_EXE_perfplan"))
+                .args(["run", s(plan_path), "--out", s(&outs[k - 1])])
+                .args(["--shard", &format!("{k}/2"), "--start-at"])
+                .arg(format!("{start_s:.3}"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    start_s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_shards_interleave_the_one_arrival_sequence() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let load = r#"{ rate = 10, requests = 5, arrivals = "constant" }"#;
+    let plan_path = write_plan(dir.path(), &sim.base_url(), load);
+    let outs: Vec<PathBuf> = (1..=2).map(|k| dir.path().join(format!("s{k}"))).collect();
+    run_two_shards(&plan_path, &outs);
+    let merged = dir.path().join("merged.db");
+    let out = perfplan(&["merge", s(&merged), s(&outs[0]), s(&outs[1])]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open(&merged).unwrap();
+    let runs = store.runs().unwrap();
+    let rows = store.request_rows(&runs[0].id).unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(runs[0].metrics["requests_ok"], Some(5.0));
+    // Shard 1 sends arrivals 0, 2, 4 and shard 2 arrivals 1, 3 (100 ms apart): on the
+    // merged time base they alternate, never two at once.
+    let mut intended: Vec<u64> = rows.iter().map(|r| r.intended_us).collect();
+    intended.sort_unstable();
+    let gaps: Vec<u64> = intended.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().all(|g| *g > 50_000), "gaps {gaps:?} µs");
     sim.shutdown().await;
 }

@@ -16,7 +16,7 @@
 //! of requests of the unsplit run, so `(run_id, request_index)` stays unique when the
 //! shards' databases are merged. Run ids never depend on the shard.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::dataset::multi_turn::Conversations;
 use crate::engine::{self, ArrivalClock, Phase};
@@ -31,7 +31,7 @@ pub struct ShardOptions {
     /// This process's shard; `None` runs the whole load.
     pub shard: Option<Shard>,
     /// The first run's load (warmup, then measured) starts at this instant.
-    pub start_at: Option<std::time::SystemTime>,
+    pub start_at: Option<SystemTime>,
 }
 
 /// One shard of N: `k` in `1..=n`.
@@ -150,10 +150,21 @@ impl Shard {
         &self,
         run: &RunSpec,
         prepared: &mut PreparedRun,
-    ) -> Result<(RunSpec, u64), String> {
+    ) -> Result<ShardShare, String> {
         let share = self.share_run(run)?;
-        let base = self.select(run, prepared)?;
-        Ok((share, base))
+        let index_base = self.select(run, prepared)?;
+        // The engine sends a schedule's first request at once: this shard's first arrival
+        // is later in the run's one sequence, so its load starts that much later.
+        let lead = prepared
+            .schedule
+            .as_ref()
+            .and_then(|o| o.first().copied())
+            .unwrap_or_default();
+        Ok(ShardShare {
+            run: share,
+            index_base,
+            lead,
+        })
     }
 
     /// Keeps this shard's requests of a prepared (unsplit) run. Returns the first stored
@@ -233,13 +244,28 @@ impl Shard {
     }
 }
 
+/// A shard's part of one run.
+#[derive(Debug, Clone)]
+pub struct ShardShare {
+    /// The run with the shard's load (same id and settings otherwise).
+    pub run: RunSpec,
+    /// The first stored request index.
+    pub index_base: u64,
+    /// How long after the run's start the shard's first scheduled arrival is due.
+    pub lead: Duration,
+}
+
+/// When a shard's load starts: at `--start-at` (its first run) or now, plus its lead.
+pub fn load_start(start_at: Option<SystemTime>, lead: Duration) -> Option<SystemTime> {
+    match start_at {
+        Some(at) => Some(at + lead),
+        None => (!lead.is_zero()).then(|| SystemTime::now() + lead),
+    }
+}
+
 /// What a run's extras keep for `merge`: the shard, and the wall-clock start of the
 /// measured pass (record times are offsets from it), in unix microseconds.
-pub fn shard_extras(
-    extras: &mut serde_json::Value,
-    shard: Option<Shard>,
-    started: std::time::SystemTime,
-) {
+pub fn shard_extras(extras: &mut serde_json::Value, shard: Option<Shard>, started: SystemTime) {
     if let serde_json::Value::Object(map) = extras {
         let us = started
             .duration_since(std::time::UNIX_EPOCH)

@@ -445,11 +445,11 @@ impl Suite<'_> {
     ) -> Result<Ended, RunnerError> {
         let mut prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
         let share;
-        let (run, index_base) = match self.shard.map(|s| s.take_share(run, &mut prepared)) {
-            None => (run, 0),
-            Some(Ok((r, base))) => {
-                share = r;
-                (&share, base)
+        let (run, index_base, lead) = match self.shard.map(|s| s.take_share(run, &mut prepared)) {
+            None => (run, 0, Duration::ZERO),
+            Some(Ok(s)) => {
+                share = s;
+                (&share.run, share.index_base, share.lead)
             }
             Some(Err(note)) => return self.skip_share(run, total, &note),
         };
@@ -488,7 +488,7 @@ impl Suite<'_> {
                 CounterNames::of(run.settings.endpoint.spec.metrics.as_ref()),
             )),
             index_base,
-            start_at: self.start_at.take(),
+            start_at: super::shard::load_start(self.start_at.take(), lead),
         };
         let result = execute::execute(&ctx, run, prepared).await?;
         let status = if result.cancelled {
