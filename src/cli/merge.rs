@@ -12,7 +12,8 @@ use crate::store::DB_FILE;
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// The merged suite: an output folder (it gets `results.db`, `report.md` and
-    /// `report.html`) or a `.db` file. Must not exist yet.
+    /// `report.html`) or a `.db` file; its database must not exist yet. Exit 1 when a
+    /// gate of the plan fails on the merged suite.
     #[arg(value_name = "OUT")]
     pub out: PathBuf,
     /// Every shard's results: output folders or their `results.db` (from `run --shard K/N`).
