@@ -267,7 +267,7 @@ async fn a_shard_without_a_share_skips_and_searches_are_refused() {
     let plan_path = write_plan(
         dir.path(),
         &sim.base_url(),
-        "{ concurrency = 1, requests = 1 }",
+        "{ concurrency = 1, requests = 3 }",
     );
     let out_dir = dir.path().join("out");
     let out = perfplan(&["run", s(&plan_path), "--out", s(&out_dir), "--shard", "2/2"]);
@@ -278,6 +278,30 @@ async fn a_shard_without_a_share_skips_and_searches_are_refused() {
         .received()
         .iter()
         .any(|r| r.path.ends_with("/completions")));
+    // Shard 1/2 takes the whole run: its one slot and all three requests.
+    let first = dir.path().join("first");
+    let out = perfplan(&["run", s(&plan_path), "--out", s(&first), "--shard", "1/2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chat = |sim: &SimServer| {
+        sim.received()
+            .iter()
+            .filter(|r| r.path.ends_with("/completions"))
+            .count()
+    };
+    assert_eq!(chat(&sim), 3);
+    let merged = dir.path().join("merged");
+    let out = perfplan(&["merge", s(&merged), s(&out_dir), s(&first)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open(&merged).unwrap();
+    assert_eq!(store.runs().unwrap()[0].metrics["requests_ok"], Some(3.0));
 
     let search = r#"{ search = "concurrency", slo = { ttft_p90 = "<= 40ms" }, min = 1, max = 8 }"#;
     let plan_path = write_plan(dir.path(), &sim.base_url(), search);
@@ -294,10 +318,7 @@ async fn a_shard_without_a_share_skips_and_searches_are_refused() {
     for bad in [["--shard", "3/2"], ["--start-at", "soon"]] {
         assert_eq!(code(&perfplan(&["run", s(&plan_path), bad[0], bad[1]])), 2);
     }
-    assert!(!sim
-        .received()
-        .iter()
-        .any(|r| r.path.ends_with("/completions")));
+    assert_eq!(chat(&sim), 3, "nothing sent by the refused commands");
     sim.shutdown().await;
 }
 

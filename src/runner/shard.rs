@@ -8,7 +8,7 @@
 //! requests; so the shards' requests together are exactly the unsplit run's, and no two
 //! shards send the same prompt. Counts split as evenly as possible (the first shards get
 //! one more): 7 requests over 3 shards are 3 + 2 + 2. Closed loop: the concurrency splits
-//! the same way. Open loop: the run's one arrival sequence is computed and every shard
+//! the same way; a concurrency C below N runs on the first C shards only. Open loop: the run's one arrival sequence is computed and every shard
 //! sends every Nth arrival (rate / N each; their union is the plan's arrivals). Trace
 //! replay: shard K replays records K−1, K−1+N, ….
 //!
@@ -138,6 +138,24 @@ impl Shard {
         Ok(out)
     }
 
+    /// This shard as it takes part in a run: a closed loop of concurrency C below N is
+    /// split over the first C shards only (one slot each; the others have no share), so
+    /// the shards that run it still send all of its requests.
+    pub fn within(&self, load: &LoadSpec) -> Result<Shard, String> {
+        let n = match load.concurrency {
+            Some(c) => self.n.min(c.max(1)),
+            None => self.n,
+        };
+        if self.k > n {
+            return Err(format!(
+                "shard {self} has no share of this run (concurrency {} over {} shards); skipped",
+                load.concurrency.unwrap_or(0),
+                self.n
+            ));
+        }
+        Ok(Shard { k: self.k, n })
+    }
+
     /// The run as this shard executes it: the same id and settings, its share of the load.
     pub fn share_run(&self, run: &RunSpec) -> Result<RunSpec, String> {
         let mut out = run.clone();
@@ -151,8 +169,9 @@ impl Shard {
         run: &RunSpec,
         prepared: &mut PreparedRun,
     ) -> Result<ShardShare, String> {
-        let share = self.share_run(run)?;
-        let index_base = self.select(run, prepared)?;
+        let shard = self.within(&run.settings.load)?;
+        let share = shard.share_run(run)?;
+        let index_base = shard.select(run, prepared)?;
         // The engine sends a schedule's first request at once: this shard's first arrival
         // is later in the run's one sequence, so its load starts that much later.
         let lead = prepared
@@ -368,6 +387,17 @@ mod tests {
         assert_eq!((one.concurrency, two.concurrency), (Some(3), Some(2)));
         assert_eq!((one.requests, two.requests), (Some(4), Some(3)));
         assert_eq!(one.warmup, Some(WarmupSpec::Count(3)));
+        // Concurrency 1 over 2 shards: shard 1 takes all of it, shard 2 has no share.
+        let single = LoadSpec {
+            concurrency: Some(1),
+            requests: Some(16),
+            ..LoadSpec::default()
+        };
+        let first = Shard { k: 1, n: 2 }.within(&single).unwrap();
+        assert_eq!(first, Shard { k: 1, n: 1 });
+        assert_eq!(first.share_load(&single).unwrap().requests, Some(16));
+        assert!(Shard { k: 2, n: 2 }.within(&single).is_err());
+        assert_eq!(Shard { k: 2, n: 4 }.within(&load), Ok(Shard { k: 2, n: 4 }));
         let open = LoadSpec {
             rate: Some(10.0),
             requests: Some(2),
