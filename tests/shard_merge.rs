@@ -136,8 +136,21 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
         let runs = store.runs().unwrap();
         let closed = &runs[0];
         let started = closed.extras["measured_start_unix_us"].as_u64().unwrap();
+        let first_sent = store
+            .request_rows(&closed.id)
+            .unwrap()
+            .iter()
+            .filter(|r| r.phase == Phase::Measured)
+            .map(|r| started + r.sent_us)
+            .min()
+            .unwrap();
+        // `--start-at` holds the first run's load: no measured request goes out before it.
         assert!(
-            started as f64 >= start_s * 1e6 - 1.0,
+            first_sent as f64 >= start_s * 1e6 - 1_000.0,
+            "sent before --start-at"
+        );
+        assert!(
+            started as f64 >= start_s * 1e6 - 1_000.0,
             "started before --start-at"
         );
         for (id, rows) in rows_of(&store) {
