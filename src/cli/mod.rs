@@ -5,11 +5,13 @@ mod check;
 pub mod compare;
 pub mod exit;
 mod expand;
+pub mod merge;
 mod plan_args;
 pub mod report;
 mod rerun;
 pub mod run;
 mod schema;
+mod shard;
 pub mod sim;
 mod validate;
 
@@ -39,6 +41,8 @@ enum Command {
     Report(report::ReportArgs),
     /// The same runs of two suites side by side, with deltas and verdicts.
     Compare(compare::CompareArgs),
+    /// Unite the databases of `run --shard K/N` into one suite; metrics recomputed from every row.
+    Merge(merge::MergeArgs),
     /// Execute again exactly the plan a suite stored, into a new folder.
     Rerun(rerun::RerunArgs),
     /// Print the plan's JSON Schema.
@@ -81,6 +85,7 @@ fn dispatch(command: Command) -> u8 {
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Merge(args) => merge::run(&args),
         Command::Rerun(args) => rerun::run(&args),
         Command::Schema => schema::run(),
         Command::Sim(args) => sim::run(args),

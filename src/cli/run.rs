@@ -36,6 +36,16 @@ pub struct RunArgs {
     /// Run `perfplan check` first and stop if it finds a failure.
     #[arg(long)]
     pub check: bool,
+    /// Take share K of N of every run's load (concurrency, requests and warmup split as
+    /// evenly as possible, rate / N, every Nth trace record); run the same plan with 1/N …
+    /// N/N on N machines, then unite the results with `perfplan merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::runner::Shard>,
+    /// Start the first run's load at this wall-clock instant, so that shards begin
+    /// together: RFC 3339 UTC (`2026-11-29T12:00:00Z`) or unix seconds. A warm run's
+    /// priming pass comes before it; an instant already past starts at once, with a warning.
+    #[arg(long, value_name = "TIME", value_parser = crate::runner::start_at::parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 pub fn run(args: &RunArgs) -> u8 {
@@ -45,6 +55,9 @@ pub fn run(args: &RunArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;
     };
+    if !super::shard::usable(args, &runs) {
+        return exit::INVALID;
+    }
     if args.check {
         let code = super::check::check_runs(&plan, &runs);
         if code != exit::OK {
@@ -58,7 +71,11 @@ pub fn run(args: &RunArgs) -> u8 {
         debug: args.debug,
         progress_json: args.progress_json.clone(),
     };
-    let outcome = match runner::run_suite(&plan, &runs, &opts) {
+    let sharding = runner::ShardOptions {
+        shard: args.shard,
+        start_at: args.start_at,
+    };
+    let outcome = match runner::run_suite_sharded(&plan, &runs, &opts, sharding) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", runner::chain(&e));
@@ -78,6 +95,7 @@ pub fn run(args: &RunArgs) -> u8 {
         outcome.dir.display()
     );
     let code = super::report::after_run(&outcome.dir, &args.gates, args.baseline.as_deref());
+    let code = super::shard::gate_code(args, code);
     if outcome.interrupted {
         return exit::INTERRUPTED;
     }

@@ -36,6 +36,8 @@ pub struct RunResult {
     pub all_failed: Option<String>,
     /// Target, client and server input lengths compared (see `lengths`).
     pub input_lengths: Value,
+    /// Wall-clock start of the measured pass (its record times are offsets from it).
+    pub started: std::time::SystemTime,
 }
 
 /// Warnings about the records themselves: estimated token counts, truncated streams.
@@ -145,6 +147,10 @@ pub struct RunContext<'a> {
     pub log: std::sync::Arc<super::log::SuiteLog>,
     /// The server's cache counters, scraped around the measured pass.
     pub server: Option<super::scrape::ServerScrape>,
+    /// `--shard`: the first stored request index (0 when not sharded).
+    pub index_base: u64,
+    /// `--start-at`: the measured pass (warmup first) starts at this instant.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// Executes one prepared run and stores its records and summary.
@@ -177,7 +183,7 @@ pub async fn execute(
     ctx.log.requests(&run.id, &prepared.requests);
     let tx = writer.sender();
     // Request indices are unique within a run: the measured pass continues after the priming pass.
-    let offset = prepared.priming.len() as u64;
+    let offset = ctx.index_base + prepared.priming.len() as u64;
     let sink_for = |offset: u64| {
         let (progress, tx) = (&progress, &tx);
         move |r: &RequestRecord| {
@@ -195,9 +201,11 @@ pub async fn execute(
             ..cfg.clone()
         };
         let mut source = VecSource::new(std::mem::take(&mut prepared.priming));
-        let mut sink = sink_for(0);
+        let mut sink = sink_for(ctx.index_base);
         engine::run(
-            &ctx.endpoint.clone().with_request_ids(&run.id, 0),
+            &ctx.endpoint
+                .clone()
+                .with_request_ids(&run.id, ctx.index_base),
             &mut source,
             &priming_cfg,
             ctx.cancel,
@@ -215,6 +223,10 @@ pub async fn execute(
         None => None,
     };
     let mut source = super::traffic::Source::new(&mut prepared);
+    let late = match ctx.start_at {
+        Some(at) => super::start_at::wait_until(at).await,
+        None => None,
+    };
     // An `x-request-id` made of the run id and the stored index, so server logs join the records.
     let endpoint = ctx.endpoint.clone().with_request_ids(&run.id, offset);
     let output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
@@ -245,6 +257,7 @@ pub async fn execute(
     let (input_lengths, length_warning) =
         super::lengths::input_lengths(&output.records, &prepared.targets);
     let mut warnings: Vec<String> = warnings;
+    warnings.extend(late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
     Ok(RunResult {
@@ -255,6 +268,7 @@ pub async fn execute(
         traffic,
         all_failed,
         input_lengths,
+        started: output.started,
     })
 }
 

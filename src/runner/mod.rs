@@ -11,10 +11,14 @@ pub mod fields;
 mod lengths;
 pub mod lifecycle;
 mod log;
+pub mod merge;
+mod merge_metrics;
 mod prepare;
 mod progress;
 pub mod scrape;
+pub mod shard;
 mod sims;
+pub mod start_at;
 mod suite;
 mod template;
 mod traffic;
@@ -22,8 +26,10 @@ mod writer;
 
 pub use check::{CheckRow, Verdict};
 pub use execute::slos_of;
+pub use merge::{merge_shards, MergeError, MergeOutcome};
 pub use prepare::{api_kind, measured_count};
-pub use suite::{run_suite, RunOptions, SuiteOutcome};
+pub use shard::{Shard, ShardOptions};
+pub use suite::{run_suite, run_suite_sharded, RunOptions, SuiteOutcome};
 pub use writer::count_output;
 
 use std::path::PathBuf;

@@ -15,6 +15,7 @@ use super::lifecycle::{self, Servers};
 use super::log::SuiteLog;
 use super::prepare::{self, PreparedRun};
 use super::scrape::{CounterNames, ServerScrape};
+use super::shard::{shard_extras, Shard, ShardOptions};
 use super::sims::Sims;
 use super::{connect, RunnerError};
 use crate::engine::{CancelHandle, Endpoint, RunConfig, Target, Timeouts};
@@ -159,9 +160,22 @@ pub fn run_suite(
     runs: &[RunSpec],
     opts: &RunOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
+    run_suite_sharded(plan, runs, opts, ShardOptions::default())
+}
+
+/// `run_suite` as one shard of a run split across machines (see `shard`).
+pub fn run_suite_sharded(
+    plan: &LoadedPlan,
+    runs: &[RunSpec],
+    opts: &RunOptions,
+    sharding: ShardOptions,
+) -> Result<SuiteOutcome, RunnerError> {
     let ordered = cache::execution_order(runs);
     let runs = &ordered[..];
-    let (store, dir) = open_store(plan, opts)?;
+    let (mut store, dir) = open_store(plan, opts)?;
+    if let Some(shard) = sharding.shard {
+        store.mark_shard(&shard.to_string())?;
+    }
     let log = Arc::new(SuiteLog::open(
         &dir,
         opts.debug,
@@ -191,6 +205,8 @@ pub fn run_suite(
         slos: &slos,
         cache: TokenizerCache::new(),
         log: &log,
+        shard: sharding.shard,
+        start_at: std::cell::Cell::new(sharding.start_at),
     };
     let result = rt.block_on(async {
         let result = suite.run_all(runs, dir, &mut servers).await;
@@ -253,6 +269,9 @@ struct Suite<'a> {
     slos: &'a [crate::metrics::Slo],
     cache: TokenizerCache,
     log: &'a Arc<SuiteLog>,
+    shard: Option<Shard>,
+    /// `--start-at`, until the first run's load takes it.
+    start_at: std::cell::Cell<Option<SystemTime>>,
 }
 
 impl Suite<'_> {
@@ -424,7 +443,16 @@ impl Suite<'_> {
         total: usize,
         notes: Vec<String>,
     ) -> Result<Ended, RunnerError> {
-        let prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
+        let mut prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
+        let share;
+        let (run, index_base, lead) = match self.shard.map(|s| s.take_share(run, &mut prepared)) {
+            None => (run, 0, Duration::ZERO),
+            Some(Ok(s)) => {
+                share = s;
+                (&share.run, share.index_base, share.lead)
+            }
+            Some(Err(note)) => return self.skip_share(run, total, &note),
+        };
         let pool = RunConfig {
             load: execute::engine_load(&run.settings.load, 0),
             duration: None,
@@ -459,6 +487,8 @@ impl Suite<'_> {
                 &target.base_url,
                 CounterNames::of(run.settings.endpoint.spec.metrics.as_ref()),
             )),
+            index_base,
+            start_at: super::shard::load_start(self.start_at.take(), lead),
         };
         let result = execute::execute(&ctx, run, prepared).await?;
         let status = if result.cancelled {
@@ -475,6 +505,7 @@ impl Suite<'_> {
         if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
             map.extend(more.clone());
         }
+        shard_extras(&mut extras, self.shard, result.started);
         let mut all_warnings = warnings;
         for w in &result.warnings {
             self.log
@@ -507,6 +538,32 @@ impl Suite<'_> {
             completed: !result.cancelled,
             failed_requests: result.summary.failures.values().sum(),
             failed_run: result.all_failed.is_some(),
+        })
+    }
+}
+
+impl Suite<'_> {
+    /// A run this shard has no share of: stored done, with no requests and the note.
+    fn skip_share(&self, run: &RunSpec, total: usize, note: &str) -> Result<Ended, RunnerError> {
+        self.log
+            .say(&format!("note: {}: {note}", run_label(run, total)));
+        let mut store = self.lock()?;
+        store.begin_run(&run.id)?;
+        let shard = self.shard.map(|s| s.to_string());
+        store.finish_run(
+            &run.id,
+            &RunFinish {
+                status: RunStatus::Done,
+                metrics: &Default::default(),
+                extras: &serde_json::json!({ "shard": shard, "shard_share": 0 }),
+                warnings: &[note.to_string()],
+                error: None,
+            },
+        )?;
+        Ok(Ended {
+            completed: true,
+            failed_requests: 0,
+            failed_run: false,
         })
     }
 }

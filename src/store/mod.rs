@@ -4,6 +4,7 @@
 //! requests in flight. Knows nothing about plans' types, HTTP or report layout; never
 //! stores secrets (there is no column for headers or keys).
 
+mod merge;
 mod requests;
 mod runs;
 mod schema;

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -131,6 +131,10 @@ CREATE TABLE search_steps (
     metrics_json TEXT NOT NULL,
     PRIMARY KEY (search_id, step)
 ) WITHOUT ROWID;
+"#,
+    // 3: `run --shard K/N` records its shard on the suite, so `merge` can tell shards apart.
+    r#"
+ALTER TABLE suites ADD COLUMN shard TEXT;
 "#,
 ];
 

@@ -1,0 +1,51 @@
+//! `perfplan merge OUT SHARD...`: unites the databases of `run --shard K/N` into one suite,
+//! recomputes every metric from the raw request rows, then reports like `perfplan run`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::exit;
+use crate::runner::{self, merge_shards};
+use crate::store::DB_FILE;
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The merged suite: an output folder (it gets `results.db`, `report.md` and
+    /// `report.html`) or a `.db` file; its database must not exist yet. Exit 1 when a
+    /// gate of the plan fails on the merged suite.
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+    /// Every shard's results: output folders or their `results.db` (from `run --shard K/N`).
+    #[arg(value_name = "SHARD_DB", required = true)]
+    pub shards: Vec<PathBuf>,
+}
+
+pub fn run(args: &MergeArgs) -> u8 {
+    let outcome = match merge_shards(&args.out, &args.shards) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {}", runner::chain(&e));
+            return e.exit_code();
+        }
+    };
+    for w in &outcome.warnings {
+        eprintln!("warning: {w}");
+    }
+    eprintln!(
+        "perfplan: merged {} shard databases: {} runs, {} requests, into {}",
+        args.shards.len(),
+        outcome.runs,
+        outcome.requests,
+        outcome.db.display()
+    );
+    match outcome.db.parent() {
+        Some(dir) if outcome.db.file_name().is_some_and(|n| n == DB_FILE) => {
+            super::report::after_run(dir, &[], None)
+        }
+        _ => {
+            eprintln!("see `perfplan report {}`", outcome.db.display());
+            exit::OK
+        }
+    }
+}

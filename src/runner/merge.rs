@@ -1,0 +1,412 @@
+//! `perfplan merge`: unites the databases of `run --shard K/N` into one suite. Runs with
+//! the same id (ids never depend on the shard) become one run holding every shard's
+//! request rows, their times moved to one time base (the earliest shard's start of the
+//! measured pass), and every metric is recomputed from those rows with the same
+//! `metrics::summarize` the runner uses, so merged percentiles are exact.
+//! Refuses shards of different plans, a shard given twice, and unreadable databases.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::execute;
+use super::merge_metrics::{server_ratio, summarize_rows, turn_values};
+use super::shard::Shard;
+use crate::cli::exit;
+use crate::store::{
+    db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun, SuiteRow,
+};
+
+/// Why the shards could not be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("shard database {}", path.display())]
+    Database {
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    #[error("{} was not written by `run --shard K/N` (no shard recorded)", path.display())]
+    NotShard { path: PathBuf },
+    #[error("{} records shard `{text}`, which is not K/N", path.display())]
+    BadShard { path: PathBuf, text: String },
+    #[error("{} holds another plan than {} ({what} differs): shards of one plan only", path.display(), first.display())]
+    OtherPlan {
+        path: PathBuf,
+        first: PathBuf,
+        what: &'static str,
+    },
+    #[error("shard {shard} is given twice ({} and {})", a.display(), b.display())]
+    SameShard {
+        shard: String,
+        a: PathBuf,
+        b: PathBuf,
+    },
+    #[error("nothing to merge: give at least one shard database")]
+    Empty,
+    #[error("merged database {}", path.display())]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    #[error("the suite's [slo]")]
+    Slo(#[source] super::RunnerError),
+}
+
+impl MergeError {
+    /// The exit code of this refusal.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            MergeError::Database { .. } => exit::DATABASE,
+            MergeError::Output {
+                source: StoreError::AlreadyExists { .. } | StoreError::CreateDir { .. },
+                ..
+            } => exit::OUTPUT,
+            MergeError::Output { .. } => exit::DATABASE,
+            _ => exit::INVALID,
+        }
+    }
+}
+
+/// What a merge produced.
+#[derive(Debug, Clone)]
+pub struct MergeOutcome {
+    /// The merged database file.
+    pub db: PathBuf,
+    pub runs: usize,
+    pub requests: u64,
+    /// Missing shards, runs absent from a shard, and the like.
+    pub warnings: Vec<String>,
+}
+
+pub(super) struct Input {
+    path: PathBuf,
+    store: Store,
+    suite: SuiteRow,
+    pub(super) shard: Shard,
+}
+
+fn open_input(path: &Path) -> Result<Input, MergeError> {
+    let db = |source| MergeError::Database {
+        path: path.to_path_buf(),
+        source,
+    };
+    let store = Store::open(path).map_err(db)?;
+    let suite = store.suite().map_err(db)?;
+    let text = store
+        .suite_shard()
+        .map_err(db)?
+        .ok_or(MergeError::NotShard {
+            path: path.to_path_buf(),
+        })?;
+    let shard = text.parse().map_err(|_| MergeError::BadShard {
+        path: path.to_path_buf(),
+        text,
+    })?;
+    Ok(Input {
+        path: path.to_path_buf(),
+        store,
+        suite,
+        shard,
+    })
+}
+
+/// Refuses inputs that are not shards of one suite's plan, or a shard given twice.
+fn check_inputs(inputs: &[Input]) -> Result<Vec<String>, MergeError> {
+    let first = inputs.first().ok_or(MergeError::Empty)?;
+    for i in inputs {
+        let other = |what| MergeError::OtherPlan {
+            path: i.path.clone(),
+            first: first.path.clone(),
+            what,
+        };
+        if i.suite.plan_sha256 != first.suite.plan_sha256 {
+            return Err(other("plan hash"));
+        }
+        if i.suite.info.set_overrides != first.suite.info.set_overrides {
+            return Err(other("--set overrides"));
+        }
+        if i.shard.n != first.shard.n {
+            return Err(other("shard count N"));
+        }
+    }
+    for (a, i) in inputs.iter().enumerate() {
+        if let Some(j) = inputs[a + 1..].iter().find(|j| j.shard == i.shard) {
+            return Err(MergeError::SameShard {
+                shard: i.shard.to_string(),
+                a: i.path.clone(),
+                b: j.path.clone(),
+            });
+        }
+    }
+    let n = first.shard.n;
+    Ok((1..=n)
+        .filter(|k| !inputs.iter().any(|i| i.shard.k == *k))
+        .map(|k| {
+            format!("shard {k}/{n} is missing: the merged runs hold only the given shards' load")
+        })
+        .collect())
+}
+
+/// Merges the shard databases `inputs` into a new database at `out` (a folder, which
+/// gets `results.db`, or a `.db` file).
+pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, MergeError> {
+    let mut inputs = inputs
+        .iter()
+        .map(|p| open_input(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut warnings = check_inputs(&inputs)?;
+    inputs.sort_by_key(|i| i.shard.k);
+    let path = db_path(out);
+    let out_err = |source| MergeError::Output {
+        path: path.clone(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| {
+            out_err(StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })
+        })?;
+    }
+    let suite = &inputs[0].suite.info;
+    let slo: BTreeMap<String, String> =
+        serde_json::from_value(suite.slo.clone()).unwrap_or_default();
+    let slos = execute::slos_of(&slo).map_err(MergeError::Slo)?;
+    let mut by_id: BTreeMap<String, Vec<(usize, StoredRun)>> = BTreeMap::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let db = |source| MergeError::Database {
+            path: input.path.clone(),
+            source,
+        };
+        for run in input.store.runs().map_err(db)? {
+            by_id.entry(run.id.clone()).or_default().push((i, run));
+        }
+    }
+    for (id, parts) in &by_id {
+        for input in inputs
+            .iter()
+            .filter(|i| !parts.iter().any(|(j, _)| inputs[*j].shard == i.shard))
+        {
+            warnings.push(format!(
+                "run {id} is not in shard {}'s database",
+                input.shard
+            ));
+        }
+    }
+    let mut store = Store::create_file(&path, suite).map_err(out_err)?;
+    let mut requests = 0;
+    for parts in by_id.values() {
+        match merge_run(&inputs, parts, &slos, &mut store) {
+            Ok(n) => requests += n,
+            Err(source) => {
+                // No half-merged database is left behind.
+                drop(store);
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut p = path.clone().into_os_string();
+                    p.push(suffix);
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(out_err(source));
+            }
+        }
+    }
+    Ok(MergeOutcome {
+        db: path,
+        runs: by_id.len(),
+        requests,
+        warnings,
+    })
+}
+
+fn start_us(run: &StoredRun) -> Option<u64> {
+    run.extras
+        .get("measured_start_unix_us")
+        .and_then(Value::as_u64)
+}
+
+/// Moves a row's times by `delta` microseconds (to the merged run's time base).
+fn shift(row: &mut RequestRow, delta: u64) {
+    row.intended_us += delta;
+    row.sent_us += delta;
+    row.end_us += delta;
+    row.first_chunk_us = row.first_chunk_us.map(|t| t + delta);
+    if let Some(times) = &mut row.content_times_us {
+        times.iter_mut().for_each(|t| *t += delta);
+    }
+}
+
+/// The merged status: failed if a shard failed, else the least finished one.
+fn merged_status(parts: &[(usize, StoredRun)]) -> RunStatus {
+    let all = |s| parts.iter().all(|(_, r)| r.status == s);
+    let any = |s| parts.iter().any(|(_, r)| r.status == s);
+    if any(RunStatus::Failed) {
+        RunStatus::Failed
+    } else if all(RunStatus::Done) {
+        RunStatus::Done
+    } else if any(RunStatus::Interrupted) || any(RunStatus::Running) {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Pending
+    }
+}
+
+/// Merges one run's parts (one per shard holding it); returns its request count.
+fn merge_run(
+    inputs: &[Input],
+    parts: &[(usize, StoredRun)],
+    slos: &[crate::metrics::Slo],
+    out: &mut Store,
+) -> Result<u64, StoreError> {
+    let base = parts.iter().filter_map(|(_, r)| start_us(r)).min();
+    let mut rows = Vec::new();
+    let (mut before, mut after) = (BTreeMap::new(), BTreeMap::new());
+    for (i, run) in parts {
+        let delta = start_us(run).zip(base).map_or(0, |(s, b)| s - b);
+        for mut row in inputs[*i].store.request_rows(&run.id)? {
+            shift(&mut row, delta);
+            rows.push(row);
+        }
+        let store = &inputs[*i].store;
+        for (name, v) in store.server_metrics(&run.id, ServerPhase::Before)? {
+            let e = before.entry(name).or_insert(v);
+            *e = f64::min(*e, v);
+        }
+        for (name, v) in store.server_metrics(&run.id, ServerPhase::After)? {
+            let e = after.entry(name).or_insert(v);
+            *e = f64::max(*e, v);
+        }
+    }
+    rows.sort_by_key(|r| r.index);
+    let first = &parts[0].1;
+    let mut summary = summarize_rows(
+        first,
+        parts,
+        &rows,
+        slos,
+        server_ratio(first, &before, &after),
+    );
+    for (name, value) in turn_values(inputs, parts, &rows) {
+        summary.values.insert(name.to_string(), value);
+    }
+    let mut extras = execute::extras(&summary, rows.len() as u64);
+    if let Value::Object(map) = &mut extras {
+        let shards: Vec<String> = parts
+            .iter()
+            .map(|(i, _)| inputs[*i].shard.to_string())
+            .collect();
+        map.insert("shards".into(), json!(shards));
+        map.insert("measured_start_unix_us".into(), json!(base));
+    }
+    let label = |i: usize| format!("shard {}: ", inputs[i].shard);
+    let mut warnings: Vec<String> = Vec::new();
+    for (i, run) in parts {
+        for w in &run.warnings {
+            let w = format!("{}{w}", label(*i));
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    let errors: Vec<String> = parts
+        .iter()
+        .filter_map(|(i, r)| r.error.as_ref().map(|e| format!("{}{e}", label(*i))))
+        .collect();
+    let merged = StoredRun {
+        status: merged_status(parts),
+        started_unix_ms: parts.iter().filter_map(|(_, r)| r.started_unix_ms).min(),
+        finished_unix_ms: parts.iter().filter_map(|(_, r)| r.finished_unix_ms).max(),
+        warnings,
+        extras,
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+        metrics: summary.values,
+        ..first.clone()
+    };
+    out.insert_merged_run(&merged, &rows)?;
+    if !before.is_empty() {
+        out.write_server_metrics(&merged.id, ServerPhase::Before, &before)?;
+    }
+    if !after.is_empty() {
+        out.write_server_metrics(&merged.id, ServerPhase::After, &after)?;
+    }
+    Ok(rows.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(status: RunStatus) -> StoredRun {
+        StoredRun {
+            id: "r".into(),
+            ordinal: 1,
+            axes: json!({}),
+            settings: json!({}),
+            status,
+            started_unix_ms: None,
+            finished_unix_ms: None,
+            warnings: Vec::new(),
+            extras: json!({}),
+            error: None,
+            metrics: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn status_is_failed_if_any_failed_else_the_least_finished() {
+        let parts = |s: &[RunStatus]| -> Vec<(usize, StoredRun)> {
+            s.iter().enumerate().map(|(i, s)| (i, run(*s))).collect()
+        };
+        use RunStatus::*;
+        assert_eq!(merged_status(&parts(&[Done, Done])), Done);
+        assert_eq!(merged_status(&parts(&[Done, Failed])), Failed);
+        assert_eq!(merged_status(&parts(&[Interrupted, Done])), Interrupted);
+        assert_eq!(merged_status(&parts(&[Pending, Done])), Pending);
+    }
+
+    #[test]
+    fn shift_moves_every_time_but_not_durations() {
+        let mut row = RequestRow {
+            index: 0,
+            item: 0,
+            phase: crate::engine::Phase::Measured,
+            intended_us: 10,
+            sent_us: 12,
+            first_chunk_us: Some(20),
+            ttft_us: Some(8),
+            latency_us: 30,
+            end_us: 42,
+            chunk_count: 2,
+            itl_mean_us: Some(22),
+            itl_max_us: Some(22),
+            usage: Default::default(),
+            client_input_tokens: None,
+            client_output_tokens: None,
+            target_input_tokens: None,
+            outcome: crate::engine::Outcome::Ok,
+            http_status: Some(200),
+            error: None,
+            finish_reason: None,
+            request_bytes: 1,
+            response_bytes: 1,
+            content_times_us: Some(vec![20, 42]),
+            shard: Some("2/2".into()),
+        };
+        shift(&mut row, 1000);
+        assert_eq!(
+            (row.intended_us, row.sent_us, row.end_us),
+            (1010, 1012, 1042)
+        );
+        assert_eq!(row.first_chunk_us, Some(1020));
+        assert_eq!(row.content_times_us, Some(vec![1020, 1042]));
+        assert_eq!((row.ttft_us, row.latency_us), (Some(8), 30));
+        assert_eq!(
+            row.to_record().ttft(),
+            Some(std::time::Duration::from_micros(8))
+        );
+    }
+}

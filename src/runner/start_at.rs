@@ -1,0 +1,139 @@
+//! `run --start-at TIME`: the wall-clock instant at which every shard starts the load of
+//! its first run, so that N machines begin together. Owns reading the instant (RFC 3339,
+//! or unix seconds) and waiting for it; knows nothing about plans or HTTP.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Why `--start-at` could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid --start-at `{text}`: {reason}")]
+pub struct StartAtError {
+    pub text: String,
+    pub reason: &'static str,
+}
+
+/// Reads `2026-11-29T12:00:00Z` (RFC 3339, any offset, optional fraction) or a number of
+/// unix seconds (`1795953600`, `1795953600.5`).
+pub fn parse_start_at(text: &str) -> Result<SystemTime, StartAtError> {
+    let bad = |reason| StartAtError {
+        text: text.to_string(),
+        reason,
+    };
+    let t = text.trim();
+    if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let secs: f64 = t.parse().map_err(|_| bad("not a number of unix seconds"))?;
+        return Duration::try_from_secs_f64(secs)
+            .map(|d| UNIX_EPOCH + d)
+            .map_err(|_| bad("unix seconds out of range"));
+    }
+    rfc3339(t)
+        .ok_or_else(|| bad("write an RFC 3339 time like 2026-11-29T12:00:00Z, or unix seconds"))
+}
+
+fn num(text: &str) -> Option<i64> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.parse().ok())
+        .flatten()
+}
+
+/// Days from 1970-01-01 to a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn rfc3339(t: &str) -> Option<SystemTime> {
+    let (date, rest) = t.split_once(['T', 't', ' '])?;
+    let mut d = date.split('-');
+    let (y, mo, da) = (num(d.next()?)?, num(d.next()?)?, num(d.next()?)?);
+    if d.next().is_some() || !(1..=12).contains(&mo) || !(1..=31).contains(&da) {
+        return None;
+    }
+    let (clock, offset_s) = if let Some(c) = rest.strip_suffix(['Z', 'z']) {
+        (c, 0)
+    } else {
+        let at = rest.rfind(['+', '-'])?;
+        let (c, off) = rest.split_at(at);
+        let sign = if off.starts_with('-') { -1 } else { 1 };
+        let (oh, om) = off[1..].split_once(':')?;
+        (c, sign * (num(oh)? * 3600 + num(om)? * 60))
+    };
+    let (hms, frac) = match clock.split_once('.') {
+        Some((h, f)) => (h, format!("0.{f}").parse::<f64>().ok()?),
+        None => (clock, 0.0),
+    };
+    let mut p = hms.split(':');
+    let (h, mi, s) = (num(p.next()?)?, num(p.next()?)?, num(p.next()?)?);
+    if p.next().is_some() || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let secs = days_from_civil(y, mo, da) * 86_400 + h * 3600 + mi * 60 + s - offset_s;
+    let secs = u64::try_from(secs).ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_secs_f64(frac))
+}
+
+/// Sleeps until `at`; a warning when `at` has already passed (the load starts at once).
+pub async fn wait_until(at: SystemTime) -> Option<String> {
+    match at.duration_since(SystemTime::now()) {
+        Ok(wait) => {
+            tokio::time::sleep(wait).await;
+            None
+        }
+        Err(late) => Some(format!(
+            "--start-at was {:.1} s ago; starting at once",
+            late.duration().as_secs_f64()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unix(t: SystemTime) -> f64 {
+        t.duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
+    }
+
+    #[test]
+    fn reads_rfc3339_and_unix_seconds() {
+        let z = parse_start_at("2026-11-29T12:00:00Z").unwrap();
+        assert_eq!(unix(z), 1_795_953_600.0);
+        assert_eq!(unix(parse_start_at("1795953600").unwrap()), 1_795_953_600.0);
+        assert_eq!(
+            unix(parse_start_at("2026-11-29T13:00:00+01:00").unwrap()),
+            1_795_953_600.0
+        );
+        assert_eq!(
+            unix(parse_start_at("2026-11-29T12:00:00.250Z").unwrap()),
+            1_795_953_600.25
+        );
+        assert_eq!(unix(parse_start_at("1970-01-01T00:00:00Z").unwrap()), 0.0);
+        assert_eq!(
+            unix(parse_start_at("2000-03-01T00:00:00Z").unwrap()),
+            951_868_800.0
+        );
+        for bad in [
+            "tomorrow",
+            "2026-13-01T00:00:00Z",
+            "2026-11-29T12:00Z",
+            "",
+            "12:00",
+        ] {
+            assert!(parse_start_at(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_past_instant_warns_and_does_not_wait() {
+        let w = wait_until(UNIX_EPOCH).await.unwrap();
+        assert!(w.contains("starting at once"), "{w}");
+        let soon = SystemTime::now() + Duration::from_millis(30);
+        assert!(wait_until(soon).await.is_none());
+        assert!(SystemTime::now() >= soon);
+    }
+}

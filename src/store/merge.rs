@@ -1,0 +1,172 @@
+//! What `run --shard` and `perfplan merge` need from the database: the suite's shard
+//! (`K/N`, migration 3), a new database at an exact path, and writing a merged run with
+//! its raw request rows and metrics as they are (no recomputation here: the store knows
+//! no metric formulas).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rusqlite::params;
+
+use super::requests::RequestRow;
+use super::runs::StoredRun;
+use super::{SqlContext, Store, StoreError, SuiteInfo};
+
+impl Store {
+    /// Creates a database at exactly `path` (its folder must exist) for a new suite.
+    pub fn create_file(path: &Path, suite: &SuiteInfo) -> Result<Store, StoreError> {
+        if path.exists() {
+            return Err(StoreError::AlreadyExists {
+                path: path.to_path_buf(),
+            });
+        }
+        let mut store = Store::connect(path, true)?;
+        store.insert_suite(suite)?;
+        Ok(store)
+    }
+
+    /// Records `shard` (`K/N`) on the suite and on every request row written from now on.
+    pub fn mark_shard(&mut self, shard: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute("UPDATE suites SET shard = ?1 WHERE id = 1", [shard])
+            .doing("recording the suite's shard")?;
+        self.set_shard(Some(shard));
+        Ok(())
+    }
+
+    /// The suite's shard (`K/N`), when it was run with `--shard`.
+    pub fn suite_shard(&self) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT shard FROM suites WHERE id = 1", [], |r| r.get(0))
+            .doing("reading the suite's shard")
+    }
+
+    /// Writes a whole run as given (status, times, warnings, extras, error, metrics) with
+    /// its request rows and their chunk times, in one transaction. The run must be new.
+    pub fn insert_merged_run(
+        &mut self,
+        run: &StoredRun,
+        rows: &[RequestRow],
+    ) -> Result<(), StoreError> {
+        let warnings = serde_json::to_string(&run.warnings).map_err(|source| StoreError::Json {
+            what: "run warnings",
+            source,
+        })?;
+        let tx = self.conn.transaction().doing("writing a merged run")?;
+        tx.execute(
+            "INSERT INTO runs (id, ordinal, axes_json, settings_json, status, started_unix_ms,
+             finished_unix_ms, warnings_json, extras_json, error)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                run.id,
+                run.ordinal,
+                run.axes.to_string(),
+                super::runs::redact_secrets(&run.settings).to_string(),
+                run.status.as_str(),
+                run.started_unix_ms,
+                run.finished_unix_ms,
+                warnings,
+                run.extras.to_string(),
+                run.error,
+            ],
+        )
+        .doing("writing a merged run")?;
+        write_metrics(&tx, &run.id, &run.metrics)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO requests (run_id, request_index, item, phase, intended_us,
+                     sent_us, first_chunk_us, ttft_us, latency_us, end_us, chunk_count, itl_mean_us,
+                     itl_max_us, prompt_tokens, completion_tokens, cached_tokens, client_input_tokens,
+                     client_output_tokens, target_input_tokens, outcome, http_status, error,
+                     finish_reason, request_bytes, response_bytes, shard)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+                )
+                .doing("writing merged requests")?;
+            let mut chunks = tx
+                .prepare_cached(
+                    "INSERT INTO chunks (run_id, request_index, times_us) VALUES (?1, ?2, ?3)",
+                )
+                .doing("writing merged chunks")?;
+            for r in rows {
+                insert_row(&mut stmt, &run.id, r)?;
+                if let Some(times) = &r.content_times_us {
+                    let json = serde_json::Value::from(times.clone()).to_string();
+                    chunks
+                        .execute(params![run.id, r.index as i64, json])
+                        .doing("writing merged chunks")?;
+                }
+            }
+        }
+        tx.commit().doing("writing a merged run")
+    }
+}
+
+fn write_metrics(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    metrics: &BTreeMap<String, Option<f64>>,
+) -> Result<(), StoreError> {
+    let mut stmt = tx
+        .prepare("INSERT INTO run_metrics (run_id, name, value) VALUES (?1, ?2, ?3)")
+        .doing("writing run metrics")?;
+    for (name, value) in metrics {
+        stmt.execute(params![id, name, value.filter(|v| v.is_finite())])
+            .doing("writing run metrics")?;
+    }
+    Ok(())
+}
+
+fn insert_row(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    run_id: &str,
+    r: &RequestRow,
+) -> Result<(), StoreError> {
+    let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    stmt.execute(params![
+        run_id,
+        i(r.index),
+        i(r.item),
+        r.phase.as_str(),
+        i(r.intended_us),
+        i(r.sent_us),
+        r.first_chunk_us.map(i),
+        r.ttft_us.map(i),
+        i(r.latency_us),
+        i(r.end_us),
+        r.chunk_count,
+        r.itl_mean_us.map(i),
+        r.itl_max_us.map(i),
+        r.usage.prompt_tokens,
+        r.usage.completion_tokens,
+        r.usage.cached_tokens,
+        r.client_input_tokens,
+        r.client_output_tokens,
+        r.target_input_tokens,
+        r.outcome.as_str(),
+        r.http_status,
+        r.error,
+        r.finish_reason,
+        i(r.request_bytes),
+        i(r.response_bytes),
+        r.shard,
+    ])
+    .map_err(|source| match source {
+        rusqlite::Error::SqliteFailure(e, _)
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            StoreError::Corrupt {
+                what: format!(
+                    "request {} of run `{run_id}` appears in two databases (merged twice?)",
+                    r.index
+                ),
+            }
+        }
+        source => StoreError::Sql {
+            doing: "writing merged requests",
+            source,
+        },
+    })?;
+    Ok(())
+}
