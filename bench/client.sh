@@ -22,16 +22,19 @@ SCENARIOS=${SCENARIOS:-"rps-1tok tokens-512 ttft-c64 ttft-c256 ttft-c1024 poisso
 OUT=${OUT:-target/bench-client}
 BIN=target/release/perfplan
 
-# Simulator settings per scenario: zero delays for throughput; for TTFT error a pacing the
-# simulator (sharing the 2 cores) can serve on time, so the figure is the client's error and
-# not the simulator's own queueing before it stamps a request's arrival.
+# Simulator settings per scenario: zero delays and all worker threads for throughput; for
+# TTFT error a pacing the simulator (sharing the 2 cores) can serve on time, on one thread
+# (`--threads 1`: no hand-offs between its own workers), so the figure is the client's error
+# and not the simulator's own queueing before it stamps a request's arrival or after it
+# stamps a first token. SIM_EXTRA="..." adds simulator flags to every scenario (e.g.
+# SIM_EXTRA="--threads 2" to see the multi-threaded simulator's figures).
 sim_flags() {
   case $1 in
     rps-1tok|tokens-512) echo "--ttft-base 0ms --itl-base 0ms --max-num-seqs 8192" ;;
-    ttft-c64|poisson-50) echo "--ttft-base 20ms --itl-base 5ms --max-num-seqs 8192" ;;
-    ttft-c256) echo "--ttft-base 50ms --itl-base 10ms --max-num-seqs 8192" ;;
-    ttft-c1024) echo "--ttft-base 500ms --itl-base 50ms --max-num-seqs 8192" ;;
-    ttft-c4096) echo "--ttft-base 1s --itl-base 100ms --max-num-seqs 8192" ;;
+    ttft-c64|poisson-50) echo "--ttft-base 20ms --itl-base 5ms --max-num-seqs 8192 --threads 1" ;;
+    ttft-c256) echo "--ttft-base 50ms --itl-base 10ms --max-num-seqs 8192 --threads 1" ;;
+    ttft-c1024) echo "--ttft-base 500ms --itl-base 50ms --max-num-seqs 8192 --threads 1" ;;
+    ttft-c4096) echo "--ttft-base 1s --itl-base 100ms --max-num-seqs 8192 --threads 1" ;;
     *) echo "--max-num-seqs 8192" ;;
   esac
 }
@@ -51,7 +54,7 @@ trap stop_sim EXIT
 
 start_sim() { # scenario dir -> sets SIM_URL
   # shellcheck disable=SC2046
-  "${pin_sim[@]}" "$BIN" sim --port 0 $(sim_flags "$1") >"$2/sim.out" 2>"$2/sim.err" &
+  "${pin_sim[@]}" "$BIN" sim --port 0 $(sim_flags "$1") ${SIM_EXTRA:-} >"$2/sim.out" 2>"$2/sim.err" &
   SIM_PID=$!
   for _ in $(seq 100); do
     SIM_URL=$(sed -n 's/^listening on //p' "$2/sim.out" 2>/dev/null || true)

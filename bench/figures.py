@@ -63,13 +63,24 @@ def run(db_path, truth_path, time_path):
     ok = [r for r in measured if r[4] == "ok"]
     truth = json.load(open(truth_path, encoding="utf-8"))["records"]
     by_id = {t["client_request_id"]: t for t in truth if t.get("client_request_id")}
-    errors = []
-    for idx, _, _, ttft_us, _, _ in ok:
+    # Both processes read the same system clock: perfplan's run start and the simulator's
+    # start in Unix microseconds split each error into its way in (perfplan's send stamp to
+    # the server's arrival stamp) and its way out (the server's first-token stamp to
+    # perfplan's read).
+    extras = json.loads(db.execute("SELECT extras_json FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+    client_start = extras.get("measured_start_unix_us")
+    server_start = json.load(open(truth_path, encoding="utf-8")).get("server_start_unix_us")
+    errors, ins, outs = [], [], []
+    for idx, _, sent_us, ttft_us, _, _ in ok:
         t = by_id.get(f"{run_id[:8]}-{run_id[8:12]}-4000-8000-{idx:012x}")
         if t is None or ttft_us is None or t.get("first_token_us") is None:
             continue
         server_us = t["first_token_us"] - t["arrival_us"]
         errors.append((ttft_us - server_us) / 1000.0)
+        if client_start is not None and server_start is not None:
+            way_in = (server_start + t["arrival_us"]) - (client_start + sent_us)
+            ins.append(way_in / 1000.0)
+            outs.append((ttft_us - server_us - way_in) / 1000.0)
     sent = sorted(r[2] for r in measured)
     intended = sorted(db.execute(
         "SELECT intended_us FROM requests WHERE run_id = ? AND phase = 'measured'", (run_id,)
@@ -93,6 +104,8 @@ def run(db_path, truth_path, time_path):
         "ttft_matched": len(errors),
         "ttft_err_mean_ms": statistics.mean(errors) if errors else None,
         "ttft_err_p99_ms": pct(errors, 99),
+        "ttft_err_in_mean_ms": statistics.mean(ins) if ins else None,
+        "ttft_err_out_mean_ms": statistics.mean(outs) if outs else None,
         "achieved_rate": (len(measured) - 1) / ((sent[-1] - sent[0]) / 1e6) if len(sent) > 1 else None,
         "schedule_rate": (len(intended) - 1) / ((intended[-1][0] - intended[0][0]) / 1e6) if len(intended) > 1 else None,
         "gap_cv": cv,
@@ -172,7 +185,10 @@ def table(dir_):
         print(f"- {scenario}: perfplan {med('cpu_s'):.2f} CPU-s, sim {med('sim_cpu_s'):.2f} CPU-s, "
               f"{med('duration_s'):.2f} s, {med('requests_ok'):.0f} ok of {med('requests_measured'):.0f}, "
               f"peak {med('peak_mib'):.1f} MiB, load {min(loads, default=0):.1f}-{max(loads, default=0):.1f}, "
-              f"client_bound in {bound} of {len(runs)} runs")
+              f"client_bound in {bound} of {len(runs)} runs"
+              + (f"; TTFT error mean split: send->server arrival {med('ttft_err_in_mean_ms'):+.2f} ms, "
+                 f"server first token->perfplan read {med('ttft_err_out_mean_ms'):+.2f} ms"
+                 if scenario.startswith("ttft") else ""))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ fn serves_on_an_ephemeral_port() {
             "1ms",
             "--fault-http-503",
             "0",
+            "--threads",
+            "1",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -84,4 +86,11 @@ fn bad_setting_is_an_error() {
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("fault_drop"), "{err}");
+    let out = Command::new(BIN)
+        .args(["sim", "--port", "0", "--threads", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--threads"), "{err}");
 }

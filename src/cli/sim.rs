@@ -19,6 +19,10 @@ pub struct SimArgs {
     /// Port to listen on (0: any free port; the address is printed first).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
+    /// Worker threads of the simulator's runtime (default: one per CPU). 1 runs it on one
+    /// thread, which wakes faster when it shares a small machine with the client.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 
     #[command(flatten)]
     pub config: SimConfig,
@@ -36,10 +40,14 @@ Example:
 
 /// Runs the simulator; returns the process exit code.
 pub fn run(args: SimArgs) -> u8 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = match args.threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    if let Some(n) = args.threads.filter(|n| *n > 1) {
+        builder.worker_threads(usize::from(n));
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
