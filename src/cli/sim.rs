@@ -21,7 +21,7 @@ pub struct SimArgs {
     pub port: u16,
     /// Worker threads of the simulator's runtime (default: one per CPU). 1 runs it on one
     /// thread, which wakes faster when it shares a small machine with the client.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..), overrides_with = "threads")]
     pub threads: Option<u16>,
 
     #[command(flatten)]

@@ -27,6 +27,7 @@ mod metrics;
 mod request;
 mod respond;
 mod routes;
+mod rx_stamp;
 mod state;
 mod stream;
 mod tokens;
@@ -35,7 +36,6 @@ mod truth;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -45,6 +45,7 @@ pub use faults::Fault;
 pub use state::ReceivedRequest;
 pub use truth::{TruthRecord, TruthReport};
 
+use rx_stamp::{RxInfo, StampedListener};
 use state::SimState;
 
 /// Why the simulator could not start or serve.
@@ -147,16 +148,12 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-/// Every chunk is written at once (no Nagle delay waiting for the client's ACK).
-fn no_delay(tcp: &mut tokio::net::TcpStream) {
-    let _ = tcp.set_nodelay(true);
-}
-
 /// Serves the simulator on `listener` until the process ends (for `perfplan sim`).
 /// Request bodies are not kept (a long-running server would grow without bound).
 pub async fn serve(config: SimConfig, listener: TcpListener) -> Result<(), SimError> {
     let st = build_state(config, false)?;
-    axum::serve(listener.tap_io(no_delay), routes::router(st))
+    let app = routes::router(st).into_make_service_with_connect_info::<RxInfo>();
+    axum::serve(StampedListener(listener), app)
         .await
         .map_err(SimError::Serve)
 }
@@ -183,9 +180,9 @@ impl SimServer {
             .local_addr()
             .map_err(|source| SimError::Bind { addr, source })?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let app = routes::router(state.clone());
+        let app = routes::router(state.clone()).into_make_service_with_connect_info::<RxInfo>();
         let task = tokio::spawn(async move {
-            axum::serve(listener.tap_io(no_delay), app)
+            axum::serve(StampedListener(listener), app)
                 .with_graceful_shutdown(async move {
                     let _ = stopped.await;
                 })

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -17,6 +17,7 @@ use super::faults::Fault;
 use super::generate::Generation;
 use super::request::{parse_job, texts_tokens, Api, ApiError};
 use super::respond::{complete, embedding, encode_time, error_response, json_response, relevance};
+use super::rx_stamp::RxInfo;
 use super::state::{ReceivedRequest, SimState};
 use super::stream::sse_body;
 use super::truth::TruthRecord;
@@ -41,16 +42,22 @@ pub(crate) fn router(st: Arc<SimState>) -> Router {
         .with_state(st)
 }
 
-async fn chat(st: St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    generate(st.0, Api::Chat, &headers, &uri, body).await
+/// The connection's receive clock (every listener of the simulator provides it).
+type Rx = ConnectInfo<RxInfo>;
+
+async fn chat(st: St, rx: Rx, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    let arrival = rx.0 .0.arrival();
+    generate(st.0, Api::Chat, arrival, &headers, &uri, body).await
 }
 
-async fn completions(st: St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    generate(st.0, Api::Completions, &headers, &uri, body).await
+async fn completions(st: St, rx: Rx, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    let arrival = rx.0 .0.arrival();
+    generate(st.0, Api::Completions, arrival, &headers, &uri, body).await
 }
 
-async fn responses(st: St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    generate(st.0, Api::Responses, &headers, &uri, body).await
+async fn responses(st: St, rx: Rx, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    let arrival = rx.0 .0.arrival();
+    generate(st.0, Api::Responses, arrival, &headers, &uri, body).await
 }
 
 /// Parses and records a JSON body.
@@ -99,14 +106,15 @@ fn deal(st: &SimState) -> (u64, Fault) {
     (seq, st.deck.deal(seq))
 }
 
+/// Answers a generation request that arrived (its first bytes were received) at `arrival`.
 async fn generate(
     st: Arc<SimState>,
     api: Api,
+    arrival: Instant,
     headers: &HeaderMap,
     uri: &Uri,
     body: Bytes,
 ) -> Response {
-    let arrival = Instant::now();
     let job = match read_body(&st, &Method::POST, uri, &body)
         .and_then(|v| parse_job(api, &st.cfg, &v, &st.tokens))
     {
