@@ -270,6 +270,33 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
         2,
         "not a shard"
     );
+    // A shard still running (one of its runs not finished) is merged with a warning.
+    let running = dir.path().join("running");
+    std::fs::create_dir_all(&running).unwrap();
+    for entry in std::fs::read_dir(&outs[1]).unwrap() {
+        let entry = entry.unwrap();
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("results.db")
+        {
+            std::fs::copy(entry.path(), running.join(entry.file_name())).unwrap();
+        }
+    }
+    let first_run = Store::open(&running).unwrap().runs().unwrap()[0].id.clone();
+    rusqlite::Connection::open(running.join("results.db"))
+        .unwrap()
+        .execute(
+            "UPDATE runs SET status = 'running' WHERE id = ?1",
+            [&first_run],
+        )
+        .unwrap();
+    let out = perfplan(&["merge", s(&again), s(&outs[0]), s(&running)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("shard 2/2 has runs that did not finish (#1 running)"),
+        "{stderr}"
+    );
     sim.shutdown().await;
 }
 

@@ -197,6 +197,7 @@ pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, Merg
             ));
         }
     }
+    warnings.extend(unfinished(&inputs, &by_id));
     let mut store = Store::create_file(&path, suite).map_err(out_err)?;
     let mut requests = 0;
     for parts in by_id.values() {
@@ -220,6 +221,29 @@ pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, Merg
         requests,
         warnings,
     })
+}
+
+/// One warning per shard whose share of some runs is not finished (a shard still running,
+/// or one that stopped): its rows for those runs are missing or partial.
+fn unfinished(inputs: &[Input], by_id: &BTreeMap<String, Vec<(usize, StoredRun)>>) -> Vec<String> {
+    let mut per_shard: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (i, run) in by_id.values().flatten() {
+        if run.status != crate::store::RunStatus::Done {
+            let entry = per_shard.entry(*i).or_default();
+            entry.push(format!("#{} {}", run.ordinal, run.status.as_str()));
+        }
+    }
+    per_shard
+        .into_iter()
+        .map(|(i, runs)| {
+            format!(
+                "shard {} has runs that did not finish ({}): its share of them is missing or \
+                 partial; is it still running? merge again when it is done",
+                inputs[i].shard,
+                runs.join(", ")
+            )
+        })
+        .collect()
 }
 
 fn start_us(run: &StoredRun) -> Option<u64> {
