@@ -1,0 +1,189 @@
+//! One run of a suite on the engine: its requests prepared, this shard's share taken
+//! (`--shard`; a run with no share is stored done and empty), `--start-at` handed to the
+//! first run's load, the run begun, executed and stored with its status, extras and
+//! warnings, and its summary line printed. Knows one run, not the order of a suite's runs.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::text::summary_line;
+use super::{run_label, Suite};
+use crate::engine::{Endpoint, RunConfig, Target};
+use crate::planner::RunSpec;
+use crate::runner::execute::{self, RunContext, RunResult};
+use crate::runner::prepare::{self, PreparedRun};
+use crate::runner::scrape::{CounterNames, ServerScrape};
+use crate::runner::shard::{load_start, shard_extras, Shard};
+use crate::runner::RunnerError;
+use crate::store::{RunFinish, RunStatus};
+
+/// How a run ended: completed (not interrupted), and how many of its requests failed.
+pub(super) struct Ended {
+    pub(super) completed: bool,
+    pub(super) failed_requests: u64,
+    /// Every measured request failed: the run is stored as failed.
+    pub(super) failed_run: bool,
+}
+
+impl Suite<'_> {
+    /// One run; `Ok(false)` when it was interrupted.
+    pub(super) async fn one(
+        &self,
+        run: &RunSpec,
+        target: &Target,
+        total: usize,
+        notes: Vec<String>,
+    ) -> Result<Ended, RunnerError> {
+        let mut prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
+        let share;
+        let (run, index_base, lead) = match self.shard.map(|s| s.take_share(run, &mut prepared)) {
+            None => (run, 0, Duration::ZERO),
+            Some(Ok(s)) => {
+                share = s;
+                (&share.run, share.index_base, share.lead)
+            }
+            Some(Err(note)) => return self.skip_share(run, total, &note),
+        };
+        let pool = RunConfig {
+            load: execute::engine_load(&run.settings.load, 0),
+            duration: None,
+            grace: Duration::ZERO,
+        }
+        .pool_size();
+        let endpoint = Endpoint::new(target, pool).map_err(|source| RunnerError::Endpoint {
+            endpoint: run.settings.endpoint.name.clone(),
+            source,
+        })?;
+        let mut warnings = notes;
+        warnings.extend(prepared.warnings.iter().cloned());
+        warnings.extend(crate::engine::limits::connection_limit_problem(pool as u64));
+        self.begin(run, total, &warnings)?;
+        let ctx = RunContext {
+            store: self.store.clone(),
+            endpoint: &endpoint,
+            cancel: self.cancel,
+            slos: self.slos,
+            definitions: self.plan.spec.plan.metric_definitions,
+            label: run_label(run, total),
+            log: self.log.clone(),
+            server: Some(ServerScrape::new(
+                &target.base_url,
+                CounterNames::of(run.settings.endpoint.spec.metrics.as_ref()),
+            )),
+            index_base,
+            start_at: load_start(self.start_at.take(), lead),
+        };
+        let result = execute::execute(&ctx, run, prepared).await?;
+        self.finish(run, total, warnings, &result)
+    }
+
+    /// Prints the run's warnings so far, begins the run in the store and says so.
+    fn begin(&self, run: &RunSpec, total: usize, warnings: &[String]) -> Result<(), RunnerError> {
+        for w in warnings {
+            self.log
+                .say(&format!("warning: {}: {w}", run_label(run, total)));
+        }
+        self.lock()?.begin_run(&run.id)?;
+        self.log.event(serde_json::json!({
+            "event": "run_start", "run": run.id, "ordinal": run.ordinal, "of": total,
+            "axes": run.axes,
+        }));
+        Ok(())
+    }
+
+    /// Stores how the executed run ended (status, metrics, extras, every warning) and
+    /// prints its summary line.
+    fn finish(
+        &self,
+        run: &RunSpec,
+        total: usize,
+        warnings: Vec<String>,
+        result: &RunResult,
+    ) -> Result<Ended, RunnerError> {
+        let status = status_of(result);
+        let extras = extras_of(result, self.shard);
+        let mut all_warnings = warnings;
+        for w in &result.warnings {
+            self.log
+                .say(&format!("warning: {}: {w}", run_label(run, total)));
+        }
+        all_warnings.extend(result.warnings.iter().cloned());
+        if let Some(reason) = &result.summary.client_bound {
+            all_warnings.push(format!("client_bound: {reason}"));
+        }
+        self.lock()?.finish_run(
+            &run.id,
+            &RunFinish {
+                status,
+                metrics: &result.summary.values,
+                extras: &extras,
+                warnings: &all_warnings,
+                error: result.all_failed.as_deref(),
+            },
+        )?;
+        self.log.say(&summary_line(run, total, &result.summary));
+        if let Some(why) = &result.all_failed {
+            self.log
+                .say(&format!("error: {}: {why}", run_label(run, total)));
+        }
+        self.log.event(serde_json::json!({
+            "event": "run_end", "run": run.id, "status": status.as_str(),
+            "metrics": result.summary.values,
+        }));
+        Ok(Ended {
+            completed: !result.cancelled,
+            failed_requests: result.summary.failures.values().sum(),
+            failed_run: result.all_failed.is_some(),
+        })
+    }
+
+    /// A run this shard has no share of: stored done, with no requests and the note.
+    fn skip_share(&self, run: &RunSpec, total: usize, note: &str) -> Result<Ended, RunnerError> {
+        self.log
+            .say(&format!("note: {}: {note}", run_label(run, total)));
+        let mut store = self.lock()?;
+        store.begin_run(&run.id)?;
+        let shard = self.shard.map(|s| s.to_string());
+        store.finish_run(
+            &run.id,
+            &RunFinish {
+                status: RunStatus::Done,
+                metrics: &Default::default(),
+                extras: &serde_json::json!({ "shard": shard, "shard_share": 0 }),
+                warnings: &[note.to_string()],
+                error: None,
+            },
+        )?;
+        Ok(Ended {
+            completed: true,
+            failed_requests: 0,
+            failed_run: false,
+        })
+    }
+}
+
+/// The stored status of an executed run: interrupted, failed (no measured request
+/// succeeded) or done.
+fn status_of(result: &RunResult) -> RunStatus {
+    if result.cancelled {
+        RunStatus::Interrupted
+    } else if result.all_failed.is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Done
+    }
+}
+
+/// The extras stored with an executed run: its counts, input lengths, traffic and shard.
+fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
+    let mut extras = execute::extras(&result.summary, result.stored);
+    if let Value::Object(map) = &mut extras {
+        map.insert("input_lengths".into(), result.input_lengths.clone());
+    }
+    if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
+        map.extend(more.clone());
+    }
+    shard_extras(&mut extras, shard, result.started);
+    extras
+}

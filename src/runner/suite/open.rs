@@ -1,0 +1,113 @@
+//! The suite's output folder and results database: where the folder goes (a UTC
+//! timestamp by default, or the `--resume` folder), what the suite row records about the
+//! plan and the host, and the runs registered before the first one starts. Knows nothing
+//! of running.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::RunOptions;
+use crate::plan::LoadedPlan;
+use crate::planner::RunSpec;
+use crate::runner::RunnerError;
+use crate::store::{GitInfo, HostFacts, RunRow, Store, SuiteInfo};
+
+/// `YYYYMMDDTHHMMSSZ` in UTC.
+pub fn utc_stamp(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
+    let texts = plan.file_texts();
+    let (main, imports) = texts
+        .split_first()
+        .map_or((String::new(), Vec::new()), |(m, rest)| {
+            (m.1.clone(), rest.to_vec())
+        });
+    let mut info = SuiteInfo::new(plan.spec.plan.name.clone(), main);
+    info.plan_path = Some(plan.path.display().to_string());
+    info.imports = imports;
+    info.set_overrides = plan.sets.clone();
+    info.seed = plan.spec.plan.seed;
+    info.git = GitInfo::detect(if plan.base_dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        &plan.base_dir
+    });
+    info.host = HostFacts::detect();
+    info.report = serde_json::to_value(&plan.spec.report).unwrap_or(Value::Null);
+    info.gates = serde_json::to_value(&plan.spec.gates).unwrap_or(Value::Null);
+    info.slo = serde_json::to_value(&plan.spec.slo).unwrap_or(Value::Null);
+    info
+}
+
+pub(super) fn open_store(
+    plan: &LoadedPlan,
+    opts: &RunOptions,
+) -> Result<(Store, PathBuf), RunnerError> {
+    if let Some(dir) = &opts.resume {
+        return Ok((Store::open_resume(dir)?, dir.clone()));
+    }
+    let dir = opts.out.clone().unwrap_or_else(|| {
+        Path::new("outputs")
+            .join(&plan.spec.plan.name)
+            .join(utc_stamp(SystemTime::now()))
+    });
+    std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Output {
+        path: dir.clone(),
+        source,
+    })?;
+    Ok((Store::create(&dir, &suite_info(plan))?, dir))
+}
+
+pub(super) fn register(
+    mut store: Store,
+    runs: &[RunSpec],
+) -> Result<Arc<Mutex<Store>>, RunnerError> {
+    let rows: Vec<RunRow> = runs
+        .iter()
+        .map(|r| RunRow {
+            id: r.id.clone(),
+            ordinal: r.ordinal as u32,
+            axes: Value::Object(r.axes.clone()),
+            settings: r.redacted_settings(),
+        })
+        .collect();
+    store.register_runs(&rows)?;
+    Ok(Arc::new(Mutex::new(store)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn utc_stamp_formats_civil_time() {
+        assert_eq!(utc_stamp(UNIX_EPOCH), "19700101T000000Z");
+        assert_eq!(
+            utc_stamp(UNIX_EPOCH + Duration::from_secs(1_795_938_471)),
+            "20261129T074751Z"
+        );
+    }
+}

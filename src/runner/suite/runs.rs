@@ -1,0 +1,241 @@
+//! The per-run loop of a suite: for each run in order, the launched server of the
+//! previous endpoint stopped when it is done with, finished runs skipped, the run's
+//! server up, its cache reset and connection test, then the run (or SLA search) itself,
+//! counted in the suite's outcome; a run that fails is stored as failed and the loop goes
+//! on. Knows how a run ends, not how it runs on the engine (`one`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{chain, run_label, Ended, Suite, SuiteOutcome};
+use crate::engine::{Target, Timeouts};
+use crate::planner::RunSpec;
+use crate::runner::lifecycle::{self, Servers};
+use crate::runner::sims::Sims;
+use crate::runner::{cache, connect, RunnerError};
+use crate::store::{RunFinish, RunStatus};
+
+/// What the loop remembers across runs: the endpoints already connection-tested, and
+/// each endpoint's previous run (whether the cache needs a reset).
+#[derive(Default)]
+struct Seen<'r> {
+    tested: BTreeSet<String>,
+    previous: BTreeMap<String, &'r RunSpec>,
+}
+
+impl Suite<'_> {
+    pub(super) async fn run_all(
+        &self,
+        runs: &[RunSpec],
+        dir: PathBuf,
+        servers: &mut Servers,
+    ) -> Result<SuiteOutcome, RunnerError> {
+        let mut outcome = SuiteOutcome {
+            dir,
+            done: 0,
+            skipped: 0,
+            failed: 0,
+            interrupted: false,
+        };
+        let mut seen = Seen::default();
+        let last_of: BTreeMap<&str, usize> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.settings.endpoint.name.as_str(), i))
+            .collect();
+        for (i, run) in runs.iter().enumerate() {
+            if i > 0 && last_of.get(runs[i - 1].settings.endpoint.name.as_str()) == Some(&(i - 1)) {
+                servers.stop(&runs[i - 1].settings.endpoint.name).await;
+            }
+            if self.cancel.is_cancelled() {
+                outcome.interrupted = true;
+                break;
+            }
+            self.turn(run, runs.len(), servers, &mut seen, &mut outcome)
+                .await?;
+            if let Some(pause) = self.plan.spec.plan.pause_between_runs {
+                if i + 1 < runs.len() {
+                    tokio::time::sleep(pause.0).await;
+                }
+            }
+        }
+        self.log.event(serde_json::json!({
+            "event": "suite_end", "done": outcome.done, "skipped": outcome.skipped,
+            "failed": outcome.failed, "interrupted": outcome.interrupted,
+        }));
+        Ok(outcome)
+    }
+
+    /// One run of the loop: skipped when done in an earlier attempt; else its server up,
+    /// its cache reset and connection test, the run, and how it ended counted.
+    async fn turn<'r>(
+        &self,
+        run: &'r RunSpec,
+        total: usize,
+        servers: &mut Servers,
+        seen: &mut Seen<'r>,
+        outcome: &mut SuiteOutcome,
+    ) -> Result<(), RunnerError> {
+        let ep = &run.settings.endpoint;
+        if self.lock()?.run_status(&run.id)? == RunStatus::Done {
+            self.log.say(&format!(
+                "{}: done in an earlier attempt, skipped",
+                run_label(run, total)
+            ));
+            outcome.skipped += 1;
+            return Ok(());
+        }
+        let mut target = target(run, self.sims);
+        let port = match server_up(run, &mut target, servers).await {
+            Ok(port) => port,
+            Err(e) => {
+                self.log
+                    .say(&format!("error: {}: {}", run_label(run, total), chain(&e)));
+                self.fail(run, &e)?;
+                outcome.failed += 1;
+                return Ok(());
+            }
+        };
+        let mut notes = Vec::new();
+        if cache::wants_reset(run, seen.previous.get(&ep.name).copied()) {
+            notes.extend(lifecycle::reset_warning(&ep.spec, port, &target).await);
+        }
+        seen.previous.insert(ep.name.clone(), run);
+        if ep.spec.connection_test && seen.tested.insert(ep.name.clone()) {
+            let deadline = ep
+                .spec
+                .ready_timeout
+                .map_or(connect::CONNECT_DEADLINE, |d| d.0);
+            connect::test(&ep.name, &target, deadline).await?;
+        }
+        let result = if run.settings.load.search.is_some() {
+            self.search(run, &target, total, notes).await
+        } else {
+            self.one(run, &target, total, notes).await
+        };
+        match self.server_died(run, &result, servers, total)? {
+            true => outcome.failed += 1,
+            false => self.count(run, result, outcome, total)?,
+        }
+        Ok(())
+    }
+
+    /// Whether the run's launched server died during it (the run then failed, with the log
+    /// tail). A run whose requests all succeeded stands; the death shows at the next run.
+    fn server_died(
+        &self,
+        run: &RunSpec,
+        result: &Result<Ended, RunnerError>,
+        servers: &mut Servers,
+        total: usize,
+    ) -> Result<bool, RunnerError> {
+        let name = &run.settings.endpoint.name;
+        match (result, servers.alive(name)) {
+            (Ok(end), Err(source)) if end.failed_requests > 0 => {
+                let e = RunnerError::Server {
+                    endpoint: name.clone(),
+                    source,
+                };
+                self.log
+                    .say(&format!("error: {}: {}", run_label(run, total), chain(&e)));
+                self.finish_failed(run, &e)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Counts how a run ended; a failed run is stored as failed.
+    fn count(
+        &self,
+        run: &RunSpec,
+        result: Result<Ended, RunnerError>,
+        outcome: &mut SuiteOutcome,
+        total: usize,
+    ) -> Result<(), RunnerError> {
+        match result {
+            Ok(end) if end.failed_run => outcome.failed += 1,
+            Ok(end) if end.completed => outcome.done += 1,
+            Ok(_) => outcome.interrupted = true,
+            Err(e) if !e.stops_suite() => {
+                self.log
+                    .say(&format!("error: {}: {}", run_label(run, total), chain(&e)));
+                self.fail(run, &e)?;
+                outcome.failed += 1;
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    pub(super) fn fail(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
+        self.lock()?.begin_run(&run.id)?;
+        self.finish_failed(run, e)
+    }
+
+    /// Marks a run failed, keeping the requests it stored.
+    fn finish_failed(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
+        let mut store = self.lock()?;
+        let empty = Default::default();
+        let msg = chain(e);
+        store.finish_run(
+            &run.id,
+            &RunFinish {
+                status: RunStatus::Failed,
+                metrics: &empty,
+                extras: &Value::Null,
+                warnings: &[],
+                error: Some(&msg),
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// The engine's target of a run's endpoint: its URL (a `sim://` one resolved), API key,
+/// headers and timeouts.
+pub(in crate::runner) fn target(run: &RunSpec, sims: &Sims) -> Target {
+    let ep = &run.settings.endpoint.spec;
+    let api_key = ep
+        .api_key_env
+        .as_deref()
+        .and_then(|v| std::env::var(v).ok())
+        .filter(|k| !k.is_empty());
+    Target {
+        base_url: sims.resolve(&ep.base_url),
+        api_key,
+        headers: ep
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        timeouts: Timeouts {
+            connect: ep.timeouts.connect.0,
+            read: ep.timeouts.read.0,
+            total: Some(ep.timeouts.total.0),
+        },
+        ..Target::default()
+    }
+}
+
+/// Fills the `{port}` of a launched endpoint and makes sure its server is up.
+pub(in crate::runner) async fn server_up(
+    run: &RunSpec,
+    target: &mut Target,
+    servers: &mut Servers,
+) -> Result<Option<u16>, RunnerError> {
+    let ep = &run.settings.endpoint;
+    let err = |source| RunnerError::Server {
+        endpoint: ep.name.clone(),
+        source,
+    };
+    let port = servers.port(&ep.name, &ep.spec).map_err(err)?;
+    target.base_url = lifecycle::fill_port(&target.base_url, port);
+    servers
+        .ensure(&ep.name, &ep.spec, &target.base_url)
+        .await
+        .map_err(err)?;
+    Ok(port)
+}
