@@ -51,7 +51,7 @@ fn invalid(run: &RunSpec, reason: String) -> RunnerError {
 }
 
 impl Suite<'_> {
-    /// Runs a search; `Ok(false)` when it was interrupted (finished probes are kept).
+    /// Runs a search; how it ended in `Ended` (when interrupted, finished probes are kept).
     pub(super) async fn search(
         &self,
         run: &RunSpec,

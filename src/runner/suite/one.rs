@@ -27,7 +27,7 @@ pub(super) struct Ended {
 }
 
 impl Suite<'_> {
-    /// One run; `Ok(false)` when it was interrupted.
+    /// One run; how it ended (interrupted, or every measured request failed) in `Ended`.
     pub(super) async fn one(
         &self,
         run: &RunSpec,
