@@ -141,6 +141,7 @@ async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
         body: Bytes::from(body),
         stream: true,
         client_input_tokens: Some(4),
+        headers: Vec::new(),
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },
@@ -241,6 +242,7 @@ async fn refused(ep: &Endpoint) {
         body: Bytes::from_static(b"{}"),
         stream: true,
         client_input_tokens: None,
+        headers: Vec::new(),
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

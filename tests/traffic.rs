@@ -131,9 +131,13 @@ fn write_trace(path: &Path, n: usize, span: Duration) -> Vec<Value> {
         if i % 3 == 0 {
             body["stream"] = json!(true);
         }
+        // Recorded headers: a session header is replayed, the endpoint's own header wins,
+        // framing and secrets are left out.
+        let headers = json!({"X-Session-Id": format!("sess-{}", i % 4), "x-priority": "recorded",
+                             "Authorization": "Bearer prod-secret", "Content-Length": "999"});
         lines.push(
             json!({"timestamp": 1_700_000_000.0 + i as f64 * gap, "request_id": format!("r{i}"),
-                          "completion_tokens": 4 + i % 3, "body": body}),
+                          "completion_tokens": 4 + i % 3, "body": body, "headers": headers}),
         );
     }
     lines.swap(3, 4);
@@ -149,6 +153,7 @@ fn trace_plan(dir: &Path, base_url: &str, speed: f64, n: usize) -> PathBuf {
 name = "trace"
 [endpoints.s]
 base_url = "{base_url}"
+headers = {{ x-priority = "endpoint" }}
 [models.m]
 served_name = "served-a"
 [datasets.t]
@@ -248,7 +253,26 @@ fn replay(n: usize, span: Duration, speed: f64, median_limit_ms: i64, max_limit_
         want["max_tokens"] = rec["completion_tokens"].clone();
         want["ignore_eos"] = json!(true);
         assert_eq!(r.body, want);
+        let header = |name: &str| {
+            r.headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(
+            header("x-session-id"),
+            rec["headers"]["X-Session-Id"].as_str()
+        );
+        assert_eq!(header("x-priority"), Some("endpoint"));
+        assert_eq!(header("authorization"), None);
+        assert_ne!(header("content-length"), Some("999"));
     }
+    let warnings: Vec<Vec<Option<String>>> = query(&db, "SELECT warnings_json FROM runs");
+    let warnings = warnings[0][0].clone().unwrap();
+    assert!(
+        warnings.contains("not replayed: authorization, content-length"),
+        "{warnings}"
+    );
     rt.block_on(sim.shutdown());
 }
 

@@ -27,6 +27,7 @@ mod images;
 pub mod multi_turn;
 mod rerank;
 pub mod trace;
+pub mod trace_headers;
 mod words;
 
 use std::path::PathBuf;

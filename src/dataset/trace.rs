@@ -23,6 +23,8 @@ pub struct TraceRequest {
     pub request_id: Option<String>,
     /// The recorded answer length.
     pub completion_tokens: Option<u32>,
+    /// Recorded headers sent again (see `trace_headers` for what is left out).
+    pub headers: Vec<(String, String)>,
 }
 
 /// A trace, ordered by time and cut to the requests the run needs.
@@ -40,7 +42,7 @@ struct Raw {
     body: Map<String, Value>,
     request_id: Option<String>,
     completion_tokens: Option<u32>,
-    has_headers: bool,
+    headers: Vec<(String, String)>,
 }
 
 /// Reads and rewrites the trace for `ctx.count` requests (all records if there are fewer).
@@ -48,6 +50,7 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
     let path = required_path(spec, ctx, "trace")?;
     let text = read_text(&path)?;
     let mut raws = Vec::new();
+    let mut left_out = std::collections::BTreeSet::new();
     for (line, raw) in numbered_lines(&text) {
         let bad = |message: String| DatasetError::Line {
             path: path.clone(),
@@ -66,6 +69,8 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
             .get("timestamp")
             .ok_or_else(|| bad("no `timestamp`".into()))
             .and_then(|t| timestamp_us(t).map_err(bad))?;
+        let (headers, skipped) = super::trace_headers::replayable(v.get("headers")).map_err(bad)?;
+        left_out.extend(skipped);
         raws.push(Raw {
             at_us,
             line,
@@ -78,7 +83,7 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
                 .get("completion_tokens")
                 .and_then(Value::as_u64)
                 .map(|n| n.min(u64::from(u32::MAX)) as u32),
-            has_headers: v.get("headers").is_some_and(|h| !h.is_null()),
+            headers,
         });
     }
     let mut warnings = Vec::new();
@@ -89,8 +94,13 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
         ));
         raws.sort_by_key(|r| (r.at_us, r.line));
     }
-    if raws.iter().any(|r| r.has_headers) {
-        warnings.push("trace `headers` are not replayed: the endpoint's headers are sent".into());
+    if !left_out.is_empty() {
+        let names: Vec<String> = left_out.into_iter().collect();
+        warnings.push(format!(
+            "recorded headers not replayed: {} (perfplan writes framing, encoding and \
+             request-id headers itself; secrets are never replayed, the endpoint's key is sent)",
+            names.join(", ")
+        ));
     }
     let speed = spec.speed.unwrap_or(1.0);
     if !(speed.is_finite() && speed > 0.0) {
@@ -108,6 +118,7 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
             body: rewrite(spec, r.body, r.completion_tokens),
             request_id: r.request_id,
             completion_tokens: r.completion_tokens,
+            headers: r.headers,
         })
         .collect();
     Ok(Trace {
@@ -241,7 +252,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lines = [
             r#"{"timestamp": 10.0, "body": {"model": "a", "prompt": "x"}}"#,
-            r#"{"timestamp": 12.0, "body": {"model": "a", "prompt": "z"}, "headers": {"x": "1"}}"#,
+            r#"{"timestamp": 12.0, "body": {"model": "a", "prompt": "z"}, "headers": {"x": "1", "Authorization": "Bearer p"}}"#,
             r#"{"timestamp": "1970-01-01T00:00:11Z", "body": {"model": "a", "prompt": "y"}}"#,
         ];
         std::fs::write(dir.path().join("t.jsonl"), lines.join("\n")).unwrap();
@@ -264,6 +275,11 @@ mod tests {
         assert_eq!(t.requests[1].body["prompt"], json!("y"));
         assert_eq!(t.requests[1].offset, Duration::from_millis(250));
         assert_eq!(t.warnings.len(), 2, "{:?}", t.warnings);
+        assert!(
+            t.warnings[1].contains("not replayed: authorization"),
+            "{:?}",
+            t.warnings
+        );
         spec.speed = Some(0.0);
         assert!(read(&spec, &ctx).is_err());
     }

@@ -219,7 +219,7 @@ async fn open_h1(
     let mut conn = h1.checkout().await.map_err(connect_failure)?;
     loop {
         let reused = conn.reused;
-        let result = match h1.send(&mut conn, &req.path, &req.body, id).await {
+        let result = match h1.send(&mut conn, req, id).await {
             Ok(()) => conn.read_head().await,
             Err(e) => Err(e),
         };

@@ -16,6 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::api::SseDecoder;
+use crate::engine::PreparedRequest;
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -149,21 +150,24 @@ impl H1Client {
         }
     }
 
-    /// Writes `POST path` with `body` on `conn`; `id` (prefix, index) adds an
-    /// `x-request-id` header (see `request_id`).
+    /// Writes `POST` of `req` (its path, own headers and body) on `conn`; `id` (prefix,
+    /// index) adds an `x-request-id` header (see `request_id`).
     pub(crate) async fn send(
         &self,
         conn: &mut Conn,
-        path: &str,
-        body: &[u8],
+        req: &PreparedRequest,
         id: Option<(&str, u64)>,
     ) -> io::Result<()> {
+        let (path, body) = (&req.path, &req.body);
         let w = &mut conn.wbuf;
         w.clear();
         w.extend_from_slice(b"POST ");
         w.extend_from_slice(path.as_bytes());
         w.extend_from_slice(b" HTTP/1.1\r\n");
         w.extend_from_slice(&self.common);
+        for (name, value) in &req.headers {
+            let _ = write!(w, "{name}: {value}\r\n");
+        }
         // Writing into a Vec cannot fail.
         if let Some((prefix, index)) = id {
             let _ = write!(

@@ -24,6 +24,8 @@ pub struct PreparedRequest {
     pub stream: bool,
     /// Input tokens counted by the client, copied to the record (used when usage is missing).
     pub client_input_tokens: Option<u32>,
+    /// Headers of this request besides the endpoint's (a trace's recorded ones).
+    pub headers: Vec<(String, String)>,
 }
 
 /// The answer of [`RequestSource::next`].

@@ -54,6 +54,9 @@ pub(crate) async fn drive_reqwest(
     let index = rec.index;
     let send = async {
         let mut post = ep.client.post(url).body(req.body.clone());
+        for (name, value) in &req.headers {
+            post = post.header(name.as_str(), value.as_str());
+        }
         if let Some((prefix, first)) = &ep.request_ids {
             post = post.header(
                 "x-request-id",

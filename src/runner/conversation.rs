@@ -166,6 +166,7 @@ impl ConversationSource {
             body,
             stream: t.stream,
             client_input_tokens: None,
+            headers: Vec::new(),
         })
     }
 

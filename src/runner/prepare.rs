@@ -185,6 +185,7 @@ pub fn prepare(
             body,
             stream,
             client_input_tokens: item.client_input_tokens,
+            headers: Vec::new(),
         });
     }
     let priming = match s.cache_state {

@@ -67,7 +67,12 @@ fn trace(
     let kind = api_kind(s.api);
     let mut out = base(warnings);
     let mut offsets = Vec::with_capacity(trace.requests.len());
+    // The endpoint's own headers win over recorded ones of the same name.
+    let own = &s.endpoint.spec.headers;
+    let mine = |name: &str| own.keys().any(|k| k.eq_ignore_ascii_case(name));
     for (i, t) in trace.requests.into_iter().enumerate() {
+        let headers: Vec<(String, String)> =
+            t.headers.into_iter().filter(|(n, _)| !mine(n)).collect();
         let stream = t.body.get("stream").and_then(Value::as_bool) == Some(true);
         let prompt = Prompt::Body(t.body);
         let empty = serde_json::Map::new();
@@ -89,6 +94,7 @@ fn trace(
             body,
             stream: stream && kind.can_stream(),
             client_input_tokens: None,
+            headers,
         });
         offsets.push(t.offset);
         out.targets.push(None);

@@ -61,14 +61,35 @@ async fn responses(st: St, rx: Rx, headers: HeaderMap, uri: Uri, body: Bytes) ->
 }
 
 /// Parses and records a JSON body.
-fn read_body(st: &SimState, method: &Method, uri: &Uri, body: &Bytes) -> Result<Value, ApiError> {
+fn read_body(
+    st: &SimState,
+    headers: &HeaderMap,
+    uri: &Uri,
+    body: &Bytes,
+) -> Result<Value, ApiError> {
     let parsed = serde_json::from_slice::<Value>(body);
     st.record_request(ReceivedRequest {
-        method: method.to_string(),
+        method: Method::POST.to_string(),
         path: uri.path().to_string(),
+        headers: header_list(headers),
         body: parsed.as_ref().cloned().unwrap_or(Value::Null),
     });
     parsed.map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}"), None))
+}
+
+/// The headers as received, secret values redacted.
+fn header_list(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let value = if crate::secrets::is_secret_header(name.as_str()) {
+                "<redacted>".to_string()
+            } else {
+                String::from_utf8_lossy(value.as_bytes()).into_owned()
+            };
+            (name.as_str().to_string(), value)
+        })
+        .collect()
 }
 
 /// The immediate answer of an HTTP-status fault; waits out a slow-headers fault.
@@ -115,7 +136,7 @@ async fn generate(
     uri: &Uri,
     body: Bytes,
 ) -> Response {
-    let job = match read_body(&st, &Method::POST, uri, &body)
+    let job = match read_body(&st, headers, uri, &body)
         .and_then(|v| parse_job(api, &st.cfg, &v, &st.tokens))
     {
         Ok(job) => job,
@@ -174,8 +195,8 @@ fn sse_response(gen: Generation) -> Response {
     r
 }
 
-async fn embeddings(State(st): St, uri: Uri, body: Bytes) -> Response {
-    let v = match read_body(&st, &Method::POST, &uri, &body)
+async fn embeddings(State(st): St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    let v = match read_body(&st, &headers, &uri, &body)
         .and_then(|v| super::request::check_common(&st.cfg, &v).map(|()| v))
     {
         Ok(v) => v,
@@ -212,8 +233,8 @@ async fn embeddings(State(st): St, uri: Uri, body: Bytes) -> Response {
     }))
 }
 
-async fn rerank(State(st): St, uri: Uri, body: Bytes) -> Response {
-    let v = match read_body(&st, &Method::POST, &uri, &body)
+async fn rerank(State(st): St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    let v = match read_body(&st, &headers, &uri, &body)
         .and_then(|v| super::request::check_common(&st.cfg, &v).map(|()| v))
     {
         Ok(v) => v,
@@ -265,10 +286,11 @@ async fn rerank(State(st): St, uri: Uri, body: Bytes) -> Response {
     }))
 }
 
-async fn models(State(st): St, uri: Uri) -> Response {
+async fn models(State(st): St, headers: HeaderMap, uri: Uri) -> Response {
     st.record_request(ReceivedRequest {
         method: "GET".into(),
         path: uri.path().to_string(),
+        headers: header_list(&headers),
         body: Value::Null,
     });
     let names: Vec<&str> = if st.cfg.models.is_empty() {

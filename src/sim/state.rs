@@ -15,11 +15,13 @@ use super::faults::FaultDeck;
 use super::tokens::TokenCounter;
 use super::truth::{TruthRecord, TruthReport};
 
-/// One request as received: method, path and the JSON body (`null` when none or not JSON).
+/// One request as received: method, path, headers (names lowercase, secret values
+/// redacted) and the JSON body (`null` when none or not JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReceivedRequest {
     pub method: String,
     pub path: String,
+    pub headers: Vec<(String, String)>,
     pub body: serde_json::Value,
 }
 
