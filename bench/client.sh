@@ -11,6 +11,7 @@
 #   bench/client.sh                       # every scenario, 3 runs each
 #   RUNS=1 SCENARIOS="ttft-c256" bench/client.sh
 #   PIN=1 bench/client.sh                 # sim on CPU 0, perfplan on CPU 1 (taskset)
+#   SIM_EXTRA="--threads 2" bench/client.sh   # extra simulator flags for every scenario
 #
 # Needs: cargo, python3 (standard library), curl, GNU time (/usr/bin/time).
 # Results: target/bench-client/ (OUT=DIR to change); load average is printed per run.
