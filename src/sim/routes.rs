@@ -68,12 +68,14 @@ fn read_body(
     body: &Bytes,
 ) -> Result<Value, ApiError> {
     let parsed = serde_json::from_slice::<Value>(body);
-    st.record_request(ReceivedRequest {
-        method: Method::POST.to_string(),
-        path: uri.path().to_string(),
-        headers: header_list(headers),
-        body: parsed.as_ref().cloned().unwrap_or(Value::Null),
-    });
+    if st.keeps_requests() {
+        st.record_request(ReceivedRequest {
+            method: Method::POST.to_string(),
+            path: uri.path().to_string(),
+            headers: header_list(headers),
+            body: parsed.as_ref().cloned().unwrap_or(Value::Null),
+        });
+    }
     parsed.map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}"), None))
 }
 

@@ -139,6 +139,11 @@ impl SimState {
         lock(&self.cache).clear();
     }
 
+    /// Whether requests are kept (in-process simulators); building a record costs.
+    pub(crate) fn keeps_requests(&self) -> bool {
+        self.received.is_some()
+    }
+
     pub(crate) fn record_request(&self, req: ReceivedRequest) {
         if let Some(r) = &self.received {
             lock(r).push(req);
