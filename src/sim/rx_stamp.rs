@@ -229,7 +229,12 @@ mod kernel {
         Ok((msg.bytes, stamp))
     }
 
+    /// The stamp as a time; `None` for a zero stamp (the kernel turns stamping on
+    /// system-wide a moment after the first socket asks, and leaves earlier data unstamped).
     fn to_system_time(ts: TimeSpec) -> Option<SystemTime> {
+        if ts.tv_sec() == 0 && ts.tv_nsec() == 0 {
+            return None;
+        }
         let secs = u64::try_from(ts.tv_sec()).ok()?;
         let nanos = u32::try_from(ts.tv_nsec()).ok()?;
         SystemTime::UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
@@ -271,6 +276,11 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut listener = StampedListener(listener);
+        // The first socket that asks turns stamping on system-wide a moment later (in the
+        // kernel's deferred work): keep one such socket open and give it that moment.
+        let _first = TcpStream::connect(addr).await.unwrap();
+        let (_first_server, _) = listener.accept().await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
         let mut client = TcpStream::connect(addr).await.unwrap();
         let (mut server, _) = listener.accept().await;
         assert!(server.kernel, "SO_TIMESTAMPNS refused");
