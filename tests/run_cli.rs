@@ -141,7 +141,10 @@ async fn counts_agree_and_bodies_follow_the_plan() {
     let report = report_json(&out_dir);
     assert_eq!(report[0]["metrics"]["requests_ok"], 20.0);
     assert_eq!(report[0]["metrics"]["requests_failed"], 0.0);
-    assert!(report[0]["metrics"]["ttft_p50"].as_f64().unwrap() >= 5.0);
+    // The simulator's first token is due 5 ms after the request's bytes arrived, and goes
+    // out within about 1 ms either side of that (its timers lead by 1 ms).
+    let ttft_p50 = report[0]["metrics"]["ttft_p50"].as_f64().unwrap();
+    assert!((4.0..50.0).contains(&ttft_p50), "ttft_p50 {ttft_p50} ms");
     assert!(out_dir.join("report.html").is_file() && out_dir.join("report.md").is_file());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("ttft"), "summary table printed: {stdout}");
