@@ -49,7 +49,7 @@ pub fn check_runs(plan: &LoadedPlan, runs: &[RunSpec]) -> u8 {
         }
         Err(e) => {
             eprintln!("error: {}", runner::chain(&e));
-            runner::exit_code(&e)
+            exit::of_runner_error(&e)
         }
     };
     if dir.join("servers").exists() {

@@ -1,4 +1,8 @@
-//! Exit codes, listed in the README. Every command returns one of these.
+//! Exit codes, listed in the README. Every command returns one of these, and the errors
+//! of the layers below map to them here (they know nothing of exit codes).
+
+use crate::runner::{MergeError, RunnerError};
+use crate::store::StoreError;
 
 /// Everything went as asked.
 pub const OK: u8 = 0;
@@ -18,3 +22,29 @@ pub const OUTPUT: u8 = 6;
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.
 pub const INTERRUPTED: u8 = 130;
+
+/// The exit code for an error that stopped a suite.
+pub fn of_runner_error(e: &RunnerError) -> u8 {
+    match e {
+        RunnerError::Connection { .. } | RunnerError::Sim { .. } => ENDPOINT,
+        RunnerError::Store(_) => DATABASE,
+        RunnerError::Slo { .. }
+        | RunnerError::Template { .. }
+        | RunnerError::Tokenizer { .. }
+        | RunnerError::Dataset { .. } => INVALID,
+        _ => INTERNAL,
+    }
+}
+
+/// The exit code of a refused or failed merge.
+pub fn of_merge_error(e: &MergeError) -> u8 {
+    match e {
+        MergeError::Database { .. } => DATABASE,
+        MergeError::Output {
+            source: StoreError::AlreadyExists { .. } | StoreError::CreateDir { .. },
+            ..
+        } => OUTPUT,
+        MergeError::Output { .. } => DATABASE,
+        _ => INVALID,
+    }
+}

@@ -26,7 +26,7 @@ pub fn run(args: &MergeArgs) -> u8 {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", runner::chain(&e));
-            return e.exit_code();
+            return exit::of_merge_error(&e);
         }
     };
     for w in &outcome.warnings {

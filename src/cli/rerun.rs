@@ -77,7 +77,7 @@ pub fn run(args: &RerunArgs) -> u8 {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None),
         Err(e) => {
             eprintln!("error: {}", runner::chain(&e));
-            runner::exit_code(&e)
+            exit::of_runner_error(&e)
         }
     }
 }

@@ -79,7 +79,7 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", runner::chain(&e));
-            return runner::exit_code(&e);
+            return exit::of_runner_error(&e);
         }
     };
     eprintln!(

@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use super::execute;
 use super::merge_metrics::{server_ratio, summarize_rows, turn_values};
 use super::shard::Shard;
-use crate::cli::exit;
 use crate::store::{
     db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun, SuiteRow,
 };
@@ -53,21 +52,6 @@ pub enum MergeError {
     },
     #[error("the suite's [slo]")]
     Slo(#[source] super::RunnerError),
-}
-
-impl MergeError {
-    /// The exit code of this refusal.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            MergeError::Database { .. } => exit::DATABASE,
-            MergeError::Output {
-                source: StoreError::AlreadyExists { .. } | StoreError::CreateDir { .. },
-                ..
-            } => exit::OUTPUT,
-            MergeError::Output { .. } => exit::DATABASE,
-            _ => exit::INVALID,
-        }
-    }
 }
 
 /// What a merge produced.

@@ -120,17 +120,3 @@ impl RunnerError {
 }
 
 pub use suite::chain;
-
-/// The exit code for an error that stopped a suite.
-pub fn exit_code(e: &RunnerError) -> u8 {
-    use crate::cli::exit;
-    match e {
-        RunnerError::Connection { .. } | RunnerError::Sim { .. } => exit::ENDPOINT,
-        RunnerError::Store(_) => exit::DATABASE,
-        RunnerError::Slo { .. }
-        | RunnerError::Template { .. }
-        | RunnerError::Tokenizer { .. }
-        | RunnerError::Dataset { .. } => exit::INVALID,
-        _ => exit::INTERNAL,
-    }
-}
