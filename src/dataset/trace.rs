@@ -180,43 +180,7 @@ fn iso8601_us(s: &str) -> Option<i128> {
     if let Ok(x) = s.parse::<f64>() {
         return timestamp_us(&Value::from(x)).ok();
     }
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b' ') {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &s[19..];
-    let mut frac_us = 0i64;
-    if let Some(f) = rest.strip_prefix('.') {
-        let digits: String = f.chars().take_while(char::is_ascii_digit).collect();
-        rest = &f[digits.len()..];
-        let padded: String = digits.chars().chain("000000".chars()).take(6).collect();
-        frac_us = padded.parse().ok()?;
-    }
-    let zone_s = match rest {
-        "" | "Z" | "z" => 0,
-        z if z.len() == 6 && (z.starts_with('+') || z.starts_with('-')) => {
-            let sign = if z.starts_with('-') { -1 } else { 1 };
-            sign * (z[1..3].parse::<i64>().ok()? * 3600 + z[4..6].parse::<i64>().ok()? * 60)
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(y, mo, d);
-    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - zone_s;
-    Some(i128::from(secs) * 1_000_000 + i128::from(frac_us))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    crate::units::parse_utc_us(s)
 }
 
 #[cfg(test)]

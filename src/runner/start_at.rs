@@ -30,51 +30,10 @@ pub fn parse_start_at(text: &str) -> Result<SystemTime, StartAtError> {
         .ok_or_else(|| bad("write an RFC 3339 time like 2026-11-29T12:00:00Z, or unix seconds"))
 }
 
-fn num(text: &str) -> Option<i64> {
-    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| text.parse().ok())
-        .flatten()
-}
-
-/// Days from 1970-01-01 to a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
+/// An RFC 3339 text as a time (see `units::parse_utc_us`); `None` before 1970.
 fn rfc3339(t: &str) -> Option<SystemTime> {
-    let (date, rest) = t.split_once(['T', 't', ' '])?;
-    let mut d = date.split('-');
-    let (y, mo, da) = (num(d.next()?)?, num(d.next()?)?, num(d.next()?)?);
-    if d.next().is_some() || !(1..=12).contains(&mo) || !(1..=31).contains(&da) {
-        return None;
-    }
-    let (clock, offset_s) = if let Some(c) = rest.strip_suffix(['Z', 'z']) {
-        (c, 0)
-    } else {
-        let at = rest.rfind(['+', '-'])?;
-        let (c, off) = rest.split_at(at);
-        let sign = if off.starts_with('-') { -1 } else { 1 };
-        let (oh, om) = off[1..].split_once(':')?;
-        (c, sign * (num(oh)? * 3600 + num(om)? * 60))
-    };
-    let (hms, frac) = match clock.split_once('.') {
-        Some((h, f)) => (h, format!("0.{f}").parse::<f64>().ok()?),
-        None => (clock, 0.0),
-    };
-    let mut p = hms.split(':');
-    let (h, mi, s) = (num(p.next()?)?, num(p.next()?)?, num(p.next()?)?);
-    if p.next().is_some() || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let secs = days_from_civil(y, mo, da) * 86_400 + h * 3600 + mi * 60 + s - offset_s;
-    let secs = u64::try_from(secs).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_secs_f64(frac))
+    let us = u64::try_from(crate::units::parse_utc_us(t)?).ok()?;
+    Some(UNIX_EPOCH + Duration::from_micros(us))
 }
 
 /// Sleeps until `at`; a warning when `at` has already passed (the load starts at once).
