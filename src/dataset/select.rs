@@ -137,15 +137,8 @@ impl<'a> Shaping<'a> {
                 "target_input_len must be at least 1".into(),
             ));
         }
-        for (key, set) in [
-            ("`target_input_len`", target.is_some()),
-            ("`min_input_tokens`", spec.min_input_tokens.is_some()),
-            ("`max_input_tokens`", spec.max_input_tokens.is_some()),
-            ("`prefix_file`", spec.prefix_file.is_some()),
-        ] {
-            if set {
-                measure.require(key)?;
-            }
+        if let Some(what) = crate::plan::dataset_keys::needs_tokenizer(spec) {
+            measure.require(what)?;
         }
         let role = spec.prefix_role.unwrap_or(PrefixRole::System);
         let prefix = match (&spec.prefix_file, target) {

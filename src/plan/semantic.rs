@@ -52,17 +52,12 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
         }
     }
     // A key the matrix sets (an axis, or an include entry) is checked per run, resolved.
-    let set_by_matrix = |problem: &(String, String)| {
-        let axes = spec.matrix.axes.iter().map(|(k, _)| k);
-        let includes = spec.matrix.include.iter().flat_map(|m| m.keys());
-        axes.chain(includes)
-            .any(|k| problem.1.ends_with(&format!("needs `{k}`")))
+    let set_by_matrix = |key: &str| {
+        spec.matrix.axes.iter().any(|(k, _)| k == key)
+            || spec.matrix.include.iter().any(|m| m.contains_key(key))
     };
     for (name, ds) in &spec.datasets {
-        for (field, message) in dataset_problems(ds)
-            .into_iter()
-            .filter(|p| !set_by_matrix(p))
-        {
+        for (field, message) in dataset_problems_given(ds, set_by_matrix) {
             let at = tree.locate(&key(&["datasets", name, &field]));
             diags.push(Diagnostic::error(
                 format!("dataset `{name}`: {message}"),
@@ -131,6 +126,15 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
 
 /// Problems of one dataset (as written, or as resolved for a run): `(key, message)`.
 pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
+    dataset_problems_given(ds, |_| false)
+}
+
+/// `dataset_problems`, where a required key that `supplied` says comes from elsewhere
+/// (a matrix axis) is not missing.
+pub fn dataset_problems_given(
+    ds: &DatasetSpec,
+    supplied: impl Fn(&str) -> bool,
+) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let json = serde_json::to_value(ds).unwrap_or_default();
     let allowed = super::dataset_keys::keys_for(ds.kind);
@@ -154,7 +158,7 @@ pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
         }
     }
     let needs = |k: &'static str, present: bool, out: &mut Vec<(String, String)>| {
-        if !present {
+        if !present && !supplied(k) {
             out.push(("kind".into(), format!("kind `{kind}` needs `{k}`")));
         }
     };
