@@ -45,19 +45,28 @@ pub(crate) fn router(st: Arc<SimState>) -> Router {
 /// The connection's receive clock (every listener of the simulator provides it).
 type Rx = ConnectInfo<RxInfo>;
 
-async fn chat(st: St, rx: Rx, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    let arrival = rx.0 .0.arrival();
-    generate(st.0, Api::Chat, arrival, &headers, &uri, body).await
+async fn chat(st: St, ConnectInfo(rx): Rx, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    generate(st.0, Api::Chat, rx.arrival(), &headers, &uri, body).await
 }
 
-async fn completions(st: St, rx: Rx, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    let arrival = rx.0 .0.arrival();
-    generate(st.0, Api::Completions, arrival, &headers, &uri, body).await
+async fn completions(
+    st: St,
+    ConnectInfo(rx): Rx,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    generate(st.0, Api::Completions, rx.arrival(), &headers, &uri, body).await
 }
 
-async fn responses(st: St, rx: Rx, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    let arrival = rx.0 .0.arrival();
-    generate(st.0, Api::Responses, arrival, &headers, &uri, body).await
+async fn responses(
+    st: St,
+    ConnectInfo(rx): Rx,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    generate(st.0, Api::Responses, rx.arrival(), &headers, &uri, body).await
 }
 
 /// Parses and records a JSON body.

@@ -62,7 +62,14 @@ impl RxClock {
 
 /// The connection's clock, handed to handlers as `ConnectInfo<RxInfo>`.
 #[derive(Debug, Clone)]
-pub(crate) struct RxInfo(pub Arc<RxClock>);
+pub(crate) struct RxInfo(Arc<RxClock>);
+
+impl RxInfo {
+    /// The arrival of the request the connection is carrying (see `RxClock::arrival`).
+    pub(crate) fn arrival(&self) -> Instant {
+        self.0.arrival()
+    }
+}
 
 impl Connected<IncomingStream<'_, StampedListener>> for RxInfo {
     fn connect_info(stream: IncomingStream<'_, StampedListener>) -> Self {
