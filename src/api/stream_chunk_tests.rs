@@ -45,16 +45,21 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for FirstOf<T> {
     }
 }
 
+/// A chunk with the choice shape `C` (chat's or completions').
 #[derive(Deserialize)]
-struct RefChunk<'a> {
-    #[serde(borrow, default)]
-    choices: Option<FirstOf<RefChoice<'a>>>,
+struct RefChunk<'a, C> {
+    #[serde(default = "no_choices")]
+    choices: Option<FirstOf<C>>,
     #[serde(default)]
     usage: Option<UsageWire>,
     #[serde(default)]
     error: Option<IgnoredAny>,
     #[serde(borrow, default)]
     object: Option<Cow<'a, str>>,
+}
+
+fn no_choices<C>() -> Option<FirstOf<C>> {
+    None
 }
 
 #[derive(Deserialize)]
@@ -78,18 +83,6 @@ struct RefMessage<'a> {
 }
 
 #[derive(Deserialize)]
-struct RefCompletionsChunk<'a> {
-    #[serde(borrow, default)]
-    choices: Option<FirstOf<RefText<'a>>>,
-    #[serde(default)]
-    usage: Option<UsageWire>,
-    #[serde(default)]
-    error: Option<IgnoredAny>,
-    #[serde(borrow, default)]
-    object: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
 struct RefText<'a> {
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
@@ -97,15 +90,24 @@ struct RefText<'a> {
     finish_reason: Option<Cow<'a, str>>,
 }
 
+/// The chunk's usage and error markers, and its first choice.
+fn reference_chunk<'a, C: Deserialize<'a>>(
+    data: &'a [u8],
+    info: &mut ChunkInfo<'a>,
+) -> Result<Option<C>, serde_json::Error> {
+    let chunk: RefChunk<'a, C> = serde_json::from_slice(data)?;
+    info.usage = chunk.usage.as_ref().map(UsageWire::to_usage);
+    info.error = is_error(&chunk.error, &chunk.object);
+    let choice = chunk.choices.and_then(|c| c.0);
+    info.has_choice = choice.is_some();
+    Ok(choice)
+}
+
 fn reference(data: &[u8], shape: Shape) -> Result<ChunkInfo<'_>, serde_json::Error> {
     let mut info = ChunkInfo::default();
     match shape {
         Shape::Chat => {
-            let chunk: RefChunk<'_> = serde_json::from_slice(data)?;
-            info.usage = chunk.usage.as_ref().map(UsageWire::to_usage);
-            info.error = is_error(&chunk.error, &chunk.object);
-            if let Some(choice) = chunk.choices.and_then(|c| c.0) {
-                info.has_choice = true;
+            if let Some(choice) = reference_chunk::<RefChoice<'_>>(data, &mut info)? {
                 info.finish_reason = non_empty(choice.finish_reason);
                 if let Some(m) = choice.delta.or(choice.message) {
                     info.content = non_empty(m.content);
@@ -114,11 +116,7 @@ fn reference(data: &[u8], shape: Shape) -> Result<ChunkInfo<'_>, serde_json::Err
             }
         }
         Shape::Completions => {
-            let chunk: RefCompletionsChunk<'_> = serde_json::from_slice(data)?;
-            info.usage = chunk.usage.as_ref().map(UsageWire::to_usage);
-            info.error = is_error(&chunk.error, &chunk.object);
-            if let Some(choice) = chunk.choices.and_then(|c| c.0) {
-                info.has_choice = true;
+            if let Some(choice) = reference_chunk::<RefText<'_>>(data, &mut info)? {
                 info.content = non_empty(choice.text);
                 info.finish_reason = non_empty(choice.finish_reason);
             }
