@@ -7,6 +7,7 @@ use axum::body::Body;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use super::config::UsageMode;
@@ -14,7 +15,7 @@ use super::faults::Fault;
 use super::format::{response_usage_json, usage_json, words};
 use super::generate::Generation;
 use super::request::{Api, ApiError};
-use super::stream::{message_item, response_object};
+use super::stream::{flushed_then_dropped, message_item, response_object};
 
 /// An OpenAI-style error answer.
 pub(crate) fn error_response(e: &ApiError) -> Response {
@@ -61,12 +62,9 @@ pub(crate) async fn complete(mut gen: Generation) -> Response {
             gen.release();
             let half = Bytes::from(text.into_bytes());
             let half = half.slice(..half.len() / 2);
-            let parts: Vec<Result<Bytes, std::io::Error>> = vec![
-                Ok(half),
-                Err(std::io::Error::other("simulated connection drop")),
-            ];
-            let body = futures_util::stream::iter(parts);
-            Response::new(Body::from_stream(body))
+            let half = futures_util::stream::once(async { Ok::<_, std::io::Error>(half) });
+            let drop = futures_util::stream::once(async { Err(flushed_then_dropped().await) });
+            Response::new(Body::from_stream(half.chain(drop)))
         }
         Fault::Malformed => {
             gen.finished();

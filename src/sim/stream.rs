@@ -73,7 +73,7 @@ async fn step(mut s: Streamer) -> Option<(Result<Bytes, io::Error>, Streamer)> {
             }
             Phase::Broken => {
                 s.phase = Phase::Done;
-                return Some((Err(io::Error::other("simulated connection drop")), s));
+                return Some((Err(flushed_then_dropped().await), s));
             }
             Phase::Stalled => {
                 s.gen.st.until_closed().await;
@@ -82,6 +82,15 @@ async fn step(mut s: Streamer) -> Option<(Result<Bytes, io::Error>, Streamer)> {
             Phase::Done => return None,
         }
     }
+}
+
+/// The error that drops the connection, returned only after one pending poll: hyper writes
+/// the bytes it holds when the body is pending and discards them when the body fails, so
+/// without it the chunks before a drop (and even the response head) never leave the
+/// server on a busy machine, and the drop looks like a refused request.
+pub(crate) async fn flushed_then_dropped() -> io::Error {
+    tokio::task::yield_now().await;
+    io::Error::other("simulated connection drop")
 }
 
 /// Writes every chunk already due into the buffer.
