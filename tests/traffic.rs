@@ -4,53 +4,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
+mod cli_support;
+
 use base64::Engine as _;
+use cli_support::{perfplan, query, report_json, run};
 use perfplan::sim::{SimConfig, SimServer};
 use serde_json::{json, Value};
-
-fn perfplan(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_perfplan"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// Runs a plan into `out` and returns the database path.
-fn run(plan: &Path, out: &Path) -> PathBuf {
-    let o = perfplan(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "perfplan run failed: {stderr}");
-    assert!(!stderr.contains("failed:"), "{stderr}");
-    out.join("results.db")
-}
-
-fn report_json(db: &Path) -> Vec<Value> {
-    let o = perfplan(&["report", db.to_str().unwrap(), "--format", "json"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice::<Value>(&o.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn query<T: rusqlite::types::FromSql>(db: &Path, sql: &str) -> Vec<Vec<Option<T>>> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn.prepare(sql).unwrap();
-    let n = stmt.column_count();
-    stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
-}
 
 fn scenario(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -248,6 +248,10 @@ impl Resolver<'_> {
     /// A run's load; a trace replay needs no concurrency or rate (the trace sets the times).
     fn load(&self, point: &Point, trace: bool, diags: &mut Vec<Diagnostic>) -> Option<LoadSpec> {
         let Some(value) = point.get("load") else {
+            if trace {
+                // Every record, at its recorded time.
+                return Some(LoadSpec::default());
+            }
             diags.push(
                 Diagnostic::error(
                     "a run has no `load`",

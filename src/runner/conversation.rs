@@ -42,6 +42,21 @@ pub struct ConversationPlan {
     /// Conversations in flight at once.
     pub max_active: usize,
     pub think_time: Duration,
+    /// Every turn is a priming turn (the unmeasured pass of a warm run).
+    pub priming: bool,
+}
+
+impl ConversationPlan {
+    /// The same conversations as the warm run's unmeasured priming pass: every turn
+    /// (warmup ones too), no think time.
+    pub fn priming(&self) -> ConversationPlan {
+        ConversationPlan {
+            warmup: 0,
+            think_time: Duration::ZERO,
+            priming: true,
+            ..self.clone()
+        }
+    }
 }
 
 struct Active {
@@ -156,7 +171,9 @@ impl ConversationSource {
         self.in_flight += 1;
         Some(PreparedRequest {
             item,
-            phase: if (item as usize) < self.plan.warmup {
+            phase: if self.plan.priming {
+                Phase::Priming
+            } else if (item as usize) < self.plan.warmup {
                 Phase::Warmup
             } else {
                 Phase::Measured
@@ -290,6 +307,7 @@ mod tests {
             total,
             max_active,
             think_time: Duration::from_millis(think_ms),
+            priming: false,
         }
     }
 

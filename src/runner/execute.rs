@@ -12,7 +12,7 @@ use super::progress::RunProgress;
 use super::writer::{count_output, Writer, WriterContext};
 use super::RunnerError;
 use crate::engine::{
-    self, CancelHandle, Endpoint, Load, Outcome, RequestRecord, RunConfig, RunOutput, VecSource,
+    self, CancelHandle, Endpoint, Load, Outcome, RequestRecord, RunConfig, RunOutput,
 };
 use crate::metrics::condition::{parse_condition, Op, Threshold};
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
@@ -168,7 +168,7 @@ pub async fn execute(
     };
     let total = (prepared.requests.len() + prepared.priming.len()) as u64;
     let total = match &prepared.conversation {
-        Some(c) => c.total as u64,
+        Some(c) => (c.total + super::priming::conversation_turns(run, c.total)) as u64,
         None => total,
     };
     let progress = RunProgress::new(&ctx.label, total).with_events(&ctx.log, &run.id);
@@ -182,8 +182,6 @@ pub async fn execute(
     ctx.log.requests(&run.id, &prepared.priming);
     ctx.log.requests(&run.id, &prepared.requests);
     let tx = writer.sender();
-    // Request indices are unique within a run: the measured pass continues after the priming pass.
-    let offset = ctx.index_base + prepared.priming.len() as u64;
     let sink_for = |offset: u64| {
         let (progress, tx) = (&progress, &tx);
         move |r: &RequestRecord| {
@@ -195,28 +193,28 @@ pub async fn execute(
             }
         }
     };
-    if !prepared.priming.is_empty() {
+    let mut primed = 0u64;
+    if let Some((mut source, load)) = super::priming::take(run, &mut prepared, cfg.load) {
         let priming_cfg = RunConfig {
+            load,
             duration: None,
             ..cfg.clone()
         };
-        let mut source = VecSource::new(std::mem::take(&mut prepared.priming));
         let mut sink = sink_for(ctx.index_base);
-        engine::run(
-            &ctx.endpoint
-                .clone()
-                .with_request_ids(&run.id, ctx.index_base),
-            &mut source,
-            &priming_cfg,
-            ctx.cancel,
-            &mut sink,
-        )
-        .await
-        .map_err(|source| RunnerError::Load {
-            run: run.id.clone(),
-            source,
-        })?;
+        let endpoint = ctx
+            .endpoint
+            .clone()
+            .with_request_ids(&run.id, ctx.index_base);
+        let out = engine::run(&endpoint, &mut source, &priming_cfg, ctx.cancel, &mut sink)
+            .await
+            .map_err(|source| RunnerError::Load {
+                run: run.id.clone(),
+                source,
+            })?;
+        primed = out.records.len() as u64;
     }
+    // Request indices are unique within a run: the measured pass continues after the priming pass.
+    let offset = ctx.index_base + primed;
     let mut sink = sink_for(offset);
     let before = match &ctx.server {
         Some(s) => s.take(&ctx.store, &run.id, ServerPhase::Before).await?,

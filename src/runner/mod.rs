@@ -14,6 +14,7 @@ mod log;
 pub mod merge;
 mod merge_metrics;
 mod prepare;
+mod priming;
 mod progress;
 pub mod scrape;
 pub mod shard;

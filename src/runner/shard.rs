@@ -190,7 +190,7 @@ impl Shard {
     /// request index of the shard, or `Err(note)` when nothing is left to send.
     pub fn select(&self, run: &RunSpec, prepared: &mut PreparedRun) -> Result<u64, String> {
         let total = match &prepared.conversation {
-            Some(c) => c.total as u64,
+            Some(c) => (c.total + super::priming::conversation_turns(run, c.total)) as u64,
             None => (prepared.requests.len() + prepared.priming.len()) as u64,
         };
         if let Some(plan) = &mut prepared.conversation {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::conversation::{turn_metrics, ConversationPlan, ConversationSource, TurnTemplate};
-use super::prepare::{api_kind, measured_count, PreparedRun};
+use super::prepare::{api_kind, PreparedRun};
 use super::{fields, RunnerError};
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::{self, DatasetContext};
@@ -47,16 +47,12 @@ fn trace(
 ) -> Result<PreparedRun, RunnerError> {
     let s = &run.settings;
     let mut ctx = ctx.clone();
-    ctx.count = measured_count(run);
+    // `requests` takes the first records; without it, every record (no duration cap).
+    ctx.count = s.load.requests.map_or(usize::MAX, |n| n as usize);
     let trace = dataset::trace::read(&s.dataset.spec, &ctx).map_err(|e| dataset_error(run, e))?;
     let mut warnings = trace.warnings;
     if warmup_count(&s.load) > 0 {
         warnings.push("a trace replay has no warmup: every record is measured".into());
-    }
-    if s.cache_state == crate::plan::CacheState::Warm {
-        warnings.push(
-            "a trace replay has no priming pass: cache_state = \"warm\" only names the run".into(),
-        );
     }
     if s.load.concurrency.is_some() || s.load.rate.is_some() {
         warnings.push(
@@ -99,6 +95,16 @@ fn trace(
         offsets.push(t.offset);
         out.targets.push(None);
     }
+    if s.cache_state == crate::plan::CacheState::Warm {
+        out.priming = out
+            .requests
+            .iter()
+            .map(|r| PreparedRequest {
+                phase: Phase::Priming,
+                ..r.clone()
+            })
+            .collect();
+    }
     out.schedule = Some(offsets);
     Ok(out)
 }
@@ -121,13 +127,7 @@ fn conversation(
     }
     let conversations = dataset::multi_turn::conversations(&s.dataset.spec, ctx)
         .map_err(|e| dataset_error(run, e))?;
-    let mut warnings = Vec::new();
-    if s.cache_state == crate::plan::CacheState::Warm {
-        warnings.push(
-            "multi-turn runs have no priming pass: cache_state = \"warm\" only names the run"
-                .into(),
-        );
-    }
+    let warnings = Vec::new();
     let max_active = match (s.load.concurrency, s.load.max_in_flight) {
         (Some(c), _) => c as usize,
         (None, Some(m)) => m as usize,
@@ -148,6 +148,7 @@ fn conversation(
         total: ctx.count,
         max_active,
         think_time: s.dataset.spec.think_time.map_or(Duration::ZERO, |d| d.0),
+        priming: false,
     });
     Ok(out)
 }

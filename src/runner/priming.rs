@@ -1,0 +1,73 @@
+//! The priming pass of a warm run (`cache_state = "warm"`): the run's request set sent once,
+//! unmeasured and stored with phase `priming`, before the measured pass. A list of prompts
+//! goes at the run's own load; a trace at its recorded pace, from its first record; a
+//! multi-turn run plays the same conversations, without think time. Knows nothing about
+//! the database or the report.
+
+use std::time::Duration;
+
+use super::prepare::PreparedRun;
+use super::traffic::Source;
+use crate::engine::{Load, VecSource};
+use crate::plan::CacheState;
+use crate::planner::RunSpec;
+
+/// The priming pass's source and load, or `None` for a cold run or an empty pass.
+pub(super) fn take(
+    run: &RunSpec,
+    prepared: &mut PreparedRun,
+    planned: Load,
+) -> Option<(Source, Load)> {
+    if run.settings.cache_state != CacheState::Warm {
+        return None;
+    }
+    if let Some(plan) = &prepared.conversation {
+        let source = super::conversation::ConversationSource::new(plan.priming());
+        return Some((Source::Conversations(Box::new(source)), planned));
+    }
+    if prepared.priming.is_empty() {
+        return None;
+    }
+    let requests = std::mem::take(&mut prepared.priming);
+    match &prepared.schedule {
+        Some(offsets) => {
+            let offsets = from_first(&offsets[..requests.len().min(offsets.len())]);
+            let source = VecSource::scheduled(requests, offsets);
+            let load = Load::Scheduled {
+                max_in_flight: run.settings.load.max_in_flight,
+            };
+            Some((Source::List(source), load))
+        }
+        None => Some((Source::List(VecSource::new(requests)), planned)),
+    }
+}
+
+/// Turns a multi-turn run plays in its priming pass (every turn of the measured pass).
+pub(super) fn conversation_turns(run: &RunSpec, turns: usize) -> usize {
+    match run.settings.cache_state {
+        CacheState::Warm => turns,
+        CacheState::Cold => 0,
+    }
+}
+
+/// Offsets made relative to the first: a shard's share of a trace primes from its own
+/// first record, at once.
+fn from_first(offsets: &[Duration]) -> Vec<Duration> {
+    let first = offsets.first().copied().unwrap_or_default();
+    offsets.iter().map(|o| o.saturating_sub(first)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_start_at_the_first_record() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            from_first(&[ms(40), ms(50), ms(90)]),
+            [ms(0), ms(10), ms(50)]
+        );
+        assert!(from_first(&[]).is_empty());
+    }
+}
