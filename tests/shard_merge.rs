@@ -194,6 +194,9 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
         assert_eq!(measured(&run.id) as f64, want);
         assert_eq!(run.metrics["requests_ok"], Some(want));
         assert_eq!(run.extras["shards"], serde_json::json!(["1/2", "2/2"]));
+        // Input lengths over both shards' measured requests.
+        let lengths = &run.extras["input_lengths"]["server_minus_client"];
+        assert_eq!(lengths["requests"].as_f64(), Some(want), "{lengths}");
         let shards: Vec<_> = rows.iter().filter_map(|r| r.shard.clone()).collect();
         assert!(shards.contains(&"1/2".into()) && shards.contains(&"2/2".into()));
         // Percentiles of the merge = percentiles of the union of the shards' rows.

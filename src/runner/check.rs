@@ -289,23 +289,28 @@ impl Ctx<'_> {
 }
 
 async fn counters(run: &RunSpec, target: &Target) -> CheckRow {
-    let names = CounterNames::of(run.settings.endpoint.spec.metrics.as_ref());
-    let found = scrape::scrape(&reqwest::Client::new(), &target.base_url, &names).await;
+    let candidates = CounterNames::candidates(run.settings.endpoint.spec.metrics.as_ref());
+    let found = scrape::scrape(&reqwest::Client::new(), &target.base_url, &candidates).await;
     let r = |v, d| row(run, "server", "cache counters", v, d);
     match found {
-        Some(m) if m.len() == 2 => r(Verdict::Pass, format!("{} and {} on {}", names.hits, names.queries, names.path)),
-        _ => advise(
-            r(Verdict::Warn, format!("{} / {} not found on {}", names.hits, names.queries, names.path)),
-            format!(
-                "server_cache_hit_ratio will be unknown; name the counters in [endpoints.{}.metrics] \
-                 (vLLM: {} / {}; SGLang: {} / {})",
-                run.settings.endpoint.name,
-                scrape::VLLM_HITS,
-                scrape::VLLM_QUERIES,
-                scrape::SGLANG_HITS,
-                scrape::SGLANG_QUERIES
-            ),
+        Some((names, _)) => r(
+            Verdict::Pass,
+            format!("{} and {} on {}", names.hits, names.queries, names.path),
         ),
+        None => {
+            let looked: Vec<String> = candidates
+                .iter()
+                .map(|n| format!("{} / {} on {}", n.hits, n.queries, n.path))
+                .collect();
+            advise(
+                r(Verdict::Warn, format!("not found: {}", looked.join("; "))),
+                format!(
+                    "server_cache_hit_ratio will be unknown; name the counters in \
+                     [endpoints.{}.metrics] (SGLang exposes them with --enable-metrics)",
+                    run.settings.endpoint.name
+                ),
+            )
+        }
     }
 }
 

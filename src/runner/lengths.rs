@@ -38,15 +38,31 @@ pub fn input_lengths(
     records: &[RequestRecord],
     targets: &[Option<u32>],
 ) -> (Value, Option<String>) {
-    let (mut st, mut ct, mut sc) = (Diff::default(), Diff::default(), Diff::default());
-    for r in records
+    let counts = records
         .iter()
         .filter(|r| r.phase == Phase::Measured && r.outcome == Outcome::Ok)
-    {
-        let target = targets.get(r.item as usize).copied().flatten();
-        st.add(r.usage.prompt_tokens, target);
-        ct.add(r.client_input_tokens, target);
-        sc.add(r.usage.prompt_tokens, r.client_input_tokens);
+        .map(|r| Counts {
+            server: r.usage.prompt_tokens,
+            client: r.client_input_tokens,
+            target: targets.get(r.item as usize).copied().flatten(),
+        });
+    of_counts(counts)
+}
+
+/// One request's input length as the server, the client and the plan count it.
+pub struct Counts {
+    pub server: Option<u32>,
+    pub client: Option<u32>,
+    pub target: Option<u32>,
+}
+
+/// `input_lengths` of counts already chosen (a merge's measured successful rows).
+pub fn of_counts(counts: impl Iterator<Item = Counts>) -> (Value, Option<String>) {
+    let (mut st, mut ct, mut sc) = (Diff::default(), Diff::default(), Diff::default());
+    for c in counts {
+        st.add(c.server, c.target);
+        ct.add(c.client, c.target);
+        sc.add(c.server, c.client);
     }
     let warning = (sc.n > 0 && sc.max_abs > 0).then(|| {
         format!(

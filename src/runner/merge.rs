@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::execute;
+use super::lengths::{of_counts, Counts};
 use super::merge_metrics::{server_ratio, summarize_rows, turn_values};
 use super::shard::Shard;
+use crate::engine::{Outcome, Phase};
 use crate::store::{
     db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun, SuiteRow,
 };
@@ -271,7 +273,7 @@ fn merge_run(
 ) -> Result<u64, StoreError> {
     let base = parts.iter().filter_map(|(_, r)| start_us(r)).min();
     let mut rows = Vec::new();
-    let (mut before, mut after) = (BTreeMap::new(), BTreeMap::new());
+    let mut scrapes = Vec::new();
     for (i, run) in parts {
         let delta = start_us(run).zip(base).map_or(0, |(s, b)| s - b);
         for mut row in inputs[*i].store.request_rows(&run.id)? {
@@ -279,15 +281,12 @@ fn merge_run(
             rows.push(row);
         }
         let store = &inputs[*i].store;
-        for (name, v) in store.server_metrics(&run.id, ServerPhase::Before)? {
-            let e = before.entry(name).or_insert(v);
-            *e = f64::min(*e, v);
-        }
-        for (name, v) in store.server_metrics(&run.id, ServerPhase::After)? {
-            let e = after.entry(name).or_insert(v);
-            *e = f64::max(*e, v);
-        }
+        scrapes.push((
+            store.server_metrics(&run.id, ServerPhase::Before)?,
+            store.server_metrics(&run.id, ServerPhase::After)?,
+        ));
     }
+    let (before, after) = merged_counters(&scrapes, own_server_per_shard(&parts[0].1.settings));
     rows.sort_by_key(|r| r.index);
     let first = &parts[0].1;
     let mut summary = summarize_rows(
@@ -308,6 +307,7 @@ fn merge_run(
             .collect();
         map.insert("shards".into(), json!(shards));
         map.insert("measured_start_unix_us".into(), json!(base));
+        map.insert("input_lengths".into(), merged_input_lengths(&rows));
     }
     let label = |i: usize| format!("shard {}: ", inputs[i].shard);
     let mut warnings: Vec<String> = Vec::new();
@@ -341,6 +341,67 @@ fn merge_run(
         out.write_server_metrics(&merged.id, ServerPhase::After, &after)?;
     }
     Ok(rows.len() as u64)
+}
+
+/// Target, client and server input lengths over every shard's measured successful rows.
+fn merged_input_lengths(rows: &[RequestRow]) -> Value {
+    let counts = rows
+        .iter()
+        .filter(|r| r.phase == Phase::Measured && r.outcome == Outcome::Ok)
+        .map(|r| Counts {
+            server: r.usage.prompt_tokens,
+            client: r.client_input_tokens,
+            target: r.target_input_tokens,
+        });
+    of_counts(counts).0
+}
+
+/// Whether every shard ran against a server of its own: a `sim://` endpoint or one the
+/// plan launches is started by each perfplan process.
+fn own_server_per_shard(settings: &Value) -> bool {
+    let spec = settings.pointer("/endpoint/spec");
+    let base_url = spec
+        .and_then(|s| s.get("base_url"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let launched = spec
+        .and_then(|s| s.get("launch"))
+        .is_some_and(|l| !l.is_null());
+    base_url.starts_with("sim://") || launched
+}
+
+type Counters = BTreeMap<String, f64>;
+
+/// The merged run's `before` and `after` counters, kept only for names every shard
+/// scraped both times. One shared server: the earliest `before` and the latest `after`
+/// bracket every shard's requests. A server per shard: the sums, so `after − before` is
+/// the sum of the shards' own differences.
+fn merged_counters(scrapes: &[(Counters, Counters)], own_servers: bool) -> (Counters, Counters) {
+    let (mut before, mut after) = (Counters::new(), Counters::new());
+    let Some((first, _)) = scrapes.first() else {
+        return (before, after);
+    };
+    for name in first.keys() {
+        let pairs: Option<Vec<(f64, f64)>> = scrapes
+            .iter()
+            .map(|(b, a)| Some((*b.get(name)?, *a.get(name)?)))
+            .collect();
+        let Some(pairs) = pairs else { continue };
+        let (b, a) = if own_servers {
+            pairs
+                .iter()
+                .fold((0.0, 0.0), |(b, a), p| (b + p.0, a + p.1))
+        } else {
+            pairs
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(b, a), p| {
+                    (b.min(p.0), a.max(p.1))
+                })
+        };
+        before.insert(name.clone(), b);
+        after.insert(name.clone(), a);
+    }
+    (before, after)
 }
 
 #[cfg(test)]
@@ -416,5 +477,45 @@ mod tests {
             row.to_record().ttft(),
             Some(std::time::Duration::from_micros(8))
         );
+    }
+
+    #[test]
+    fn counters_of_one_shared_server_bracket_and_of_own_servers_add_up() {
+        let c = |pairs: &[(&str, f64)]| -> Counters {
+            pairs.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+        };
+        let scrapes = vec![
+            (
+                c(&[("h", 10.0), ("q", 100.0)]),
+                c(&[("h", 30.0), ("q", 200.0)]),
+            ),
+            (
+                c(&[("h", 12.0), ("q", 110.0), ("x", 1.0)]),
+                c(&[("h", 40.0), ("q", 260.0)]),
+            ),
+        ];
+        let (b, a) = merged_counters(&scrapes, false);
+        assert_eq!((b["h"], a["h"], b["q"], a["q"]), (10.0, 40.0, 100.0, 260.0));
+        let (b, a) = merged_counters(&scrapes, true);
+        // Deltas 20 + 28 hits over 100 + 150 queries.
+        assert_eq!(a["h"] - b["h"], 48.0);
+        assert_eq!(a["q"] - b["q"], 250.0);
+        assert!(!b.contains_key("x"), "a name one shard lacks is left out");
+        assert_eq!(
+            merged_counters(&[], true),
+            (Counters::new(), Counters::new())
+        );
+    }
+
+    #[test]
+    fn sim_and_launched_endpoints_are_a_server_per_shard() {
+        let run = |spec: Value| json!({"endpoint": {"spec": spec}});
+        assert!(own_server_per_shard(&run(json!({"base_url": "sim://a"}))));
+        assert!(own_server_per_shard(&run(
+            json!({"base_url": "http://127.0.0.1:{port}", "launch": "perfplan sim --port {port}"})
+        )));
+        assert!(!own_server_per_shard(&run(
+            json!({"base_url": "http://10.0.0.1:8000"})
+        )));
     }
 }

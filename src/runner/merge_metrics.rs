@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::merge::Input;
-use super::scrape::{hit_ratio, CounterNames};
+use super::scrape::{first_ratio, CounterNames};
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::ServerMetricsSpec;
 use crate::store::{RequestRow, StoredRun};
@@ -56,7 +56,7 @@ pub(super) fn server_ratio(
         .pointer("/endpoint/spec/metrics")
         .cloned()
         .and_then(|v| serde_json::from_value::<ServerMetricsSpec>(v).ok());
-    hit_ratio(before, after, &CounterNames::of(spec.as_ref()))
+    first_ratio(before, after, &CounterNames::candidates(spec.as_ref()))
 }
 
 /// Every metric of the merged run, from its rows, as the runner computes them.

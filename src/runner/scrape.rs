@@ -33,19 +33,24 @@ pub struct CounterNames {
 }
 
 impl CounterNames {
-    /// The endpoint's `metrics` table, or vLLM's names at `/metrics`.
-    pub fn of(spec: Option<&ServerMetricsSpec>) -> CounterNames {
+    /// The names to look for: the endpoint's `metrics` table, or else vLLM's, then
+    /// SGLang's, at `/metrics` (the first pair a server exposes is used).
+    pub fn candidates(spec: Option<&ServerMetricsSpec>) -> Vec<CounterNames> {
+        let at_metrics = |hits: &str, queries: &str| CounterNames {
+            path: "/metrics".into(),
+            hits: hits.into(),
+            queries: queries.into(),
+        };
         match spec {
-            Some(s) => CounterNames {
+            Some(s) => vec![CounterNames {
                 path: s.path.clone(),
                 hits: s.cache_hits.clone(),
                 queries: s.cache_queries.clone(),
-            },
-            None => CounterNames {
-                path: "/metrics".into(),
-                hits: VLLM_HITS.into(),
-                queries: VLLM_QUERIES.into(),
-            },
+            }],
+            None => vec![
+                at_metrics(VLLM_HITS, VLLM_QUERIES),
+                at_metrics(SGLANG_HITS, SGLANG_QUERIES),
+            ],
         }
     }
 }
@@ -109,6 +114,28 @@ pub fn pick(all: &BTreeMap<String, f64>, names: &CounterNames) -> BTreeMap<Strin
         .collect()
 }
 
+/// The first candidate whose two counters are both on the page, with their values.
+pub fn find<'a>(
+    all: &BTreeMap<String, f64>,
+    candidates: impl IntoIterator<Item = &'a CounterNames>,
+) -> Option<(&'a CounterNames, BTreeMap<String, f64>)> {
+    candidates.into_iter().find_map(|names| {
+        let picked = pick(all, names);
+        (picked.len() == 2).then_some((names, picked))
+    })
+}
+
+/// The hit ratio of the first candidate both scrapes hold (see `hit_ratio`).
+pub fn first_ratio(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+    candidates: &[CounterNames],
+) -> Option<f64> {
+    candidates
+        .iter()
+        .find_map(|names| hit_ratio(before, after, names))
+}
+
 /// Hits over queries between two scrapes; `None` when either counter is missing, no
 /// query was counted, or a counter went backwards (the server restarted).
 pub fn hit_ratio(
@@ -122,40 +149,58 @@ pub fn hit_ratio(
     (queries > 0.0 && hits >= 0.0).then(|| (hits / queries).min(1.0))
 }
 
-/// Scrapes `base_url` + `names.path`; `None` when the server has no such page (or it is
+/// Scrapes `base_url` + each candidate's path (each path once); the first candidate found
+/// with its two counters, or `None` when the server has no such page or counters (or is
 /// not reachable), which makes the counter ratio unknown.
-pub async fn scrape(
+pub async fn scrape<'a>(
     client: &reqwest::Client,
     base_url: &str,
-    names: &CounterNames,
-) -> Option<BTreeMap<String, f64>> {
-    let url = format!(
-        "{}/{}",
-        base_url.trim_end_matches('/'),
-        names.path.trim_start_matches('/')
-    );
-    let resp = client.get(&url).timeout(SCRAPE_TIMEOUT).send().await.ok()?;
+    candidates: &'a [CounterNames],
+) -> Option<(&'a CounterNames, BTreeMap<String, f64>)> {
+    let mut paths: Vec<&str> = Vec::new();
+    for c in candidates {
+        if !paths.contains(&c.path.as_str()) {
+            paths.push(&c.path);
+        }
+    }
+    for path in paths {
+        let url = format!(
+            "{}/{}",
+            base_url.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        );
+        let Some(page) = page(client, &url).await else {
+            continue;
+        };
+        let found = find(&parse(&page), candidates.iter().filter(|c| c.path == path));
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+async fn page(client: &reqwest::Client, url: &str) -> Option<String> {
+    let resp = client.get(url).timeout(SCRAPE_TIMEOUT).send().await.ok()?;
     if !resp.status().is_success() {
         return None;
     }
-    let text = resp.text().await.ok()?;
-    let picked = pick(&parse(&text), names);
-    (!picked.is_empty()).then_some(picked)
+    resp.text().await.ok()
 }
 
 /// One server's counters, scraped around a run's measured pass.
 #[derive(Debug, Clone)]
 pub struct ServerScrape {
     pub base_url: String,
-    pub names: CounterNames,
+    pub candidates: Vec<CounterNames>,
     client: reqwest::Client,
 }
 
 impl ServerScrape {
-    pub fn new(base_url: &str, names: CounterNames) -> ServerScrape {
+    pub fn new(base_url: &str, candidates: Vec<CounterNames>) -> ServerScrape {
         ServerScrape {
             base_url: base_url.to_string(),
-            names,
+            candidates,
             client: reqwest::Client::new(),
         }
     }
@@ -167,7 +212,7 @@ impl ServerScrape {
         run_id: &str,
         phase: ServerPhase,
     ) -> Result<Option<BTreeMap<String, f64>>, RunnerError> {
-        let Some(values) = scrape(&self.client, &self.base_url, &self.names).await else {
+        let Some((_, values)) = scrape(&self.client, &self.base_url, &self.candidates).await else {
             return Ok(None);
         };
         store
@@ -188,7 +233,7 @@ impl ServerScrape {
             return Ok(None);
         };
         let after = self.take(store, run_id, ServerPhase::After).await?;
-        Ok(after.and_then(|a| hit_ratio(before, &a, &self.names)))
+        Ok(after.and_then(|a| first_ratio(before, &a, &self.candidates)))
     }
 }
 
@@ -219,7 +264,7 @@ nan_metric NaN
 
     #[test]
     fn ratio_of_deltas() {
-        let names = CounterNames::of(None);
+        let names = CounterNames::candidates(None).remove(0);
         let before = pick(&parse(VLLM), &names);
         let after: BTreeMap<String, f64> = [
             (VLLM_HITS.to_string(), 800.0),
@@ -243,7 +288,7 @@ nan_metric NaN
             cache_hits: SGLANG_HITS.into(),
             cache_queries: SGLANG_QUERIES.into(),
         };
-        let names = CounterNames::of(Some(&spec));
+        let names = CounterNames::candidates(Some(&spec)).remove(0);
         let text = "sglang:prompt_tokens_total{model_name=\"q\"} 4096\n\
                     sglang:cached_tokens_total{model_name=\"q\",cache_source=\"device\"} 3000\n\
                     sglang:cached_tokens_total{model_name=\"q\",cache_source=\"host\"} 168\n";
@@ -259,8 +304,24 @@ nan_metric NaN
 
     #[test]
     fn missing_counter_is_unknown() {
-        let names = CounterNames::of(None);
+        let names = CounterNames::candidates(None).remove(0);
         let only_queries: BTreeMap<String, f64> = [(VLLM_QUERIES.to_string(), 10.0)].into();
         assert_eq!(hit_ratio(&BTreeMap::new(), &only_queries, &names), None);
+    }
+
+    #[test]
+    fn without_a_metrics_table_vllm_then_sglang_names_are_found() {
+        let candidates = CounterNames::candidates(None);
+        let sglang = "sglang:prompt_tokens_total 100\nsglang:cached_tokens_total 40\n";
+        let (names, values) = find(&parse(sglang), &candidates).unwrap();
+        assert_eq!(names.hits, SGLANG_HITS);
+        assert_eq!(values.len(), 2);
+        let (names, _) = find(&parse(VLLM), &candidates).unwrap();
+        assert_eq!(names.hits, VLLM_HITS);
+        // One counter of a pair is not enough.
+        assert!(find(&parse("sglang:prompt_tokens_total 100\n"), &candidates).is_none());
+        let before = parse("sglang:prompt_tokens_total 100\nsglang:cached_tokens_total 40\n");
+        let after = parse("sglang:prompt_tokens_total 300\nsglang:cached_tokens_total 90\n");
+        assert_eq!(first_ratio(&before, &after, &candidates), Some(0.25));
     }
 }

@@ -268,8 +268,10 @@ fn usage_rows(run: &RunSpec, mode: &str, stream: bool, seen: Seen) -> Vec<CheckR
                 "usage has no prompt_tokens_details.cached_tokens".into(),
             ),
             format!(
-                "cache_hit_ratio will be unknown in this mode; server_cache_hit_ratio comes from \
-                 /metrics (set [endpoints.{}.metrics] if its counter names differ)",
+                "cache_hit_ratio will be unknown in this mode (vLLM sends cached_tokens when \
+                 started with --enable-prompt-tokens-details, SGLang with --enable-cache-report); \
+                 server_cache_hit_ratio comes from /metrics (set [endpoints.{}.metrics] if its \
+                 counter names differ)",
                 run.settings.endpoint.name
             ),
         ),

@@ -69,7 +69,7 @@ impl Suite<'_> {
             log: self.log.clone(),
             server: Some(ServerScrape::new(
                 &target.base_url,
-                CounterNames::of(run.settings.endpoint.spec.metrics.as_ref()),
+                CounterNames::candidates(run.settings.endpoint.spec.metrics.as_ref()),
             )),
             index_base,
             start_at: load_start(self.start_at.take(), lead),
