@@ -228,6 +228,15 @@ fn replay(n: usize, span: Duration, speed: f64, median_limit_ms: i64, max_limit_
         assert_eq!(header("authorization"), None);
         assert_ne!(header("content-length"), Some("999"));
     }
+    // Each record's recorded request_id is kept with the run, by item (records sorted).
+    let extras: Vec<Vec<Option<String>>> = query(&db, "SELECT extras_json FROM runs");
+    let extras: Value = serde_json::from_str(extras[0][0].as_deref().unwrap()).unwrap();
+    let ids = extras["trace_request_ids"].as_array().unwrap();
+    assert_eq!(ids.len(), n);
+    assert!(ids
+        .iter()
+        .enumerate()
+        .all(|(i, id)| *id == json!(format!("r{i}"))));
     let warnings: Vec<Vec<Option<String>>> = query(&db, "SELECT warnings_json FROM runs");
     let warnings = warnings[0][0].clone().unwrap();
     assert!(

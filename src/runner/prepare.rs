@@ -36,6 +36,8 @@ pub struct PreparedRun {
     pub schedule: Option<Vec<std::time::Duration>>,
     /// Multi-turn: turns are built during the run from the answers (`requests` stays empty).
     pub conversation: Option<super::conversation::ConversationPlan>,
+    /// Trace replay: each record's recorded `request_id`, by item (empty otherwise).
+    pub trace_ids: Vec<Option<String>>,
 }
 
 pub fn api_kind(api: ApiSpec) -> ApiKind {
@@ -114,6 +116,7 @@ pub fn prepare(
         tokenizer: tokenizer.clone(),
         schedule: None,
         conversation: None,
+        trace_ids: Vec::new(),
     };
     if let Some(special) = super::traffic::prepare(run, &ctx, empty)? {
         return Ok(special);
@@ -212,6 +215,7 @@ pub fn prepare(
         tokenizer,
         schedule,
         conversation: None,
+        trace_ids: Vec::new(),
     })
 }
 

@@ -94,6 +94,7 @@ fn trace(
         });
         offsets.push(t.offset);
         out.targets.push(None);
+        out.trace_ids.push(t.request_id);
     }
     if s.cache_state == crate::plan::CacheState::Warm {
         out.priming = out
@@ -164,6 +165,8 @@ pub(super) fn load(prepared: &PreparedRun, planned: Load, max_in_flight: Option<
 /// The measured pass's source of a run.
 pub(super) enum Source {
     List(VecSource),
+    /// A trace replay, with each record's recorded `request_id` by item.
+    Trace(VecSource, Vec<Option<String>>),
     Conversations(Box<ConversationSource>),
 }
 
@@ -172,7 +175,10 @@ impl Source {
         let requests = std::mem::take(&mut prepared.requests);
         match (prepared.conversation.take(), prepared.schedule.take()) {
             (Some(plan), _) => Source::Conversations(Box::new(ConversationSource::new(plan))),
-            (None, Some(offsets)) => Source::List(VecSource::scheduled(requests, offsets)),
+            (None, Some(offsets)) => Source::Trace(
+                VecSource::scheduled(requests, offsets),
+                std::mem::take(&mut prepared.trace_ids),
+            ),
             (None, None) => Source::List(VecSource::new(requests)),
         }
     }
@@ -183,8 +189,12 @@ impl Source {
         records: &[RequestRecord],
         summary: &mut RunSummary,
     ) -> Option<Value> {
-        let Source::Conversations(c) = self else {
-            return None;
+        let c = match self {
+            Source::Conversations(c) => c,
+            Source::Trace(_, ids) if ids.iter().any(Option::is_some) => {
+                return Some(serde_json::json!({ "trace_request_ids": ids }));
+            }
+            _ => return None,
         };
         for (name, value) in turn_metrics(records, c.turn_of_item()) {
             summary.values.insert(name.to_string(), value);
@@ -199,21 +209,21 @@ impl Source {
 impl RequestSource for Source {
     fn next(&mut self) -> Next {
         match self {
-            Source::List(s) => s.next(),
+            Source::List(s) | Source::Trace(s, _) => s.next(),
             Source::Conversations(s) => s.next(),
         }
     }
 
     fn completed(&mut self, record: &RequestRecord) {
         match self {
-            Source::List(s) => s.completed(record),
+            Source::List(s) | Source::Trace(s, _) => s.completed(record),
             Source::Conversations(s) => s.completed(record),
         }
     }
 
     fn offsets(&self) -> Option<Vec<Duration>> {
         match self {
-            Source::List(s) => s.offsets(),
+            Source::List(s) | Source::Trace(s, _) => s.offsets(),
             Source::Conversations(_) => None,
         }
     }
