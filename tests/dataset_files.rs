@@ -398,7 +398,7 @@ fn a_short_prefix_file_is_tiled_with_a_warning() {
 }
 
 #[test]
-fn input_len_mode_caps_or_drops_long_prompts_and_filters_apply() {
+fn input_len_mode_cuts_long_prompts_and_keeps_or_drops_short_ones_and_filters_apply() {
     let dir = tempfile::tempdir().unwrap();
     let tok = tokenizer();
     let long = long_text(40);
@@ -422,6 +422,12 @@ fn input_len_mode_caps_or_drops_long_prompts_and_filters_apply() {
     let m = materialize(&drop, &ctx(dir.path(), Some(&tok), true, false, 2)).unwrap();
     assert_eq!(m.stats.distinct_prompts, 1);
     assert_eq!(m.stats.filtered_out, 1);
+    // As EvalScope: the long prompt is cut to the target, the short one is left out, so
+    // every request is exactly the target.
+    for i in &m.items {
+        assert_eq!(i.target_input_tokens, Some(200));
+        assert_eq!(chat_count(&tok, &i.prompt), 200);
+    }
 
     let min = spec(json!({"kind": "lines", "path": "mix.txt", "min_input_tokens": 100}));
     let m = materialize(&min, &ctx(dir.path(), Some(&tok), true, false, 2)).unwrap();

@@ -214,6 +214,25 @@ fn impossible_settings_and_warnings() {
         "{err}"
     );
 
+    // prefix_file needs target_input_len, and cannot be used with drop (as in EvalScope).
+    write(dir.path(), "q.txt", "a question\n");
+    write(dir.path(), "long.txt", "some long text\n");
+    let plan = PLAN.replace(
+        "kind = \"prompt\"\ntext = \"hello\"",
+        "kind = \"lines\"\npath = \"q.txt\"\nprefix_file = \"long.txt\"\ninput_len_mode = \"drop\"",
+    );
+    let out = perfplan(&["validate", &write(dir.path(), "drop.toml", &plan)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`prefix_file` needs `target_input_len`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("input_len_mode = \"drop\" keeps only prompts"),
+        "{err}"
+    );
+
     let warn_only = PLAN.replace("warmup = 4 }", "warmup = 2 }");
     let out = perfplan(&["validate", &write(dir.path(), "w.toml", &warn_only)]);
     assert!(out.status.success());

@@ -1,7 +1,8 @@
 //! Turning a file's prompts into a run's items: a seeded order, the `min_input_tokens` /
-//! `max_input_tokens` filters, `target_input_len` with `input_len_mode` (cap: cut longer
-//! prompts to the target; drop: skip them) and `prefix_file` (real text filling every prompt
-//! up to exactly the target, as a system message or before the user text), and cycling
+//! `max_input_tokens` filters, `target_input_len` with `input_len_mode` (longer prompts are
+//! cut to the target; shorter ones are kept by cap, skipped by drop) and `prefix_file`
+//! (real text filling every prompt up to exactly the target, as a system message or
+//! before the user text), and cycling
 //! when the run needs more requests than the file has prompts.
 //! Lengths are counted as the server will see them (chat template included in chat mode).
 
@@ -177,7 +178,7 @@ impl<'a> Shaping<'a> {
         parts.extend(self.min.map(|n| format!("min_input_tokens {n}")));
         parts.extend(self.max.map(|n| format!("max_input_tokens {n}")));
         if let (Some(t), InputLenMode::Drop) = (self.target, self.mode) {
-            parts.push(format!("input_len_mode drop above target_input_len {t}"));
+            parts.push(format!("input_len_mode drop below target_input_len {t}"));
         }
         parts.join(", ")
     }
@@ -266,10 +267,9 @@ impl<'a> Shaping<'a> {
             return Ok(Some((prompt, count, None)));
         };
         let built = if c0 > target {
-            if self.mode == InputLenMode::Drop {
-                return Ok(None);
-            }
             self.cap(text, target, c0)?
+        } else if c0 < target && self.mode == InputLenMode::Drop {
+            return Ok(None);
         } else if let (Some(prefix), true) = (&self.prefix, c0 < target) {
             self.fill(prefix, text, target, c0)?
         } else {

@@ -4,7 +4,7 @@
 
 use super::diag::{suggest, Diagnostic};
 use super::node::{Node, Step};
-use super::spec::{DatasetKind, DatasetSpec, PlanSpec};
+use super::spec::{DatasetKind, DatasetSpec, InputLenMode, PlanSpec};
 use crate::metrics::condition::{parse_condition, Op};
 use crate::metrics::names;
 
@@ -206,6 +206,24 @@ pub fn dataset_problems_given(
             out.push((
                 "min_input_tokens".into(),
                 format!("min_input_tokens {min} is above max_input_tokens {max}"),
+            ));
+        }
+    }
+    if ds.prefix_file.is_some() {
+        if ds.target_input_len.is_none() && !supplied("target_input_len") {
+            out.push((
+                "prefix_file".into(),
+                "`prefix_file` needs `target_input_len` (the length every request is filled to)"
+                    .into(),
+            ));
+        }
+        if ds.input_len_mode == Some(InputLenMode::Drop) {
+            out.push((
+                "input_len_mode".into(),
+                "input_len_mode = \"drop\" keeps only prompts that already reach \
+                 target_input_len, so `prefix_file` would never be used: use \"cap\" (the \
+                 default), which fills shorter prompts from the prefix file"
+                    .into(),
             ));
         }
     }

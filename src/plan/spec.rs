@@ -290,9 +290,11 @@ pub enum PrefixRole {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InputLenMode {
-    /// Cut prompts longer than the target.
+    /// Prompts longer than `target_input_len` are cut to it; shorter ones are kept as
+    /// they are (or filled from `prefix_file`).
     Cap,
-    /// Drop prompts longer than the target.
+    /// Prompts longer than `target_input_len` are cut to it; shorter ones are left out,
+    /// so every request is exactly the target (not with `prefix_file`).
     Drop,
 }
 
