@@ -44,6 +44,9 @@ pub struct ConversationPlan {
     pub think_time: Duration,
     /// Every turn is a priming turn (the unmeasured pass of a warm run).
     pub priming: bool,
+    /// The run's `duration`: no conversation starts after it, and those already started
+    /// play their remaining turns (as EvalScope's multi-turn soft stop).
+    pub stop_new_after: Option<Duration>,
 }
 
 impl ConversationPlan {
@@ -83,6 +86,8 @@ pub struct ConversationSource {
     turn_of_item: Vec<u32>,
     /// Problems building a body (reported after the run).
     pub errors: Vec<String>,
+    /// When the source was first asked for a turn.
+    started: Option<Instant>,
 }
 
 impl ConversationSource {
@@ -100,6 +105,15 @@ impl ConversationSource {
             next_id: 0,
             turn_of_item: Vec::new(),
             errors: Vec::new(),
+            started: None,
+        }
+    }
+
+    /// Whether a new conversation may start at `now` (before the run's `duration`).
+    fn may_start(&self, now: Instant) -> bool {
+        match (self.plan.stop_new_after, self.started) {
+            (Some(limit), Some(at)) => now < at + limit,
+            _ => true,
         }
     }
 
@@ -200,10 +214,14 @@ impl RequestSource for ConversationSource {
             return Next::Done;
         }
         let now = Instant::now();
+        self.started.get_or_insert(now);
         if let Some(slot) = self.ready_slot(now) {
             return self.turn(slot).map_or(Next::Done, Next::Request);
         }
-        if self.active.len() < self.plan.max_active && self.start_conversation() {
+        if self.active.len() < self.plan.max_active
+            && self.may_start(now)
+            && self.start_conversation()
+        {
             let slot = self.active.len() - 1;
             return self.turn(slot).map_or(Next::Done, Next::Request);
         }
@@ -308,6 +326,7 @@ mod tests {
             max_active,
             think_time: Duration::from_millis(think_ms),
             priming: false,
+            stop_new_after: None,
         }
     }
 
@@ -324,6 +343,30 @@ mod tests {
             output_text: text.into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn after_the_duration_started_conversations_finish_and_none_starts() {
+        let mut p = plan(100, 2, 0);
+        p.stop_new_after = Some(Duration::from_millis(20));
+        let mut s = ConversationSource::new(p);
+        let (mut a, mut b) = (take(&mut s), take(&mut s));
+        std::thread::sleep(Duration::from_millis(30));
+        // Both conversations play their remaining two turns each.
+        for _ in 0..2 {
+            s.completed(&answer(&a, "x"));
+            a = take(&mut s);
+            s.completed(&answer(&b, "y"));
+            b = take(&mut s);
+        }
+        s.completed(&answer(&a, "x"));
+        assert!(matches!(s.next(), Next::Pending), "b is still in flight");
+        s.completed(&answer(&b, "y"));
+        assert!(
+            matches!(s.next(), Next::Done),
+            "no conversation starts late"
+        );
+        assert_eq!(s.turn_of_item(), [0, 0, 1, 1, 2, 2]);
     }
 
     #[test]

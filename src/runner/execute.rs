@@ -163,7 +163,12 @@ pub async fn execute(
     let planned = engine_load(load, run.dataset_seed);
     let cfg = RunConfig {
         load: super::traffic::load(&prepared, planned, load.max_in_flight),
-        duration: load.duration.map(|d| d.0),
+        // A multi-turn run's source applies the duration itself: started conversations
+        // finish their turns.
+        duration: load
+            .duration
+            .map(|d| d.0)
+            .filter(|_| prepared.conversation.is_none()),
         grace: GRACE,
     };
     let total = (prepared.requests.len() + prepared.priming.len()) as u64;

@@ -150,6 +150,7 @@ fn conversation(
         max_active,
         think_time: s.dataset.spec.think_time.map_or(Duration::ZERO, |d| d.0),
         priming: false,
+        stop_new_after: s.load.duration.map(|d| d.0),
     });
     Ok(out)
 }
