@@ -149,9 +149,51 @@ pub fn rewrite(
             .find(|f| body.contains_key(*f))
             .unwrap_or("max_tokens");
         body.insert(field.into(), Value::from(n));
-        body.insert("ignore_eos".into(), Value::Bool(true));
+        // A constrained answer ends where its grammar does: ignoring EOS there would make
+        // the server generate past a finished structure (or refuse the request).
+        if !constrained(&body) {
+            body.insert("ignore_eos".into(), Value::Bool(true));
+        }
     }
     body
+}
+
+/// Whether the body asks for constrained decoding: a JSON `response_format`, vLLM's
+/// `guided_*` or `structured_outputs`, SGLang's `regex` / `json_schema` / `ebnf`, or a
+/// required tool call.
+fn constrained(body: &Map<String, Value>) -> bool {
+    const FIELDS: [&str; 9] = [
+        "guided_json",
+        "guided_regex",
+        "guided_choice",
+        "guided_grammar",
+        "structured_outputs",
+        "regex",
+        "json_schema",
+        "ebnf",
+        "grammar",
+    ];
+    let format = body
+        .get("response_format")
+        .and_then(|f| f.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t != "text");
+    let text_format = body
+        .get("text")
+        .and_then(|t| t.pointer("/format/type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t != "text");
+    let tool = match body.get("tool_choice") {
+        Some(Value::String(c)) => c == "required",
+        Some(Value::Object(_)) => true,
+        _ => false,
+    };
+    format
+        || text_format
+        || tool
+        || FIELDS
+            .iter()
+            .any(|f| body.get(*f).is_some_and(|v| !v.is_null()))
 }
 
 /// Microseconds since the epoch of a number (seconds, or ms/µs when that large) or an
@@ -267,5 +309,41 @@ mod tests {
         assert_eq!(rewrite(&spec, other.clone(), None), other);
         spec.model_override = Some("X".into());
         assert_eq!(rewrite(&spec, other, None)["model"], json!("X"));
+    }
+
+    #[test]
+    fn constrained_requests_get_the_length_but_not_ignore_eos() {
+        let mut spec: DatasetSpec =
+            serde_json::from_value(json!({"kind": "trace", "path": "t"})).unwrap();
+        spec.match_output_length = Some(true);
+        for extra in [
+            json!({"response_format": {"type": "json_object"}}),
+            json!({"response_format": {"type": "json_schema", "json_schema": {}}}),
+            json!({"guided_regex": "a+"}),
+            json!({"structured_outputs": {"choice": ["a", "b"]}}),
+            json!({"regex": "[0-9]+"}),
+            json!({"tool_choice": "required"}),
+            json!({"tool_choice": {"type": "function", "function": {"name": "f"}}}),
+            json!({"text": {"format": {"type": "json_schema"}}}),
+        ] {
+            let mut body = json!({"model": "a"}).as_object().cloned().unwrap();
+            body.extend(extra.as_object().cloned().unwrap());
+            let out = rewrite(&spec, body, Some(9));
+            assert_eq!(out["max_tokens"], json!(9), "{extra}");
+            assert!(!out.contains_key("ignore_eos"), "{extra}");
+        }
+        for free in [
+            json!({"response_format": {"type": "text"}}),
+            json!({"tool_choice": "auto"}),
+            json!({"guided_json": null}),
+        ] {
+            let mut body = json!({"model": "a"}).as_object().cloned().unwrap();
+            body.extend(free.as_object().cloned().unwrap());
+            assert_eq!(
+                rewrite(&spec, body, Some(9))["ignore_eos"],
+                json!(true),
+                "{free}"
+            );
+        }
     }
 }
