@@ -11,6 +11,7 @@ pub mod csv;
 mod format;
 pub mod gates;
 mod grid;
+pub mod health;
 pub mod html;
 pub mod json;
 pub mod markdown;
