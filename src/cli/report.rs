@@ -121,14 +121,10 @@ fn report(args: &ReportArgs) -> Result<bool, ReportError> {
     if let Some(path) = out.filter(|p| p != Path::new("-")) {
         eprintln!("wrote {}", path.display());
     }
-    if !verdicts.is_empty() {
-        let gate_format = if format == Format::Md {
-            Format::Md
-        } else {
-            Format::Table
-        };
-        let gate_text = gates::render(&verdicts, gate_format, style);
-        if matches!(format, Format::Table | Format::Md) && args.out.is_none() {
+    // Markdown and HTML carry the verdicts themselves; a table gets them after it.
+    if !verdicts.is_empty() && matches!(format, Format::Table | Format::Csv | Format::Json) {
+        let gate_text = gates::render(&verdicts, Format::Table, style);
+        if format == Format::Table && args.out.is_none() {
             print!("\n{gate_text}");
         } else {
             eprint!("{gate_text}");
@@ -176,17 +172,17 @@ fn after_run_inner(
         "{}",
         report::render(&store, Format::Table, &layout, style, &verdicts)?
     );
-    let md = report::render(&store, Format::Md, &layout, style, &verdicts)?;
-    write_out(Some(&dir.join("report.md")), &md)?;
-    let html = report::render(&store, Format::Html, &layout, style, &verdicts)?;
-    write_out(Some(&dir.join("report.html")), &html)?;
     if !verdicts.is_empty() {
         print!("\n{}", gates::render(&verdicts, Format::Table, style));
     }
+    let written = report::write_outputs(&store, dir, &verdicts)?;
     eprintln!(
-        "wrote {} and {}",
-        dir.join("report.md").display(),
-        dir.join("report.html").display()
+        "wrote {}",
+        written
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" and ")
     );
     Ok(gates::all_passed(&verdicts))
 }
