@@ -71,6 +71,27 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Splits one CSV line (RFC 4180 quoting, no embedded newlines).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
 const WARNING: &str = "12 of 40 measured requests failed: 8 http_500, 4 http_503; first: ";
 
 #[test]
@@ -139,14 +160,15 @@ fn json_and_csv_carry_run_health() {
     let csv = perfplan(&["report", out_dir.to_str().unwrap(), "--format", "csv"]);
     let csv = text(&csv.stdout);
     let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let header = csv_fields(lines.next().unwrap());
+    let row = csv_fields(lines.next().unwrap());
     let col = |name: &str| {
         let i = header.iter().position(|h| *h == name).unwrap();
-        row[i].to_string()
+        row[i].clone()
     };
     assert_eq!(header[..3], ["id", "ordinal", "status"]);
     assert_eq!(col("failed_requests"), "12");
+    assert_eq!(col("failure_classes"), "http_500=8 http_503=4");
     assert_eq!(col("client_bound"), "");
     assert_eq!(col("warnings_count"), "1");
 }

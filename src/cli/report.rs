@@ -121,8 +121,8 @@ fn report(args: &ReportArgs) -> Result<bool, ReportError> {
     if let Some(path) = out.filter(|p| p != Path::new("-")) {
         eprintln!("wrote {}", path.display());
     }
-    // Markdown and HTML carry the verdicts themselves; a table gets them after it.
-    if !verdicts.is_empty() && matches!(format, Format::Table | Format::Csv | Format::Json) {
+    // Markdown, JSON and HTML carry the verdicts themselves; a table gets them after it.
+    if !verdicts.is_empty() && matches!(format, Format::Table | Format::Csv) {
         let gate_text = gates::render(&verdicts, Format::Table, style);
         if format == Format::Table && args.out.is_none() {
             print!("\n{gate_text}");

@@ -17,8 +17,8 @@ use crate::store::StoredRun;
 pub struct RunHealth {
     /// Measured requests, when the run stored the count.
     pub requests: Option<u64>,
-    /// Failed measured requests.
-    pub failed: u64,
+    /// Failed measured requests; `None` for a run that stored no count (not run yet).
+    pub failed: Option<u64>,
     /// Failed measured requests by class (`http_500`, `stream_broken`, ...).
     pub failures: BTreeMap<String, u64>,
     /// Why the client, not the server, limited the run.
@@ -45,10 +45,9 @@ impl RunHealth {
         let statuses = counts(extras.get("http_statuses"), |k| k.parse::<u16>().ok());
         let failures = failure_classes(&by_outcome, &statuses);
         let metric = |name: &str| run.metrics.get(name).copied().flatten();
-        let failed = if by_outcome.is_empty() {
-            metric("requests_failed").map_or(0, |v| v.max(0.0) as u64)
-        } else {
-            by_outcome.values().sum()
+        let failed = match extras.get("failures") {
+            Some(Value::Object(_)) => Some(by_outcome.values().sum()),
+            _ => metric("requests_failed").map(|v| v.max(0.0) as u64),
         };
         let requests = extras.get("requests").and_then(Value::as_u64).or_else(|| {
             Some(metric("requests_ok")? + metric("requests_failed")?).map(|v| v.max(0.0) as u64)
@@ -72,16 +71,14 @@ impl RunHealth {
 
     /// `12 of 40 failed: 8 http_500, 4 stream_broken`; `None` when nothing failed.
     pub fn failures_text(&self) -> Option<String> {
-        if self.failed == 0 {
-            return None;
-        }
+        let failed = self.failed.filter(|&n| n > 0)?;
         let of = self.requests.map_or(String::new(), |n| format!(" of {n}"));
         let classes = if self.failures.is_empty() {
             String::new()
         } else {
             format!(": {}", describe(&self.failures))
         };
-        Some(format!("{}{of} failed{classes}", self.failed))
+        Some(format!("{failed}{of} failed{classes}"))
     }
 }
 
@@ -185,7 +182,7 @@ mod tests {
             vec![],
         );
         let h = RunHealth::of(&r);
-        assert_eq!(h.failed, 12);
+        assert_eq!(h.failed, Some(12));
         assert_eq!(h.client_bound.as_deref(), Some("lateness p99 12 ms"));
         assert_eq!(
             h.failures_text().as_deref(),
@@ -195,5 +192,6 @@ mod tests {
         assert_eq!(RunHealth::of(&healthy).failures_text(), None);
         let old = run(json!({}), vec!["client_bound: cpu".into()]);
         assert_eq!(RunHealth::of(&old).client_bound.as_deref(), Some("cpu"));
+        assert_eq!(RunHealth::of(&old).failed, None);
     }
 }

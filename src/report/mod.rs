@@ -185,7 +185,7 @@ pub(crate) fn unknown_metric(name: &str) -> ReportError {
 }
 
 /// The suite's pivot in a text format (`Table`, `Md`, `Csv`, `Json`; `Html` gives the page).
-/// `layout` overrides the plan's `[report]` where it is not empty. Markdown and HTML
+/// `layout` overrides the plan's `[report]` where it is not empty. Markdown, JSON and HTML
 /// carry the gate verdicts; the table leaves them to `gates::render`.
 pub fn render(
     store: &Store,
@@ -207,7 +207,7 @@ pub fn render(
             Ok(text)
         }
         Format::Csv => Ok(csv::render(&data)),
-        Format::Json => json::render(&data),
+        Format::Json => json::render(&data, gates),
         Format::Html => html::render(store, &layout, gates),
     }
 }
