@@ -48,7 +48,23 @@ fn json_has_designs_shape_and_every_metric() {
             .keys()
             .map(String::as_str)
             .collect();
-        assert_eq!(keys, ["id", "ordinal", "status", "axes", "metrics"]);
+        // DESIGN's keys first, then the run's health and verdicts (added, never renamed).
+        assert_eq!(
+            keys,
+            [
+                "id",
+                "ordinal",
+                "status",
+                "axes",
+                "metrics",
+                "failed_requests",
+                "failures",
+                "client_bound",
+                "warnings",
+                "error",
+                "gates"
+            ]
+        );
         let metrics: Vec<String> = run["metrics"]
             .as_object()
             .unwrap()
@@ -120,6 +136,15 @@ fn csv_and_json_round_trip_the_stored_numbers() {
         .map(String::from)
         .collect::<Vec<_>>();
     expected.extend(names::all_names());
+    expected.extend(
+        [
+            "failed_requests",
+            "failure_classes",
+            "client_bound",
+            "warnings_count",
+        ]
+        .map(String::from),
+    );
     assert_eq!(header, expected);
     for ((line, run), numbers) in lines.zip(&runs).zip(json_numbers.chunks(per_run)) {
         let f = fields(line);

@@ -121,14 +121,10 @@ fn report(args: &ReportArgs) -> Result<bool, ReportError> {
     if let Some(path) = out.filter(|p| p != Path::new("-")) {
         eprintln!("wrote {}", path.display());
     }
-    if !verdicts.is_empty() {
-        let gate_format = if format == Format::Md {
-            Format::Md
-        } else {
-            Format::Table
-        };
-        let gate_text = gates::render(&verdicts, gate_format, style);
-        if matches!(format, Format::Table | Format::Md) && args.out.is_none() {
+    // Markdown, JSON and HTML carry the verdicts themselves; a table gets them after it.
+    if !verdicts.is_empty() && matches!(format, Format::Table | Format::Csv) {
+        let gate_text = gates::render(&verdicts, Format::Table, style);
+        if format == Format::Table && args.out.is_none() {
             print!("\n{gate_text}");
         } else {
             eprint!("{gate_text}");
@@ -149,8 +145,9 @@ pub fn run(args: ReportArgs) -> u8 {
     }
 }
 
-/// After `perfplan run`: the summary table on stdout, `report.md` and `report.html` next
-/// to the database, and the gates' verdicts (stored). Returns the exit code.
+/// After `perfplan run` (and `merge`, `rerun`): the summary table and the gates' verdicts
+/// (stored) on stdout and appended to `perfplan.log`, `report.md` and `report.html` next
+/// to the database. Returns the exit code.
 pub fn after_run(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> u8 {
     match after_run_inner(dir, gates_cli, baseline) {
         Ok(true) => exit::OK,
@@ -162,6 +159,24 @@ pub fn after_run(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> u
     }
 }
 
+/// Appends `text` to the output folder's `perfplan.log`; a log that cannot be written
+/// is a warning, never a failed report.
+fn append_log(dir: &Path, text: &str) {
+    use std::io::Write;
+    let path = dir.join("perfplan.log");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "warning: cannot append the report to {}: {e}",
+            path.display()
+        );
+    }
+}
+
 fn after_run_inner(
     dir: &Path,
     gates_cli: &[String],
@@ -170,23 +185,29 @@ fn after_run_inner(
     let mut store = Store::open(dir)?;
     let baseline = baseline.map(Store::open).transpose()?;
     let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline.as_ref(), &[])?;
-    let layout = Layout::default();
-    let style = TableStyle::detect();
-    print!(
-        "{}",
-        report::render(&store, Format::Table, &layout, style, &verdicts)?
+    let final_tables = |style: TableStyle| -> Result<String, ReportError> {
+        let mut text = report::render(&store, Format::Table, &Layout::default(), style, &verdicts)?;
+        if !verdicts.is_empty() {
+            text.push('\n');
+            text.push_str(&gates::render(&verdicts, Format::Table, style));
+        }
+        Ok(text)
+    };
+    print!("{}", final_tables(TableStyle::detect())?);
+    let written = report::write_outputs(&store, dir, &verdicts)?;
+    let wrote = format!(
+        "wrote {}",
+        written
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" and ")
     );
-    let md = report::render(&store, Format::Md, &layout, style, &verdicts)?;
-    write_out(Some(&dir.join("report.md")), &md)?;
-    let html = report::render(&store, Format::Html, &layout, style, &verdicts)?;
-    write_out(Some(&dir.join("report.html")), &html)?;
-    if !verdicts.is_empty() {
-        print!("\n{}", gates::render(&verdicts, Format::Table, style));
-    }
-    eprintln!(
-        "wrote {} and {}",
-        dir.join("report.md").display(),
-        dir.join("report.html").display()
+    eprintln!("{wrote}");
+    // perfplan.log holds everything printed: the plain tables (no borders, no colour).
+    append_log(
+        dir,
+        &format!("{}{wrote}\n", final_tables(TableStyle::default())?),
     );
     Ok(gates::all_passed(&verdicts))
 }

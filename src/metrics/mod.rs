@@ -4,6 +4,7 @@
 
 pub mod condition;
 pub mod definitions;
+pub mod failures;
 pub mod names;
 pub mod sla;
 pub mod stats;

@@ -1,14 +1,18 @@
 //! The CSV export (RFC 4180), one row per run, by ordinal. Columns, in this order:
 //! `id`, `ordinal`, `status`; then one column per axis of the suite (named as the
 //! axis, in order of first appearance; a table value such as `load` is written as
-//! compact JSON); then every metric name of the vocabulary, in vocabulary order.
+//! compact JSON); then every metric name of the vocabulary, in vocabulary order; then the
+//! run's health: `failed_requests`, `failure_classes` (`http_500=8 stream_broken=4`),
+//! `client_bound` (the reason, empty when not) and `warnings_count`.
 //! Numbers are written in their shortest exact form; an unknown value is empty.
 
 use serde_json::Value;
 
+use super::health::RunHealth;
 use super::pivot::axis_names;
 use super::ReportData;
 use crate::metrics::names;
+use crate::store::StoredRun;
 
 fn quote(field: &str) -> String {
     if field.contains([',', '"', '\n', '\r']) {
@@ -26,6 +30,29 @@ fn axis_field(value: Option<&Value>) -> String {
     }
 }
 
+/// The health columns, after the metrics.
+const HEALTH_COLUMNS: [&str; 4] = [
+    "failed_requests",
+    "failure_classes",
+    "client_bound",
+    "warnings_count",
+];
+
+fn health_fields(run: &StoredRun) -> [String; 4] {
+    let health = RunHealth::of(run);
+    [
+        health.failed.map_or_else(String::new, |n| n.to_string()),
+        health
+            .failures
+            .iter()
+            .map(|(class, n)| format!("{class}={n}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        health.client_bound.unwrap_or_default(),
+        run.warnings.len().to_string(),
+    ]
+}
+
 /// The suite's runs as CSV.
 pub fn render(data: &ReportData) -> String {
     let axes = axis_names(&data.runs);
@@ -33,6 +60,7 @@ pub fn render(data: &ReportData) -> String {
     let mut header: Vec<String> = vec!["id".into(), "ordinal".into(), "status".into()];
     header.extend(axes.iter().cloned());
     header.extend(metrics.iter().cloned());
+    header.extend(HEALTH_COLUMNS.map(String::from));
     let mut out = header
         .iter()
         .map(|h| quote(h))
@@ -54,6 +82,7 @@ pub fn render(data: &ReportData) -> String {
                 .filter(|v| v.is_finite())
                 .map_or_else(String::new, |v| v.to_string())
         }));
+        fields.extend(health_fields(run));
         out.push_str(
             &fields
                 .iter()

@@ -155,16 +155,17 @@ fn input_lengths(sample: &Sample) -> String {
 }
 
 fn runs_html(data: &ReportData, samples: &[Sample]) -> String {
-    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>input tokens, mean<br>target / client / server</th><th>errors and warnings</th></tr></thead><tbody>");
+    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>input tokens, mean<br>target / client / server</th><th>failures</th><th>errors and warnings</th></tr></thead><tbody>");
     for (r, sample) in data.runs.iter().zip(samples) {
         let _ = write!(
             s,
-            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
             r.ordinal,
             escape(&r.id),
             r.status,
             escape(&axis_label(Some(&r.axes))),
             input_lengths(sample),
+            escape(&super::health::RunHealth::of(r).failures_text().unwrap_or_else(|| "none".into())),
             escape(&r.error.iter().map(|e| format!("error: {e}")).chain(r.warnings.iter().cloned()).collect::<Vec<_>>().join("; "))
         );
     }

@@ -1,26 +1,45 @@
-//! The JSON export, exactly DESIGN.md's shape: an array with one object per run,
-//! `{"id", "ordinal", "status", "axes": {axis: value}, "metrics": {name: number|null}}`,
-//! every metric name of the vocabulary present (null when unknown), in vocabulary order.
+//! The JSON export: an array with one object per run, DESIGN.md's shape
+//! `{"id", "ordinal", "status", "axes": {axis: value}, "metrics": {name: number|null}}`
+//! (every metric name of the vocabulary present, null when unknown, in vocabulary order)
+//! followed by the run's health and verdicts: `failed_requests` (number|null),
+//! `failures` ({class: count}, HTTP split by status), `client_bound` (reason|null),
+//! `warnings` ([text]), `error` (text|null) and `gates` ([{gate, condition, passed,
+//! value, baseline, message}], the verdicts of this report on this run).
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
+use super::gates::GateOutcome;
+use super::health::RunHealth;
 use super::{ReportData, ReportError};
 use crate::metrics::names;
 use crate::store::StoredRun;
 
-/// One run as a JSON object.
-pub fn run_object(run: &StoredRun) -> Value {
+fn number(v: Option<f64>) -> Value {
+    v.filter(|v| v.is_finite()).map_or(Value::Null, Value::from)
+}
+
+/// One run as a JSON object, with the verdicts of `gates` on it.
+pub fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
     let metrics: Map<String, Value> = names::all_names()
         .into_iter()
         .map(|name| {
-            let v = run
-                .metrics
-                .get(&name)
-                .copied()
-                .flatten()
-                .filter(|v| v.is_finite())
-                .map_or(Value::Null, Value::from);
+            let v = number(run.metrics.get(&name).copied().flatten());
             (name, v)
+        })
+        .collect();
+    let health = RunHealth::of(run);
+    let verdicts: Vec<Value> = gates
+        .iter()
+        .filter(|g| g.run_id == run.id)
+        .map(|g| {
+            json!({
+                "gate": g.condition.metric,
+                "condition": g.condition.text,
+                "passed": g.passed,
+                "value": number(g.value),
+                "baseline": number(g.baseline),
+                "message": g.message,
+            })
         })
         .collect();
     let mut obj = Map::new();
@@ -29,12 +48,18 @@ pub fn run_object(run: &StoredRun) -> Value {
     obj.insert("status".into(), Value::from(run.status.as_str()));
     obj.insert("axes".into(), run.axes.clone());
     obj.insert("metrics".into(), Value::Object(metrics));
+    obj.insert("failed_requests".into(), json!(health.failed));
+    obj.insert("failures".into(), json!(health.failures));
+    obj.insert("client_bound".into(), json!(health.client_bound));
+    obj.insert("warnings".into(), json!(run.warnings));
+    obj.insert("error".into(), json!(run.error));
+    obj.insert("gates".into(), Value::Array(verdicts));
     Value::Object(obj)
 }
 
 /// Every run of the suite, by ordinal, pretty-printed.
-pub fn render(data: &ReportData) -> Result<String, ReportError> {
-    let runs: Vec<Value> = data.runs.iter().map(run_object).collect();
+pub fn render(data: &ReportData, gates: &[GateOutcome]) -> Result<String, ReportError> {
+    let runs: Vec<Value> = data.runs.iter().map(|r| run_object(r, gates)).collect();
     let mut out = serde_json::to_string_pretty(&runs).map_err(ReportError::Json)?;
     out.push('\n');
     Ok(out)

@@ -1,4 +1,5 @@
-//! Markdown (GitHub-flavoured) tables, fit for a release note or a CI job summary.
+//! Markdown (GitHub-flavoured) tables, fit for a release note or a CI job summary: the
+//! pivot, then the health of every run with failures, an error or warnings.
 
 use super::grid::{pivot_grid, Grid};
 use super::pivot::Pivot;
@@ -18,6 +19,7 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
         info.perfplan_version
     ));
     out.push_str(&render_grid(&grid));
+    out.push_str(&super::health::markdown(data));
     Ok(out)
 }
 

@@ -11,6 +11,7 @@ pub mod csv;
 mod format;
 pub mod gates;
 mod grid;
+pub mod health;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -184,7 +185,8 @@ pub(crate) fn unknown_metric(name: &str) -> ReportError {
 }
 
 /// The suite's pivot in a text format (`Table`, `Md`, `Csv`, `Json`; `Html` gives the page).
-/// `layout` overrides the plan's `[report]` where it is not empty.
+/// `layout` overrides the plan's `[report]` where it is not empty. Markdown, JSON and HTML
+/// carry the gate verdicts; the table leaves them to `gates::render`.
 pub fn render(
     store: &Store,
     format: Format,
@@ -196,15 +198,22 @@ pub fn render(
     let layout = data.plan_layout()?.overridden_by(layout);
     match format {
         Format::Table => table::render(&data, &layout, style),
-        Format::Md => markdown::render(&data, &layout),
+        Format::Md => {
+            let mut text = markdown::render(&data, &layout)?;
+            if !gates.is_empty() {
+                text.push('\n');
+                text.push_str(&gates::render(gates, Format::Md, TableStyle::default()));
+            }
+            Ok(text)
+        }
         Format::Csv => Ok(csv::render(&data)),
-        Format::Json => json::render(&data),
+        Format::Json => json::render(&data, gates),
         Format::Html => html::render(store, &layout, gates),
     }
 }
 
-/// What the runner writes next to the database after a suite: `report.md` and
-/// `report.html` (the plan's layout, with these gate verdicts). Returns their paths.
+/// What `run`, `merge` and `rerun` write next to the database: `report.md` and
+/// `report.html` (the plan's layout, run health, these gate verdicts). Returns their paths.
 pub fn write_outputs(
     store: &Store,
     dir: &std::path::Path,
@@ -212,17 +221,13 @@ pub fn write_outputs(
 ) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = Vec::new();
     for (name, format) in [("report.md", Format::Md), ("report.html", Format::Html)] {
-        let mut text = render(
+        let text = render(
             store,
             format,
             &Layout::default(),
             TableStyle::default(),
             gates,
         )?;
-        if format == Format::Md && !gates.is_empty() {
-            text.push('\n');
-            text.push_str(&gates::render(gates, Format::Md, TableStyle::default()));
-        }
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|source| ReportError::Write {
             path: path.clone(),

@@ -1,5 +1,6 @@
 //! Human tables for a terminal (comfy-table with borders, bold headers when colour is
-//! allowed) or for a pipe (plain aligned columns, no colour).
+//! allowed) or for a pipe (plain aligned columns, no colour); the pivot is followed by
+//! the health of every run with failures, an error or warnings.
 
 use comfy_table::{presets, Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 
@@ -22,6 +23,7 @@ pub fn render(
         data.runs.len()
     );
     out.push_str(&render_grid(&grid, style));
+    out.push_str(&super::health::text(data));
     Ok(out)
 }
 

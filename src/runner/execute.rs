@@ -263,6 +263,10 @@ pub async fn execute(
     warnings.extend(late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
+    warnings.extend(super::failures::partial_failure_warning(
+        &summary,
+        &output.records,
+    ));
     Ok(RunResult {
         summary,
         cancelled: output.cancelled,

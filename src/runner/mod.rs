@@ -7,6 +7,7 @@ pub mod check;
 mod connect;
 mod conversation;
 mod execute;
+mod failures;
 pub mod fields;
 mod lengths;
 pub mod lifecycle;

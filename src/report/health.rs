@@ -1,0 +1,197 @@
+//! Run health as every exporter shows it: failed measured requests by class (HTTP split
+//! by status), the `client_bound` reason, warnings and the error of a failed run, read
+//! from what the runner stored with each run (extras, warnings, error). Knows the stored
+//! run, not how the runner found these facts.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::pivot::Labels;
+use super::ReportData;
+use crate::metrics::failures::{describe, failure_classes};
+use crate::store::StoredRun;
+
+/// The health of one stored run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunHealth {
+    /// Measured requests, when the run stored the count.
+    pub requests: Option<u64>,
+    /// Failed measured requests; `None` for a run that stored no count (not run yet).
+    pub failed: Option<u64>,
+    /// Failed measured requests by class (`http_500`, `stream_broken`, ...).
+    pub failures: BTreeMap<String, u64>,
+    /// Why the client, not the server, limited the run.
+    pub client_bound: Option<String>,
+}
+
+fn counts<K: Ord>(value: Option<&Value>, key: impl Fn(&str) -> Option<K>) -> BTreeMap<K, u64> {
+    value
+        .and_then(Value::as_object)
+        .map(|map| {
+            map.iter()
+                .filter_map(|(k, v)| Some((key(k)?, v.as_u64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl RunHealth {
+    /// Reads a run's extras (`requests`, `failures`, `http_statuses`, `client_bound`),
+    /// falling back to its metrics and warnings where an older run lacks them.
+    pub fn of(run: &StoredRun) -> RunHealth {
+        let extras = &run.extras;
+        let by_outcome = counts(extras.get("failures"), |k| Some(k.to_string()));
+        let statuses = counts(extras.get("http_statuses"), |k| k.parse::<u16>().ok());
+        let failures = failure_classes(&by_outcome, &statuses);
+        let metric = |name: &str| run.metrics.get(name).copied().flatten();
+        let failed = match extras.get("failures") {
+            Some(Value::Object(_)) => Some(by_outcome.values().sum()),
+            _ => metric("requests_failed").map(|v| v.max(0.0) as u64),
+        };
+        let requests = extras.get("requests").and_then(Value::as_u64).or_else(|| {
+            Some(metric("requests_ok")? + metric("requests_failed")?).map(|v| v.max(0.0) as u64)
+        });
+        let client_bound = extras
+            .get("client_bound")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| {
+                run.warnings
+                    .iter()
+                    .find_map(|w| w.strip_prefix("client_bound: ").map(str::to_string))
+            });
+        RunHealth {
+            requests,
+            failed,
+            failures,
+            client_bound,
+        }
+    }
+
+    /// `12 of 40 failed: 8 http_500, 4 stream_broken`; `None` when nothing failed.
+    pub fn failures_text(&self) -> Option<String> {
+        let failed = self.failed.filter(|&n| n > 0)?;
+        let of = self.requests.map_or(String::new(), |n| format!(" of {n}"));
+        let classes = if self.failures.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", describe(&self.failures))
+        };
+        Some(format!("{failed}{of} failed{classes}"))
+    }
+}
+
+/// One run's health as labelled lines: its failures, error and warnings (`client_bound`
+/// among them); empty for a healthy run.
+pub struct HealthEntry {
+    /// `#3 <id> endpoint=a concurrency=8`.
+    pub run: String,
+    pub lines: Vec<String>,
+}
+
+/// Every run with something to say, in ordinal order.
+pub fn entries(data: &ReportData) -> Vec<HealthEntry> {
+    let labels = Labels::new(&data.runs);
+    data.runs
+        .iter()
+        .filter_map(|run| {
+            let health = RunHealth::of(run);
+            let mut lines: Vec<String> = health
+                .failures_text()
+                .map(|f| format!("failures: {f}"))
+                .into_iter()
+                .collect();
+            lines.extend(run.error.iter().map(|e| format!("error: {e}")));
+            lines.extend(run.warnings.iter().map(|w| format!("warning: {w}")));
+            if lines.is_empty() {
+                return None;
+            }
+            Some(HealthEntry {
+                run: format!("#{} {} {}", run.ordinal, run.id, labels.run(run)),
+                lines,
+            })
+        })
+        .collect()
+}
+
+/// The health section of the terminal table; empty when every run is healthy.
+pub fn text(data: &ReportData) -> String {
+    let mut out = String::new();
+    for entry in entries(data) {
+        if out.is_empty() {
+            out.push_str("\nrun health\n");
+        }
+        out.push_str(entry.run.trim_end());
+        out.push('\n');
+        for line in &entry.lines {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out
+}
+
+/// The health section in Markdown; empty when every run is healthy.
+pub fn markdown(data: &ReportData) -> String {
+    let mut out = String::new();
+    for entry in entries(data) {
+        if out.is_empty() {
+            out.push_str("\n### run health\n\n");
+        }
+        out.push_str(&format!("- **{}**\n", md_escape(entry.run.trim_end())));
+        for line in &entry.lines {
+            out.push_str(&format!("  - {}\n", md_escape(line)));
+        }
+    }
+    out
+}
+
+fn md_escape(text: &str) -> String {
+    text.replace('\n', " ")
+        .replace('<', "&lt;")
+        .replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::RunStatus;
+    use serde_json::json;
+
+    fn run(extras: Value, warnings: Vec<String>) -> StoredRun {
+        StoredRun {
+            id: "r1".into(),
+            ordinal: 1,
+            axes: json!({}),
+            settings: json!({}),
+            status: RunStatus::Done,
+            started_unix_ms: None,
+            finished_unix_ms: None,
+            warnings,
+            extras,
+            error: None,
+            metrics: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn health_reads_classes_statuses_and_client_bound() {
+        let r = run(
+            json!({"requests": 40, "failures": {"http": 8, "stream_broken": 4},
+                   "http_statuses": {"500": 8}, "client_bound": "lateness p99 12 ms"}),
+            vec![],
+        );
+        let h = RunHealth::of(&r);
+        assert_eq!(h.failed, Some(12));
+        assert_eq!(h.client_bound.as_deref(), Some("lateness p99 12 ms"));
+        assert_eq!(
+            h.failures_text().as_deref(),
+            Some("12 of 40 failed: 8 http_500, 4 stream_broken")
+        );
+        let healthy = run(json!({"requests": 3, "failures": {}}), vec![]);
+        assert_eq!(RunHealth::of(&healthy).failures_text(), None);
+        let old = run(json!({}), vec!["client_bound: cpu".into()]);
+        assert_eq!(RunHealth::of(&old).client_bound.as_deref(), Some("cpu"));
+        assert_eq!(RunHealth::of(&old).failed, None);
+    }
+}
