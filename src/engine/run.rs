@@ -15,7 +15,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{oneshot, watch};
 
 use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
-use super::cpu::process_cpu_time;
+use super::cpu::CpuClock;
 use super::exchange::exchange;
 use super::record::RequestRecord;
 use super::source::{Next, PreparedRequest, RequestSource};
@@ -118,7 +118,8 @@ pub struct RunOutput {
     pub started: SystemTime,
     /// Start of the run to the last record.
     pub wall: Duration,
-    /// CPU time (user + system) this process used during the run.
+    /// CPU time (user + system) the run's driving thread used (the process's when the run
+    /// moved between threads); see `cpu::CpuClock`.
     pub client_cpu: Option<Duration>,
     pub cancelled: bool,
     /// The `duration` soft stop ended the run before the source was exhausted.
@@ -257,7 +258,7 @@ pub async fn run(
             &source.offsets().unwrap_or_default(),
         )),
     };
-    let cpu0 = process_cpu_time();
+    let cpu = CpuClock::start();
     let started = SystemTime::now();
     let t0 = Instant::now();
     let ticker = match clock {
@@ -284,10 +285,7 @@ pub async fn run(
     drive(&mut d, source, cfg.grace, cancel, sink).await;
     d.ticker = None;
     let wall = t0.elapsed();
-    let client_cpu = match (cpu0, process_cpu_time()) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-        _ => None,
-    };
+    let client_cpu = cpu.elapsed();
     Ok(RunOutput {
         records: d.records,
         started,
