@@ -2,6 +2,7 @@
 //! stable ids, and selects runs with `--only`. Knows nothing about HTTP or storage.
 
 pub mod matrix;
+mod request_checks;
 mod resolve;
 pub mod run;
 pub mod search;

@@ -83,6 +83,7 @@ impl Resolver<'_> {
             );
             return None;
         }
+        super::request_checks::check(self.plan, point, api, &request, diags);
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let trace = dataset.kind == crate::plan::DatasetKind::Trace;
         let load = self.load(point, trace, diags)?;

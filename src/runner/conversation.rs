@@ -146,7 +146,10 @@ impl ConversationSource {
             .max_tokens
             .or_else(|| fields::output_tokens(&t.request, None, &mut self.rng));
         if let Some(n) = limit {
-            f.insert(fields::max_tokens_field(&t.request).into(), n.into());
+            f.insert(
+                fields::max_tokens_field(&t.request, t.kind).into(),
+                n.into(),
+            );
         }
         let prompt = Prompt::Messages(conv.messages.clone());
         let input = BodyInput {

@@ -1,0 +1,60 @@
+//! Request settings a run's API cannot honour as written, or that change what its
+//! metrics mean: diagnostics at the key that set them (the matrix axis when a run's point
+//! sets it, else `[defaults]`). Pure: settings in, diagnostics out.
+
+use super::matrix::Point;
+use crate::plan::diag::{Diagnostic, Span};
+use crate::plan::node::Step;
+use crate::plan::{ApiSpec, LoadedPlan, RequestSpec};
+
+/// Where request key `key` of a run was set.
+fn place(plan: &LoadedPlan, point: &Point, key: &str) -> Span {
+    let section = if point.contains_key(key) {
+        "matrix"
+    } else {
+        "defaults"
+    };
+    plan.locate(&[Step::Key(section.into()), Step::Key(key.into())])
+}
+
+/// Diagnostics of one run's request settings under its API.
+pub(crate) fn check(
+    plan: &LoadedPlan,
+    point: &Point,
+    api: ApiSpec,
+    request: &RequestSpec,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let warn = |key: &str, message: String, help: &str| {
+        Diagnostic::warning(message, Some(place(plan, point, key))).with_help(help.to_string())
+    };
+    if api == ApiSpec::Responses {
+        if request.max_completion_tokens == Some(true) {
+            diags.push(warn(
+                "max_completion_tokens",
+                "`max_completion_tokens` does not apply to api = \"responses\"".into(),
+                "the Responses API's output limit is always sent as `max_output_tokens`",
+            ));
+        }
+        if request.min_tokens.is_some() {
+            diags.push(warn(
+                "min_tokens",
+                "`min_tokens` is not a field of the Responses API: servers ignore it (vLLM) or reject it (OpenAI)".into(),
+                "use `ignore_eos = true` with `output_tokens` for exact output lengths",
+            ));
+        }
+        if request.n.is_some_and(|n| n > 1) {
+            diags.push(warn(
+                "n",
+                "`n` is not a field of the Responses API: servers ignore it (vLLM) or reject it (OpenAI)".into(),
+                "use api = \"chat\" or \"completions\" for several choices per request",
+            ));
+        }
+    } else if let Some(n) = request.n.filter(|&n| n > 1) {
+        diags.push(warn(
+            "n",
+            format!("`n = {n}`: TTFT and inter-token times follow choice 0 only, while output tokens and throughput count all {n} choices"),
+            "per-token latency of one stream is the figure to compare; use n = 1 for EvalScope-comparable TPOT",
+        ));
+    }
+}
