@@ -92,3 +92,159 @@ load = { concurrency = 2, requests = 12, warmup = 2 }
     assert_eq!(tokens.len(), 14);
     assert!(tokens.iter().all(|&n| n == 8), "{tokens:?}");
 }
+
+fn expand_json(dir: &Path, plan: &str) -> Vec<Value> {
+    let path = dir.join("expand.toml");
+    std::fs::write(&path, plan).unwrap();
+    let o = perfplan(&["expand", path.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice::<Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn validate(dir: &Path, plan: &str) -> (bool, String) {
+    let path = dir.join("validate.toml");
+    std::fs::write(&path, plan).unwrap();
+    let o = perfplan(&["validate", path.to_str().unwrap()]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.success(), text)
+}
+
+const PROMPT_PLAN: &str = r#"
+[plan]
+name = "extra-axis"
+
+[endpoints.s]
+base_url = "sim://extra"
+
+[models.m]
+served_name = "m"
+
+[datasets.p]
+kind = "prompt"
+text = "hello there"
+"#;
+
+#[test]
+fn an_extra_axis_merges_each_value_into_defaults_extra() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "{PROMPT_PLAN}
+[defaults]
+extra = {{ chat_template_kwargs = {{ enable_thinking = false, keep = 1 }}, priority = 0 }}
+
+[matrix]
+extra = [{{ chat_template_kwargs = {{ enable_thinking = true }} }}, {{ priority = 5 }}]
+load = {{ concurrency = 1, requests = 2, warmup = 1 }}
+"
+    );
+    let runs = expand_json(dir.path(), &plan);
+    assert_eq!(runs.len(), 2);
+    assert_ne!(runs[0]["id"], runs[1]["id"]);
+    assert_eq!(
+        runs[0]["axes"]["extra"],
+        json!({"chat_template_kwargs": {"enable_thinking": true}})
+    );
+    assert_eq!(
+        runs[0]["settings"]["request"]["extra"],
+        json!({"chat_template_kwargs": {"enable_thinking": true, "keep": 1}, "priority": 0})
+    );
+    assert_eq!(
+        runs[1]["settings"]["request"]["extra"],
+        json!({"chat_template_kwargs": {"enable_thinking": false, "keep": 1}, "priority": 5})
+    );
+    // The table shows each value flattened; --only selects by it.
+    let path = dir.path().join("expand.toml");
+    let o = perfplan(&["expand", path.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("chat_template_kwargs.enable_thinking=true"),
+        "{table}"
+    );
+    assert!(table.contains("priority=5"), "{table}");
+    let o = perfplan(&[
+        "expand",
+        path.to_str().unwrap(),
+        "--json",
+        "--only",
+        "extra=priority=5",
+    ]);
+    let only: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(only.as_array().unwrap().len(), 1);
+    assert_eq!(only[0]["id"], runs[1]["id"]);
+}
+
+#[test]
+fn extra_axis_values_must_be_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "{PROMPT_PLAN}
+[matrix]
+extra = [1, {{ priority = 5 }}]
+load = {{ concurrency = 1, requests = 2, warmup = 1 }}
+"
+    );
+    let (ok, text) = validate(dir.path(), &plan);
+    assert!(!ok);
+    assert!(
+        text.contains("expected a table in `matrix.extra[0]`"),
+        "{text}"
+    );
+    assert!(text.contains("validate.toml:16:10"), "{text}");
+    // TOML's dotted key makes one table holding a list: one run, with a warning.
+    let plan = format!(
+        "{PROMPT_PLAN}
+[matrix]
+extra.priority = [0, 5]
+load = {{ concurrency = 1, requests = 2, warmup = 1 }}
+"
+    );
+    let (ok, text) = validate(dir.path(), &plan);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("`extra` in [matrix] is a single table"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_carry_the_extra_axis_value_of_their_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+[datasets.p]
+kind = "prompt"
+text = "hello there"
+
+[defaults]
+output_tokens = 4
+extra = { chat_template_kwargs = { keep = 1 } }
+
+[matrix]
+extra = [{ chat_template_kwargs = { enable_thinking = true } }, { chat_template_kwargs = { enable_thinking = false }, priority = 3 }]
+load = { concurrency = 1, requests = 3, warmup = 1 }
+"#;
+    let (received, db) = run_against_sim(dir.path(), body, "/v1/chat/completions").await;
+    assert_eq!(received.len(), 8);
+    let thinking: Vec<_> = received
+        .iter()
+        .map(|r| {
+            assert_eq!(r.body["chat_template_kwargs"]["keep"], json!(1));
+            (
+                r.body["chat_template_kwargs"]["enable_thinking"].clone(),
+                r.body.get("priority").cloned(),
+            )
+        })
+        .collect();
+    assert!(thinking[..4].iter().all(|t| *t == (json!(true), None)));
+    assert!(thinking[4..]
+        .iter()
+        .all(|t| *t == (json!(false), Some(json!(3)))));
+    assert_eq!(report_json(&db).len(), 2);
+}

@@ -28,6 +28,7 @@ pub fn expand(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
     let points = matrix::expand(&m.axes, &m.exclude, &m.include);
     let resolver = resolve::Resolver { plan };
     let mut diags = Vec::new();
+    request_checks::check_plan(plan, &mut diags);
     let mut runs: Vec<RunSpec> = Vec::new();
     if points.is_empty() {
         diags.push(Diagnostic::error(
@@ -92,7 +93,25 @@ pub fn display_value(value: &Value) -> String {
                 display_value(&map["max"])
             )
         }
+        Value::Object(map) if !map.is_empty() => {
+            let mut parts = Vec::new();
+            flatten_table("", map, &mut parts);
+            parts.join(" ")
+        }
         other => other.to_string(),
+    }
+}
+
+/// `a.b=v` for every leaf of a table (an `extra` axis value, say), in key order.
+fn flatten_table(prefix: &str, map: &serde_json::Map<String, Value>, out: &mut Vec<String>) {
+    for (k, v) in map {
+        let key = format!("{prefix}{k}");
+        match v {
+            Value::Object(inner) if !inner.is_empty() => {
+                flatten_table(&format!("{key}."), inner, out)
+            }
+            other => out.push(format!("{key}={}", display_value(other))),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::matrix::Point;
 use crate::plan::diag::{Diagnostic, Span};
-use crate::plan::node::Step;
+use crate::plan::node::{Node, NodeKind, Step};
 use crate::plan::{ApiSpec, LoadedPlan, RequestSpec};
 
 /// Where request key `key` of a run was set.
@@ -56,5 +56,31 @@ pub(crate) fn check(
             format!("`n = {n}`: TTFT and inter-token times follow choice 0 only, while output tokens and throughput count all {n} choices"),
             "per-token latency of one stream is the figure to compare; use n = 1 for EvalScope-comparable TPOT",
         ));
+    }
+}
+
+/// Whether a table holds a list anywhere.
+fn holds_list(node: &Node) -> bool {
+    match &node.kind {
+        NodeKind::Seq(_) => true,
+        NodeKind::Map(entries) => entries.iter().any(|e| holds_list(&e.value)),
+        _ => false,
+    }
+}
+
+/// Plan-wide checks of the matrix's request axes: a single `extra` table holding a list is
+/// most likely `extra.key = [a, b]` (TOML's dotted key), which is one run sending the list.
+pub(crate) fn check_plan(plan: &LoadedPlan, diags: &mut Vec<Diagnostic>) {
+    let Some(extra) = plan.tree.get("matrix").and_then(|m| m.get("extra")) else {
+        return;
+    };
+    if matches!(extra.kind, NodeKind::Map(_)) && holds_list(extra) {
+        diags.push(
+            Diagnostic::warning(
+                "`extra` in [matrix] is a single table: one run, which sends the list in it as the field's value",
+                Some(plan.locate(&[Step::Key("matrix".into()), Step::Key("extra".into())])),
+            )
+            .with_help("for one run per value write a list of tables: extra = [{ priority = 0 }, { priority = 10 }]"),
+        );
     }
 }

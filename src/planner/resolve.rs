@@ -47,7 +47,13 @@ impl Resolver<'_> {
                 }
             };
             if let Some(map) = target.as_object_mut() {
-                map.insert(key.clone(), value.clone());
+                match map.get_mut(key.as_str()) {
+                    // An `extra` value adds to (or changes) `[defaults].extra`.
+                    Some(base) if key == "extra" => super::matrix::merge_tables(base, value),
+                    _ => {
+                        map.insert(key.clone(), value.clone());
+                    }
+                }
             }
         }
         let dataset = self.typed(dataset_json, "dataset", diags)?;
