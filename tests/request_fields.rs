@@ -248,3 +248,43 @@ load = { concurrency = 1, requests = 3, warmup = 1 }
         .all(|t| *t == (json!(false), Some(json!(3)))));
     assert_eq!(report_json(&db).len(), 2);
 }
+
+/// With `n = 2` the simulator streams both choices' chunks; only choice 0's are timed,
+/// while usage counts every choice's tokens. Validation says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n_choices_time_choice_zero_and_count_all_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+[datasets.p]
+kind = "prompt"
+text = "hello there"
+
+[defaults]
+output_tokens = 8
+ignore_eos = true
+n = 2
+
+[matrix]
+api = ["chat", "completions"]
+load = { concurrency = 2, requests = 4, warmup = 2 }
+"#;
+    let (received, db) = run_against_sim(dir.path(), body, "/v1/chat/completions").await;
+    assert_eq!(received.len(), 6);
+    assert!(received.iter().all(|r| r.body["n"] == json!(2)));
+    let rows: Vec<Vec<Option<i64>>> =
+        query(&db, "SELECT chunk_count, completion_tokens FROM requests");
+    assert_eq!(rows.len(), 12);
+    for row in rows {
+        assert_eq!(row[0], Some(8), "content chunks of choice 0 only");
+        assert_eq!(row[1], Some(16), "usage counts both choices");
+    }
+    let (ok, text) = validate(
+        dir.path(),
+        &std::fs::read_to_string(dir.path().join("plan.toml")).unwrap(),
+    );
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("`n = 2`: TTFT and inter-token times follow choice 0 only"),
+        "{text}"
+    );
+}
