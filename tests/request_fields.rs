@@ -288,3 +288,85 @@ load = { concurrency = 2, requests = 4, warmup = 2 }
         "{text}"
     );
 }
+
+/// `query_tokens` and `text_tokens` take `{min, max}` like `input_tokens`: every request
+/// draws its own length within the bounds (a plain number still works, see traffic.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rerank_query_and_image_text_lengths_take_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+[datasets.rr]
+kind = "random_rerank"
+query_tokens = { min = 4, max = 12 }
+num_documents = 2
+
+[datasets.img]
+kind = "random_images"
+width = 8
+height = 8
+text_tokens = { min = 3, max = 9 }
+
+[defaults]
+output_tokens = 2
+
+[matrix]
+dataset = ["rr", "img"]
+api = ["rerank", "chat"]
+load = { concurrency = 2, requests = 16, warmup = 2 }
+exclude = [{ dataset = "rr", api = "chat" }, { dataset = "img", api = "rerank" }]
+"#;
+    let (_, db) = run_against_sim(dir.path(), body, "/v1/rerank").await;
+    let runs = report_json(&db);
+    assert_eq!(runs.len(), 2);
+    for run in &runs {
+        let id = run["id"].as_str().unwrap();
+        let rows: Vec<Vec<Option<i64>>> = query(
+            &db,
+            &format!("SELECT target_input_tokens, client_input_tokens FROM requests WHERE run_id = '{id}'"),
+        );
+        assert_eq!(rows.len(), 18);
+        let mut lengths: Vec<i64> = rows.iter().map(|r| r[1].unwrap()).collect();
+        if run["axes"]["dataset"] == json!("rr") {
+            // The query and two documents of the query's length (ratio 1), exactly.
+            for r in &rows {
+                let target = r[0].unwrap();
+                assert_eq!(r[1], Some(target));
+                assert!(target % 3 == 0 && (12..=36).contains(&target), "{target}");
+            }
+        } else {
+            assert!(lengths.iter().all(|n| (3..=9).contains(n)), "{lengths:?}");
+        }
+        lengths.sort_unstable();
+        lengths.dedup();
+        assert!(lengths.len() >= 3, "lengths vary per request: {lengths:?}");
+    }
+}
+
+#[test]
+fn query_and_text_token_ranges_are_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = r#"
+[plan]
+name = "ranges"
+[endpoints.s]
+base_url = "sim://ranges"
+api = "rerank"
+[models.m]
+served_name = "m"
+[datasets.rr]
+kind = "random_rerank"
+query_tokens = { min = 9, max = 4 }
+[matrix]
+load = { concurrency = 1, requests = 2, warmup = 1 }
+"#;
+    let (ok, text) = validate(dir.path(), plan);
+    assert!(!ok);
+    assert!(text.contains("query_tokens min 9 is above max 4"), "{text}");
+    assert!(text.contains("validate.toml:11:1"), "{text}");
+    let (ok, text) = validate(
+        dir.path(),
+        &plan.replace("{ min = 9, max = 4 }", "{ min = 4 }"),
+    );
+    assert!(!ok, "{text}");
+    assert!(text.contains("query_tokens"), "{text}");
+}

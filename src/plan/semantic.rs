@@ -201,6 +201,23 @@ pub fn dataset_problems_given(
             }
         }
     }
+    for (key, range) in [
+        ("query_tokens", ds.query_tokens),
+        ("text_tokens", ds.text_tokens),
+    ] {
+        if let Some(r) = range.filter(|r| r.min() > r.max()) {
+            out.push((
+                key.into(),
+                format!("{key} min {} is above max {}", r.min(), r.max()),
+            ));
+        }
+    }
+    if ds.query_tokens.is_some_and(|r| r.min() == 0) {
+        out.push((
+            "query_tokens".into(),
+            "query_tokens must be at least 1".to_string(),
+        ));
+    }
     if let (Some(min), Some(max)) = (ds.min_input_tokens, ds.max_input_tokens) {
         if min > max {
             out.push((
