@@ -370,3 +370,88 @@ load = { concurrency = 1, requests = 2, warmup = 1 }
     assert!(!ok, "{text}");
     assert!(text.contains("query_tokens"), "{text}");
 }
+
+const CHAT_TEMPLATE: &str = r#"{"model": {{ model | tojson }}, "messages": {{ messages | tojson }},
+ "max_tokens": {{ max_tokens }}, "stream": {{ stream | tojson }},
+ "stream_options": {"include_usage": true}, "custom": "from-file"}"#;
+
+/// `body_template = "@file"` is read relative to the plan and builds every body, the
+/// turns of a multi-turn run included (their messages carry the real earlier answers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_template_file_builds_single_and_multi_turn_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tmpl")).unwrap();
+    std::fs::write(dir.path().join("tmpl/body.json"), CHAT_TEMPLATE).unwrap();
+    let body = r#"
+[datasets.p]
+kind = "prompt"
+text = "hello there"
+
+[datasets.chat]
+kind = "random_multi_turn"
+turns = 2
+user_tokens = 8
+assistant_tokens = 4
+
+[defaults]
+output_tokens = 4
+ignore_eos = true
+body_template = "@tmpl/body.json"
+
+[matrix]
+dataset = ["p", "chat"]
+load = { concurrency = 2, requests = 4, warmup = 2 }
+"#;
+    let (received, db) = run_against_sim(dir.path(), body, "/v1/chat/completions").await;
+    assert_eq!(received.len(), 12);
+    for r in &received {
+        assert_eq!(r.body["custom"], json!("from-file"), "{}", r.body);
+        assert_eq!(r.body["max_tokens"], json!(4));
+        assert!(
+            r.body.get("ignore_eos").is_none(),
+            "only what the template writes"
+        );
+    }
+    let later = received[6..]
+        .iter()
+        .filter(|r| r.body["messages"].as_array().unwrap().len() == 3)
+        .count();
+    assert!(later >= 2, "later turns carry user, answer, user");
+    assert_eq!(report_json(&db).len(), 2);
+}
+
+#[test]
+fn body_template_files_are_checked_at_validation() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = |template: &str| {
+        format!(
+            "{PROMPT_PLAN}
+[defaults]
+output_tokens = 4
+body_template = \"{template}\"
+
+[matrix]
+load = {{ concurrency = 1, requests = 2, warmup = 1 }}
+"
+        )
+    };
+    let (ok, text) = validate(dir.path(), &plan("@nope.json"));
+    assert!(!ok);
+    assert!(
+        text.contains("template file `nope.json` does not exist"),
+        "{text}"
+    );
+    assert!(text.contains("validate.toml:17:17"), "{text}");
+    std::fs::write(dir.path().join("bad.json"), "{\"model\": {{ model }}}").unwrap();
+    let (ok, text) = validate(dir.path(), &plan("@bad.json"));
+    assert!(!ok);
+    assert!(
+        text.contains("`body_template` cannot make a request body"),
+        "{text}"
+    );
+    assert!(text.contains("not JSON"), "{text}");
+    assert!(text.contains("validate.toml:17:"), "{text}");
+    std::fs::write(dir.path().join("good.json"), CHAT_TEMPLATE).unwrap();
+    let (ok, text) = validate(dir.path(), &plan("@good.json"));
+    assert!(ok, "{text}");
+}

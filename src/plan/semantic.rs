@@ -327,6 +327,14 @@ pub fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &std::path::Path) -> 
             missing(file, key(&["datasets", name, "text"]), "prompt file");
         }
     }
+    if let Some(file) = spec
+        .defaults
+        .body_template
+        .as_deref()
+        .and_then(|t| t.strip_prefix('@'))
+    {
+        missing(file, key(&["defaults", "body_template"]), "template file");
+    }
     for (name, ep) in &spec.endpoints {
         if let Some(t) = ep.sim.as_ref().and_then(|s| s.tokenizer.as_deref()) {
             missing(

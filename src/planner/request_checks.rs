@@ -3,9 +3,11 @@
 //! sets it, else `[defaults]`). Pure: settings in, diagnostics out.
 
 use super::matrix::Point;
+use crate::api::ApiKind;
 use crate::plan::diag::{Diagnostic, Span};
 use crate::plan::node::{Node, NodeKind, Step};
-use crate::plan::{ApiSpec, LoadedPlan, RequestSpec};
+use crate::plan::{ApiSpec, DatasetKind, LoadedPlan, RequestSpec};
+use crate::runner::{fields, template};
 
 /// Where request key `key` of a run was set.
 fn place(plan: &LoadedPlan, point: &Point, key: &str) -> Span {
@@ -56,6 +58,52 @@ pub(crate) fn check(
             format!("`n = {n}`: TTFT and inter-token times follow choice 0 only, while output tokens and throughput count all {n} choices"),
             "per-token latency of one stream is the figure to compare; use n = 1 for EvalScope-comparable TPOT",
         ));
+    }
+}
+
+/// `body_template` against a run: it does not apply to a trace replay (records are sent
+/// as recorded); otherwise it must read, compile and render to JSON with the run's fields
+/// (a sample prompt), located at the key, before any run starts.
+pub(crate) fn check_template(
+    plan: &LoadedPlan,
+    api: ApiSpec,
+    request: &RequestSpec,
+    kind: DatasetKind,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let Some(value) = request.body_template.as_deref() else {
+        return;
+    };
+    let at = Some(plan.locate(&[
+        Step::Key("defaults".into()),
+        Step::Key("body_template".into()),
+    ]));
+    if kind == DatasetKind::Trace {
+        diags.push(Diagnostic::warning(
+            "`body_template` does not apply to a trace replay: its records are sent as recorded",
+            at,
+        ));
+        return;
+    }
+    let kind = match api {
+        ApiSpec::Chat => ApiKind::Chat,
+        ApiSpec::Completions => ApiKind::Completions,
+        ApiSpec::Responses => ApiKind::Responses,
+        ApiSpec::Embeddings => ApiKind::Embeddings,
+        ApiSpec::Rerank => ApiKind::Rerank,
+    };
+    let mut fields = fields::base_fields(request);
+    if let Some(n) = request.output_tokens {
+        fields.insert(
+            fields::max_tokens_field(request, kind).into(),
+            n.max().into(),
+        );
+    }
+    if let Err(reason) = template::trial(value, &plan.base_dir, &fields) {
+        diags.push(
+            Diagnostic::error(format!("`body_template` cannot make a request body: {reason}"), at)
+                .with_help("the template must render to JSON; its context holds model, prompt, messages, stream and every request field by its OpenAI name"),
+        );
     }
 }
 

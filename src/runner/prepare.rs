@@ -140,7 +140,7 @@ pub fn prepare(
         .request
         .body_template
         .as_deref()
-        .map(template::compile)
+        .map(|t| template::load(t, base_dir))
         .transpose()?;
     let mut requests = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
