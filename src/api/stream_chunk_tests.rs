@@ -12,11 +12,6 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::*;
-use std::fmt;
-use std::marker::PhantomData;
-
-use serde::de::{SeqAccess, Visitor};
-use serde::Deserializer;
 
 use crate::api::wire::is_error;
 
