@@ -165,7 +165,7 @@ load = {{ concurrency = 1, requests = 2, warmup = 1 }}
     let o = perfplan(&["expand", path.to_str().unwrap()]);
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(
-        table.contains("chat_template_kwargs.enable_thinking=true"),
+        table.contains("chat_template_kwargs=enable_thinking=true"),
         "{table}"
     );
     assert!(table.contains("priority=5"), "{table}");

@@ -93,25 +93,13 @@ pub fn display_value(value: &Value) -> String {
                 display_value(&map["max"])
             )
         }
-        Value::Object(map) if !map.is_empty() => {
-            let mut parts = Vec::new();
-            flatten_table("", map, &mut parts);
-            parts.join(" ")
-        }
+        // Any other table (an `extra` axis value, say) as the report labels it: `key=value …`.
+        Value::Object(map) if !map.is_empty() => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", display_value(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
         other => other.to_string(),
-    }
-}
-
-/// `a.b=v` for every leaf of a table (an `extra` axis value, say), in key order.
-fn flatten_table(prefix: &str, map: &serde_json::Map<String, Value>, out: &mut Vec<String>) {
-    for (k, v) in map {
-        let key = format!("{prefix}{k}");
-        match v {
-            Value::Object(inner) if !inner.is_empty() => {
-                flatten_table(&format!("{key}."), inner, out)
-            }
-            other => out.push(format!("{key}={}", display_value(other))),
-        }
     }
 }
 
