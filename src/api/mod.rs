@@ -186,11 +186,11 @@ pub(crate) fn prompt_name(prompt: &Prompt) -> &'static str {
 /// What one streamed event says, as far as the metrics care.
 #[derive(Debug, Default, PartialEq)]
 pub struct ChunkInfo<'a> {
-    /// The event carried at least one choice (vLLM's and EvalScope's TTFT point).
+    /// The event carried choice 0 (vLLM's and EvalScope's TTFT point).
     pub has_choice: bool,
-    /// Non-empty output text of the first choice.
+    /// Non-empty output text of choice 0 (`index` 0; with `n > 1` other choices are not timed).
     pub content: Option<Cow<'a, str>>,
-    /// Non-empty reasoning text of the first choice (`reasoning_content` / `reasoning`).
+    /// Non-empty reasoning text of choice 0 (`reasoning_content` / `reasoning`).
     pub reasoning: Option<Cow<'a, str>>,
     pub finish_reason: Option<Cow<'a, str>>,
     pub usage: Option<Usage>,

@@ -1,6 +1,8 @@
 //! Reads chat and completions chunks (streamed events and whole bodies) with the JSON
-//! cursor: the first choice's text, reasoning and finish reason, usage, and the error
-//! markers; every other field is checked and skipped without being built. This is the
+//! cursor: choice 0's text, reasoning and finish reason, usage, and the error markers;
+//! every other field is checked and skipped without being built. Choice 0 is the choice
+//! whose `index` is 0 (or the first one, when it has no `index`): with `n > 1` a server
+//! streams every choice's chunks, and only choice 0's are timed. This is the
 //! client's per-token path, so nothing here allocates unless a string holds escapes.
 //!
 //! The results equal those of the plain serde shapes (kept in the tests as the reference,
@@ -15,9 +17,9 @@ use super::ChunkInfo;
 /// Which API's choice shape to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shape {
-    /// `choices[0].delta` / `.message` with `content`, `reasoning_content`, `reasoning`.
+    /// A choice's `delta` / `message` with `content`, `reasoning_content`, `reasoning`.
     Chat,
-    /// `choices[0].text`.
+    /// A choice's `text`.
     Completions,
 }
 
@@ -30,9 +32,14 @@ pub(crate) fn parse(data: &[u8], shape: Shape) -> Scan<ChunkInfo<'_>> {
         b"choices" => {
             seen.once(c, 0, "choices")?;
             if !c.null()? {
-                c.array(|c, n| match n {
-                    0 => choice(c, shape, &mut info),
-                    _ => c.skip(),
+                let mut found = false;
+                c.array(|c, n| {
+                    let one = choice(c, shape)?;
+                    if !found && one.index.map_or(n == 0, |i| i == 0) {
+                        found = true;
+                        one.apply(&mut info);
+                    }
+                    Ok(())
                 })?;
             }
             Ok(())
@@ -84,9 +91,30 @@ struct Message<'a> {
     reasoning: Option<Cow<'a, str>>,
 }
 
-fn choice<'a>(c: &mut Cursor<'a>, shape: Shape, info: &mut ChunkInfo<'a>) -> Scan<()> {
+/// One choice of a chunk, read.
+struct Choice<'a> {
+    index: Option<u32>,
+    finish: Option<Cow<'a, str>>,
+    message: Option<Message<'a>>,
+    text: Option<Cow<'a, str>>,
+}
+
+impl<'a> Choice<'a> {
+    fn apply(self, info: &mut ChunkInfo<'a>) {
+        info.has_choice = true;
+        info.finish_reason = non_empty(self.finish);
+        if let Some(m) = self.message {
+            info.content = non_empty(m.content);
+            info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
+        } else {
+            info.content = non_empty(self.text);
+        }
+    }
+}
+
+fn choice<'a>(c: &mut Cursor<'a>, shape: Shape) -> Scan<Choice<'a>> {
     let mut seen = Seen::default();
-    let (mut delta, mut message, mut text, mut finish) = (None, None, None, None);
+    let (mut delta, mut message, mut text, mut finish, mut index) = (None, None, None, None, None);
     c.object(|c, key| match (shape, key) {
         (Shape::Chat, b"delta") => {
             seen.once(c, 0, "delta")?;
@@ -108,17 +136,19 @@ fn choice<'a>(c: &mut Cursor<'a>, shape: Shape, info: &mut ChunkInfo<'a>) -> Sca
             finish = c.opt_string()?;
             Ok(())
         }
+        (_, b"index") => {
+            seen.once(c, 4, "index")?;
+            index = c.opt_u32()?;
+            Ok(())
+        }
         _ => c.skip(),
     })?;
-    info.has_choice = true;
-    info.finish_reason = non_empty(finish);
-    if let Some(m) = delta.or(message) {
-        info.content = non_empty(m.content);
-        info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
-    } else {
-        info.content = non_empty(text);
-    }
-    Ok(())
+    Ok(Choice {
+        index,
+        finish,
+        message: delta.or(message),
+        text,
+    })
 }
 
 fn opt_message<'a>(c: &mut Cursor<'a>) -> Scan<Option<Message<'a>>> {

@@ -12,44 +12,28 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::*;
-use std::fmt;
-use std::marker::PhantomData;
-
-use serde::de::{SeqAccess, Visitor};
-use serde::Deserializer;
 
 use crate::api::wire::is_error;
 
-/// The first element of a JSON array; the other elements are skipped. `null` is `None`.
-#[derive(Debug)]
-pub(crate) struct FirstOf<T>(pub Option<T>);
+/// The choice a chunk is timed by: the first whose `index` is 0, or the first element
+/// when it has no `index`. Every element must be a valid choice.
+trait Indexed {
+    fn index(&self) -> Option<u32>;
+}
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for FirstOf<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct FirstVisitor<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for FirstVisitor<T> {
-            type Value = FirstOf<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let first = seq.next_element::<T>()?;
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(FirstOf(first))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(FirstOf(None))
-            }
-        }
-        d.deserialize_any(FirstVisitor(PhantomData))
-    }
+fn choice_zero<C: Indexed>(choices: Vec<C>) -> Option<C> {
+    choices
+        .into_iter()
+        .enumerate()
+        .find(|(n, c)| c.index().map_or(*n == 0, |i| i == 0))
+        .map(|(_, c)| c)
 }
 
 /// A chunk with the choice shape `C` (chat's or completions').
 #[derive(Deserialize)]
 struct RefChunk<'a, C> {
     #[serde(default = "no_choices")]
-    choices: Option<FirstOf<C>>,
+    choices: Option<Vec<C>>,
     #[serde(default)]
     usage: Option<UsageWire>,
     #[serde(default)]
@@ -58,12 +42,14 @@ struct RefChunk<'a, C> {
     object: Option<Cow<'a, str>>,
 }
 
-fn no_choices<C>() -> Option<FirstOf<C>> {
+fn no_choices<C>() -> Option<Vec<C>> {
     None
 }
 
 #[derive(Deserialize)]
 struct RefChoice<'a> {
+    #[serde(default)]
+    index: Option<u32>,
     #[serde(borrow, default)]
     delta: Option<RefMessage<'a>>,
     #[serde(borrow, default)]
@@ -84,21 +70,35 @@ struct RefMessage<'a> {
 
 #[derive(Deserialize)]
 struct RefText<'a> {
+    #[serde(default)]
+    index: Option<u32>,
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     finish_reason: Option<Cow<'a, str>>,
 }
 
-/// The chunk's usage and error markers, and its first choice.
-fn reference_chunk<'a, C: Deserialize<'a>>(
+impl Indexed for RefChoice<'_> {
+    fn index(&self) -> Option<u32> {
+        self.index
+    }
+}
+
+impl Indexed for RefText<'_> {
+    fn index(&self) -> Option<u32> {
+        self.index
+    }
+}
+
+/// The chunk's usage and error markers, and its choice 0.
+fn reference_chunk<'a, C: Deserialize<'a> + Indexed>(
     data: &'a [u8],
     info: &mut ChunkInfo<'a>,
 ) -> Result<Option<C>, serde_json::Error> {
     let chunk: RefChunk<'a, C> = serde_json::from_slice(data)?;
     info.usage = chunk.usage.as_ref().map(UsageWire::to_usage);
     info.error = is_error(&chunk.error, &chunk.object);
-    let choice = chunk.choices.and_then(|c| c.0);
+    let choice = chunk.choices.and_then(choice_zero);
     info.has_choice = choice.is_some();
     Ok(choice)
 }
@@ -143,6 +143,13 @@ const CORPUS: &[&str] = &[
     "  {\n \"choices\" : [ { \"delta\" : { \"content\" : \"a\\tb\" } } ] }  ",
     r#"{"\u0063hoices":[{"delta":{"content":"escaped key"}}]}"#,
     r#"{}"#,
+    // n = 2: vLLM streams each choice in chunks of its own; only choice 0's are timed.
+    r#"{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":1,"delta":{"content":" other"},"logprobs":null,"finish_reason":null}]}"#,
+    r#"{"id":"cmpl-2","object":"text_completion","created":1,"model":"m","choices":[{"index":1,"text":" b","logprobs":null,"finish_reason":"length"}]}"#,
+    r#"{"choices":[{"index":1,"text":"b","delta":{"content":"b"}},{"index":0,"text":"a","delta":{"content":"a"},"finish_reason":"stop"}]}"#,
+    r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"one"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":"two"},"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":9}}"#,
+    r#"{"choices":[{"delta":{"content":"no index"}},{"index":0,"delta":{"content":"late zero"}}]}"#,
+    r#"{"choices":[{"index":null,"delta":{"content":"null index"}}]}"#,
 ];
 
 fn assert_same(data: &[u8]) {
@@ -169,16 +176,16 @@ fn struct_as_array(data: &[u8]) -> bool {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) else {
         return false;
     };
-    let choice = v.get("choices").and_then(|c| c.get(0));
-    let places = [
+    let mut places = vec![
         Some(&v),
-        choice,
-        choice.and_then(|c| c.get("delta")),
-        choice.and_then(|c| c.get("message")),
         v.get("usage"),
         v.get("usage").and_then(|u| u.get("prompt_tokens_details")),
         v.get("usage").and_then(|u| u.get("input_tokens_details")),
     ];
+    let choices = v.get("choices").and_then(serde_json::Value::as_array);
+    for choice in choices.into_iter().flatten() {
+        places.extend([Some(choice), choice.get("delta"), choice.get("message")]);
+    }
     for place in places.into_iter().flatten() {
         if place.is_array() {
             return true;
@@ -194,6 +201,26 @@ fn corpus_reads_as_serde_reads_it() {
     }
     let info = parse(CORPUS[4].as_bytes(), Shape::Chat).unwrap();
     assert_eq!(info.content.as_deref(), Some("Hi \"you\" é😀\n"));
+}
+
+/// With `n = 2` a chunk of choice 1 is no choice at all for timing; choice 0 is found by
+/// its `index` wherever it stands in the array.
+#[test]
+fn only_choice_zero_is_read() {
+    let other = parse(CORPUS[16].as_bytes(), Shape::Chat).unwrap();
+    assert!(!other.has_choice && other.content.is_none());
+    let other = parse(CORPUS[17].as_bytes(), Shape::Completions).unwrap();
+    assert!(!other.has_choice && other.finish_reason.is_none());
+    for shape in [Shape::Chat, Shape::Completions] {
+        let late = parse(CORPUS[18].as_bytes(), shape).unwrap();
+        assert_eq!(late.content.as_deref(), Some("a"));
+        assert_eq!(late.finish_reason.as_deref(), Some("stop"));
+    }
+    let body = parse(CORPUS[19].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(body.content.as_deref(), Some("one"));
+    assert_eq!(body.usage.unwrap().completion_tokens, Some(9));
+    let first = parse(CORPUS[20].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(first.content.as_deref(), Some("no index"));
 }
 
 #[test]
@@ -276,7 +303,8 @@ fn opt(rng: &mut ChaCha8Rng, v: String) -> String {
     }
 }
 
-fn generated(rng: &mut ChaCha8Rng) -> String {
+/// A choice of either shape; its `index` is 0, 1, 2 or left out.
+fn generated_choice(rng: &mut ChaCha8Rng) -> String {
     let message = format!(
         "{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"x\":{}}}",
         opt_string(rng),
@@ -291,6 +319,18 @@ fn generated(rng: &mut ChaCha8Rng) -> String {
         format!("\"logprobs\":{}", value(rng, 3)),
     ];
     shuffle(rng, &mut choice);
+    choice.truncate(rng.gen_range(3..=5));
+    format!("{{{}}}", choice.join(","))
+}
+
+fn generated(rng: &mut ChaCha8Rng) -> String {
+    // Mostly well-formed second choices (n = 2), sometimes any value (an error both ways).
+    let second = if rng.gen_range(0..4) == 0 {
+        value(rng, 2)
+    } else {
+        generated_choice(rng)
+    };
+    let first = generated_choice(rng);
     let cached = format!("{{\"cached_tokens\":{}}}", rng.gen_range(0..5000));
     let details = opt(rng, cached);
     let usage = format!(
@@ -301,7 +341,7 @@ fn generated(rng: &mut ChaCha8Rng) -> String {
     );
     let mut top = vec![
         format!("\"id\":{}", string(rng)),
-        format!("\"choices\":[{{{}}},{}]", choice.join(","), value(rng, 2)),
+        format!("\"choices\":[{first},{second}]"),
         format!("\"usage\":{}", opt(rng, usage)),
         format!("\"extra\":{}", value(rng, 4)),
     ];
@@ -338,6 +378,10 @@ fn duplicate_and_mistyped_fields_are_errors_as_in_serde() {
         r#"{"usage":{"prompt_tokens":1.5}}"#,
         r#"{"object":7}"#,
         r#"{"choices":[]} {}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"a"}},5]}"#,
+        r#"{"choices":[{"index":0,"index":0}]}"#,
+        r#"{"choices":[{"index":-1}]}"#,
+        r#"{"choices":[{"index":"0"}]}"#,
     ] {
         assert!(parse(bad.as_bytes(), Shape::Chat).is_err(), "{bad}");
         assert!(reference(bad.as_bytes(), Shape::Chat).is_err(), "{bad}");

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::embedding::{done, item};
 use super::image_codec::{data_url, encode, pixels, ImageFormat};
 use super::source::{numbered_lines, read_text, required_path};
-use super::words::random_text;
+use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError, Materialized};
 use crate::api::Prompt;
 use crate::plan::spec::DatasetSpec;
@@ -40,7 +40,7 @@ fn caption(
     ctx: &DatasetContext,
     rng: &mut ChaCha8Rng,
 ) -> Result<(String, Option<u32>), DatasetError> {
-    match spec.text_tokens {
+    match spec.text_tokens.map(|r| draw_len(r, rng)) {
         Some(n) if n > 0 => random_text(ctx.tokenizer.as_deref(), n, rng),
         _ => Ok((DEFAULT_TEXT.to_string(), count(ctx, DEFAULT_TEXT)?)),
     }

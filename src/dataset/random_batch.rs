@@ -1,8 +1,8 @@
 //! `random_embedding` and `random_rerank`: random texts, each exactly its target length as an
 //! embeddings or rerank server counts one input (encoded with the tokenizer's special tokens).
 //! An embeddings request holds `batch_size` inputs of `input_tokens` each; a rerank request a
-//! query of `query_tokens` and `num_documents` documents of `query_tokens ×
-//! document_length_ratio` tokens. Targets and counts of a request are the sums over its texts.
+//! query of `query_tokens` (fixed, or drawn per request from `{min, max}`) and
+//! `num_documents` documents of that query length × `document_length_ratio` tokens. Targets and counts of a request are the sums over its texts.
 
 use rand_chacha::ChaCha8Rng;
 
@@ -53,17 +53,18 @@ pub(crate) fn rerank(
         key: "query_tokens",
     })?;
     let ratio = spec.document_length_ratio.unwrap_or(1.0);
-    if query == 0 || !ratio.is_finite() || ratio <= 0.0 {
+    if query.min() == 0 || query.min() > query.max() || !ratio.is_finite() || ratio <= 0.0 {
         return Err(DatasetError::Invalid(format!(
-            "random_rerank needs query_tokens >= 1 and document_length_ratio > 0, got \
-             {query} and {ratio}"
+            "random_rerank needs query_tokens >= 1 (min <= max) and document_length_ratio > 0, \
+             got {query:?} and {ratio}"
         )));
     }
-    let document = ((f64::from(query) * ratio).round() as u32).max(1);
     let documents = spec.num_documents.unwrap_or(DEFAULT_DOCUMENTS).max(1) as usize;
     let texts = RandomText::plain(&measure, word_pool(tok)?)?;
     let items = in_parallel(ctx.count, |index| {
         let mut rng = request_rng(ctx.seed, index);
+        let query = draw_len(query, &mut rng);
+        let document = ((f64::from(query) * ratio).round() as u32).max(1);
         let mut lengths = vec![TokenRange::Fixed(query)];
         lengths.extend(std::iter::repeat_n(TokenRange::Fixed(document), documents));
         let (mut texts, target, client) = draw_texts(&texts, &lengths, &mut rng)?;

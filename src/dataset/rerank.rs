@@ -1,5 +1,6 @@
-//! `random_rerank` without a tokenizer: one query of about `query_tokens` words and
-//! `num_documents` documents (default 10) of `document_length_ratio` × the query length
+//! `random_rerank` without a tokenizer: one query of about `query_tokens` words (fixed, or
+//! drawn per request from `{min, max}`) and `num_documents` documents (default 10) of
+//! `document_length_ratio` × that query length
 //! (approximate lengths; with the model's tokenizer, `random_batch` makes them exact).
 //! Files are read by `batch_files`.
 
@@ -7,7 +8,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::embedding::{done, item};
-use super::words::random_text;
+use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError, Materialized};
 use crate::api::Prompt;
 use crate::plan::spec::DatasetSpec;
@@ -29,12 +30,13 @@ pub(crate) fn random(
         ));
     }
     let docs = spec.num_documents.unwrap_or(DEFAULT_DOCUMENTS).max(1);
-    let doc_tokens = ((f64::from(query_tokens) * ratio).round() as u32).max(1);
     let tok = ctx.tokenizer.as_deref();
     let mut items = Vec::with_capacity(ctx.count);
     for i in 0..ctx.count {
         let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ (i as u64).wrapping_mul(0x51_7cc1_b727));
-        let (query, qn) = random_text(tok, query_tokens, &mut rng)?;
+        let query_len = draw_len(query_tokens, &mut rng).max(1);
+        let doc_tokens = ((f64::from(query_len) * ratio).round() as u32).max(1);
+        let (query, qn) = random_text(tok, query_len, &mut rng)?;
         let mut total = qn;
         let mut documents = Vec::with_capacity(docs as usize);
         for _ in 0..docs {

@@ -30,8 +30,9 @@ pub const RUN_AXES: [&str; 7] = [
 
 /// Dataset keys that cannot be axes (they choose the dataset rather than tune it).
 const DATASET_NOT_AXES: [&str; 1] = ["kind"];
-/// Request keys that cannot be axes.
-const REQUEST_NOT_AXES: [&str; 2] = ["extra", "body_template"];
+/// Request keys that cannot be axes. (`extra` is one: each value is a table merged into
+/// `[defaults].extra`.)
+const REQUEST_NOT_AXES: [&str; 1] = ["body_template"];
 
 fn property_names<T: schemars::JsonSchema>() -> Vec<String> {
     let schema = schemars::schema_for!(T);

@@ -201,6 +201,23 @@ pub fn dataset_problems_given(
             }
         }
     }
+    for (key, range) in [
+        ("query_tokens", ds.query_tokens),
+        ("text_tokens", ds.text_tokens),
+    ] {
+        if let Some(r) = range.filter(|r| r.min() > r.max()) {
+            out.push((
+                key.into(),
+                format!("{key} min {} is above max {}", r.min(), r.max()),
+            ));
+        }
+    }
+    if ds.query_tokens.is_some_and(|r| r.min() == 0) {
+        out.push((
+            "query_tokens".into(),
+            "query_tokens must be at least 1".to_string(),
+        ));
+    }
     if let (Some(min), Some(max)) = (ds.min_input_tokens, ds.max_input_tokens) {
         if min > max {
             out.push((
@@ -327,6 +344,14 @@ pub fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &std::path::Path) -> 
         if let Some(file) = ds.text.as_deref().and_then(|t| t.strip_prefix('@')) {
             missing(file, key(&["datasets", name, "text"]), "prompt file");
         }
+    }
+    if let Some(file) = spec
+        .defaults
+        .body_template
+        .as_deref()
+        .and_then(|t| t.strip_prefix('@'))
+    {
+        missing(file, key(&["defaults", "body_template"]), "template file");
     }
     for (name, ep) in &spec.endpoints {
         if let Some(t) = ep.sim.as_ref().and_then(|s| s.tokenizer.as_deref()) {

@@ -360,13 +360,15 @@ pub struct DatasetSpec {
     pub format: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images_per_request: Option<u32>,
+    /// Image kinds: the text part's length, fixed or `{min, max}` per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text_tokens: Option<u32>,
+    pub text_tokens: Option<TokenRange>,
     /// Embeddings: inputs per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_size: Option<u32>,
+    /// `random_rerank`: the query's length, fixed or `{min, max}` per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub query_tokens: Option<u32>,
+    pub query_tokens: Option<TokenRange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_documents: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -29,6 +29,24 @@ fn entry_matches(point: &Point, entry: &Map<String, Value>, keys: impl Fn(&str) 
         .all(|(k, v)| point.get(k).is_some_and(|pv| value_matches(pv, v)))
 }
 
+/// Merges `patch` into `base`: tables key by key (recursively), any other value replaces.
+/// How an `extra` axis value lands on `[defaults].extra`.
+pub fn merge_tables(base: &mut Value, patch: &Value) {
+    match (base, patch) {
+        (Value::Object(b), Value::Object(p)) => {
+            for (k, v) in p {
+                match b.get_mut(k) {
+                    Some(existing) => merge_tables(existing, v),
+                    None => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, p) => *b = p.clone(),
+    }
+}
+
 /// The cartesian product, first axis outermost.
 pub fn product(axes: &[(String, Vec<Value>)]) -> Vec<Point> {
     let mut points = vec![Point::new()];
@@ -176,6 +194,20 @@ mod tests {
         assert_eq!(
             points(&p),
             json!([{"endpoint": "on", "input_tokens": 1024}, {"endpoint": "on", "input_tokens": 8192}])
+        );
+    }
+
+    #[test]
+    fn merge_tables_goes_key_by_key() {
+        let mut base =
+            json!({"chat_template_kwargs": {"enable_thinking": false, "x": 1}, "priority": 0});
+        merge_tables(
+            &mut base,
+            &json!({"chat_template_kwargs": {"enable_thinking": true}, "priority": 5, "new": [1]}),
+        );
+        assert_eq!(
+            base,
+            json!({"chat_template_kwargs": {"enable_thinking": true, "x": 1}, "priority": 5, "new": [1]})
         );
     }
 

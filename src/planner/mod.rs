@@ -2,6 +2,7 @@
 //! stable ids, and selects runs with `--only`. Knows nothing about HTTP or storage.
 
 pub mod matrix;
+mod request_checks;
 mod resolve;
 pub mod run;
 pub mod search;
@@ -27,6 +28,7 @@ pub fn expand(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
     let points = matrix::expand(&m.axes, &m.exclude, &m.include);
     let resolver = resolve::Resolver { plan };
     let mut diags = Vec::new();
+    request_checks::check_plan(plan, &mut diags);
     let mut runs: Vec<RunSpec> = Vec::new();
     if points.is_empty() {
         diags.push(Diagnostic::error(
@@ -91,6 +93,12 @@ pub fn display_value(value: &Value) -> String {
                 display_value(&map["max"])
             )
         }
+        // Any other table (an `extra` axis value, say) as the report labels it: `key=value …`.
+        Value::Object(map) if !map.is_empty() => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", display_value(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
         other => other.to_string(),
     }
 }

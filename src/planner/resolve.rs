@@ -47,7 +47,13 @@ impl Resolver<'_> {
                 }
             };
             if let Some(map) = target.as_object_mut() {
-                map.insert(key.clone(), value.clone());
+                match map.get_mut(key.as_str()) {
+                    // An `extra` value adds to (or changes) `[defaults].extra`.
+                    Some(base) if key == "extra" => super::matrix::merge_tables(base, value),
+                    _ => {
+                        map.insert(key.clone(), value.clone());
+                    }
+                }
             }
         }
         let dataset = self.typed(dataset_json, "dataset", diags)?;
@@ -83,6 +89,8 @@ impl Resolver<'_> {
             );
             return None;
         }
+        super::request_checks::check(self.plan, point, api, &request, diags);
+        super::request_checks::check_template(self.plan, api, &request, dataset.kind, diags);
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let trace = dataset.kind == crate::plan::DatasetKind::Trace;
         let load = self.load(point, trace, diags)?;

@@ -7,6 +7,7 @@
 //! (the driver has nothing to do meanwhile).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -18,6 +19,7 @@ use crate::dataset::multi_turn::{Conversations, Script};
 use crate::engine::{Next, Outcome, Phase, PreparedRequest, RequestRecord, RequestSource};
 use crate::plan::spec::RequestSpec;
 use crate::runner::fields;
+use crate::runner::template::{self, TemplateInput};
 
 /// How every turn's body is built.
 #[derive(Debug, Clone)]
@@ -28,6 +30,8 @@ pub struct TurnTemplate {
     pub stream: bool,
     pub reject_fields: Vec<String>,
     pub seed: u64,
+    /// The compiled `body_template`, when the plan sets one: every turn's body.
+    pub body_template: Option<Arc<minijinja::Environment<'static>>>,
 }
 
 /// Everything a multi-turn run needs, made by `prepare`.
@@ -160,7 +164,10 @@ impl ConversationSource {
             .max_tokens
             .or_else(|| fields::output_tokens(&t.request, None, &mut self.rng));
         if let Some(n) = limit {
-            f.insert(fields::max_tokens_field(&t.request).into(), n.into());
+            f.insert(
+                fields::max_tokens_field(&t.request, t.kind).into(),
+                n.into(),
+            );
         }
         let prompt = Prompt::Messages(conv.messages.clone());
         let input = BodyInput {
@@ -171,10 +178,25 @@ impl ConversationSource {
             include_usage: t.stream,
             reject_fields: &t.reject_fields,
         };
-        let (path, body) = match api::build_body(t.kind, &input) {
+        let built = match &t.body_template {
+            None => api::build_body(t.kind, &input).map_err(|e| e.to_string()),
+            Some(env) => {
+                let t_input = TemplateInput {
+                    model: input.model,
+                    prompt: input.prompt,
+                    fields: input.fields,
+                    stream: input.stream,
+                    reject_fields: input.reject_fields,
+                };
+                template::render(env, &t_input)
+                    .map(|body| (t.kind.path(), body))
+                    .map_err(|e| e.to_string())
+            }
+        };
+        let (path, body) = match built {
             Ok(x) => x,
             Err(e) => {
-                self.errors.push(e.to_string());
+                self.errors.push(e);
                 return None;
             }
         };
@@ -320,6 +342,7 @@ mod tests {
                 stream: false,
                 reject_fields: Vec::new(),
                 seed: 1,
+                body_template: None,
             },
             warmup: 1,
             total,

@@ -5,6 +5,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
+use crate::api::ApiKind;
 use crate::plan::{RequestSpec, StopSpec, TokenRange};
 
 /// Fields common to every request of the run (everything but the output length when it
@@ -48,9 +49,12 @@ pub fn base_fields(req: &RequestSpec) -> Map<String, Value> {
     m
 }
 
-/// The output-limit field name the plan asked for.
-pub fn max_tokens_field(req: &RequestSpec) -> &'static str {
-    if req.max_completion_tokens == Some(true) {
+/// The output-limit field name of `kind`: the Responses API's `max_output_tokens`, else
+/// what the plan asked for (`max_tokens`, or `max_completion_tokens`).
+pub fn max_tokens_field(req: &RequestSpec, kind: ApiKind) -> &'static str {
+    if kind == ApiKind::Responses {
+        "max_output_tokens"
+    } else if req.max_completion_tokens == Some(true) {
         "max_completion_tokens"
     } else {
         "max_tokens"
@@ -94,6 +98,26 @@ mod tests {
             serde_json::json!({"temperature": 0.0, "ignore_eos": true})
         );
         assert!(base_fields(&RequestSpec::default()).is_empty());
+    }
+
+    #[test]
+    fn responses_limit_is_max_output_tokens() {
+        let plain = RequestSpec::default();
+        let completion = RequestSpec {
+            max_completion_tokens: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(max_tokens_field(&plain, ApiKind::Chat), "max_tokens");
+        assert_eq!(
+            max_tokens_field(&completion, ApiKind::Chat),
+            "max_completion_tokens"
+        );
+        for req in [&plain, &completion] {
+            assert_eq!(
+                max_tokens_field(req, ApiKind::Responses),
+                "max_output_tokens"
+            );
+        }
     }
 
     #[test]

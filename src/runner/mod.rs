@@ -22,7 +22,7 @@ pub mod shard;
 mod sims;
 pub mod start_at;
 mod suite;
-mod template;
+pub(crate) mod template;
 mod traffic;
 mod writer;
 

@@ -136,14 +136,14 @@ pub fn prepare(
         ));
     }
     let base = fields::base_fields(&s.request);
-    let limit_field = fields::max_tokens_field(&s.request);
+    let limit_field = fields::max_tokens_field(&s.request, kind);
     let stream = fields::streams(&s.request) && kind.can_stream();
     let mut rng = ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574);
     let template = s
         .request
         .body_template
         .as_deref()
-        .map(template::compile)
+        .map(|t| template::load(t, base_dir))
         .transpose()?;
     let mut requests = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {

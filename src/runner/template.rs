@@ -2,7 +2,10 @@
 //! is not quite OpenAI's (EvalScope's `--query-template`). The context holds `model`,
 //! `prompt` (text, or token ids), `messages`, `stream` and every request field by its
 //! OpenAI name (`max_tokens`, `temperature`, …). The result must be JSON; `reject_fields`
-//! are removed from it.
+//! are removed from it. `body_template = "@path"` reads the template from a file relative
+//! to the plan's folder. Validation renders it once with sample values (`trial`).
+
+use std::path::Path;
 
 use bytes::Bytes;
 use minijinja::{context, Environment};
@@ -75,13 +78,45 @@ pub fn render(env: &Environment<'_>, input: &TemplateInput<'_>) -> Result<Bytes,
 }
 
 /// An environment with the template compiled, or the compile error.
-pub fn compile(source: &str) -> Result<Environment<'_>, RunnerError> {
+pub fn compile(source: &str) -> Result<Environment<'static>, RunnerError> {
     let mut env = Environment::new();
-    env.add_template("body", source)
+    env.add_template_owned("body", source.to_string())
         .map_err(|e| RunnerError::Template {
             reason: format!("cannot compile: {e:#}"),
         })?;
     Ok(env)
+}
+
+/// The template text of a `body_template` value: the value itself, or with `@path` the
+/// file's contents (relative to `base_dir`, the plan's folder).
+pub fn source(value: &str, base_dir: &Path) -> Result<String, RunnerError> {
+    let Some(file) = value.strip_prefix('@') else {
+        return Ok(value.to_string());
+    };
+    let path = base_dir.join(file);
+    std::fs::read_to_string(&path).map_err(|e| RunnerError::Template {
+        reason: format!("cannot read {}: {e}", path.display()),
+    })
+}
+
+/// Reads (`@path`) and compiles a `body_template` value.
+pub fn load(value: &str, base_dir: &Path) -> Result<Environment<'static>, RunnerError> {
+    compile(&source(value, base_dir)?)
+}
+
+/// Renders the template once with a sample prompt and `fields` (the run's request fields):
+/// the problem a run would meet on its first request, said at validation.
+pub fn trial(value: &str, base_dir: &Path, fields: &Map<String, Value>) -> Result<(), String> {
+    let env = load(value, base_dir).map_err(|e| e.to_string())?;
+    let prompt = Prompt::Text("a sample prompt".into());
+    let input = TemplateInput {
+        model: "model",
+        prompt: &prompt,
+        fields,
+        stream: true,
+        reject_fields: &[],
+    };
+    render(&env, &input).map(|_| ()).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -123,5 +158,21 @@ mod tests {
         let err = render(&env, &input).unwrap_err().to_string();
         assert!(err.contains("not JSON"), "{err}");
         assert!(compile("{{ unclosed").is_err());
+    }
+
+    #[test]
+    fn a_template_file_is_read_relative_to_the_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.json"), r#"{"m": {{ model | tojson }}}"#).unwrap();
+        assert_eq!(
+            source("@t.json", dir.path()).unwrap(),
+            r#"{"m": {{ model | tojson }}}"#
+        );
+        assert_eq!(source("{}", dir.path()).unwrap(), "{}");
+        assert!(trial("@t.json", dir.path(), &Map::new()).is_ok());
+        let err = trial("@missing.json", dir.path(), &Map::new()).unwrap_err();
+        assert!(err.contains("missing.json"), "{err}");
+        let err = trial("{{ model }}", dir.path(), &Map::new()).unwrap_err();
+        assert!(err.contains("not JSON"), "{err}");
     }
 }

@@ -144,6 +144,12 @@ fn conversation(
             stream: fields::streams(&s.request),
             reject_fields: s.endpoint.spec.reject_fields.clone(),
             seed: run.dataset_seed,
+            body_template: s
+                .request
+                .body_template
+                .as_deref()
+                .map(|t| super::template::load(t, &ctx.base_dir).map(std::sync::Arc::new))
+                .transpose()?,
         },
         warmup: warmup_count(&s.load) as usize,
         total: ctx.count,

@@ -66,8 +66,9 @@ pub struct SimConfig {
     pub max_num_seqs: u32,
 
     /// Output length when the request does not set `ignore_eos`: a seeded natural length
-    /// (exponential with this mean), at least `min_tokens`, capped by `max_tokens`
-    /// (`max_completion_tokens`, `max_output_tokens`). With `ignore_eos`: exactly the cap.
+    /// (exponential with this mean), at least `min_tokens`, capped by the route's limit
+    /// (chat: `max_completion_tokens` or `max_tokens`; completions: `max_tokens`;
+    /// responses: `max_output_tokens`). With `ignore_eos`: exactly the cap.
     #[arg(long, default_value_t = 128, value_name = "N")]
     pub natural_output_mean: u32,
 

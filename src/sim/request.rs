@@ -130,9 +130,20 @@ pub(crate) fn parse_job(
         Api::Completions => completion_prompts(body.get("prompt"), tok)?,
         Api::Responses => vec![response_tokens(body, tok, cfg.image_tokens)?],
     };
+    // Each route honours only the fields its real counterpart reads (vLLM, OpenAI):
+    // chat takes `max_completion_tokens` (or the older `max_tokens`), completions only
+    // `max_tokens`, responses only `max_output_tokens` and neither `n` nor `min_tokens`.
     let max_tokens = match api {
         Api::Responses => uint(body, "max_output_tokens")?,
-        _ => uint(body, "max_completion_tokens")?.or(uint(body, "max_tokens")?),
+        Api::Chat => uint(body, "max_completion_tokens")?.or(uint(body, "max_tokens")?),
+        Api::Completions => uint(body, "max_tokens")?,
+    };
+    let (n, min_tokens) = match api {
+        Api::Responses => (1, 0),
+        _ => (
+            uint(body, "n")?.unwrap_or(1).clamp(1, 128),
+            uint(body, "min_tokens")?.unwrap_or(0),
+        ),
     };
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let asked = body
@@ -152,9 +163,9 @@ pub(crate) fn parse_job(
             .unwrap_or("sim-model")
             .to_string(),
         prompts,
-        n: uint(body, "n")?.unwrap_or(1).clamp(1, 128),
+        n,
         max_tokens,
-        min_tokens: uint(body, "min_tokens")?.unwrap_or(0),
+        min_tokens,
         ignore_eos: body
             .get("ignore_eos")
             .and_then(Value::as_bool)
@@ -371,5 +382,29 @@ mod tests {
                 .status,
             400
         );
+    }
+
+    /// A limit under another route's name is not honoured (as by vLLM and OpenAI).
+    #[test]
+    fn each_route_reads_only_its_own_limit() {
+        let r = job(
+            Api::Responses,
+            json!({"model": "m", "input": "hi", "max_tokens": 3, "max_completion_tokens": 3,
+            "min_tokens": 5, "n": 2}),
+        )
+        .unwrap();
+        assert_eq!((r.max_tokens, r.min_tokens, r.n), (None, 0, 1));
+        let c = job(
+            Api::Completions,
+            json!({"model": "m", "prompt": "hi", "max_completion_tokens": 3, "max_output_tokens": 3}),
+        )
+        .unwrap();
+        assert_eq!(c.max_tokens, None);
+        let chat = job(
+            Api::Chat,
+            json!({"model": "m", "messages": [], "max_output_tokens": 3}),
+        )
+        .unwrap();
+        assert_eq!(chat.max_tokens, None);
     }
 }

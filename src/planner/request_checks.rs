@@ -1,0 +1,134 @@
+//! Request settings a run's API cannot honour as written, or that change what its
+//! metrics mean: diagnostics at the key that set them (the matrix axis when a run's point
+//! sets it, else `[defaults]`). Pure: settings in, diagnostics out.
+
+use super::matrix::Point;
+use crate::api::ApiKind;
+use crate::plan::diag::{Diagnostic, Span};
+use crate::plan::node::{Node, NodeKind, Step};
+use crate::plan::{ApiSpec, DatasetKind, LoadedPlan, RequestSpec};
+use crate::runner::{fields, template};
+
+/// Where request key `key` of a run was set.
+fn place(plan: &LoadedPlan, point: &Point, key: &str) -> Span {
+    let section = if point.contains_key(key) {
+        "matrix"
+    } else {
+        "defaults"
+    };
+    plan.locate(&[Step::Key(section.into()), Step::Key(key.into())])
+}
+
+/// Diagnostics of one run's request settings under its API.
+pub(crate) fn check(
+    plan: &LoadedPlan,
+    point: &Point,
+    api: ApiSpec,
+    request: &RequestSpec,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let warn = |key: &str, message: String, help: &str| {
+        Diagnostic::warning(message, Some(place(plan, point, key))).with_help(help.to_string())
+    };
+    if api == ApiSpec::Responses {
+        if request.max_completion_tokens == Some(true) {
+            diags.push(warn(
+                "max_completion_tokens",
+                "`max_completion_tokens` does not apply to api = \"responses\"".into(),
+                "the Responses API's output limit is always sent as `max_output_tokens`",
+            ));
+        }
+        if request.min_tokens.is_some() {
+            diags.push(warn(
+                "min_tokens",
+                "`min_tokens` is not a field of the Responses API: servers ignore it (vLLM) or reject it (OpenAI)".into(),
+                "use `ignore_eos = true` with `output_tokens` for exact output lengths",
+            ));
+        }
+        if request.n.is_some_and(|n| n > 1) {
+            diags.push(warn(
+                "n",
+                "`n` is not a field of the Responses API: servers ignore it (vLLM) or reject it (OpenAI)".into(),
+                "use api = \"chat\" or \"completions\" for several choices per request",
+            ));
+        }
+    } else if let Some(n) = request.n.filter(|&n| n > 1) {
+        diags.push(warn(
+            "n",
+            format!("`n = {n}`: TTFT and inter-token times follow choice 0 only, while output tokens and throughput count all {n} choices"),
+            "per-token latency of one stream is the figure to compare; use n = 1 for EvalScope-comparable TPOT",
+        ));
+    }
+}
+
+/// `body_template` against a run: it does not apply to a trace replay (records are sent
+/// as recorded); otherwise it must read, compile and render to JSON with the run's fields
+/// (a sample prompt), located at the key, before any run starts.
+pub(crate) fn check_template(
+    plan: &LoadedPlan,
+    api: ApiSpec,
+    request: &RequestSpec,
+    kind: DatasetKind,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let Some(value) = request.body_template.as_deref() else {
+        return;
+    };
+    let at = Some(plan.locate(&[
+        Step::Key("defaults".into()),
+        Step::Key("body_template".into()),
+    ]));
+    if kind == DatasetKind::Trace {
+        diags.push(Diagnostic::warning(
+            "`body_template` does not apply to a trace replay: its records are sent as recorded",
+            at,
+        ));
+        return;
+    }
+    let kind = match api {
+        ApiSpec::Chat => ApiKind::Chat,
+        ApiSpec::Completions => ApiKind::Completions,
+        ApiSpec::Responses => ApiKind::Responses,
+        ApiSpec::Embeddings => ApiKind::Embeddings,
+        ApiSpec::Rerank => ApiKind::Rerank,
+    };
+    let mut fields = fields::base_fields(request);
+    if let Some(n) = request.output_tokens {
+        fields.insert(
+            fields::max_tokens_field(request, kind).into(),
+            n.max().into(),
+        );
+    }
+    if let Err(reason) = template::trial(value, &plan.base_dir, &fields) {
+        diags.push(
+            Diagnostic::error(format!("`body_template` cannot make a request body: {reason}"), at)
+                .with_help("the template must render to JSON; its context holds model, prompt, messages, stream and every request field by its OpenAI name"),
+        );
+    }
+}
+
+/// Whether a table holds a list anywhere.
+fn holds_list(node: &Node) -> bool {
+    match &node.kind {
+        NodeKind::Seq(_) => true,
+        NodeKind::Map(entries) => entries.iter().any(|e| holds_list(&e.value)),
+        _ => false,
+    }
+}
+
+/// Plan-wide checks of the matrix's request axes: a single `extra` table holding a list is
+/// most likely `extra.key = [a, b]` (TOML's dotted key), which is one run sending the list.
+pub(crate) fn check_plan(plan: &LoadedPlan, diags: &mut Vec<Diagnostic>) {
+    let Some(extra) = plan.tree.get("matrix").and_then(|m| m.get("extra")) else {
+        return;
+    };
+    if matches!(extra.kind, NodeKind::Map(_)) && holds_list(extra) {
+        diags.push(
+            Diagnostic::warning(
+                "`extra` in [matrix] is a single table: one run, which sends the list in it as the field's value",
+                Some(plan.locate(&[Step::Key("matrix".into()), Step::Key("extra".into())])),
+            )
+            .with_help("for one run per value write a list of tables: extra = [{ priority = 0 }, { priority = 10 }]"),
+        );
+    }
+}
