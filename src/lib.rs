@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod plan;
 pub mod planner;
 pub mod report;
+pub mod request;
 pub mod runner;
 pub mod secrets;
 pub mod sim;

@@ -29,7 +29,7 @@ pub fn of_runner_error(e: &RunnerError) -> u8 {
         RunnerError::Connection { .. } | RunnerError::Sim { .. } => ENDPOINT,
         RunnerError::Store(_) => DATABASE,
         RunnerError::Slo { .. }
-        | RunnerError::Template { .. }
+        | RunnerError::Template(_)
         | RunnerError::Tokenizer { .. }
         | RunnerError::Dataset { .. } => INVALID,
         _ => INTERNAL,

@@ -7,7 +7,7 @@ use crate::api::ApiKind;
 use crate::plan::diag::{Diagnostic, Span};
 use crate::plan::node::{Node, NodeKind, Step};
 use crate::plan::{ApiSpec, DatasetKind, LoadedPlan, RequestSpec};
-use crate::runner::{fields, template};
+use crate::request::{fields, template};
 
 /// Where request key `key` of a run was set.
 fn place(plan: &LoadedPlan, point: &Point, key: &str) -> Span {

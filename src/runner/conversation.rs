@@ -18,8 +18,8 @@ use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::multi_turn::{Conversations, Script};
 use crate::engine::{Next, Outcome, Phase, PreparedRequest, RequestRecord, RequestSource};
 use crate::plan::spec::RequestSpec;
-use crate::runner::fields;
-use crate::runner::template::{self, TemplateInput};
+use crate::request::fields;
+use crate::request::template::{self, TemplateInput};
 
 /// How every turn's body is built.
 #[derive(Debug, Clone)]

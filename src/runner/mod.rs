@@ -8,7 +8,6 @@ mod connect;
 mod conversation;
 mod execute;
 mod failures;
-pub mod fields;
 mod lengths;
 pub mod lifecycle;
 mod log;
@@ -22,7 +21,6 @@ pub mod shard;
 mod sims;
 pub mod start_at;
 mod suite;
-pub(crate) mod template;
 mod traffic;
 mod writer;
 
@@ -86,8 +84,8 @@ pub enum RunnerError {
         #[source]
         source: crate::engine::RunError,
     },
-    #[error("body_template: {reason}")]
-    Template { reason: String },
+    #[error(transparent)]
+    Template(#[from] crate::request::TemplateError),
     #[error("invalid SLO `{text}`: {reason}")]
     Slo { text: String, reason: String },
     #[error("cannot create the output folder {}", path.display())]

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::fields;
-use super::template::{self, TemplateInput};
 use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized};
 use crate::engine::{Phase, PreparedRequest};
 use crate::plan::{ApiSpec, CacheState};
 use crate::planner::{warmup_count, RunSpec};
+use crate::request::fields;
+use crate::request::template::{self, TemplateInput};
 use crate::tokenize::{Tokenizer, TokenizerCache};
 
 /// Most requests materialized for a load bounded only by its duration.

@@ -9,13 +9,14 @@ use serde_json::Value;
 
 use super::conversation::{turn_metrics, ConversationPlan, ConversationSource, TurnTemplate};
 use super::prepare::{api_kind, PreparedRun};
-use super::{fields, RunnerError};
+use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::{self, DatasetContext};
 use crate::engine::{Load, Next, Phase, PreparedRequest, RequestRecord, RequestSource, VecSource};
 use crate::metrics::RunSummary;
 use crate::plan::DatasetKind;
 use crate::planner::{warmup_count, RunSpec};
+use crate::request::fields;
 
 /// Builds the request set of a trace or multi-turn run; `None` for every other kind.
 pub(super) fn prepare(
@@ -148,7 +149,7 @@ fn conversation(
                 .request
                 .body_template
                 .as_deref()
-                .map(|t| super::template::load(t, &ctx.base_dir).map(std::sync::Arc::new))
+                .map(|t| crate::request::template::load(t, &ctx.base_dir).map(std::sync::Arc::new))
                 .transpose()?,
         },
         warmup: warmup_count(&s.load) as usize,

@@ -11,8 +11,14 @@ use bytes::Bytes;
 use minijinja::{context, Environment};
 use serde_json::{Map, Value};
 
-use super::RunnerError;
 use crate::api::Prompt;
+
+/// A body template that cannot be read, compiled or rendered to JSON.
+#[derive(Debug, thiserror::Error)]
+#[error("body_template: {reason}")]
+pub struct TemplateError {
+    pub reason: String,
+}
 
 /// What one request's body is made of.
 pub struct TemplateInput<'a> {
@@ -48,8 +54,8 @@ fn prompt_values(prompt: &Prompt) -> (Value, Value) {
 }
 
 /// Renders one body. `env` holds the compiled template named `body`.
-pub fn render(env: &Environment<'_>, input: &TemplateInput<'_>) -> Result<Bytes, RunnerError> {
-    let bad = |reason: String| RunnerError::Template { reason };
+pub fn render(env: &Environment<'_>, input: &TemplateInput<'_>) -> Result<Bytes, TemplateError> {
+    let bad = |reason: String| TemplateError { reason };
     let tmpl = env.get_template("body").map_err(|e| bad(e.to_string()))?;
     let (prompt, messages) = prompt_values(input.prompt);
     let ctx = context! {
@@ -78,10 +84,10 @@ pub fn render(env: &Environment<'_>, input: &TemplateInput<'_>) -> Result<Bytes,
 }
 
 /// An environment with the template compiled, or the compile error.
-pub fn compile(source: &str) -> Result<Environment<'static>, RunnerError> {
+pub fn compile(source: &str) -> Result<Environment<'static>, TemplateError> {
     let mut env = Environment::new();
     env.add_template_owned("body", source.to_string())
-        .map_err(|e| RunnerError::Template {
+        .map_err(|e| TemplateError {
             reason: format!("cannot compile: {e:#}"),
         })?;
     Ok(env)
@@ -89,18 +95,18 @@ pub fn compile(source: &str) -> Result<Environment<'static>, RunnerError> {
 
 /// The template text of a `body_template` value: the value itself, or with `@path` the
 /// file's contents (relative to `base_dir`, the plan's folder).
-pub fn source(value: &str, base_dir: &Path) -> Result<String, RunnerError> {
+pub fn source(value: &str, base_dir: &Path) -> Result<String, TemplateError> {
     let Some(file) = value.strip_prefix('@') else {
         return Ok(value.to_string());
     };
     let path = base_dir.join(file);
-    std::fs::read_to_string(&path).map_err(|e| RunnerError::Template {
+    std::fs::read_to_string(&path).map_err(|e| TemplateError {
         reason: format!("cannot read {}: {e}", path.display()),
     })
 }
 
 /// Reads (`@path`) and compiles a `body_template` value.
-pub fn load(value: &str, base_dir: &Path) -> Result<Environment<'static>, RunnerError> {
+pub fn load(value: &str, base_dir: &Path) -> Result<Environment<'static>, TemplateError> {
     compile(&source(value, base_dir)?)
 }
 
