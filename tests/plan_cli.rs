@@ -233,6 +233,24 @@ fn impossible_settings_and_warnings() {
         "{err}"
     );
 
+    // Multi-turn conversations are chat: another API is refused before any run starts.
+    let plan = PLAN
+        .replace(
+            "kind = \"prompt\"\ntext = \"hello\"",
+            "kind = \"random_multi_turn\"\nturns = 2",
+        )
+        .replace(
+            "cache_state = [",
+            "api = [\"chat\", \"completions\"]\ncache_state = [",
+        );
+    let out = perfplan(&["validate", &write(dir.path(), "mt.toml", &plan)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("multi-turn datasets need api = \"chat\" (this run uses `completions`)"),
+        "{err}"
+    );
+
     let warn_only = PLAN.replace("warmup = 4 }", "warmup = 2 }");
     let out = perfplan(&["validate", &write(dir.path(), "w.toml", &warn_only)]);
     assert!(out.status.success());

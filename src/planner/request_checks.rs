@@ -3,7 +3,6 @@
 //! sets it, else `[defaults]`). Pure: settings in, diagnostics out.
 
 use super::matrix::Point;
-use crate::api::ApiKind;
 use crate::plan::diag::{Diagnostic, Span};
 use crate::plan::node::{Node, NodeKind, Step};
 use crate::plan::{ApiSpec, DatasetKind, LoadedPlan, RequestSpec};
@@ -85,13 +84,7 @@ pub(crate) fn check_template(
         ));
         return;
     }
-    let kind = match api {
-        ApiSpec::Chat => ApiKind::Chat,
-        ApiSpec::Completions => ApiKind::Completions,
-        ApiSpec::Responses => ApiKind::Responses,
-        ApiSpec::Embeddings => ApiKind::Embeddings,
-        ApiSpec::Rerank => ApiKind::Rerank,
-    };
+    let kind = crate::request::api_kind(api);
     let mut fields = fields::base_fields(request);
     if let Some(n) = request.output_tokens {
         fields.insert(
@@ -103,6 +96,31 @@ pub(crate) fn check_template(
         diags.push(
             Diagnostic::error(format!("`body_template` cannot make a request body: {reason}"), at)
                 .with_help("the template must render to JSON; its context holds model, prompt, messages, stream and every request field by its OpenAI name"),
+        );
+    }
+}
+
+/// Multi-turn datasets build chat conversations: another API is an error before any run
+/// starts (it used to fail only when the run did).
+pub(crate) fn check_dataset_api(
+    plan: &LoadedPlan,
+    point: &Point,
+    api: ApiSpec,
+    kind: DatasetKind,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let multi_turn = matches!(
+        kind,
+        DatasetKind::RandomMultiTurn | DatasetKind::Conversations
+    );
+    if multi_turn && api != ApiSpec::Chat {
+        let name = crate::request::api_kind(api).as_str();
+        diags.push(
+            Diagnostic::error(
+                format!("multi-turn datasets need api = \"chat\" (this run uses `{name}`)"),
+                Some(place(plan, point, "api")),
+            )
+            .with_help("set api = \"chat\", or exclude this combination in [matrix]"),
         );
     }
 }

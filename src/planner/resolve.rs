@@ -91,6 +91,7 @@ impl Resolver<'_> {
         }
         super::request_checks::check(self.plan, point, api, &request, diags);
         super::request_checks::check_template(self.plan, api, &request, dataset.kind, diags);
+        super::request_checks::check_dataset_api(self.plan, point, api, dataset.kind, diags);
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let trace = dataset.kind == crate::plan::DatasetKind::Trace;
         let load = self.load(point, trace, diags)?;

@@ -7,3 +7,17 @@ pub mod fields;
 pub mod template;
 
 pub use template::TemplateError;
+
+use crate::api::ApiKind;
+use crate::plan::ApiSpec;
+
+/// The API a plan's `api` names.
+pub fn api_kind(api: ApiSpec) -> ApiKind {
+    match api {
+        ApiSpec::Chat => ApiKind::Chat,
+        ApiSpec::Completions => ApiKind::Completions,
+        ApiSpec::Responses => ApiKind::Responses,
+        ApiSpec::Embeddings => ApiKind::Embeddings,
+        ApiSpec::Rerank => ApiKind::Rerank,
+    }
+}

@@ -12,7 +12,7 @@ use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized};
 use crate::engine::{Phase, PreparedRequest};
-use crate::plan::{ApiSpec, CacheState};
+use crate::plan::CacheState;
 use crate::planner::{warmup_count, RunSpec};
 use crate::request::fields;
 use crate::request::template::{self, TemplateInput};
@@ -40,15 +40,7 @@ pub struct PreparedRun {
     pub trace_ids: Vec<Option<String>>,
 }
 
-pub fn api_kind(api: ApiSpec) -> ApiKind {
-    match api {
-        ApiSpec::Chat => ApiKind::Chat,
-        ApiSpec::Completions => ApiKind::Completions,
-        ApiSpec::Responses => ApiKind::Responses,
-        ApiSpec::Embeddings => ApiKind::Embeddings,
-        ApiSpec::Rerank => ApiKind::Rerank,
-    }
-}
+pub use crate::request::api_kind;
 
 /// How many measured requests a load asks for.
 pub fn measured_count(run: &RunSpec) -> usize {
