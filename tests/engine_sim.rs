@@ -312,6 +312,40 @@ async fn duration_stops_sending_on_time() {
     sim.shutdown().await;
 }
 
+/// Warmup does not use the duration budget: it counts from the first measured request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_counts_from_the_first_measured_request() {
+    let sim = SimServer::start(SimConfig {
+        ttft_base: ms(5),
+        itl_base: ms(5),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let cfg = RunConfig {
+        load: Load::Closed { concurrency: 4 },
+        duration: Some(Duration::from_millis(300)),
+        grace: Duration::from_secs(1),
+    };
+    // 40 warmup requests of ~20 ms, 4 at a time: about 200 ms of warmup.
+    let out = go(&sim, prepare(&chat(4), 40, 100_000), cfg).await;
+    assert!(out.stopped_by_duration);
+    let measured: Vec<_> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Measured)
+        .collect();
+    let first = measured.iter().map(|r| r.sent).min().unwrap();
+    let last = measured.iter().map(|r| r.sent).max().unwrap();
+    assert!(first >= Duration::from_millis(100), "warmup took {first:?}");
+    let window = last - first;
+    assert!(
+        window >= Duration::from_millis(200) && window <= Duration::from_millis(310),
+        "measured requests were sent over {window:?}"
+    );
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_faults_are_counted_by_class() {
     faults_with(false).await;

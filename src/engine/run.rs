@@ -17,7 +17,7 @@ use tokio::sync::{oneshot, watch};
 use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
 use super::cpu::CpuClock;
 use super::exchange::exchange;
-use super::record::RequestRecord;
+use super::record::{Phase, RequestRecord};
 use super::source::{Next, PreparedRequest, RequestSource};
 use super::target::Endpoint;
 use super::ticker::{next_tick, Ticker};
@@ -148,7 +148,9 @@ struct Driver<'a> {
     next_index: u64,
     /// Most requests in flight (closed loop: the concurrency).
     limit: usize,
+    /// The soft stop: `duration` after the first measured request, set when it starts.
     stop_at: Option<Instant>,
+    duration: Option<Duration>,
     /// Open loop: the arrival thread.
     ticker: Option<Ticker>,
     /// A tick received whose request has not started yet.
@@ -192,7 +194,13 @@ impl<'a> Driver<'a> {
             }
             self.due = None;
             match source.next() {
-                Next::Request(req) => self.start(req, intended),
+                Next::Request(req) => {
+                    if self.stop_at.is_none() && req.phase == Phase::Measured {
+                        // Warmup does not use the budget (as EvalScope's `--duration`).
+                        self.stop_at = self.duration.map(|d| t0 + intended + d);
+                    }
+                    self.start(req, intended);
+                }
                 Next::Pending if !self.in_flight.is_empty() => {
                     self.due = self.ticker.as_ref().map(|_| intended);
                     break;
@@ -272,7 +280,8 @@ pub async fn run(
         cancels: HashMap::new(),
         next_index: 0,
         limit: limit_of(&cfg.load),
-        stop_at: cfg.duration.map(|x| t0 + x),
+        stop_at: None,
+        duration: cfg.duration,
         ticker,
         due: None,
         freed: VecDeque::new(),
@@ -306,11 +315,16 @@ async fn drive(
 ) {
     let far = d.t0 + Duration::from_secs(86_400 * 365);
     let mut cancel_rx = cancel.tx.subscribe();
-    let stop_sleep = tokio::time::sleep_until(d.stop_at.unwrap_or(far).into());
+    let stop_sleep = tokio::time::sleep_until(far.into());
     let grace_sleep = tokio::time::sleep_until(far.into());
     tokio::pin!(stop_sleep, grace_sleep);
+    let mut armed = false;
     loop {
         d.fill(source);
+        if let (false, Some(at)) = (armed, d.stop_at) {
+            stop_sleep.as_mut().reset(at.into());
+            armed = true;
+        }
         if d.in_flight.is_empty() && d.stopping {
             return;
         }

@@ -90,7 +90,7 @@ pub struct ConversationSource {
     turn_of_item: Vec<u32>,
     /// Problems building a body (reported after the run).
     pub errors: Vec<String>,
-    /// When the source was first asked for a turn.
+    /// When the first measured turn was handed out (the `duration` clock's start).
     started: Option<Instant>,
 }
 
@@ -205,15 +205,19 @@ impl ConversationSource {
         self.by_item.insert(item, self.ids[slot]);
         self.handed += 1;
         self.in_flight += 1;
+        let phase = if self.plan.priming {
+            Phase::Priming
+        } else if (item as usize) < self.plan.warmup {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        };
+        if phase == Phase::Measured {
+            self.started.get_or_insert_with(Instant::now);
+        }
         Some(PreparedRequest {
             item,
-            phase: if self.plan.priming {
-                Phase::Priming
-            } else if (item as usize) < self.plan.warmup {
-                Phase::Warmup
-            } else {
-                Phase::Measured
-            },
+            phase,
             kind: t.kind,
             path: path.into(),
             body,
@@ -236,7 +240,6 @@ impl RequestSource for ConversationSource {
             return Next::Done;
         }
         let now = Instant::now();
-        self.started.get_or_insert(now);
         if let Some(slot) = self.ready_slot(now) {
             return self.turn(slot).map_or(Next::Done, Next::Request);
         }
