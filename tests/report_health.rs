@@ -219,6 +219,10 @@ fn perfplan_log_holds_the_final_report_and_gates() {
     assert!(log.contains("suite health — 1 runs"), "{log}");
     assert!(log.contains("12 of 40 failed"), "{log}");
     assert!(
+        log.contains("perfplan: 1 runs done, 0 skipped, 0 failed"),
+        "{log}"
+    );
+    assert!(
         log.contains("success_ratio") && log.contains("FAIL"),
         "{log}"
     );

@@ -161,7 +161,7 @@ pub fn after_run(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> u
 
 /// Appends `text` to the output folder's `perfplan.log`; a log that cannot be written
 /// is a warning, never a failed report.
-fn append_log(dir: &Path, text: &str) {
+pub(super) fn append_log(dir: &Path, text: &str) {
     use std::io::Write;
     let path = dir.join("perfplan.log");
     let written = std::fs::OpenOptions::new()

@@ -82,7 +82,7 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::of_runner_error(&e);
         }
     };
-    eprintln!(
+    let line = format!(
         "perfplan: {} runs done, {} skipped, {} failed{}; results in {}",
         outcome.done,
         outcome.skipped,
@@ -94,6 +94,8 @@ pub fn run(args: &RunArgs) -> u8 {
         },
         outcome.dir.display()
     );
+    eprintln!("{line}");
+    super::report::append_log(&outcome.dir, &format!("{line}\n"));
     let code = super::report::after_run(&outcome.dir, &args.gates, args.baseline.as_deref());
     let code = super::shard::gate_code(args, code);
     if outcome.interrupted {
