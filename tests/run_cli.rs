@@ -405,3 +405,39 @@ async fn a_run_where_every_request_fails_is_a_failed_run() {
     );
     sim.shutdown().await;
 }
+
+/// `--debug` logs every request body and every response as received: each streamed
+/// event's data, `[DONE]` included, joined to its request by index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_logs_bodies_and_every_response_event() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("p.toml");
+    std::fs::write(&plan_path, plan(&sim.base_url(), "")).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = perfplan(&[
+        "run",
+        plan_path.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--debug",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = std::fs::read_to_string(out_dir.join("perfplan.log")).unwrap();
+    let count = |needle: &str| log.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(count("POST /v1/chat/completions"), 24, "every body");
+    assert_eq!(count("debug response "), 24, "every response");
+    assert_eq!(count("data: [DONE]"), 24, "every stream's end");
+    // 8 content events (a role chunk, usage) per stream, by request index.
+    let first: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" index=0 data: "))
+        .collect();
+    assert!(first.len() >= 9, "{first:?}");
+    assert!(first.iter().any(|l| l.contains("chat.completion.chunk")));
+    sim.shutdown().await;
+}

@@ -53,10 +53,15 @@ pub(crate) struct StreamState {
     done: bool,
     error: Option<String>,
     bad: Option<String>,
+    /// Keep each event's data in the record (`--debug`).
+    raw: bool,
 }
 
 impl StreamState {
     fn on_event(&mut self, rec: &mut RequestRecord, ev: SseEvent<'_>, at: Duration) {
+        if self.raw {
+            rec.raw.push(String::from_utf8_lossy(ev.data).into_owned());
+        }
         if self.done || self.bad.is_some() {
             return;
         }
@@ -128,6 +133,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         client_input_tokens: req.client_input_tokens,
         request_bytes: req.body.len() as u64,
         response_bytes: 0,
+        raw: Vec::new(),
     }
 }
 
@@ -281,11 +287,11 @@ pub(crate) struct Reading {
 
 impl Reading {
     pub(crate) fn new(
-        status: u16,
-        streamed: bool,
+        (status, streamed): (u16, bool),
         kind: ApiKind,
         t0: Instant,
         decoder: SseDecoder,
+        raw: bool,
     ) -> Reading {
         Reading {
             status,
@@ -296,6 +302,7 @@ impl Reading {
                 done: false,
                 error: None,
                 bad: None,
+                raw,
             },
             decoder,
             body: Vec::new(),
@@ -327,6 +334,9 @@ impl Reading {
         if self.streamed {
             let (state, at) = (&mut self.state, rec.end);
             self.decoder.finish(|ev| state.on_event(rec, ev, at));
+        } else if self.state.raw {
+            rec.raw
+                .push(String::from_utf8_lossy(&self.body).into_owned());
         }
     }
 
@@ -362,7 +372,13 @@ async fn drive_h1(
     let streamed = head.status == 200 && (head.event_stream || (req.stream && !head.json));
     let mut decoder = std::mem::take(&mut conn.sse);
     decoder.reset();
-    let mut reading = Reading::new(head.status, streamed, req.kind, t0, decoder);
+    let mut reading = Reading::new(
+        (head.status, streamed),
+        req.kind,
+        t0,
+        decoder,
+        ep.raw_responses,
+    );
     rec.end = reading.last - t0;
     let mut framing = BodyState::new(head.framing);
     loop {

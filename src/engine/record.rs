@@ -121,6 +121,10 @@ pub struct RequestRecord {
     pub client_input_tokens: Option<u32>,
     pub request_bytes: u64,
     pub response_bytes: u64,
+    /// With `Endpoint::with_raw_responses`: the response as received, each SSE event's
+    /// data (or the whole body). Never stored; `run --debug` logs it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw: Vec<String>,
 }
 
 impl Default for RequestRecord {
@@ -146,6 +150,7 @@ impl Default for RequestRecord {
             client_input_tokens: None,
             request_bytes: 0,
             response_bytes: 0,
+            raw: Vec::new(),
         }
     }
 }

@@ -99,6 +99,8 @@ pub struct Endpoint {
     pub(crate) request_ids: Option<(Arc<str>, u64)>,
     /// The target's own headers already carry an `x-request-id`.
     own_request_id: bool,
+    /// Keep each response as received in its record (`raw`), for `--debug`.
+    pub(crate) raw_responses: bool,
 }
 
 impl Endpoint {
@@ -133,6 +135,7 @@ impl Endpoint {
             urls: Vec::new(),
             timeouts: target.timeouts,
             request_ids: None,
+            raw_responses: false,
             own_request_id: target
                 .headers
                 .iter()
@@ -151,6 +154,12 @@ impl Endpoint {
         if !self.own_request_id {
             self.request_ids = Some((Arc::from(prefix), first));
         }
+        self
+    }
+
+    /// Keeps every response as received in its record's `raw` (costly: for debugging).
+    pub fn with_raw_responses(mut self, on: bool) -> Endpoint {
+        self.raw_responses = on;
         self
     }
 

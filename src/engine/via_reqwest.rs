@@ -72,7 +72,13 @@ pub(crate) async fn drive_reqwest(
     let event_stream = content_type_is(&response, "text/event-stream");
     let json = content_type_is(&response, "application/json");
     let streamed = status == 200 && (event_stream || (req.stream && !json));
-    let mut reading = Reading::new(status, streamed, req.kind, t0, SseDecoder::new());
+    let mut reading = Reading::new(
+        (status, streamed),
+        req.kind,
+        t0,
+        SseDecoder::new(),
+        ep.raw_responses,
+    );
     rec.end = reading.last - t0;
     loop {
         tokio::select! {

@@ -209,7 +209,8 @@ pub async fn execute(
         let endpoint = ctx
             .endpoint
             .clone()
-            .with_request_ids(&run.id, ctx.index_base);
+            .with_request_ids(&run.id, ctx.index_base)
+            .with_raw_responses(ctx.log.debug());
         let out = engine::run(&endpoint, &mut source, &priming_cfg, ctx.cancel, &mut sink)
             .await
             .map_err(|source| RunnerError::Load {
@@ -231,7 +232,11 @@ pub async fn execute(
         None => None,
     };
     // An `x-request-id` made of the run id and the stored index, so server logs join the records.
-    let endpoint = ctx.endpoint.clone().with_request_ids(&run.id, offset);
+    let endpoint = ctx
+        .endpoint
+        .clone()
+        .with_request_ids(&run.id, offset)
+        .with_raw_responses(ctx.log.debug());
     let output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load {

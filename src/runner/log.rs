@@ -73,6 +73,11 @@ impl SuiteLog {
         }
     }
 
+    /// Whether `--debug` asked for every body and response.
+    pub fn debug(&self) -> bool {
+        self.debug
+    }
+
     /// With `--debug`: a run's request bodies, before they are sent.
     pub fn requests(&self, run_id: &str, requests: &[PreparedRequest]) {
         if !self.debug {
@@ -107,5 +112,11 @@ impl SuiteLog {
             "text": r.output_text,
         });
         self.write(&format!("debug response {line}"));
+        for data in &r.raw {
+            self.write(&format!(
+                "debug run={run_id} index={} data: {data}",
+                r.index
+            ));
+        }
     }
 }

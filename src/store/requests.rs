@@ -105,6 +105,7 @@ impl RequestRow {
             client_input_tokens: self.client_input_tokens,
             request_bytes: self.request_bytes,
             response_bytes: self.response_bytes,
+            raw: Vec::new(),
         }
     }
 }
