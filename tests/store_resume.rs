@@ -45,6 +45,7 @@ fn record(index: u64) -> RequestRecord {
         last_chunk: None,
         request_bytes: 100,
         response_bytes: 200,
+        raw: Vec::new(),
     }
 }
 

@@ -41,6 +41,7 @@ fn record(index: u64) -> RequestRecord {
         last_chunk: None,
         request_bytes: 5000,
         response_bytes: 20_000,
+        raw: Vec::new(),
     }
 }
 

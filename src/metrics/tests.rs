@@ -38,6 +38,7 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
         client_input_tokens: None,
         request_bytes: 0,
         response_bytes: 0,
+        raw: Vec::new(),
     }
 }
 

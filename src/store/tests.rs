@@ -41,6 +41,7 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         last_chunk: None,
         request_bytes: 1000,
         response_bytes: 2000,
+        raw: Vec::new(),
     }
 }
 

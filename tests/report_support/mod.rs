@@ -103,6 +103,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 client_output_tokens: Some(OUTPUT_TOKENS),
                 request_bytes: 600,
                 response_bytes: 4000,
+                raw: Vec::new(),
             }
         })
         .collect()
