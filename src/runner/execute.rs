@@ -153,6 +153,15 @@ pub struct RunContext<'a> {
     pub start_at: Option<std::time::SystemTime>,
 }
 
+/// The endpoint of one pass: an `x-request-id` made of the run id and the stored index
+/// (from `first`), so server logs join the records; raw responses kept for `--debug`.
+fn pass_endpoint(ctx: &RunContext<'_>, run_id: &str, first: u64) -> Endpoint {
+    ctx.endpoint
+        .clone()
+        .with_request_ids(run_id, first)
+        .with_raw_responses(ctx.log.debug())
+}
+
 /// Executes one prepared run and stores its records and summary.
 pub async fn execute(
     ctx: &RunContext<'_>,
@@ -206,11 +215,7 @@ pub async fn execute(
             ..cfg.clone()
         };
         let mut sink = sink_for(ctx.index_base);
-        let endpoint = ctx
-            .endpoint
-            .clone()
-            .with_request_ids(&run.id, ctx.index_base)
-            .with_raw_responses(ctx.log.debug());
+        let endpoint = pass_endpoint(ctx, &run.id, ctx.index_base);
         let out = engine::run(&endpoint, &mut source, &priming_cfg, ctx.cancel, &mut sink)
             .await
             .map_err(|source| RunnerError::Load {
@@ -231,12 +236,7 @@ pub async fn execute(
         Some(at) => super::start_at::wait_until(at).await,
         None => None,
     };
-    // An `x-request-id` made of the run id and the stored index, so server logs join the records.
-    let endpoint = ctx
-        .endpoint
-        .clone()
-        .with_request_ids(&run.id, offset)
-        .with_raw_responses(ctx.log.debug());
+    let endpoint = pass_endpoint(ctx, &run.id, offset);
     let output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load {
