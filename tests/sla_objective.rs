@@ -66,7 +66,9 @@ fn max_objective_finds_the_best_passing_concurrency_and_reports_it() {
     let found = &searches[0];
     assert_eq!(found.outcome, "optimum", "{found:?}");
     assert!(
-        found.message.contains("output_tps is highest at concurrency"),
+        found
+            .message
+            .contains("output_tps is highest at concurrency"),
         "{}",
         found.message
     );
@@ -97,9 +99,14 @@ fn max_objective_finds_the_best_passing_concurrency_and_reports_it() {
     let md = render(Format::Md).unwrap();
     assert!(md.contains("sla_best_concurrency"), "{md}");
     let html = render(Format::Html).unwrap();
-    assert!(html.contains("SLA searches") && html.contains("SLA search: output_tps vs concurrency"));
+    assert!(
+        html.contains("SLA searches") && html.contains("SLA search: output_tps vs concurrency")
+    );
     let json: serde_json::Value = serde_json::from_str(&render(Format::Json).unwrap()).unwrap();
-    assert_eq!(json[0]["metrics"]["sla_best_concurrency"], serde_json::json!(best));
+    assert_eq!(
+        json[0]["metrics"]["sla_best_concurrency"],
+        serde_json::json!(best)
+    );
 
     let gate = ["sla_best_concurrency=>= -10%".to_string()];
     let same = gates::evaluate_suite(&store, &gate, Some(&store), &[]).unwrap();
@@ -107,7 +114,9 @@ fn max_objective_finds_the_best_passing_concurrency_and_reports_it() {
     assert!(gates::all_passed(&same), "{same:?}");
     // A gate on the limit search's result does not apply to an objective search.
     let limit = ["sla_max_concurrency=>= 1".to_string()];
-    assert!(gates::evaluate_suite(&store, &limit, None, &[]).unwrap().is_empty());
+    assert!(gates::evaluate_suite(&store, &limit, None, &[])
+        .unwrap()
+        .is_empty());
     let cmp = report::compare::compare(&store, &store, &Default::default()).unwrap();
     assert_eq!(cmp.metrics[0], "sla_best_concurrency");
 }

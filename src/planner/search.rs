@@ -8,8 +8,8 @@ use sha2::{Digest, Sha256};
 
 use super::run::{dataset_seed, RunSpec};
 use crate::metrics::condition::{parse_condition, ConditionError};
-use crate::metrics::sla_objective::Goal;
 use crate::metrics::sla::{parse_multiple, Bounds, Precision};
+use crate::metrics::sla_objective::Goal;
 use crate::plan::{LoadSpec, PrecisionSpec, SearchVariable, StepRequests, WarmupSpec};
 
 /// Fewest measured requests of a probe sized as a multiple (`"4x"`).
@@ -327,15 +327,26 @@ mod tests {
         let ok = search(
             r#"{"search":"concurrency","slo":{"output_tps":"max","ttft_p99":"<= 2s"},"max":64}"#,
         );
-        assert!(search_problems(&ok).is_empty(), "{:?}", search_problems(&ok));
+        assert!(
+            search_problems(&ok).is_empty(),
+            "{:?}",
+            search_problems(&ok)
+        );
         let only = search(r#"{"search":"rate","slo":{"ttft_p99":" min "},"max":64}"#);
-        assert!(search_problems(&only).is_empty(), "{:?}", search_problems(&only));
+        assert!(
+            search_problems(&only).is_empty(),
+            "{:?}",
+            search_problems(&only)
+        );
         let two = search(r#"{"search":"concurrency","slo":{"output_tps":"max","ttft_p99":"min"}}"#);
         let all = search_problems(&two).join("\n");
         assert!(all.contains("at most one objective"), "{all}");
         let unknown = search(r#"{"search":"concurrency","slo":{"output_tsp":"max"}}"#);
         let all = search_problems(&unknown).join("\n");
-        assert!(all.contains("unknown metric `output_tsp`") && all.contains("output_tps"), "{all}");
+        assert!(
+            all.contains("unknown metric `output_tsp`") && all.contains("output_tps"),
+            "{all}"
+        );
         let fixed = search(r#"{"concurrency":4,"requests":8,"slo":{"output_tps":"max"}}"#);
         let all = search_problems(&fixed).join("\n");
         assert!(all.contains("applies only to a search"), "{all}");

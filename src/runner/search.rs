@@ -72,8 +72,7 @@ impl Suite<'_> {
             .search
             .ok_or_else(|| invalid(run, "not a search".into()))?;
         let b = bounds(load).ok_or_else(|| invalid(run, "invalid precision".into()))?;
-        let (objective, conds) =
-            split_slo(&load.slo).map_err(|e| invalid(run, e.to_string()))?;
+        let (objective, conds) = split_slo(&load.slo).map_err(|e| invalid(run, e.to_string()))?;
         {
             let mut store = self.lock()?;
             store.begin_run(&run.id)?;

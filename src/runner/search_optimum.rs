@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use super::super::{run_label, Ended, Suite};
 use super::{variable_name, Step};
 use crate::engine::Target;
 use crate::metrics::condition::{unit_of, Condition, MetricUnit};
@@ -15,7 +16,6 @@ use crate::metrics::sla::{Bounds, SearchOutcome};
 use crate::metrics::sla_objective::{Goal, Objective, OptimumNext, OptimumResult, OptimumSearch};
 use crate::plan::SearchVariable;
 use crate::planner::RunSpec;
-use super::super::{run_label, Ended, Suite};
 use crate::runner::RunnerError;
 use crate::store::{RunStatus, SearchRow};
 
@@ -59,7 +59,12 @@ impl Suite<'_> {
                     failed_run: false,
                 });
             };
-            let score = step.summary.values.get(&o.objective.metric).copied().flatten();
+            let score = step
+                .summary
+                .values
+                .get(&o.objective.metric)
+                .copied()
+                .flatten();
             let shown = shown(&o.objective.metric, score);
             self.log.say(&format!(
                 "{label}: search {name}={value}: {} = {shown}, {}",
