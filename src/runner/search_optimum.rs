@@ -79,7 +79,25 @@ impl Suite<'_> {
         };
         let row = optimum_row(run, &o, &result, &steps);
         self.log.say(&format!("{label}: {}", row.message));
-        self.lock()?.write_search(&row)?;
+        self.store_optimum(run, &o, (&result, &row), &steps)?;
+        Ok(Ended {
+            completed: true,
+            failed_requests: 0,
+            failed_run: false,
+        })
+    }
+
+    /// Stores the result row, and the best value's pooled metrics with `sla_best_*` as
+    /// the search run's metrics.
+    fn store_optimum(
+        &self,
+        run: &RunSpec,
+        o: &Optimum,
+        (result, row): (&OptimumResult, &SearchRow),
+        steps: &[Step],
+    ) -> Result<(), RunnerError> {
+        let name = variable_name(o.var);
+        self.lock()?.write_search(row)?;
         let mut metrics = steps
             .iter()
             .find(|s| Some(s.value) == result.best)
@@ -103,12 +121,7 @@ impl Suite<'_> {
             "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
             "message": row.message,
         }});
-        self.finish_search(run, RunStatus::Done, &metrics, &extras)?;
-        Ok(Ended {
-            completed: true,
-            failed_requests: 0,
-            failed_run: false,
-        })
+        self.finish_search(run, RunStatus::Done, &metrics, &extras)
     }
 }
 
