@@ -35,8 +35,10 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
         "output_tps" | "total_tps" | "input_tps" => MetricUnit::TokensPerSec,
         "rps" | "goodput_rps" | "inputs_per_s" => MetricUnit::RequestsPerSec,
-        "requests_ok" | "requests_failed" | "sla_max_concurrency" => MetricUnit::Count,
-        "sla_max_rate" => MetricUnit::RequestsPerSec,
+        "requests_ok" | "requests_failed" | "sla_max_concurrency" | "sla_best_concurrency" => {
+            MetricUnit::Count
+        }
+        "sla_max_rate" | "sla_best_rate" => MetricUnit::RequestsPerSec,
         _ => {
             let quantity = names::QUANTITIES
                 .iter()
@@ -156,6 +158,11 @@ pub fn parse_condition(metric: &str, text: &str) -> Result<Condition, ConditionE
         reason: reason.into(),
     };
     let t = text.trim();
+    if matches!(t, "min" | "max") {
+        return Err(syntax(
+            "`min` and `max` are objectives of an SLA search's `slo` (load = { search = ..., slo = { ... } }), not conditions",
+        ));
+    }
     let (op, rest) = [
         ("<=", Op::Le),
         (">=", Op::Ge),

@@ -7,6 +7,7 @@ pub mod definitions;
 pub mod failures;
 pub mod names;
 pub mod sla;
+pub mod sla_objective;
 pub mod stats;
 mod summary;
 #[cfg(test)]

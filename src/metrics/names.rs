@@ -19,7 +19,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 19] = [
+pub const SCALARS: [&str; 21] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -42,6 +42,10 @@ pub const SCALARS: [&str; 19] = [
     "ttft_first_turn_mean",
     "ttft_later_turns_mean",
     "cache_hit_ratio_later_turns",
+    // The result of an SLA search with an objective (`output_tps = "max"`): the passing
+    // value with the best objective (null otherwise).
+    "sla_best_concurrency",
+    "sla_best_rate",
 ];
 
 /// Quantities measured in milliseconds (in JSON and CSV).

@@ -36,6 +36,8 @@ pub enum SearchOutcome {
     MinFails,
     /// `max` passes: the limit lies above the searched range.
     MaxPasses,
+    /// An objective search (`output_tps = "max"`) found its best passing value.
+    Optimum,
 }
 
 impl SearchOutcome {
@@ -44,6 +46,7 @@ impl SearchOutcome {
             SearchOutcome::Found => "found",
             SearchOutcome::MinFails => "min_fails",
             SearchOutcome::MaxPasses => "max_passes",
+            SearchOutcome::Optimum => "optimum",
         }
     }
 
@@ -52,6 +55,7 @@ impl SearchOutcome {
             SearchOutcome::Found,
             SearchOutcome::MinFails,
             SearchOutcome::MaxPasses,
+            SearchOutcome::Optimum,
         ]
         .into_iter()
         .find(|o| o.as_str() == text)

@@ -481,7 +481,9 @@ pub struct LoadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchVariable>,
     /// Search: metric name → condition every probe must meet, pooled over its trials
-    /// (`ttft_p99 = "<= 2s"`, `success_ratio = ">= 0.99"`).
+    /// (`ttft_p99 = "<= 2s"`, `success_ratio = ">= 0.99"`); at most one entry may be an
+    /// objective instead, `"max"` or `"min"` (`output_tps = "max"`): the search then finds
+    /// the passing value with the best value of that metric.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub slo: BTreeMap<String, String>,
     /// Search: the first value probed (default 1).

@@ -7,8 +7,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::run::{dataset_seed, RunSpec};
-use crate::metrics::condition::parse_condition;
+use crate::metrics::condition::{parse_condition, ConditionError};
 use crate::metrics::sla::{parse_multiple, Bounds, Precision};
+use crate::metrics::sla_objective::Goal;
 use crate::plan::{LoadSpec, PrecisionSpec, SearchVariable, StepRequests, WarmupSpec};
 
 /// Fewest measured requests of a probe sized as a multiple (`"4x"`).
@@ -38,7 +39,12 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
         .into_iter()
         .filter_map(|(k, set)| set.then_some(k))
         .collect();
-        if !set.is_empty() {
+        if let Some((metric, text)) = load.slo.iter().find(|(_, t)| Goal::parse(t).is_some()) {
+            out.push(format!(
+                "the objective `{metric} = \"{}\"` applies only to a search: add `search = \"concurrency\"` (or \"rate\")",
+                text.trim()
+            ));
+        } else if !set.is_empty() {
             out.push(format!(
                 "`{}` apply only to a search: add `search = \"concurrency\"` (or \"rate\")",
                 set.join("`, `")
@@ -68,7 +74,8 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
     if load.slo.is_empty() {
         out.push("a search needs `slo`, e.g. slo = { ttft_p99 = \"<= 2s\" }".into());
     }
-    for (metric, text) in &load.slo {
+    out.extend(objective_problems(load));
+    for (metric, text) in load.slo.iter().filter(|(_, t)| Goal::parse(t).is_none()) {
         match parse_condition(metric, text) {
             Err(e) => out.push(format!("search slo: {e}")),
             Ok(c) if c.is_relative() => out.push(format!(
@@ -99,6 +106,42 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
         if precision_of(Some(p)).is_none() {
             out.push("`precision` must be a positive width or a share like \"5%\"".into());
         }
+    }
+    out
+}
+
+/// Problems of the objectives (`output_tps = "max"`) of a search's `slo`.
+fn objective_problems(load: &LoadSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    let objectives: Vec<(&String, &String)> = load
+        .slo
+        .iter()
+        .filter(|(_, t)| Goal::parse(t).is_some())
+        .collect();
+    for (metric, text) in &objectives {
+        if let Err(e) = parse_condition(metric, "<= 0") {
+            let hint = match e {
+                ConditionError::UnknownMetric {
+                    suggestion: Some(s),
+                    ..
+                } => format!(" (did you mean `{s}`?)"),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "search slo objective `{metric} = \"{}\"`: unknown metric `{metric}`{hint}",
+                text.trim()
+            ));
+        }
+    }
+    if objectives.len() > 1 {
+        let named: Vec<String> = objectives
+            .iter()
+            .map(|(m, t)| format!("`{m} = \"{}\"`", t.trim()))
+            .collect();
+        out.push(format!(
+            "a search has at most one objective (`min` or `max`), this one has {}: keep one and make the others limits like \"<= 2s\"",
+            named.join(", ")
+        ));
     }
     out
 }
@@ -277,6 +320,36 @@ mod tests {
         assert!(search_problems(&l)
             .join("\n")
             .contains("apply only to a search"));
+    }
+
+    #[test]
+    fn objectives_are_checked() {
+        let ok = search(
+            r#"{"search":"concurrency","slo":{"output_tps":"max","ttft_p99":"<= 2s"},"max":64}"#,
+        );
+        assert!(
+            search_problems(&ok).is_empty(),
+            "{:?}",
+            search_problems(&ok)
+        );
+        let only = search(r#"{"search":"rate","slo":{"ttft_p99":" min "},"max":64}"#);
+        assert!(
+            search_problems(&only).is_empty(),
+            "{:?}",
+            search_problems(&only)
+        );
+        let two = search(r#"{"search":"concurrency","slo":{"output_tps":"max","ttft_p99":"min"}}"#);
+        let all = search_problems(&two).join("\n");
+        assert!(all.contains("at most one objective"), "{all}");
+        let unknown = search(r#"{"search":"concurrency","slo":{"output_tsp":"max"}}"#);
+        let all = search_problems(&unknown).join("\n");
+        assert!(
+            all.contains("unknown metric `output_tsp`") && all.contains("output_tps"),
+            "{all}"
+        );
+        let fixed = search(r#"{"concurrency":4,"requests":8,"slo":{"output_tps":"max"}}"#);
+        let all = search_problems(&fixed).join("\n");
+        assert!(all.contains("applies only to a search"), "{all}");
     }
 
     #[test]

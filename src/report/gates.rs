@@ -91,16 +91,32 @@ pub fn evaluate(
     out
 }
 
-/// A gate on an SLA search's result (`sla_max_concurrency`) applies only to runs that
-/// search that variable; every other gate applies to every run.
+/// A gate on an SLA search's result applies only to runs that search that variable:
+/// `sla_max_concurrency` to limit searches, `sla_best_concurrency` to searches with an
+/// objective (`output_tps = "max"`); every other gate applies to every run.
 fn applies(gate: &Condition, run: &StoredRun) -> bool {
-    let Some(var) = gate.metric.strip_prefix("sla_max_") else {
-        return true;
+    let (var, objective) = match (
+        gate.metric.strip_prefix("sla_max_"),
+        gate.metric.strip_prefix("sla_best_"),
+    ) {
+        (Some(var), _) => (var, false),
+        (_, Some(var)) => (var, true),
+        _ => return true,
     };
+    let has_objective = run
+        .settings
+        .pointer("/load/slo")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|slo| {
+            slo.values()
+                .filter_map(serde_json::Value::as_str)
+                .any(|t| crate::metrics::sla_objective::Goal::parse(t).is_some())
+        });
     run.settings
         .pointer("/load/search")
         .and_then(serde_json::Value::as_str)
         == Some(var)
+        && has_objective == objective
 }
 
 fn check(

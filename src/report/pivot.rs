@@ -67,7 +67,12 @@ impl Layout {
 
 /// Puts an SLA search's result first among default metrics when some run has one.
 pub(crate) fn lead_with_search_results(metrics: &mut Vec<String>, runs: &[StoredRun]) {
-    for name in ["sla_max_rate", "sla_max_concurrency"] {
+    for name in [
+        "sla_best_rate",
+        "sla_best_concurrency",
+        "sla_max_rate",
+        "sla_max_concurrency",
+    ] {
         let found = runs
             .iter()
             .any(|r| r.metrics.get(name).copied().flatten().is_some());

@@ -1,5 +1,6 @@
 //! The SLA-search section of the HTML report: one row per search (highest passing value,
-//! first failing value, the metric that failed) and, per searched variable and SLO
+//! or the best one of a search with an objective; first failing value, the metric that
+//! failed) and, per searched variable and SLO
 //! metric, the probes' pooled values against the probed load with the SLO as a line.
 //! Reads the `searches` and `search_steps` tables only.
 
@@ -24,7 +25,7 @@ fn shown(v: Option<f64>) -> String {
 }
 
 fn table(found: &[Found]) -> String {
-    let mut s = String::from("<table><thead><tr><th>run</th><th>searched</th><th>SLO</th><th>highest passing</th><th>first failing</th><th>failed metric</th><th>probes</th><th>result</th></tr></thead><tbody>");
+    let mut s = String::from("<table><thead><tr><th>run</th><th>searched</th><th>SLO</th><th>highest passing / best</th><th>first failing</th><th>failed metric</th><th>probes</th><th>result</th></tr></thead><tbody>");
     for f in found {
         let slo: Vec<String> = f.row.slo.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = write!(

@@ -14,12 +14,16 @@ use super::{chain, run_label, Ended, Suite};
 use crate::engine::{RequestRecord, Target};
 use crate::metrics::condition::Condition;
 use crate::metrics::sla::{self, Next, Search, SearchOutcome, SearchResult};
+use crate::metrics::sla_objective::split_slo;
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::{self, SearchVariable};
 use crate::planner::search::{bounds, probe_run, trials};
 use crate::planner::RunSpec;
 use crate::runner::RunnerError;
 use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
+
+#[path = "search_optimum.rs"]
+mod optimum;
 
 /// What one step gave: the value, the pooled summary and its verdict.
 struct Step {
@@ -68,11 +72,20 @@ impl Suite<'_> {
             .search
             .ok_or_else(|| invalid(run, "not a search".into()))?;
         let b = bounds(load).ok_or_else(|| invalid(run, "invalid precision".into()))?;
-        let conds = sla::parse_slo(&load.slo).map_err(|e| invalid(run, e.to_string()))?;
+        let (objective, conds) = split_slo(&load.slo).map_err(|e| invalid(run, e.to_string()))?;
         {
             let mut store = self.lock()?;
             store.begin_run(&run.id)?;
             store.clear_search(&run.id)?;
+        }
+        if let Some(objective) = objective {
+            let o = optimum::Optimum {
+                var,
+                bounds: b,
+                objective,
+                conds,
+            };
+            return self.search_optimum(run, target, total, o).await;
         }
         let label = run_label(run, total);
         let mut search = Search::new(b);

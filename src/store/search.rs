@@ -43,8 +43,9 @@ pub struct SearchRow {
     pub run_id: String,
     /// `concurrency` or `rate`.
     pub variable: String,
-    /// `found`, `min_fails` or `max_passes`.
+    /// `found`, `min_fails` or `max_passes`; `optimum` for a search with an objective.
     pub outcome: String,
+    /// The highest passing value; for a search with an objective, the best one.
     pub best_pass: Option<f64>,
     pub first_fail: Option<f64>,
     pub failed_metric: Option<String>,

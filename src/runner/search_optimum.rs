@@ -1,0 +1,223 @@
+//! An SLA search with an objective (`output_tps = "max"`): asks
+//! `metrics::sla_objective::OptimumSearch` for the next value, runs and pools each value's
+//! trials like a limit search (`super::Suite::step`), and stores the passing value with the
+//! best objective as `sla_best_concurrency` / `sla_best_rate`, with the pooled metrics of
+//! that value as the search run's metrics (`sla_max_*` stay null). A child of `search`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::super::{run_label, Ended, Suite};
+use super::{variable_name, Step};
+use crate::engine::Target;
+use crate::metrics::condition::{unit_of, Condition, MetricUnit};
+use crate::metrics::sla::{Bounds, SearchOutcome};
+use crate::metrics::sla_objective::{Goal, Objective, OptimumNext, OptimumResult, OptimumSearch};
+use crate::plan::SearchVariable;
+use crate::planner::RunSpec;
+use crate::runner::RunnerError;
+use crate::store::{RunStatus, SearchRow};
+
+/// What an objective search needs besides its run.
+pub(super) struct Optimum {
+    pub var: SearchVariable,
+    pub bounds: Bounds,
+    pub objective: Objective,
+    /// The limit conditions every accepted value must meet.
+    pub conds: Vec<Condition>,
+}
+
+impl Suite<'_> {
+    /// Runs an objective search; how it ended in `Ended`.
+    pub(super) async fn search_optimum(
+        &self,
+        run: &RunSpec,
+        target: &Target,
+        total: usize,
+        o: Optimum,
+    ) -> Result<Ended, RunnerError> {
+        let label = run_label(run, total);
+        let name = variable_name(o.var);
+        let mut conds = o.conds.clone();
+        conds.push(o.objective.known_condition());
+        let mut search = OptimumSearch::new(o.bounds, o.objective.goal);
+        let mut steps: Vec<Step> = Vec::new();
+        let result = loop {
+            let value = match search.next() {
+                OptimumNext::Done(result) => break result,
+                OptimumNext::Probe(value) => value,
+            };
+            let Some(step) = self
+                .step(run, target, total, (steps.len() as u32, value), &conds)
+                .await?
+            else {
+                self.finish_search(run, RunStatus::Interrupted, &BTreeMap::new(), &Value::Null)?;
+                return Ok(Ended {
+                    completed: false,
+                    failed_requests: 0,
+                    failed_run: false,
+                });
+            };
+            let score = step
+                .summary
+                .values
+                .get(&o.objective.metric)
+                .copied()
+                .flatten();
+            let shown = shown(&o.objective.metric, score);
+            self.log.say(&format!(
+                "{label}: search {name}={value}: {} = {shown}, {}",
+                o.objective.metric,
+                step.verdict
+                    .detail
+                    .as_deref()
+                    .map_or("meets the SLO".to_string(), |d| format!("fails: {d}"))
+            ));
+            search.record(value, step.verdict.passed, score);
+            steps.push(step);
+        };
+        let row = optimum_row(run, &o, &result, &steps);
+        self.log.say(&format!("{label}: {}", row.message));
+        self.store_optimum(run, &o, (&result, &row), &steps)?;
+        Ok(Ended {
+            completed: true,
+            failed_requests: 0,
+            failed_run: false,
+        })
+    }
+
+    /// Stores the result row, and the best value's pooled metrics with `sla_best_*` as
+    /// the search run's metrics.
+    fn store_optimum(
+        &self,
+        run: &RunSpec,
+        o: &Optimum,
+        (result, row): (&OptimumResult, &SearchRow),
+        steps: &[Step],
+    ) -> Result<(), RunnerError> {
+        let name = variable_name(o.var);
+        self.lock()?.write_search(row)?;
+        let mut metrics = steps
+            .iter()
+            .find(|s| Some(s.value) == result.best)
+            .map(|s| s.summary.values.clone())
+            .unwrap_or_else(|| {
+                crate::metrics::names::all_names()
+                    .into_iter()
+                    .map(|n| (n, None))
+                    .collect()
+            });
+        metrics.insert(format!("sla_best_{name}"), result.best);
+        metrics.insert(format!("sla_max_{name}"), None);
+        let extras = json!({ "search": {
+            "variable": row.variable,
+            "outcome": row.outcome,
+            "objective": { "metric": o.objective.metric, "goal": o.objective.goal.as_str() },
+            "best": result.best,
+            "best_score": result.best_score,
+            "first_fail": row.first_fail,
+            "failed_metric": row.failed_metric,
+            "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
+            "message": row.message,
+        }});
+        self.finish_search(run, RunStatus::Done, &metrics, &extras)
+    }
+}
+
+/// `2,310 tok/s`, `812.3 ms`: about four significant digits, with the metric's unit.
+fn shown(metric: &str, value: Option<f64>) -> String {
+    let Some(v) = value else {
+        return "unknown".into();
+    };
+    let (v, suffix) = match unit_of(metric) {
+        Some(MetricUnit::Millis) => (v, " ms"),
+        Some(MetricUnit::Seconds) => (v, " s"),
+        Some(MetricUnit::Ratio) => (v * 100.0, "%"),
+        Some(MetricUnit::Tokens) => (v, " tok"),
+        Some(MetricUnit::TokensPerSec) => (v, " tok/s"),
+        Some(MetricUnit::RequestsPerSec) => (v, " req/s"),
+        Some(MetricUnit::Count) | None => (v, ""),
+    };
+    let decimals = match v.abs() {
+        a if a >= 1000.0 => 0,
+        a if a >= 100.0 => 1,
+        a if a >= 10.0 => 2,
+        _ => 3,
+    };
+    let text = format!("{v:.decimals$}");
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let (sign, digits) = int.strip_prefix('-').map_or(("", int), |d| ("-", d));
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let frac = if frac.is_empty() {
+        String::new()
+    } else {
+        format!(".{frac}")
+    };
+    format!("{sign}{grouped}{frac}{suffix}")
+}
+
+/// The stored result, with a sentence saying what was found.
+fn optimum_row(run: &RunSpec, o: &Optimum, result: &OptimumResult, steps: &[Step]) -> SearchRow {
+    let name = variable_name(o.var);
+    let metric = &o.objective.metric;
+    let failed = steps
+        .iter()
+        .find(|s| Some(s.value) == result.first_fail)
+        .map(|s| &s.verdict);
+    let failed_metric = failed.and_then(|v| v.failed_metric.clone());
+    let detail = failed.and_then(|v| v.detail.clone()).unwrap_or_default();
+    let probes = steps.len();
+    let message = match (result.outcome, result.best, result.first_fail) {
+        (SearchOutcome::Optimum, Some(best), fail) => {
+            let which = match o.objective.goal {
+                Goal::Max => "highest",
+                Goal::Min => "lowest",
+            };
+            let fails = fail.map_or(String::new(), |f| format!("; {f} fails: {detail}"));
+            let edge = if best >= o.bounds.max {
+                format!("; that is `max`: raise it to look at higher {name}")
+            } else {
+                String::new()
+            };
+            format!(
+                "{metric} is {which} at {name} {best} ({}){fails}{edge}; {probes} probe(s)",
+                shown(metric, result.best_score)
+            )
+        }
+        (_, _, Some(min)) => format!(
+            "even the lowest {name} searched ({min}) fails the SLO ({detail}): no load meets it; search stopped after {probes} probe(s)"
+        ),
+        _ => format!("search ended after {probes} probe(s)"),
+    };
+    SearchRow {
+        run_id: run.id.clone(),
+        variable: name.to_string(),
+        outcome: result.outcome.as_str().to_string(),
+        best_pass: result.best,
+        first_fail: result.first_fail,
+        failed_metric,
+        slo: run.settings.load.slo.clone(),
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown;
+
+    #[test]
+    fn values_are_shown_with_their_unit() {
+        assert_eq!(shown("output_tps", Some(2310.4)), "2,310 tok/s");
+        assert_eq!(shown("ttft_p99", Some(812.34)), "812.3 ms");
+        assert_eq!(shown("success_ratio", Some(0.5)), "50.00%");
+        assert_eq!(shown("rps", Some(1_234_567.0)), "1,234,567 req/s");
+        assert_eq!(shown("rps", None), "unknown");
+    }
+}
