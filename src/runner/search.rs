@@ -47,6 +47,34 @@ fn definitions(d: plan::MetricDefinitions) -> MetricDefinitions {
     }
 }
 
+/// How a finished search ended (its probes are runs of their own).
+const SEARCH_DONE: Ended = Ended {
+    completed: true,
+    failed_requests: 0,
+    failed_run: false,
+};
+
+/// "meets the SLO", or "fails: <the failed condition>".
+fn verdict_text(v: &sla::Verdict) -> String {
+    v.detail
+        .as_deref()
+        .map_or("meets the SLO".to_string(), |d| format!("fails: {d}"))
+}
+
+/// The pooled metrics of the probed `value`, or every metric unknown when there is none.
+fn metrics_of(steps: &[Step], value: Option<f64>) -> BTreeMap<String, Option<f64>> {
+    steps
+        .iter()
+        .find(|s| Some(s.value) == value)
+        .map(|s| s.summary.values.clone())
+        .unwrap_or_else(|| {
+            crate::metrics::names::all_names()
+                .into_iter()
+                .map(|n| (n, None))
+                .collect()
+        })
+}
+
 fn invalid(run: &RunSpec, reason: String) -> RunnerError {
     RunnerError::Slo {
         text: format!("search of run {}", run.id),
@@ -99,20 +127,12 @@ impl Suite<'_> {
                 .step(run, target, total, (steps.len() as u32, value), &conds)
                 .await?
             else {
-                self.finish_search(run, RunStatus::Interrupted, &BTreeMap::new(), &Value::Null)?;
-                return Ok(Ended {
-                    completed: false,
-                    failed_requests: 0,
-                    failed_run: false,
-                });
+                return self.interrupted_search(run);
             };
             self.log.say(&format!(
                 "{label}: search {}={value}: {}",
                 variable_name(var),
-                step.verdict
-                    .detail
-                    .as_deref()
-                    .map_or("meets the SLO".to_string(), |d| format!("fails: {d}"))
+                verdict_text(&step.verdict)
             ));
             search.record(value, step.verdict.passed);
             steps.push(step);
@@ -120,16 +140,7 @@ impl Suite<'_> {
         let row = search_row(run, var, &result, &steps);
         self.log.say(&format!("{label}: {}", row.message));
         self.lock()?.write_search(&row)?;
-        let mut metrics = steps
-            .iter()
-            .find(|s| Some(s.value) == result.best_pass)
-            .map(|s| s.summary.values.clone())
-            .unwrap_or_else(|| {
-                crate::metrics::names::all_names()
-                    .into_iter()
-                    .map(|n| (n, None))
-                    .collect()
-            });
+        let mut metrics = metrics_of(steps.as_slice(), result.best_pass);
         metrics.insert(format!("sla_max_{}", variable_name(var)), result.best_pass);
         let extras = json!({ "search": {
             "variable": row.variable,
@@ -141,8 +152,14 @@ impl Suite<'_> {
             "message": row.message,
         }});
         self.finish_search(run, RunStatus::Done, &metrics, &extras)?;
+        Ok(SEARCH_DONE)
+    }
+
+    /// Stores an interrupted search (its finished probes are kept for `--resume`).
+    fn interrupted_search(&self, run: &RunSpec) -> Result<Ended, RunnerError> {
+        self.finish_search(run, RunStatus::Interrupted, &BTreeMap::new(), &Value::Null)?;
         Ok(Ended {
-            completed: true,
+            completed: false,
             failed_requests: 0,
             failed_run: false,
         })

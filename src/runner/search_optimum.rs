@@ -4,12 +4,10 @@
 //! best objective as `sla_best_concurrency` / `sla_best_rate`, with the pooled metrics of
 //! that value as the search run's metrics (`sla_max_*` stay null). A child of `search`.
 
-use std::collections::BTreeMap;
-
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::super::{run_label, Ended, Suite};
-use super::{variable_name, Step};
+use super::{metrics_of, variable_name, verdict_text, Step, SEARCH_DONE};
 use crate::engine::Target;
 use crate::metrics::condition::{unit_of, Condition, MetricUnit};
 use crate::metrics::sla::{Bounds, SearchOutcome};
@@ -52,12 +50,7 @@ impl Suite<'_> {
                 .step(run, target, total, (steps.len() as u32, value), &conds)
                 .await?
             else {
-                self.finish_search(run, RunStatus::Interrupted, &BTreeMap::new(), &Value::Null)?;
-                return Ok(Ended {
-                    completed: false,
-                    failed_requests: 0,
-                    failed_run: false,
-                });
+                return self.interrupted_search(run);
             };
             let score = step
                 .summary
@@ -69,10 +62,7 @@ impl Suite<'_> {
             self.log.say(&format!(
                 "{label}: search {name}={value}: {} = {shown}, {}",
                 o.objective.metric,
-                step.verdict
-                    .detail
-                    .as_deref()
-                    .map_or("meets the SLO".to_string(), |d| format!("fails: {d}"))
+                verdict_text(&step.verdict)
             ));
             search.record(value, step.verdict.passed, score);
             steps.push(step);
@@ -80,11 +70,7 @@ impl Suite<'_> {
         let row = optimum_row(run, &o, &result, &steps);
         self.log.say(&format!("{label}: {}", row.message));
         self.store_optimum(run, &o, (&result, &row), &steps)?;
-        Ok(Ended {
-            completed: true,
-            failed_requests: 0,
-            failed_run: false,
-        })
+        Ok(SEARCH_DONE)
     }
 
     /// Stores the result row, and the best value's pooled metrics with `sla_best_*` as
@@ -98,16 +84,7 @@ impl Suite<'_> {
     ) -> Result<(), RunnerError> {
         let name = variable_name(o.var);
         self.lock()?.write_search(row)?;
-        let mut metrics = steps
-            .iter()
-            .find(|s| Some(s.value) == result.best)
-            .map(|s| s.summary.values.clone())
-            .unwrap_or_else(|| {
-                crate::metrics::names::all_names()
-                    .into_iter()
-                    .map(|n| (n, None))
-                    .collect()
-            });
+        let mut metrics = metrics_of(steps, result.best);
         metrics.insert(format!("sla_best_{name}"), result.best);
         metrics.insert(format!("sla_max_{name}"), None);
         let extras = json!({ "search": {
