@@ -74,15 +74,7 @@ impl Store {
         write_metrics(&tx, &run.id, &run.metrics)?;
         {
             let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO requests (run_id, request_index, item, phase, intended_us,
-                     sent_us, first_chunk_us, ttft_us, latency_us, end_us, chunk_count, itl_mean_us,
-                     itl_max_us, prompt_tokens, completion_tokens, cached_tokens, client_input_tokens,
-                     client_output_tokens, target_input_tokens, outcome, http_status, error,
-                     finish_reason, request_bytes, response_bytes, shard)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
-                )
+                .prepare_cached(&format!("INSERT INTO {}", super::requests::REQUEST_INSERT))
                 .doing("writing merged requests")?;
             let mut chunks = tx
                 .prepare_cached(

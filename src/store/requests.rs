@@ -232,6 +232,16 @@ fn request_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(RequestRow, Option<St
     Ok((row, r.get::<_, Option<String>>(24)?))
 }
 
+/// The requests table's columns and their parameters, after `INSERT [OR REPLACE] INTO`
+/// (a run's batches and merged runs write the same row).
+pub(super) const REQUEST_INSERT: &str = "requests (run_id, request_index, item, phase, \
+    intended_us, sent_us, first_chunk_us, ttft_us, latency_us, end_us, chunk_count, \
+    itl_mean_us, itl_max_us, prompt_tokens, completion_tokens, cached_tokens, \
+    client_input_tokens, client_output_tokens, target_input_tokens, outcome, http_status, \
+    error, finish_reason, request_bytes, response_bytes, shard) VALUES (?1, ?2, ?3, ?4, ?5, \
+    ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
+    ?24, ?25, ?26)";
+
 impl Store {
     /// Writes a batch of a run's requests in one transaction (rewriting any row with
     /// the same index).
@@ -245,15 +255,7 @@ impl Store {
         let tx = self.conn.transaction().doing("writing requests")?;
         {
             let mut stmt = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO requests (run_id, request_index, item, phase, intended_us,
-                     sent_us, first_chunk_us, ttft_us, latency_us, end_us, chunk_count, itl_mean_us,
-                     itl_max_us, prompt_tokens, completion_tokens, cached_tokens, client_input_tokens,
-                     client_output_tokens, target_input_tokens, outcome, http_status, error,
-                     finish_reason, request_bytes, response_bytes, shard)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                     ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
-                )
+                .prepare_cached(&format!("INSERT OR REPLACE INTO {REQUEST_INSERT}"))
                 .doing("writing requests")?;
             let mut chunks = tx
                 .prepare_cached("INSERT OR REPLACE INTO chunks (run_id, request_index, times_us) VALUES (?1, ?2, ?3)")
