@@ -27,6 +27,22 @@ pub struct Bounds {
     pub precision: Precision,
 }
 
+impl Bounds {
+    /// How close two probed values near `at` may be for the search to stop (at least one
+    /// step when probing whole numbers).
+    pub fn tolerance(&self, at: f64) -> f64 {
+        let t = match self.precision {
+            Precision::Relative(share) => share * at,
+            Precision::Absolute(width) => width,
+        };
+        if self.integer {
+            t.max(1.0)
+        } else {
+            t
+        }
+    }
+}
+
 /// How a search ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SearchOutcome {
@@ -108,18 +124,6 @@ impl Search {
         }
     }
 
-    fn tolerance(&self, pass: f64) -> f64 {
-        let t = match self.bounds.precision {
-            Precision::Relative(share) => share * pass,
-            Precision::Absolute(width) => width,
-        };
-        if self.bounds.integer {
-            t.max(1.0)
-        } else {
-            t
-        }
-    }
-
     /// The next value to probe, or the result.
     pub fn next(&self) -> Next {
         let b = &self.bounds;
@@ -136,7 +140,7 @@ impl Search {
             (Some(pass), None) if pass >= b.max => done(SearchOutcome::MaxPasses),
             (Some(pass), None) => Next::Probe(self.round((pass * 2.0).min(b.max))),
             (Some(pass), Some(fail)) => {
-                if fail - pass <= self.tolerance(pass) {
+                if fail - pass <= b.tolerance(pass) {
                     return done(SearchOutcome::Found);
                 }
                 let mid = self.round((pass + fail) / 2.0);

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::condition::{Condition, ConditionError, Op, Threshold};
-use super::sla::{parse_slo, Bounds, Precision, SearchOutcome};
+use super::sla::{parse_slo, Bounds, SearchOutcome};
 
 /// Probes a search never exceeds, whatever the precision.
 const MAX_PROBES: usize = 64;
@@ -150,18 +150,6 @@ impl OptimumSearch {
         }
     }
 
-    fn tolerance(&self, at: f64) -> f64 {
-        let t = match self.bounds.precision {
-            Precision::Relative(share) => share * at,
-            Precision::Absolute(width) => width,
-        };
-        if self.bounds.integer {
-            t.max(1.0)
-        } else {
-            t
-        }
-    }
-
     fn probed(&self, v: f64) -> bool {
         self.probes.iter().any(|p| p.value == v)
     }
@@ -206,7 +194,7 @@ impl OptimumSearch {
     /// The midpoint towards `neighbour` of `best`, when the gap is wider than the
     /// precision and the midpoint is new.
     fn midpoint(&self, best: f64, neighbour: f64) -> Option<f64> {
-        if (neighbour - best).abs() <= self.tolerance(best) {
+        if (neighbour - best).abs() <= self.bounds.tolerance(best) {
             return None;
         }
         let mid = self.round((best + neighbour) / 2.0);

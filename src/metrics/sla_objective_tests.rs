@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use crate::metrics::sla::Precision;
 
 /// Runs a search against a server whose objective is `score(v)` and that passes every
 /// value up to `limit`.
