@@ -285,8 +285,9 @@ async fn open_loop_poisson_rate_and_cv() {
     sim.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn duration_stops_sending_on_time() {
+/// A 300 ms soft stop over a closed loop of 4 against a 5 ms / 5 ms simulator, after
+/// `warmup` warmup requests.
+async fn run_for_300ms(warmup: usize) -> (SimServer, RunOutput) {
     let sim = SimServer::start(SimConfig {
         ttft_base: ms(5),
         itl_base: ms(5),
@@ -299,7 +300,13 @@ async fn duration_stops_sending_on_time() {
         duration: Some(Duration::from_millis(300)),
         grace: Duration::from_secs(1),
     };
-    let out = go(&sim, prepare(&chat(4), 0, 100_000), cfg).await;
+    let out = go(&sim, prepare(&chat(4), warmup, 100_000), cfg).await;
+    (sim, out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_stops_sending_on_time() {
+    let (sim, out) = run_for_300ms(0).await;
     assert!(out.stopped_by_duration);
     let last_sent = out.records.iter().map(|r| r.sent).max().unwrap();
     assert!(
@@ -315,20 +322,8 @@ async fn duration_stops_sending_on_time() {
 /// Warmup does not use the duration budget: it counts from the first measured request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duration_counts_from_the_first_measured_request() {
-    let sim = SimServer::start(SimConfig {
-        ttft_base: ms(5),
-        itl_base: ms(5),
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
-    let cfg = RunConfig {
-        load: Load::Closed { concurrency: 4 },
-        duration: Some(Duration::from_millis(300)),
-        grace: Duration::from_secs(1),
-    };
     // 40 warmup requests of ~20 ms, 4 at a time: about 200 ms of warmup.
-    let out = go(&sim, prepare(&chat(4), 40, 100_000), cfg).await;
+    let (sim, out) = run_for_300ms(40).await;
     assert!(out.stopped_by_duration);
     let measured: Vec<_> = out
         .records
