@@ -31,7 +31,8 @@ pub struct SimArgs {
 const AFTER_HELP: &str = "\
 Routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings, /v1/rerank;
 GET /v1/models, /health, /metrics (vLLM metric names); POST /reset_prefix_cache;
-GET /sim/truth (per-request ground truth, ?reset=true) and DELETE /sim/truth.
+GET /sim/truth (per-request ground truth, ?reset=true) and DELETE /sim/truth;
+all under --mount PATH when given.
 
 Example:
   perfplan sim --port 8000 --ttft-base 200ms --itl-base 20ms &
@@ -71,7 +72,8 @@ async fn serve(args: SimArgs) -> u8 {
         }
     };
     let bound = listener.local_addr().unwrap_or(addr);
-    println!("listening on http://{bound}");
+    let mount = args.config.mount.as_deref().unwrap_or_default();
+    println!("listening on http://{bound}{mount}");
     tokio::select! {
         r = sim::serve(args.config, listener) => match r {
             Ok(()) => exit::OK,

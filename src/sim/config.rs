@@ -160,6 +160,13 @@ pub struct SimConfig {
     /// Delay before the headers of a `fault_slow_headers` response.
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub fault_headers_delay: HumanDuration,
+
+    /// Serve every route under this path prefix, as behind a gateway (`/gateway/openai`:
+    /// `POST /gateway/openai/v1/chat/completions`, `GET /gateway/openai/metrics`, …).
+    /// Requests outside it are answered 404, counted and printed to stderr. Default: the root.
+    #[arg(long, value_name = "PATH")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
 }
 
 impl Default for SimConfig {
@@ -193,6 +200,7 @@ impl Default for SimConfig {
             fault_malformed: 0.0,
             fault_slow_headers: 0.0,
             fault_headers_delay: ms(2000),
+            mount: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The built-in OpenAI-compatible simulator: `perfplan sim`, `sim://NAME` endpoints started
 //! in-process, and `SimServer::start` for tests. It knows nothing about plans or the engine.
 //!
-//! Routes: `POST /v1/chat/completions`, `/v1/completions` (text, token ids, or a list of
+//! Routes (under `mount` when set, e.g. `/gateway/openai/v1/models`): `POST /v1/chat/completions`, `/v1/completions` (text, token ids, or a list of
 //! either), `/v1/responses`, `/v1/embeddings`, `/v1/rerank` (also `/rerank`, `/v2/rerank`);
 //! `GET /v1/models`, `/health`, `/metrics` (Prometheus, vLLM names); `POST
 //! /reset_prefix_cache`; `GET /sim/truth` (`?reset=true`) and `DELETE /sim/truth`.
@@ -120,6 +120,28 @@ fn validate(cfg: &SimConfig) -> Result<(), SimError> {
             });
         }
     }
+    if let Some(mount) = &cfg.mount {
+        check_mount(mount)?;
+    }
+    Ok(())
+}
+
+/// A mount is `/` and path segments of unreserved characters, without a trailing `/`.
+fn check_mount(mount: &str) -> Result<(), SimError> {
+    let bad = |reason: &str| SimError::Setting {
+        setting: "mount",
+        reason: format!("`{mount}` {reason}"),
+    };
+    if !mount.starts_with('/') || mount.len() < 2 {
+        return Err(bad("must start with `/` and name a path, e.g. /gateway/openai"));
+    }
+    if mount.ends_with('/') || mount.contains("//") {
+        return Err(bad("must not end with `/` or hold an empty segment"));
+    }
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
+    if !mount.chars().all(ok) {
+        return Err(bad("may hold only letters, digits, `-`, `.`, `_`, `~` and `/`"));
+    }
     Ok(())
 }
 
@@ -201,9 +223,25 @@ impl SimServer {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, followed by the mount when there is one.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let mount = self.state.cfg.mount.as_deref().unwrap_or_default();
+        format!("http://{}{mount}", self.addr)
+    }
+
+    /// `METHOD path` of every request that no route served (outside the mount).
+    pub fn unserved(&self) -> Vec<String> {
+        self.state.unserved()
+    }
+
+    /// `GET /metrics` requests served.
+    pub fn scrapes(&self) -> u64 {
+        self.state.scrapes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `POST /reset_prefix_cache` requests served.
+    pub fn cache_resets(&self) -> u64 {
+        self.state.resets.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every request received on the API routes (`/v1/...`, `/rerank`, `/v2/rerank`), in

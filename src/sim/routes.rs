@@ -24,22 +24,41 @@ use super::truth::TruthRecord;
 
 type St = State<Arc<SimState>>;
 
-/// The simulator's router.
+/// The simulator's router, every route under `cfg.mount` when set (requests outside it
+/// are answered 404, remembered and printed).
 pub(crate) fn router(st: Arc<SimState>) -> Router {
-    Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/v1/completions", post(completions))
-        .route("/v1/responses", post(responses))
-        .route("/v1/embeddings", post(embeddings))
-        .route("/v1/rerank", post(rerank))
-        .route("/rerank", post(rerank))
-        .route("/v2/rerank", post(rerank))
-        .route("/v1/models", get(models))
-        .route("/health", get(|| async { StatusCode::OK }))
-        .route("/metrics", get(metrics))
-        .route("/reset_prefix_cache", post(reset_prefix_cache))
-        .route("/sim/truth", get(truth).delete(truth_reset))
-        .with_state(st)
+    let mount = st.cfg.mount.clone().unwrap_or_default();
+    let at = |route: &str| format!("{mount}{route}");
+    let router = Router::new()
+        .route(&at("/v1/chat/completions"), post(chat))
+        .route(&at("/v1/completions"), post(completions))
+        .route(&at("/v1/responses"), post(responses))
+        .route(&at("/v1/embeddings"), post(embeddings))
+        .route(&at("/v1/rerank"), post(rerank))
+        .route(&at("/rerank"), post(rerank))
+        .route(&at("/v2/rerank"), post(rerank))
+        .route(&at("/v1/models"), get(models))
+        .route(&at("/health"), get(|| async { StatusCode::OK }))
+        .route(&at("/metrics"), get(metrics))
+        .route(&at("/reset_prefix_cache"), post(reset_prefix_cache))
+        .route(&at("/sim/truth"), get(truth).delete(truth_reset));
+    let router = if mount.is_empty() {
+        router
+    } else {
+        router.fallback(unserved)
+    };
+    router.with_state(st)
+}
+
+/// A request outside the mount: 404, remembered, and said on stderr.
+async fn unserved(State(st): St, method: Method, uri: Uri) -> Response {
+    let what = format!("{method} {}", uri.path());
+    eprintln!(
+        "perfplan sim: {what} is outside the mount {}: answered 404",
+        st.cfg.mount.as_deref().unwrap_or("/")
+    );
+    st.record_unserved(what);
+    StatusCode::NOT_FOUND.into_response()
 }
 
 /// The connection's receive clock (every listener of the simulator provides it).
@@ -318,6 +337,7 @@ async fn models(State(st): St, headers: HeaderMap, uri: Uri) -> Response {
 }
 
 async fn metrics(State(st): St) -> Response {
+    st.scrapes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut r = Response::new(Body::from(super::metrics::render(&st)));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -327,6 +347,7 @@ async fn metrics(State(st): St) -> Response {
 }
 
 async fn reset_prefix_cache(State(st): St) -> Response {
+    st.resets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     st.reset_cache();
     StatusCode::OK.into_response()
 }

@@ -48,9 +48,17 @@ pub(crate) struct SimState {
     cache: Mutex<PrefixCache>,
     received: Option<Mutex<Vec<ReceivedRequest>>>,
     truth: Mutex<VecDeque<TruthRecord>>,
+    /// Control routes served: `/metrics` scrapes and prefix-cache resets.
+    pub scrapes: AtomicU64,
+    pub resets: AtomicU64,
+    /// `METHOD path` of requests no route serves (outside the mount), the first `MAX_UNSERVED`.
+    unserved: Mutex<Vec<String>>,
     closing: AtomicBool,
     pub closed: Notify,
 }
+
+/// Unserved requests remembered (a long-running simulator must not grow without bound).
+const MAX_UNSERVED: usize = 1000;
 
 /// Ground-truth records kept (about 250 MB at most); older ones are forgotten.
 pub(crate) const MAX_TRUTH: usize = 1_000_000;
@@ -79,6 +87,9 @@ impl SimState {
             seq: AtomicU64::new(0),
             received: record_bodies.then(|| Mutex::new(Vec::new())),
             truth: Mutex::new(VecDeque::new()),
+            scrapes: AtomicU64::new(0),
+            resets: AtomicU64::new(0),
+            unserved: Mutex::new(Vec::new()),
             closing: AtomicBool::new(false),
             closed: Notify::new(),
             tokens,
@@ -148,6 +159,18 @@ impl SimState {
         if let Some(r) = &self.received {
             lock(r).push(req);
         }
+    }
+
+    /// Remembers a request no route serves.
+    pub(crate) fn record_unserved(&self, what: String) {
+        let mut list = lock(&self.unserved);
+        if list.len() < MAX_UNSERVED {
+            list.push(what);
+        }
+    }
+
+    pub(crate) fn unserved(&self) -> Vec<String> {
+        lock(&self.unserved).clone()
     }
 
     pub(crate) fn received(&self) -> Vec<ReceivedRequest> {
