@@ -4,10 +4,12 @@
 //!
 //! Modules by stage; dependencies run one way (see STYLE.md):
 //! `cli → everything`, `runner → planner, dataset, api, engine, metrics, store`,
-//! `planner → plan`, `engine → api`, `report → store, metrics`.
+//! `planner → plan`, `engine → api, control`, `report → store, metrics`; `control` (the
+//! one URL rule, TLS, error chains) → `api` only.
 
 pub mod api;
 pub mod cli;
+pub mod control;
 pub mod dataset;
 pub mod engine;
 pub mod metrics;

@@ -8,7 +8,7 @@ use super::exit;
 use super::plan_args::{self, OnlyArgs, PlanArgs};
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
-use crate::runner::{self, check, CheckRow, Verdict};
+use crate::runner::{check, CheckRow, Verdict};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -48,7 +48,7 @@ pub fn check_runs(plan: &LoadedPlan, runs: &[RunSpec]) -> u8 {
             }
         }
         Err(e) => {
-            eprintln!("error: {}", runner::chain(&e));
+            eprintln!("error: {}", crate::control::chain(&e));
             exit::of_runner_error(&e)
         }
     };

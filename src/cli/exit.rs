@@ -10,7 +10,8 @@ pub const OK: u8 = 0;
 pub const GATE_FAILED: u8 = 1;
 /// The plan or the command line is invalid.
 pub const INVALID: u8 = 2;
-/// An endpoint could not be used (unreachable, or it refused the connection test).
+/// An endpoint could not be used (unreachable, its TLS certificate refused, or it refused
+/// the connection test).
 pub const ENDPOINT: u8 = 3;
 /// At least one run failed (its error is stored and printed); the others completed.
 pub const RUN_FAILED: u8 = 4;
@@ -29,6 +30,8 @@ pub fn of_runner_error(e: &RunnerError) -> u8 {
         RunnerError::Connection { .. } | RunnerError::Sim { .. } => ENDPOINT,
         RunnerError::Store(_) => DATABASE,
         RunnerError::Slo { .. }
+        | RunnerError::Control { .. }
+        | RunnerError::Endpoint { .. }
         | RunnerError::Template(_)
         | RunnerError::Tokenizer { .. }
         | RunnerError::Dataset { .. } => INVALID,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::exit;
-use crate::runner::{self, merge_shards};
+use crate::runner::merge_shards;
 use crate::store::DB_FILE;
 
 #[derive(Debug, Args)]
@@ -25,7 +25,7 @@ pub fn run(args: &MergeArgs) -> u8 {
     let outcome = match merge_shards(&args.out, &args.shards) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {}", runner::chain(&e));
+            eprintln!("error: {}", crate::control::chain(&e));
             return exit::of_merge_error(&e);
         }
     };

@@ -64,12 +64,7 @@ pub struct ReportArgs {
 
 /// Prints an error with its whole chain to standard error.
 pub(crate) fn print_error(e: &dyn Error) {
-    eprintln!("error: {e}");
-    let mut source = e.source();
-    while let Some(s) = source {
-        eprintln!("  caused by: {s}");
-        source = s.source();
-    }
+    eprintln!("error: {}", crate::control::chain(e));
 }
 
 /// The exit code for a failed report.

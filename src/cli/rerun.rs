@@ -26,7 +26,7 @@ pub fn run(args: &RerunArgs) -> u8 {
     let suite = match Store::open(&args.dir).and_then(|s| s.suite()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {}", runner::chain(&e));
+            eprintln!("error: {}", crate::control::chain(&e));
             return exit::DATABASE;
         }
     };
@@ -76,7 +76,7 @@ pub fn run(args: &RerunArgs) -> u8 {
     match runner::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None),
         Err(e) => {
-            eprintln!("error: {}", runner::chain(&e));
+            eprintln!("error: {}", crate::control::chain(&e));
             exit::of_runner_error(&e)
         }
     }

@@ -78,7 +78,7 @@ pub fn run(args: &RunArgs) -> u8 {
     let outcome = match runner::run_suite_sharded(&plan, &runs, &opts, sharding) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {}", runner::chain(&e));
+            eprintln!("error: {}", crate::control::chain(&e));
             return exit::of_runner_error(&e);
         }
     };

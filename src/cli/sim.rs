@@ -6,6 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use clap::Args;
 
 use super::exit;
+use crate::control::chain;
 use crate::sim::{self, SimConfig};
 
 /// Start the built-in OpenAI-compatible simulator (point any client at the printed address).
@@ -51,7 +52,7 @@ pub fn run(args: SimArgs) -> u8 {
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            eprintln!("error: cannot start the async runtime: {}", chain(&e));
             return exit::INVALID;
         }
     };
@@ -67,7 +68,7 @@ async fn serve(args: SimArgs) -> u8 {
     let listener = match sim::bind(addr) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("error: cannot listen on {addr}: {e}");
+            eprintln!("error: cannot listen on {addr}: {}", chain(&e));
             return exit::INVALID;
         }
     };
@@ -84,16 +85,4 @@ async fn serve(args: SimArgs) -> u8 {
         },
         _ = tokio::signal::ctrl_c() => exit::OK,
     }
-}
-
-/// The error and all its sources, joined by `: `.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }

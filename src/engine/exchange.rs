@@ -206,6 +206,7 @@ async fn drive(
 /// connection that fails before any answer byte was stale: one retry on a fresh one.
 async fn open_h1(
     h1: &H1Client,
+    target: &str,
     req: &PreparedRequest,
     id: Option<(&str, u64)>,
 ) -> Result<(Conn, Head), Failure> {
@@ -225,7 +226,7 @@ async fn open_h1(
     let mut conn = h1.checkout().await.map_err(connect_failure)?;
     loop {
         let reused = conn.reused;
-        let result = match h1.send(&mut conn, req, id).await {
+        let result = match h1.send(&mut conn, target, req, id).await {
             Ok(()) => conn.read_head().await,
             Err(e) => Err(e),
         };
@@ -367,7 +368,9 @@ async fn drive_h1(
         .request_ids
         .as_ref()
         .map(|(p, first)| (&**p, first + rec.index));
-    let (mut conn, head) = until_head(open_h1(h1, req, id), sleep.as_mut(), ep, sent_at).await?;
+    let target = crate::control::request_target(ep.url(req.kind));
+    let opened = open_h1(h1, target, req, id);
+    let (mut conn, head) = until_head(opened, sleep.as_mut(), ep, sent_at).await?;
     rec.http_status = Some(head.status);
     let streamed = head.status == 200 && (head.event_stream || (req.stream && !head.json));
     let mut decoder = std::mem::take(&mut conn.sse);

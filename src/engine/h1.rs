@@ -150,19 +150,21 @@ impl H1Client {
         }
     }
 
-    /// Writes `POST` of `req` (its path, own headers and body) on `conn`; `id` (prefix,
-    /// index) adds an `x-request-id` header (see `request_id`).
+    /// Writes `POST target` of `req` (its own headers and body) on `conn`; `target` is the
+    /// request URL's path and query (`control::request_target`); `id` (prefix, index) adds
+    /// an `x-request-id` header (see `request_id`).
     pub(crate) async fn send(
         &self,
         conn: &mut Conn,
+        target: &str,
         req: &PreparedRequest,
         id: Option<(&str, u64)>,
     ) -> io::Result<()> {
-        let (path, body) = (&req.path, &req.body);
+        let body = &req.body;
         let w = &mut conn.wbuf;
         w.clear();
         w.extend_from_slice(b"POST ");
-        w.extend_from_slice(path.as_bytes());
+        w.extend_from_slice(target.as_bytes());
         w.extend_from_slice(b" HTTP/1.1\r\n");
         w.extend_from_slice(&self.common);
         for (name, value) in &req.headers {

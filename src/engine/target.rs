@@ -1,5 +1,6 @@
-//! `Target`: where requests go (base URL, key, headers, timeouts), and `Endpoint`: the
-//! one HTTP client per endpoint with its pool sized to the load. Keys are never printed.
+//! `Target`: where requests go (base URL, path overrides, TLS, key, headers, timeouts),
+//! and `Endpoint`: the one HTTP client per endpoint with its pool sized to the load. The
+//! request URLs follow `control`'s one URL rule. Keys are never printed.
 
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -11,6 +12,7 @@ use reqwest::Url;
 
 use super::h1::H1Client;
 use crate::api::ApiKind;
+use crate::control::{self, Route, Tls, Urls};
 use crate::secrets::is_secret_header;
 
 /// Connect, idle-read (between two reads of the response) and total timeouts.
@@ -36,8 +38,13 @@ impl Default for Timeouts {
 /// A server to send requests to.
 #[derive(Clone, Default)]
 pub struct Target {
-    /// `http://host:port` (a trailing `/v1` is accepted).
+    /// `http://host:port`, with a path prefix if the server has one (a trailing `/v1` is
+    /// accepted once; see `control::urls`).
     pub base_url: String,
+    /// Routes that replace an API's default one (`paths` of the plan).
+    pub paths: Vec<(Route, String)>,
+    /// How the server's certificate is checked.
+    pub tls: Tls,
     /// Sent as `Authorization: Bearer ...`; never printed.
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
@@ -58,6 +65,8 @@ impl fmt::Debug for Target {
             .collect();
         f.debug_struct("Target")
             .field("base_url", &self.base_url)
+            .field("paths", &self.paths)
+            .field("tls", &self.tls)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("headers", &headers)
             .field("timeouts", &self.timeouts)
@@ -69,12 +78,10 @@ impl fmt::Debug for Target {
 /// Why an endpoint could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("invalid base URL `{url}`")]
-    BadUrl {
-        url: String,
-        #[source]
-        source: url::ParseError,
-    },
+    #[error("invalid URL settings")]
+    Url(#[from] control::UrlError),
+    #[error("invalid TLS settings")]
+    Tls(#[from] control::TlsError),
     #[error("invalid header `{name}`: names and values must be visible ASCII")]
     BadHeader { name: String },
     #[error("could not build the HTTP client for `{url}`")]
@@ -91,8 +98,7 @@ pub enum EngineError {
 pub struct Endpoint {
     pub(crate) client: reqwest::Client,
     pub(crate) h1: Option<Arc<H1Client>>,
-    base: String,
-    urls: Vec<(&'static str, Url)>,
+    urls: Urls,
     pub(crate) timeouts: Timeouts,
     /// When set, each request carries an `x-request-id` made of PREFIX and N = first + the record's
     /// index (the simulator records it in its truth, so records and truth join by id).
@@ -107,32 +113,24 @@ impl Endpoint {
     /// Builds the client; `pool` is the number of connections the load keeps open
     /// (closed loop: the concurrency; open loop: `max_in_flight` or an estimate).
     pub fn new(target: &Target, pool: usize) -> Result<Endpoint, EngineError> {
-        let base = target.base_url.trim_end_matches('/').to_string();
-        let parsed = Url::parse(&base).map_err(|source| EngineError::BadUrl {
-            url: base.clone(),
-            source,
-        })?;
-        let mut builder = reqwest::Client::builder()
+        let urls = Urls::new(&target.base_url, &target.paths)?;
+        let client = control::client::builder(&urls, &target.tls)?
             .default_headers(default_headers(target)?)
             .connect_timeout(target.timeouts.connect)
             .pool_max_idle_per_host(pool.max(1))
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
-            .http1_only();
-        let loopback = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-        if loopback {
-            builder = builder.no_proxy();
-        }
-        let client = builder.build().map_err(|source| EngineError::Client {
-            url: base.clone(),
-            source,
-        })?;
-        let h1 = lean_client(&parsed, target, pool)?;
-        let mut endpoint = Endpoint {
+            .http1_only()
+            .build()
+            .map_err(|source| EngineError::Client {
+                url: target.base_url.clone(),
+                source,
+            })?;
+        let h1 = lean_client(&urls, target, pool)?;
+        Ok(Endpoint {
             client,
             h1,
-            base,
-            urls: Vec::new(),
+            urls,
             timeouts: target.timeouts,
             request_ids: None,
             raw_responses: false,
@@ -140,12 +138,7 @@ impl Endpoint {
                 .headers
                 .iter()
                 .any(|(n, _)| n.eq_ignore_ascii_case("x-request-id")),
-        };
-        for kind in ApiKind::ALL {
-            let url = endpoint.parse_url(kind.path())?;
-            endpoint.urls.push((kind.path(), url));
-        }
-        Ok(endpoint)
+        })
     }
 
     /// Sends `x-request-id: request_id(prefix, first + index)` with every request (`index` is the
@@ -164,48 +157,57 @@ impl Endpoint {
     }
 
     pub fn base_url(&self) -> &str {
-        &self.base
+        self.urls.base()
     }
 
     pub fn timeouts(&self) -> Timeouts {
         self.timeouts
     }
 
-    /// The full URL of `path`; the paths of the five APIs are parsed once.
-    pub fn url(&self, path: &str) -> Result<Url, EngineError> {
-        match self.urls.iter().find(|(p, _)| *p == path) {
-            Some((_, url)) => Ok(url.clone()),
-            None => self.parse_url(path),
-        }
+    /// The URL requests of `kind` are sent to (the one URL rule, `paths` applied).
+    pub fn url(&self, kind: ApiKind) -> &Url {
+        self.urls.api(kind)
     }
+}
 
-    fn parse_url(&self, path: &str) -> Result<Url, EngineError> {
-        // A base URL ending in `/v1` and a path starting with `/v1/` name the same folder.
-        let joined = match (self.base.strip_suffix("/v1"), path.strip_prefix("/v1/")) {
-            (Some(root), Some(_)) => format!("{root}{path}"),
-            _ => format!("{}{path}", self.base),
-        };
-        Url::parse(&joined).map_err(|source| EngineError::BadUrl {
-            url: joined,
-            source,
+impl Target {
+    /// The control-plane client of this server (connection test, `check`, readiness,
+    /// scrapes, cache resets): the same URLs, TLS, key and headers as the load.
+    pub fn control(&self, timeout: Duration) -> Result<control::Client, control::ControlError> {
+        control::Client::new(&control::ClientSpec {
+            base_url: &self.base_url,
+            paths: &self.paths,
+            tls: &self.tls,
+            api_key: self.api_key.as_deref(),
+            headers: &self.headers,
+            connect_timeout: self.timeouts.connect,
+            timeout,
         })
     }
 }
 
-/// The built-in HTTP/1.1 client for a plain `http://` URL with no proxy to honour.
+/// The built-in HTTP/1.1 client for a plain `http://` URL with no proxy to honour, when
+/// every API's URL is on the base URL's host and port.
 fn lean_client(
-    url: &Url,
+    urls: &Urls,
     target: &Target,
     pool: usize,
 ) -> Result<Option<Arc<H1Client>>, EngineError> {
+    let url = urls.root();
     let Some(host) = url.host_str() else {
         return Ok(None);
     };
-    let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
     let proxied = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-    if url.scheme() != "http" || (proxied && !loopback) || target.force_reqwest {
+    let one_origin = ApiKind::ALL
+        .into_iter()
+        .all(|k| urls.same_origin(urls.api(k)));
+    if url.scheme() != "http"
+        || (proxied && !control::client::is_loopback(url))
+        || target.force_reqwest
+        || !one_origin
+    {
         return Ok(None);
     }
     let port = url.port_or_known_default().unwrap_or(80);
@@ -279,7 +281,7 @@ mod tests {
                 ("X-Trace".into(), "shown".into()),
             ],
             timeouts: Timeouts::default(),
-            force_reqwest: false,
+            ..Target::default()
         };
         let text = format!("{t:?}");
         assert!(
@@ -292,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn urls_join_with_or_without_v1() {
+    fn endpoints_send_to_the_one_url_rule() {
         for base in [
             "http://127.0.0.1:9",
             "http://127.0.0.1:9/",
@@ -304,10 +306,25 @@ mod tests {
             };
             let ep = Endpoint::new(&t, 1).unwrap();
             assert_eq!(
-                ep.url("/v1/chat/completions").unwrap().as_str(),
+                ep.url(ApiKind::Chat).as_str(),
                 "http://127.0.0.1:9/v1/chat/completions"
             );
+            assert!(ep.h1.is_some(), "{base}");
         }
+        let t = Target {
+            base_url: "http://127.0.0.1:9/gw/v1".into(),
+            paths: vec![(Route::Api(ApiKind::Rerank), "http://127.0.0.2:9/r".into())],
+            ..Target::default()
+        };
+        let ep = Endpoint::new(&t, 1).unwrap();
+        assert_eq!(
+            ep.url(ApiKind::Embeddings).as_str(),
+            "http://127.0.0.1:9/gw/v1/embeddings"
+        );
+        assert!(
+            ep.h1.is_none(),
+            "an API on another host goes through reqwest"
+        );
         let t = Target {
             base_url: "not a url".into(),
             ..Target::default()

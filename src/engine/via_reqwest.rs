@@ -1,7 +1,6 @@
 //! The reqwest path of one exchange (`https://`, proxies, `force_reqwest`): the same
 //! reading and outcome rules as the lean client, over reqwest's connection pool.
 
-use std::error::Error as _;
 use std::time::Instant;
 
 use super::exchange::{deadline, timed_out, until_head, Failure, Reading};
@@ -10,16 +9,9 @@ use super::source::PreparedRequest;
 use super::target::Endpoint;
 use crate::api::SseDecoder;
 
-/// The error and its chain of causes, as one line.
+/// The error and its chain of causes (a TLS failure told in words), as one line.
 pub(crate) fn chain(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    super::exchange::excerpt(text.as_bytes())
+    super::exchange::excerpt(crate::control::explain(e).as_bytes())
 }
 
 fn classify_send(e: &reqwest::Error) -> Failure {
@@ -46,9 +38,7 @@ pub(crate) async fn drive_reqwest(
     t0: Instant,
     sent_at: Instant,
 ) -> Result<(), Failure> {
-    let url = ep
-        .url(&req.path)
-        .map_err(|e| Failure::new(Outcome::Connect, e.to_string()))?;
+    let url = ep.url(req.kind).clone();
     let sleep = tokio::time::sleep_until(deadline(ep, sent_at, sent_at).into());
     tokio::pin!(sleep);
     let index = rec.index;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::diag::{Diagnostic, Report, Sources, Span};
 use super::node::{Node, Step};
 use super::spec::PlanSpec;
-use super::{imports, interp, semantic, set, toml_src, validate, yaml_src};
+use super::{access, imports, interp, semantic, set, toml_src, validate, yaml_src};
 
 /// Largest plan file read.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -95,10 +95,14 @@ pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Repo
         }
     };
     report.diagnostics.extend(semantic::check(&spec, &tree));
+    report.diagnostics.extend(access::check(&spec, &tree));
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     report
         .diagnostics
         .extend(semantic::check_files(&spec, &tree, &base_dir));
+    report
+        .diagnostics
+        .extend(access::check_files(&spec, &tree, &base_dir));
     if report.has_errors() {
         return Err(report);
     }

@@ -2,9 +2,11 @@
 //! spanned tree, `${VAR}` interpolation, `--set` overrides, imports, schema validation and
 //! located diagnostics. Knows nothing about HTTP, runs or storage.
 
+pub mod access;
 pub mod matrix;
 pub mod spec;
 
+pub use access::{PathsSpec, TlsSpec};
 pub use matrix::MatrixSpec;
 pub use spec::*;
 pub mod dataset_keys;

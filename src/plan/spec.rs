@@ -117,8 +117,15 @@ pub enum ResetCacheBefore {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointSpec {
-    /// `http://host:port` (without `/v1`), or `sim://NAME` for the built-in simulator.
+    /// `http://host:port`, with the server's path prefix if it has one (a trailing `/v1` is
+    /// accepted once), or `sim://NAME` for the built-in simulator.
     pub base_url: String,
+    /// Routes that replace an API's default one (`rerank = "/v2/rerank"`).
+    #[serde(default, skip_serializing_if = "super::access::PathsSpec::is_empty")]
+    pub paths: super::access::PathsSpec,
+    /// How the server's certificate is checked (`ca_file`, `insecure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<super::access::TlsSpec>,
     /// Default API for this endpoint's runs (an `api` axis overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api: Option<ApiSpec>,

@@ -15,7 +15,7 @@ use super::scrape::{self, CounterNames};
 use super::sims::Sims;
 use super::suite::{server_up, target};
 use super::RunnerError;
-use crate::engine::Target;
+use crate::control::{self, chain, explain, Route};
 use crate::plan::{DatasetKind, LoadSpec, LoadedPlan, TokenRange, WarmupSpec};
 use crate::planner::RunSpec;
 use crate::tokenize::TokenizerCache;
@@ -148,31 +148,6 @@ fn advise(mut r: CheckRow, advice: impl Into<String>) -> CheckRow {
     r
 }
 
-fn client(target: &Target) -> reqwest::Client {
-    reqwest::Client::builder()
-        .connect_timeout(target.timeouts.connect)
-        .timeout(target.timeouts.read.min(Duration::from_secs(120)))
-        .build()
-        .unwrap_or_default()
-}
-
-fn request(
-    client: &reqwest::Client,
-    target: &Target,
-    method: reqwest::Method,
-    path: &str,
-) -> reqwest::RequestBuilder {
-    let url = format!("{}{path}", target.base_url.trim_end_matches('/'));
-    let mut req = client.request(method, url);
-    if let Some(key) = &target.api_key {
-        req = req.bearer_auth(key);
-    }
-    for (k, v) in &target.headers {
-        req = req.header(k, v);
-    }
-    req
-}
-
 /// The API and prompt mode of a run, as shown in the table.
 fn mode_of(run: &RunSpec) -> String {
     let prompt = if run.settings.tokenize_prompt {
@@ -218,17 +193,28 @@ impl Ctx<'_> {
         let Some(first) = runs.first() else {
             return Ok(Vec::new());
         };
-        let mut target = target(first, self.sims);
+        let mut target = target(first, self.sims, &self.plan.base_dir);
         if let Err(e) = server_up(first, &mut target, servers).await {
-            let r = row(first, "server", "launch", Verdict::Fail, super::chain(&e));
+            let r = row(first, "server", "launch", Verdict::Fail, chain(&e));
             return Ok(vec![advise(
                 r,
                 "fix `launch` / `ready` of the endpoint (see the log)",
             )]);
         }
-        let client = client(&target);
-        let mut rows = vec![self.models(first, &target, &client).await];
-        rows.push(counters(first, &target).await);
+        let client = match target.control(target.timeouts.read.min(Duration::from_secs(120))) {
+            Ok(c) => c,
+            Err(e) => {
+                let r = row(first, "server", "settings", Verdict::Fail, chain(&e));
+                return Ok(vec![advise(
+                    r,
+                    "fix base_url, `paths` or `tls` of the endpoint",
+                )]);
+            }
+        };
+        let mut rows = url_rows(first, runs, &client);
+        rows.extend(tls_row(first, &client));
+        rows.push(self.models(first, &client).await);
+        rows.push(counters(first, &client).await);
         let mut seen: Vec<String> = Vec::new();
         for run in runs {
             let mode = mode_of(run);
@@ -240,29 +226,25 @@ impl Ctx<'_> {
             let Some(req) = prepared.requests.into_iter().next() else {
                 continue;
             };
-            rows.extend(probe(run, &mode, &target, &client, req).await);
+            rows.extend(probe(run, &mode, &client, req).await);
         }
         Ok(rows)
     }
 
-    async fn models(&self, run: &RunSpec, target: &Target, client: &reqwest::Client) -> CheckRow {
+    async fn models(&self, run: &RunSpec, client: &control::Client) -> CheckRow {
         let model = run.served_model();
-        let answer = request(client, target, reqwest::Method::GET, "/v1/models")
-            .send()
-            .await;
+        let url = client.urls().of(Route::Models);
+        let answer = client.get(Route::Models).send().await;
         let r = |v, d| row(run, "server", "model listed", v, d);
         let resp = match answer {
             Ok(resp) => resp,
-            Err(e) => return r(Verdict::Fail, format!("GET /v1/models: {e}")),
+            Err(e) => return r(Verdict::Fail, format!("GET {url}: {}", explain(&e))),
         };
         let status = resp.status();
         let body: Value =
             serde_json::from_str(&resp.text().await.unwrap_or_default()).unwrap_or(Value::Null);
         if !status.is_success() {
-            return r(
-                Verdict::Fail,
-                format!("GET /v1/models answered HTTP {status}"),
-            );
+            return r(Verdict::Fail, format!("GET {url} answered HTTP {status}"));
         }
         let ids: Vec<&str> = body
             .get("data")
@@ -272,7 +254,7 @@ impl Ctx<'_> {
         if ids.contains(&model) {
             r(Verdict::Pass, format!("`{model}` is served"))
         } else if ids.is_empty() {
-            r(Verdict::Warn, "GET /v1/models lists no model".into())
+            r(Verdict::Warn, format!("GET {url} lists no model"))
         } else {
             advise(
                 r(
@@ -288,15 +270,70 @@ impl Ctx<'_> {
     }
 }
 
-async fn counters(run: &RunSpec, target: &Target) -> CheckRow {
+/// The URL each API of the endpoint's runs (and the model list) resolves to, a row each.
+fn url_rows(first: &RunSpec, runs: &[&RunSpec], client: &control::Client) -> Vec<CheckRow> {
+    let mut routes: Vec<Route> = Vec::new();
+    for r in runs {
+        let route = Route::Api(prepare::api_kind(r.settings.api));
+        if !routes.contains(&route) {
+            routes.push(route);
+        }
+    }
+    routes.push(Route::Models);
+    routes
+        .into_iter()
+        .map(|r| {
+            let url = client.urls().of(r).to_string();
+            row(
+                first,
+                "server",
+                &format!("{} url", r.name()),
+                Verdict::Pass,
+                url,
+            )
+        })
+        .collect()
+}
+
+/// How the certificate is checked, for an endpoint that uses https (a warning when not).
+fn tls_row(run: &RunSpec, client: &control::Client) -> Option<CheckRow> {
+    let urls = client.urls();
+    let https = Route::ALL.iter().any(|r| urls.of(*r).scheme() == "https");
+    if !https {
+        return None;
+    }
+    let tls = client.tls();
+    let verdict = if tls.insecure {
+        Verdict::Warn
+    } else {
+        Verdict::Pass
+    };
+    let r = row(run, "server", "tls", verdict, tls.describe());
+    Some(if tls.insecure {
+        advise(
+            r,
+            "trust the server's CA with `tls.ca_file` instead of `insecure`",
+        )
+    } else {
+        r
+    })
+}
+
+async fn counters(run: &RunSpec, client: &control::Client) -> CheckRow {
     let candidates = CounterNames::candidates(run.settings.endpoint.spec.metrics.as_ref());
-    let found = scrape::scrape(&reqwest::Client::new(), &target.base_url, &candidates).await;
+    let found = scrape::scrape(client, &candidates).await;
     let r = |v, d| row(run, "server", "cache counters", v, d);
     match found {
-        Some((names, _)) => r(
-            Verdict::Pass,
-            format!("{} and {} on {}", names.hits, names.queries, names.path),
-        ),
+        Some((names, _)) => {
+            let at = client
+                .urls()
+                .server(&names.path)
+                .map_or_else(|_| names.path.clone(), |u| u.to_string());
+            r(
+                Verdict::Pass,
+                format!("{} and {} on {at}", names.hits, names.queries),
+            )
+        }
         None => {
             let looked: Vec<String> = candidates
                 .iter()

@@ -52,13 +52,17 @@ pub enum LifecycleError {
         log: PathBuf,
         tail: String,
     },
-    #[error("the launched server did not answer 200 on {url} within {waited:?}; last lines of {}:\n{tail}", log.display())]
+    #[error("the launched server did not answer 200 on {url} within {waited}; last lines of {}:\n{tail}", log.display())]
     NotReady {
         url: String,
-        waited: Duration,
+        waited: crate::units::HumanDuration,
         log: PathBuf,
         tail: String,
     },
+    #[error("the launched server at {url} failed the TLS handshake: {problem}")]
+    Tls { url: String, problem: String },
+    #[error("cannot reach the launched server")]
+    Control(#[source] crate::control::ControlError),
     #[error("no free port for {PORT_PLACEHOLDER}")]
     Port(#[source] std::io::Error),
     #[error("the server failed to start earlier in this suite: {0}")]

@@ -72,6 +72,12 @@ pub enum RunnerError {
         #[source]
         source: crate::engine::EngineError,
     },
+    #[error("endpoint `{endpoint}`")]
+    Control {
+        endpoint: String,
+        #[source]
+        source: crate::control::ControlError,
+    },
     #[error("endpoint `{endpoint}` ({url}) is not usable: {message}")]
     Connection {
         endpoint: String,
@@ -118,5 +124,3 @@ impl RunnerError {
         )
     }
 }
-
-pub use suite::chain;

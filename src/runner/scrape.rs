@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::RunnerError;
+use crate::control;
 use crate::plan::ServerMetricsSpec;
 use crate::store::{ServerPhase, Store};
 
@@ -22,7 +23,7 @@ pub const SGLANG_HITS: &str = "sglang:cached_tokens_total";
 pub const SGLANG_QUERIES: &str = "sglang:prompt_tokens_total";
 
 /// Longest wait for one scrape.
-const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where and what to scrape on one server.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,12 +150,12 @@ pub fn hit_ratio(
     (queries > 0.0 && hits >= 0.0).then(|| (hits / queries).min(1.0))
 }
 
-/// Scrapes `base_url` + each candidate's path (each path once); the first candidate found
-/// with its two counters, or `None` when the server has no such page or counters (or is
-/// not reachable), which makes the counter ratio unknown.
+/// Scrapes each candidate's path (each path once; a server path joined to the endpoint's
+/// base URL by the one URL rule); the first candidate found with its two counters, or
+/// `None` when the server has no such page or counters (or is not reachable), which makes
+/// the counter ratio unknown.
 pub async fn scrape<'a>(
-    client: &reqwest::Client,
-    base_url: &str,
+    client: &control::Client,
     candidates: &'a [CounterNames],
 ) -> Option<(&'a CounterNames, BTreeMap<String, f64>)> {
     let mut paths: Vec<&str> = Vec::new();
@@ -164,12 +165,10 @@ pub async fn scrape<'a>(
         }
     }
     for path in paths {
-        let url = format!(
-            "{}/{}",
-            base_url.trim_end_matches('/'),
-            path.trim_start_matches('/')
-        );
-        let Some(page) = page(client, &url).await else {
+        let Ok(url) = client.urls().server(path) else {
+            continue;
+        };
+        let Some(page) = page(client, url).await else {
             continue;
         };
         let found = find(&parse(&page), candidates.iter().filter(|c| c.path == path));
@@ -180,8 +179,13 @@ pub async fn scrape<'a>(
     None
 }
 
-async fn page(client: &reqwest::Client, url: &str) -> Option<String> {
-    let resp = client.get(url).timeout(SCRAPE_TIMEOUT).send().await.ok()?;
+async fn page(client: &control::Client, url: url::Url) -> Option<String> {
+    let resp = client
+        .request(reqwest::Method::GET, url)
+        .timeout(SCRAPE_TIMEOUT)
+        .send()
+        .await
+        .ok()?;
     if !resp.status().is_success() {
         return None;
     }
@@ -191,18 +195,20 @@ async fn page(client: &reqwest::Client, url: &str) -> Option<String> {
 /// One server's counters, scraped around a run's measured pass.
 #[derive(Debug, Clone)]
 pub struct ServerScrape {
-    pub base_url: String,
     pub candidates: Vec<CounterNames>,
-    client: reqwest::Client,
+    client: control::Client,
 }
 
 impl ServerScrape {
-    pub fn new(base_url: &str, candidates: Vec<CounterNames>) -> ServerScrape {
-        ServerScrape {
-            base_url: base_url.to_string(),
+    /// Scrapes the server `target` names (its URLs, TLS, key and headers).
+    pub fn new(
+        target: &crate::engine::Target,
+        candidates: Vec<CounterNames>,
+    ) -> Result<ServerScrape, control::ControlError> {
+        Ok(ServerScrape {
             candidates,
-            client: reqwest::Client::new(),
-        }
+            client: target.control(SCRAPE_TIMEOUT)?,
+        })
     }
 
     /// Scrapes and stores the counters under `phase`; `None` when the server has none.
@@ -212,7 +218,7 @@ impl ServerScrape {
         run_id: &str,
         phase: ServerPhase,
     ) -> Result<Option<BTreeMap<String, f64>>, RunnerError> {
-        let Some((_, values)) = scrape(&self.client, &self.base_url, &self.candidates).await else {
+        let Some((_, values)) = scrape(&self.client, &self.candidates).await else {
             return Ok(None);
         };
         store

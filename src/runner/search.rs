@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::{chain, run_label, Ended, Suite};
+use super::{run_label, Ended, Suite};
+use crate::control::chain;
 use crate::engine::{RequestRecord, Target};
 use crate::metrics::condition::Condition;
 use crate::metrics::sla::{self, Next, Search, SearchOutcome, SearchResult};

@@ -33,7 +33,6 @@ mod search;
 
 use one::Ended;
 pub(super) use runs::{server_up, target};
-pub use text::chain;
 use text::run_label;
 
 /// How to run a suite.

@@ -133,14 +133,18 @@ fn check_mount(mount: &str) -> Result<(), SimError> {
         reason: format!("`{mount}` {reason}"),
     };
     if !mount.starts_with('/') || mount.len() < 2 {
-        return Err(bad("must start with `/` and name a path, e.g. /gateway/openai"));
+        return Err(bad(
+            "must start with `/` and name a path, e.g. /gateway/openai",
+        ));
     }
     if mount.ends_with('/') || mount.contains("//") {
         return Err(bad("must not end with `/` or hold an empty segment"));
     }
     let ok = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
     if !mount.chars().all(ok) {
-        return Err(bad("may hold only letters, digits, `-`, `.`, `_`, `~` and `/`"));
+        return Err(bad(
+            "may hold only letters, digits, `-`, `.`, `_`, `~` and `/`",
+        ));
     }
     Ok(())
 }
@@ -236,7 +240,9 @@ impl SimServer {
 
     /// `GET /metrics` requests served.
     pub fn scrapes(&self) -> u64 {
-        self.state.scrapes.load(std::sync::atomic::Ordering::Relaxed)
+        self.state
+            .scrapes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `POST /reset_prefix_cache` requests served.

@@ -337,7 +337,8 @@ async fn models(State(st): St, headers: HeaderMap, uri: Uri) -> Response {
 }
 
 async fn metrics(State(st): St) -> Response {
-    st.scrapes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    st.scrapes
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut r = Response::new(Body::from(super::metrics::render(&st)));
     r.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -4,9 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{advise, request, row, CheckRow, Verdict, CORE_KEYS};
+use super::{advise, row, CheckRow, Verdict, CORE_KEYS};
 use crate::api::ApiKind;
-use crate::engine::{excerpt, PreparedRequest, Target};
+use crate::control::{self, explain};
+use crate::engine::{excerpt, PreparedRequest};
 use crate::planner::RunSpec;
 
 /// Most fields dropped and retried after a 400 names one.
@@ -110,19 +111,20 @@ fn without_images(body: &Map<String, Value>) -> Option<Map<String, Value>> {
 }
 
 async fn send(
-    client: &reqwest::Client,
-    target: &Target,
-    path: &str,
+    client: &control::Client,
+    kind: ApiKind,
     body: &Map<String, Value>,
 ) -> Result<(u16, String), String> {
-    let resp = request(client, target, reqwest::Method::POST, path)
+    let url = client.urls().api(kind).clone();
+    let resp = client
+        .request(reqwest::Method::POST, url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(Value::Object(body.clone()).to_string())
         .send()
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| explain(&e))?;
     let status = resp.status().as_u16();
-    let text = resp.text().await.map_err(|e| e.to_string())?;
+    let text = resp.text().await.map_err(|e| explain(&e))?;
     Ok((status, text))
 }
 
@@ -130,8 +132,7 @@ async fn send(
 pub(super) async fn probe(
     run: &RunSpec,
     mode: &str,
-    target: &Target,
-    client: &reqwest::Client,
+    client: &control::Client,
     req: PreparedRequest,
 ) -> Vec<CheckRow> {
     let mut rows = Vec::new();
@@ -146,13 +147,13 @@ pub(super) async fn probe(
     };
     let mut rejected = Vec::new();
     let answer = loop {
-        let (status, text) = match send(client, target, &req.path, &body).await {
+        let (status, text) = match send(client, req.kind, &body).await {
             Ok(a) => a,
             Err(e) => {
                 rows.push(r(
                     "request",
                     Verdict::Fail,
-                    format!("POST {}: {e}", req.path),
+                    format!("POST {}: {e}", client.urls().api(req.kind)),
                 ));
                 return rows;
             }
@@ -181,7 +182,9 @@ pub(super) async fn probe(
             advise(
                 r("request", Verdict::Fail, detail),
                 format!(
-                    "check base_url (without /v1) and that the server serves `{}` (served_name of model `{}`)",
+                    "check that {} is the server's route (base_url, or `paths.{}` of the endpoint) and that it serves `{}` (served_name of model `{}`)",
+                    client.urls().api(req.kind),
+                    req.kind.as_str(),
                     run.served_model(),
                     run.settings.model.name
                 ),
@@ -229,7 +232,7 @@ pub(super) async fn probe(
         rows.extend(usage_rows(run, mode, req.stream, seen));
     }
     if let Some(plain) = without_images(&body) {
-        rows.push(images_row(run, mode, target, client, &req, seen, &plain).await);
+        rows.push(images_row(run, mode, client, &req, seen, &plain).await);
     }
     rows
 }
@@ -282,14 +285,13 @@ fn usage_rows(run: &RunSpec, mode: &str, stream: bool, seen: Seen) -> Vec<CheckR
 async fn images_row(
     run: &RunSpec,
     mode: &str,
-    target: &Target,
-    client: &reqwest::Client,
+    client: &control::Client,
     req: &PreparedRequest,
     seen: Seen,
     plain: &Map<String, Value>,
 ) -> CheckRow {
     let r = |v, d| row(run, mode, "images received", v, d);
-    let text_only = match send(client, target, &req.path, plain).await {
+    let text_only = match send(client, req.kind, plain).await {
         Ok((200..=299, text)) => seen_in(&text, req.stream).prompt,
         _ => None,
     };

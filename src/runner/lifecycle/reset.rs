@@ -6,7 +6,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use super::process::{describe, fill_port, launch_path};
+use crate::control::{self, chain, explain};
 use crate::plan::EndpointSpec;
+
+/// Longest wait for a reset's HTTP answer.
+const RESET_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Resets the endpoint's prefix cache (`reset_cache`, or vLLM's route); the run warning
 /// when that failed.
@@ -19,14 +23,18 @@ pub async fn reset_warning(
         || crate::runner::cache::DEFAULT_RESET.to_string(),
         |r| fill_port(r, port),
     );
-    let done = reset_cache(&reset, &target.base_url, target.api_key.as_deref()).await;
+    let done = match target.control(RESET_TIMEOUT) {
+        Ok(client) => reset_cache(&reset, &client).await,
+        Err(e) => Err(chain(&e)),
+    };
     done.err()
         .map(|msg| format!("cache_reset_failed: {msg}; this run may not start from an empty cache"))
 }
 
-/// Empties the server's prefix cache: `"POST /path"` (or `"POST http://…"`) as an HTTP
-/// call, anything else as a shell command. The error says what went wrong.
-pub async fn reset_cache(reset: &str, base_url: &str, api_key: Option<&str>) -> Result<(), String> {
+/// Empties the server's prefix cache: `"POST /path"` (a server path, joined to `base_url`
+/// by the one URL rule) or `"POST http://…"` as an HTTP call, anything else as a shell
+/// command. The error says what went wrong.
+pub async fn reset_cache(reset: &str, client: &control::Client) -> Result<(), String> {
     let mut words = reset.split_whitespace();
     let method = words.next().unwrap_or_default();
     let target = words.next().unwrap_or_default();
@@ -36,12 +44,11 @@ pub async fn reset_cache(reset: &str, base_url: &str, api_key: Option<&str>) -> 
     if !is_http {
         return reset_by_shell(reset).await;
     }
-    let url = if target.starts_with('/') {
-        format!("{}{target}", base_url.trim_end_matches('/'))
-    } else {
-        target.to_string()
-    };
-    reset_by_http(reset, method, &url, api_key).await
+    let url = client
+        .urls()
+        .server(target)
+        .map_err(|e| format!("{reset}: {}", chain(&e)))?;
+    reset_by_http(reset, method, url, client).await
 }
 
 /// `reset` as a shell command with perfplan's `PATH`; its stderr in the error.
@@ -54,7 +61,7 @@ async fn reset_by_shell(reset: &str) -> Result<(), String> {
     let out = cmd
         .output()
         .await
-        .map_err(|e| format!("cannot run `{reset}`: {e}"))?;
+        .map_err(|e| format!("cannot run `{reset}`: {}", chain(&e)))?;
     if out.status.success() {
         return Ok(());
     }
@@ -69,22 +76,22 @@ async fn reset_by_shell(reset: &str) -> Result<(), String> {
 async fn reset_by_http(
     reset: &str,
     method: &str,
-    url: &str,
-    api_key: Option<&str>,
+    url: url::Url,
+    client: &control::Client,
 ) -> Result<(), String> {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::POST);
-    let client = reqwest::Client::new();
-    let mut req = client.request(method, url).timeout(Duration::from_secs(30));
-    if let Some(key) = api_key {
-        req = req.bearer_auth(key);
-    }
-    let resp = req
+    let shown = url.to_string();
+    let resp = client
+        .request(method, url)
         .send()
         .await
-        .map_err(|e| format!("{reset} on {url}: {e}"))?;
+        .map_err(|e| format!("{reset} on {shown}: {}", explain(&e)))?;
     if resp.status().is_success() {
         Ok(())
     } else {
-        Err(format!("{reset} on {url} answered HTTP {}", resp.status()))
+        Err(format!(
+            "{reset} on {shown} answered HTTP {}",
+            resp.status()
+        ))
     }
 }

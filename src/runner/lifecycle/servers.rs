@@ -5,10 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::process::{describe, fill_port, free_port, log_tail, open_log, shell, signal_group};
 use super::ready::ready_url;
 use super::{LifecycleError, Registry, PORT_PLACEHOLDER, READY_TIMEOUT, STOP_GRACE};
+use crate::engine::Target;
 use crate::plan::EndpointSpec;
 
 struct Launched {
@@ -80,7 +82,7 @@ impl Servers {
         &mut self,
         endpoint: &str,
         spec: &EndpointSpec,
-        base_url: &str,
+        target: &Target,
     ) -> Result<(), LifecycleError> {
         let Some(launch) = &spec.launch else {
             return Ok(());
@@ -93,11 +95,11 @@ impl Servers {
         }
         let port = self.port(endpoint, spec)?;
         let result = self
-            .launch(endpoint, spec, &fill_port(launch, port), base_url, port)
+            .launch(endpoint, spec, &fill_port(launch, port), target, port)
             .await;
         if let Err(e) = &result {
             self.failed
-                .insert(endpoint.to_string(), crate::runner::chain(e));
+                .insert(endpoint.to_string(), crate::control::chain(e));
         }
         result
     }
@@ -107,9 +109,13 @@ impl Servers {
         endpoint: &str,
         spec: &EndpointSpec,
         command: &str,
-        base_url: &str,
+        target: &Target,
         port: Option<u16>,
     ) -> Result<(), LifecycleError> {
+        // Each poll waits at most this long for an answer.
+        let client = target
+            .control(Duration::from_secs(5))
+            .map_err(LifecycleError::Control)?;
         let log = self.log_path(endpoint);
         let file = open_log(&log)?;
         let spawn = |source| LifecycleError::Spawn {
@@ -136,9 +142,11 @@ impl Servers {
                 stop: spec.stop.as_ref().map(|s| fill_port(s, port)),
             },
         );
-        let url = ready_url(spec, base_url, port);
         let timeout = spec.ready_timeout.map_or(READY_TIMEOUT, |d| d.0);
-        let ready = self.wait_ready(endpoint, &url, timeout).await;
+        let ready = match ready_url(spec, &client, port) {
+            Ok(url) => self.wait_ready(endpoint, &client, &url, timeout).await,
+            Err(e) => Err(e),
+        };
         if ready.is_err() {
             self.stop(endpoint).await;
         }
@@ -166,7 +174,7 @@ impl Servers {
                     set.remove(&pgid);
                 }
                 self.failed
-                    .insert(endpoint.to_string(), crate::runner::chain(&err));
+                    .insert(endpoint.to_string(), crate::control::chain(&err));
                 Err(err)
             }
             _ => Ok(()),
@@ -200,7 +208,10 @@ impl Servers {
         }
         let exited = tokio::time::timeout(STOP_GRACE, l.child.wait()).await;
         if exited.is_err() {
-            eprintln!("perfplan: endpoint `{endpoint}`: server still running after {STOP_GRACE:?}; killing it");
+            eprintln!(
+                "perfplan: endpoint `{endpoint}`: server still running after {}; killing it",
+                crate::units::format_duration(STOP_GRACE)
+            );
             signal_group(l.pgid, "KILL");
             let _ = l.child.wait().await;
         } else {

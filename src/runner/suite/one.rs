@@ -67,10 +67,16 @@ impl Suite<'_> {
             definitions: self.plan.spec.plan.metric_definitions,
             label: run_label(run, total),
             log: self.log.clone(),
-            server: Some(ServerScrape::new(
-                &target.base_url,
-                CounterNames::candidates(run.settings.endpoint.spec.metrics.as_ref()),
-            )),
+            server: Some(
+                ServerScrape::new(
+                    target,
+                    CounterNames::candidates(run.settings.endpoint.spec.metrics.as_ref()),
+                )
+                .map_err(|source| crate::runner::RunnerError::Control {
+                    endpoint: run.settings.endpoint.name.clone(),
+                    source,
+                })?,
+            ),
             index_base,
             start_at: load_start(self.start_at.take(), lead),
         };

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{chain, run_label, Ended, Suite, SuiteOutcome};
+use super::{run_label, Ended, Suite, SuiteOutcome};
+use crate::control::{chain, Route, Tls};
 use crate::engine::{Target, Timeouts};
 use crate::planner::RunSpec;
 use crate::runner::lifecycle::{self, Servers};
@@ -87,7 +88,7 @@ impl Suite<'_> {
             outcome.skipped += 1;
             return Ok(());
         }
-        let mut target = target(run, self.sims);
+        let mut target = target(run, self.sims, &self.plan.base_dir);
         let port = match server_up(run, &mut target, servers).await {
             Ok(port) => port,
             Err(e) => {
@@ -194,17 +195,30 @@ impl Suite<'_> {
     }
 }
 
-/// The engine's target of a run's endpoint: its URL (a `sim://` one resolved), API key,
-/// headers and timeouts.
-pub(in crate::runner) fn target(run: &RunSpec, sims: &Sims) -> Target {
+/// The engine's target of a run's endpoint: its URL (a `sim://` one resolved), path
+/// overrides, TLS (`ca_file` relative to the plan's folder `base_dir`), API key, headers and
+/// timeouts.
+pub(in crate::runner) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> Target {
     let ep = &run.settings.endpoint.spec;
     let api_key = ep
         .api_key_env
         .as_deref()
         .and_then(|v| std::env::var(v).ok())
         .filter(|k| !k.is_empty());
+    let paths = ep
+        .paths
+        .entries()
+        .into_iter()
+        .filter_map(|(k, v)| Some((Route::parse(k)?, v.to_string())))
+        .collect();
+    let tls = ep.tls.as_ref().map_or_else(Tls::default, |t| Tls {
+        ca_file: t.ca_file.as_ref().map(|f| base_dir.join(f)),
+        insecure: t.insecure,
+    });
     Target {
         base_url: sims.resolve(&ep.base_url),
+        paths,
+        tls,
         api_key,
         headers: ep
             .headers
@@ -233,8 +247,11 @@ pub(in crate::runner) async fn server_up(
     };
     let port = servers.port(&ep.name, &ep.spec).map_err(err)?;
     target.base_url = lifecycle::fill_port(&target.base_url, port);
+    for (_, path) in &mut target.paths {
+        *path = lifecycle::fill_port(path, port);
+    }
     servers
-        .ensure(&ep.name, &ep.spec, &target.base_url)
+        .ensure(&ep.name, &ep.spec, target)
         .await
         .map_err(err)?;
     Ok(port)

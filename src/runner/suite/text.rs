@@ -1,6 +1,5 @@
-//! What a suite prints about its runs: the label of a run in progress lines, the line
-//! that sums a finished run up, and an error with its chain of sources. Pure text; knows
-//! nothing of the store or the engine.
+//! What a suite prints about its runs: the label of a run in progress lines and the line
+//! that sums a finished run up. Pure text; knows nothing of the store or the engine.
 
 use crate::planner::{display_value, RunSpec};
 
@@ -32,16 +31,4 @@ pub(super) fn summary_line(run: &RunSpec, total: usize, s: &crate::metrics::RunS
         fmt(get("ttft_p50"), "ms"),
         fmt(get("tpot_mean"), "ms")
     )
-}
-
-/// An error with its sources, `a: b: c`.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
