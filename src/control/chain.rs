@@ -21,11 +21,11 @@ pub fn chain(e: &dyn Error) -> String {
     out
 }
 
-/// `chain`, followed by what went wrong in words when a cause is a TLS failure.
+/// `chain`, after what went wrong in words when a cause is a TLS failure.
 pub fn explain(e: &(dyn Error + 'static)) -> String {
     let text = chain(e);
     match super::tls::tls_problem(e) {
-        Some(words) => format!("{text}; {words}"),
+        Some(words) => format!("{words}; cause: {text}"),
         None => text,
     }
 }

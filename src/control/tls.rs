@@ -99,13 +99,21 @@ pub fn tls_problem(e: &(dyn Error + 'static)) -> Option<String> {
     None
 }
 
-/// A rustls error, directly or inside an `io::Error` (as tokio-rustls reports it).
+/// A rustls error, directly or inside `io::Error`s (tokio-rustls reports it in one, and
+/// hyper-rustls wraps that in another).
 fn as_rustls<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a rustls::Error> {
-    e.downcast_ref::<rustls::Error>().or_else(|| {
-        e.downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    })
+    if let Some(r) = e.downcast_ref::<rustls::Error>() {
+        return Some(r);
+    }
+    let mut io = e.downcast_ref::<std::io::Error>()?;
+    for _ in 0..8 {
+        let inner = io.get_ref()?;
+        if let Some(r) = inner.downcast_ref::<rustls::Error>() {
+            return Some(r);
+        }
+        io = inner.downcast_ref::<std::io::Error>()?;
+    }
+    None
 }
 
 const TRUST_HINT: &str =
@@ -174,6 +182,13 @@ mod tests {
         let words = tls_problem(&Outer(io)).unwrap();
         assert!(words.contains("unknown issuer"), "{words}");
         assert!(words.contains("tls.ca_file"), "{words}");
+        let nested = std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
+        ));
+        assert!(tls_problem(&Outer(nested))
+            .unwrap()
+            .contains("name mismatch"));
         let plain = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         assert_eq!(tls_problem(&Outer(plain)), None);
         let expired = rustls::Error::InvalidCertificate(CertificateError::Expired);

@@ -212,8 +212,13 @@ impl Ctx<'_> {
             }
         };
         let mut rows = url_rows(first, runs, &client);
-        rows.extend(tls_row(first, &client));
-        rows.push(self.models(first, &client).await);
+        let (models, tls_failure) = self.models(first, &client).await;
+        rows.extend(tls_row(first, &client, tls_failure.as_deref()));
+        if tls_failure.is_some() {
+            // Nothing else can pass before the handshake does.
+            return Ok(rows);
+        }
+        rows.push(models);
         rows.push(counters(first, &client).await);
         let mut seen: Vec<String> = Vec::new();
         for run in runs {
@@ -231,15 +236,25 @@ impl Ctx<'_> {
         Ok(rows)
     }
 
-    async fn models(&self, run: &RunSpec, client: &control::Client) -> CheckRow {
+    /// The model-list row, and what failed in words when the TLS handshake did.
+    async fn models(&self, run: &RunSpec, client: &control::Client) -> (CheckRow, Option<String>) {
         let model = run.served_model();
         let url = client.urls().of(Route::Models);
         let answer = client.get(Route::Models).send().await;
         let r = |v, d| row(run, "server", "model listed", v, d);
         let resp = match answer {
             Ok(resp) => resp,
-            Err(e) => return r(Verdict::Fail, format!("GET {url}: {}", explain(&e))),
+            Err(e) => {
+                let tls = control::tls_problem(&e).map(|_| explain(&e));
+                return (r(Verdict::Fail, format!("GET {url}: {}", explain(&e))), tls);
+            }
         };
+        (self.listed(run, model, resp).await, None)
+    }
+
+    async fn listed(&self, run: &RunSpec, model: &str, resp: reqwest::Response) -> CheckRow {
+        let url = resp.url().clone();
+        let r = |v, d| row(run, "server", "model listed", v, d);
         let status = resp.status();
         let body: Value =
             serde_json::from_str(&resp.text().await.unwrap_or_default()).unwrap_or(Value::Null);
@@ -295,14 +310,19 @@ fn url_rows(first: &RunSpec, runs: &[&RunSpec], client: &control::Client) -> Vec
         .collect()
 }
 
-/// How the certificate is checked, for an endpoint that uses https (a warning when not).
-fn tls_row(run: &RunSpec, client: &control::Client) -> Option<CheckRow> {
+/// How the certificate is checked, for an endpoint that uses https (a warning when not
+/// verified), or why the handshake failed.
+fn tls_row(run: &RunSpec, client: &control::Client, failure: Option<&str>) -> Option<CheckRow> {
     let urls = client.urls();
     let https = Route::ALL.iter().any(|r| urls.of(*r).scheme() == "https");
     if !https {
         return None;
     }
     let tls = client.tls();
+    if let Some(why) = failure {
+        let r = row(run, "server", "tls", Verdict::Fail, why.to_string());
+        return Some(advise(r, tls.describe()));
+    }
     let verdict = if tls.insecure {
         Verdict::Warn
     } else {
