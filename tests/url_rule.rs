@@ -307,3 +307,74 @@ async fn both_clients_send_every_api_under_the_prefix() {
     assert_eq!(paths.len(), 20);
     assert!(paths.iter().all(|p| p.starts_with(MOUNT)), "{paths:?}");
 }
+
+/// `perfplan validate` on a plan whose endpoints are `endpoints` (the rest is valid).
+fn validate(dir: &Path, name: &str, endpoints: &str) -> String {
+    let text = format!(
+        "[plan]\nname = \"v\"\n{endpoints}\n[models.m]\n[datasets.p]\nkind = \"prompt\"\ntext = \"hi\"\n\
+         [matrix]\nendpoint = \"a\"\nload = {{ concurrency = 1, requests = 1, warmup = 1 }}\n"
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    let o = perfplan(&["validate", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).replace(&dir.display().to_string(), "[DIR]");
+    format!("exit {:?}\n{err}", o.status.code())
+}
+
+#[test]
+fn paths_and_tls_mistakes_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = validate(
+        dir.path(),
+        "typo.toml",
+        "[endpoints.a]\nbase_url = \"http://127.0.0.1:9/v1\"\npaths = { reranker = \"/v2/rerank\" }",
+    );
+    let wrong = validate(
+        dir.path(),
+        "wrong.toml",
+        "[endpoints.a]\nbase_url = \"http://127.0.0.1:9\"\npaths = { chat = \"//other/x\", models = \"v1/my models\" }\n\
+         tls = { insecure = true }\n\
+         [endpoints.b]\nbase_url = \"https://127.0.0.1:9\"\ntls = { ca_file = \"missing.pem\", insecure = true }\n\
+         [endpoints.c]\nbase_url = \"https://127.0.0.1:{port}#x\"",
+    );
+    let warned = validate(
+        dir.path(),
+        "insecure.toml",
+        "[endpoints.a]\nbase_url = \"https://127.0.0.1:9/v1\"\ntls = { insecure = true }",
+    );
+    insta::assert_snapshot!(
+        "paths_and_tls_mistakes",
+        format!("{typo}\n{wrong}\n{warned}")
+    );
+}
+
+#[test]
+fn a_refused_connection_says_why_and_for_how_long_it_was_tried() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = format!("base_url = \"http://127.0.0.1:{port}{MOUNT}\"\nready_timeout = \"1s\"");
+    let path = plan(dir.path(), &endpoint);
+    let o = perfplan(&[
+        "run",
+        &path,
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    // The whole chain of causes, down to the refused socket, and a unit on the duration.
+    assert!(err.contains("refused"), "{err}");
+    let tried = err.split("tried for ").nth(1).unwrap_or_default();
+    let secs: String = tried
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    assert!(
+        !secs.is_empty() && tried[secs.len()..].starts_with("s)"),
+        "{err}"
+    );
+}

@@ -10,7 +10,10 @@ pub fn run() -> u8 {
             exit::OK
         }
         Err(e) => {
-            eprintln!("error: cannot print the schema: {e}");
+            eprintln!(
+                "error: cannot print the schema: {}",
+                crate::control::chain(&e)
+            );
             exit::INTERNAL
         }
     }

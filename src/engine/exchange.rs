@@ -182,11 +182,21 @@ pub(crate) fn timed_out(
     last: Instant,
     now: Instant,
 ) -> Option<Failure> {
-    if ep.timeouts.total.is_some_and(|t| now >= sent_at + t) {
-        return Some(Failure::new(Outcome::Timeout, "total timeout"));
+    let shown = crate::units::format_duration;
+    if let Some(t) = ep.timeouts.total.filter(|t| now >= sent_at + *t) {
+        let why = format!(
+            "total timeout: not done after {} (timeouts.total)",
+            shown(t)
+        );
+        return Some(Failure::new(Outcome::Timeout, why));
     }
-    (now >= last + ep.timeouts.read)
-        .then(|| Failure::new(Outcome::Timeout, "read timeout: no bytes"))
+    (now >= last + ep.timeouts.read).then(|| {
+        let why = format!(
+            "read timeout: no bytes for {} (timeouts.read)",
+            shown(ep.timeouts.read)
+        );
+        Failure::new(Outcome::Timeout, why)
+    })
 }
 
 async fn drive(

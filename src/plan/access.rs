@@ -95,12 +95,11 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
         let url = &ep.base_url;
         if url.starts_with("http://") || url.starts_with("https://") {
             // `{port}` is filled when the server is launched; any port checks the form.
-            if let Err(e) = control::Urls::new(&url.replace("{port}", "1"), &[]) {
+            let filled = url.replace("{port}", "1");
+            if let Err(e) = control::Urls::new(&filled, &[]) {
                 let at = tree.value_span(&key(&["endpoints", name, "base_url"]));
-                diags.push(Diagnostic::error(
-                    format!("endpoint `{name}`: {}", control::chain(&e)),
-                    at,
-                ));
+                let text = control::chain(&e).replace(&filled, url);
+                diags.push(Diagnostic::error(format!("endpoint `{name}`: {text}"), at));
             }
         }
         for (api, value) in ep.paths.entries() {

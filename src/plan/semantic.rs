@@ -40,7 +40,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
                     ),
                     Some(at),
                 )
-                .with_help("write e.g. \"http://127.0.0.1:8000\" (without /v1) or \"sim://NAME\""),
+                .with_help("write e.g. \"http://127.0.0.1:8000/v1\" or \"sim://NAME\""),
             );
         }
         if ep.sim.is_some() && !url.starts_with("sim://") {

@@ -56,7 +56,9 @@ fn prompt_values(prompt: &Prompt) -> (Value, Value) {
 /// Renders one body. `env` holds the compiled template named `body`.
 pub fn render(env: &Environment<'_>, input: &TemplateInput<'_>) -> Result<Bytes, TemplateError> {
     let bad = |reason: String| TemplateError { reason };
-    let tmpl = env.get_template("body").map_err(|e| bad(e.to_string()))?;
+    let tmpl = env
+        .get_template("body")
+        .map_err(|e| bad(crate::control::chain(&e)))?;
     let (prompt, messages) = prompt_values(input.prompt);
     let ctx = context! {
         model => input.model,

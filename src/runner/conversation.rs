@@ -145,7 +145,7 @@ impl ConversationSource {
                 true
             }
             Err(e) => {
-                self.errors.push(e.to_string());
+                self.errors.push(crate::control::chain(&e));
                 false
             }
         }
@@ -179,7 +179,7 @@ impl ConversationSource {
             reject_fields: &t.reject_fields,
         };
         let built = match &t.body_template {
-            None => api::build_body(t.kind, &input).map_err(|e| e.to_string()),
+            None => api::build_body(t.kind, &input).map_err(|e| crate::control::chain(&e)),
             Some(env) => {
                 let t_input = TemplateInput {
                     model: input.model,
@@ -190,7 +190,7 @@ impl ConversationSource {
                 };
                 template::render(env, &t_input)
                     .map(|body| (t.kind.path(), body))
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| crate::control::chain(&e))
             }
         };
         let (path, body) = match built {

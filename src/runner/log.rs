@@ -28,7 +28,11 @@ impl SuiteLog {
         let progress = progress_json.and_then(|p| {
             let f = OpenOptions::new().create(true).append(true).open(p);
             if let Err(e) = &f {
-                eprintln!("warning: cannot write progress to {}: {e}", p.display());
+                eprintln!(
+                    "warning: cannot write progress to {}: {}",
+                    p.display(),
+                    crate::control::chain(e)
+                );
             }
             f.ok().map(Mutex::new)
         });
