@@ -143,7 +143,7 @@ pub struct EndpointSpec {
     pub reject_fields: Vec<String>,
     #[serde(default)]
     pub timeouts: TimeoutsSpec,
-    /// Probe `GET /v1/models` before the first run.
+    /// Probe the model list (`GET /v1/models`, or `paths.models`) before the first run.
     #[serde(default = "yes")]
     pub connection_test: bool,
     /// Settings of the built-in simulator when `base_url = "sim://NAME"`.
@@ -152,7 +152,8 @@ pub struct EndpointSpec {
     /// A shell command that starts the server before this endpoint's runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<String>,
-    /// URL polled until it answers 200 after `launch` (default `<base_url>/v1/models`).
+    /// Polled until it answers 200 after `launch`: a server path joined to `base_url` by the
+    /// URL rule (`/health`) or a full URL (default: the model list, `/v1/models`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
