@@ -139,6 +139,10 @@ pub struct EndpointSpec {
     /// Probe `GET /v1/models` before the first run.
     #[serde(default = "yes")]
     pub connection_test: bool,
+    /// Measure the cold path: a new connection for every request (`Connection: close`),
+    /// none kept or opened ahead; each request's connection setup time is recorded.
+    #[serde(default)]
+    pub fresh_connections: bool,
     /// Settings of the built-in simulator when `base_url = "sim://NAME"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim: Option<SimConfig>,
