@@ -23,6 +23,10 @@ use crate::engine::PreparedRequest;
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 const READ_BUF: usize = 16 * 1024;
+/// An idle connection is checked for a close by the server (a keep-alive timeout) before
+/// reuse once it has been idle this long; a hot loop reuses it at once, unchecked (a
+/// close that races the request is met by the retry in `exchange`).
+const PROBE_AFTER: Duration = Duration::from_millis(100);
 
 /// One endpoint's connections and prepared request heads.
 pub(crate) struct H1Client {
@@ -101,7 +105,9 @@ impl H1Client {
         loop {
             let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
             match idle {
-                Some(c) if c.idle_and_open() => return Ok(c),
+                Some(c) if c.filled_at.elapsed() < PROBE_AFTER || c.idle_and_open() => {
+                    return Ok(c)
+                }
                 Some(_) => {}
                 None => return self.connect().await,
             }
