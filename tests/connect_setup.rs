@@ -170,7 +170,9 @@ async fn fresh_connections_open_one_per_request_and_record_each() {
 
 /// A listener whose accept queue is full (backlog 0, one connection waiting, not
 /// accepted): the next SYN is dropped and retransmitted after 1 s, as when a client opens
-/// hundreds of connections at once. After `after`, it accepts and answers every request.
+/// hundreds of connections at once (Linux's behaviour). After `after`, it accepts and
+/// answers every request.
+#[cfg(target_os = "linux")]
 async fn full_backlog(after: Duration) -> String {
     let socket = TcpSocket::new_v4().unwrap();
     socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -204,6 +206,7 @@ async fn full_backlog(after: Duration) -> String {
     format!("http://{addr}")
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_syn_retransmit_is_connection_setup_not_ttft() {
     for (name, force_reqwest) in CLIENTS {
@@ -230,6 +233,7 @@ async fn a_syn_retransmit_is_connection_setup_not_ttft() {
     }
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_slow_preconnect_is_before_the_clock_and_warned_about() {
     let url = full_backlog(Duration::from_millis(200)).await;
