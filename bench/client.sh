@@ -12,6 +12,7 @@
 #   RUNS=1 SCENARIOS="ttft-c256" bench/client.sh
 #   PIN=1 bench/client.sh                 # sim on CPU 0, perfplan on CPU 1 (taskset)
 #   SIM_EXTRA="--threads 2" bench/client.sh   # extra simulator flags for every scenario
+#   BIN=path/to/perfplan bench/client.sh  # measure that binary (no build), e.g. an older one
 #
 # Needs: cargo, python3 (standard library), curl, GNU time (/usr/bin/time).
 # Results: target/bench-client/ (OUT=DIR to change); load average is printed per run.
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 SCENARIOS=${SCENARIOS:-"rps-1tok tokens-512 ttft-c64 ttft-c256 ttft-c1024 poisson-50"}
 OUT=${OUT:-target/bench-client}
-BIN=target/release/perfplan
+BIN=${BIN:-}
 
 # Simulator settings per scenario: zero delays and all worker threads for throughput; for
 # TTFT error a pacing the simulator (sharing the 2 cores) can serve on time, on one thread
@@ -33,7 +34,7 @@ sim_flags() {
   case $1 in
     rps-1tok|tokens-512) echo "--ttft-base 0ms --itl-base 0ms --max-num-seqs 8192" ;;
     ttft-c64|poisson-50) echo "--ttft-base 20ms --itl-base 5ms --max-num-seqs 8192 --threads 1" ;;
-    ttft-c256) echo "--ttft-base 50ms --itl-base 10ms --max-num-seqs 8192 --threads 1" ;;
+    ttft-c256|ttft-c256-cold) echo "--ttft-base 50ms --itl-base 10ms --max-num-seqs 8192 --threads 1" ;;
     ttft-c1024) echo "--ttft-base 500ms --itl-base 50ms --max-num-seqs 8192 --threads 1" ;;
     ttft-c4096) echo "--ttft-base 1s --itl-base 100ms --max-num-seqs 8192 --threads 1" ;;
     *) echo "--max-num-seqs 8192" ;;
@@ -70,7 +71,10 @@ sim_cpu_s() { # user+system seconds of the simulator so far
   awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$SIM_PID/stat"
 }
 
-cargo build --release --bin perfplan >&2
+if [[ -z $BIN ]]; then
+  BIN=target/release/perfplan
+  cargo build --release --bin perfplan >&2
+fi
 mkdir -p "$OUT"
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)" | tee "$OUT/machine.txt"
 for s in $SCENARIOS; do

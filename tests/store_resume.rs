@@ -24,6 +24,7 @@ fn record(index: u64) -> RequestRecord {
         phase: Phase::Measured,
         intended: sent,
         sent,
+        connect: None,
         first_chunk: Some(sent + Duration::from_millis(5)),
         content_times: vec![
             sent + Duration::from_millis(5),

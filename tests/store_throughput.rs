@@ -23,6 +23,7 @@ fn record(index: u64) -> RequestRecord {
         phase: Phase::Measured,
         intended: sent,
         sent,
+        connect: None,
         first_chunk: content_times.first().copied(),
         end: *content_times.last().unwrap(),
         content_times,

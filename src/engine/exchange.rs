@@ -119,6 +119,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         phase: req.phase,
         intended,
         sent: intended,
+        connect: None,
         first_chunk: None,
         content_times: Vec::new(),
         last_chunk: None,
@@ -148,6 +149,8 @@ pub(crate) async fn exchange(
     mut cancel: oneshot::Receiver<()>,
 ) -> RequestRecord {
     let mut rec = new_record(&req, index, intended);
+    // When the exchange began: the timeouts count from it. `sent` moves to the write on
+    // an established connection when the request had to open one (or was retried).
     let sent_at = Instant::now();
     rec.sent = sent_at - t0;
     let result = {
@@ -212,30 +215,38 @@ async fn drive(
     }
 }
 
-/// Connects (or reuses a connection), sends, and reads the response head. A reused
-/// connection that fails before any answer byte was stale: one retry on a fresh one.
+fn connect_failure(e: std::io::Error) -> Failure {
+    let outcome = if e.kind() == std::io::ErrorKind::TimedOut {
+        Outcome::Timeout
+    } else {
+        Outcome::Connect
+    };
+    let hint = match e.raw_os_error() {
+        Some(24) => " (too many open files: raise `ulimit -n` above the concurrency)",
+        Some(99) => " (no free local port: too many connections in TIME_WAIT)",
+        _ => "",
+    };
+    Failure::new(outcome, format!("connect: {e}{hint}"))
+}
+
+/// Connects (or takes an idle connection), sends, and reads the response head; stamps
+/// `rec.sent` as the request is written on the established connection and `rec.connect`
+/// when the request opened it. A pooled connection that fails before any answer byte was
+/// closed by the server while idle: the request is sent once more on a fresh connection
+/// and timed from there (not a failure).
 async fn open_h1(
     h1: &H1Client,
     target: &str,
     req: &PreparedRequest,
     id: Option<(&str, u64)>,
+    rec: &mut RequestRecord,
+    t0: Instant,
 ) -> Result<(Conn, Head), Failure> {
-    let connect_failure = |e: std::io::Error| {
-        let outcome = if e.kind() == std::io::ErrorKind::TimedOut {
-            Outcome::Timeout
-        } else {
-            Outcome::Connect
-        };
-        let hint = match e.raw_os_error() {
-            Some(24) => " (too many open files: raise `ulimit -n` above the concurrency)",
-            Some(99) => " (no free local port: too many connections in TIME_WAIT)",
-            _ => "",
-        };
-        Failure::new(outcome, format!("connect: {e}{hint}"))
-    };
     let mut conn = h1.checkout().await.map_err(connect_failure)?;
     loop {
         let reused = conn.reused;
+        rec.connect = (!reused).then_some(conn.setup);
+        rec.sent = Instant::now() - t0;
         let result = match h1.send(&mut conn, target, req, id).await {
             Ok(()) => conn.read_head().await,
             Err(e) => Err(e),
@@ -245,12 +256,17 @@ async fn open_h1(
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 return Err(Failure::new(Outcome::BadBody, e.to_string()))
             }
-            Ok(None) | Err(_) if reused => conn = h1.connect().await.map_err(connect_failure)?,
+            Ok(None) | Err(_) if reused && !conn.answered() => {
+                conn = h1.connect().await.map_err(connect_failure)?
+            }
             Ok(None) => {
                 return Err(Failure::new(
                     Outcome::Connect,
                     "connection closed before the response",
                 ))
+            }
+            Err(e) if conn.answered() => {
+                return Err(Failure::new(Outcome::StreamBroken, e.to_string()))
             }
             Err(e) => {
                 return Err(Failure::new(
@@ -379,7 +395,7 @@ async fn drive_h1(
         .as_ref()
         .map(|(p, first)| (&**p, first + rec.index));
     let target = crate::control::request_target(ep.url(req.kind));
-    let opened = open_h1(h1, target, req, id);
+    let opened = open_h1(h1, target, req, id, rec, t0);
     let (mut conn, head) = until_head(opened, sleep.as_mut(), ep, sent_at).await?;
     rec.http_status = Some(head.status);
     let streamed = head.status == 200 && (head.event_stream || (req.stream && !head.json));
@@ -401,10 +417,7 @@ async fn drive_h1(
             r = read => match r {
                 Ok(true) if !reading.broken() => {}
                 Ok(_) => break,
-                Err(e) => {
-                    let what = if streamed { Outcome::StreamBroken } else { Outcome::BadBody };
-                    return Err(Failure::new(what, e.to_string()));
-                }
+                Err(e) => return Err(Failure::new(body_failure(&e), e.to_string())),
             },
             () = &mut sleep => {
                 if let Some(f) = timed_out(ep, sent_at, reading.last, Instant::now()) {
@@ -420,6 +433,17 @@ async fn drive_h1(
         h1.checkin(conn);
     }
     reading.conclude(req.kind, rec)
+}
+
+/// The class of a failure while reading a body, streamed or not: framing that cannot be
+/// parsed (a malformed chunk) is `bad_body`; a connection that ended or broke before the
+/// body did (cut short against its `Content-Length`, inside a chunk, reset) is
+/// `stream_broken`, whether or not the bytes that came would parse.
+pub(crate) fn body_failure(e: &std::io::Error) -> Outcome {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData => Outcome::BadBody,
+        _ => Outcome::StreamBroken,
+    }
 }
 
 fn stream_outcome(state: &StreamState, rec: &RequestRecord) -> Result<(), Failure> {

@@ -15,12 +15,18 @@ use std::io::Write as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::h1_head::{bad, parse_head};
+pub(crate) use super::h1_head::{Framing, Head};
 use crate::api::SseDecoder;
 use crate::engine::PreparedRequest;
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 const READ_BUF: usize = 16 * 1024;
+/// An idle connection is checked for a close by the server (a keep-alive timeout) before
+/// reuse once it has been idle this long; a hot loop reuses it at once, unchecked (a
+/// close that races the request is met by the retry in `exchange`).
+const PROBE_AFTER: Duration = Duration::from_millis(100);
 
 /// One endpoint's connections and prepared request heads.
 pub(crate) struct H1Client {
@@ -43,8 +49,13 @@ pub(crate) struct Conn {
     filled_at: Instant,
     /// The SSE decoder's buffers, kept with the connection so a stream allocates nothing.
     pub(crate) sse: SseDecoder,
-    /// Served a request before (a failure before any answer byte may be a stale socket).
+    /// Was idle in the pool (served a request before, or was pre-connected): a failure
+    /// before any answer byte may be a socket the server has closed meanwhile.
     pub(crate) reused: bool,
+    /// How long the TCP connect took.
+    pub(crate) setup: Duration,
+    /// Bytes of an answer arrived since the last request was written.
+    answered: bool,
 }
 
 // Hand-written so that the prepared headers (with the API key) are never printed.
@@ -60,26 +71,9 @@ impl fmt::Debug for Conn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Conn")
             .field("reused", &self.reused)
+            .field("setup", &self.setup)
             .finish_non_exhaustive()
     }
-}
-
-/// The parts of a response head the engine uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Head {
-    pub status: u16,
-    pub event_stream: bool,
-    pub json: bool,
-    pub framing: Framing,
-    pub close: bool,
-}
-
-/// How the body's end is known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
-    Length(u64),
-    Chunked,
-    UntilClose,
 }
 
 impl H1Client {
@@ -100,25 +94,41 @@ impl H1Client {
             addrs,
             common,
             idle: Mutex::new(Vec::new()),
-            max_idle: max_idle.max(1),
+            max_idle,
             connect_timeout,
         }
     }
 
     /// An idle connection, or a new one.
+    /// An idle connection the server has not closed meanwhile, or a new one.
     pub(crate) async fn checkout(&self) -> io::Result<Conn> {
-        let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
-        match idle {
-            Some(c) => Ok(c),
-            None => self.connect().await,
+        loop {
+            let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
+            match idle {
+                Some(c) if c.filled_at.elapsed() < PROBE_AFTER || c.idle_and_open() => {
+                    return Ok(c)
+                }
+                Some(_) => {}
+                None => return self.connect().await,
+            }
         }
     }
 
+    /// Drops the idle connections the server has closed (before counting them).
+    pub(crate) fn prune_idle(&self) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.retain(Conn::idle_and_open);
+        }
+    }
+
+    /// Opens a new connection (trying each address in turn), timing its TCP connect.
     pub(crate) async fn connect(&self) -> io::Result<Conn> {
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
+        let began = Instant::now();
         for addr in &self.addrs {
             match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
                 Ok(Ok(stream)) => {
+                    let setup = began.elapsed();
                     stream.set_nodelay(true)?;
                     return Ok(Conn {
                         stream,
@@ -129,6 +139,8 @@ impl H1Client {
                         filled_at: Instant::now(),
                         sse: SseDecoder::new(),
                         reused: false,
+                        setup,
+                        answered: false,
                     });
                 }
                 Ok(Err(e)) => last = e,
@@ -138,7 +150,23 @@ impl H1Client {
         Err(last)
     }
 
-    /// Returns a connection whose response was read to its end.
+    /// Whether connections are kept for reuse (not with `fresh_connections`).
+    pub(crate) fn pools(&self) -> bool {
+        self.max_idle > 0
+    }
+
+    /// Connections idle in the pool.
+    pub(crate) fn idle_count(&self) -> usize {
+        self.idle.lock().map_or(0, |v| v.len())
+    }
+
+    /// Idle connections the pool may still take (0 with `fresh_connections`).
+    pub(crate) fn idle_room(&self) -> usize {
+        self.max_idle.saturating_sub(self.idle_count())
+    }
+
+    /// Returns a connection whose response was read to its end (or a new one, ahead of
+    /// the requests: `preconnect`).
     pub(crate) fn checkin(&self, mut conn: Conn) {
         conn.reused = true;
         conn.start = 0;
@@ -180,11 +208,26 @@ impl H1Client {
         }
         let _ = write!(w, "Content-Length: {}\r\n\r\n", body.len());
         w.extend_from_slice(body);
+        conn.answered = false;
         conn.stream.write_all(&conn.wbuf).await
     }
 }
 
 impl Conn {
+    /// An idle connection is still usable: the runtime has seen neither its close nor
+    /// stray bytes (no system call unless the socket became readable). A close that
+    /// arrives later is met by the retry in `exchange`.
+    fn idle_and_open(&self) -> bool {
+        let mut probe = [0u8; 1];
+        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// Whether any byte of an answer arrived since the request was written (a reused
+    /// connection that fails before that is retried on a fresh one).
+    pub(crate) fn answered(&self) -> bool {
+        self.answered
+    }
+
     /// Reads more bytes after the unread ones; 0 at the end of the stream.
     async fn fill(&mut self) -> io::Result<usize> {
         if self.start == self.end {
@@ -203,6 +246,7 @@ impl Conn {
         let n = self.stream.read(&mut self.rbuf[self.end..]).await?;
         self.filled_at = Instant::now();
         self.end += n;
+        self.answered |= n > 0;
         Ok(n)
     }
 
@@ -262,51 +306,6 @@ impl Conn {
         self.start += used;
         Ok(!body.done())
     }
-}
-
-fn bad(what: &'static str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, what)
-}
-
-fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut headers);
-    let used = match resp.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(_) => return Err(bad("malformed response head")),
-    };
-    let status = resp.code.unwrap_or(0);
-    let mut head = Head {
-        status,
-        event_stream: false,
-        json: false,
-        framing: Framing::UntilClose,
-        close: resp.version == Some(0),
-    };
-    for h in resp.headers.iter() {
-        let value = std::str::from_utf8(h.value).unwrap_or("").trim();
-        if h.name.eq_ignore_ascii_case("content-length") {
-            let n = value.parse().map_err(|_| bad("invalid content-length"))?;
-            if head.framing != Framing::Chunked {
-                head.framing = Framing::Length(n);
-            }
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            if value.to_ascii_lowercase().ends_with("chunked") {
-                head.framing = Framing::Chunked;
-            }
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            head.close = value.eq_ignore_ascii_case("close");
-        } else if h.name.eq_ignore_ascii_case("content-type") {
-            let v = value.to_ascii_lowercase();
-            head.event_stream = v.starts_with("text/event-stream");
-            head.json = v.starts_with("application/json");
-        }
-    }
-    if matches!(status, 204 | 304) {
-        head.framing = Framing::Length(0);
-    }
-    Ok(Some((head, used)))
 }
 
 /// Where a body stands: framing and, for chunked bodies, the decoder state.
@@ -487,25 +486,5 @@ mod tests {
         assert!(done);
         let mut b = BodyState::new(Framing::Chunked);
         assert!(b.feed(b"zz\r\n", |_| {}).is_err());
-    }
-
-    #[test]
-    fn head_parsing() {
-        let raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\nrest";
-        let (head, used) = parse_head(raw).unwrap().unwrap();
-        assert_eq!(head.status, 200);
-        assert!(head.event_stream && !head.close);
-        assert_eq!(head.framing, Framing::Chunked);
-        assert_eq!(&raw[used..], b"rest");
-        let raw =
-            b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 3\r\nconnection: close\r\n\r\n";
-        let (head, _) = parse_head(raw).unwrap().unwrap();
-        assert_eq!(
-            (head.status, head.framing, head.close),
-            (500, Framing::Length(3), true)
-        );
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-")
-            .unwrap()
-            .is_none());
     }
 }

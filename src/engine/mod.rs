@@ -7,14 +7,18 @@
 //! (warmup ones first), put them in a `RequestSource` (`VecSource`), make one `Endpoint`
 //! per server (`Endpoint::new(&target, cfg.pool_size())`) and call `run`. Records reach
 //! the `RecordSink` as they complete and come back in `RunOutput`; times are offsets
-//! from `RunOutput::started`. `CancelHandle::cancel` (Ctrl-C) stops sending; requests in
+//! from `RunOutput::started`. Before its clock starts, `run` opens the connections the
+//! load keeps open (`preconnect`). `CancelHandle::cancel` (Ctrl-C) stops sending; requests in
 //! flight get `RunConfig::grace`, then end as `Outcome::Cancelled`.
 
 pub mod arrivals;
+mod connect_times;
 pub mod cpu;
 mod exchange;
 mod h1;
+mod h1_head;
 pub mod limits;
+pub mod preconnect;
 pub mod record;
 pub mod request_id;
 mod run;
@@ -26,6 +30,7 @@ mod via_reqwest;
 pub use arrivals::{ArrivalClock, ArrivalError, Arrivals};
 pub use cpu::process_cpu_time;
 pub use exchange::{excerpt, ERROR_EXCERPT_BYTES};
+pub use preconnect::Preconnect;
 pub use record::{Outcome, Phase, RequestRecord, Usage};
 pub use request_id::request_id;
 pub use run::{run, CancelHandle, Load, RecordSink, RunConfig, RunError, RunOutput};

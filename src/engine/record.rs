@@ -94,8 +94,13 @@ pub struct RequestRecord {
     pub phase: Phase,
     /// When the schedule wanted the request sent (closed loop: when its slot freed).
     pub intended: Duration,
-    /// When the request was handed to the connection.
+    /// When the request was handed to an established connection (after its connection
+    /// setup, if it opened one; a retry on a fresh connection is timed from the retry).
     pub sent: Duration,
+    /// How long setting up the connection took (TCP connect, and TLS on the reqwest path)
+    /// when this request opened one; `None` when it was sent on a connection already open.
+    #[serde(default)]
+    pub connect: Option<Duration>,
     /// Arrival of the first chunk that carried any choice/delta (vLLM's and EvalScope's TTFT point).
     pub first_chunk: Option<Duration>,
     /// Arrival of every chunk with non-empty output content, in order. The first is perfplan's TTFT point.
@@ -136,6 +141,7 @@ impl Default for RequestRecord {
             phase: Phase::Measured,
             intended: Duration::ZERO,
             sent: Duration::ZERO,
+            connect: None,
             first_chunk: None,
             content_times: Vec::new(),
             last_chunk: None,
@@ -171,9 +177,17 @@ impl RequestRecord {
             .saturating_sub(self.sent)
     }
 
-    /// Send lateness: actual minus intended send time.
+    /// When the request began, its connection setup included: `sent − connect`. The
+    /// start of TTFT and latency under the vLLM and EvalScope definitions, whose timers
+    /// run before those clients open a connection.
+    pub fn started(&self) -> Duration {
+        self.sent.saturating_sub(self.connect.unwrap_or_default())
+    }
+
+    /// Send lateness: when the request began (its connection setup not counted) minus
+    /// its intended send time.
     pub fn lateness(&self) -> Duration {
-        self.sent.saturating_sub(self.intended)
+        self.started().saturating_sub(self.intended)
     }
 
     /// Input tokens: the server's figure, else the client's count. The flag says "estimated".

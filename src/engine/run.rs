@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, watch};
 use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
 use super::cpu::CpuClock;
 use super::exchange::exchange;
+use super::preconnect::Preconnect;
 use super::record::{Phase, RequestRecord};
 use super::source::{Next, PreparedRequest, RequestSource};
 use super::target::Endpoint;
@@ -65,6 +66,12 @@ impl RunConfig {
             Load::Open { rate, .. } => (rate.ceil() as usize).clamp(1, 1024),
             Load::Scheduled { max_in_flight } => max_in_flight.map_or(64, |n| n as usize),
         }
+    }
+
+    /// Connections to open before the first request (see `preconnect`): the pool size,
+    /// never more than the `requests` the run still has (when known).
+    pub fn preconnections(&self, requests: Option<usize>) -> usize {
+        self.pool_size().min(requests.unwrap_or(usize::MAX))
     }
 }
 
@@ -124,6 +131,8 @@ pub struct RunOutput {
     pub cancelled: bool,
     /// The `duration` soft stop ended the run before the source was exhausted.
     pub stopped_by_duration: bool,
+    /// The connections opened before the run's clock started (`None` on the reqwest path).
+    pub preconnect: Option<Preconnect>,
 }
 
 /// Why a run could not start.
@@ -266,6 +275,13 @@ pub async fn run(
             &source.offsets().unwrap_or_default(),
         )),
     };
+    // Before the clock: the load's connections (a cancellation stops the pre-connecting).
+    let wanted = cfg.preconnections(source.requests_left());
+    let preconnect = tokio::select! {
+        biased;
+        p = ep.preconnect(wanted) => p,
+        () = cancelled(cancel) => None,
+    };
     let cpu = CpuClock::start();
     let started = SystemTime::now();
     let t0 = Instant::now();
@@ -302,7 +318,17 @@ pub async fn run(
         client_cpu,
         cancelled: d.cancelled,
         stopped_by_duration: d.by_duration && !d.exhausted,
+        preconnect,
     })
+}
+
+/// Completes once `cancel` is triggered.
+async fn cancelled(cancel: &CancelHandle) {
+    let mut rx = cancel.tx.subscribe();
+    // An error means the handle is gone: it can no longer be cancelled.
+    if rx.wait_for(|c| *c).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// The event loop: fill, then wait for a completion, a tick, the duration, or cancellation.

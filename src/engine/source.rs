@@ -48,6 +48,10 @@ pub trait RequestSource {
     fn offsets(&self) -> Option<Vec<std::time::Duration>> {
         None
     }
+    /// Requests still to come, when known (the engine opens no more connections than that).
+    fn requests_left(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The simple source: a list of requests sent in order (warmup ones first).
@@ -93,5 +97,9 @@ impl RequestSource for VecSource {
 
     fn offsets(&self) -> Option<Vec<std::time::Duration>> {
         self.offsets.clone()
+    }
+
+    fn requests_left(&self) -> Option<usize> {
+        Some(self.requests.len())
     }
 }

@@ -7,10 +7,14 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONNECTION, CONTENT_TYPE,
+};
 use reqwest::Url;
 
+use super::connect_times::{ConnectTimes, TimeConnects};
 use super::h1::H1Client;
+use super::preconnect::{self, Preconnect};
 use crate::api::ApiKind;
 use crate::control::{self, Route, Tls, Urls};
 use crate::secrets::is_secret_header;
@@ -51,6 +55,9 @@ pub struct Target {
     pub timeouts: Timeouts,
     /// Use reqwest even for plain `http://` (the lean HTTP/1.1 client is the default there).
     pub force_reqwest: bool,
+    /// Measure the cold path: a new connection for every request (sent with
+    /// `Connection: close`), no pool and no pre-connecting; each record has its setup time.
+    pub fresh_connections: bool,
 }
 
 impl fmt::Debug for Target {
@@ -71,6 +78,7 @@ impl fmt::Debug for Target {
             .field("headers", &headers)
             .field("timeouts", &self.timeouts)
             .field("force_reqwest", &self.force_reqwest)
+            .field("fresh_connections", &self.fresh_connections)
             .finish()
     }
 }
@@ -97,6 +105,8 @@ pub enum EngineError {
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     pub(crate) client: reqwest::Client,
+    /// The reqwest path's connection setup times, claimed by the responses.
+    pub(crate) connects: ConnectTimes,
     pub(crate) h1: Option<Arc<H1Client>>,
     urls: Urls,
     pub(crate) timeouts: Timeouts,
@@ -111,13 +121,21 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Builds the client; `pool` is the number of connections the load keeps open
-    /// (closed loop: the concurrency; open loop: `max_in_flight` or an estimate).
+    /// (closed loop: the concurrency; open loop: `max_in_flight` or an estimate), 0 with
+    /// `fresh_connections`.
     pub fn new(target: &Target, pool: usize) -> Result<Endpoint, EngineError> {
         let urls = Urls::new(&target.base_url, &target.paths)?;
+        let pool = if target.fresh_connections {
+            0
+        } else {
+            pool.max(1)
+        };
+        let connects = ConnectTimes::default();
         let client = control::client::builder(&urls, &target.tls)?
             .default_headers(default_headers(target)?)
             .connect_timeout(target.timeouts.connect)
-            .pool_max_idle_per_host(pool.max(1))
+            .connector_layer(TimeConnects(connects.clone()))
+            .pool_max_idle_per_host(pool)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
             .http1_only()
@@ -129,6 +147,7 @@ impl Endpoint {
         let h1 = lean_client(&urls, target, pool)?;
         Ok(Endpoint {
             client,
+            connects,
             h1,
             urls,
             timeouts: target.timeouts,
@@ -154,6 +173,14 @@ impl Endpoint {
     pub fn with_raw_responses(mut self, on: bool) -> Endpoint {
         self.raw_responses = on;
         self
+    }
+
+    /// Opens the connections a load of `connections` keeps open before its first request
+    /// (see `preconnect`); `None` on the reqwest path, which cannot, and with
+    /// `fresh_connections`, which keeps none.
+    pub async fn preconnect(&self, connections: usize) -> Option<Preconnect> {
+        let h1 = self.h1.as_deref().filter(|h| h.pools())?;
+        Some(preconnect::fill(h1, connections).await)
     }
 
     pub fn base_url(&self) -> &str {
@@ -229,6 +256,9 @@ fn lean_client(
     if let Some(key) = &target.api_key {
         headers.push(("Authorization".to_string(), format!("Bearer {key}")));
     }
+    if target.fresh_connections {
+        headers.push(("Connection".to_string(), "close".to_string()));
+    }
     for (name, value) in &target.headers {
         HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| EngineError::BadHeader { name: name.clone() })?;
@@ -247,6 +277,9 @@ fn lean_client(
 fn default_headers(target: &Target) -> Result<HeaderMap, EngineError> {
     let mut map = HeaderMap::new();
     map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if target.fresh_connections {
+        map.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
     for (name, value) in &target.headers {
         let bad = || EngineError::BadHeader { name: name.clone() };
         let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;

@@ -14,6 +14,12 @@
 //! vLLM/EvalScope ITL lists are rebuilt from those (a choice chunk without content in the
 //! middle of a stream, which neither the simulator nor vLLM sends, is not kept).
 //! TPOT is (latency − TTFT) / (output tokens − 1) under every rule set.
+//!
+//! Where the clocks start: perfplan's TTFT and latency start when the request is handed
+//! to an established connection (`sent`); a connection the request had to open first is
+//! timed on its own (`connect`). vLLM's and EvalScope's timers start before their HTTP
+//! client opens a connection, so under their definitions TTFT and latency start at
+//! `RequestRecord::started` (`sent − connect`), connection setup included.
 
 use std::time::Duration;
 
@@ -93,7 +99,7 @@ fn choice_times(r: &RequestRecord) -> Vec<Duration> {
 
 /// The timings of `r` under `defs`.
 pub fn timing(r: &RequestRecord, defs: MetricDefinitions) -> Timing {
-    let since = |t: Duration| t.saturating_sub(r.sent);
+    let since = |t: Duration| t.saturating_sub(r.started());
     match defs {
         MetricDefinitions::Perfplan => Timing {
             ttft: r.ttft(),

@@ -2,7 +2,7 @@
 //! `[gates]`, `--metrics`, CSV columns and the JSON output.
 
 /// Distributions: `<quantity>_<statistic>`.
-pub const QUANTITIES: [&str; 8] = [
+pub const QUANTITIES: [&str; 9] = [
     "ttft",
     "tpot",
     "itl",
@@ -11,6 +11,9 @@ pub const QUANTITIES: [&str; 8] = [
     "output_tokens",
     "cached_tokens",
     "lateness",
+    // Connection setup (TCP connect, and TLS on the reqwest path) of the measured requests
+    // that opened a connection; requests sent on an open connection have none.
+    "connect",
 ];
 
 pub const STATISTICS: [&str; 14] = [
@@ -50,7 +53,10 @@ pub const SCALARS: [&str; 21] = [
 
 /// Quantities measured in milliseconds (in JSON and CSV).
 pub fn is_time_quantity(quantity: &str) -> bool {
-    matches!(quantity, "ttft" | "tpot" | "itl" | "latency" | "lateness")
+    matches!(
+        quantity,
+        "ttft" | "tpot" | "itl" | "latency" | "lateness" | "connect"
+    )
 }
 
 /// Every metric name, distributions first, in a fixed order.
@@ -84,7 +90,8 @@ mod tests {
     #[test]
     fn vocabulary_is_consistent() {
         let names = all_names();
-        assert_eq!(names.len(), 8 * 14 + SCALARS.len());
+        assert_eq!(names.len(), 9 * 14 + SCALARS.len());
+        assert!(is_metric("connect_p99"));
         assert!(names.iter().all(|n| is_metric(n)));
         assert!(is_metric("ttft_p99"));
         assert!(is_metric("cached_tokens_mean"));

@@ -182,6 +182,7 @@ pub fn summarize(records: &[RequestRecord], opts: &SummaryOptions) -> RunSummary
     let cpu_ratio = opts.client_cpu_s.zip(wall).map(|(c, w)| c / w);
     set(&mut s, "client_cpu_ratio", cpu_ratio);
     fill(&mut s.values, "lateness", lateness_values(records));
+    fill(&mut s.values, "connect", connect_values(&measured));
     s.client_bound = client_bound(&s, opts);
     s
 }
@@ -266,6 +267,12 @@ fn lateness_values(records: &[RequestRecord]) -> Vec<f64> {
         .filter(|r| r.phase == Phase::Measured)
         .map(|r| ms(r.lateness()))
         .collect()
+}
+
+/// Connection setup of every measured request that opened a connection (failed ones too:
+/// the connection was made).
+fn connect_values(measured: &[&RequestRecord]) -> Vec<f64> {
+    measured.iter().filter_map(|r| r.connect).map(ms).collect()
 }
 
 fn client_bound(s: &RunSummary, opts: &SummaryOptions) -> Option<String> {

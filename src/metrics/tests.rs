@@ -20,6 +20,7 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
         phase: Phase::Measured,
         intended: d(sent),
         sent: d(sent),
+        connect: None,
         first_chunk: content.first().map(|&c| d(c)),
         content_times: content.iter().map(|&c| d(c)).collect(),
         last_chunk: Some(d(last)),
@@ -191,6 +192,30 @@ fn vllm_and_evalscope_definitions() {
         MetricDefinitions::parse("vllm"),
         Some(MetricDefinitions::Vllm)
     );
+}
+
+#[test]
+fn connection_setup_is_its_own_metric_and_in_vllm_and_evalscope_ttft() {
+    // Sent at 10 ms on a connection it took 4 ms to open; first content at 30 ms.
+    let mut opened = rec(10, &[30, 40], Some(2));
+    opened.connect = Some(d(4));
+    opened.intended = d(5);
+    let reused = rec(0, &[20], Some(1));
+    let p = timing(&opened, MetricDefinitions::Perfplan);
+    assert_eq!((p.ttft, p.latency), (Some(d(20)), d(30)));
+    let vl = timing(&opened, MetricDefinitions::Vllm);
+    assert_eq!((vl.ttft, vl.latency), (Some(d(24)), d(34)));
+    let ev = timing(&opened, MetricDefinitions::Evalscope);
+    assert_eq!((ev.ttft, ev.latency), (Some(d(24)), d(35)));
+    // Lateness counts from when the request began (its connect not included).
+    assert_eq!(opened.started(), d(6));
+    assert_eq!(opened.lateness(), d(1));
+    let s = summarize(&[opened, reused], &SummaryOptions::default());
+    assert!(close(v(&s, "connect_mean"), 4.0));
+    assert!(close(v(&s, "connect_max"), 4.0));
+    assert!(close(v(&s, "ttft_mean"), 20.0));
+    let none = summarize(&[rec(0, &[20], Some(1))], &SummaryOptions::default());
+    assert_eq!(v(&none, "connect_p50"), None);
 }
 
 #[test]

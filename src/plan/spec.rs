@@ -146,6 +146,11 @@ pub struct EndpointSpec {
     /// Probe the model list (`GET /v1/models`, or `paths.models`) before the first run.
     #[serde(default = "yes")]
     pub connection_test: bool,
+    /// Measure the cold path: a new connection for every request (`Connection: close`),
+    /// none kept or opened ahead; each request's connection setup time is recorded.
+    // Left out of the resolved settings when false, so run ids stay as they were.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fresh_connections: bool,
     /// Settings of the built-in simulator when `base_url = "sim://NAME"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim: Option<SimConfig>,

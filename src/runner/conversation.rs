@@ -266,6 +266,10 @@ impl RequestSource for ConversationSource {
         }
     }
 
+    fn requests_left(&self) -> Option<usize> {
+        Some(self.plan.total.saturating_sub(self.handed))
+    }
+
     fn completed(&mut self, record: &RequestRecord) {
         self.in_flight = self.in_flight.saturating_sub(1);
         let Some(id) = self.by_item.remove(&record.item) else {

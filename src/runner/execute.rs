@@ -12,7 +12,8 @@ use super::progress::RunProgress;
 use super::writer::{count_output, Writer, WriterContext};
 use super::RunnerError;
 use crate::engine::{
-    self, CancelHandle, Endpoint, Load, Outcome, RequestRecord, RunConfig, RunOutput,
+    self, CancelHandle, Endpoint, Load, Outcome, Preconnect, RequestRecord, RequestSource,
+    RunConfig, RunOutput,
 };
 use crate::metrics::condition::{parse_condition, Op, Threshold};
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
@@ -38,6 +39,8 @@ pub struct RunResult {
     pub input_lengths: Value,
     /// Wall-clock start of the measured pass (its record times are offsets from it).
     pub started: std::time::SystemTime,
+    /// The connections opened before the measured pass (lean client only).
+    pub preconnect: Option<Preconnect>,
 }
 
 /// Warnings about the records themselves: estimated token counts, truncated streams.
@@ -208,6 +211,7 @@ pub async fn execute(
         }
     };
     let mut primed = 0u64;
+    let mut priming_warnings = Vec::new();
     if let Some((mut source, load)) = super::priming::take(run, &mut prepared, cfg.load) {
         let priming_cfg = RunConfig {
             load,
@@ -223,6 +227,7 @@ pub async fn execute(
                 source,
             })?;
         primed = out.records.len() as u64;
+        priming_warnings.extend(out.preconnect.and_then(|p| p.warning()));
     }
     // Request indices are unique within a run: the measured pass continues after the priming pass.
     let offset = ctx.index_base + primed;
@@ -232,17 +237,30 @@ pub async fn execute(
         None => None,
     };
     let mut source = super::traffic::Source::new(&mut prepared);
+    // `--start-at`: the connections are opened before the barrier, so every shard's first
+    // request goes out at the barrier's instant (the engine's own pre-connect then finds
+    // them open).
+    let early = match ctx.start_at {
+        Some(_) => {
+            let wanted = cfg.preconnections(source.requests_left());
+            ctx.endpoint.preconnect(wanted).await
+        }
+        None => None,
+    };
     let late = match ctx.start_at {
         Some(at) => super::start_at::wait_until(at).await,
         None => None,
     };
     let endpoint = pass_endpoint(ctx, &run.id, offset);
-    let output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
+    let mut output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load {
             run: run.id.clone(),
             source,
         })?;
+    if let Some(early) = early {
+        output.preconnect = Some(early.then(output.preconnect));
+    }
     let server_ratio = match &ctx.server {
         Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await?,
         None => None,
@@ -265,6 +283,8 @@ pub async fn execute(
     let (input_lengths, length_warning) =
         super::lengths::input_lengths(&output.records, &prepared.targets);
     let mut warnings: Vec<String> = warnings;
+    warnings.extend(priming_warnings);
+    warnings.extend(output.preconnect.as_ref().and_then(Preconnect::warning));
     warnings.extend(late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
@@ -281,6 +301,7 @@ pub async fn execute(
         all_failed,
         input_lengths,
         started: output.started,
+        preconnect: output.preconnect,
     })
 }
 

@@ -464,6 +464,7 @@ mod tests {
             response_bytes: 1,
             content_times_us: Some(vec![20, 42]),
             shard: Some("2/2".into()),
+            connect_us: Some(3),
         };
         shift(&mut row, 1000);
         assert_eq!(

@@ -235,4 +235,11 @@ impl RequestSource for Source {
             Source::Conversations(_) => None,
         }
     }
+
+    fn requests_left(&self) -> Option<usize> {
+        match self {
+            Source::List(s) | Source::Trace(s, _) => s.requests_left(),
+            Source::Conversations(s) => s.requests_left(),
+        }
+    }
 }

@@ -143,6 +143,7 @@ fn insert_row(
         i(r.request_bytes),
         i(r.response_bytes),
         r.shard,
+        r.connect_us.map(i),
     ])
     .map_err(|source| match source {
         rusqlite::Error::SqliteFailure(e, _)

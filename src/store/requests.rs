@@ -51,6 +51,8 @@ pub struct RequestRow {
     pub content_times_us: Option<Vec<u64>>,
     /// The shard (`K/N`) that sent the request, when the run was split.
     pub shard: Option<String>,
+    /// Connection setup (µs) when the request opened its connection (`RequestRecord::connect`).
+    pub connect_us: Option<u64>,
 }
 
 impl RequestRow {
@@ -91,6 +93,7 @@ impl RequestRow {
             phase: self.phase,
             intended: us(self.intended_us),
             sent: us(self.sent_us),
+            connect: self.connect_us.map(us),
             first_chunk: self.first_chunk_us.map(us),
             content_times,
             last_chunk: None,
@@ -191,6 +194,7 @@ fn insert_request(
         r.request_bytes as i64,
         r.response_bytes as i64,
         shard,
+        r.connect.map(micros),
     ])
     .doing("writing requests")?;
     Ok(())
@@ -228,6 +232,7 @@ fn request_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(RequestRow, Option<St
         response_bytes: r.get::<_, i64>(23)? as u64,
         content_times_us: None,
         shard: r.get(25)?,
+        connect_us: r.get::<_, Option<i64>>(26)?.map(|v| v as u64),
     };
     Ok((row, r.get::<_, Option<String>>(24)?))
 }
@@ -238,9 +243,9 @@ pub(super) const REQUEST_INSERT: &str = "requests (run_id, request_index, item, 
     intended_us, sent_us, first_chunk_us, ttft_us, latency_us, end_us, chunk_count, \
     itl_mean_us, itl_max_us, prompt_tokens, completion_tokens, cached_tokens, \
     client_input_tokens, client_output_tokens, target_input_tokens, outcome, http_status, \
-    error, finish_reason, request_bytes, response_bytes, shard) VALUES (?1, ?2, ?3, ?4, ?5, \
-    ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
-    ?24, ?25, ?26)";
+    error, finish_reason, request_bytes, response_bytes, shard, connect_us) VALUES (?1, ?2, \
+    ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, \
+    ?22, ?23, ?24, ?25, ?26, ?27)";
 
 impl Store {
     /// Writes a batch of a run's requests in one transaction (rewriting any row with
@@ -296,7 +301,8 @@ impl Store {
                  q.ttft_us, q.latency_us, q.end_us, q.chunk_count, q.itl_mean_us, q.itl_max_us,
                  q.prompt_tokens, q.completion_tokens, q.cached_tokens, q.client_input_tokens,
                  q.client_output_tokens, q.target_input_tokens, q.outcome, q.http_status, q.error,
-                 q.finish_reason, q.request_bytes, q.response_bytes, c.times_us, q.shard
+                 q.finish_reason, q.request_bytes, q.response_bytes, c.times_us, q.shard,
+                 q.connect_us
                  FROM requests q LEFT JOIN chunks c
                    ON c.run_id = q.run_id AND c.request_index = q.request_index
                  WHERE q.run_id = ?1 ORDER BY q.request_index",

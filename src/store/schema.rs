@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -135,6 +135,11 @@ CREATE TABLE search_steps (
     // 3: `run --shard K/N` records its shard on the suite, so `merge` can tell shards apart.
     r#"
 ALTER TABLE suites ADD COLUMN shard TEXT;
+"#,
+    // 4: a request's connection setup time, when it opened a connection (NULL when it was
+    // sent on an open one, and in rows written before: their `sent_us` included it).
+    r#"
+ALTER TABLE requests ADD COLUMN connect_us INTEGER;
 "#,
 ];
 

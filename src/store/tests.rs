@@ -23,6 +23,7 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         },
         intended: sent,
         sent,
+        connect: (index == 1).then(|| Duration::from_micros(2_500)),
         first_chunk: content_times.first().copied(),
         end: content_times.last().copied().unwrap_or(sent) + Duration::from_micros(300),
         content_times,
@@ -228,6 +229,38 @@ fn open_reports_missing_database() {
         Store::open(dir.path()),
         Err(StoreError::NotFound { .. })
     ));
+}
+
+#[test]
+fn rows_written_before_the_connect_column_read_back_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let rec = record(1, 20, 2);
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+        client_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    assert_eq!(
+        store.request_rows("run1").unwrap()[0].connect_us,
+        Some(2_500)
+    );
+    // As the previous version wrote it: schema 3, no `connect_us`.
+    store
+        .conn
+        .execute_batch("ALTER TABLE requests DROP COLUMN connect_us; PRAGMA user_version = 3;")
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let rows = store.request_rows("run1").unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].connect_us, rows[0].to_record().connect),
+        (None, None)
+    );
+    assert_eq!(rows[0].ttft_us, Some(20_000));
 }
 
 #[test]

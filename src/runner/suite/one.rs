@@ -186,6 +186,9 @@ fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
     let mut extras = execute::extras(&result.summary, result.stored);
     if let Value::Object(map) = &mut extras {
         map.insert("input_lengths".into(), result.input_lengths.clone());
+        if let Some(p) = &result.preconnect {
+            map.insert("preconnect".into(), p.to_json());
+        }
     }
     if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
         map.extend(more.clone());

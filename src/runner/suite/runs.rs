@@ -230,6 +230,7 @@ pub(in crate::runner) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path
             read: ep.timeouts.read.0,
             total: Some(ep.timeouts.total.0),
         },
+        fresh_connections: ep.fresh_connections,
         ..Target::default()
     }
 }
