@@ -56,7 +56,6 @@ fn write_batch(store: &mut Store, run: &str, from: u64) {
         .map(|r| StoredRequest {
             record: r,
             target_input_tokens: Some(10),
-            client_input_tokens: Some(10),
         })
         .collect();
     store.write_requests(run, &batch).unwrap();

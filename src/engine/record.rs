@@ -1,5 +1,7 @@
 //! `RequestRecord`: one observed request, the single stream every consumer reads
-//! (progress, metrics, store). Times are offsets from the run's start instant.
+//! (progress, metrics, store). Times are offsets from the run's start instant, in whole
+//! microseconds (`RESOLUTION`, the unit the store keeps), so the metrics of a live run
+//! and the metrics recomputed from its stored rows read the same numbers.
 
 use std::time::Duration;
 
@@ -155,7 +157,54 @@ impl Default for RequestRecord {
     }
 }
 
+/// The resolution of a record's times: the engine truncates every time to it as the
+/// request completes (`truncate_to_resolution`), and the store keeps it exactly.
+pub const RESOLUTION: Duration = Duration::from_micros(1);
+
+fn truncate(t: Duration) -> Duration {
+    Duration::from_micros(u64::try_from(t.as_micros()).unwrap_or(u64::MAX))
+}
+
 impl RequestRecord {
+    /// Applies `f` to every instant of the record (times since the run's start), e.g. to
+    /// move a record to another time base. The one list of a record's instants: a new
+    /// instant field is added here (the destructuring below does not compile without it).
+    pub fn map_times(&mut self, f: impl Fn(Duration) -> Duration) {
+        let RequestRecord {
+            index: _,
+            item: _,
+            phase: _,
+            intended,
+            sent,
+            first_chunk,
+            content_times,
+            last_chunk,
+            end,
+            outcome: _,
+            http_status: _,
+            error: _,
+            finish_reason: _,
+            usage: _,
+            output_text: _,
+            client_output_tokens: _,
+            client_input_tokens: _,
+            request_bytes: _,
+            response_bytes: _,
+            raw: _,
+        } = self;
+        *intended = f(*intended);
+        *sent = f(*sent);
+        *first_chunk = first_chunk.map(&f);
+        content_times.iter_mut().for_each(|t| *t = f(*t));
+        *last_chunk = last_chunk.map(&f);
+        *end = f(*end);
+    }
+
+    /// Truncates every time to `RESOLUTION` (whole microseconds), as stored.
+    pub fn truncate_to_resolution(&mut self) {
+        self.map_times(truncate);
+    }
+
     /// Time to first token under perfplan's definition: the first non-empty content chunk.
     pub fn ttft(&self) -> Option<Duration> {
         let first = *self.content_times.first()?;

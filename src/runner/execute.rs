@@ -27,7 +27,10 @@ const GRACE: Duration = Duration::from_secs(5);
 pub struct RunResult {
     pub summary: RunSummary,
     pub cancelled: bool,
+    /// Rows the writer stored.
     pub stored: u64,
+    /// Requests the engine sent (priming included).
+    pub sent: u64,
     /// Warnings found in the records (a cold run that met a warm cache).
     pub warnings: Vec<String>,
     /// Kept with the run's extras (multi-turn: the turn of every item).
@@ -192,7 +195,8 @@ pub async fn execute(
         tokenizer: prepared.tokenizer.clone(),
         targets: Arc::new(prepared.targets.clone()),
         log: ctx.log.clone(),
-    });
+        cancel: ctx.cancel.clone(),
+    })?;
     ctx.log.requests(&run.id, &prepared.priming);
     ctx.log.requests(&run.id, &prepared.requests);
     let tx = writer.sender();
@@ -276,6 +280,7 @@ pub async fn execute(
         summary,
         cancelled: output.cancelled,
         stored,
+        sent: primed + output.records.len() as u64,
         warnings,
         traffic,
         all_failed,

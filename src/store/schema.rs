@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -135,6 +135,14 @@ CREATE TABLE search_steps (
     // 3: `run --shard K/N` records its shard on the suite, so `merge` can tell shards apart.
     r#"
 ALTER TABLE suites ADD COLUMN shard TEXT;
+"#,
+    // 4: a request row holds every field the metrics read: the last choice chunk (vLLM's
+    // latency end) and every content chunk's arrival as a compact BLOB (see
+    // `row_codec`). Rows of earlier versions keep their chunk times in `chunks` (JSON),
+    // which is read as before and no longer written.
+    r#"
+ALTER TABLE requests ADD COLUMN last_chunk_us INTEGER;
+ALTER TABLE requests ADD COLUMN chunk_times BLOB;
 "#,
 ];
 

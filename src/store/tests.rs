@@ -93,18 +93,16 @@ fn requests_round_trip_with_chunks() {
         .map(|r| StoredRequest {
             record: r,
             target_input_tokens: Some(100),
-            client_input_tokens: Some(101),
         })
         .collect();
     store.write_requests("run1", &batch).unwrap();
     let rows = store.request_rows("run1").unwrap();
     assert_eq!(rows.len(), 5);
-    assert_eq!(rows[2].ttft_us, Some(22_000));
-    assert_eq!(rows[2].latency_us, 37_000);
-    assert_eq!(rows[2].itl_mean_us, Some(5_000));
-    assert_eq!(rows[2].tpot_us(), Some(5_000.0));
-    assert_eq!(rows[0].phase, Phase::Warmup);
+    assert_eq!(rows[2].record.ttft(), Some(Duration::from_millis(22)));
+    assert_eq!(rows[2].record.latency(), Duration::from_millis(37));
+    assert_eq!(rows[0].record.phase, Phase::Warmup);
     assert_eq!(rows[0].shard.as_deref(), Some("2/4"));
+    assert_eq!(rows[0].target_input_tokens, Some(100));
     for (row, rec) in rows.iter().zip(&recs) {
         let mut back = row.to_record();
         back.output_text = rec.output_text.clone();
@@ -122,7 +120,6 @@ fn interrupted_run_is_rerun_from_scratch_and_done_run_never() {
         .map(|r| StoredRequest {
             record: r,
             target_input_tokens: None,
-            client_input_tokens: None,
         })
         .collect();
     store.begin_run("run0").unwrap();
