@@ -36,7 +36,7 @@ pub fn of_runner_error(e: &RunnerError) -> u8 {
         RunnerError::Rows { .. } | RunnerError::StoreWrite { .. } => STORE_WRITE,
         RunnerError::Store(e) if e.write_failure().is_some() => STORE_WRITE,
         RunnerError::Store(_) => DATABASE,
-        RunnerError::RowCount { .. } => ROW_COUNT,
+        RunnerError::RowCount(_) => ROW_COUNT,
         RunnerError::Slo { .. }
         | RunnerError::Template(_)
         | RunnerError::Tokenizer { .. }

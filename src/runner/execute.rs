@@ -248,12 +248,14 @@ pub async fn execute(
             source,
         })?;
     let server_ratio = match &ctx.server {
-        Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await?,
-        None => None,
+        Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await,
+        None => Ok(None),
     };
     drop(tx);
     progress.finish();
+    // A failed write of the rows is the error to report, before anything after it.
     let stored = writer.finish()?;
+    let server_ratio = server_ratio?;
     let warnings = super::cache::leak_warning(run, &output.records)
         .into_iter()
         .collect();

@@ -449,7 +449,7 @@ mod tests {
             target_input_tokens: None,
             shard: Some("2/2".into()),
         };
-        shift(&mut row, 1000_000);
+        shift(&mut row, 1_000_000);
         let r = &row.record;
         assert_eq!((r.intended, r.sent, r.end), (ms(1010), ms(1012), ms(1044)));
         assert_eq!(

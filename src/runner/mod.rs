@@ -65,27 +65,18 @@ pub enum RunnerError {
         path: PathBuf,
         stored: u64,
         #[source]
-        source: crate::store::StoreError,
+        source: Box<crate::store::StoreError>,
     },
     #[error("cannot write the results database {}: {}; the suite stopped; once fixed, continue it with `perfplan run PLAN --resume {}`", path.display(), advice(source), folder(path))]
     StoreWrite {
         path: PathBuf,
         #[source]
-        source: crate::store::StoreError,
+        source: Box<crate::store::StoreError>,
     },
     #[error("the database writer of run {run} crashed: its rows are incomplete")]
     WriterCrashed { run: String },
-    #[error("run {run}: {sent} requests were sent but {written} rows written, {stored} stored in {} ({measured_rows} measured), and the run's totals count {measured} measured requests ({reported} in its report): rows are missing; please report this as a bug", path.display())]
-    RowCount {
-        run: String,
-        path: PathBuf,
-        sent: u64,
-        written: u64,
-        stored: u64,
-        measured: u64,
-        measured_rows: u64,
-        reported: u64,
-    },
+    #[error("{0}")]
+    RowCount(Box<counts::Mismatch>),
     #[error("the results database lock was poisoned by a crashed writer")]
     Poisoned,
     #[error("cannot start the simulator for endpoint `{endpoint}`")]
@@ -157,7 +148,7 @@ impl RunnerError {
             RunnerError::Store(source) if source.write_failure().is_some() => {
                 RunnerError::StoreWrite {
                     path: path.to_path_buf(),
-                    source,
+                    source: Box::new(source),
                 }
             }
             other => other,
@@ -172,7 +163,7 @@ impl RunnerError {
                 | RunnerError::Rows { .. }
                 | RunnerError::StoreWrite { .. }
                 | RunnerError::WriterCrashed { .. }
-                | RunnerError::RowCount { .. }
+                | RunnerError::RowCount(_)
                 | RunnerError::Poisoned
                 | RunnerError::Connection { .. }
                 | RunnerError::Output { .. }

@@ -135,7 +135,7 @@ fn stopped(ctx: &WriterContext, stored: u64, source: RunnerError) -> RunnerError
                 .map(|s| s.path().to_path_buf())
                 .unwrap_or_default(),
             stored,
-            source,
+            source: Box::new(source),
         },
         other => other,
     }

@@ -223,13 +223,21 @@ impl Store {
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
-        schema::migrate(&mut conn).map_err(|e| match e {
-            schema::MigrateError::TooNew(found) => StoreError::TooNew {
-                path: path.to_path_buf(),
-                found,
-            },
-            schema::MigrateError::Sql(source) => open_err(source),
-        })?;
+        match schema::migrate(&mut conn) {
+            Ok(()) => {}
+            Err(schema::MigrateError::TooNew(found)) => {
+                return Err(StoreError::TooNew {
+                    path: path.to_path_buf(),
+                    found,
+                })
+            }
+            // An older database in a read-only file is read as it is (`report`,
+            // `compare`, `--baseline`: rows lacking newer columns read them as NULL);
+            // a write to it fails as any write to a read-only file does.
+            Err(schema::MigrateError::Sql(source))
+                if !create && WriteFailure::of(&source) == Some(WriteFailure::ReadOnly) => {}
+            Err(schema::MigrateError::Sql(source)) => return Err(open_err(source)),
+        }
         Ok(Store {
             conn,
             path: path.to_path_buf(),

@@ -109,9 +109,11 @@ impl Store {
 
     /// Every stored request of a run, by index (warmup included; see `phase`).
     pub fn request_rows(&self, run_id: &str) -> Result<Vec<RequestRow>, StoreError> {
+        let columns = self.request_columns()?;
+        let select = row_codec::select_sql(|c| columns.iter().any(|have| have == c));
         let mut stmt = self
             .conn
-            .prepare_cached(&row_codec::select_sql())
+            .prepare_cached(&select)
             .doing("reading requests")?;
         let rows = stmt
             .query_map([run_id], row_codec::decode)
@@ -126,6 +128,20 @@ impl Store {
                 source,
             },
         })
+    }
+
+    /// The columns the `requests` table has (fewer in an older database read unmigrated).
+    fn request_columns(&self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name FROM pragma_table_info('requests')")
+            .doing("reading the requests table's columns")?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .doing("reading the requests table's columns")?
+            .collect::<Result<Vec<_>, _>>()
+            .doing("reading the requests table's columns")?;
+        Ok(names)
     }
 
     /// The records of every stored request of a run, by index, as the metrics read them.

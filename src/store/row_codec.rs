@@ -81,9 +81,16 @@ pub(super) fn insert_sql(replace: bool) -> String {
     )
 }
 
-/// `SELECT` of every column `decode` reads, for the rows of run `?1` by index.
-pub(super) fn select_sql() -> String {
-    let names: Vec<String> = COLUMNS.iter().map(|c| format!("q.{c} AS {c}")).collect();
+/// `SELECT` of every column `decode` reads, for the rows of run `?1` by index; a column
+/// the table lacks (`present` says no: an older database read unmigrated) reads as NULL.
+pub(super) fn select_sql(present: impl Fn(&str) -> bool) -> String {
+    let names: Vec<String> = COLUMNS
+        .iter()
+        .map(|c| match present(c) {
+            true => format!("q.{c} AS {c}"),
+            false => format!("NULL AS {c}"),
+        })
+        .collect();
     format!(
         "SELECT {}, c.times_us AS legacy_times_us FROM requests q LEFT JOIN chunks c \
          ON c.run_id = q.run_id AND c.request_index = q.request_index \
@@ -343,9 +350,9 @@ mod tests {
     #[test]
     fn chunk_times_round_trip_in_two_or_three_bytes_a_chunk() {
         let sent = Duration::from_micros(1_000_000);
-        let times = us(&[1_020_000, 1_020_000, 1_030_000, 1_031_000, 3_500_000]);
+        let times = us(&[1_020_000, 1_020_000, 1_030_000, 1_031_000, 3_031_000]);
         let blob = chunk_times(sent, &times).unwrap();
-        // tag + 20000 (3 bytes) + 0 + 10000 (2) + 1000 (2) + 2469000 (3)
+        // tag + 20000 (3 bytes) + 0 + 10000 (2) + 1000 (2) + 2000000 (3)
         assert_eq!(blob.len(), 1 + 3 + 1 + 2 + 2 + 3);
         assert_eq!(blob[0], GAPS);
         assert_eq!(chunk_times_back(sent, &blob).unwrap(), times);
@@ -381,6 +388,8 @@ mod tests {
         );
         assert_eq!(values.len(), COLUMNS.len());
         assert!(insert_sql(false).ends_with(&format!("?{})", COLUMNS.len() + 1)));
-        assert!(select_sql().contains("q.itl_max_us AS itl_max_us"));
+        assert!(select_sql(|_| true).contains("q.itl_max_us AS itl_max_us"));
+        let old = select_sql(|c| c != "chunk_times");
+        assert!(old.contains("NULL AS chunk_times") && old.contains("q.sent_us AS sent_us"));
     }
 }
