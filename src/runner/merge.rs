@@ -238,12 +238,6 @@ fn start_us(run: &StoredRun) -> Option<u64> {
         .and_then(Value::as_u64)
 }
 
-/// Moves a row's times by `delta` microseconds (to the merged run's time base).
-fn shift(row: &mut RequestRow, delta: u64) {
-    let delta = std::time::Duration::from_micros(delta);
-    row.record.map_times(|t| t + delta);
-}
-
 /// The merged status: failed if a shard failed, else the least finished one.
 fn merged_status(parts: &[(usize, StoredRun)]) -> RunStatus {
     let all = |s| parts.iter().all(|(_, r)| r.status == s);
@@ -271,8 +265,10 @@ fn merge_run(
     let mut scrapes = Vec::new();
     for (i, run) in parts {
         let delta = start_us(run).zip(base).map_or(0, |(s, b)| s - b);
+        let delta = std::time::Duration::from_micros(delta);
         for mut row in inputs[*i].store.request_rows(&run.id)? {
-            shift(&mut row, delta);
+            // To the merged run's time base.
+            row.record.map_times(|t| t + delta);
             rows.push(row);
         }
         let store = &inputs[*i].store;
@@ -430,34 +426,6 @@ mod tests {
         assert_eq!(merged_status(&parts(&[Done, Failed])), Failed);
         assert_eq!(merged_status(&parts(&[Interrupted, Done])), Interrupted);
         assert_eq!(merged_status(&parts(&[Pending, Done])), Pending);
-    }
-
-    #[test]
-    fn shift_moves_every_time_but_not_durations() {
-        let ms = std::time::Duration::from_millis;
-        let record = crate::engine::RequestRecord {
-            intended: ms(10),
-            sent: ms(12),
-            first_chunk: Some(ms(18)),
-            content_times: vec![ms(20), ms(42)],
-            last_chunk: Some(ms(43)),
-            end: ms(44),
-            ..Default::default()
-        };
-        let mut row = RequestRow {
-            record: record.clone(),
-            target_input_tokens: None,
-            shard: Some("2/2".into()),
-        };
-        shift(&mut row, 1_000_000);
-        let r = &row.record;
-        assert_eq!((r.intended, r.sent, r.end), (ms(1010), ms(1012), ms(1044)));
-        assert_eq!(
-            (r.first_chunk, r.last_chunk),
-            (Some(ms(1018)), Some(ms(1043)))
-        );
-        assert_eq!(r.content_times, vec![ms(1020), ms(1042)]);
-        assert_eq!((r.ttft(), r.latency()), (record.ttft(), record.latency()));
     }
 
     #[test]
