@@ -150,29 +150,46 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
     ]
 }
 
+/// The index of `column` in `select_sql`'s result (its place in `COLUMNS`; the legacy
+/// chunk times last). A name not in the list is an index past the end, which reads as
+/// an error, never a panic.
+fn at(column: &str) -> usize {
+    match column {
+        "legacy_times_us" => COLUMNS.len(),
+        _ => COLUMNS
+            .iter()
+            .position(|c| *c == column)
+            .unwrap_or(usize::MAX),
+    }
+}
+
+/// Column `column` of the row (by its place, not by a lookup of the name in SQLite).
+fn get<T: rusqlite::types::FromSql>(r: &rusqlite::Row<'_>, column: &str) -> rusqlite::Result<T> {
+    r.get(at(column))
+}
+
 fn bad(column: &str, what: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(
-        COLUMNS.iter().position(|c| *c == column).unwrap_or(0),
+        at(column),
         rusqlite::types::Type::Text,
         format!("{column}: {what}").into(),
     )
 }
 
 fn time(r: &rusqlite::Row<'_>, column: &str) -> rusqlite::Result<Duration> {
-    Ok(Duration::from_micros(r.get::<_, i64>(column)?.max(0) as u64))
+    Ok(Duration::from_micros(get::<i64>(r, column)?.max(0) as u64))
 }
 
 fn opt_time(r: &rusqlite::Row<'_>, column: &str) -> rusqlite::Result<Option<Duration>> {
-    Ok(r.get::<_, Option<i64>>(column)?
-        .map(|v| Duration::from_micros(v.max(0) as u64)))
+    Ok(get::<Option<i64>>(r, column)?.map(|v| Duration::from_micros(v.max(0) as u64)))
 }
 
 fn count(r: &rusqlite::Row<'_>, column: &str) -> rusqlite::Result<u64> {
-    Ok(r.get::<_, i64>(column)?.max(0) as u64)
+    Ok(get::<i64>(r, column)?.max(0) as u64)
 }
 
 fn phase(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phase> {
-    let t: String = r.get("phase")?;
+    let t: String = get(r, "phase")?;
     [Phase::Warmup, Phase::Priming, Phase::Measured]
         .into_iter()
         .find(|p| p.as_str() == t)
@@ -180,7 +197,7 @@ fn phase(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phase> {
 }
 
 fn outcome(r: &rusqlite::Row<'_>) -> rusqlite::Result<Outcome> {
-    let t: String = r.get("outcome")?;
+    let t: String = get(r, "outcome")?;
     Outcome::parse(&t).ok_or_else(|| bad("outcome", format!("unknown outcome `{t}`")))
 }
 
@@ -199,34 +216,34 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         last_chunk: opt_time(r, "last_chunk_us")?,
         end: time(r, "end_us")?,
         outcome: outcome(r)?,
-        http_status: r.get("http_status")?,
-        error: r.get("error")?,
-        finish_reason: r.get("finish_reason")?,
+        http_status: get(r, "http_status")?,
+        error: get(r, "error")?,
+        finish_reason: get(r, "finish_reason")?,
         usage: Usage {
-            prompt_tokens: r.get("prompt_tokens")?,
-            completion_tokens: r.get("completion_tokens")?,
-            cached_tokens: r.get("cached_tokens")?,
+            prompt_tokens: get(r, "prompt_tokens")?,
+            completion_tokens: get(r, "completion_tokens")?,
+            cached_tokens: get(r, "cached_tokens")?,
         },
         output_text: String::new(),
-        client_output_tokens: r.get("client_output_tokens")?,
-        client_input_tokens: r.get("client_input_tokens")?,
+        client_output_tokens: get(r, "client_output_tokens")?,
+        client_input_tokens: get(r, "client_input_tokens")?,
         request_bytes: count(r, "request_bytes")?,
         response_bytes: count(r, "response_bytes")?,
         raw: Vec::new(),
     };
     Ok(RequestRow {
         record,
-        target_input_tokens: r.get("target_input_tokens")?,
-        shard: r.get("shard")?,
+        target_input_tokens: get(r, "target_input_tokens")?,
+        shard: get(r, "shard")?,
     })
 }
 
 /// Content chunk times from `chunk_times`, or from the `chunks` table of schema 3.
 fn content_times(r: &rusqlite::Row<'_>, sent: Duration) -> rusqlite::Result<Vec<Duration>> {
-    if let Some(blob) = r.get::<_, Option<Vec<u8>>>("chunk_times")? {
+    if let Some(blob) = get::<Option<Vec<u8>>>(r, "chunk_times")? {
         return chunk_times_back(sent, &blob).ok_or_else(|| bad("chunk_times", "corrupt".into()));
     }
-    let Some(json) = r.get::<_, Option<String>>("legacy_times_us")? else {
+    let Some(json) = get::<Option<String>>(r, "legacy_times_us")? else {
         return Ok(Vec::new());
     };
     let times: Vec<u64> = serde_json::from_str(&json).map_err(|e| {
@@ -389,6 +406,8 @@ mod tests {
         assert_eq!(values.len(), COLUMNS.len());
         assert!(insert_sql(false).ends_with(&format!("?{})", COLUMNS.len() + 1)));
         assert!(select_sql(|_| true).contains("q.itl_max_us AS itl_max_us"));
+        assert_eq!(at("legacy_times_us"), COLUMNS.len());
+        assert_eq!(at("no_such_column"), usize::MAX);
         let old = select_sql(|c| c != "chunk_times");
         assert!(old.contains("NULL AS chunk_times") && old.contains("q.sent_us AS sent_us"));
     }
