@@ -160,3 +160,144 @@ fn sla_search_steps_from_rows_equal_their_probes_live_metrics_under_every_defini
         }
     }
 }
+
+/// A server whose streams end as they can over a real network: a role chunk, three
+/// content chunks 5 ms apart, the finish chunk, and only 40 ms later the usage chunk and
+/// `[DONE]`. `vllm` ends latency at the finish chunk and `evalscope` at the stream's
+/// end, so rows must keep the finish chunk's time for a merge to agree. Any GET is 404.
+async fn late_usage_server() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            // As servers do: each event leaves when written (no Nagle delay).
+            let _ = sock.set_nodelay(true);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    let mut chunk = [0u8; 4096];
+                    let head_end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < head_end + length {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    buf.drain(..head_end + length);
+                    if head.starts_with("get") {
+                        let no = "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+                        if sock.write_all(no.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    if stream_late_usage(&mut sock).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+async fn stream_late_usage(sock: &mut tokio::net::TcpStream) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let choice = |delta: &str, finish: &str| {
+        format!(
+            r#"{{"object":"chat.completion.chunk","choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}"#
+        )
+    };
+    let usage = r#"{"object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}"#;
+    let events = [
+        (choice(r#"{"role":"assistant"}"#, "null"), 5),
+        (choice(r#"{"content":"a"}"#, "null"), 5),
+        (choice(r#"{"content":"b"}"#, "null"), 5),
+        (choice(r#"{"content":"c"}"#, "null"), 5),
+        (choice("{}", r#""length""#), 40),
+        (usage.to_string(), 0),
+        ("[DONE]".to_string(), 0),
+    ];
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    sock.write_all(head.as_bytes()).await?;
+    for (data, pause_ms) in events {
+        let event = format!("data: {data}\n\n");
+        sock.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes())
+            .await?;
+        sock.flush().await?;
+        tokio::time::sleep(std::time::Duration::from_millis(pause_ms)).await;
+    }
+    sock.write_all(b"0\r\n\r\n").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_keeps_the_finish_chunk_time_that_vllm_latency_ends_at() {
+    let base_url = late_usage_server().await;
+    for defs in DEFINITIONS {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            r#"
+[plan]
+name = "late-usage"
+metric_definitions = "{defs}"
+
+[endpoints.late]
+base_url = "{base_url}"
+connection_test = false
+
+[models.m]
+
+[datasets.p]
+kind = "prompt"
+text = "hello"
+
+[defaults]
+output_tokens = 3
+
+[matrix]
+load = {{ concurrency = 2, requests = 10, warmup = 2 }}
+"#
+        );
+        let plan = write(dir.path(), &text);
+        let shard = dir.path().join("shard");
+        let merged = dir.path().join("merged");
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let o = perfplan(&["run", &plan, "--shard", "1/1", "--out", &s(&shard)]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ok(&perfplan(&["merge", &s(&merged), &s(&shard)]));
+        let (live, back) = (metrics(&shard), metrics(&merged));
+        for (id, m) in &live {
+            assert_eq!(m["requests_ok"], Some(10.0), "{defs}");
+            assert_equal(m, &back[id], &[], &format!("{defs}, run {id}"));
+        }
+        // The rows hold the finish chunk, which the server sends 40 ms before the end
+        // (a loaded client may stamp it late: half of that is the bound).
+        let store = Store::open(&merged).unwrap();
+        for run in store.runs().unwrap() {
+            for r in store.request_records(&run.id).unwrap() {
+                let before_end = r.end - r.last_chunk.unwrap();
+                assert!(before_end >= ms(20), "{defs}: {before_end:?}");
+            }
+        }
+    }
+}
+
+fn ms(n: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(n)
+}
