@@ -21,7 +21,7 @@ use std::time::Duration;
 use rusqlite::types::Value;
 
 use super::requests::RequestRow;
-use crate::engine::{Outcome, Phase, RequestRecord, Usage, ERROR_EXCERPT_BYTES};
+use crate::engine::{excerpt, Outcome, Phase, RequestRecord, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
 pub(super) const COLUMNS: [&str; 27] = [
@@ -120,33 +120,33 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
     let n32 = |v: Option<u32>| opt(v, |n| Value::Integer(i64::from(n)));
     let (itl_mean, itl_max) = itl_summary(&r.content_times);
     vec![
-        int(r.index),                                            // request_index
-        int(r.item),                                             // item
-        text(r.phase.as_str()),                                  // phase
-        us(r.intended),                                          // intended_us
-        us(r.sent),                                              // sent_us
-        opt(r.first_chunk, us),                                  // first_chunk_us
-        opt(r.last_chunk, us),                                   // last_chunk_us
-        us(r.end),                                               // end_us
-        opt(chunk_times(r.sent, &r.content_times), Value::Blob), // chunk_times
-        text(r.outcome.as_str()),                                // outcome
-        opt(r.http_status, |s| Value::Integer(i64::from(s))),    // http_status
-        opt(r.error.as_deref(), |e| text(excerpt(e))),           // error
-        opt(r.finish_reason.as_deref(), text),                   // finish_reason
-        n32(r.usage.prompt_tokens),                              // prompt_tokens
-        n32(r.usage.completion_tokens),                          // completion_tokens
-        n32(r.usage.cached_tokens),                              // cached_tokens
-        n32(r.client_input_tokens),                              // client_input_tokens
-        n32(r.client_output_tokens),                             // client_output_tokens
-        n32(meta.target_input_tokens),                           // target_input_tokens
-        int(r.request_bytes),                                    // request_bytes
-        int(r.response_bytes),                                   // response_bytes
-        opt(meta.shard, text),                                   // shard
-        opt(r.ttft(), us),                                       // ttft_us
-        us(r.latency()),                                         // latency_us
-        int(r.content_times.len() as u64),                       // chunk_count
-        opt(itl_mean, Value::Integer),                           // itl_mean_us
-        opt(itl_max, Value::Integer),                            // itl_max_us
+        int(r.index),                                                    // request_index
+        int(r.item),                                                     // item
+        text(r.phase.as_str()),                                          // phase
+        us(r.intended),                                                  // intended_us
+        us(r.sent),                                                      // sent_us
+        opt(r.first_chunk, us),                                          // first_chunk_us
+        opt(r.last_chunk, us),                                           // last_chunk_us
+        us(r.end),                                                       // end_us
+        opt(chunk_times(r.sent, &r.content_times), Value::Blob),         // chunk_times
+        text(r.outcome.as_str()),                                        // outcome
+        opt(r.http_status, |s| Value::Integer(i64::from(s))),            // http_status
+        opt(r.error.as_deref(), |e| Value::Text(excerpt(e.as_bytes()))), // error
+        opt(r.finish_reason.as_deref(), text),                           // finish_reason
+        n32(r.usage.prompt_tokens),                                      // prompt_tokens
+        n32(r.usage.completion_tokens),                                  // completion_tokens
+        n32(r.usage.cached_tokens),                                      // cached_tokens
+        n32(r.client_input_tokens),                                      // client_input_tokens
+        n32(r.client_output_tokens),                                     // client_output_tokens
+        n32(meta.target_input_tokens),                                   // target_input_tokens
+        int(r.request_bytes),                                            // request_bytes
+        int(r.response_bytes),                                           // response_bytes
+        opt(meta.shard, text),                                           // shard
+        opt(r.ttft(), us),                                               // ttft_us
+        us(r.latency()),                                                 // latency_us
+        int(r.content_times.len() as u64),                               // chunk_count
+        opt(itl_mean, Value::Integer),                                   // itl_mean_us
+        opt(itl_max, Value::Integer),                                    // itl_max_us
     ]
 }
 
@@ -253,17 +253,6 @@ fn content_times(r: &rusqlite::Row<'_>, sent: Duration) -> rusqlite::Result<Vec<
         )
     })?;
     Ok(times.into_iter().map(Duration::from_micros).collect())
-}
-
-fn excerpt(text: &str) -> &str {
-    if text.len() <= ERROR_EXCERPT_BYTES {
-        return text;
-    }
-    let mut end = ERROR_EXCERPT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Mean and largest gap between content chunks, in µs.
