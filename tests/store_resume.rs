@@ -41,7 +41,7 @@ fn record(index: u64) -> RequestRecord {
         },
         output_text: "ab".into(),
         client_output_tokens: Some(2),
-        client_input_tokens: None,
+        client_input_tokens: Some(10),
         last_chunk: None,
         request_bytes: 100,
         response_bytes: 200,

@@ -99,7 +99,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                     cached_tokens: Some(if cached { 64 } else { 0 }),
                 },
                 output_text: String::new(),
-                client_input_tokens: None,
+                client_input_tokens: Some(130),
                 client_output_tokens: Some(OUTPUT_TOKENS),
                 request_bytes: 600,
                 response_bytes: 4000,
