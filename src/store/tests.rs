@@ -111,6 +111,40 @@ fn requests_round_trip_with_chunks() {
 }
 
 #[test]
+fn the_columns_for_sql_readers_hold_perfplan_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let mut rec = record(2, 22, 4);
+    rec.content_times[3] += Duration::from_millis(6);
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    let row: (i64, i64, i64, i64, i64, i64) = store
+        .conn
+        .query_row(
+            "SELECT ttft_us, latency_us, chunk_count, itl_mean_us, itl_max_us, \
+             length(chunk_times) FROM requests",
+            [],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
+        )
+        .unwrap();
+    // Chunks at 22, 27, 32 and 43 ms after sending: gaps 5, 5 and 11 ms.
+    assert_eq!(row, (22_000, 43_000, 4, 7_000, 11_000, 1 + 3 + 3 * 2));
+}
+
+#[test]
 fn interrupted_run_is_rerun_from_scratch_and_done_run_never() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = store_in(dir.path());
