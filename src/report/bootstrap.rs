@@ -6,10 +6,10 @@
 //! (Σ latency / duration) times Σ tokens / Σ latency of the resample, which equals
 //! the measured throughput on the original requests.
 
+use std::time::Duration;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-use std::time::Duration;
 
 use crate::engine::{Outcome, Phase};
 use crate::metrics::{timing, MetricDefinitions};

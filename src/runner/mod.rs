@@ -26,6 +26,7 @@ mod traffic;
 mod writer;
 
 pub use check::{CheckRow, Verdict};
+pub use counts::Mismatch;
 pub use execute::slos_of;
 pub use merge::{merge_shards, MergeError, MergeOutcome};
 pub use prepare::{api_kind, measured_count};
