@@ -159,7 +159,6 @@ fn passing_gates_exit_zero() {
         .map(|r| perfplan::store::StoredRequest {
             record: r,
             target_input_tokens: None,
-            client_input_tokens: None,
         })
         .collect();
     store.write_requests("cache-off-warm-c8", &batch).unwrap();

@@ -90,24 +90,24 @@ fn rows_of(store: &Store) -> Vec<(String, Vec<RequestRow>)> {
         .collect()
 }
 
-/// Milliseconds of every measured successful row, sorted: `f` gives µs from send.
-fn sorted_ms(rows: &[&RequestRow], f: impl Fn(&RequestRow) -> Option<u64>) -> Vec<f64> {
+/// Milliseconds of every measured successful row, sorted: `f` gives the time from send.
+fn sorted_ms(rows: &[&RequestRow], f: impl Fn(&RequestRow) -> Option<Duration>) -> Vec<f64> {
     let mut v: Vec<f64> = rows
         .iter()
         .filter(|r| r.phase == Phase::Measured && r.outcome == Outcome::Ok)
         .filter_map(|r| f(r))
-        .map(|us| Duration::from_micros(us).as_secs_f64() * 1e3)
+        .map(|d| d.as_secs_f64() * 1e3)
         .collect();
     v.sort_by(f64::total_cmp);
     v
 }
 
-fn ttft(r: &RequestRow) -> Option<u64> {
-    Some(r.content_times_us.as_ref()?.first()? - r.sent_us)
+fn ttft(r: &RequestRow) -> Option<Duration> {
+    r.ttft()
 }
 
-fn latency(r: &RequestRow) -> Option<u64> {
-    Some(r.content_times_us.as_ref()?.last()? - r.sent_us)
+fn latency(r: &RequestRow) -> Option<Duration> {
+    Some(r.latency())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,7 +141,7 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
             .unwrap()
             .iter()
             .filter(|r| r.phase == Phase::Measured)
-            .map(|r| started + r.sent_us)
+            .map(|r| started + r.sent.as_micros() as u64)
             .min()
             .unwrap();
         // `--start-at` holds the first run's load: no measured request goes out before it.
@@ -206,7 +206,7 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
             .map(|(_, r)| r)
             .collect();
         for (name, f) in [
-            ("ttft", ttft as fn(&RequestRow) -> Option<u64>),
+            ("ttft", ttft as fn(&RequestRow) -> Option<Duration>),
             ("latency", latency),
         ] {
             let values = sorted_ms(&mine, f);
@@ -417,7 +417,7 @@ async fn open_loop_shards_interleave_the_one_arrival_sequence() {
     assert_eq!(runs[0].metrics["requests_ok"], Some(5.0));
     // Shard 1 sends arrivals 0, 2, 4 and shard 2 arrivals 1, 3 (100 ms apart): on the
     // merged time base they alternate, never two at once.
-    let mut intended: Vec<u64> = rows.iter().map(|r| r.intended_us).collect();
+    let mut intended: Vec<u64> = rows.iter().map(|r| r.intended.as_micros() as u64).collect();
     intended.sort_unstable();
     let gaps: Vec<u64> = intended.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(gaps.iter().all(|g| *g > 50_000), "gaps {gaps:?} µs");

@@ -42,7 +42,7 @@ fn record(index: u64) -> RequestRecord {
         },
         output_text: "ab".into(),
         client_output_tokens: Some(2),
-        client_input_tokens: None,
+        client_input_tokens: Some(10),
         last_chunk: None,
         request_bytes: 100,
         response_bytes: 200,
@@ -57,7 +57,6 @@ fn write_batch(store: &mut Store, run: &str, from: u64) {
         .map(|r| StoredRequest {
             record: r,
             target_input_tokens: Some(10),
-            client_input_tokens: Some(10),
         })
         .collect();
     store.write_requests(run, &batch).unwrap();

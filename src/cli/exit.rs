@@ -19,6 +19,12 @@ pub const RUN_FAILED: u8 = 4;
 pub const DATABASE: u8 = 5;
 /// An output file (report, export) could not be written.
 pub const OUTPUT: u8 = 6;
+/// The results database could not be written during a run (disk full, locked by another
+/// process, read-only, I/O error): the suite stopped with the file named; `--resume DIR`
+/// continues once it is fixed.
+pub const STORE_WRITE: u8 = 7;
+/// The requests sent, the rows stored and the run's totals disagree: rows are missing.
+pub const ROW_COUNT: u8 = 8;
 /// perfplan itself failed (a bug).
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.
@@ -28,7 +34,10 @@ pub const INTERRUPTED: u8 = 130;
 pub fn of_runner_error(e: &RunnerError) -> u8 {
     match e {
         RunnerError::Connection { .. } | RunnerError::Sim { .. } => ENDPOINT,
+        RunnerError::Rows { .. } | RunnerError::StoreWrite { .. } => STORE_WRITE,
+        RunnerError::Store(e) if e.write_failure().is_some() => STORE_WRITE,
         RunnerError::Store(_) => DATABASE,
+        RunnerError::RowCount(_) => ROW_COUNT,
         RunnerError::Slo { .. }
         | RunnerError::Control { .. }
         | RunnerError::Endpoint { .. }
@@ -47,6 +56,7 @@ pub fn of_merge_error(e: &MergeError) -> u8 {
             source: StoreError::AlreadyExists { .. } | StoreError::CreateDir { .. },
             ..
         } => OUTPUT,
+        MergeError::Output { source, .. } if source.write_failure().is_some() => STORE_WRITE,
         MergeError::Output { .. } => DATABASE,
         _ => INVALID,
     }

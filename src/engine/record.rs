@@ -1,5 +1,7 @@
 //! `RequestRecord`: one observed request, the single stream every consumer reads
-//! (progress, metrics, store). Times are offsets from the run's start instant.
+//! (progress, metrics, store). Times are offsets from the run's start instant, in whole
+//! microseconds (`RESOLUTION`, the unit the store keeps), so the metrics of a live run
+//! and the metrics recomputed from its stored rows read the same numbers.
 
 use std::time::Duration;
 
@@ -161,7 +163,56 @@ impl Default for RequestRecord {
     }
 }
 
+/// The resolution of a record's times: the engine truncates every time to it as the
+/// request completes (`truncate_to_resolution`), and the store keeps it exactly.
+pub const RESOLUTION: Duration = Duration::from_micros(1);
+
+fn truncate(t: Duration) -> Duration {
+    Duration::from_micros(u64::try_from(t.as_micros()).unwrap_or(u64::MAX))
+}
+
 impl RequestRecord {
+    /// Applies `f` to every instant of the record (times since the run's start), e.g. to
+    /// move a record to another time base. The one list of a record's instants: a new
+    /// instant field is added here (the destructuring below does not compile without it).
+    pub fn map_times(&mut self, f: impl Fn(Duration) -> Duration) {
+        let RequestRecord {
+            index: _,
+            item: _,
+            phase: _,
+            intended,
+            sent,
+            connect: _, // a duration, not an instant
+            first_chunk,
+            content_times,
+            last_chunk,
+            end,
+            outcome: _,
+            http_status: _,
+            error: _,
+            finish_reason: _,
+            usage: _,
+            output_text: _,
+            client_output_tokens: _,
+            client_input_tokens: _,
+            request_bytes: _,
+            response_bytes: _,
+            raw: _,
+        } = self;
+        *intended = f(*intended);
+        *sent = f(*sent);
+        *first_chunk = first_chunk.map(&f);
+        content_times.iter_mut().for_each(|t| *t = f(*t));
+        *last_chunk = last_chunk.map(&f);
+        *end = f(*end);
+    }
+
+    /// Truncates every time to `RESOLUTION` (whole microseconds), as stored.
+    pub fn truncate_to_resolution(&mut self) {
+        self.map_times(truncate);
+        self.connect = self.connect.map(truncate);
+    }
+
     /// Time to first token under perfplan's definition: the first non-empty content chunk.
     pub fn ttft(&self) -> Option<Duration> {
         let first = *self.content_times.first()?;
@@ -206,5 +257,50 @@ impl RequestRecord {
             (None, Some(n)) => Some((n, true)),
             (None, None) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_times_moves_every_instant_and_no_duration() {
+        let ms = Duration::from_millis;
+        let r = RequestRecord {
+            intended: ms(10),
+            sent: ms(12),
+            first_chunk: Some(ms(18)),
+            content_times: vec![ms(20), ms(42)],
+            last_chunk: Some(ms(43)),
+            end: ms(44),
+            ..RequestRecord::default()
+        };
+        let mut moved = r.clone();
+        moved.map_times(|t| t + ms(1000));
+        assert_eq!(
+            (moved.intended, moved.sent, moved.end),
+            (ms(1010), ms(1012), ms(1044))
+        );
+        assert_eq!(
+            (moved.first_chunk, moved.last_chunk),
+            (Some(ms(1018)), Some(ms(1043)))
+        );
+        assert_eq!(moved.content_times, vec![ms(1020), ms(1042)]);
+        assert_eq!((moved.ttft(), moved.latency()), (r.ttft(), r.latency()));
+    }
+
+    #[test]
+    fn truncation_keeps_whole_microseconds() {
+        let mut r = RequestRecord {
+            sent: Duration::from_nanos(1_999),
+            content_times: vec![Duration::from_nanos(5_000), Duration::from_nanos(5_001)],
+            end: Duration::from_nanos(u64::MAX),
+            ..RequestRecord::default()
+        };
+        r.truncate_to_resolution();
+        assert_eq!(r.sent, Duration::from_micros(1));
+        assert_eq!(r.content_times, vec![Duration::from_micros(5); 2]);
+        assert_eq!(r.end, Duration::from_micros(u64::MAX / 1_000));
     }
 }

@@ -224,10 +224,12 @@ impl<'a> Driver<'a> {
 
     fn complete(
         &mut self,
-        rec: RequestRecord,
+        mut rec: RequestRecord,
         source: &mut (dyn RequestSource + Send),
         sink: &mut (dyn RecordSink + Send),
     ) {
+        // Every consumer (the source, the store, the live metrics) sees the stored times.
+        rec.truncate_to_resolution();
         self.cancels.remove(&rec.index);
         if self.ticker.is_none() && !self.stopping {
             self.freed.push_back(rec.end);

@@ -244,14 +244,7 @@ pub fn pool(trials: Vec<Vec<RequestRecord>>) -> Vec<RequestRecord> {
         let base = out.len() as u64;
         for (i, mut r) in measured.into_iter().enumerate() {
             r.index = base + i as u64;
-            r.intended = shift(r.intended);
-            r.sent = shift(r.sent);
-            r.end = shift(r.end);
-            r.first_chunk = r.first_chunk.map(shift);
-            r.last_chunk = r.last_chunk.map(shift);
-            for t in &mut r.content_times {
-                *t = shift(*t);
-            }
+            r.map_times(shift);
             out.push(r);
         }
         at += end.saturating_sub(start);

@@ -106,8 +106,14 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// A response that carried output but no finish_reason (e.g. a stream ended by `[DONE]`
+/// alone). Read from stored fields only (a choice or content chunk, or output tokens),
+/// never from the text, which rows do not keep.
 fn is_truncated(r: &RequestRecord) -> bool {
-    r.finish_reason.is_none() && (r.first_chunk.is_some() || !r.output_text.is_empty())
+    r.finish_reason.is_none()
+        && (r.first_chunk.is_some()
+            || !r.content_times.is_empty()
+            || r.output_tokens().is_some_and(|(n, _)| n > 0))
 }
 
 /// Computes every metric from `records` (all of a run's records; warmup is skipped here).

@@ -6,11 +6,14 @@
 //! (Σ latency / duration) times Σ tokens / Σ latency of the resample, which equals
 //! the measured throughput on the original requests.
 
+use std::time::Duration;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::engine::{Outcome, Phase};
-use crate::store::RequestRow;
+use crate::metrics::{timing, MetricDefinitions};
+use crate::store::{RequestRow, Store, StoreError, StoredRun};
 
 /// How the bootstrap runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,36 +70,51 @@ fn mean_of(values: impl Iterator<Item = Option<u32>>) -> Option<f64> {
 }
 
 impl Sample {
-    pub fn from_rows(rows: &[RequestRow]) -> Sample {
-        let measured: Vec<&RequestRow> =
-            rows.iter().filter(|r| r.phase == Phase::Measured).collect();
-        let start = measured.iter().map(|r| r.sent_us).min().unwrap_or(0);
-        let end = measured.iter().map(|r| r.end_us).max().unwrap_or(0);
+    /// The sample of a run's stored rows, its timings under the run's own metric
+    /// definitions (`metric_definitions` in its extras), as its metrics were computed.
+    pub fn of_run(store: &Store, run: &StoredRun) -> Result<Sample, StoreError> {
+        let defs = run
+            .extras
+            .get("metric_definitions")
+            .and_then(serde_json::Value::as_str)
+            .and_then(MetricDefinitions::parse)
+            .unwrap_or_default();
+        Ok(Sample::from_rows(&store.request_rows(&run.id)?, defs))
+    }
+
+    /// The sample of `rows`, timed by the metrics' own `timing` under `defs`.
+    pub fn from_rows(rows: &[RequestRow], defs: MetricDefinitions) -> Sample {
+        let measured: Vec<&RequestRow> = rows
+            .iter()
+            .filter(|r| r.record.phase == Phase::Measured)
+            .collect();
+        let start = measured.iter().map(|r| r.record.sent).min();
+        let end = measured.iter().map(|r| r.record.end).max();
         let mut s = Sample {
-            duration_s: end.saturating_sub(start) as f64 / 1e6,
+            duration_s: start
+                .zip(end)
+                .map_or(0.0, |(a, b)| b.saturating_sub(a).as_secs_f64()),
             ..Sample::default()
         };
         let ok: Vec<&RequestRow> = measured
             .into_iter()
-            .filter(|r| r.outcome == Outcome::Ok)
+            .filter(|r| r.record.outcome == Outcome::Ok)
             .collect();
         s.input_means = (
             mean_of(ok.iter().map(|r| r.target_input_tokens)),
-            mean_of(ok.iter().map(|r| r.client_input_tokens)),
-            mean_of(ok.iter().map(|r| r.usage.prompt_tokens)),
+            mean_of(ok.iter().map(|r| r.record.client_input_tokens)),
+            mean_of(ok.iter().map(|r| r.record.usage.prompt_tokens)),
         );
-        for r in ok {
-            if let Some(t) = r.ttft_us {
-                s.ttft.push(t as f64 / 1e3);
-            }
-            if let Some(t) = r.tpot_us() {
-                s.tpot.push(t / 1e3);
-            }
-            s.latency.push(r.latency_us as f64 / 1e3);
-            let out = f64::from(r.output_tokens().unwrap_or(0));
-            let input = f64::from(r.usage.prompt_tokens.or(r.client_input_tokens).unwrap_or(0));
-            s.requests
-                .push((r.latency_us as f64 / 1e6, out, out + input));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        for r in ok.iter().map(|r| &r.record) {
+            let t = timing(r, defs);
+            let out = r.output_tokens().map(|(n, _)| n);
+            s.ttft.extend(t.ttft.map(ms));
+            s.tpot.extend(out.and_then(|n| t.tpot(n)).map(ms));
+            s.latency.push(ms(t.latency));
+            let out = f64::from(out.unwrap_or(0));
+            let input = f64::from(r.input_tokens().map_or(0, |(n, _)| n));
+            s.requests.push((t.latency.as_secs_f64(), out, out + input));
         }
         s
     }

@@ -170,10 +170,7 @@ pub fn compare(
     for (i, j) in pairs {
         let (br, nr) = (&b.runs[i], &n.runs[j]);
         let samples = if judged {
-            Some((
-                Sample::from_rows(&base.request_rows(&br.id)?),
-                Sample::from_rows(&new.request_rows(&nr.id)?),
-            ))
+            Some((Sample::of_run(base, br)?, Sample::of_run(new, nr)?))
         } else {
             None
         };

@@ -185,11 +185,7 @@ pub fn render(
     let samples = data
         .runs
         .iter()
-        .map(|r| {
-            store
-                .request_rows(&r.id)
-                .map(|rows| Sample::from_rows(&rows))
-        })
+        .map(|r| Sample::of_run(store, r))
         .collect::<Result<Vec<_>, _>>()?;
     let name = escape(&data.suite.info.plan_name);
     let mut s = format!("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfplan: {name}</title><style>{STYLE}</style></head><body>");

@@ -28,7 +28,10 @@ const GRACE: Duration = Duration::from_secs(5);
 pub struct RunResult {
     pub summary: RunSummary,
     pub cancelled: bool,
+    /// Rows the writer stored.
     pub stored: u64,
+    /// Requests the engine sent (priming included).
+    pub sent: u64,
     /// Warnings found in the records (a cold run that met a warm cache).
     pub warnings: Vec<String>,
     /// Kept with the run's extras (multi-turn: the turn of every item).
@@ -195,7 +198,8 @@ pub async fn execute(
         tokenizer: prepared.tokenizer.clone(),
         targets: Arc::new(prepared.targets.clone()),
         log: ctx.log.clone(),
-    });
+        cancel: ctx.cancel.clone(),
+    })?;
     ctx.log.requests(&run.id, &prepared.priming);
     ctx.log.requests(&run.id, &prepared.requests);
     let tx = writer.sender();
@@ -262,12 +266,14 @@ pub async fn execute(
         output.preconnect = Some(early.then(output.preconnect));
     }
     let server_ratio = match &ctx.server {
-        Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await?,
-        None => None,
+        Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await,
+        None => Ok(None),
     };
     drop(tx);
     progress.finish();
+    // A failed write of the rows is the error to report, before anything after it.
     let stored = writer.finish()?;
+    let server_ratio = server_ratio?;
     let warnings = super::cache::leak_warning(run, &output.records)
         .into_iter()
         .collect();
@@ -296,6 +302,7 @@ pub async fn execute(
         summary,
         cancelled: output.cancelled,
         stored,
+        sent: primed + output.records.len() as u64,
         warnings,
         traffic,
         all_failed,

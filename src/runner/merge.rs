@@ -238,17 +238,6 @@ fn start_us(run: &StoredRun) -> Option<u64> {
         .and_then(Value::as_u64)
 }
 
-/// Moves a row's times by `delta` microseconds (to the merged run's time base).
-fn shift(row: &mut RequestRow, delta: u64) {
-    row.intended_us += delta;
-    row.sent_us += delta;
-    row.end_us += delta;
-    row.first_chunk_us = row.first_chunk_us.map(|t| t + delta);
-    if let Some(times) = &mut row.content_times_us {
-        times.iter_mut().for_each(|t| *t += delta);
-    }
-}
-
 /// The merged status: failed if a shard failed, else the least finished one.
 fn merged_status(parts: &[(usize, StoredRun)]) -> RunStatus {
     let all = |s| parts.iter().all(|(_, r)| r.status == s);
@@ -276,8 +265,10 @@ fn merge_run(
     let mut scrapes = Vec::new();
     for (i, run) in parts {
         let delta = start_us(run).zip(base).map_or(0, |(s, b)| s - b);
+        let delta = std::time::Duration::from_micros(delta);
         for mut row in inputs[*i].store.request_rows(&run.id)? {
-            shift(&mut row, delta);
+            // To the merged run's time base.
+            row.record.map_times(|t| t + delta);
             rows.push(row);
         }
         let store = &inputs[*i].store;
@@ -287,7 +278,7 @@ fn merge_run(
         ));
     }
     let (before, after) = merged_counters(&scrapes, own_server_per_shard(&parts[0].1.settings));
-    rows.sort_by_key(|r| r.index);
+    rows.sort_by_key(|r| r.record.index);
     let first = &parts[0].1;
     let mut summary = summarize_rows(
         first,
@@ -347,10 +338,10 @@ fn merge_run(
 fn merged_input_lengths(rows: &[RequestRow]) -> Value {
     let counts = rows
         .iter()
-        .filter(|r| r.phase == Phase::Measured && r.outcome == Outcome::Ok)
+        .filter(|r| r.record.phase == Phase::Measured && r.record.outcome == Outcome::Ok)
         .map(|r| Counts {
-            server: r.usage.prompt_tokens,
-            client: r.client_input_tokens,
+            server: r.record.usage.prompt_tokens,
+            client: r.record.client_input_tokens,
             target: r.target_input_tokens,
         });
     of_counts(counts).0
@@ -435,49 +426,6 @@ mod tests {
         assert_eq!(merged_status(&parts(&[Done, Failed])), Failed);
         assert_eq!(merged_status(&parts(&[Interrupted, Done])), Interrupted);
         assert_eq!(merged_status(&parts(&[Pending, Done])), Pending);
-    }
-
-    #[test]
-    fn shift_moves_every_time_but_not_durations() {
-        let mut row = RequestRow {
-            index: 0,
-            item: 0,
-            phase: crate::engine::Phase::Measured,
-            intended_us: 10,
-            sent_us: 12,
-            first_chunk_us: Some(20),
-            ttft_us: Some(8),
-            latency_us: 30,
-            end_us: 42,
-            chunk_count: 2,
-            itl_mean_us: Some(22),
-            itl_max_us: Some(22),
-            usage: Default::default(),
-            client_input_tokens: None,
-            client_output_tokens: None,
-            target_input_tokens: None,
-            outcome: crate::engine::Outcome::Ok,
-            http_status: Some(200),
-            error: None,
-            finish_reason: None,
-            request_bytes: 1,
-            response_bytes: 1,
-            content_times_us: Some(vec![20, 42]),
-            shard: Some("2/2".into()),
-            connect_us: Some(3),
-        };
-        shift(&mut row, 1000);
-        assert_eq!(
-            (row.intended_us, row.sent_us, row.end_us),
-            (1010, 1012, 1042)
-        );
-        assert_eq!(row.first_chunk_us, Some(1020));
-        assert_eq!(row.content_times_us, Some(vec![1020, 1042]));
-        assert_eq!((row.ttft_us, row.latency_us), (Some(8), 30));
-        assert_eq!(
-            row.to_record().ttft(),
-            Some(std::time::Duration::from_micros(8))
-        );
     }
 
     #[test]

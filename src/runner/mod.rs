@@ -6,6 +6,7 @@ mod cache;
 pub mod check;
 mod connect;
 mod conversation;
+mod counts;
 mod execute;
 mod failures;
 mod lengths;
@@ -25,6 +26,7 @@ mod traffic;
 mod writer;
 
 pub use check::{CheckRow, Verdict};
+pub use counts::Mismatch;
 pub use execute::slos_of;
 pub use merge::{merge_shards, MergeError, MergeOutcome};
 pub use prepare::{api_kind, measured_count};
@@ -58,6 +60,24 @@ pub enum RunnerError {
     },
     #[error("results database")]
     Store(#[from] crate::store::StoreError),
+    #[error("cannot store the requests of run {run} in {}: {}; the run was stopped with {stored} of its requests stored; once fixed, `perfplan run PLAN --resume {}` runs it again", path.display(), advice(source), folder(path))]
+    Rows {
+        run: String,
+        path: PathBuf,
+        stored: u64,
+        #[source]
+        source: Box<crate::store::StoreError>,
+    },
+    #[error("cannot write the results database {}: {}; the suite stopped; once fixed, continue it with `perfplan run PLAN --resume {}`", path.display(), advice(source), folder(path))]
+    StoreWrite {
+        path: PathBuf,
+        #[source]
+        source: Box<crate::store::StoreError>,
+    },
+    #[error("the database writer of run {run} crashed: its rows are incomplete")]
+    WriterCrashed { run: String },
+    #[error("{0}")]
+    RowCount(Box<counts::Mismatch>),
     #[error("the results database lock was poisoned by a crashed writer")]
     Poisoned,
     #[error("cannot start the simulator for endpoint `{endpoint}`")]
@@ -110,12 +130,47 @@ pub enum RunnerError {
     Runtime(#[source] std::io::Error),
 }
 
+/// What to do about a failed write to the database.
+fn advice(e: &crate::store::StoreError) -> &'static str {
+    e.write_failure().map_or(
+        "the write failed (the cause follows)",
+        crate::store::WriteFailure::advice,
+    )
+}
+
+/// The output folder of a database file, for `--resume`.
+fn folder(path: &std::path::Path) -> String {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .display()
+        .to_string()
+}
+
 impl RunnerError {
+    /// The error as seen from a suite writing the database at `path`: a failed write
+    /// (disk full, locked, read-only, I/O) names the file and what to do.
+    pub fn at_database(self, path: &std::path::Path) -> RunnerError {
+        match self {
+            RunnerError::Store(source) if source.write_failure().is_some() => {
+                RunnerError::StoreWrite {
+                    path: path.to_path_buf(),
+                    source: Box::new(source),
+                }
+            }
+            other => other,
+        }
+    }
+
     /// Whether the whole suite must stop (as opposed to failing one run).
     pub fn stops_suite(&self) -> bool {
         matches!(
             self,
             RunnerError::Store(_)
+                | RunnerError::Rows { .. }
+                | RunnerError::StoreWrite { .. }
+                | RunnerError::WriterCrashed { .. }
+                | RunnerError::RowCount(_)
                 | RunnerError::Poisoned
                 | RunnerError::Connection { .. }
                 | RunnerError::Output { .. }

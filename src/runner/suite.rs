@@ -76,8 +76,19 @@ pub fn run_suite_sharded(
     sharding: ShardOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
     let ordered = super::cache::execution_order(runs);
-    let runs = &ordered[..];
-    let (mut store, dir) = open::open_store(plan, opts)?;
+    let (store, dir) = open::open_store(plan, opts)?;
+    let db = store.path().to_path_buf();
+    run_in(plan, &ordered, opts, sharding, (store, dir)).map_err(|e| e.at_database(&db))
+}
+
+/// The suite in its opened database.
+fn run_in(
+    plan: &LoadedPlan,
+    runs: &[RunSpec],
+    opts: &RunOptions,
+    sharding: ShardOptions,
+    (mut store, dir): (Store, PathBuf),
+) -> Result<SuiteOutcome, RunnerError> {
     if let Some(shard) = sharding.shard {
         store.mark_shard(&shard.to_string())?;
     }

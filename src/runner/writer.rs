@@ -1,7 +1,9 @@
 //! Stores a run's request records as they complete, off the timing path: the engine's
 //! sink hands each record to a channel; a thread writes them in batches, one transaction
 //! each, so a crash or `kill -9` loses at most the requests in flight and the last
-//! fraction of a second.
+//! fraction of a second. A write that fails (disk full, database locked, read-only file,
+//! I/O error) stops the run at once: the writer cancels the load and `finish` returns the
+//! error, so no run is reported with rows missing.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -9,9 +11,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::RunnerError;
-use crate::engine::RequestRecord;
+use crate::engine::{CancelHandle, RequestRecord};
 use crate::store::{Store, StoredRequest};
 use crate::tokenize::Tokenizer;
+
+/// Tests only: the writer may grow the database by at most this many pages (SQLite's
+/// `max_page_count`), so a full disk can be tested without filling one.
+pub const MAX_PAGES_ENV: &str = "PERFPLAN_TEST_WRITER_MAX_PAGES";
 
 /// Most records per transaction.
 const BATCH: usize = 512;
@@ -22,6 +28,7 @@ const FLUSH_EVERY: Duration = Duration::from_millis(200);
 pub struct Writer {
     tx: Option<mpsc::Sender<RequestRecord>>,
     handle: Option<JoinHandle<Result<u64, RunnerError>>>,
+    run_id: String,
 }
 
 /// What the writer needs besides the records.
@@ -31,16 +38,33 @@ pub struct WriterContext {
     pub tokenizer: Option<Arc<Tokenizer>>,
     pub targets: Arc<Vec<Option<u32>>>,
     pub log: Arc<super::log::SuiteLog>,
+    /// Cancelled when a write fails, so the load stops instead of running on unstored.
+    pub cancel: CancelHandle,
 }
 
 impl Writer {
-    pub fn start(ctx: WriterContext) -> Writer {
+    pub fn start(ctx: WriterContext) -> Result<Writer, RunnerError> {
+        if let Some(pages) = std::env::var(MAX_PAGES_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
+            store.limit_growth(pages)?;
+        }
         let (tx, rx) = mpsc::channel::<RequestRecord>();
-        let handle = std::thread::spawn(move || write_loop(&ctx, &rx));
-        Writer {
+        let run_id = ctx.run_id.clone();
+        let handle = std::thread::spawn(move || {
+            let result = write_loop(&ctx, &rx);
+            if result.is_err() {
+                ctx.cancel.cancel();
+            }
+            result
+        });
+        Ok(Writer {
             tx: Some(tx),
             handle: Some(handle),
-        }
+            run_id,
+        })
     }
 
     /// A sender for the engine's sink.
@@ -48,12 +72,15 @@ impl Writer {
         self.tx.clone()
     }
 
-    /// Writes what is left and returns the number of rows written.
+    /// Writes what is left and returns the number of rows written; the first failed
+    /// write's error when one failed.
     pub fn finish(mut self) -> Result<u64, RunnerError> {
         self.tx.take();
         match self.handle.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
-            _ => Ok(0),
+            Some(Err(_)) | None => Err(RunnerError::WriterCrashed {
+                run: self.run_id.clone(),
+            }),
         }
     }
 }
@@ -87,7 +114,7 @@ fn write_loop(ctx: &WriterContext, rx: &mpsc::Receiver<RequestRecord>) -> Result
         };
         let due = oldest.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
         if !pending.is_empty() && (closed || due || pending.len() >= BATCH) {
-            written += flush(ctx, &pending)?;
+            written += flush(ctx, &pending).map_err(|source| stopped(ctx, written, source))?;
             pending.clear();
             oldest = None;
         }
@@ -97,13 +124,29 @@ fn write_loop(ctx: &WriterContext, rx: &mpsc::Receiver<RequestRecord>) -> Result
     }
 }
 
+/// The error of a failed write: which database, which run, how far it got.
+fn stopped(ctx: &WriterContext, stored: u64, source: RunnerError) -> RunnerError {
+    match source {
+        RunnerError::Store(source) => RunnerError::Rows {
+            run: ctx.run_id.clone(),
+            path: ctx
+                .store
+                .lock()
+                .map(|s| s.path().to_path_buf())
+                .unwrap_or_default(),
+            stored,
+            source: Box::new(source),
+        },
+        other => other,
+    }
+}
+
 fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerError> {
     let rows: Vec<StoredRequest<'_>> = records
         .iter()
         .map(|r| StoredRequest {
             record: r,
             target_input_tokens: ctx.targets.get(r.item as usize).copied().flatten(),
-            client_input_tokens: r.client_input_tokens,
         })
         .collect();
     let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;

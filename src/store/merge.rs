@@ -8,7 +8,8 @@ use std::path::Path;
 
 use rusqlite::params;
 
-use super::requests::RequestRow;
+use super::requests::{insert_rows, RequestRow};
+use super::row_codec::{self, RowMeta};
 use super::runs::StoredRun;
 use super::{SqlContext, Store, StoreError, SuiteInfo};
 
@@ -42,7 +43,7 @@ impl Store {
     }
 
     /// Writes a whole run as given (status, times, warnings, extras, error, metrics) with
-    /// its request rows and their chunk times, in one transaction. The run must be new.
+    /// its request rows, in one transaction. The run must be new.
     pub fn insert_merged_run(
         &mut self,
         run: &StoredRun,
@@ -74,22 +75,31 @@ impl Store {
         write_metrics(&tx, &run.id, &run.metrics)?;
         {
             let mut stmt = tx
-                .prepare_cached(&format!("INSERT INTO {}", super::requests::REQUEST_INSERT))
+                .prepare_cached(&row_codec::insert_sql(false))
                 .doing("writing merged requests")?;
-            let mut chunks = tx
-                .prepare_cached(
-                    "INSERT INTO chunks (run_id, request_index, times_us) VALUES (?1, ?2, ?3)",
-                )
-                .doing("writing merged chunks")?;
-            for r in rows {
-                insert_row(&mut stmt, &run.id, r)?;
-                if let Some(times) = &r.content_times_us {
-                    let json = serde_json::Value::from(times.clone()).to_string();
-                    chunks
-                        .execute(params![run.id, r.index as i64, json])
-                        .doing("writing merged chunks")?;
+            let rows = rows.iter().map(|r| {
+                let meta = RowMeta {
+                    target_input_tokens: r.target_input_tokens,
+                    shard: r.shard.as_deref(),
+                };
+                (&r.record, meta)
+            });
+            insert_rows(&mut stmt, &run.id, rows).map_err(|source| match source {
+                rusqlite::Error::SqliteFailure(e, _)
+                    if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    StoreError::Corrupt {
+                        what: format!(
+                            "a request of run `{}` appears in two databases (merged twice?)",
+                            run.id
+                        ),
+                    }
                 }
-            }
+                source => StoreError::Sql {
+                    doing: "writing merged requests",
+                    source,
+                },
+            })?;
         }
         tx.commit().doing("writing a merged run")
     }
@@ -107,59 +117,5 @@ fn write_metrics(
         stmt.execute(params![id, name, value.filter(|v| v.is_finite())])
             .doing("writing run metrics")?;
     }
-    Ok(())
-}
-
-fn insert_row(
-    stmt: &mut rusqlite::CachedStatement<'_>,
-    run_id: &str,
-    r: &RequestRow,
-) -> Result<(), StoreError> {
-    let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-    stmt.execute(params![
-        run_id,
-        i(r.index),
-        i(r.item),
-        r.phase.as_str(),
-        i(r.intended_us),
-        i(r.sent_us),
-        r.first_chunk_us.map(i),
-        r.ttft_us.map(i),
-        i(r.latency_us),
-        i(r.end_us),
-        r.chunk_count,
-        r.itl_mean_us.map(i),
-        r.itl_max_us.map(i),
-        r.usage.prompt_tokens,
-        r.usage.completion_tokens,
-        r.usage.cached_tokens,
-        r.client_input_tokens,
-        r.client_output_tokens,
-        r.target_input_tokens,
-        r.outcome.as_str(),
-        r.http_status,
-        r.error,
-        r.finish_reason,
-        i(r.request_bytes),
-        i(r.response_bytes),
-        r.shard,
-        r.connect_us.map(i),
-    ])
-    .map_err(|source| match source {
-        rusqlite::Error::SqliteFailure(e, _)
-            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-        {
-            StoreError::Corrupt {
-                what: format!(
-                    "request {} of run `{run_id}` appears in two databases (merged twice?)",
-                    r.index
-                ),
-            }
-        }
-        source => StoreError::Sql {
-            doing: "writing merged requests",
-            source,
-        },
-    })?;
     Ok(())
 }

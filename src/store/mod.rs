@@ -6,6 +6,7 @@
 
 mod merge;
 mod requests;
+mod row_codec;
 mod runs;
 mod schema;
 mod search;
@@ -68,6 +69,61 @@ pub enum StoreError {
     },
 }
 
+/// Why a write to the results database failed, in terms a person can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteFailure {
+    /// The disk, or the database's size limit, is full.
+    DiskFull,
+    /// Another connection holds the database locked (a write transaction).
+    Locked,
+    /// The file (or its folder) cannot be written.
+    ReadOnly,
+    /// The operating system reported an I/O error.
+    Io,
+}
+
+impl WriteFailure {
+    /// What to do about it.
+    pub fn advice(self) -> &'static str {
+        match self {
+            WriteFailure::DiskFull => "the disk is full: free space on it",
+            WriteFailure::Locked => {
+                "another process holds the database locked: close it (an open `sqlite3` shell, \
+                 another perfplan writing the same folder)"
+            }
+            WriteFailure::ReadOnly => {
+                "the database file or its folder is read-only: make both writable"
+            }
+            WriteFailure::Io => {
+                "the disk reported an I/O error: check the disk and its file system"
+            }
+        }
+    }
+
+    fn of(e: &rusqlite::Error) -> Option<WriteFailure> {
+        use rusqlite::ErrorCode as C;
+        match e.sqlite_error_code()? {
+            C::DiskFull => Some(WriteFailure::DiskFull),
+            C::DatabaseBusy | C::DatabaseLocked => Some(WriteFailure::Locked),
+            C::ReadOnly | C::PermissionDenied => Some(WriteFailure::ReadOnly),
+            C::SystemIoFailure | C::CannotOpen => Some(WriteFailure::Io),
+            _ => None,
+        }
+    }
+}
+
+impl StoreError {
+    /// Whether the error is a failed write to the database, and of which kind.
+    pub fn write_failure(&self) -> Option<WriteFailure> {
+        match self {
+            StoreError::Sql { source, .. } | StoreError::Open { source, .. } => {
+                WriteFailure::of(source)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Attaches what was being done to a rusqlite error.
 pub(crate) trait SqlContext<T> {
     fn doing(self, doing: &'static str) -> Result<T, StoreError>;
@@ -84,7 +140,6 @@ impl<T> SqlContext<T> for Result<T, rusqlite::Error> {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
-    keep_chunks: bool,
     shard: Option<String>,
 }
 
@@ -158,23 +213,34 @@ impl Store {
         let mut conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(open_err)?;
+        if create {
+            conn.pragma_update(None, "page_size", 16384)
+                .map_err(open_err)?;
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
-        schema::migrate(&mut conn).map_err(|e| match e {
-            schema::MigrateError::TooNew(found) => StoreError::TooNew {
-                path: path.to_path_buf(),
-                found,
-            },
-            schema::MigrateError::Sql(source) => open_err(source),
-        })?;
+        match schema::migrate(&mut conn) {
+            Ok(()) => {}
+            Err(schema::MigrateError::TooNew(found)) => {
+                return Err(StoreError::TooNew {
+                    path: path.to_path_buf(),
+                    found,
+                })
+            }
+            // An older database in a read-only file is read as it is (`report`,
+            // `compare`, `--baseline`: rows lacking newer columns read them as NULL);
+            // a write to it fails as any write to a read-only file does.
+            Err(schema::MigrateError::Sql(source))
+                if !create && WriteFailure::of(&source) == Some(WriteFailure::ReadOnly) => {}
+            Err(schema::MigrateError::Sql(source)) => return Err(open_err(source)),
+        }
         Ok(Store {
             conn,
             path: path.to_path_buf(),
-            keep_chunks: true,
             shard: None,
         })
     }
@@ -184,10 +250,17 @@ impl Store {
         &self.path
     }
 
-    /// Whether `write_requests` keeps every content chunk's arrival time (default: yes;
-    /// needed to recompute ITL exactly).
-    pub fn set_keep_chunks(&mut self, keep: bool) {
-        self.keep_chunks = keep;
+    /// Lets the database grow by at most `pages` more pages on this connection (SQLite's
+    /// `max_page_count`); writes beyond fail as on a full disk. For tests of that case.
+    pub fn limit_growth(&mut self, pages: u64) -> Result<(), StoreError> {
+        let count: i64 = self
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .doing("limiting the database's size")?;
+        let limit = count.saturating_add(i64::try_from(pages).unwrap_or(i64::MAX));
+        self.conn
+            .query_row(&format!("PRAGMA max_page_count = {limit}"), [], |_| Ok(()))
+            .doing("limiting the database's size")
     }
 
     /// The shard (`K/N`) recorded on every request row written from now on.

@@ -197,6 +197,20 @@ impl Store {
         }
     }
 
+    /// One stored metric of a run (`None`: not stored, or unknown).
+    pub fn run_metric(&self, id: &str, name: &str) -> Result<Option<f64>, StoreError> {
+        let value: Option<Option<f64>> = self
+            .conn
+            .query_row(
+                "SELECT value FROM run_metrics WHERE run_id = ?1 AND name = ?2",
+                [id, name],
+                |r| r.get(0),
+            )
+            .optional()
+            .doing("reading a run's metric")?;
+        Ok(value.flatten())
+    }
+
     /// Marks a run `running`, first deleting every row an earlier attempt left
     /// (requests, chunks, metrics, server scrapes). A `done` run is refused.
     pub fn begin_run(&mut self, id: &str) -> Result<(), StoreError> {

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -136,7 +136,15 @@ CREATE TABLE search_steps (
     r#"
 ALTER TABLE suites ADD COLUMN shard TEXT;
 "#,
-    // 4: a request's connection setup time, when it opened a connection (NULL when it was
+    // 4: a request row holds every field the metrics read: the last choice chunk (vLLM's
+    // latency end) and every content chunk's arrival as a compact BLOB (see
+    // `row_codec`). Rows of earlier versions keep their chunk times in `chunks` (JSON),
+    // which is read as before and no longer written.
+    r#"
+ALTER TABLE requests ADD COLUMN last_chunk_us INTEGER;
+ALTER TABLE requests ADD COLUMN chunk_times BLOB;
+"#,
+    // 5: a request's connection setup time, when it opened a connection (NULL when it was
     // sent on an open one, and in rows written before: their `sent_us` included it).
     r#"
 ALTER TABLE requests ADD COLUMN connect_us INTEGER;

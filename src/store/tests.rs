@@ -94,23 +94,55 @@ fn requests_round_trip_with_chunks() {
         .map(|r| StoredRequest {
             record: r,
             target_input_tokens: Some(100),
-            client_input_tokens: Some(101),
         })
         .collect();
     store.write_requests("run1", &batch).unwrap();
     let rows = store.request_rows("run1").unwrap();
     assert_eq!(rows.len(), 5);
-    assert_eq!(rows[2].ttft_us, Some(22_000));
-    assert_eq!(rows[2].latency_us, 37_000);
-    assert_eq!(rows[2].itl_mean_us, Some(5_000));
-    assert_eq!(rows[2].tpot_us(), Some(5_000.0));
-    assert_eq!(rows[0].phase, Phase::Warmup);
+    assert_eq!(rows[2].record.ttft(), Some(Duration::from_millis(22)));
+    assert_eq!(rows[2].record.latency(), Duration::from_millis(37));
+    assert_eq!(rows[0].record.phase, Phase::Warmup);
     assert_eq!(rows[0].shard.as_deref(), Some("2/4"));
+    assert_eq!(rows[0].target_input_tokens, Some(100));
     for (row, rec) in rows.iter().zip(&recs) {
         let mut back = row.to_record();
         back.output_text = rec.output_text.clone();
         assert_eq!(&back, rec);
     }
+}
+
+#[test]
+fn the_columns_for_sql_readers_hold_perfplan_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let mut rec = record(2, 22, 4);
+    rec.content_times[3] += Duration::from_millis(6);
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    let row: (i64, i64, i64, i64, i64, i64) = store
+        .conn
+        .query_row(
+            "SELECT ttft_us, latency_us, chunk_count, itl_mean_us, itl_max_us, \
+             length(chunk_times) FROM requests",
+            [],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
+        )
+        .unwrap();
+    // Chunks at 22, 27, 32 and 43 ms after sending: gaps 5, 5 and 11 ms.
+    assert_eq!(row, (22_000, 43_000, 4, 7_000, 11_000, 1 + 3 + 3 * 2));
 }
 
 #[test]
@@ -123,7 +155,6 @@ fn interrupted_run_is_rerun_from_scratch_and_done_run_never() {
         .map(|r| StoredRequest {
             record: r,
             target_input_tokens: None,
-            client_input_tokens: None,
         })
         .collect();
     store.begin_run("run0").unwrap();
@@ -240,27 +271,23 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
     let batch = [StoredRequest {
         record: &rec,
         target_input_tokens: None,
-        client_input_tokens: None,
     }];
     store.write_requests("run1", &batch).unwrap();
     assert_eq!(
-        store.request_rows("run1").unwrap()[0].connect_us,
-        Some(2_500)
+        store.request_rows("run1").unwrap()[0].connect,
+        Some(Duration::from_micros(2_500))
     );
-    // As the previous version wrote it: schema 3, no `connect_us`.
+    // As the previous version wrote it: schema 4, no `connect_us`.
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN connect_us; PRAGMA user_version = 3;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN connect_us; PRAGMA user_version = 4;")
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();
     let rows = store.request_rows("run1").unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(
-        (rows[0].connect_us, rows[0].to_record().connect),
-        (None, None)
-    );
-    assert_eq!(rows[0].ttft_us, Some(20_000));
+    assert_eq!(rows[0].connect, None);
+    assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
 }
 
 #[test]

@@ -46,3 +46,28 @@ pub fn query<T: rusqlite::types::FromSql>(db: &Path, sql: &str) -> Vec<Vec<Optio
         .map(Result::unwrap)
         .collect()
 }
+
+/// `cmd` to run as an unprivileged user (nobody) when the tests run as root, so that
+/// file permissions apply to it; `dir` (which it may write) is handed to that user.
+pub fn unprivileged(cmd: Command, dir: &Path) -> Command {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // A new file is owned by the user this test runs as.
+    let probe = dir.join("uid-probe");
+    let _ = std::fs::remove_file(&probe);
+    std::fs::write(&probe, "").unwrap();
+    let uid = std::fs::metadata(&probe).unwrap().uid();
+    std::fs::remove_file(&probe).unwrap();
+    if uid != 0 {
+        return cmd;
+    }
+    let status = Command::new("chown")
+        .args(["-R", "65534:65534", dir.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "chown {}", dir.display());
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut wrapped = Command::new("setpriv");
+    wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    wrapped.arg(cmd.get_program()).args(cmd.get_args());
+    wrapped
+}

@@ -100,7 +100,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                     cached_tokens: Some(if cached { 64 } else { 0 }),
                 },
                 output_text: String::new(),
-                client_input_tokens: None,
+                client_input_tokens: Some(130),
                 client_output_tokens: Some(OUTPUT_TOKENS),
                 request_bytes: 600,
                 response_bytes: 4000,
@@ -113,7 +113,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
 /// The aggregates a run would get (every name present, unknown ones null).
 pub fn metrics_of(store: &Store, run_id: &str) -> BTreeMap<String, Option<f64>> {
     let rows = store.request_rows(run_id).unwrap();
-    let s = Sample::from_rows(&rows);
+    let s = Sample::from_rows(&rows, perfplan::metrics::MetricDefinitions::Perfplan);
     let mut m: BTreeMap<String, Option<f64>> =
         names::all_names().into_iter().map(|n| (n, None)).collect();
     for (q, values) in [
@@ -177,7 +177,6 @@ pub fn build_suite(dir: &Path, slow: f64) -> Store {
                 .map(|r| StoredRequest {
                     record: r,
                     target_input_tokens: Some(128),
-                    client_input_tokens: Some(130),
                 })
                 .collect();
             store.write_requests(&row.id, &batch).unwrap();

@@ -11,6 +11,7 @@ use super::text::summary_line;
 use super::{run_label, Suite};
 use crate::engine::{Endpoint, RunConfig, Target};
 use crate::planner::RunSpec;
+use crate::runner::counts::{self, Sent};
 use crate::runner::execute::{self, RunContext, RunResult};
 use crate::runner::prepare::{self, PreparedRun};
 use crate::runner::scrape::{CounterNames, ServerScrape};
@@ -128,6 +129,16 @@ impl Suite<'_> {
                 error: result.all_failed.as_deref(),
             },
         )?;
+        let sent = Sent {
+            records: result.sent,
+            written: result.stored,
+            measured: result.summary.requests,
+        };
+        let checked = counts::check(&*self.lock()?, &run.id, sent);
+        if let Err(e) = checked {
+            self.finish_failed(run, &e)?;
+            return Err(e);
+        }
         self.log.say(&summary_line(run, total, &result.summary));
         if let Some(why) = &result.all_failed {
             self.log

@@ -65,8 +65,13 @@ pub(super) fn open_store(
     plan: &LoadedPlan,
     opts: &RunOptions,
 ) -> Result<(Store, PathBuf), RunnerError> {
+    let failed_write = |dir: &Path| {
+        let path = crate::store::db_path(dir);
+        move |e| RunnerError::from(e).at_database(&path)
+    };
     if let Some(dir) = &opts.resume {
-        return Ok((Store::open_resume(dir)?, dir.clone()));
+        let store = Store::open_resume(dir).map_err(failed_write(dir))?;
+        return Ok((store, dir.clone()));
     }
     let dir = opts.out.clone().unwrap_or_else(|| {
         Path::new("outputs")
@@ -77,7 +82,8 @@ pub(super) fn open_store(
         path: dir.clone(),
         source,
     })?;
-    Ok((Store::create(&dir, &suite_info(plan))?, dir))
+    let store = Store::create(&dir, &suite_info(plan)).map_err(failed_write(&dir))?;
+    Ok((store, dir))
 }
 
 pub(super) fn register(

@@ -177,7 +177,7 @@ impl Suite<'_> {
     }
 
     /// Marks a run failed, keeping the requests it stored.
-    fn finish_failed(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
+    pub(super) fn finish_failed(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
         let mut store = self.lock()?;
         let empty = Default::default();
         let msg = chain(e);

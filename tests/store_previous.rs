@@ -1,0 +1,188 @@
+//! Databases written by the previous version (schema 3, chunk times in the `chunks`
+//! table) keep working: `report`, `compare` and a `--baseline` gate read the committed
+//! fixture `tests/fixtures/schema-v3/results.db` (written by perfplan at schema 3 from the
+//! plan beside it), writable — migrated in place — and read-only, read as it is.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli_support;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use cli_support::{perfplan, query};
+use perfplan::store::Store;
+use serde_json::Value;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schema-v3")
+}
+
+/// A copy of the fixture database in `dir/name/results.db`.
+fn copy_fixture(dir: &Path, name: &str) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    let db = folder.join("results.db");
+    std::fs::copy(fixture().join("results.db"), &db).unwrap();
+    db
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn code(o: &Output) -> Option<i32> {
+    o.status.code()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A new suite of the fixture's plan, written by this perfplan.
+fn new_suite(dir: &Path) -> PathBuf {
+    let out = dir.join("new");
+    let plan = fixture().join("plan.toml");
+    let o = perfplan(&["run", s(&plan), "--out", s(&out)]);
+    assert!(o.status.success(), "{}", err(&o));
+    out.join("results.db")
+}
+
+/// Every run's stored metrics, read with SQL (no perfplan involved).
+fn stored_metrics(db: &Path) -> BTreeMap<String, BTreeMap<String, Option<f64>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Option<f64>>> = BTreeMap::new();
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT run_id, name, value FROM run_metrics")
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap();
+    for row in rows {
+        let (run, name, value): (String, String, Option<f64>) = row.unwrap();
+        out.entry(run).or_default().insert(name, value);
+    }
+    out
+}
+
+fn assert_report_shows(db: &Path, stored: &BTreeMap<String, BTreeMap<String, Option<f64>>>) {
+    let o = perfplan(&["report", s(db), "--format", "json"]);
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    let runs: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in &runs {
+        let want = &stored[run["id"].as_str().unwrap()];
+        for (name, value) in want {
+            assert_eq!(run["metrics"][name].as_f64(), *value, "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_fixture_is_a_schema_3_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let v: Vec<Vec<Option<i64>>> = query(&copy_fixture(dir.path(), "old"), "PRAGMA user_version");
+    assert_eq!(v[0][0], Some(3));
+}
+
+#[test]
+fn report_compare_and_baseline_read_a_schema_3_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = copy_fixture(dir.path(), "old");
+    let stored = stored_metrics(&old);
+    let conn = rusqlite::Connection::open(&old).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT c.times_us, q.ttft_us, q.latency_us FROM requests q JOIN chunks c \
+             USING (run_id, request_index) ORDER BY q.run_id, q.request_index",
+        )
+        .unwrap();
+    let chunks: Vec<(String, u64, u64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    drop(stmt);
+    drop(conn);
+    assert_report_shows(&old, &stored);
+
+    // Rows of the old format come back with their chunk times and timings.
+    let store = Store::open(&old).unwrap();
+    let mut back = Vec::new();
+    for run in store.runs().unwrap() {
+        back.extend(store.request_rows(&run.id).unwrap());
+    }
+    drop(store);
+    assert_eq!(back.len(), 13);
+    assert_eq!(
+        chunks.len(),
+        13,
+        "every request of the fixture has chunk times"
+    );
+    let us = Duration::from_micros;
+    for (row, (json, ttft, latency)) in back.iter().zip(&chunks) {
+        let times: Vec<u64> = serde_json::from_str(json).unwrap();
+        let times: Vec<Duration> = times.into_iter().map(us).collect();
+        assert_eq!(row.content_times, times);
+        // Schema 3 computed these from nanoseconds, its chunk times are whole µs.
+        let near = |a: Duration, b: u64| a.abs_diff(us(b)) <= us(1);
+        assert!(
+            near(row.ttft().unwrap(), *ttft),
+            "{:?} vs {ttft}",
+            row.ttft()
+        );
+        assert!(
+            near(row.latency(), *latency),
+            "{:?} vs {latency}",
+            row.latency()
+        );
+    }
+
+    let new = new_suite(dir.path());
+    let o = perfplan(&["compare", s(&old), s(&new)]);
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("concurrency=2"), "{table}");
+    let gate = |gate: &str| perfplan(&["report", s(&new), "--baseline", s(&old), "--gate", gate]);
+    let o = gate("success_ratio=>= -1%");
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    let o = gate("output_tps=>= +1000%");
+    assert_eq!(code(&o), Some(1), "a failing baseline gate: {}", err(&o));
+}
+
+#[test]
+fn a_read_only_schema_3_database_is_read_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = new_suite(dir.path());
+    let old = copy_fixture(dir.path(), "old");
+    let stored = stored_metrics(&old);
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let run = |args: &[&str]| -> Output {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_perfplan"));
+        c.args(args);
+        cli_support::unprivileged(c, dir.path()).output().unwrap()
+    };
+    let o = run(&["report", s(&old), "--format", "json"]);
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    let runs: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    for r in &runs {
+        let want = &stored[r["id"].as_str().unwrap()];
+        assert_eq!(r["metrics"]["ttft_p50"].as_f64(), want["ttft_p50"]);
+    }
+    let o = run(&["compare", s(&old), s(&new)]);
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    let o = run(&[
+        "report",
+        s(&new),
+        "--baseline",
+        s(&old),
+        "--gate",
+        "success_ratio=>= -1%",
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", err(&o));
+    let v: Vec<Vec<Option<i64>>> = query(&old, "PRAGMA user_version");
+    assert_eq!(v[0][0], Some(3), "a read-only file is not migrated");
+}
