@@ -4,7 +4,8 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::spec::{ApiSpec, CacheState, DatasetSpec, LoadSpec, RequestSpec};
+use super::load_spec::LoadSpec;
+use super::spec::{ApiSpec, CacheState, DatasetSpec, RequestSpec};
 
 /// Where an axis's value lands in a run's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

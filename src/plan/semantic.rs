@@ -50,6 +50,13 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
                 Some(at),
             ));
         }
+        if let Some(Err(e)) = ep.sim.as_ref().map(crate::sim::validate) {
+            let at = tree.locate(&key(&["endpoints", name, "sim"]));
+            diags.push(Diagnostic::error(
+                format!("endpoint `{name}`: {e}"),
+                Some(at),
+            ));
+        }
     }
     // A key the matrix sets (an axis, or an include entry) is checked per run, resolved.
     let set_by_matrix = |key: &str| {
@@ -186,12 +193,6 @@ pub fn dataset_problems_given(
                 ),
             ));
         }
-        if range.min() == 0 {
-            out.push((
-                "input_tokens".into(),
-                "input_tokens must be at least 1".to_string(),
-            ));
-        }
         if let Some(prefix) = ds.prefix_tokens {
             if prefix >= range.min() {
                 out.push((
@@ -204,6 +205,9 @@ pub fn dataset_problems_given(
     for (key, range) in [
         ("query_tokens", ds.query_tokens),
         ("text_tokens", ds.text_tokens),
+        ("turns", ds.turns),
+        ("user_tokens", ds.user_tokens),
+        ("assistant_tokens", ds.assistant_tokens),
     ] {
         if let Some(r) = range.filter(|r| r.min() > r.max()) {
             out.push((
@@ -212,11 +216,16 @@ pub fn dataset_problems_given(
             ));
         }
     }
-    if ds.query_tokens.is_some_and(|r| r.min() == 0) {
-        out.push((
-            "query_tokens".into(),
-            "query_tokens must be at least 1".to_string(),
-        ));
+    if let (Some(w), Some(h)) = (ds.width, ds.height) {
+        if u64::from(w) * u64::from(h) > super::ranges::MAX_IMAGE_PIXELS {
+            out.push((
+                "width".into(),
+                format!(
+                    "image size {w}x{h} is more than {} megapixels",
+                    super::ranges::MAX_IMAGE_PIXELS / 1_000_000
+                ),
+            ));
+        }
     }
     if let (Some(min), Some(max)) = (ds.min_input_tokens, ds.max_input_tokens) {
         if min > max {
@@ -243,12 +252,6 @@ pub fn dataset_problems_given(
                     .into(),
             ));
         }
-    }
-    if ds.speed.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
-        out.push((
-            "speed".into(),
-            "speed must be a positive number".to_string(),
-        ));
     }
     out
 }

@@ -283,10 +283,7 @@ impl Resolver<'_> {
         let timed_by_trace =
             trace && load.concurrency.is_none() && load.rate.is_none() && load.search.is_none();
         let problems = if timed_by_trace {
-            (load.requests == Some(0))
-                .then(|| "`requests` must be at least 1".to_string())
-                .into_iter()
-                .collect()
+            Vec::new()
         } else {
             load_problems(&load)
         };
@@ -326,34 +323,28 @@ pub fn load_problems(load: &LoadSpec) -> Vec<String> {
         (None, None) => {
             out.push("a load needs `concurrency` (closed loop) or `rate` (open loop)".to_string())
         }
-        (Some(0), _) => out.push("`concurrency` must be at least 1".to_string()),
-        (_, Some(r)) if !(r.is_finite() && r > 0.0) => {
-            out.push("`rate` must be a positive number of requests per second".to_string())
-        }
         _ => {}
     }
     if load.requests.is_none() && load.duration.is_none() {
         out.push("a load needs `requests` or `duration` (or both)".to_string());
-    }
-    if load.requests == Some(0) {
-        out.push("`requests` must be at least 1".to_string());
     }
     if load.concurrency.is_some()
         && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some())
     {
         out.push("`arrivals`, `burstiness` and `max_in_flight` apply to open loops (`rate`), not to `concurrency`".to_string());
     }
-    if load.burstiness.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
-        out.push("`burstiness` must be a positive number (1 = Poisson)".to_string());
-    }
-    if let Some(WarmupSpec::Share(s)) = &load.warmup {
-        if parse_share(s).is_none() {
-            out.push(format!(
-                "warmup `{s}` is neither a count nor a share like \"10%\""
-            ));
-        }
-    }
+    out.extend(warmup_problem(load));
     out
+}
+
+/// A warmup share that is not one: `"10%"`, from 0% to 1000% of the measured requests.
+pub(crate) fn warmup_problem(load: &LoadSpec) -> Option<String> {
+    match &load.warmup {
+        Some(WarmupSpec::Share(s)) if parse_share(s).is_none() => Some(format!(
+            "warmup `{s}` is neither a count nor a share from \"0%\" to \"1000%\" (like \"10%\")"
+        )),
+        _ => None,
+    }
 }
 
 /// `"10%"` → 0.10.
