@@ -31,6 +31,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     if t == "0" {
         return Ok(Duration::ZERO);
     }
+    if t.starts_with('-') {
+        return Err(err("a duration cannot be negative"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| err("missing unit"))?;

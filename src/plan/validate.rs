@@ -54,6 +54,12 @@ impl<'a> Checker<'a> {
         {
             return;
         }
+        if is_duration(schema) {
+            if let NodeKind::Str(text) = &node.kind {
+                self.duration(node, text, path);
+                return;
+            }
+        }
         let schema = self.resolve(schema);
         if schema == &Value::Bool(true) || !schema.is_object() {
             return;
@@ -79,6 +85,26 @@ impl<'a> Checker<'a> {
             NodeKind::Map(_) => self.object(node, schema, path),
             NodeKind::Seq(items) => self.array(node, items, schema, path),
             _ => {}
+        }
+    }
+
+    fn duration(&mut self, node: &Node, text: &str, path: &[Step]) {
+        if let Err(e) = crate::units::parse_duration(text) {
+            self.diags.push(
+                Diagnostic::error(
+                    format!(
+                        "invalid duration `{}` {}: {}",
+                        e.text,
+                        where_(path),
+                        e.reason
+                    ),
+                    Some(node.span),
+                )
+                .with_label(e.reason)
+                .with_help(
+                    "write a number and a unit: \"500us\", \"50ms\", \"2s\", \"5m\", \"1h\"",
+                ),
+            );
         }
     }
 
@@ -226,7 +252,6 @@ impl<'a> Checker<'a> {
     fn any_of(&mut self, node: &Node, branches: &'a [Value], path: &[Step]) {
         let mut compatible = Vec::new();
         for b in branches {
-            let b = self.resolve(b);
             let mut trial = Checker {
                 root: self.root,
                 diags: Vec::new(),
@@ -286,6 +311,14 @@ impl<'a> Checker<'a> {
         }
         "a value".to_string()
     }
+}
+
+/// Whether a schema is the plan's duration type (a string with a unit).
+fn is_duration(schema: &Value) -> bool {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .is_some_and(|r| r == "#/$defs/Duration")
 }
 
 fn branch_accepts_kind(checker: &Checker<'_>, schema: &Value, node: &Node) -> bool {

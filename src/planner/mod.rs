@@ -1,6 +1,7 @@
 //! The planner: expands a loaded plan's matrix into ordered, fully resolved runs with
 //! stable ids, and selects runs with `--only`. Knows nothing about HTTP or storage.
 
+mod locate;
 pub mod matrix;
 mod request_checks;
 mod resolve;

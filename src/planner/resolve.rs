@@ -59,8 +59,8 @@ impl Resolver<'_> {
         let dataset = self.typed(dataset_json, "dataset", diags)?;
         let request = self.typed(request_json, "defaults", diags)?;
         for (field, message) in dataset_problems(&dataset) {
-            let at = if point.contains_key(&field) {
-                self.at(&field)
+            let at = if let Some(value) = point.get(&field) {
+                super::locate::value_span(self.plan, &field, value)
             } else {
                 self.plan.locate(&[
                     Step::Key("datasets".into()),
@@ -272,7 +272,7 @@ impl Resolver<'_> {
             );
             return None;
         };
-        let at = self.at("load");
+        let at = super::locate::value_span(self.plan, "load", value);
         let load: LoadSpec = match serde_json::from_value(value.clone()) {
             Ok(load) => load,
             Err(e) => {
