@@ -246,7 +246,7 @@ pub enum ChatTemplateMode {
 
 /// A token count: fixed, or uniform in `{min, max}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum TokenRange {
     Fixed(u32),
     Range { min: u32, max: u32 },
