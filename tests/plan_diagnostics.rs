@@ -111,3 +111,78 @@ fn images_larger_than_16_megapixels_are_refused_before_running() {
     );
     insta::assert_snapshot!("image_size", invalid("validate", &plan, &[]));
 }
+
+#[test]
+fn exclude_and_include_entries_are_checked_at_the_key() {
+    let plan = format!(
+        "{PLAN}exclude = [{{ endpont = \"off\", cache_state = \"warm\" }}]\ninclude = [{{ endpoint = \"on\", load = {{ concurency = 3, requests = 2 }} }}]\n"
+    );
+    insta::assert_snapshot!("entries", invalid("validate", &plan, &[]));
+    let plan = format!("{PLAN}exclude = [{{ temperature = 0.5 }}]\n");
+    insta::assert_snapshot!("exclude_not_an_axis", invalid("validate", &plan, &[]));
+    let plan =
+        format!("{PLAN}exclude = [{{ endpoint = \"off\", load = {{ concurrency = 16 }} }}]\n");
+    insta::assert_snapshot!("exclude_matches_nothing", invalid("validate", &plan, &[]));
+}
+
+#[test]
+fn set_paths_must_be_keys_of_tables_the_plan_has() {
+    let set = |arg: &str| invalid("validate", PLAN, &["--set", arg]);
+    insta::assert_snapshot!("set_unknown_key", set("defaults.temprature=0.5"));
+    insta::assert_snapshot!("set_unknown_dataset", set("datasets.dd.text=hi"));
+    insta::assert_snapshot!("set_unknown_endpoint", set("endpoints.of.base_url=sim://x"));
+}
+
+#[test]
+fn keys_that_would_have_no_effect_are_errors() {
+    let images = PLAN.replace(
+        "kind = \"prompt\"\ntext = \"hello\"",
+        "kind = \"images\"\npath = \".\"\nformat = \"jpeg\"",
+    );
+    insta::assert_snapshot!("format_on_images", invalid("validate", &images, &[]));
+    let lines = PLAN.replace(
+        "kind = \"prompt\"\ntext = \"hello\"",
+        "kind = \"prompt\"\ntext = \"hello\"\nprefix_role = \"user\"\ninput_len_mode = \"cap\"",
+    );
+    insta::assert_snapshot!("file_rules_alone", invalid("validate", &lines, &[]));
+    let endpoint = PLAN.replace(
+        "base_url = \"sim://off\"",
+        "base_url = \"sim://off\"\nready = \"/health\"\nstop = \"kill it\"",
+    );
+    insta::assert_snapshot!("launch_keys_alone", invalid("validate", &endpoint, &[]));
+    let open = PLAN.replace(
+        "load = [{ concurrency = 1, requests = 2, warmup = 1 }, { concurrency = 2, requests = 2, warmup = 2 }]",
+        "load = [{ rate = 5, requests = 2, burstiness = 0.5 }]",
+    );
+    insta::assert_snapshot!("burstiness_without_gamma", invalid("validate", &open, &[]));
+}
+
+#[test]
+fn a_dataset_axis_that_fits_no_dataset_is_an_error() {
+    let plan = format!("{PLAN}input_tokens = [8, 16]\n");
+    insta::assert_snapshot!("axis_fits_no_dataset", invalid("validate", &plan, &[]));
+}
+
+#[test]
+fn two_points_that_are_one_run_are_an_error_naming_both() {
+    let plan = PLAN.replace(
+        "{ concurrency = 2, requests = 2, warmup = 2 }",
+        "{ concurrency = 1, requests = 2, warmup = 1 }",
+    );
+    insta::assert_snapshot!("repeated_load", invalid("validate", &plan, &[]));
+    let plan = format!("{PLAN}temperature = [0, 0.0]\n");
+    insta::assert_snapshot!("same_value_twice", invalid("validate", &plan, &[]));
+}
+
+#[test]
+fn only_filters_that_match_nothing_say_what_exists() {
+    let plan = format!("{PLAN}exclude = [{{ endpoint = \"off\", cache_state = \"warm\" }}]\n");
+    let only = |filter: &str| invalid("expand", &plan, &["--only", filter]);
+    insta::assert_snapshot!("only_unknown_value", only("endpoint=of"));
+    insta::assert_snapshot!("only_unknown_axis", only("endpont=on"));
+    insta::assert_snapshot!("only_no_combination", only("endpoint=off,cache_state=warm"));
+    insta::assert_snapshot!(
+        "only_run_unknown_value",
+        invalid("run", &plan, &["--only", "endpoint=typo"])
+    );
+}

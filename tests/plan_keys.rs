@@ -211,3 +211,160 @@ fn check_named_table(dir: &Path, at: &str, path: &[Step]) {
         "`{at}` is a table of free names: check its keys, or add it to NAMED saying how they are checked"
     );
 }
+
+const PLAN: &str = r#"[plan]
+name = "k"
+
+[endpoints.on]
+base_url = "sim://on"
+[endpoints.on.sim]
+ttft_base = "1ms"
+itl_base = "1ms"
+
+[endpoints.off]
+base_url = "sim://off"
+
+[models.m]
+
+[datasets.d]
+kind = "prompt"
+text = "hello"
+
+[defaults]
+output_tokens = 2
+
+[matrix]
+endpoint = ["on", "off"]
+cache_state = ["cold", "warm"]
+load = [{ concurrency = 1, requests = 2, warmup = 1 }, { concurrency = 2, requests = 2, warmup = 2 }]
+"#;
+
+fn perfplan(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_perfplan"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn expand(dir: &Path, plan: &str, extra: &[&str]) -> Result<Vec<Value>, String> {
+    std::fs::write(dir.join("p.toml"), plan).unwrap();
+    let mut args = vec!["expand", "p.toml", "--json"];
+    args.extend_from_slice(extra);
+    let out = perfplan(dir, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    match out.status.code() {
+        Some(0) => Ok(serde_json::from_slice(&out.stdout).unwrap()),
+        Some(2) => Err(stderr),
+        other => panic!("expand exited with {other:?}: {stderr}"),
+    }
+}
+
+fn axis(runs: &[Value], key: &str) -> Vec<String> {
+    runs.iter()
+        .map(|r| r["axes"].get(key).map_or("-".into(), |v| v.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_misspelt_exclude_key_no_longer_runs_what_it_meant_to_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!("{PLAN}exclude = [{{ endpont = \"off\", cache_state = \"warm\" }}]\n");
+    let err = expand(dir.path(), &plan, &[]).unwrap_err();
+    assert!(
+        err.contains("p.toml:26:14") && err.contains("did you mean `endpoint`?"),
+        "{err}"
+    );
+    let plan = format!("{PLAN}exclude = [{{ endpoint = \"off\", cache_state = \"warm\" }}]\n");
+    assert_eq!(expand(dir.path(), &plan, &[]).unwrap().len(), 6);
+}
+
+#[test]
+fn set_of_a_key_the_file_does_not_set_is_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = [
+        "--set",
+        "defaults.temperature=0.5",
+        "--set",
+        "endpoints.off.sim.seed=3",
+    ];
+    let runs = expand(dir.path(), PLAN, &sets).unwrap();
+    assert!(runs
+        .iter()
+        .all(|r| r["settings"]["request"]["temperature"] == 0.5));
+    let off = runs
+        .iter()
+        .find(|r| r["axes"]["endpoint"] == "off")
+        .unwrap();
+    assert_eq!(off["settings"]["endpoint"]["sim"]["seed"], 3);
+    let whole = [
+        "--set",
+        "datasets.e={ kind = \"prompt\", text = \"x\" }",
+        "--set",
+        "matrix.dataset=e",
+    ];
+    let runs = expand(dir.path(), PLAN, &whole).unwrap();
+    assert!(runs.iter().all(|r| r["settings"]["dataset"]["name"] == "e"));
+    let err = expand(dir.path(), PLAN, &["--set", "datasets.dd.text=hi"]).unwrap_err();
+    assert!(err.contains("did you mean `d`?"), "{err}");
+}
+
+#[test]
+fn a_dataset_axis_applies_to_the_datasets_it_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("q.txt"), "one\ntwo\n").unwrap();
+    let tok = std::fs::canonicalize("tests/fixtures/smollm2").unwrap();
+    let plan = PLAN
+        .replace("[models.m]", &format!("[models.m]\ntokenizer = \"{}\"", tok.display()))
+        .replace(
+            "[defaults]",
+            "[datasets.r]\nkind = \"random\"\n\n[datasets.l]\nkind = \"lines\"\npath = \"q.txt\"\n\n[defaults]",
+        )
+        .replace(
+            "endpoint = [\"on\", \"off\"]\ncache_state = [\"cold\", \"warm\"]\nload = [{ concurrency = 1, requests = 2, warmup = 1 }, { concurrency = 2, requests = 2, warmup = 2 }]",
+            "endpoint = \"on\"\ndataset = [\"r\", \"l\"]\ninput_tokens = [8, 16]\nload = { concurrency = 1, requests = 2, warmup = 1 }",
+        );
+    let runs = expand(dir.path(), &plan, &[]).unwrap();
+    assert_eq!(axis(&runs, "dataset"), ["\"r\"", "\"r\"", "\"l\""]);
+    assert_eq!(axis(&runs, "input_tokens"), ["8", "16", "-"]);
+    assert!(runs[2]["settings"]["dataset"].get("input_tokens").is_none());
+}
+
+#[test]
+fn only_with_several_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let only = |filters: &[&str]| {
+        let args: Vec<&str> = filters.iter().flat_map(|f| ["--only", *f]).collect();
+        expand(dir.path(), PLAN, &args)
+    };
+    // One key given twice: either value. Different keys: all of them.
+    let either = only(&["endpoint=on,endpoint=off"]).unwrap();
+    assert_eq!(either.len(), 8);
+    let both = only(&["endpoint=off", "cache_state=warm,concurrency=2"]).unwrap();
+    assert_eq!(axis(&both, "endpoint"), ["\"off\""]);
+    assert_eq!(axis(&both, "cache_state"), ["\"warm\""]);
+    let err = only(&["endpoint=typo"]).unwrap_err();
+    assert!(err.contains("on, off"), "{err}");
+    let err = only(&["endpont=on"]).unwrap_err();
+    assert!(err.contains("did you mean `endpoint`?"), "{err}");
+}
+
+#[test]
+fn run_with_an_only_that_matches_nothing_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), PLAN).unwrap();
+    let out = perfplan(
+        dir.path(),
+        &["run", "p.toml", "--only", "endpoint=typo", "--out", "o"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("endpoint `typo`") && stderr.contains("on, off"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("o").exists(),
+        "no output folder for a run of nothing"
+    );
+}

@@ -50,6 +50,22 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
                 Some(at),
             ));
         }
+        if ep.launch.is_none() {
+            for (field, set) in [("ready", ep.ready.is_some()), ("stop", ep.stop.is_some())] {
+                if set {
+                    let at = tree.locate(&key(&["endpoints", name, field]));
+                    diags.push(
+                        Diagnostic::error(
+                            format!("endpoint `{name}`: `{field}` has no effect without `launch`"),
+                            Some(at),
+                        )
+                        .with_help(
+                            "perfplan polls `ready` and runs `stop` only for a server it launches",
+                        ),
+                    );
+                }
+            }
+        }
         if let Some(Err(e)) = ep.sim.as_ref().map(crate::sim::validate) {
             let at = tree.locate(&key(&["endpoints", name, "sim"]));
             diags.push(Diagnostic::error(
@@ -164,6 +180,7 @@ pub fn dataset_problems_given(
             ));
         }
     }
+    out.extend(super::dataset_keys::idle_keys(ds, &supplied));
     let needs = |k: &'static str, present: bool, out: &mut Vec<(String, String)>| {
         if !present && !supplied(k) {
             out.push(("kind".into(), format!("kind `{kind}` needs `{k}`")));

@@ -40,3 +40,17 @@ pub(crate) fn value_span(plan: &LoadedPlan, key: &str, value: &Value) -> Span {
         None => plan.locate(&[Step::Key("matrix".into()), Step::Key(key.into())]),
     }
 }
+
+/// The span of the second item of the axis `key` equal to `value`, if the axis lists it
+/// twice.
+pub(crate) fn second_span(plan: &LoadedPlan, key: &str, value: &Value) -> Option<Span> {
+    let axis = plan.tree.get("matrix")?.get(key)?;
+    let NodeKind::Seq(items) = &axis.kind else {
+        return None;
+    };
+    items
+        .iter()
+        .filter(|n| n.to_json() == *value)
+        .nth(1)
+        .map(|n| n.span)
+}

@@ -26,18 +26,31 @@ impl Resolver<'_> {
         self.plan.locate(&matrix_path(key))
     }
 
-    /// Resolves one point; errors and warnings go to `diags`.
-    pub fn resolve(&self, point: &Point, diags: &mut Vec<Diagnostic>) -> Option<RunSettings> {
+    /// Resolves one point; errors and warnings go to `diags`. A dataset key the run's
+    /// dataset kind does not take is left out and named in `dropped` (an axis shared by
+    /// datasets of several kinds applies to those it fits).
+    pub fn resolve(
+        &self,
+        point: &Point,
+        dropped: &mut Vec<String>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<RunSettings> {
         let spec = &self.plan.spec;
         let endpoint = self.pick(point, "endpoint", spec.endpoints.keys(), diags)?;
         let model = self.pick(point, "model", spec.models.keys(), diags)?;
         let dataset_name = self.pick(point, "dataset", spec.datasets.keys(), diags)?;
         let endpoint_spec = spec.endpoints.get(&endpoint)?.clone();
         let model_spec = spec.models.get(&model)?.clone();
-        let mut dataset_json = serde_json::to_value(spec.datasets.get(&dataset_name)?).ok()?;
+        let dataset_spec = spec.datasets.get(&dataset_name)?;
+        let takes = crate::plan::dataset_keys::keys_for(dataset_spec.kind);
+        let mut dataset_json = serde_json::to_value(dataset_spec).ok()?;
         let mut request_json = serde_json::to_value(&spec.defaults).ok()?;
         for (key, value) in point {
             let target = match axis_target(key) {
+                Some(AxisTarget::Dataset) if !takes.contains(&key.as_str()) => {
+                    dropped.push(key.clone());
+                    continue;
+                }
                 Some(AxisTarget::Dataset) => &mut dataset_json,
                 Some(AxisTarget::Request) => &mut request_json,
                 Some(AxisTarget::Run) => continue,
@@ -332,9 +345,21 @@ pub fn load_problems(load: &LoadSpec) -> Vec<String> {
         && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some())
     {
         out.push("`arrivals`, `burstiness` and `max_in_flight` apply to open loops (`rate`), not to `concurrency`".to_string());
+    } else {
+        out.extend(burstiness_problem(load));
     }
     out.extend(warmup_problem(load));
     out
+}
+
+/// `burstiness` shapes gamma arrivals only: with another (or the default Poisson)
+/// process it would be ignored.
+pub(crate) fn burstiness_problem(load: &LoadSpec) -> Option<String> {
+    let gamma = load.arrivals == Some(crate::plan::Arrivals::Gamma);
+    (load.burstiness.is_some() && !gamma).then(|| {
+        "`burstiness` has no effect without `arrivals = \"gamma\"` (burstiness 1 is Poisson)"
+            .to_string()
+    })
 }
 
 /// A warmup share that is not one: `"10%"`, from 0% to 1000% of the measured requests.

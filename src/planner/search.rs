@@ -71,6 +71,8 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
         && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some())
     {
         out.push("`arrivals`, `burstiness` and `max_in_flight` apply to a rate search, not to a concurrency search".into());
+    } else {
+        out.extend(super::resolve::burstiness_problem(load));
     }
     if load.slo.is_empty() {
         out.push("a search needs `slo`, e.g. slo = { ttft_p99 = \"<= 2s\" }".into());
