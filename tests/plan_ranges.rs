@@ -32,6 +32,8 @@ struct Shape {
     duration: bool,
     /// A `{min, max}` table of numbers.
     pair: bool,
+    /// A list (of numbers).
+    list: bool,
 }
 
 #[derive(Debug)]
@@ -57,6 +59,10 @@ fn shape_of(root: &Value, s: &Value, out: &mut Shape, depth: usize) {
         for b in s.get(list).and_then(Value::as_array).into_iter().flatten() {
             shape_of(root, b, out, depth + 1);
         }
+    }
+    if let Some(items) = s.get("items") {
+        out.list = true;
+        shape_of(root, items, out, depth + 1);
     }
     let types: Vec<&str> = match s.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
@@ -127,6 +133,7 @@ fn contexts(dir: &Path) -> Vec<Value> {
     let slo = json!({"success_ratio": ">= 0"});
     let loads = [
         json!({"rate": 50, "requests": 2}),
+        json!({"rate": 50, "requests": 2, "arrivals": "gamma"}),
         json!({"concurrency": 1, "duration": "100ms"}),
         json!({"search": "concurrency", "slo": slo, "min": 1, "max": 2, "requests_per_step": 2}),
         json!({"search": "rate", "slo": slo, "min": 1, "max": 2, "requests_per_step": 2}),
@@ -218,16 +225,18 @@ fn validate(path: &Path) -> Result<(), Vec<perfplan::plan::diag::Diagnostic>> {
     }
 }
 
-/// Validation rejects the plan with an error inside the entry at `at` (or, for a
-/// setting checked with its neighbours, at its table's key).
+/// Validation rejects the plan with an error inside the entry at `at`, or (a setting
+/// checked with its neighbours) at its table's key or underlining the table holding it.
 fn rejected_at(path: &Path, at: &[&str]) -> bool {
     let Err(diags) = validate(path) else {
         return false;
     };
     let (range, table) = entry_places(&std::fs::read_to_string(path).unwrap(), at);
     let located = diags.iter().filter(|d| d.is_error()).any(|d| {
-        d.span
-            .is_some_and(|s| s.file == 0 && (range.contains(&s.start) || s.start == table))
+        d.span.is_some_and(|s| {
+            let holds = s.start > 0 && s.start <= range.start && range.end <= s.end;
+            s.file == 0 && (range.contains(&s.start) || s.start == table || holds)
+        })
     });
     let all: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
     assert!(
@@ -250,6 +259,9 @@ fn sane_values(shape: Shape) -> Vec<Value> {
     let mut out = Vec::new();
     if shape.integer || shape.number {
         out.extend([json!(2), json!(1), json!(0.5), json!(0)]);
+    }
+    if shape.list {
+        out.push(json!([2]));
     }
     if shape.duration {
         out.extend([json!("100ms"), json!("1s")]);
@@ -278,6 +290,10 @@ fn extremes(shape: Shape) -> Vec<Value> {
     if shape.duration {
         let durations = ["0s", "1ns", "999999999s", "-1s", "NaNs", "infs", "1e9s"];
         out.extend(durations.iter().map(|d| json!(d)));
+    }
+    if shape.list {
+        let items: Vec<Value> = out.iter().map(|v| json!([v])).collect();
+        out.extend(items);
     }
     out
 }
@@ -386,4 +402,53 @@ fn axis_form_agrees(dir: &Path, key: &Key, plan: &Value, value: &Value, what: &s
         rejected_at(&path, &["matrix", &key.name]),
         "{what}: rejected in its table, accepted as an axis"
     );
+}
+
+/// How the README names the table of each schema definition.
+const README_TABLES: &[(&str, &str)] = &[
+    ("PlanMeta", "`[plan]`"),
+    ("EndpointSpec", "`[endpoints.NAME]`"),
+    ("TimeoutsSpec", "`timeouts`"),
+    ("SimConfig", "`[endpoints.NAME.sim]`"),
+    ("DatasetSpec", "`[datasets.NAME]`"),
+    ("RequestSpec", "`[defaults]`"),
+    ("LoadSpec", "`load`"),
+];
+
+/// The README's range table has a row for every numeric key, with the schema's range.
+#[test]
+fn readme_lists_every_range() {
+    let root = plan_schema();
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let mut expected = Vec::new();
+    for (def, table) in README_TABLES {
+        let props = root["$defs"][def]["properties"].as_object().unwrap();
+        for (name, prop) in props {
+            let mut shape = Shape::default();
+            shape_of(&root, prop, &mut shape, 0);
+            if !(shape.integer || shape.number || shape.duration) {
+                continue;
+            }
+            let row = match perfplan::plan::bounds::range_text(prop) {
+                Some(range) => format!("| {table} | `{name}` | {range} |"),
+                None => format!("| {table} | `{name}` |"),
+            };
+            expected.push(row);
+        }
+    }
+    let missing: Vec<&String> = expected
+        .iter()
+        .filter(|r| !readme.contains(r.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's range table lacks these rows (or their range differs):\n{}",
+        missing
+            .iter()
+            .map(|r| r.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let keys = numeric_keys(&root);
+    assert_eq!(expected.len(), keys.len(), "README_TABLES misses a table");
 }
