@@ -143,5 +143,27 @@ mod tests {
         assert!(misplaced_keys(&s).is_empty());
         let s = spec(json!({"kind": "prompt", "text": "t", "input_tokens": 3}));
         assert_eq!(misplaced_keys(&s), ["input_tokens"]);
+        let s = spec(json!({"kind": "images", "path": "x", "format": "png"}));
+        assert_eq!(misplaced_keys(&s), ["format"]);
+    }
+
+    #[test]
+    fn keys_that_need_another_key_are_idle_without_it() {
+        let s = spec(
+            json!({"kind": "lines", "path": "x", "prefix_role": "user", "input_len_mode": "cap"}),
+        );
+        let idle: Vec<String> = idle_keys(&s, |_| false)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(idle, ["prefix_role", "input_len_mode"]);
+        // A key the matrix supplies counts as given.
+        assert_eq!(idle_keys(&s, |k| k == "target_input_len").len(), 1);
+        let s = spec(
+            json!({"kind": "trace", "path": "t", "model_override": "M", "model_mapping": {"a": "b"}}),
+        );
+        let (key, message) = idle_keys(&s, |_| false).remove(0);
+        assert_eq!(key, "model_mapping");
+        assert!(message.contains("model_override"), "{message}");
     }
 }

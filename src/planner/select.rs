@@ -168,3 +168,42 @@ fn no_combination(runs: &[RunSpec], filters: &[(String, Vec<String>)]) -> String
         listed(&combos)
     )
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_group_by_key_in_the_order_written() {
+        let only = [
+            "endpoint=a,cache_state=warm".to_string(),
+            " endpoint = b ,endpoint=a".to_string(),
+        ];
+        let f = parse(&only).unwrap();
+        assert_eq!(
+            f,
+            [
+                (
+                    "endpoint".to_string(),
+                    vec!["a".to_string(), "b".to_string()]
+                ),
+                ("cache_state".to_string(), vec!["warm".to_string()]),
+            ]
+        );
+        assert!(parse(&["endpoint".to_string()])
+            .unwrap_err()
+            .contains("key=value"));
+    }
+
+    #[test]
+    fn long_lists_are_cut_with_a_count() {
+        let items: Vec<String> = (0..20).map(|i| i.to_string()).collect();
+        let text = listed(&items);
+        assert!(
+            text.starts_with("0, 1, 2") && text.ends_with(", … (20 in all)"),
+            "{text}"
+        );
+        assert_eq!(listed(&[]), "none");
+    }
+}
