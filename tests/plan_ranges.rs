@@ -452,3 +452,38 @@ fn readme_lists_every_range() {
     let keys = numeric_keys(&root);
     assert_eq!(expected.len(), keys.len(), "README_TABLES misses a table");
 }
+
+/// The longest think time (an hour) is a wait, not a hang: Ctrl-C ends the run at once
+/// (it used to block the whole runtime, so that not even a second Ctrl-C was heard).
+#[test]
+fn ctrl_c_ends_a_long_think_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut plan = contexts(dir.path()).remove(0);
+    plan["datasets"]["d"] = json!({"kind": "random_multi_turn", "turns": 3, "think_time": "1h"});
+    plan["matrix"]["load"] = json!({"concurrency": 1, "requests": 3, "warmup": 1});
+    let path = write_plan(dir.path(), "think.yaml", &plan);
+    assert!(validate(&path).is_ok());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_perfplan"))
+        .args(["run", path.to_str().unwrap(), "--out"])
+        .arg(dir.path().join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first turns are answered within a second; then every conversation thinks.
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("a run thinking for an hour does not stop on Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130), "interrupted");
+}
