@@ -248,7 +248,7 @@ fn rejected_at(path: &Path, at: &[&str]) -> bool {
     true
 }
 
-fn key_path<'a>(key: &'a Key) -> Vec<&'a str> {
+fn key_path(key: &Key) -> Vec<&str> {
     let mut path = key.place.to_vec();
     path.push(&key.name);
     path
