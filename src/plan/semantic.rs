@@ -199,6 +199,31 @@ pub fn dataset_problems_given(
         DatasetKind::RandomMultiTurn => needs("turns", ds.turns.is_some(), &mut out),
         _ => needs("path", ds.path.is_some(), &mut out),
     }
+    out.extend(length_problems(ds));
+    if ds.prefix_file.is_some() {
+        if ds.target_input_len.is_none() && !supplied("target_input_len") {
+            out.push((
+                "prefix_file".into(),
+                "`prefix_file` needs `target_input_len` (the length every request is filled to)"
+                    .into(),
+            ));
+        }
+        if ds.input_len_mode == Some(InputLenMode::Drop) {
+            out.push((
+                "input_len_mode".into(),
+                "input_len_mode = \"drop\" keeps only prompts that already reach \
+                 target_input_len, so `prefix_file` would never be used: use \"cap\" (the \
+                 default), which fills shorter prompts from the prefix file"
+                    .into(),
+            ));
+        }
+    }
+    out
+}
+
+/// Lengths that contradict each other, and images too large to make: `(key, message)`.
+fn length_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     if let Some(range) = ds.input_tokens {
         if range.min() > range.max() {
             out.push((
@@ -249,24 +274,6 @@ pub fn dataset_problems_given(
             out.push((
                 "min_input_tokens".into(),
                 format!("min_input_tokens {min} is above max_input_tokens {max}"),
-            ));
-        }
-    }
-    if ds.prefix_file.is_some() {
-        if ds.target_input_len.is_none() && !supplied("target_input_len") {
-            out.push((
-                "prefix_file".into(),
-                "`prefix_file` needs `target_input_len` (the length every request is filled to)"
-                    .into(),
-            ));
-        }
-        if ds.input_len_mode == Some(InputLenMode::Drop) {
-            out.push((
-                "input_len_mode".into(),
-                "input_len_mode = \"drop\" keeps only prompts that already reach \
-                 target_input_len, so `prefix_file` would never be used: use \"cap\" (the \
-                 default), which fills shorter prompts from the prefix file"
-                    .into(),
             ));
         }
     }

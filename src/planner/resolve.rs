@@ -42,33 +42,7 @@ impl Resolver<'_> {
         let endpoint_spec = spec.endpoints.get(&endpoint)?.clone();
         let model_spec = spec.models.get(&model)?.clone();
         let dataset_spec = spec.datasets.get(&dataset_name)?;
-        let takes = crate::plan::dataset_keys::keys_for(dataset_spec.kind);
-        let mut dataset_json = serde_json::to_value(dataset_spec).ok()?;
-        let mut request_json = serde_json::to_value(&spec.defaults).ok()?;
-        for (key, value) in point {
-            let target = match axis_target(key) {
-                Some(AxisTarget::Dataset) if !takes.contains(&key.as_str()) => {
-                    dropped.push(key.clone());
-                    continue;
-                }
-                Some(AxisTarget::Dataset) => &mut dataset_json,
-                Some(AxisTarget::Request) => &mut request_json,
-                Some(AxisTarget::Run) => continue,
-                None => {
-                    self.unknown_include_key(key, diags);
-                    return None;
-                }
-            };
-            if let Some(map) = target.as_object_mut() {
-                match map.get_mut(key.as_str()) {
-                    // An `extra` value adds to (or changes) `[defaults].extra`.
-                    Some(base) if key == "extra" => super::matrix::merge_tables(base, value),
-                    _ => {
-                        map.insert(key.clone(), value.clone());
-                    }
-                }
-            }
-        }
+        let (dataset_json, request_json) = self.apply_axes(point, dataset_spec, dropped, diags)?;
         let dataset = self.typed(dataset_json, "dataset", diags)?;
         let request = self.typed(request_json, "defaults", diags)?;
         for (field, message) in dataset_problems(&dataset) {
@@ -128,6 +102,45 @@ impl Resolver<'_> {
             load,
             seed: spec.plan.seed,
         })
+    }
+
+    /// The run's dataset and request settings (as JSON) with the point's values applied;
+    /// dataset keys the dataset's kind does not take go to `dropped` instead.
+    fn apply_axes(
+        &self,
+        point: &Point,
+        dataset: &crate::plan::DatasetSpec,
+        dropped: &mut Vec<String>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<(Value, Value)> {
+        let takes = crate::plan::dataset_keys::keys_for(dataset.kind);
+        let mut dataset_json = serde_json::to_value(dataset).ok()?;
+        let mut request_json = serde_json::to_value(&self.plan.spec.defaults).ok()?;
+        for (key, value) in point {
+            let target = match axis_target(key) {
+                Some(AxisTarget::Dataset) if !takes.contains(&key.as_str()) => {
+                    dropped.push(key.clone());
+                    continue;
+                }
+                Some(AxisTarget::Dataset) => &mut dataset_json,
+                Some(AxisTarget::Request) => &mut request_json,
+                Some(AxisTarget::Run) => continue,
+                None => {
+                    self.unknown_include_key(key, diags);
+                    return None;
+                }
+            };
+            if let Some(map) = target.as_object_mut() {
+                match map.get_mut(key.as_str()) {
+                    // An `extra` value adds to (or changes) `[defaults].extra`.
+                    Some(base) if key == "extra" => super::matrix::merge_tables(base, value),
+                    _ => {
+                        map.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        Some((dataset_json, request_json))
     }
 
     /// A run whose prompts need exact token counts and whose model has no tokenizer cannot
