@@ -186,3 +186,26 @@ fn only_filters_that_match_nothing_say_what_exists() {
         invalid("run", &plan, &["--only", "endpoint=typo"])
     );
 }
+
+#[test]
+fn an_exclude_emptied_by_set_is_a_warning_and_a_trace_mapping_under_an_override_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!("{PLAN}exclude = [{{ endpoint = \"off\", cache_state = \"warm\" }}]\n");
+    std::fs::write(dir.path().join("p.toml"), plan).unwrap();
+    let out = perfplan(
+        dir.path(),
+        &["validate", "p.toml", "--set", "matrix.cache_state=cold"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    insta::assert_snapshot!("exclude_emptied_by_set", stderr);
+    let recorded = std::fs::canonicalize("tests/fixtures/trace-sample.jsonl").unwrap();
+    let trace = PLAN.replace(
+        "kind = \"prompt\"\ntext = \"hello\"",
+        &format!(
+            "kind = \"trace\"\npath = \"{}\"\nmodel_override = \"m\"\nmodel_mapping = {{ a = \"b\" }}",
+            recorded.display()
+        ),
+    );
+    insta::assert_snapshot!("mapping_under_override", invalid("validate", &trace, &[]));
+}
