@@ -31,6 +31,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     if t == "0" {
         return Ok(Duration::ZERO);
     }
+    if t.starts_with('-') {
+        return Err(err("a duration cannot be negative"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| err("missing unit"))?;
@@ -49,10 +52,23 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         _ => return Err(err("unknown unit")),
     };
     let secs = value * scale;
-    if !secs.is_finite() || !(0.0..=1.0e9).contains(&secs) {
+    if !secs.is_finite() || !(0.0..=LONGEST_SECS).contains(&secs) {
         return Err(err("out of range"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(duration_from_secs(secs))
+}
+
+/// The longest duration perfplan reads or computes, in seconds (about 31 years).
+pub const LONGEST_SECS: f64 = 1.0e9;
+
+/// Seconds as a `Duration`, without ever panicking: NaN and negative seconds are zero,
+/// more than `LONGEST_SECS` is `LONGEST_SECS`. Every float-to-`Duration` conversion of
+/// perfplan goes through it (`Duration::from_secs_f64` panics on such values).
+pub fn duration_from_secs(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(secs.min(LONGEST_SECS)).unwrap_or(Duration::ZERO)
 }
 
 /// Formats a duration the way a person would write it in a plan.
@@ -188,6 +204,18 @@ mod tests {
     fn rejects_garbage() {
         for bad in ["", "ms", "5", "5 parsecs", "-1s", "1e999s", "..s"] {
             assert!(parse_duration(bad).is_err(), "{bad} should fail");
+        }
+    }
+
+    #[test]
+    fn seconds_become_durations_without_panicking() {
+        assert_eq!(duration_from_secs(1.5), Duration::from_millis(1500));
+        for zero in [f64::NAN, -1.0, f64::NEG_INFINITY, 0.0, -0.0] {
+            assert_eq!(duration_from_secs(zero), Duration::ZERO, "{zero}");
+        }
+        let longest = Duration::from_secs(LONGEST_SECS as u64);
+        for huge in [1e30, f64::INFINITY, f64::MAX, 3.0 / 1e-300] {
+            assert_eq!(duration_from_secs(huge), longest, "{huge}");
         }
     }
 

@@ -63,7 +63,8 @@ pub(crate) fn random(
     };
     let width = spec.width.ok_or_else(|| missing("width"))?;
     let height = spec.height.ok_or_else(|| missing("height"))?;
-    if width == 0 || height == 0 || u64::from(width) * u64::from(height) > 16_000_000 {
+    let pixels_at_most = crate::plan::ranges::MAX_IMAGE_PIXELS;
+    if width == 0 || height == 0 || u64::from(width) * u64::from(height) > pixels_at_most {
         return Err(DatasetError::Invalid(format!(
             "image size {width}x{height} must be between 1x1 and 16 megapixels"
         )));

@@ -114,7 +114,7 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
         .into_iter()
         .take(ctx.count)
         .map(|r| TraceRequest {
-            offset: Duration::from_secs_f64((r.at_us - start) as f64 / 1e6 / speed),
+            offset: crate::units::duration_from_secs((r.at_us - start) as f64 / 1e6 / speed),
             body: rewrite(spec, r.body, r.completion_tokens),
             request_id: r.request_id,
             completion_tokens: r.completion_tokens,

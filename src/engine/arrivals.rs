@@ -90,7 +90,7 @@ impl ArrivalClock {
             Gaps::Gamma(d) => d.sample(&mut self.rng),
             Gaps::Constant(s) => *s,
         };
-        Duration::from_secs_f64(secs.clamp(0.0, 1.0e6))
+        crate::units::duration_from_secs(secs.min(1.0e6))
     }
 }
 

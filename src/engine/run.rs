@@ -172,6 +172,8 @@ struct Driver<'a> {
     cancelled: bool,
     exhausted: bool,
     by_duration: bool,
+    /// When the source asked to be asked again (a think time), if it did.
+    wake: Option<Instant>,
 }
 
 impl<'a> Driver<'a> {
@@ -202,6 +204,7 @@ impl<'a> Driver<'a> {
                 break;
             }
             self.due = None;
+            self.wake = None;
             match source.next() {
                 Next::Request(req) => {
                     if self.stop_at.is_none() && req.phase == Phase::Measured {
@@ -212,6 +215,11 @@ impl<'a> Driver<'a> {
                 }
                 Next::Pending if !self.in_flight.is_empty() => {
                     self.due = self.ticker.as_ref().map(|_| intended);
+                    break;
+                }
+                Next::Wait(at) => {
+                    self.due = self.ticker.as_ref().map(|_| intended);
+                    self.wake = Some(at);
                     break;
                 }
                 Next::Pending | Next::Done => {
@@ -308,6 +316,7 @@ pub async fn run(
         cancelled: cancel.is_cancelled(),
         exhausted: false,
         by_duration: false,
+        wake: None,
     };
     drive(&mut d, source, cfg.grace, cancel, sink).await;
     d.ticker = None;
@@ -345,7 +354,8 @@ async fn drive(
     let mut cancel_rx = cancel.tx.subscribe();
     let stop_sleep = tokio::time::sleep_until(far.into());
     let grace_sleep = tokio::time::sleep_until(far.into());
-    tokio::pin!(stop_sleep, grace_sleep);
+    let wake_sleep = tokio::time::sleep_until(far.into());
+    tokio::pin!(stop_sleep, grace_sleep, wake_sleep);
     let mut armed = false;
     loop {
         d.fill(source);
@@ -357,9 +367,13 @@ async fn drive(
             return;
         }
         let wants_tick = d.wants_tick();
+        if let Some(at) = d.wake {
+            wake_sleep.as_mut().reset(at.into());
+        }
         tokio::select! {
             biased;
             Some(rec) = d.in_flight.next(), if !d.in_flight.is_empty() => d.complete(rec, source, sink),
+            () = &mut wake_sleep, if d.wake.is_some() && !d.stopping => d.wake = None,
             tick = next_tick(&mut d.ticker), if wants_tick => {
                 d.due = tick;
                 d.stopping |= tick.is_none();

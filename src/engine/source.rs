@@ -35,6 +35,9 @@ pub enum Next {
     /// Nothing now; ask again after a request in flight completes (multi-turn).
     /// With nothing in flight it means `Done`.
     Pending,
+    /// Nothing before this instant (a think time); ask again then, or when a request in
+    /// flight completes. The driver waits without blocking, so cancellation is heard.
+    Wait(std::time::Instant),
     /// No more requests.
     Done,
 }

@@ -42,9 +42,11 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "images_per_request",
             "text_tokens",
         ],
-        DatasetKind::Images => &["path", "format", "images_per_request", "text_tokens"],
+        // The files' own format is sent: `format` is for generated images only.
+        DatasetKind::Images => &["path", "images_per_request", "text_tokens"],
         DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
-        DatasetKind::Embedding => &["path", "batch_size", "field"],
+        // Inputs are a line's text, or a JSONL line's `text`, `input`, `query` or `prompt`.
+        DatasetKind::Embedding => &["path", "batch_size"],
         DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
         DatasetKind::Rerank => &["path", "num_documents"],
     };
@@ -57,6 +59,44 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
         keys.extend_from_slice(FILE_RULES);
     }
     keys
+}
+
+/// Keys set that a kind takes but that do nothing without another key: `(key, message)`.
+/// `supplied` says which keys come from elsewhere (a matrix axis).
+pub fn idle_keys(spec: &DatasetSpec, supplied: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+    let rules: [(&str, bool, &str, bool); 3] = [
+        (
+            "prefix_role",
+            spec.prefix_role.is_some(),
+            "prefix_file",
+            spec.prefix_file.is_some(),
+        ),
+        (
+            "input_len_mode",
+            spec.input_len_mode.is_some(),
+            "target_input_len",
+            spec.target_input_len.is_some(),
+        ),
+        (
+            "model_mapping",
+            !spec.model_mapping.is_empty(),
+            "no `model_override`",
+            spec.model_override.is_none(),
+        ),
+    ];
+    rules
+        .into_iter()
+        .filter(|(_, set, needs, given)| *set && !*given && !supplied(needs))
+        .map(|(key, _, needs, _)| {
+            let message = match needs.strip_prefix("no ") {
+                Some(other) => {
+                    format!("`{key}` has no effect with {other}, which replaces every model")
+                }
+                None => format!("`{key}` has no effect without `{needs}`"),
+            };
+            (key.to_string(), message)
+        })
+        .collect()
 }
 
 /// What in `spec` needs the model's tokenizer (exact token lengths), if anything.
@@ -103,5 +143,27 @@ mod tests {
         assert!(misplaced_keys(&s).is_empty());
         let s = spec(json!({"kind": "prompt", "text": "t", "input_tokens": 3}));
         assert_eq!(misplaced_keys(&s), ["input_tokens"]);
+        let s = spec(json!({"kind": "images", "path": "x", "format": "png"}));
+        assert_eq!(misplaced_keys(&s), ["format"]);
+    }
+
+    #[test]
+    fn keys_that_need_another_key_are_idle_without_it() {
+        let s = spec(
+            json!({"kind": "lines", "path": "x", "prefix_role": "user", "input_len_mode": "cap"}),
+        );
+        let idle: Vec<String> = idle_keys(&s, |_| false)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(idle, ["prefix_role", "input_len_mode"]);
+        // A key the matrix supplies counts as given.
+        assert_eq!(idle_keys(&s, |k| k == "target_input_len").len(), 1);
+        let s = spec(
+            json!({"kind": "trace", "path": "t", "model_override": "M", "model_mapping": {"a": "b"}}),
+        );
+        let (key, message) = idle_keys(&s, |_| false).remove(0);
+        assert_eq!(key, "model_mapping");
+        assert!(message.contains("model_override"), "{message}");
     }
 }

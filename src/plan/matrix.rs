@@ -4,7 +4,8 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::spec::{ApiSpec, CacheState, DatasetSpec, LoadSpec, RequestSpec};
+use super::load_spec::LoadSpec;
+use super::spec::{ApiSpec, CacheState, DatasetSpec, RequestSpec};
 
 /// Where an axis's value lands in a run's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,34 +171,52 @@ impl schemars::JsonSchema for MatrixSpec {
     }
 
     fn json_schema(gen: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let mut props = Map::new();
+        // Each axis's schema for one value; an axis takes one value or a list of them,
+        // an `exclude` or `include` entry one value per axis.
+        let mut one = Map::new();
         let string = serde_json::json!({"type": "string"});
-        props.insert("endpoint".into(), axis_schema(string.clone()));
-        props.insert("model".into(), axis_schema(string.clone()));
-        props.insert("dataset".into(), axis_schema(string));
-        let cache: Value = gen.subschema_for::<CacheState>().into();
-        props.insert("cache_state".into(), axis_schema(cache));
-        props.insert(
-            "tokenize_prompt".into(),
-            axis_schema(serde_json::json!({"type": "boolean"})),
+        one.insert("endpoint".into(), string.clone());
+        one.insert("model".into(), string.clone());
+        one.insert("dataset".into(), string);
+        one.insert(
+            "cache_state".into(),
+            gen.subschema_for::<CacheState>().into(),
         );
-        let api: Value = gen.subschema_for::<ApiSpec>().into();
-        props.insert("api".into(), axis_schema(api));
-        let load: Value = gen.subschema_for::<LoadSpec>().into();
-        props.insert("load".into(), axis_schema(load));
+        one.insert(
+            "tokenize_prompt".into(),
+            serde_json::json!({"type": "boolean"}),
+        );
+        one.insert("api".into(), gen.subschema_for::<ApiSpec>().into());
+        one.insert("load".into(), gen.subschema_for::<LoadSpec>().into());
         for (key, schema) in properties_of::<DatasetSpec>(gen) {
             if !DATASET_NOT_AXES.contains(&key.as_str()) {
-                props.insert(key, axis_schema(schema));
+                one.insert(key, schema);
             }
         }
         for (key, schema) in properties_of::<RequestSpec>(gen) {
             if !REQUEST_NOT_AXES.contains(&key.as_str()) {
-                props.insert(key, axis_schema(schema));
+                one.insert(key, schema);
             }
         }
-        let entry = serde_json::json!({"type": "array", "items": {"type": "object"}});
-        props.insert("exclude".into(), entry.clone());
-        props.insert("include".into(), entry);
+        let mut props: Map<String, Value> = one
+            .iter()
+            .map(|(k, s)| (k.clone(), axis_schema(s.clone())))
+            .collect();
+        let entry = |what: &str| {
+            serde_json::json!({
+                "type": "array",
+                "description": what,
+                "items": {"type": "object", "properties": one, "additionalProperties": false}
+            })
+        };
+        props.insert(
+            "exclude".into(),
+            entry("Points to drop: each entry drops every point matching all its keys (axes of this matrix)."),
+        );
+        props.insert(
+            "include".into(),
+            entry("Points to extend or add: an entry extends every point matching its axis keys, or is added as a new point."),
+        );
         schemars::json_schema!({
             "type": "object",
             "description": "Axes in the order written (first outermost); an array lists an axis's values, a scalar or table is a one-value axis.",

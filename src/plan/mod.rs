@@ -3,18 +3,22 @@
 //! located diagnostics. Knows nothing about HTTP, runs or storage.
 
 pub mod access;
+pub mod load_spec;
 pub mod matrix;
 pub mod spec;
 
 pub use access::{PathsSpec, TlsSpec};
+pub use load_spec::*;
 pub use matrix::MatrixSpec;
 pub use spec::*;
+pub mod bounds;
 pub mod dataset_keys;
 pub mod diag;
 pub mod imports;
 pub mod interp;
 pub mod load;
 pub mod node;
+pub mod ranges;
 pub mod semantic;
 pub mod set;
 pub mod toml_src;

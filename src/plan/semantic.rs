@@ -50,6 +50,29 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
                 Some(at),
             ));
         }
+        if ep.launch.is_none() {
+            for (field, set) in [("ready", ep.ready.is_some()), ("stop", ep.stop.is_some())] {
+                if set {
+                    let at = tree.locate(&key(&["endpoints", name, field]));
+                    diags.push(
+                        Diagnostic::error(
+                            format!("endpoint `{name}`: `{field}` has no effect without `launch`"),
+                            Some(at),
+                        )
+                        .with_help(
+                            "perfplan polls `ready` and runs `stop` only for a server it launches",
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(Err(e)) = ep.sim.as_ref().map(crate::sim::validate) {
+            let at = tree.locate(&key(&["endpoints", name, "sim"]));
+            diags.push(Diagnostic::error(
+                format!("endpoint `{name}`: {e}"),
+                Some(at),
+            ));
+        }
     }
     // A key the matrix sets (an axis, or an include entry) is checked per run, resolved.
     let set_by_matrix = |key: &str| {
@@ -157,6 +180,7 @@ pub fn dataset_problems_given(
             ));
         }
     }
+    out.extend(super::dataset_keys::idle_keys(ds, &supplied));
     let needs = |k: &'static str, present: bool, out: &mut Vec<(String, String)>| {
         if !present && !supplied(k) {
             out.push(("kind".into(), format!("kind `{kind}` needs `{k}`")));
@@ -175,57 +199,7 @@ pub fn dataset_problems_given(
         DatasetKind::RandomMultiTurn => needs("turns", ds.turns.is_some(), &mut out),
         _ => needs("path", ds.path.is_some(), &mut out),
     }
-    if let Some(range) = ds.input_tokens {
-        if range.min() > range.max() {
-            out.push((
-                "input_tokens".into(),
-                format!(
-                    "input_tokens min {} is above max {}",
-                    range.min(),
-                    range.max()
-                ),
-            ));
-        }
-        if range.min() == 0 {
-            out.push((
-                "input_tokens".into(),
-                "input_tokens must be at least 1".to_string(),
-            ));
-        }
-        if let Some(prefix) = ds.prefix_tokens {
-            if prefix >= range.min() {
-                out.push((
-                "prefix_tokens".into(),
-                    format!("prefix_tokens ({prefix}) must be below input_tokens ({}): the prefix is part of the prompt", range.min()),
-                ));
-            }
-        }
-    }
-    for (key, range) in [
-        ("query_tokens", ds.query_tokens),
-        ("text_tokens", ds.text_tokens),
-    ] {
-        if let Some(r) = range.filter(|r| r.min() > r.max()) {
-            out.push((
-                key.into(),
-                format!("{key} min {} is above max {}", r.min(), r.max()),
-            ));
-        }
-    }
-    if ds.query_tokens.is_some_and(|r| r.min() == 0) {
-        out.push((
-            "query_tokens".into(),
-            "query_tokens must be at least 1".to_string(),
-        ));
-    }
-    if let (Some(min), Some(max)) = (ds.min_input_tokens, ds.max_input_tokens) {
-        if min > max {
-            out.push((
-                "min_input_tokens".into(),
-                format!("min_input_tokens {min} is above max_input_tokens {max}"),
-            ));
-        }
-    }
+    out.extend(length_problems(ds));
     if ds.prefix_file.is_some() {
         if ds.target_input_len.is_none() && !supplied("target_input_len") {
             out.push((
@@ -244,11 +218,64 @@ pub fn dataset_problems_given(
             ));
         }
     }
-    if ds.speed.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
-        out.push((
-            "speed".into(),
-            "speed must be a positive number".to_string(),
-        ));
+    out
+}
+
+/// Lengths that contradict each other, and images too large to make: `(key, message)`.
+fn length_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(range) = ds.input_tokens {
+        if range.min() > range.max() {
+            out.push((
+                "input_tokens".into(),
+                format!(
+                    "input_tokens min {} is above max {}",
+                    range.min(),
+                    range.max()
+                ),
+            ));
+        }
+        if let Some(prefix) = ds.prefix_tokens {
+            if prefix >= range.min() {
+                out.push((
+                "prefix_tokens".into(),
+                    format!("prefix_tokens ({prefix}) must be below input_tokens ({}): the prefix is part of the prompt", range.min()),
+                ));
+            }
+        }
+    }
+    for (key, range) in [
+        ("query_tokens", ds.query_tokens),
+        ("text_tokens", ds.text_tokens),
+        ("turns", ds.turns),
+        ("user_tokens", ds.user_tokens),
+        ("assistant_tokens", ds.assistant_tokens),
+    ] {
+        if let Some(r) = range.filter(|r| r.min() > r.max()) {
+            out.push((
+                key.into(),
+                format!("{key} min {} is above max {}", r.min(), r.max()),
+            ));
+        }
+    }
+    if let (Some(w), Some(h)) = (ds.width, ds.height) {
+        if u64::from(w) * u64::from(h) > super::ranges::MAX_IMAGE_PIXELS {
+            out.push((
+                "width".into(),
+                format!(
+                    "image size {w}x{h} is more than {} megapixels",
+                    super::ranges::MAX_IMAGE_PIXELS / 1_000_000
+                ),
+            ));
+        }
+    }
+    if let (Some(min), Some(max)) = (ds.min_input_tokens, ds.max_input_tokens) {
+        if min > max {
+            out.push((
+                "min_input_tokens".into(),
+                format!("min_input_tokens {min} is above max_input_tokens {max}"),
+            ));
+        }
     }
     out
 }

@@ -69,6 +69,9 @@ fn insert(root: &mut Node, keys: &[&str], value: Node, key_span: Span) -> Result
         };
         let pos = match entries.iter().position(|e| e.key == *key) {
             Some(pos) => pos,
+            None if i == 1 && NAMED_SECTIONS.contains(&keys[0]) => {
+                return Err(undefined_name(keys, entries, key_span));
+            }
             None => {
                 entries.push(Entry {
                     key: key.to_string(),
@@ -95,6 +98,35 @@ fn insert(root: &mut Node, keys: &[&str], value: Node, key_span: Span) -> Result
         }),
     }
     Ok(())
+}
+
+/// Top-level tables of named entries: `--set` may change an entry's keys, or give a new
+/// entry whole (`datasets.new={ kind = "prompt", text = "…" }`), but a key of an entry the
+/// plan does not define is a typo, not a new entry.
+const NAMED_SECTIONS: [&str; 3] = ["endpoints", "models", "datasets"];
+
+fn undefined_name(keys: &[&str], entries: &[Entry], span: Span) -> Diagnostic {
+    let (section, name) = (keys[0], keys[1]);
+    let singular = section.trim_end_matches('s');
+    let names: Vec<&str> = entries.iter().map(|e| e.key.as_str()).collect();
+    let hint = super::diag::suggest(name, names.iter().copied())
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default();
+    let defined = match names.is_empty() {
+        true => "none".to_string(),
+        false => names.join(", "),
+    };
+    Diagnostic::error(
+        format!(
+            "`--set {}`: the plan has no {singular} `{name}`{hint}; its {section}: {defined}",
+            keys.join(".")
+        ),
+        Some(span),
+    )
+    .with_label(format!("no such {singular}"))
+    .with_help(format!(
+        "to add one, give the whole table: --set '{section}.{name}={{ … }}'"
+    ))
 }
 
 /// Whether the schema at `keys` accepts a string and nothing that a TOML literal would parse as.

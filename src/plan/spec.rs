@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::ranges;
 use crate::sim::SimConfig;
 use crate::units::HumanDuration;
 
@@ -56,6 +57,7 @@ pub struct PlanMeta {
     pub seed: u64,
     /// Idle time between two runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "24h"))]
     pub pause_between_runs: Option<HumanDuration>,
     /// Whose TTFT/latency rules the reported metrics follow.
     #[serde(default)]
@@ -162,6 +164,7 @@ pub struct EndpointSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "24h"))]
     pub ready_timeout: Option<HumanDuration>,
     /// A shell command that stops the server (default: terminate the launched process group).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,12 +187,15 @@ fn yes() -> bool {
 #[serde(deny_unknown_fields)]
 pub struct TimeoutsSpec {
     #[serde(default = "default_connect")]
+    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "1h"))]
     pub connect: HumanDuration,
     /// Longest wait for the next byte of a response.
     #[serde(default = "default_read")]
+    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "24h"))]
     pub read: HumanDuration,
     /// Longest whole request.
     #[serde(default = "default_total")]
+    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "24h"))]
     pub total: HumanDuration,
 }
 
@@ -253,7 +259,7 @@ pub enum ChatTemplateMode {
 
 /// A token count: fixed, or uniform in `{min, max}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum TokenRange {
     Fixed(u32),
     Range { min: u32, max: u32 },
@@ -319,9 +325,11 @@ pub struct DatasetSpec {
     pub kind: DatasetKind,
     /// Prompt length in tokens (`random`, …): fixed or `{min, max}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1, "maximum" = ranges::MAX_TOKENS))]
     pub input_tokens: Option<TokenRange>,
     /// Tokens shared by every request of a run, counted inside `input_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = ranges::MAX_TOKENS))]
     pub prefix_tokens: Option<u32>,
     /// `prompt`: the prompt text, or `"@path"` to read it from a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -337,26 +345,34 @@ pub struct DatasetSpec {
     pub prefix_file: Option<String>,
     /// With `prefix_file`: every request is exactly this many tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_TOKENS))]
     pub target_input_len: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_role: Option<PrefixRole>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_len_mode: Option<InputLenMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = ranges::MAX_TOKENS))]
     pub min_input_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_TOKENS))]
     pub max_input_tokens: Option<u32>,
     /// Multi-turn: turns per conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1, "maximum" = 1000))]
     pub turns: Option<TokenRange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1, "maximum" = ranges::MAX_TOKENS))]
     pub user_tokens: Option<TokenRange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1, "maximum" = ranges::MAX_TOKENS))]
     pub assistant_tokens: Option<TokenRange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "1h"))]
     pub think_time: Option<HumanDuration>,
     /// Trace replay speed-up (2 = twice as fast).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.001, max = 1000))]
     pub speed: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_override: Option<String>,
@@ -365,26 +381,34 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub match_output_length: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 16384))]
     pub width: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 16384))]
     pub height: Option<u32>,
     /// Image format: `png` or `jpeg`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
     pub images_per_request: Option<u32>,
     /// Image kinds: the text part's length, fixed or `{min, max}` per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1, "maximum" = ranges::MAX_TOKENS))]
     pub text_tokens: Option<TokenRange>,
     /// Embeddings: inputs per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10_000))]
     pub batch_size: Option<u32>,
     /// `random_rerank`: the query's length, fixed or `{min, max}` per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1, "maximum" = ranges::MAX_TOKENS))]
     pub query_tokens: Option<TokenRange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10_000))]
     pub num_documents: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.01, max = 100))]
     pub document_length_ratio: Option<f64>,
 }
 
@@ -402,33 +426,43 @@ pub enum StopSpec {
 pub struct RequestSpec {
     /// `max_tokens`: fixed or `{min, max}` per request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1, "maximum" = ranges::MAX_TOKENS))]
     pub output_tokens: Option<TokenRange>,
     /// Send the output limit as `max_completion_tokens` instead of `max_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_completion_tokens: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = ranges::MAX_TOKENS))]
     pub min_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10))]
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 1), extend("exclusiveMinimum" = 0))]
     pub top_p: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1_000_000))]
     pub top_k: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_token_ids: Option<Vec<u32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 128))]
     pub n: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
     pub top_logprobs: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -2, max = 2))]
     pub frequency_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -2, max = 2))]
     pub presence_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 10), extend("exclusiveMinimum" = 0))]
     pub repetition_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
@@ -443,105 +477,6 @@ pub struct RequestSpec {
     /// A minijinja template of the whole request body (`model`, `prompt`, `messages`, every setting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_template: Option<String>,
-}
-
-/// How arrivals are spaced in an open loop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Arrivals {
-    #[default]
-    Poisson,
-    /// Gamma-distributed gaps with shape `burstiness` (1 = Poisson, < 1 burstier).
-    Gamma,
-    Constant,
-}
-
-/// Warmup requests: a count, or a share of the measured requests (`"10%"`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum WarmupSpec {
-    Count(u32),
-    Share(String),
-}
-
-/// One load tier: closed loop (`concurrency`) or open loop (`rate`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LoadSpec {
-    /// Closed loop: requests in flight at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<u32>,
-    /// Open loop: arrivals per second.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<f64>,
-    /// Measured requests (warmup not included).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup: Option<WarmupSpec>,
-    /// Soft stop: no new requests after it; in-flight ones finish.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration: Option<HumanDuration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arrivals: Option<Arrivals>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub burstiness: Option<f64>,
-    /// Open loop: most requests in flight at once (unbounded when unset).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_in_flight: Option<u32>,
-    /// SLA search instead of a fixed tier: find the most `concurrency` (or `rate`) that
-    /// still meets every condition of `slo`. Each probe is a run of its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<SearchVariable>,
-    /// Search: metric name → condition every probe must meet, pooled over its trials
-    /// (`ttft_p99 = "<= 2s"`, `success_ratio = ">= 0.99"`); at most one entry may be an
-    /// objective instead, `"max"` or `"min"` (`output_tps = "max"`): the search then finds
-    /// the passing value with the best value of that metric.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub slo: BTreeMap<String, String>,
-    /// Search: the first value probed (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min: Option<f64>,
-    /// Search: the highest value probed (default 512 for concurrency, 1000 for rate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max: Option<f64>,
-    /// Search: measured requests of each probe, a count or a multiple of the probed
-    /// value (`"4x"`, the default; at least 16).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests_per_step: Option<StepRequests>,
-    /// Search: runs per probed value; the verdict pools their requests (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trials: Option<u32>,
-    /// Search: stop bisecting when the bracket is this narrow, a share of the passing
-    /// value (`"5%"`, the default) or an absolute width. Concurrency stops at 1 at least.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub precision: Option<PrecisionSpec>,
-}
-
-/// What an SLA search varies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchVariable {
-    /// Closed loop: requests in flight (integers).
-    Concurrency,
-    /// Open loop: arrivals per second.
-    Rate,
-}
-
-/// Requests of one search probe: a count, or a multiple of the probed value (`"4x"`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum StepRequests {
-    Count(u32),
-    Multiple(String),
-}
-
-/// Width at which a search stops: absolute, or a share of the passing value (`"5%"`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum PrecisionSpec {
-    Absolute(f64),
-    Share(String),
 }
 
 /// `[report]`: the default pivot of `perfplan report`.

@@ -22,7 +22,7 @@ struct Checker<'a> {
     diags: Vec<Diagnostic>,
 }
 
-fn where_(path: &[Step]) -> String {
+pub(super) fn where_(path: &[Step]) -> String {
     if path.is_empty() {
         "at the top level".to_string()
     } else {
@@ -47,8 +47,24 @@ impl<'a> Checker<'a> {
     }
 
     fn node(&mut self, node: &Node, schema: &'a Value, path: &mut Vec<Step>) {
+        // A range applies at its own level, also next to `$ref` or `anyOf` (an optional
+        // or two-form value): once it fails, the value's other problems are moot.
+        if schema.get("$ref").is_some()
+            && !super::bounds::check(node, schema, path, &mut self.diags)
+        {
+            return;
+        }
+        if is_duration(schema) {
+            if let NodeKind::Str(text) = &node.kind {
+                self.duration(node, text, path);
+                return;
+            }
+        }
         let schema = self.resolve(schema);
         if schema == &Value::Bool(true) || !schema.is_object() {
+            return;
+        }
+        if !super::bounds::check(node, schema, path, &mut self.diags) {
             return;
         }
         if let Some(branches) = schema
@@ -68,8 +84,27 @@ impl<'a> Checker<'a> {
         match &node.kind {
             NodeKind::Map(_) => self.object(node, schema, path),
             NodeKind::Seq(items) => self.array(node, items, schema, path),
-            NodeKind::Int(_) | NodeKind::Float(_) => self.range(node, schema, path),
             _ => {}
+        }
+    }
+
+    fn duration(&mut self, node: &Node, text: &str, path: &[Step]) {
+        if let Err(e) = crate::units::parse_duration(text) {
+            self.diags.push(
+                Diagnostic::error(
+                    format!(
+                        "invalid duration `{}` {}: {}",
+                        e.text,
+                        where_(path),
+                        e.reason
+                    ),
+                    Some(node.span),
+                )
+                .with_label(e.reason)
+                .with_help(
+                    "write a number and a unit: \"500us\", \"50ms\", \"2s\", \"5m\", \"1h\"",
+                ),
+            );
         }
     }
 
@@ -214,50 +249,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn range(&mut self, node: &Node, schema: &Value, path: &[Step]) {
-        let value = match node.kind {
-            NodeKind::Int(i) => i as f64,
-            NodeKind::Float(f) => f,
-            _ => return,
-        };
-        if !value.is_finite() {
-            self.diags.push(Diagnostic::error(
-                format!("number out of range {}", where_(path)),
-                Some(node.span),
-            ));
-            return;
-        }
-        let (mut min, mut max) = format_range(schema.get("format").and_then(Value::as_str));
-        if let Some(m) = schema.get("minimum").and_then(Value::as_f64) {
-            min = min.max(m);
-        }
-        if let Some(m) = schema.get("maximum").and_then(Value::as_f64) {
-            max = max.min(m);
-        }
-        if value < min || value > max {
-            let msg = if value < min {
-                format!("at least {min}")
-            } else {
-                format!("at most {max}")
-            };
-            self.diags.push(
-                Diagnostic::error(
-                    format!(
-                        "value {} out of range {}: must be {msg}",
-                        number_text(node),
-                        where_(path)
-                    ),
-                    Some(node.span),
-                )
-                .with_label(format!("must be {msg}")),
-            );
-        }
-    }
-
     fn any_of(&mut self, node: &Node, branches: &'a [Value], path: &[Step]) {
         let mut compatible = Vec::new();
         for b in branches {
-            let b = self.resolve(b);
             let mut trial = Checker {
                 root: self.root,
                 diags: Vec::new(),
@@ -319,6 +313,14 @@ impl<'a> Checker<'a> {
     }
 }
 
+/// Whether a schema is the plan's duration type (a string with a unit).
+fn is_duration(schema: &Value) -> bool {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .is_some_and(|r| r == "#/$defs/Duration")
+}
+
 fn branch_accepts_kind(checker: &Checker<'_>, schema: &Value, node: &Node) -> bool {
     let s = checker.resolve(schema);
     if let Some(branches) = s
@@ -363,25 +365,5 @@ fn type_word(t: &str) -> &'static str {
         "array" => "an array",
         "object" => "a table",
         _ => "a value",
-    }
-}
-
-fn format_range(format: Option<&str>) -> (f64, f64) {
-    match format {
-        Some("uint8") => (0.0, u8::MAX as f64),
-        Some("uint16") => (0.0, u16::MAX as f64),
-        Some("uint32") => (0.0, u32::MAX as f64),
-        Some("uint64") | Some("uint") => (0.0, 9.2e18),
-        Some("int32") => (i32::MIN as f64, i32::MAX as f64),
-        Some("int64") => (-9.2e18, 9.2e18),
-        _ => (f64::NEG_INFINITY, f64::INFINITY),
-    }
-}
-
-fn number_text(node: &Node) -> String {
-    match node.kind {
-        NodeKind::Int(i) => i.to_string(),
-        NodeKind::Float(f) => f.to_string(),
-        _ => String::new(),
     }
 }

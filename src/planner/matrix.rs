@@ -67,6 +67,21 @@ pub fn product(axes: &[(String, Vec<Value>)]) -> Vec<Point> {
     points
 }
 
+/// The indices of `exclude` entries that drop no point of the product.
+pub fn unmatched_excludes(
+    axes: &[(String, Vec<Value>)],
+    exclude: &[Map<String, Value>],
+) -> Vec<usize> {
+    let points = product(axes);
+    (0..exclude.len())
+        .filter(|&i| {
+            !points
+                .iter()
+                .any(|p| entry_matches(p, &exclude[i], |_| true))
+        })
+        .collect()
+}
+
 /// Expands axes, then applies exclude and include.
 pub fn expand(
     axes: &[(String, Vec<Value>)],
@@ -146,6 +161,19 @@ mod tests {
                 .unwrap()
                 .clone()
         ));
+    }
+
+    #[test]
+    fn excludes_that_drop_nothing_are_found() {
+        let a =
+            axes(json!({"endpoint": ["on", "off"], "load": [{"concurrency": 8, "requests": 64}]}));
+        let ex = entries(json!([
+            {"endpoint": "off"},
+            {"load": {"concurrency": 16}},
+            {"endpoint": "on", "load": {"concurrency": 8}},
+            {"temperature": 0.5}
+        ]));
+        assert_eq!(unmatched_excludes(&a, &ex), [1, 3]);
     }
 
     #[test]

@@ -1,19 +1,27 @@
 //! The planner: expands a loaded plan's matrix into ordered, fully resolved runs with
 //! stable ids, and selects runs with `--only`. Knows nothing about HTTP or storage.
 
+mod entries;
+mod locate;
 pub mod matrix;
 mod request_checks;
 mod resolve;
 pub mod run;
 pub mod search;
+mod select;
 
 pub use resolve::{load_problems, parse_share, warmup_count};
 pub use run::{canonical_json, is_secret_header, run_id, Named, RunSettings, RunSpec};
+pub use select::select;
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use crate::plan::diag::Diagnostic;
-use crate::plan::LoadedPlan;
+use crate::plan::matrix::{axis_target, AxisTarget};
+use crate::plan::{DatasetKind, LoadedPlan};
+use matrix::Point;
 
 /// The runs of a plan, and the warnings found while expanding it.
 #[derive(Debug, Clone)]
@@ -29,38 +37,87 @@ pub fn expand(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
     let resolver = resolve::Resolver { plan };
     let mut diags = Vec::new();
     request_checks::check_plan(plan, &mut diags);
-    let mut runs: Vec<RunSpec> = Vec::new();
+    entries::check_excludes(plan, &mut diags);
     if points.is_empty() {
         diags.push(Diagnostic::error(
             "the matrix has no runs left (every point was excluded)",
             Some(plan.locate(&[crate::plan::node::Step::Key("matrix".into())])),
         ));
     }
+    let mut runs = Runs::default();
     for point in points {
-        let Some(settings) = resolver.resolve(&point, &mut diags) else {
-            continue;
-        };
-        let id = run_id(&settings);
-        if runs.iter().any(|r| r.id == id) {
-            continue;
+        let mut dropped = Vec::new();
+        if let Some(settings) = resolver.resolve(&point, &mut dropped, &mut diags) {
+            runs.add(plan, point, settings, &dropped);
         }
-        let dataset_seed = run::dataset_seed(&settings);
-        runs.push(RunSpec {
-            ordinal: runs.len() + 1,
-            id,
-            axes: point,
-            settings,
-            dataset_seed,
-        });
+    }
+    runs.repeats.report(&mut diags);
+    for (key, datasets) in &runs.misfits {
+        if !runs.applied.contains(key) {
+            diags.push(entries::fits_no_dataset(plan, key, datasets));
+        }
     }
     dedup_warnings(&mut diags);
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
     Ok(Expansion {
-        runs,
+        runs: runs.runs,
         warnings: diags,
     })
+}
+
+/// The runs of an expansion as they are found, with what the checks across runs need.
+#[derive(Default)]
+struct Runs {
+    runs: Vec<RunSpec>,
+    /// Each run's point as the matrix gave it (before keys that do not apply were dropped).
+    written: Vec<Point>,
+    /// Dataset keys left out of some run, with the datasets they did not fit.
+    misfits: BTreeMap<String, Vec<(String, DatasetKind)>>,
+    /// Dataset keys that applied to at least one run.
+    applied: BTreeSet<String>,
+    /// Points that were a run already.
+    repeats: entries::Repeats,
+}
+
+impl Runs {
+    fn add(&mut self, plan: &LoadedPlan, point: Point, settings: RunSettings, dropped: &[String]) {
+        let dataset = (settings.dataset.name.clone(), settings.dataset.spec.kind);
+        for key in point.keys() {
+            if dropped.contains(key) {
+                let misfit = self.misfits.entry(key.clone()).or_default();
+                if !misfit.contains(&dataset) {
+                    misfit.push(dataset.clone());
+                }
+            } else if axis_target(key) == Some(AxisTarget::Dataset) {
+                self.applied.insert(key.clone());
+            }
+        }
+        let mut axes = point.clone();
+        for key in dropped {
+            axes.shift_remove(key);
+        }
+        let id = run_id(&settings);
+        if let Some(i) = self.runs.iter().position(|r| r.id == id) {
+            // Points that differ only by a key their dataset does not take are one run.
+            if self.written[i] != point && self.runs[i].axes == axes {
+                return;
+            }
+            self.repeats
+                .add(plan, &self.runs[i], &self.written[i], &point);
+            return;
+        }
+        let dataset_seed = run::dataset_seed(&settings);
+        self.runs.push(RunSpec {
+            ordinal: self.runs.len() + 1,
+            id,
+            axes,
+            settings,
+            dataset_seed,
+        });
+        self.written.push(point);
+    }
 }
 
 fn dedup_warnings(diags: &mut Vec<Diagnostic>) {
@@ -132,41 +189,4 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
         parts.push(format!("for {d}"));
     }
     parts.join(" ")
-}
-
-/// Keeps the runs matching every `key=value` of `--only` (comma-separated, repeatable).
-/// Keys are axes, `id`, `ordinal`, or `concurrency`/`rate`/`requests` of the load.
-pub fn select(runs: Vec<RunSpec>, only: &[String]) -> Result<Vec<RunSpec>, String> {
-    let mut filters = Vec::new();
-    for arg in only {
-        for part in arg.split(',').filter(|p| !p.trim().is_empty()) {
-            let (k, v) = part
-                .split_once('=')
-                .ok_or_else(|| format!("`--only {part}`: write key=value, e.g. --only endpoint=cache-on,cache_state=warm"))?;
-            filters.push((k.trim().to_string(), v.trim().to_string()));
-        }
-    }
-    let known = |k: &str| {
-        matches!(k, "id" | "ordinal" | "concurrency" | "rate" | "requests")
-            || runs.iter().any(|r| r.axes.contains_key(k))
-    };
-    if let Some((k, _)) = filters.iter().find(|(k, _)| !known(k)) {
-        return Err(format!("`--only`: no run has an axis `{k}`"));
-    }
-    Ok(runs
-        .into_iter()
-        .filter(|r| filters.iter().all(|(k, v)| matches(r, k, v)))
-        .collect())
-}
-
-fn matches(run: &RunSpec, key: &str, want: &str) -> bool {
-    let load = serde_json::to_value(&run.settings.load).unwrap_or(Value::Null);
-    match key {
-        "id" => run.id.starts_with(want),
-        "ordinal" => run.ordinal.to_string() == want,
-        "concurrency" | "rate" | "requests" if !run.axes.contains_key(key) => {
-            load.get(key).is_some_and(|v| display_value(v) == want)
-        }
-        _ => run.axes.get(key).is_some_and(|v| display_value(v) == want),
-    }
 }

@@ -29,6 +29,27 @@ pub(crate) fn check(
     let warn = |key: &str, message: String, help: &str| {
         Diagnostic::warning(message, Some(place(plan, point, key))).with_help(help.to_string())
     };
+    if let Some(out) = request.output_tokens {
+        if out.min() > out.max() {
+            diags.push(Diagnostic::error(
+                format!("output_tokens min {} is above max {}", out.min(), out.max()),
+                Some(place(plan, point, "output_tokens")),
+            ));
+        }
+        if let Some(least) = request.min_tokens.filter(|&m| m > out.min()) {
+            diags.push(
+                Diagnostic::error(
+                    format!(
+                        "min_tokens ({least}) is above output_tokens ({}): servers refuse a \
+                         minimum above the limit",
+                        out.min()
+                    ),
+                    Some(place(plan, point, "min_tokens")),
+                )
+                .with_help("min_tokens must be at most the smallest output_tokens"),
+            );
+        }
+    }
     if api == ApiSpec::Responses {
         if request.max_completion_tokens == Some(true) {
             diags.push(warn(

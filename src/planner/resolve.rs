@@ -26,41 +26,28 @@ impl Resolver<'_> {
         self.plan.locate(&matrix_path(key))
     }
 
-    /// Resolves one point; errors and warnings go to `diags`.
-    pub fn resolve(&self, point: &Point, diags: &mut Vec<Diagnostic>) -> Option<RunSettings> {
+    /// Resolves one point; errors and warnings go to `diags`. A dataset key the run's
+    /// dataset kind does not take is left out and named in `dropped` (an axis shared by
+    /// datasets of several kinds applies to those it fits).
+    pub fn resolve(
+        &self,
+        point: &Point,
+        dropped: &mut Vec<String>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<RunSettings> {
         let spec = &self.plan.spec;
         let endpoint = self.pick(point, "endpoint", spec.endpoints.keys(), diags)?;
         let model = self.pick(point, "model", spec.models.keys(), diags)?;
         let dataset_name = self.pick(point, "dataset", spec.datasets.keys(), diags)?;
         let endpoint_spec = spec.endpoints.get(&endpoint)?.clone();
         let model_spec = spec.models.get(&model)?.clone();
-        let mut dataset_json = serde_json::to_value(spec.datasets.get(&dataset_name)?).ok()?;
-        let mut request_json = serde_json::to_value(&spec.defaults).ok()?;
-        for (key, value) in point {
-            let target = match axis_target(key) {
-                Some(AxisTarget::Dataset) => &mut dataset_json,
-                Some(AxisTarget::Request) => &mut request_json,
-                Some(AxisTarget::Run) => continue,
-                None => {
-                    self.unknown_include_key(key, diags);
-                    return None;
-                }
-            };
-            if let Some(map) = target.as_object_mut() {
-                match map.get_mut(key.as_str()) {
-                    // An `extra` value adds to (or changes) `[defaults].extra`.
-                    Some(base) if key == "extra" => super::matrix::merge_tables(base, value),
-                    _ => {
-                        map.insert(key.clone(), value.clone());
-                    }
-                }
-            }
-        }
+        let dataset_spec = spec.datasets.get(&dataset_name)?;
+        let (dataset_json, request_json) = self.apply_axes(point, dataset_spec, dropped, diags)?;
         let dataset = self.typed(dataset_json, "dataset", diags)?;
         let request = self.typed(request_json, "defaults", diags)?;
         for (field, message) in dataset_problems(&dataset) {
-            let at = if point.contains_key(&field) {
-                self.at(&field)
+            let at = if let Some(value) = point.get(&field) {
+                super::locate::value_span(self.plan, &field, value)
             } else {
                 self.plan.locate(&[
                     Step::Key("datasets".into()),
@@ -115,6 +102,45 @@ impl Resolver<'_> {
             load,
             seed: spec.plan.seed,
         })
+    }
+
+    /// The run's dataset and request settings (as JSON) with the point's values applied;
+    /// dataset keys the dataset's kind does not take go to `dropped` instead.
+    fn apply_axes(
+        &self,
+        point: &Point,
+        dataset: &crate::plan::DatasetSpec,
+        dropped: &mut Vec<String>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<(Value, Value)> {
+        let takes = crate::plan::dataset_keys::keys_for(dataset.kind);
+        let mut dataset_json = serde_json::to_value(dataset).ok()?;
+        let mut request_json = serde_json::to_value(&self.plan.spec.defaults).ok()?;
+        for (key, value) in point {
+            let target = match axis_target(key) {
+                Some(AxisTarget::Dataset) if !takes.contains(&key.as_str()) => {
+                    dropped.push(key.clone());
+                    continue;
+                }
+                Some(AxisTarget::Dataset) => &mut dataset_json,
+                Some(AxisTarget::Request) => &mut request_json,
+                Some(AxisTarget::Run) => continue,
+                None => {
+                    self.unknown_include_key(key, diags);
+                    return None;
+                }
+            };
+            if let Some(map) = target.as_object_mut() {
+                match map.get_mut(key.as_str()) {
+                    // An `extra` value adds to (or changes) `[defaults].extra`.
+                    Some(base) if key == "extra" => super::matrix::merge_tables(base, value),
+                    _ => {
+                        map.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        Some((dataset_json, request_json))
     }
 
     /// A run whose prompts need exact token counts and whose model has no tokenizer cannot
@@ -272,7 +298,7 @@ impl Resolver<'_> {
             );
             return None;
         };
-        let at = self.at("load");
+        let at = super::locate::value_span(self.plan, "load", value);
         let load: LoadSpec = match serde_json::from_value(value.clone()) {
             Ok(load) => load,
             Err(e) => {
@@ -283,10 +309,7 @@ impl Resolver<'_> {
         let timed_by_trace =
             trace && load.concurrency.is_none() && load.rate.is_none() && load.search.is_none();
         let problems = if timed_by_trace {
-            (load.requests == Some(0))
-                .then(|| "`requests` must be at least 1".to_string())
-                .into_iter()
-                .collect()
+            Vec::new()
         } else {
             load_problems(&load)
         };
@@ -326,34 +349,40 @@ pub fn load_problems(load: &LoadSpec) -> Vec<String> {
         (None, None) => {
             out.push("a load needs `concurrency` (closed loop) or `rate` (open loop)".to_string())
         }
-        (Some(0), _) => out.push("`concurrency` must be at least 1".to_string()),
-        (_, Some(r)) if !(r.is_finite() && r > 0.0) => {
-            out.push("`rate` must be a positive number of requests per second".to_string())
-        }
         _ => {}
     }
     if load.requests.is_none() && load.duration.is_none() {
         out.push("a load needs `requests` or `duration` (or both)".to_string());
     }
-    if load.requests == Some(0) {
-        out.push("`requests` must be at least 1".to_string());
-    }
     if load.concurrency.is_some()
         && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some())
     {
         out.push("`arrivals`, `burstiness` and `max_in_flight` apply to open loops (`rate`), not to `concurrency`".to_string());
+    } else {
+        out.extend(burstiness_problem(load));
     }
-    if load.burstiness.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
-        out.push("`burstiness` must be a positive number (1 = Poisson)".to_string());
-    }
-    if let Some(WarmupSpec::Share(s)) = &load.warmup {
-        if parse_share(s).is_none() {
-            out.push(format!(
-                "warmup `{s}` is neither a count nor a share like \"10%\""
-            ));
-        }
-    }
+    out.extend(warmup_problem(load));
     out
+}
+
+/// `burstiness` shapes gamma arrivals only: with another (or the default Poisson)
+/// process it would be ignored.
+pub(crate) fn burstiness_problem(load: &LoadSpec) -> Option<String> {
+    let gamma = load.arrivals == Some(crate::plan::Arrivals::Gamma);
+    (load.burstiness.is_some() && !gamma).then(|| {
+        "`burstiness` has no effect without `arrivals = \"gamma\"` (burstiness 1 is Poisson)"
+            .to_string()
+    })
+}
+
+/// A warmup share that is not one: `"10%"`, from 0% to 1000% of the measured requests.
+pub(crate) fn warmup_problem(load: &LoadSpec) -> Option<String> {
+    match &load.warmup {
+        Some(WarmupSpec::Share(s)) if parse_share(s).is_none() => Some(format!(
+            "warmup `{s}` is neither a count nor a share from \"0%\" to \"1000%\" (like \"10%\")"
+        )),
+        _ => None,
+    }
 }
 
 /// `"10%"` → 0.10.

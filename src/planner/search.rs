@@ -10,6 +10,7 @@ use super::run::{dataset_seed, RunSpec};
 use crate::metrics::condition::{parse_condition, ConditionError};
 use crate::metrics::sla::{parse_multiple, Bounds, Precision};
 use crate::metrics::sla_objective::Goal;
+use crate::plan::ranges::{MAX_CONCURRENCY, MAX_REQUESTS, MAX_STEP_MULTIPLE};
 use crate::plan::{LoadSpec, PrecisionSpec, SearchVariable, StepRequests, WarmupSpec};
 
 /// Fewest measured requests of a probe sized as a multiple (`"4x"`).
@@ -70,6 +71,8 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
         && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some())
     {
         out.push("`arrivals`, `burstiness` and `max_in_flight` apply to a rate search, not to a concurrency search".into());
+    } else {
+        out.extend(super::resolve::burstiness_problem(load));
     }
     if load.slo.is_empty() {
         out.push("a search needs `slo`, e.g. slo = { ttft_p99 = \"<= 2s\" }".into());
@@ -85,26 +88,19 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
         }
     }
     out.extend(range_problems(load, var));
-    if let Some(WarmupSpec::Share(s)) = &load.warmup {
-        if super::parse_share(s).is_none() {
+    out.extend(super::resolve::warmup_problem(load));
+    if let Some(StepRequests::Multiple(m)) = &load.requests_per_step {
+        if parse_multiple(m).is_none_or(|x| x > MAX_STEP_MULTIPLE) {
             out.push(format!(
-                "warmup `{s}` is neither a count nor a share like \"10%\""
+                "`requests_per_step = \"{m}\"` is neither a count nor a multiple above \"0x\" and at most \"{MAX_STEP_MULTIPLE}x\" (like \"4x\")"
             ));
         }
     }
-    if load.trials == Some(0) {
-        out.push("`trials` must be at least 1".into());
-    }
-    match &load.requests_per_step {
-        Some(StepRequests::Count(0)) => out.push("`requests_per_step` must be at least 1".into()),
-        Some(StepRequests::Multiple(m)) if parse_multiple(m).is_none() => out.push(format!(
-            "`requests_per_step = \"{m}\"` is neither a count nor a multiple like \"4x\""
-        )),
-        _ => {}
-    }
-    if let Some(p) = &load.precision {
+    if let Some(p @ PrecisionSpec::Share(s)) = &load.precision {
         if precision_of(Some(p)).is_none() {
-            out.push("`precision` must be a positive width or a share like \"5%\"".into());
+            out.push(format!(
+                "`precision = \"{s}\"` is neither a width nor a share above \"0%\" and at most \"1000%\" (like \"5%\")"
+            ));
         }
     }
     out
@@ -153,17 +149,17 @@ fn range_problems(load: &LoadSpec, var: SearchVariable) -> Vec<String> {
         load.max.unwrap_or(default_max(var)),
     );
     let whole = |v: f64| v.fract() == 0.0;
-    if !(min.is_finite() && min > 0.0) {
-        out.push("search `min` must be a positive number".into());
-    }
-    if !max.is_finite() || min >= max {
+    if min >= max {
         out.push(format!("search `min` ({min}) must be below `max` ({max})"));
     }
     if var == SearchVariable::Concurrency && !(whole(min) && whole(max)) {
         out.push("a concurrency search needs whole `min` and `max`".into());
     }
-    if var == SearchVariable::Concurrency && max > f64::from(u32::MAX) {
-        out.push("search `max` is too large".into());
+    let most = f64::from(MAX_CONCURRENCY);
+    if var == SearchVariable::Concurrency && max > most {
+        out.push(format!(
+            "a concurrency search's `max` ({max}) must be at most {MAX_CONCURRENCY}"
+        ));
     }
     out
 }
@@ -209,7 +205,7 @@ pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
                 Some(StepRequests::Multiple(m)) => parse_multiple(m).unwrap_or(DEFAULT_MULTIPLE),
                 _ => DEFAULT_MULTIPLE,
             };
-            ((m * value).ceil() as u32).max(MIN_STEP_REQUESTS)
+            ((m * value).ceil() as u32).clamp(MIN_STEP_REQUESTS, MAX_REQUESTS)
         }
     };
     let warmup = match (&search.warmup, concurrency) {
@@ -305,8 +301,7 @@ mod tests {
             "cannot set `requests`",
             "ttft_p98",
             "below `max`",
-            "`trials`",
-            "`precision`",
+            "`precision = \"x\"`",
             "\"4y\"",
             "`arrivals`",
         ] {

@@ -253,15 +253,10 @@ impl RequestSource for ConversationSource {
         if self.in_flight > 0 {
             return Next::Pending;
         }
-        // Only thinking conversations: wait for the first to be ready.
+        // Only thinking conversations: ask again when the first is ready (the driver
+        // waits without blocking its thread, so Ctrl-C and the duration are heard).
         match self.active.iter().filter_map(|c| c.ready_at).min() {
-            Some(at) => {
-                std::thread::sleep(at.saturating_duration_since(now));
-                match self.ready_slot(Instant::now()) {
-                    Some(slot) => self.turn(slot).map_or(Next::Done, Next::Request),
-                    None => Next::Done,
-                }
-            }
+            Some(at) => Next::Wait(at),
             None => Next::Done,
         }
     }
@@ -442,9 +437,15 @@ mod tests {
         let b1 = take(&mut s);
         assert_eq!(s.turn_of_item(), [0, 0]);
         s.completed(&answer(&b1, "ok"));
-        let t = Instant::now();
+        // The next turn waits for its think time: the source says until when, without
+        // blocking (the driver sleeps, hearing Ctrl-C meanwhile).
+        let Next::Wait(at) = s.next() else {
+            panic!("expected a wait for the think time")
+        };
+        let waits = at.saturating_duration_since(Instant::now());
+        assert!(waits > Duration::from_millis(20) && waits <= Duration::from_millis(30));
+        std::thread::sleep(waits);
         let b2 = take(&mut s);
-        assert!(t.elapsed() >= Duration::from_millis(25), "think time");
         assert_eq!(s.turn_of_item()[b2.item as usize], 1);
     }
 

@@ -251,7 +251,7 @@ pub fn poisson_schedule(
     times.push(std::time::Duration::ZERO);
     for g in gaps {
         at += g * scale;
-        times.push(std::time::Duration::from_secs_f64(at));
+        times.push(crate::units::duration_from_secs(at));
     }
     Some(times)
 }

@@ -38,31 +38,38 @@ pub struct SimConfig {
     /// Fixed part of the time to first token: TTFT = queue wait + uncached prompt tokens /
     /// `prefill_tokens_per_s` + `ttft_base`.
     #[arg(long, default_value = "20ms", value_name = "DURATION")]
+    #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "1h"))]
     pub ttft_base: HumanDuration,
 
     /// Prefill speed for uncached prompt tokens (adds prompt/prefill_tokens_per_s to TTFT); 0 = instant.
     #[arg(long, default_value_t = 0.0, value_name = "TOK_PER_S")]
+    #[schemars(range(min = 0, max = 1e9))]
     pub prefill_tokens_per_s: f64,
 
     /// Inter-token time of a stream while the running batch is at or below `itl_knee`.
     #[arg(long, default_value = "5ms", value_name = "DURATION")]
+    #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "1h"))]
     pub itl_base: HumanDuration,
 
     /// Running batch size beyond which the inter-token time grows.
     #[arg(long, default_value_t = 64, value_name = "N")]
+    #[schemars(range(min = 0, max = 1_000_000))]
     pub itl_knee: u32,
 
     /// Extra inter-token time per running sequence beyond the knee.
     #[arg(long, default_value = "0ms", value_name = "DURATION")]
+    #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "1h"))]
     pub itl_slope: HumanDuration,
 
     /// Tokens per streamed chunk; a chunk goes out when its last token is due (the first chunk
     /// at TTFT, then one every `tokens_per_chunk` × inter-token time).
     #[arg(long, default_value_t = 1, value_name = "N")]
+    #[schemars(range(min = 1, max = 4096))]
     pub tokens_per_chunk: u32,
 
     /// Sequences generated at once; the rest wait in a queue (continuous batching).
     #[arg(long, default_value_t = 256, value_name = "N")]
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub max_num_seqs: u32,
 
     /// Output length when the request does not set `ignore_eos`: a seeded natural length
@@ -70,6 +77,7 @@ pub struct SimConfig {
     /// (chat: `max_completion_tokens` or `max_tokens`; completions: `max_tokens`;
     /// responses: `max_output_tokens`). With `ignore_eos`: exactly the cap.
     #[arg(long, default_value_t = 128, value_name = "N")]
+    #[schemars(range(min = 1, max = 10_000_000))]
     pub natural_output_mean: u32,
 
     /// Whether the simulated server caches prompt prefixes. `cached_tokens` is the longest run
@@ -79,10 +87,12 @@ pub struct SimConfig {
 
     /// Prefix-cache block size in tokens.
     #[arg(long, default_value_t = 16, value_name = "N")]
+    #[schemars(range(min = 1, max = 65_536))]
     pub block_size: u32,
 
     /// Prefix-cache capacity in blocks (least recently used blocks are evicted).
     #[arg(long, default_value_t = 65536, value_name = "N")]
+    #[schemars(range(min = 0, max = 1_000_000_000))]
     pub cache_blocks: u32,
 
     /// When streamed responses end with a usage chunk (Responses API streams carry usage in
@@ -117,10 +127,12 @@ pub struct SimConfig {
 
     /// Prompt tokens counted for each `image_url` part of a chat message (distinct per image).
     #[arg(long, default_value_t = 1, value_name = "N")]
+    #[schemars(range(min = 0, max = 1_000_000))]
     pub image_tokens: u32,
 
     /// Length of the vectors returned by `POST /v1/embeddings`.
     #[arg(long, default_value_t = 384, value_name = "N")]
+    #[schemars(range(min = 1, max = 65_536))]
     pub embedding_dim: u32,
 
     /// Fault: fraction of requests answered HTTP 429 (rate limited) at once.
@@ -128,37 +140,45 @@ pub struct SimConfig {
     /// which every fault fraction × D is whole (at most 10,000), so every D consecutive
     /// inference requests hold exactly fraction × D faults of each kind.
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
     pub fault_http_429: f64,
 
     /// Fault: fraction of requests answered HTTP 500 at once.
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
     pub fault_http_500: f64,
 
     /// Fault: fraction of requests answered HTTP 503 at once.
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
     pub fault_http_503: f64,
 
     /// Fault: fraction of responses whose connection is cut halfway through the output
     /// (no finish_reason, no usage, no `[DONE]`; a non-streamed body is cut in half).
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
     pub fault_drop: f64,
 
     /// Fault: fraction of responses that stall halfway through the output and never finish
     /// (the connection stays open until the client gives up).
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
     pub fault_stall: f64,
 
     /// Fault: fraction of responses with one malformed chunk (invalid JSON) halfway through;
     /// a non-streamed body is invalid JSON.
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
     pub fault_malformed: f64,
 
     /// Fault: fraction of responses whose HTTP headers are delayed by `fault_headers_delay`.
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
     pub fault_slow_headers: f64,
 
     /// Delay before the headers of a `fault_slow_headers` response.
     #[arg(long, default_value = "2s", value_name = "DURATION")]
+    #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "1h"))]
     pub fault_headers_delay: HumanDuration,
 
     /// Serve every route under this path prefix, as behind a gateway (`/gateway/openai`:

@@ -163,7 +163,7 @@ impl Generation {
         let uncached = self.job.prompt_tokens().saturating_sub(self.cached);
         let rate = self.st.cfg.prefill_tokens_per_s;
         let prefill = if rate > 0.0 {
-            Duration::from_secs_f64(uncached as f64 / rate)
+            crate::units::duration_from_secs(uncached as f64 / rate)
         } else {
             Duration::ZERO
         };

@@ -76,8 +76,9 @@ pub fn check(config: &SimConfig) -> Result<(), SimError> {
     Ok(())
 }
 
-/// Checks settings that would make the simulator misbehave.
-fn validate(cfg: &SimConfig) -> Result<(), SimError> {
+/// Checks settings that would make the simulator misbehave (a plan's `[endpoints.NAME.sim]`
+/// is checked with it at validation).
+pub fn validate(cfg: &SimConfig) -> Result<(), SimError> {
     let faults = [
         ("fault_http_429", cfg.fault_http_429),
         ("fault_http_500", cfg.fault_http_500),

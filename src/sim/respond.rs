@@ -156,7 +156,7 @@ pub(crate) fn relevance(query: &[u32], doc: &[u32]) -> f64 {
 /// Time a batch of `tokens` prompt tokens takes to encode: `ttft_base` plus prefill.
 pub(crate) fn encode_time(ttft_base: Duration, rate: f64, tokens: u64) -> Duration {
     if rate > 0.0 {
-        ttft_base + Duration::from_secs_f64(tokens as f64 / rate)
+        ttft_base.saturating_add(crate::units::duration_from_secs(tokens as f64 / rate))
     } else {
         ttft_base
     }

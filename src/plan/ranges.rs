@@ -1,0 +1,23 @@
+//! The ranges of a plan's numbers that several keys share. Every numeric key carries
+//! its range in the schema (`minimum`/`maximum`, `exclusiveMinimum`, and for durations
+//! `x-duration-minimum`/`x-duration-maximum`), and `validate` checks them there, located
+//! at the value; these constants are the bounds more than one key uses, so that each
+//! bound is written once. The README's range table lists every key's range.
+
+/// Most tokens of any one length (prompt, prefix, output, turn, query): 10 million.
+pub const MAX_TOKENS: u32 = 10_000_000;
+/// Most requests in flight: closed-loop `concurrency`, `max_in_flight`, a concurrency
+/// search's `max`.
+pub const MAX_CONCURRENCY: u32 = 100_000;
+/// Most requests of one run (`requests`, `warmup`, `requests_per_step`).
+pub const MAX_REQUESTS: u32 = 10_000_000;
+/// Slowest open-loop rate, req/s (one request every 1,000 s).
+pub const MIN_RATE: f64 = 0.001;
+/// Fastest open-loop rate, req/s.
+pub const MAX_RATE: f64 = 1_000_000.0;
+/// Largest multiple of the probed value in `requests_per_step` (`"4x"`).
+pub const MAX_STEP_MULTIPLE: f64 = 1000.0;
+/// Smallest absolute search `precision`.
+pub const MIN_PRECISION: f64 = 0.001;
+/// Most pixels of a generated image (`width` × `height`): 16 megapixels.
+pub const MAX_IMAGE_PIXELS: u64 = 16_000_000;
