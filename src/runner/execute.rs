@@ -180,17 +180,13 @@ pub async fn execute(
             .filter(|_| prepared.conversation.is_none()),
         grace: GRACE,
     };
-    let total = (prepared.requests.len() + prepared.priming.len()) as u64;
-    let total = match &prepared.conversation {
-        Some(c) => (c.total + super::priming::conversation_turns(run, c.total)) as u64,
-        None => total,
-    };
-    let progress = RunProgress::new(&ctx.label, total).with_events(&ctx.log, &run.id);
+    let progress =
+        RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
         run_id: run.id.clone(),
         tokenizer: prepared.tokenizer.clone(),
-        targets: Arc::new(prepared.targets.clone()),
+        targets: prepared.targets.clone(),
         log: ctx.log.clone(),
     });
     ctx.log.requests(&run.id, &prepared.priming);
@@ -208,10 +204,13 @@ pub async fn execute(
         }
     };
     let mut primed = 0u64;
-    if let Some((mut source, load)) = super::priming::take(run, &mut prepared, cfg.load) {
+    let mut warnings = Vec::new();
+    if let Some((mut source, load, duration)) =
+        super::priming::take(run, &mut prepared, cfg.load, &ctx.log)?
+    {
         let priming_cfg = RunConfig {
             load,
-            duration: None,
+            duration,
             ..cfg.clone()
         };
         let mut sink = sink_for(ctx.index_base);
@@ -223,6 +222,7 @@ pub async fn execute(
                 source,
             })?;
         primed = out.records.len() as u64;
+        warnings.extend(source.finish_building());
     }
     // Request indices are unique within a run: the measured pass continues after the priming pass.
     let offset = ctx.index_base + primed;
@@ -231,7 +231,7 @@ pub async fn execute(
         Some(s) => s.take(&ctx.store, &run.id, ServerPhase::Before).await?,
         None => None,
     };
-    let mut source = super::traffic::Source::new(&mut prepared);
+    let mut source = super::traffic::Source::new(&mut prepared, &ctx.log)?;
     let late = match ctx.start_at {
         Some(at) => super::start_at::wait_until(at).await,
         None => None,
@@ -243,6 +243,8 @@ pub async fn execute(
             run: run.id.clone(),
             source,
         })?;
+    warnings.extend(source.finish_building());
+    warnings.extend(cap_warning(&prepared, &output));
     let server_ratio = match &ctx.server {
         Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await?,
         None => None,
@@ -250,9 +252,7 @@ pub async fn execute(
     drop(tx);
     progress.finish();
     let stored = writer.finish()?;
-    let warnings = super::cache::leak_warning(run, &output.records)
-        .into_iter()
-        .collect();
+    warnings.extend(super::cache::leak_warning(run, &output.records));
     let mut summary = summarize_output(
         ctx,
         run,
@@ -264,7 +264,6 @@ pub async fn execute(
     let all_failed = all_failed(&summary, &output.records).filter(|_| !output.cancelled);
     let (input_lengths, length_warning) =
         super::lengths::input_lengths(&output.records, &prepared.targets);
-    let mut warnings: Vec<String> = warnings;
     warnings.extend(late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
@@ -281,6 +280,32 @@ pub async fn execute(
         all_failed,
         input_lengths,
         started: output.started,
+    })
+}
+
+/// Requests (or turns) the run will send, priming included; `None` when its duration,
+/// not a count, ends it.
+fn planned_total(run: &RunSpec, prepared: &PreparedRun) -> Option<u64> {
+    if prepared.built_as_sent.is_some() {
+        return None;
+    }
+    match &prepared.conversation {
+        Some(c) if c.total == usize::MAX => None,
+        Some(c) => Some((c.total + super::priming::conversation_turns(run, c.total)) as u64),
+        None => Some((prepared.requests.len() + prepared.priming.len()) as u64),
+    }
+}
+
+/// A sharded duration-only load whose prepared requests ran out before its duration.
+fn cap_warning(prepared: &PreparedRun, output: &RunOutput) -> Option<String> {
+    let cap = prepared.duration_cap?;
+    (!output.stopped_by_duration && !output.cancelled).then(|| {
+        format!(
+            "request limit reached ({cap} requests for the whole run, this shard sending its \
+             share of them): a sharded run builds a duration-only load's requests before it \
+             starts, and this shard sent all of its share before the duration ended; give the \
+             load `requests`, or run it unsharded (no limit)"
+        )
     })
 }
 

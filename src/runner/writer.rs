@@ -29,7 +29,7 @@ pub struct WriterContext {
     pub store: Arc<Mutex<Store>>,
     pub run_id: String,
     pub tokenizer: Option<Arc<Tokenizer>>,
-    pub targets: Arc<Vec<Option<u32>>>,
+    pub targets: Arc<super::prepare::Targets>,
     pub log: Arc<super::log::SuiteLog>,
 }
 
@@ -102,7 +102,7 @@ fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerEr
         .iter()
         .map(|r| StoredRequest {
             record: r,
-            target_input_tokens: ctx.targets.get(r.item as usize).copied().flatten(),
+            target_input_tokens: ctx.targets.get(r.item),
             client_input_tokens: r.client_input_tokens,
         })
         .collect();
