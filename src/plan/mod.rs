@@ -13,6 +13,7 @@ pub mod imports;
 pub mod interp;
 pub mod load;
 pub mod node;
+pub mod secrets;
 pub mod semantic;
 pub mod set;
 pub mod toml_src;

@@ -98,6 +98,17 @@ fn write_loop(ctx: &WriterContext, rx: &mpsc::Receiver<RequestRecord>) -> Result
 }
 
 fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerError> {
+    // A server may echo a credential in its error body: the stored excerpt hides it.
+    let records: Vec<std::borrow::Cow<'_, RequestRecord>> = records
+        .iter()
+        .map(|r| match r.error.as_deref().map(|e| ctx.log.redact(e)) {
+            Some(std::borrow::Cow::Owned(e)) => std::borrow::Cow::Owned(RequestRecord {
+                error: Some(e),
+                ..r.clone()
+            }),
+            _ => std::borrow::Cow::Borrowed(r),
+        })
+        .collect();
     let rows: Vec<StoredRequest<'_>> = records
         .iter()
         .map(|r| StoredRequest {

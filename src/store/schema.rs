@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -135,6 +135,14 @@ CREATE TABLE search_steps (
     // 3: `run --shard K/N` records its shard on the suite, so `merge` can tell shards apart.
     r#"
 ALTER TABLE suites ADD COLUMN shard TEXT;
+"#,
+    // 4: `rerun` from any folder: the plan's own folder (absolute), against which its
+    // relative paths were resolved, and the literal secrets its stored texts hold as
+    // `${VAR}` (endpoint, header, variable), so `rerun` can name what it needs. Suites
+    // written before have neither: they rerun as before (paths from the current folder).
+    r#"
+ALTER TABLE suites ADD COLUMN plan_dir TEXT;
+ALTER TABLE suites ADD COLUMN secrets_json TEXT NOT NULL DEFAULT '[]';
 "#,
 ];
 

@@ -217,7 +217,7 @@ fn secrets_in_settings_are_never_stored() {
     let stored = store.runs().unwrap().pop().unwrap().settings;
     assert_eq!(
         stored,
-        json!({"endpoint": {"api_key_env": "KEY", "api_key": "[redacted]", "Headers": "[redacted]"}})
+        json!({"endpoint": {"api_key_env": "KEY", "api_key": "<redacted>", "Headers": {"Authorization": "<redacted>"}}})
     );
 }
 
