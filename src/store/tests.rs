@@ -256,3 +256,22 @@ fn newer_schema_is_refused_and_migrations_are_recorded() {
         "{err}"
     );
 }
+
+#[test]
+fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut suite = SuiteInfo::new("old", "[plan]\nname = \"old\"\n");
+    suite.plan_dir = Some("/plans".into());
+    drop(Store::create(dir.path(), &suite).unwrap());
+    // The database as the previous version wrote it: schema 3, without the two columns.
+    let conn = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
+         PRAGMA user_version = 3;",
+    )
+    .unwrap();
+    drop(conn);
+    let info = Store::open(dir.path()).unwrap().suite().unwrap().info;
+    assert_eq!((info.plan_dir, info.secrets), (None, Vec::new()));
+    assert_eq!(info.plan_name, "old");
+}
