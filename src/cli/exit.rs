@@ -18,6 +18,19 @@ pub const RUN_FAILED: u8 = 4;
 pub const DATABASE: u8 = 5;
 /// An output file (report, export) could not be written.
 pub const OUTPUT: u8 = 6;
+/// A relative gate compared a run with a baseline run whose settings differ beyond the
+/// axes (an output length, a dataset, a seed…) that `--allow-changed` does not name.
+pub const UNLIKE_BASELINE: u8 = 7;
+
+/// The exit code of a suite's gate verdicts.
+pub fn of_gates(verdict: crate::report::gates::GateVerdict) -> u8 {
+    use crate::report::gates::GateVerdict;
+    match verdict {
+        GateVerdict::Passed => OK,
+        GateVerdict::Failed => GATE_FAILED,
+        GateVerdict::UnlikeBaseline => UNLIKE_BASELINE,
+    }
+}
 /// perfplan itself failed (a bug).
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.

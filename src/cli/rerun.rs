@@ -74,7 +74,7 @@ pub fn run(args: &RerunArgs) -> u8 {
         progress_json: None,
     };
     match runner::run_suite(&plan, &runs, &opts) {
-        Ok(outcome) => super::report::after_run(&outcome.dir, &[], None),
+        Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),
         Err(e) => {
             eprintln!("error: {}", runner::chain(&e));
             exit::of_runner_error(&e)
