@@ -204,3 +204,43 @@ fn a_sharded_duration_only_load_names_its_limit_when_it_runs_out() {
         "{warnings:?}"
     );
 }
+
+/// A warm multi-turn run bounded by its duration primes for that duration too: the
+/// priming pass stops starting conversations when it is over (its turns were counted
+/// against no limit of their own: before, it played 20,000 turns).
+#[test]
+fn a_warm_multi_turn_duration_only_run_primes_for_its_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+[plan]
+name = "multi-turn-duration"
+
+[endpoints.sim]
+base_url = "sim://m"
+
+[endpoints.sim.sim]
+ttft_base = "1ms"
+itl_base = "1ms"
+
+[models.m]
+
+[datasets.c]
+kind = "random_multi_turn"
+turns = 3
+user_tokens = 8
+assistant_tokens = 4
+
+[matrix]
+cache_state = "warm"
+load = { concurrency = 4, duration = "600ms", warmup = 4 }
+"#;
+    let (db, stderr) = run_plan(dir.path(), text);
+    let rows: Vec<Vec<Option<i64>>> = query(
+        &db,
+        "SELECT count(*), max(sent_us) FROM requests WHERE phase = 'priming'",
+    );
+    let (turns, last) = (rows[0][0].unwrap(), rows[0][1].unwrap_or(0));
+    assert!(turns > 10, "{turns} priming turns\n{stderr}");
+    // Conversations started within 600 ms finish their (at most three) turns.
+    assert!(last < 1_500_000, "priming sent its last turn at {last} µs");
+}

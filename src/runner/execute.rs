@@ -244,7 +244,7 @@ pub async fn execute(
             source,
         })?;
     warnings.extend(source.finish_building());
-    warnings.extend(cap_warning(&prepared, &output));
+    warnings.extend(cap_warning(prepared.duration_cap, &source, &output));
     let server_ratio = match &ctx.server {
         Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await?,
         None => None,
@@ -296,10 +296,19 @@ fn planned_total(run: &RunSpec, prepared: &PreparedRun) -> Option<u64> {
     }
 }
 
-/// A sharded duration-only load whose prepared requests ran out before its duration.
-fn cap_warning(prepared: &PreparedRun, output: &RunOutput) -> Option<String> {
-    let cap = prepared.duration_cap?;
-    (!output.stopped_by_duration && !output.cancelled).then(|| {
+/// A sharded duration-only load whose prepared requests (or turns) ran out before its
+/// duration.
+fn cap_warning(
+    cap: Option<usize>,
+    source: &super::traffic::Source,
+    output: &RunOutput,
+) -> Option<String> {
+    let cap = cap?;
+    let ran_out = match source {
+        super::traffic::Source::Conversations(c) => c.used_all_turns(),
+        _ => !output.stopped_by_duration,
+    };
+    (ran_out && !output.cancelled).then(|| {
         format!(
             "request limit reached ({cap} requests for the whole run, this shard sending its \
              share of them): a sharded run builds a duration-only load's requests before it \

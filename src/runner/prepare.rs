@@ -167,7 +167,11 @@ pub fn prepare(
         built_as_sent: None,
         duration_cap,
     };
-    if let Some(special) = super::traffic::prepare(run, &ctx, empty)? {
+    if let Some(mut special) = super::traffic::prepare(run, &ctx, empty)? {
+        // A trace has no limit of its own: it ends with its records.
+        if special.conversation.is_none() {
+            special.duration_cap = None;
+        }
         return Ok(special);
     }
     let builder = BodyBuilder::new(run, base_dir)?;
