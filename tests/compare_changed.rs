@@ -92,7 +92,7 @@ fn a_setting_beyond_the_axes_is_named_and_fails_baseline_gates() {
     // A relative gate against the unlike baseline fails, with its own exit code.
     let gate = ["--gate", "output_tps=>=-50%"];
     let (code, text, _) = compare(&base, &new, &gate);
-    assert_eq!(code, Some(7), "{text}");
+    assert_eq!(code, Some(9), "{text}");
     assert!(
         text.contains("differs beyond the axes (request.output_tokens 16 → 64)")
             && text.contains("--allow-changed request.output_tokens"),
@@ -111,7 +111,7 @@ fn a_setting_beyond_the_axes_is_named_and_fails_baseline_gates() {
         "--gate",
         "output_tps=>=-50%",
     ]);
-    assert_eq!(o.status.code(), Some(7));
+    assert_eq!(o.status.code(), Some(9));
     let again = dir.path().join("again");
     let o = perfplan(&[
         "run",
@@ -125,7 +125,7 @@ fn a_setting_beyond_the_axes_is_named_and_fails_baseline_gates() {
     ]);
     assert_eq!(
         o.status.code(),
-        Some(7),
+        Some(9),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );

@@ -20,7 +20,7 @@ pub const DATABASE: u8 = 5;
 pub const OUTPUT: u8 = 6;
 /// A relative gate compared a run with a baseline run whose settings differ beyond the
 /// axes (an output length, a dataset, a seed…) that `--allow-changed` does not name.
-pub const UNLIKE_BASELINE: u8 = 7;
+pub const UNLIKE_BASELINE: u8 = 9;
 
 /// The exit code of a suite's gate verdicts.
 pub fn of_gates(verdict: crate::report::gates::GateVerdict) -> u8 {
