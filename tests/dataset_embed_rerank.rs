@@ -24,6 +24,7 @@ fn run(tok: &Arc<Tokenizer>, spec: serde_json::Value, count: usize) -> Materiali
         tokenize_prompt: false,
         chat_template: ChatTemplateMode::Auto,
         seed: 3,
+        first: 0,
         count,
         template_kwargs: Default::default(),
     };
@@ -91,6 +92,7 @@ fn rerank_needs_query_tokens() {
         tokenize_prompt: false,
         chat_template: ChatTemplateMode::Auto,
         seed: 1,
+        first: 0,
         count: 1,
         template_kwargs: Default::default(),
     };
@@ -116,6 +118,7 @@ fn embedding_and_rerank_files() {
         tokenize_prompt: false,
         chat_template: ChatTemplateMode::Auto,
         seed: 3,
+        first: 0,
         count,
         template_kwargs: Default::default(),
     };

@@ -35,6 +35,7 @@ fn ctx(
         tokenize_prompt: ids,
         chat_template: ChatTemplateMode::Auto,
         seed: 42,
+        first: 0,
         count,
         template_kwargs: Default::default(),
     }

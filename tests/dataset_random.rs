@@ -35,6 +35,7 @@ fn ctx(tok: &Arc<Tokenizer>, chat: bool, ids: bool, seed: u64, count: usize) -> 
         tokenize_prompt: ids,
         chat_template: ChatTemplateMode::Auto,
         seed,
+        first: 0,
         count,
         template_kwargs: Default::default(),
     }

@@ -66,6 +66,7 @@ fn random_prompts_are_exactly_as_long_by_the_servers_count() {
             tokenize_prompt: false,
             chat_template: ChatTemplateMode::Auto,
             seed: 99,
+            first: 0,
             count: 3,
             template_kwargs: Default::default(),
         };

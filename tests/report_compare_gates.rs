@@ -171,7 +171,7 @@ fn passing_gates_exit_zero() {
         error: None,
     };
     store.finish_run("cache-off-warm-c8", &finish).unwrap();
-    let verdicts = gates::check_suite(&mut store, "report", &[], None, &[]).unwrap();
+    let verdicts = gates::check_suite(&mut store, "report", &[], None).unwrap();
     assert_eq!(verdicts.len(), 2 * report_support::points().len());
     assert!(gates::all_passed(&verdicts), "{verdicts:?}");
     drop(store);
@@ -211,8 +211,7 @@ fn compare_and_gate_markdown_snapshots() {
         &mut slow,
         "compare",
         &["output_tps=>=-5%".into()],
-        Some(&base),
-        &[],
+        Some(gates::BaselineSuite::new(&base)),
     )
     .unwrap();
     let md = gates::render(&verdicts, perfplan::report::Format::Md, Default::default());

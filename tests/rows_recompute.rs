@@ -135,9 +135,11 @@ fn sla_search_steps_from_rows_equal_their_probes_live_metrics_under_every_defini
         "server_cache_hit_ratio",
         "planned_prefix_share",
     ];
+    // The plan's faults fail some requests: the search's success floor is lowered so
+    // that both probes pass and are pooled.
     for defs in DEFINITIONS {
         let dir = tempfile::tempdir().unwrap();
-        let search = r#"{ search = "concurrency", slo = { ttft_p99 = "<= 10s" }, min = 1, max = 2, requests_per_step = 12, trials = 1 }"#;
+        let search = r#"{ search = "concurrency", slo = { ttft_p99 = "<= 10s", success_ratio = ">= 0" }, min = 1, max = 2, requests_per_step = 12, trials = 1 }"#;
         let plan = write(dir.path(), &plan(defs, search));
         let out = dir.path().join("out");
         ok(&perfplan(&["run", &plan, "--out", out.to_str().unwrap()]));

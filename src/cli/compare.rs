@@ -39,6 +39,11 @@ pub struct CompareArgs {
     /// An extra gate, METRIC=CONDITION; relative ones (`>= -5%`) compare with BASE; repeatable.
     #[arg(long = "gate", value_name = "METRIC=CONDITION")]
     pub gates: Vec<String>,
+    /// A setting matched runs may differ in without failing relative gates (a path as
+    /// `compare` lists it, `request.output_tokens`, a table above it, `dataset`, or its
+    /// last part, `output_tokens`); comma-separated or repeated.
+    #[arg(long = "allow-changed", value_name = "SETTING", value_delimiter = ',')]
+    pub allow_changed: Vec<String>,
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = BootstrapOptions::default().seed)]
     pub seed: u64,
@@ -50,7 +55,7 @@ pub struct CompareArgs {
     pub out: Option<PathBuf>,
 }
 
-fn compare_suites(args: &CompareArgs) -> Result<bool, ReportError> {
+fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError> {
     let base = Store::open(&args.base)?;
     let mut new = Store::open(&args.new)?;
     let opts = CompareOptions {
@@ -61,9 +66,15 @@ fn compare_suites(args: &CompareArgs) -> Result<bool, ReportError> {
             resamples: args.resamples,
             ..BootstrapOptions::default()
         },
+        allow_changed: args.allow_changed.clone(),
     };
     let comparison = compare::compare(&base, &new, &opts)?;
-    let verdicts = gates::evaluate_suite(&new, &args.gates, Some(&base), &args.ignore)?;
+    let baseline = gates::BaselineSuite {
+        store: &base,
+        ignore: &args.ignore,
+        allow_changed: &args.allow_changed,
+    };
+    let verdicts = gates::evaluate_suite(&new, &args.gates, Some(baseline))?;
     if let Err(e) = new.write_gate_results("compare", &gates::to_records(&verdicts)) {
         eprintln!("warning: gate verdicts not stored in the database");
         print_error(&e);
@@ -93,14 +104,13 @@ fn compare_suites(args: &CompareArgs) -> Result<bool, ReportError> {
         }
     }
     write_out(args.out.as_deref(), &text)?;
-    Ok(gates::all_passed(&verdicts))
+    Ok(gates::verdict_of(&verdicts))
 }
 
 /// Runs `perfplan compare`; returns the exit code.
 pub fn run(args: CompareArgs) -> u8 {
     match compare_suites(&args) {
-        Ok(true) => exit::OK,
-        Ok(false) => exit::GATE_FAILED,
+        Ok(verdict) => exit::of_gates(verdict),
         Err(e) => {
             print_error(&e);
             code_of(&e)

@@ -25,6 +25,19 @@ pub const OUTPUT: u8 = 6;
 pub const STORE_WRITE: u8 = 7;
 /// The requests sent, the rows stored and the run's totals disagree: rows are missing.
 pub const ROW_COUNT: u8 = 8;
+/// A relative gate compared a run with a baseline run whose settings differ beyond the
+/// axes (an output length, a dataset, a seed…) that `--allow-changed` does not name.
+pub const UNLIKE_BASELINE: u8 = 9;
+
+/// The exit code of a suite's gate verdicts.
+pub fn of_gates(verdict: crate::report::gates::GateVerdict) -> u8 {
+    use crate::report::gates::GateVerdict;
+    match verdict {
+        GateVerdict::Passed => OK,
+        GateVerdict::Failed => GATE_FAILED,
+        GateVerdict::UnlikeBaseline => UNLIKE_BASELINE,
+    }
+}
 /// perfplan itself failed (a bug).
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.

@@ -41,7 +41,7 @@ pub fn run(args: &MergeArgs) -> u8 {
     );
     match outcome.db.parent() {
         Some(dir) if outcome.db.file_name().is_some_and(|n| n == DB_FILE) => {
-            super::report::after_run(dir, &[], None)
+            super::report::after_run(dir, &[], None, &[])
         }
         _ => {
             eprintln!("see `perfplan report {}`", outcome.db.display());

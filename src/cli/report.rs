@@ -60,6 +60,10 @@ pub struct ReportArgs {
     /// Axes left out when matching runs with the baseline; repeatable.
     #[arg(long)]
     pub ignore: Vec<String>,
+    /// A setting runs may differ in from their baseline run without failing relative
+    /// gates (see `perfplan compare --allow-changed`); comma-separated or repeated.
+    #[arg(long = "allow-changed", value_name = "SETTING", value_delimiter = ',')]
+    pub allow_changed: Vec<String>,
 }
 
 /// Prints an error with its whole chain to standard error.
@@ -92,10 +96,15 @@ pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportErro
     }
 }
 
-fn report(args: &ReportArgs) -> Result<bool, ReportError> {
+fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     let mut store = Store::open(&args.db)?;
     let baseline = args.baseline.as_deref().map(Store::open).transpose()?;
-    let verdicts = gates::evaluate_suite(&store, &args.gates, baseline.as_ref(), &args.ignore)?;
+    let baseline = baseline.as_ref().map(|b| gates::BaselineSuite {
+        store: b,
+        ignore: &args.ignore,
+        allow_changed: &args.allow_changed,
+    });
+    let verdicts = gates::evaluate_suite(&store, &args.gates, baseline)?;
     if let Err(e) = store.write_gate_results("report", &gates::to_records(&verdicts)) {
         eprintln!("warning: gate verdicts not stored in the database");
         print_error(&e);
@@ -125,14 +134,13 @@ fn report(args: &ReportArgs) -> Result<bool, ReportError> {
             eprint!("{gate_text}");
         }
     }
-    Ok(gates::all_passed(&verdicts))
+    Ok(gates::verdict_of(&verdicts))
 }
 
 /// Runs `perfplan report`; returns the exit code.
 pub fn run(args: ReportArgs) -> u8 {
     match report(&args) {
-        Ok(true) => exit::OK,
-        Ok(false) => exit::GATE_FAILED,
+        Ok(verdict) => exit::of_gates(verdict),
         Err(e) => {
             print_error(&e);
             code_of(&e)
@@ -143,10 +151,14 @@ pub fn run(args: ReportArgs) -> u8 {
 /// After `perfplan run` (and `merge`, `rerun`): the summary table and the gates' verdicts
 /// (stored) on stdout and appended to `perfplan.log`, `report.md` and `report.html` next
 /// to the database. Returns the exit code.
-pub fn after_run(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> u8 {
-    match after_run_inner(dir, gates_cli, baseline) {
-        Ok(true) => exit::OK,
-        Ok(false) => exit::GATE_FAILED,
+pub fn after_run(
+    dir: &Path,
+    gates_cli: &[String],
+    baseline: Option<&Path>,
+    allow_changed: &[String],
+) -> u8 {
+    match after_run_inner(dir, gates_cli, baseline, allow_changed) {
+        Ok(verdict) => exit::of_gates(verdict),
         Err(e) => {
             print_error(&e);
             code_of(&e)
@@ -176,10 +188,16 @@ fn after_run_inner(
     dir: &Path,
     gates_cli: &[String],
     baseline: Option<&Path>,
-) -> Result<bool, ReportError> {
+    allow_changed: &[String],
+) -> Result<gates::GateVerdict, ReportError> {
     let mut store = Store::open(dir)?;
     let baseline = baseline.map(Store::open).transpose()?;
-    let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline.as_ref(), &[])?;
+    let baseline = baseline.as_ref().map(|b| gates::BaselineSuite {
+        store: b,
+        ignore: &[],
+        allow_changed,
+    });
+    let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline)?;
     let final_tables = |style: TableStyle| -> Result<String, ReportError> {
         let mut text = report::render(&store, Format::Table, &Layout::default(), style, &verdicts)?;
         if !verdicts.is_empty() {
@@ -204,5 +222,5 @@ fn after_run_inner(
         dir,
         &format!("{}{wrote}\n", final_tables(TableStyle::default())?),
     );
-    Ok(gates::all_passed(&verdicts))
+    Ok(gates::verdict_of(&verdicts))
 }

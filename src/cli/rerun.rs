@@ -11,7 +11,7 @@ use super::exit;
 use super::plan_args;
 use crate::plan::{load_plan, process_env, LoadOptions};
 use crate::runner::{self, RunOptions};
-use crate::store::{GitInfo, HostFacts, Store, SuiteRow};
+use crate::store::{GitInfo, HostFacts, Store, StoredSecret, SuiteInfo, SuiteRow};
 
 #[derive(Debug, Args)]
 pub struct RerunArgs {
@@ -31,19 +31,19 @@ pub fn run(args: &RerunArgs) -> u8 {
         }
     };
     let info = &suite.info;
-    let plan_path = PathBuf::from(
-        info.plan_path
-            .clone()
-            .unwrap_or_else(|| format!("{}.toml", info.plan_name)),
-    );
-    let mut files = BTreeMap::new();
-    files.insert(plan_path.display().to_string(), info.plan_text.clone());
-    for (path, text) in &info.imports {
-        files.insert(path.clone(), text.clone());
+    if let Some(message) = missing_secrets(&info.secrets, &process_env) {
+        eprint!("{message}");
+        return exit::INVALID;
     }
+    let (plan_path, files) = stored_files(info);
+    let sets: Vec<String> = info
+        .set_overrides
+        .iter()
+        .map(|s| with_secrets(s, &info.secrets, &process_env))
+        .collect();
     let opts = LoadOptions {
         files: Some(&files),
-        ..LoadOptions::new(info.set_overrides.clone(), &process_env)
+        ..LoadOptions::new(sets, &process_env)
     };
     let plan = match load_plan(&plan_path, &opts) {
         Ok(p) => p,
@@ -74,12 +74,87 @@ pub fn run(args: &RerunArgs) -> u8 {
         progress_json: None,
     };
     match runner::run_suite(&plan, &runs, &opts) {
-        Ok(outcome) => super::report::after_run(&outcome.dir, &[], None),
+        Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));
             exit::of_runner_error(&e)
         }
     }
+}
+
+/// What `rerun` needs from the environment and does not find: the variables the suite's
+/// literal secrets were stored as. `None` when every one is set.
+pub fn missing_secrets(
+    secrets: &[StoredSecret],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let missing: Vec<&StoredSecret> = secrets
+        .iter()
+        .filter(|s| env(&s.variable).is_none())
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "error: the suite's plan held secret header values written into it; perfplan stored \
+         them as environment variables, never as values, so rerun needs them from the \
+         environment:\n",
+    );
+    for s in missing {
+        out.push_str(&format!(
+            "  header `{}` of endpoint `{}`: set {}\n",
+            s.header, s.endpoint, s.variable
+        ));
+    }
+    Some(out)
+}
+
+/// A stored `--set` with the suite's secret variables filled from the environment
+/// (`--set` values are not interpolated, so they are filled here).
+fn with_secrets(
+    set: &str,
+    secrets: &[StoredSecret],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> String {
+    let mut out = set.to_string();
+    for s in secrets {
+        let reference = format!("${{{}}}", s.variable);
+        if let (true, Some(value)) = (out.contains(&reference), env(&s.variable)) {
+            out = out.replace(&reference, &value);
+        }
+    }
+    out
+}
+
+/// The plan's path and the stored texts by the paths the loader will ask for. With the
+/// plan's folder recorded (and still there), the plan is loaded from it, so that its
+/// relative paths (imports, datasets, tokenizers, `@file` texts) resolve as when it ran,
+/// from any working directory; older suites load from the path as given then.
+pub fn stored_files(info: &SuiteInfo) -> (PathBuf, BTreeMap<String, String>) {
+    let given = PathBuf::from(
+        info.plan_path
+            .clone()
+            .unwrap_or_else(|| format!("{}.toml", info.plan_name)),
+    );
+    let dir = info
+        .plan_dir
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir());
+    let given_dir = given.parent().unwrap_or(Path::new("")).to_path_buf();
+    let moved = |p: &Path| -> PathBuf {
+        match (&dir, p.strip_prefix(&given_dir)) {
+            (Some(d), Ok(rel)) => d.join(rel),
+            _ => p.to_path_buf(),
+        }
+    };
+    let plan_path = moved(&given);
+    let mut files = BTreeMap::new();
+    files.insert(plan_path.display().to_string(), info.plan_text.clone());
+    for (path, text) in &info.imports {
+        files.insert(moved(Path::new(path)).display().to_string(), text.clone());
+    }
+    (plan_path, files)
 }
 
 /// Where this machine and checkout differ from what the suite recorded.
@@ -119,9 +194,16 @@ pub fn differences(suite: &SuiteRow, plan_dir: &Path) -> Vec<String> {
         }
         _ => {}
     }
-    out.push(
-        "datasets, tokenizers and prefix files are read again from disk; they were not stored"
-            .to_string(),
-    );
+    let from = if plan_dir.is_absolute() {
+        format!(
+            " (relative paths from {}, the plan's folder)",
+            plan_dir.display()
+        )
+    } else {
+        String::new()
+    };
+    out.push(format!(
+        "datasets, tokenizers and prefix files are read again from disk; they were not stored{from}"
+    ));
     out
 }

@@ -33,6 +33,10 @@ pub struct RunArgs {
     /// A baseline suite for relative gates (`output_tps = ">= -5%"`): a database or output folder.
     #[arg(long, value_name = "DB")]
     pub baseline: Option<PathBuf>,
+    /// A setting runs may differ in from their `--baseline` run without failing relative
+    /// gates (see `perfplan compare --allow-changed`); comma-separated or repeated.
+    #[arg(long = "allow-changed", value_name = "SETTING", value_delimiter = ',')]
+    pub allow_changed: Vec<String>,
     /// Run `perfplan check` first and stop if it finds a failure.
     #[arg(long)]
     pub check: bool,
@@ -96,7 +100,12 @@ pub fn run(args: &RunArgs) -> u8 {
     );
     eprintln!("{line}");
     super::report::append_log(&outcome.dir, &format!("{line}\n"));
-    let code = super::report::after_run(&outcome.dir, &args.gates, args.baseline.as_deref());
+    let code = super::report::after_run(
+        &outcome.dir,
+        &args.gates,
+        args.baseline.as_deref(),
+        &args.allow_changed,
+    );
     let code = super::shard::gate_code(args, code);
     if outcome.interrupted {
         return exit::INTERRUPTED;

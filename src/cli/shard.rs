@@ -41,7 +41,7 @@ pub fn usable(args: &RunArgs, runs: &[RunSpec]) -> bool {
 
 /// A shard's gates judge only its share: their failure is a note, not exit 1.
 pub fn gate_code(args: &RunArgs, code: u8) -> u8 {
-    if args.shard.is_some() && code == exit::GATE_FAILED {
+    if args.shard.is_some() && (code == exit::GATE_FAILED || code == exit::UNLIKE_BASELINE) {
         eprintln!(
             "note: gates judge this shard's share only; run `perfplan merge` and judge the merged suite"
         );

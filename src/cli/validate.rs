@@ -24,5 +24,15 @@ pub fn run(args: &ValidateArgs) -> u8 {
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     );
+    for run in &runs {
+        if let Some(floor) = crate::planner::search::success_floor(&run.settings.load) {
+            println!(
+                "note: run #{} ({}) searches with the success floor {}",
+                run.ordinal,
+                run.id,
+                floor.describe()
+            );
+        }
+    }
     exit::OK
 }

@@ -45,7 +45,8 @@ pub(crate) fn embedding(
     }
     let batch = spec.batch_size.unwrap_or(1).max(1) as usize;
     let order = seeded_order(inputs.len(), ctx.seed);
-    let items = (0..ctx.count)
+    let items = ctx
+        .range()
         .map(|i| {
             let texts: Vec<String> = (0..batch)
                 .map(|j| inputs[order[(i * batch + j) % order.len()]].clone())
@@ -56,7 +57,7 @@ pub(crate) fn embedding(
     Ok(finish(
         items,
         inputs.len(),
-        ctx.count * batch > inputs.len(),
+        ctx.end() * batch > inputs.len(),
         &path,
     ))
 }
@@ -96,7 +97,8 @@ pub(crate) fn rerank(
         return Err(DatasetError::Empty { path });
     }
     let order = seeded_order(pairs.len(), ctx.seed);
-    let items = (0..ctx.count)
+    let items = ctx
+        .range()
         .map(|i| {
             let (query, documents) = pairs[order[i % order.len()]].clone();
             let mut texts = vec![query.clone()];
@@ -104,7 +106,7 @@ pub(crate) fn rerank(
             item(ctx, Prompt::Rerank { query, documents }, &texts)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(finish(items, pairs.len(), ctx.count > pairs.len(), &path))
+    Ok(finish(items, pairs.len(), ctx.end() > pairs.len(), &path))
 }
 
 fn parse(path: &std::path::Path, line: usize, raw: &str) -> Result<Value, DatasetError> {

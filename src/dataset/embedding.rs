@@ -21,7 +21,7 @@ pub(crate) fn random(
     let batch = batch_size(spec)?;
     let tok = ctx.tokenizer.as_deref();
     let mut items = Vec::with_capacity(ctx.count);
-    for i in 0..ctx.count {
+    for i in ctx.range() {
         let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ (i as u64).wrapping_mul(0x9e37_79b9));
         let mut inputs = Vec::with_capacity(batch);
         let mut total: Option<u32> = Some(0);

@@ -72,7 +72,7 @@ pub(crate) fn random(
     let format = image_format(spec)?;
     let n = per_request(spec);
     let mut items = Vec::with_capacity(ctx.count);
-    for i in 0..ctx.count {
+    for i in ctx.range() {
         let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ (i as u64).wrapping_mul(0x2545_f491));
         let (text, tokens) = caption(spec, ctx, &mut rng)?;
         let mut urls = Vec::with_capacity(n);
@@ -179,7 +179,7 @@ pub(crate) fn files(
     }
     let n = per_request(spec);
     let mut items = Vec::with_capacity(ctx.count);
-    for i in 0..ctx.count {
+    for i in ctx.range() {
         let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ i as u64);
         let mut urls = Vec::with_capacity(n);
         let mut text = None;
@@ -202,12 +202,12 @@ pub(crate) fn files(
     }
     let mut out = done(items);
     out.stats.source_prompts = list.len();
-    if ctx.count * n > list.len() {
+    if ctx.end() * n > list.len() {
         out.warnings.push(format!(
             "{} holds {} images; the run sends {}: images repeat",
             path.display(),
             list.len(),
-            ctx.count * n
+            ctx.end() * n
         ));
     }
     Ok(out)

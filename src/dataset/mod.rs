@@ -20,6 +20,7 @@ mod select;
 mod sharegpt;
 mod source;
 mod split;
+mod stream;
 // Issue 7: the traffic kinds.
 mod embedding;
 pub mod image_codec;
@@ -40,6 +41,7 @@ use crate::plan::spec::{ChatTemplateMode, DatasetKind, DatasetSpec};
 use crate::tokenize::{TokenizeError, Tokenizer};
 
 pub use crate::plan::dataset_keys::{keys_for, misplaced_keys};
+pub use stream::PromptStream;
 
 /// What a dataset needs to know about the run it feeds.
 #[derive(Debug, Clone, Default)]
@@ -58,6 +60,9 @@ pub struct DatasetContext {
     /// Already mixed by the planner: identical for runs that differ only by endpoint and for
     /// a warm run's priming pass.
     pub seed: u64,
+    /// The first item to build: `materialize` builds items `first .. first + count`, each
+    /// the same whatever `first` and `count` are (see `PromptStream`).
+    pub first: usize,
     /// Requests needed.
     pub count: usize,
     /// Extra chat-template variables, as the run sends them in `chat_template_kwargs`
@@ -148,7 +153,19 @@ pub enum DatasetError {
     Tokenize(#[from] TokenizeError),
 }
 
-/// Builds the `ctx.count` prompts of one run from `spec`.
+impl DatasetContext {
+    /// The items to build: `first .. first + count`.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.first..self.first.saturating_add(self.count)
+    }
+
+    /// One past the last item built.
+    pub fn end(&self) -> usize {
+        self.first.saturating_add(self.count)
+    }
+}
+
+/// Builds the `ctx.count` prompts of one run from `spec`, from item `ctx.first` on.
 pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materialized, DatasetError> {
     if let Some(key) = misplaced_keys(spec).first() {
         return Err(DatasetError::Invalid(format!(

@@ -57,7 +57,7 @@ pub(crate) fn materialize(
         let target = draw_len(input, &mut rng);
         texts.one_prompt(target, &mut rng)
     };
-    let items = in_parallel(ctx.count, build)?;
+    let items = in_parallel(ctx.range(), build)?;
     let mut stats = DatasetStats {
         distinct_prompts: items.len(),
         ..DatasetStats::default()
@@ -120,24 +120,28 @@ fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetEr
     }
 }
 
-/// `build(0..count)` in order, spread over the machine's cores (each request has its own
+/// `build(range)` in order, spread over the machine's cores (each request has its own
 /// random stream, so the result does not depend on the number of threads).
-pub(crate) fn in_parallel<T, F>(count: usize, build: F) -> Result<Vec<T>, DatasetError>
+pub(crate) fn in_parallel<T, F>(
+    range: std::ops::Range<usize>,
+    build: F,
+) -> Result<Vec<T>, DatasetError>
 where
     T: Send,
     F: Fn(usize) -> Result<T, DatasetError> + Sync,
 {
+    let (first, count) = (range.start, range.len());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(MAX_THREADS).min(count / MIN_PER_THREAD).max(1);
     if threads == 1 {
-        return (0..count).map(&build).collect();
+        return range.map(&build).collect();
     }
     let per = count.div_ceil(threads);
     let build = &build;
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(threads);
         for t in 0..threads {
-            let range = (t * per)..((t + 1) * per).min(count);
+            let range = (first + t * per)..(first + ((t + 1) * per).min(count));
             let handle = std::thread::Builder::new()
                 .name(format!("perfplan-dataset-{t}"))
                 .spawn_scoped(scope, move || {

@@ -33,7 +33,7 @@ pub(crate) fn embedding(
     }
     let batch = spec.batch_size.unwrap_or(1).max(1);
     let texts = RandomText::plain(&measure, word_pool(tok)?)?;
-    let items = in_parallel(ctx.count, |index| {
+    let items = in_parallel(ctx.range(), |index| {
         let mut rng = request_rng(ctx.seed, index);
         let lengths: Vec<TokenRange> = vec![input; batch as usize];
         let (inputs, target, client) = draw_texts(&texts, &lengths, &mut rng)?;
@@ -61,7 +61,7 @@ pub(crate) fn rerank(
     }
     let documents = spec.num_documents.unwrap_or(DEFAULT_DOCUMENTS).max(1) as usize;
     let texts = RandomText::plain(&measure, word_pool(tok)?)?;
-    let items = in_parallel(ctx.count, |index| {
+    let items = in_parallel(ctx.range(), |index| {
         let mut rng = request_rng(ctx.seed, index);
         let query = draw_len(query, &mut rng);
         let document = ((f64::from(query) * ratio).round() as u32).max(1);

@@ -32,7 +32,7 @@ pub(crate) fn random(
     let docs = spec.num_documents.unwrap_or(DEFAULT_DOCUMENTS).max(1);
     let tok = ctx.tokenizer.as_deref();
     let mut items = Vec::with_capacity(ctx.count);
-    for i in 0..ctx.count {
+    for i in ctx.range() {
         let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ (i as u64).wrapping_mul(0x51_7cc1_b727));
         let query_len = draw_len(query_tokens, &mut rng).max(1);
         let doc_tokens = ((f64::from(query_len) * ratio).round() as u32).max(1);

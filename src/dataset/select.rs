@@ -51,7 +51,7 @@ pub(crate) fn materialize(
     let mut filtered_out = 0;
     let mut body_seen = false;
     for index in order {
-        if accepted.len() >= ctx.count {
+        if accepted.len() >= ctx.end() {
             break;
         }
         let candidate = &set.candidates[index];
@@ -69,11 +69,11 @@ pub(crate) fn materialize(
         });
     }
     let distinct_prompts = accepted.len();
-    if set.warn_on_cycle && distinct_prompts < ctx.count {
+    if set.warn_on_cycle && distinct_prompts < ctx.end() {
         warnings.push(format!(
             "{} gives {distinct_prompts} usable prompts for {} requests: prompts repeat",
             set.path.display(),
-            ctx.count
+            ctx.end()
         ));
     }
     if body_seen && measure.mode() == Mode::TokenIds {
@@ -88,18 +88,20 @@ pub(crate) fn materialize(
         distinct_prompts,
         ..DatasetStats::default()
     };
-    Ok(cycle_to(accepted, ctx.count, stats, warnings))
+    Ok(cycle_to(accepted, ctx.range(), stats, warnings))
 }
 
-/// `count` items cycling through `accepted`, with the miss statistics filled in.
+/// Items `range` of the endless cycle through `accepted`, with the miss statistics filled in.
 fn cycle_to(
     accepted: Vec<PromptItem>,
-    count: usize,
+    range: std::ops::Range<usize>,
     mut stats: DatasetStats,
     warnings: Vec<String>,
 ) -> Materialized {
-    let mut items = Vec::with_capacity(count);
-    items.extend(accepted.iter().cycle().take(count).cloned());
+    let mut items = Vec::with_capacity(range.len());
+    if !accepted.is_empty() {
+        items.extend(range.map(|i| accepted[i % accepted.len()].clone()));
+    }
     record_misses(&items, &mut stats);
     Materialized {
         items,

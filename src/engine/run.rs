@@ -207,8 +207,9 @@ impl<'a> Driver<'a> {
             self.wake = None;
             match source.next() {
                 Next::Request(req) => {
-                    if self.stop_at.is_none() && req.phase == Phase::Measured {
-                        // Warmup does not use the budget (as EvalScope's `--duration`).
+                    if self.stop_at.is_none() && req.phase != Phase::Warmup {
+                        // Warmup does not use the budget (as EvalScope's `--duration`); a
+                        // priming pass given a duration counts from its first request.
                         self.stop_at = self.duration.map(|d| t0 + intended + d);
                     }
                     self.start(req, intended);

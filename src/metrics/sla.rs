@@ -190,6 +190,58 @@ pub fn parse_slo<'a>(
     Ok(out)
 }
 
+/// The success floor of a search whose `slo` sets no `success_ratio`: every measured
+/// request of a probe must succeed (as EvalScope requires). Failed requests are left out
+/// of the timing distributions, so without a floor a probe whose requests failed could
+/// pass on the latencies of the few that succeeded.
+pub const DEFAULT_SUCCESS_FLOOR: &str = ">= 1.0";
+
+/// The success condition a search applies, and whether it is the default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuccessFloor {
+    pub condition: Condition,
+    /// `true`: the `slo` set no `success_ratio`, so [`DEFAULT_SUCCESS_FLOOR`] applies.
+    pub default: bool,
+}
+
+impl SuccessFloor {
+    /// `success_ratio >= 1.0 (the default: …)` or `success_ratio >= 0.99 (from slo)`.
+    pub fn describe(&self) -> String {
+        let how = if self.default {
+            "the default: every measured request must succeed; set `success_ratio` in the \
+             search's `slo` (e.g. \">= 0.99\") to allow failures"
+        } else {
+            "from the search's `slo`"
+        };
+        format!("success_ratio {} ({how})", self.condition.text)
+    }
+}
+
+/// A search's limit conditions with its success floor: the `slo`'s own `success_ratio`
+/// condition when it has one, else the default floor, checked before the others (a
+/// probe with failures fails on them first).
+pub fn with_success_floor(mut conds: Vec<Condition>) -> (Vec<Condition>, SuccessFloor) {
+    if let Some(own) = conds.iter().find(|c| c.metric == "success_ratio") {
+        let floor = SuccessFloor {
+            condition: own.clone(),
+            default: false,
+        };
+        return (conds, floor);
+    }
+    let condition = Condition {
+        metric: "success_ratio".into(),
+        op: super::condition::Op::Ge,
+        threshold: super::condition::Threshold::Absolute(1.0),
+        text: DEFAULT_SUCCESS_FLOOR.into(),
+    };
+    conds.insert(0, condition.clone());
+    let floor = SuccessFloor {
+        condition,
+        default: true,
+    };
+    (conds, floor)
+}
+
 /// A probe's verdict: whether every condition held, and the first that did not.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {

@@ -113,6 +113,40 @@ fn verdict_names_the_failed_metric() {
     assert!(parse_slo(&rel).is_err());
 }
 
+#[test]
+fn a_search_without_a_success_condition_gets_the_default_floor_first() {
+    let slo: BTreeMap<String, String> = [("ttft_p99".to_string(), "<= 2s".to_string())].into();
+    let (conds, floor) = with_success_floor(parse_slo(&slo).unwrap());
+    assert!(floor.default);
+    assert_eq!(conds[0].metric, "success_ratio");
+    assert!(floor
+        .describe()
+        .starts_with("success_ratio >= 1.0 (the default"));
+    let mut values: BTreeMap<String, Option<f64>> = BTreeMap::new();
+    values.insert("ttft_p99".into(), Some(10.0));
+    values.insert("success_ratio".into(), Some(0.9));
+    let v = verdict(&values, &conds);
+    assert_eq!(v.failed_metric.as_deref(), Some("success_ratio"), "{v:?}");
+    assert_eq!(
+        v.detail.as_deref(),
+        Some("success_ratio = 0.900 (needs >= 1.0)")
+    );
+    // The plan's own success condition replaces the default.
+    let own: BTreeMap<String, String> = [
+        ("success_ratio".to_string(), ">= 0.8".to_string()),
+        ("ttft_p99".to_string(), "<= 2s".to_string()),
+    ]
+    .into();
+    let (conds, floor) = with_success_floor(parse_slo(&own).unwrap());
+    assert!(!floor.default);
+    assert_eq!(conds.len(), 2);
+    assert!(verdict(&values, &conds).passed);
+    assert_eq!(
+        floor.describe(),
+        "success_ratio >= 0.8 (from the search's `slo`)"
+    );
+}
+
 fn rec(sent_ms: u64, ttft_ms: u64, end_ms: u64) -> RequestRecord {
     let ms = Duration::from_millis;
     RequestRecord {

@@ -28,10 +28,13 @@ pub struct Source {
     pub text: String,
 }
 
-/// Every text that went into a plan, so diagnostics can show their lines.
+/// Every text that went into a plan, so diagnostics can show their lines (literal
+/// secrets masked, see `plan::secrets`).
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
     pub files: Vec<Source>,
+    /// Hides the plan's secret values in every rendered diagnostic.
+    pub redactor: crate::secrets::Redactor,
 }
 
 impl Sources {
@@ -143,7 +146,7 @@ impl Diagnostic {
         if let Some(help) = &self.help {
             let _ = writeln!(out, "   = help: {help}");
         }
-        out
+        sources.redactor.redact(&out).into_owned()
     }
 }
 

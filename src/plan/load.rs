@@ -55,18 +55,33 @@ pub struct LoadedPlan {
     pub base_dir: PathBuf,
     /// The `--set` overrides as given.
     pub sets: Vec<String>,
+    /// The plan's secret headers: literal ones, and every value for redaction.
+    pub secrets: super::secrets::PlanSecrets,
 }
 
 impl LoadedPlan {
-    /// The texts of the plan file and its imports (not the `--set` pseudo-files).
+    /// The texts of the plan file and its imports (not the `--set` pseudo-files) as they
+    /// are stored: literal secrets written as `${PERFPLAN_SECRET_…}`.
     pub fn file_texts(&self) -> Vec<(String, String)> {
-        self.report
-            .sources
-            .files
-            .iter()
-            .filter(|s| s.name != "--set")
-            .map(|s| (s.name.clone(), s.text.clone()))
+        self.stored_sources()
+            .filter(|(name, _)| name != "--set")
             .collect()
+    }
+
+    /// The `--set` overrides as they are stored: literal secrets written as
+    /// `${PERFPLAN_SECRET_…}` (`rerun` resolves them from the environment).
+    pub fn stored_sets(&self) -> Vec<String> {
+        self.stored_sources()
+            .filter(|(name, _)| name == "--set")
+            .map(|(_, text)| text)
+            .collect()
+    }
+
+    fn stored_sources(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.report.sources.files.iter().enumerate().map(|(i, s)| {
+            let text = self.secrets.stored.get(i).unwrap_or(&s.text);
+            (s.name.clone(), text.clone())
+        })
     }
 
     /// Where a path of the plan is written, for diagnostics found after loading.
@@ -84,7 +99,7 @@ pub fn plan_schema() -> Value {
 pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Report> {
     let mut report = Report::default();
     let tree = read_tree(path, opts, &mut report);
-    let Some(tree) = tree.filter(|_| !report.has_errors()) else {
+    let Some((tree, secrets)) = tree.filter(|_| !report.has_errors()) else {
         return Err(report);
     };
     let spec = match deserialize(&tree) {
@@ -113,10 +128,15 @@ pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Repo
         path: path.to_path_buf(),
         base_dir,
         sets: opts.sets.clone(),
+        secrets,
     })
 }
 
-fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option<Node> {
+fn read_tree(
+    path: &Path,
+    opts: &LoadOptions<'_>,
+    report: &mut Report,
+) -> Option<(Node, super::secrets::PlanSecrets)> {
     let mut diags = Vec::new();
     let tree = read_file(path, opts, &mut report.sources, &mut diags, 0);
     report.diagnostics.append(&mut diags);
@@ -130,12 +150,16 @@ fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option
             report.diagnostics.push(d);
         }
     }
+    // Literal secrets: stored as `${VAR}`, masked in every diagnostic from here on.
+    let secrets = super::secrets::PlanSecrets::find(&tree, &report.sources);
+    secrets.mask(&mut report.sources);
+    report.diagnostics.extend(secrets.warnings());
     if report.has_errors() {
         return None;
     }
     report.diagnostics.extend(validate::check(&schema, &tree));
     report.diagnostics.extend(semantic::check_refs(&tree));
-    Some(tree)
+    Some((tree, secrets))
 }
 
 fn read_file(

@@ -19,6 +19,7 @@ pub mod interp;
 pub mod load;
 pub mod node;
 pub mod ranges;
+pub mod secrets;
 pub mod semantic;
 pub mod set;
 pub mod toml_src;

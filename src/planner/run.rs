@@ -65,7 +65,7 @@ impl RunSpec {
         {
             for (name, v) in headers.iter_mut() {
                 if is_secret_header(name) {
-                    *v = Value::String("<redacted>".into());
+                    *v = Value::String(crate::secrets::REDACTED.into());
                 }
             }
         }

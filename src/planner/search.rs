@@ -267,6 +267,14 @@ pub fn probe_run(search: &RunSpec, value: f64, trial: u32) -> Option<RunSpec> {
     })
 }
 
+/// The success floor a search applies (its `slo`'s `success_ratio`, or the default);
+/// `None` for a load that is not a valid search.
+pub fn success_floor(load: &LoadSpec) -> Option<crate::metrics::sla::SuccessFloor> {
+    load.search?;
+    let (_, limits) = crate::metrics::sla_objective::split_slo(&load.slo).ok()?;
+    Some(crate::metrics::sla::with_success_floor(limits).1)
+}
+
 /// Trials per probed value.
 pub fn trials(load: &LoadSpec) -> u32 {
     load.trials.unwrap_or(1).max(1)

@@ -1,13 +1,15 @@
 //! Two suites side by side: runs matched by their axis values (never by position;
 //! ignored axes left out of the match), metrics with absolute and relative deltas,
 //! and a seeded bootstrap verdict on whether each delta is beyond noise. Runs on one
-//! side only are listed, not dropped.
+//! side only are listed, not dropped; a matched pair whose settings differ beyond its
+//! axes says so with each setting and both values (see `changed`).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
 use super::bootstrap::{diff_interval, supports, BootstrapOptions, Interval, Sample};
+use super::changed::{changed_settings, ChangedSetting};
 pub use super::compare_render::render;
 use super::pivot::Labels;
 use super::{unknown_metric, ReportData, ReportError, DEFAULT_METRICS};
@@ -23,6 +25,8 @@ pub struct CompareOptions {
     /// Metrics compared (default: the new suite's `[report]` metrics, else the defaults).
     pub metrics: Vec<String>,
     pub bootstrap: BootstrapOptions,
+    /// Settings allowed to differ between matched runs (`--allow-changed`).
+    pub allow_changed: Vec<String>,
 }
 
 /// One metric of one matched pair.
@@ -49,6 +53,16 @@ pub struct PairDelta {
     pub base: StoredRun,
     pub new: StoredRun,
     pub deltas: Vec<MetricDelta>,
+    /// Settings the two runs differ in beyond their axes.
+    pub changed: Vec<ChangedSetting>,
+}
+
+impl PairDelta {
+    /// The changes that make this pair compare unlike runs (not endpoint settings, not
+    /// allowed).
+    pub fn unlike<'a>(&'a self, allow: &[String]) -> Vec<&'a ChangedSetting> {
+        super::changed::judged(&self.changed, allow)
+    }
 }
 
 /// The whole comparison.
@@ -60,6 +74,8 @@ pub struct Comparison {
     pub pairs: Vec<PairDelta>,
     pub only_base: Vec<StoredRun>,
     pub only_new: Vec<StoredRun>,
+    /// `--allow-changed`, as given.
+    pub allow_changed: Vec<String>,
 }
 
 /// Whether a larger value of `metric` is better (`Some(true)`), worse (`Some(false)`),
@@ -205,6 +221,7 @@ pub fn compare(
         };
         out.push(PairDelta {
             key,
+            changed: changed_settings(br, nr, &opts.ignore),
             base: br.clone(),
             new: nr.clone(),
             deltas,
@@ -217,5 +234,6 @@ pub fn compare(
         pairs: out,
         only_base: only_base.into_iter().map(|i| b.runs[i].clone()).collect(),
         only_new: only_new.into_iter().map(|j| n.runs[j].clone()).collect(),
+        allow_changed: opts.allow_changed.clone(),
     })
 }

@@ -1,14 +1,27 @@
-//! A comparison as a table, Markdown or JSON.
+//! A comparison as a table, Markdown or JSON. A pair whose settings differ beyond its
+//! axes has its noise verdicts marked and a note per setting; endpoint settings are
+//! listed in a note of their own. Deltas are shown with the precision of their values.
 
 use serde_json::{json, Map, Value};
 
-use super::compare::{higher_is_better, Comparison, MetricDelta};
-use super::format::{display_for, percent, Display};
+use super::changed::{allowed, describe, ChangedSetting};
+use super::compare::{higher_is_better, Comparison, MetricDelta, PairDelta};
+use super::format::{delta_text, display_for, percent, Display};
 use super::grid::{Grid, MISSING, UNKNOWN};
 use super::{markdown, table, Format, ReportError, TableStyle};
 use crate::store::StoredRun;
 
-fn verdict(d: &MetricDelta) -> String {
+/// The noise verdict, marked when the pair compares unlike runs.
+fn verdict(d: &MetricDelta, unlike: bool) -> String {
+    let v = noise_verdict(d);
+    match v.strip_suffix(')') {
+        Some(head) if unlike && d.beyond_noise == Some(true) => format!("{head}; settings differ)"),
+        _ if unlike && d.beyond_noise == Some(true) => format!("{v}; settings differ"),
+        _ => v,
+    }
+}
+
+fn noise_verdict(d: &MetricDelta) -> String {
     match d.beyond_noise {
         Some(true) => match (higher_is_better(&d.metric), d.delta.unwrap_or(0.0) > 0.0) {
             (Some(h), up) if h == up => "better (beyond noise)".into(),
@@ -47,13 +60,11 @@ fn grid(c: &Comparison) -> Grid {
         .map(String::from)
         .to_vec();
     let mut rows = Vec::new();
+    let mut notes = Vec::new();
     for pair in &c.pairs {
-        let label = pair
-            .key
-            .iter()
-            .map(|(_, v)| v.as_str())
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let label = pair_label(pair);
+        let unlike = !pair.unlike(&c.allow_changed).is_empty();
+        notes.extend(change_notes(&label, &pair.changed, &c.allow_changed));
         for (k, (d, disp)) in pair.deltas.iter().zip(&displays).enumerate() {
             let val = |v: Option<f64>| v.map_or_else(|| UNKNOWN.to_string(), |v| disp.value(v));
             rows.push(vec![
@@ -63,21 +74,13 @@ fn grid(c: &Comparison) -> Grid {
                 val(d.new),
                 d.delta.map_or_else(
                     || UNKNOWN.to_string(),
-                    |v| {
-                        let s = disp.value(v);
-                        if v > 0.0 {
-                            format!("+{s}")
-                        } else {
-                            s
-                        }
-                    },
+                    |v| delta_text(disp, v, &[d.base, d.new]),
                 ),
                 d.delta_pct.map_or_else(|| UNKNOWN.to_string(), percent),
-                verdict(d),
+                verdict(d, unlike),
             ]);
         }
     }
-    let mut notes = Vec::new();
     for (side, runs) in [("base", &c.only_base), ("new", &c.only_new)] {
         for run in runs.iter() {
             notes.push(format!(
@@ -93,6 +96,67 @@ fn grid(c: &Comparison) -> Grid {
         label_cols: 2,
         notes,
     }
+}
+
+fn pair_label(pair: &PairDelta) -> String {
+    pair.key
+        .iter()
+        .map(|(_, v)| v.as_str())
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// Most changed settings named in one note; the rest are counted.
+const NOTE_SETTINGS: usize = 6;
+
+/// The notes of one pair's changed settings: the judged ones (or allowed ones), then the
+/// endpoint ones.
+fn change_notes(label: &str, changed: &[ChangedSetting], allow: &[String]) -> Vec<String> {
+    let list = |items: Vec<&ChangedSetting>| -> String {
+        let mut parts: Vec<String> = items
+            .iter()
+            .take(NOTE_SETTINGS)
+            .map(|c| describe(c))
+            .collect();
+        if items.len() > NOTE_SETTINGS {
+            parts.push(format!("and {} more", items.len() - NOTE_SETTINGS));
+        }
+        parts.join("; ")
+    };
+    let (endpoint, other): (Vec<&ChangedSetting>, Vec<&ChangedSetting>) =
+        changed.iter().partition(|c| c.endpoint);
+    let (allowed_ones, judged): (Vec<&ChangedSetting>, Vec<&ChangedSetting>) =
+        other.into_iter().partition(|c| allowed(&c.setting, allow));
+    let mut out = Vec::new();
+    if !judged.is_empty() {
+        let names: Vec<&str> = judged.iter().map(|c| c.setting.as_str()).collect();
+        out.push(format!(
+            "{label}: compares unlike runs, settings differ beyond the axes: {}; gates \
+             against this baseline fail unless --allow-changed {}",
+            list(judged.clone()),
+            names.join(",")
+        ));
+    }
+    if !allowed_ones.is_empty() {
+        out.push(format!(
+            "{label}: settings differ (allowed by --allow-changed): {}",
+            list(allowed_ones)
+        ));
+    }
+    if !endpoint.is_empty() {
+        out.push(format!(
+            "{label}: endpoint settings differ (listed, not judged): {}",
+            list(endpoint)
+        ));
+    }
+    out
+}
+
+fn changed_json(c: &ChangedSetting, allow: &[String]) -> Value {
+    json!({
+        "setting": c.setting, "base": c.base, "new": c.new, "endpoint": c.endpoint,
+        "allowed": allowed(&c.setting, allow),
+    })
 }
 
 fn to_json(c: &Comparison) -> Value {
@@ -114,7 +178,9 @@ fn to_json(c: &Comparison) -> Value {
                 })
                 .collect();
             let axes: Map<String, Value> = p.key.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect();
-            json!({"axes": axes, "base_id": p.base.id, "new_id": p.new.id, "metrics": metrics})
+            let changed: Vec<Value> = p.changed.iter().map(|x| changed_json(x, &c.allow_changed)).collect();
+            json!({"axes": axes, "base_id": p.base.id, "new_id": p.new.id, "metrics": metrics,
+                   "changed": changed, "unlike": !p.unlike(&c.allow_changed).is_empty()})
         })
         .collect();
     let ids = |runs: &[StoredRun]| {
@@ -130,11 +196,23 @@ pub fn render(c: &Comparison, format: Format, style: TableStyle) -> Result<Strin
     let verdicts: Vec<String> = c
         .pairs
         .iter()
-        .flat_map(|p| p.deltas.iter().map(verdict))
+        .flat_map(|p| p.deltas.iter().map(noise_verdict))
         .collect();
     let count = |word: &str| verdicts.iter().filter(|v| v.starts_with(word)).count();
+    let unlike = c
+        .pairs
+        .iter()
+        .filter(|p| !p.unlike(&c.allow_changed).is_empty())
+        .count();
+    let unlike_text = if unlike > 0 {
+        format!(
+            "; {unlike} pair(s) compare unlike runs (settings differ beyond the axes, see below)"
+        )
+    } else {
+        String::new()
+    };
     let title = format!(
-        "compare: {} (base) → {} (new): {} matched runs, {} unmatched; beyond noise: {} worse, {} better",
+        "compare: {} (base) → {} (new): {} matched runs, {} unmatched; beyond noise: {} worse, {} better{unlike_text}",
         c.base_name,
         c.new_name,
         c.pairs.len(),

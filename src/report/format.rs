@@ -62,8 +62,13 @@ pub fn number(x: f64) -> String {
     if x == x.trunc() && x.abs() < 1e15 {
         return format!("{x:.0}");
     }
-    let a = x.abs();
-    let decimals = if a >= 1000.0 {
+    let decimals = decimals_for(x.abs());
+    format!("{x:.decimals$}")
+}
+
+/// Decimals `number` shows for a value of magnitude `a` (not a whole number).
+fn decimals_for(a: f64) -> usize {
+    if a >= 1000.0 {
         0
     } else if a >= 100.0 {
         1
@@ -71,10 +76,36 @@ pub fn number(x: f64) -> String {
         2
     } else if a >= 1.0 {
         3
-    } else {
+    } else if a > 0.0 {
         (3 - a.log10().floor() as i32).clamp(3, 9) as usize
+    } else {
+        3
+    }
+}
+
+/// A signed difference shown with the precision of the values it is the difference of
+/// (`12.35` and `12.44` ms give `+0.10`, not `+0.09954`), in `disp`'s unit.
+pub fn delta_text(disp: &Display, delta: f64, values: &[Option<f64>]) -> String {
+    let known: Vec<f64> = values.iter().flatten().map(|v| v * disp.scale).collect();
+    let decimals = if disp.suffix == "%" {
+        2
+    } else if !known.is_empty() && known.iter().all(|v| *v == v.trunc()) {
+        0
+    } else {
+        decimals_for(known.iter().fold(0.0_f64, |m, v| m.max(v.abs())))
     };
-    format!("{x:.decimals$}")
+    let x = delta * disp.scale;
+    let text = format!("{x:+.decimals$}");
+    // `-0.00` reads as a change; a difference that rounds away is shown as none.
+    if text
+        .trim_start_matches(['+', '-'])
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        format!("{:.decimals$}", 0.0)
+    } else {
+        text
+    }
 }
 
 /// A signed relative change: `+12.3%`.
@@ -104,5 +135,30 @@ mod tests {
         assert_eq!(number(0.001234), "0.001234");
         assert_eq!(number(64.0), "64");
         assert_eq!(percent(-5.04), "-5.0%");
+        let ms = display_for("ttft_p50", &[12.35, 12.44]);
+        assert_eq!(
+            delta_text(&ms, 0.09954, &[Some(12.35), Some(12.44)]),
+            "+0.10"
+        );
+        assert_eq!(
+            delta_text(&ms, -0.001, &[Some(12.35), Some(12.349)]),
+            "0.00"
+        );
+        let tps = display_for("output_tps", &[]);
+        assert_eq!(
+            delta_text(&tps, 0.09954, &[Some(0.25), Some(0.35)]),
+            "+0.0995"
+        );
+        assert_eq!(
+            delta_text(&tps, 530.4, &[Some(1203.3), Some(1733.7)]),
+            "+530"
+        );
+        let n = display_for("requests_ok", &[]);
+        assert_eq!(delta_text(&n, 2.0, &[Some(62.0), Some(64.0)]), "+2");
+        let pct = display_for("success_ratio", &[]);
+        assert_eq!(
+            delta_text(&pct, 0.0005, &[Some(0.999), Some(0.9995)]),
+            "+0.05"
+        );
     }
 }

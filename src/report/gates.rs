@@ -1,10 +1,13 @@
 //! Sign-off gates: the plan's `[gates]` plus `--gate METRIC=CONDITION`, checked per
 //! run, absolute or relative to the matching run of a baseline suite. An unknown
 //! value, a run that did not finish or a missing baseline fails its gate: a sign-off
-//! never passes on what was not measured.
+//! never passes on what was not measured. Nor on what was measured differently: a
+//! relative gate fails when its baseline run differs in a setting beyond the axes (an
+//! output length, a dataset, a seed) that `--allow-changed` does not name.
 
 use std::collections::BTreeMap;
 
+use super::changed::{changed_settings, describe, judged};
 use super::compare::match_runs;
 use super::format::{display_for, percent};
 use super::grid::Grid;
@@ -25,6 +28,39 @@ pub struct GateOutcome {
     pub passed: bool,
     /// What was measured against what was required.
     pub message: String,
+    /// Failed because its baseline run differs in settings beyond the axes.
+    pub unlike_baseline: bool,
+}
+
+/// The baseline relative gates compare with: its runs, the axes left out of the
+/// matching, and the settings allowed to differ (`--allow-changed`).
+#[derive(Debug, Clone, Copy)]
+pub struct Baseline<'a> {
+    pub runs: &'a [StoredRun],
+    pub ignore: &'a [String],
+    pub allow_changed: &'a [String],
+}
+
+/// How the gates of a suite ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateVerdict {
+    Passed,
+    /// A gate failed on its value.
+    Failed,
+    /// A relative gate compared with a baseline run whose settings differ beyond the
+    /// axes: the comparison itself is unlike (named apart from `Failed`).
+    UnlikeBaseline,
+}
+
+/// The suite's verdict: unlike baselines first (their values mean nothing), then failures.
+pub fn verdict_of(outcomes: &[GateOutcome]) -> GateVerdict {
+    if outcomes.iter().any(|o| o.unlike_baseline) {
+        GateVerdict::UnlikeBaseline
+    } else if all_passed(outcomes) {
+        GateVerdict::Passed
+    } else {
+        GateVerdict::Failed
+    }
 }
 
 /// Splits `METRIC=CONDITION` (as given to `--gate`).
@@ -59,17 +95,16 @@ pub fn collect_gates(suite: &SuiteRow, cli: &[String]) -> Result<Vec<Condition>,
         .collect()
 }
 
-/// Checks every gate on every run. `baseline` (with `ignore`d axes left out of the
-/// match) supplies the values relative gates compare with.
+/// Checks every gate on every run. `baseline` supplies the values relative gates
+/// compare with, from the run matched by axis values.
 pub fn evaluate(
     runs: &[StoredRun],
     gates: &[Condition],
-    baseline: Option<&[StoredRun]>,
-    ignore: &[String],
+    baseline: Option<Baseline<'_>>,
 ) -> Vec<GateOutcome> {
     let base_of: BTreeMap<usize, usize> = baseline
         .map(|b| {
-            match_runs(b, runs, ignore)
+            match_runs(b.runs, runs, b.ignore)
                 .0
                 .into_iter()
                 .map(|(i, j)| (j, i))
@@ -79,16 +114,44 @@ pub fn evaluate(
     let mut out = Vec::new();
     let labels = Labels::new(runs);
     for (j, run) in runs.iter().enumerate() {
-        let base_run = baseline.and_then(|b| base_of.get(&j).map(|&i| &b[i]));
+        let base_run = baseline.and_then(|b| base_of.get(&j).map(|&i| &b.runs[i]));
+        let unlike = match (baseline, base_run) {
+            (Some(b), Some(base)) => unlike_reason(base, run, b),
+            _ => None,
+        };
         let label = format!("#{} {}", run.ordinal, labels.run(run));
         for gate in gates {
             if !applies(gate, run) {
                 continue;
             }
-            out.push(check(run, gate, base_run, baseline.is_some(), &label));
+            let mut outcome = check(run, gate, base_run, baseline.is_some(), &label);
+            if let (true, Some(why)) = (gate.is_relative(), &unlike) {
+                outcome.passed = false;
+                outcome.unlike_baseline = true;
+                outcome.message = why.clone();
+            }
+            out.push(outcome);
         }
     }
     out
+}
+
+/// Why a run's baseline run is unlike it, when its settings differ beyond the axes.
+fn unlike_reason(base: &StoredRun, run: &StoredRun, b: Baseline<'_>) -> Option<String> {
+    let changes = changed_settings(base, run, b.ignore);
+    let judged = judged(&changes, b.allow_changed);
+    if judged.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = judged.iter().map(|c| describe(c)).collect();
+    let names: Vec<&str> = judged.iter().map(|c| c.setting.as_str()).collect();
+    Some(format!(
+        "baseline run {} differs beyond the axes ({}): not compared; pass --allow-changed {} \
+         to compare anyway",
+        base.id,
+        shown.join("; "),
+        names.join(",")
+    ))
 }
 
 /// A gate on an SLA search's result applies only to runs that search that variable:
@@ -172,6 +235,7 @@ fn check(
         baseline,
         passed,
         message,
+        unlike_baseline: false,
     }
 }
 
@@ -258,21 +322,47 @@ pub fn render(outcomes: &[GateOutcome], format: Format, style: TableStyle) -> St
     }
 }
 
+/// A baseline suite as the command line gives it: the database, the axes left out of
+/// the matching (`--ignore`) and the settings allowed to differ (`--allow-changed`).
+#[derive(Debug, Clone, Copy)]
+pub struct BaselineSuite<'a> {
+    pub store: &'a crate::store::Store,
+    pub ignore: &'a [String],
+    pub allow_changed: &'a [String],
+}
+
+impl<'a> BaselineSuite<'a> {
+    /// A baseline with nothing ignored and nothing allowed to differ.
+    pub fn new(store: &'a crate::store::Store) -> BaselineSuite<'a> {
+        BaselineSuite {
+            store,
+            ignore: &[],
+            allow_changed: &[],
+        }
+    }
+}
+
 /// Collects the plan's gates and `cli` gates and checks them on every run of `store`
-/// (relative ones against `baseline`, matched by axes minus `ignore`). No gates: no verdicts.
+/// (relative ones against `baseline`). No gates: no verdicts.
 pub fn evaluate_suite(
     store: &crate::store::Store,
     cli: &[String],
-    baseline: Option<&crate::store::Store>,
-    ignore: &[String],
+    baseline: Option<BaselineSuite<'_>>,
 ) -> Result<Vec<GateOutcome>, ReportError> {
     let gates = collect_gates(&store.suite()?, cli)?;
     if gates.is_empty() {
         return Ok(Vec::new());
     }
     let runs = store.runs()?;
-    let base_runs = baseline.map(|b| b.runs()).transpose()?;
-    Ok(evaluate(&runs, &gates, base_runs.as_deref(), ignore))
+    let base_runs = baseline.map(|b| b.store.runs()).transpose()?;
+    let base = baseline
+        .zip(base_runs.as_deref())
+        .map(|(b, runs)| Baseline {
+            runs,
+            ignore: b.ignore,
+            allow_changed: b.allow_changed,
+        });
+    Ok(evaluate(&runs, &gates, base))
 }
 
 /// `evaluate_suite`, then the verdicts stored under `source` (`run`, `report`, `compare`).
@@ -280,10 +370,9 @@ pub fn check_suite(
     store: &mut crate::store::Store,
     source: &str,
     cli: &[String],
-    baseline: Option<&crate::store::Store>,
-    ignore: &[String],
+    baseline: Option<BaselineSuite<'_>>,
 ) -> Result<Vec<GateOutcome>, ReportError> {
-    let outcomes = evaluate_suite(store, cli, baseline, ignore)?;
+    let outcomes = evaluate_suite(store, cli, baseline)?;
     if !outcomes.is_empty() {
         store.write_gate_results(source, &to_records(&outcomes))?;
     }

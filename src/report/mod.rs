@@ -5,6 +5,7 @@
 //! nothing about plans' types, HTTP or the engine.
 
 pub mod bootstrap;
+pub mod changed;
 pub mod compare;
 mod compare_render;
 pub mod csv;

@@ -227,7 +227,7 @@ impl Ctx<'_> {
                 continue;
             }
             seen.push(mode.clone());
-            let prepared = prepare::prepare(&small(run), &self.plan.base_dir, self.cache)?;
+            let prepared = prepare::prepare(&small(run), &self.plan.base_dir, self.cache, false)?;
             let Some(req) = prepared.requests.into_iter().next() else {
                 continue;
             };

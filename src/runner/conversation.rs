@@ -212,7 +212,9 @@ impl ConversationSource {
         } else {
             Phase::Measured
         };
-        if phase == Phase::Measured {
+        // The duration counts from the first turn that is not warmup: a priming pass
+        // stops starting conversations after the same duration as the measured one.
+        if phase != Phase::Warmup {
             self.started.get_or_insert_with(Instant::now);
         }
         Some(PreparedRequest {
@@ -231,6 +233,14 @@ impl ConversationSource {
         self.active
             .iter()
             .position(|c| c.ready_at.is_some_and(|r| r <= now))
+    }
+}
+
+impl ConversationSource {
+    /// Whether every turn the plan allows was handed out (a sharded duration-only run's
+    /// limit, rather than its duration, ended it).
+    pub fn used_all_turns(&self) -> bool {
+        self.handed >= self.plan.total
     }
 }
 

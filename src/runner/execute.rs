@@ -186,17 +186,13 @@ pub async fn execute(
             .filter(|_| prepared.conversation.is_none()),
         grace: GRACE,
     };
-    let total = (prepared.requests.len() + prepared.priming.len()) as u64;
-    let total = match &prepared.conversation {
-        Some(c) => (c.total + super::priming::conversation_turns(run, c.total)) as u64,
-        None => total,
-    };
-    let progress = RunProgress::new(&ctx.label, total).with_events(&ctx.log, &run.id);
+    let progress =
+        RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
         run_id: run.id.clone(),
         tokenizer: prepared.tokenizer.clone(),
-        targets: Arc::new(prepared.targets.clone()),
+        targets: prepared.targets.clone(),
         log: ctx.log.clone(),
         cancel: ctx.cancel.clone(),
     })?;
@@ -215,11 +211,13 @@ pub async fn execute(
         }
     };
     let mut primed = 0u64;
-    let mut priming_warnings = Vec::new();
-    if let Some((mut source, load)) = super::priming::take(run, &mut prepared, cfg.load) {
+    let mut warnings = Vec::new();
+    if let Some((mut source, load, duration)) =
+        super::priming::take(run, &mut prepared, cfg.load, &ctx.log)?
+    {
         let priming_cfg = RunConfig {
             load,
-            duration: None,
+            duration,
             ..cfg.clone()
         };
         let mut sink = sink_for(ctx.index_base);
@@ -231,7 +229,8 @@ pub async fn execute(
                 source,
             })?;
         primed = out.records.len() as u64;
-        priming_warnings.extend(out.preconnect.and_then(|p| p.warning()));
+        warnings.extend(out.preconnect.and_then(|p| p.warning()));
+        warnings.extend(source.finish_building());
     }
     // Request indices are unique within a run: the measured pass continues after the priming pass.
     let offset = ctx.index_base + primed;
@@ -240,7 +239,7 @@ pub async fn execute(
         Some(s) => s.take(&ctx.store, &run.id, ServerPhase::Before).await?,
         None => None,
     };
-    let mut source = super::traffic::Source::new(&mut prepared);
+    let mut source = super::traffic::Source::new(&mut prepared, &ctx.log)?;
     // `--start-at`: the connections are opened before the barrier, so every shard's first
     // request goes out at the barrier's instant (the engine's own pre-connect then finds
     // them open).
@@ -265,6 +264,8 @@ pub async fn execute(
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
+    warnings.extend(source.finish_building());
+    warnings.extend(cap_warning(prepared.duration_cap, &source, &output));
     let server_ratio = match &ctx.server {
         Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await,
         None => Ok(None),
@@ -274,9 +275,7 @@ pub async fn execute(
     // A failed write of the rows is the error to report, before anything after it.
     let stored = writer.finish()?;
     let server_ratio = server_ratio?;
-    let warnings = super::cache::leak_warning(run, &output.records)
-        .into_iter()
-        .collect();
+    warnings.extend(super::cache::leak_warning(run, &output.records));
     let mut summary = summarize_output(
         ctx,
         run,
@@ -288,8 +287,6 @@ pub async fn execute(
     let all_failed = all_failed(&summary, &output.records).filter(|_| !output.cancelled);
     let (input_lengths, length_warning) =
         super::lengths::input_lengths(&output.records, &prepared.targets);
-    let mut warnings: Vec<String> = warnings;
-    warnings.extend(priming_warnings);
     warnings.extend(output.preconnect.as_ref().and_then(Preconnect::warning));
     warnings.extend(late);
     warnings.extend(length_warning);
@@ -309,6 +306,41 @@ pub async fn execute(
         input_lengths,
         started: output.started,
         preconnect: output.preconnect,
+    })
+}
+
+/// Requests (or turns) the run will send, priming included; `None` when its duration,
+/// not a count, ends it.
+fn planned_total(run: &RunSpec, prepared: &PreparedRun) -> Option<u64> {
+    if prepared.built_as_sent.is_some() {
+        return None;
+    }
+    match &prepared.conversation {
+        Some(c) if c.total == usize::MAX => None,
+        Some(c) => Some((c.total + super::priming::conversation_turns(run, c.total)) as u64),
+        None => Some((prepared.requests.len() + prepared.priming.len()) as u64),
+    }
+}
+
+/// A sharded duration-only load whose prepared requests (or turns) ran out before its
+/// duration.
+fn cap_warning(
+    cap: Option<usize>,
+    source: &super::traffic::Source,
+    output: &RunOutput,
+) -> Option<String> {
+    let cap = cap?;
+    let ran_out = match source {
+        super::traffic::Source::Conversations(c) => c.used_all_turns(),
+        _ => !output.stopped_by_duration,
+    };
+    (ran_out && !output.cancelled).then(|| {
+        format!(
+            "request limit reached ({cap} requests for the whole run, this shard sending its \
+             share of them): a sharded run builds a duration-only load's requests before it \
+             starts, and this shard sent all of its share before the duration ended; give the \
+             load `requests`, or run it unsharded (no limit)"
+        )
     })
 }
 

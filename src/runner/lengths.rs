@@ -36,7 +36,7 @@ impl Diff {
 /// successful requests, and a warning when server and client disagree.
 pub fn input_lengths(
     records: &[RequestRecord],
-    targets: &[Option<u32>],
+    targets: &super::prepare::Targets,
 ) -> (Value, Option<String>) {
     let counts = records
         .iter()
@@ -44,7 +44,7 @@ pub fn input_lengths(
         .map(|r| Counts {
             server: r.usage.prompt_tokens,
             client: r.client_input_tokens,
-            target: targets.get(r.item as usize).copied().flatten(),
+            target: targets.get(r.item),
         });
     of_counts(counts)
 }
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn differences_and_warning() {
-        let targets = [Some(100), Some(100)];
+        let targets = super::super::prepare::Targets::new(vec![Some(100), Some(100)]);
         let (v, w) = input_lengths(
             &[rec(0, Some(100), Some(100)), rec(1, Some(103), Some(101))],
             &targets,

@@ -1,6 +1,7 @@
 //! `perfplan.log` in the output folder: every line the runner prints, and with `--debug`
 //! every request body and what came back (text, finish reason, usage, error). Bodies hold
-//! no secrets (keys travel in headers, which are never logged).
+//! no secrets (keys travel in headers, which are never logged), and every line passes the
+//! plan's `Redactor` (its secret header values and API keys), as do progress events.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -15,6 +16,7 @@ pub struct SuiteLog {
     debug: bool,
     /// `--progress-json FILE`: one JSON object per line (run start, progress, run end).
     progress: Option<Mutex<File>>,
+    redactor: crate::secrets::Redactor,
 }
 
 impl SuiteLog {
@@ -40,7 +42,19 @@ impl SuiteLog {
             file: file.map(|f| Mutex::new(BufWriter::new(f))),
             debug,
             progress,
+            redactor: crate::secrets::Redactor::default(),
         }
+    }
+
+    /// Hides these secrets in every line and event written from now on.
+    pub fn with_redactor(mut self, redactor: crate::secrets::Redactor) -> SuiteLog {
+        self.redactor = redactor;
+        self
+    }
+
+    /// `text` with the suite's known secrets hidden.
+    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        self.redactor.redact(text)
     }
 
     /// Whether `--progress-json` is on.
@@ -58,20 +72,20 @@ impl SuiteLog {
             map.insert("time".into(), now.into());
         }
         if let Ok(mut f) = file.lock() {
-            let _ = writeln!(f, "{event}");
+            let _ = writeln!(f, "{}", self.redact(&event.to_string()));
         }
     }
 
     /// Prints a line to stderr and appends it to the log.
     pub fn say(&self, line: &str) {
-        eprintln!("{line}");
+        eprintln!("{}", self.redact(line));
         self.write(line);
     }
 
     fn write(&self, line: &str) {
         if let Some(f) = &self.file {
             if let Ok(mut f) = f.lock() {
-                let _ = writeln!(f, "{line}");
+                let _ = writeln!(f, "{}", self.redact(line));
                 let _ = f.flush();
             }
         }

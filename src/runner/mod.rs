@@ -16,6 +16,7 @@ pub mod merge;
 mod merge_metrics;
 mod prepare;
 mod priming;
+mod produce;
 mod progress;
 pub mod scrape;
 pub mod shard;
@@ -128,6 +129,8 @@ pub enum RunnerError {
     },
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
+    #[error("cannot start the thread that builds a run's requests as they are sent")]
+    Thread(#[source] std::io::Error),
 }
 
 /// What to do about a failed write to the database.

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput};
-use crate::dataset::{self, DatasetContext, Materialized};
+use crate::dataset::{self, DatasetContext, Materialized, PromptItem};
 use crate::engine::{Phase, PreparedRequest};
 use crate::plan::CacheState;
 use crate::planner::{warmup_count, RunSpec};
@@ -18,8 +18,10 @@ use crate::request::fields;
 use crate::request::template::{self, TemplateInput};
 use crate::tokenize::{Tokenizer, TokenizerCache};
 
-/// Most requests materialized for a load bounded only by its duration.
-const DURATION_ONLY_CAP: usize = 20_000;
+/// Most requests prepared for a duration-only load of a sharded run (`--shard`): a shard
+/// keeps every Nth request of the run's one list, so that list is built before the run.
+/// Unsharded duration-only loads have no such limit (their requests are built as sent).
+pub const SHARDED_DURATION_ONLY_CAP: usize = 20_000;
 
 /// Everything a run sends, and what the dataset reported.
 #[derive(Debug)]
@@ -29,7 +31,7 @@ pub struct PreparedRun {
     /// The warm-run priming pass (empty for cold runs).
     pub priming: Vec<PreparedRequest>,
     /// Target input length of each item (by `item`).
-    pub targets: Vec<Option<u32>>,
+    pub targets: Arc<Targets>,
     pub warnings: Vec<String>,
     pub tokenizer: Option<Arc<Tokenizer>>,
     /// Trace replay: the intended send offset of each request (`Load::Scheduled`).
@@ -38,20 +40,53 @@ pub struct PreparedRun {
     pub conversation: Option<super::conversation::ConversationPlan>,
     /// Trace replay: each record's recorded `request_id`, by item (empty otherwise).
     pub trace_ids: Vec<Option<String>>,
+    /// A load bounded only by its duration: requests are built as they are sent
+    /// (`requests` and `priming` stay empty).
+    pub built_as_sent: Option<super::produce::Production>,
+    /// The limit a pre-built duration-only load has (sharded runs), named when it is hit.
+    pub duration_cap: Option<usize>,
+}
+
+/// The target input length of each item, by item; filled as requests are built when
+/// they are built during the run.
+#[derive(Debug, Default)]
+pub struct Targets(std::sync::RwLock<Vec<Option<u32>>>);
+
+impl Targets {
+    pub fn new(targets: Vec<Option<u32>>) -> Targets {
+        Targets(std::sync::RwLock::new(targets))
+    }
+
+    pub fn get(&self, item: u64) -> Option<u32> {
+        let list = self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        list.get(item as usize).copied().flatten()
+    }
+
+    /// Sets the targets of the items from `first` on.
+    pub fn set(&self, first: usize, targets: impl IntoIterator<Item = Option<u32>>) {
+        let mut list = self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (k, t) in targets.into_iter().enumerate() {
+            let i = first + k;
+            if list.len() <= i {
+                list.resize(i + 1, None);
+            }
+            list[i] = t;
+        }
+    }
 }
 
 pub use crate::request::api_kind;
 
-/// How many measured requests a load asks for.
-pub fn measured_count(run: &RunSpec) -> usize {
-    let load = &run.settings.load;
-    match (load.requests, load.rate, load.duration) {
-        (Some(n), _, _) => n as usize,
-        (None, Some(rate), Some(d)) => {
-            ((rate * d.0.as_secs_f64() * 1.2).ceil() as usize + 16).min(DURATION_ONLY_CAP)
-        }
-        _ => DURATION_ONLY_CAP,
-    }
+/// How many measured requests a load asks for; `None` for a load bounded only by its
+/// duration (its requests are built as they are sent, however many that takes).
+pub fn measured_count(run: &RunSpec) -> Option<usize> {
+    run.settings.load.requests.map(|n| n as usize)
 }
 
 /// Loads the model's tokenizer (once per suite through the cache), if the plan names one.
@@ -73,25 +108,24 @@ pub fn tokenizer(
         })
 }
 
-/// Builds the run's request set.
-pub fn prepare(
+/// What the dataset of a run needs to know, for `count` items.
+pub(super) fn dataset_context(
     run: &RunSpec,
     base_dir: &Path,
-    cache: &TokenizerCache,
-) -> Result<PreparedRun, RunnerError> {
+    tokenizer: Option<Arc<Tokenizer>>,
+    count: usize,
+) -> DatasetContext {
     let s = &run.settings;
-    let tokenizer = tokenizer(run, base_dir, cache)?;
     let kind = api_kind(s.api);
-    let warmup = warmup_count(&s.load) as usize;
-    let measured = measured_count(run);
-    let ctx = DatasetContext {
+    DatasetContext {
         base_dir: base_dir.to_path_buf(),
-        tokenizer: tokenizer.clone(),
+        tokenizer,
         chat: matches!(kind, ApiKind::Chat | ApiKind::Responses),
         tokenize_prompt: s.tokenize_prompt,
         chat_template: s.model.spec.chat_template,
         seed: run.dataset_seed,
-        count: warmup + measured,
+        first: 0,
+        count,
         template_kwargs: s
             .request
             .extra
@@ -99,93 +133,94 @@ pub fn prepare(
             .and_then(serde_json::Value::as_object)
             .cloned()
             .unwrap_or_default(),
+    }
+}
+
+/// Builds the run's request set: every request before the run for a load with a
+/// request count, the first ones (and the means to build the rest as they are sent)
+/// for a load bounded only by its duration.
+pub fn prepare(
+    run: &RunSpec,
+    base_dir: &Path,
+    cache: &TokenizerCache,
+    sharded: bool,
+) -> Result<PreparedRun, RunnerError> {
+    let s = &run.settings;
+    let tokenizer = tokenizer(run, base_dir, cache)?;
+    let warmup = warmup_count(&s.load) as usize;
+    let (measured, duration_cap) = match measured_count(run) {
+        Some(n) => (Some(n), None),
+        None if sharded => (Some(sharded_cap(&s.load)), Some(sharded_cap(&s.load))),
+        None => (None, None),
     };
+    let count = measured.map_or(usize::MAX, |m| warmup + m);
+    let ctx = dataset_context(run, base_dir, tokenizer.clone(), count);
     let empty = |warnings| PreparedRun {
         requests: Vec::new(),
         priming: Vec::new(),
-        targets: Vec::new(),
+        targets: Arc::default(),
         warnings,
         tokenizer: tokenizer.clone(),
         schedule: None,
         conversation: None,
         trace_ids: Vec::new(),
+        built_as_sent: None,
+        duration_cap,
     };
-    if let Some(special) = super::traffic::prepare(run, &ctx, empty)? {
+    if let Some(mut special) = super::traffic::prepare(run, &ctx, empty)? {
+        // A trace has no limit of its own: it ends with its records.
+        if special.conversation.is_none() {
+            special.duration_cap = None;
+        }
         return Ok(special);
     }
+    let builder = BodyBuilder::new(run, base_dir)?;
+    if measured.is_none() {
+        let production = super::produce::Production::start(run, ctx, builder)?;
+        let mut out = empty(production.warnings().to_vec());
+        out.targets = production.targets();
+        out.built_as_sent = Some(production);
+        return Ok(out);
+    }
+    prebuilt(run, &ctx, builder, empty(Vec::new()))
+}
+
+/// A sharded duration-only load's list: rate × duration × 1.2 + 16 requests for an open
+/// loop (never more than the cap), the cap for a closed one.
+fn sharded_cap(load: &crate::plan::LoadSpec) -> usize {
+    match (load.rate, load.duration) {
+        (Some(rate), Some(d)) => {
+            ((rate * d.0.as_secs_f64() * 1.2).ceil() as usize + 16).min(SHARDED_DURATION_ONLY_CAP)
+        }
+        _ => SHARDED_DURATION_ONLY_CAP,
+    }
+}
+
+/// Every request of a run with a request count, built before it starts.
+fn prebuilt(
+    run: &RunSpec,
+    ctx: &DatasetContext,
+    mut builder: BodyBuilder,
+    mut out: PreparedRun,
+) -> Result<PreparedRun, RunnerError> {
+    let s = &run.settings;
     let Materialized {
         items,
         mut warnings,
         stats,
-    } = dataset::materialize(&s.dataset.spec, &ctx).map_err(|source| RunnerError::Dataset {
+    } = dataset::materialize(&s.dataset.spec, ctx).map_err(|source| RunnerError::Dataset {
         dataset: s.dataset.name.clone(),
         source,
     })?;
-    if stats.missed_target > 0 {
-        warnings.push(format!(
-            "{} of {} prompts missed their target length (by at most {} tokens)",
-            stats.missed_target, stats.targeted, stats.max_abs_miss
-        ));
-    }
-    let base = fields::base_fields(&s.request);
-    let limit_field = fields::max_tokens_field(&s.request, kind);
-    let stream = fields::streams(&s.request) && kind.can_stream();
-    let mut rng = ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574);
-    let template = s
-        .request
-        .body_template
-        .as_deref()
-        .map(|t| template::load(t, base_dir))
-        .transpose()?;
+    warnings.extend(missed_target_warning(&stats));
     let mut requests = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let mut fields = base.clone();
-        if let Some(n) = fields::output_tokens(&s.request, item.output_tokens, &mut rng) {
-            if !matches!(kind, ApiKind::Embeddings | ApiKind::Rerank) {
-                fields.insert(limit_field.to_string(), n.into());
-            }
-        }
-        let input = BodyInput {
-            model: run.served_model(),
-            prompt: &item.prompt,
-            fields: &fields,
-            stream,
-            include_usage: stream,
-            reject_fields: &s.endpoint.spec.reject_fields,
-        };
-        let (path, body) = match &template {
-            None => api::build_body(kind, &input)
-                .map_err(|source| RunnerError::Body { item: i, source })?,
-            Some(env) => {
-                let t = TemplateInput {
-                    model: input.model,
-                    prompt: input.prompt,
-                    fields: input.fields,
-                    stream,
-                    reject_fields: input.reject_fields,
-                };
-                (kind.path(), template::render(env, &t)?)
-            }
-        };
-        let phase = if i < warmup {
-            Phase::Warmup
-        } else {
-            Phase::Measured
-        };
-        requests.push(PreparedRequest {
-            item: i as u64,
-            phase,
-            kind,
-            path: path.into(),
-            body,
-            stream,
-            client_input_tokens: item.client_input_tokens,
-            headers: Vec::new(),
-        });
+        requests.push(builder.build(i as u64, item)?);
     }
-    let priming = match s.cache_state {
+    let warmup = builder.warmup.min(requests.len());
+    out.priming = match s.cache_state {
         CacheState::Cold => Vec::new(),
-        CacheState::Warm => requests[warmup.min(requests.len())..]
+        CacheState::Warm => requests[warmup..]
             .iter()
             .map(|r| PreparedRequest {
                 phase: Phase::Priming,
@@ -193,22 +228,118 @@ pub fn prepare(
             })
             .collect(),
     };
-    let targets = items.iter().map(|i| i.target_input_tokens).collect();
-    let schedule = poisson_schedule(&s.load, requests.len(), run.dataset_seed);
-    if let Some(offsets) = &schedule {
+    out.targets = Arc::new(Targets::new(
+        items.iter().map(|i| i.target_input_tokens).collect(),
+    ));
+    out.schedule = poisson_schedule(&s.load, requests.len(), run.dataset_seed);
+    if let Some(offsets) = &out.schedule {
         // A duration-bound load sends rate × duration requests: the rest are never due.
         requests.truncate(offsets.len());
     }
-    Ok(PreparedRun {
-        requests,
-        priming,
-        targets,
-        warnings,
-        tokenizer,
-        schedule,
-        conversation: None,
-        trace_ids: Vec::new(),
+    out.requests = requests;
+    out.warnings.extend(warnings);
+    Ok(out)
+}
+
+/// "N of M prompts missed their target length", when some did.
+pub fn missed_target_warning(stats: &dataset::DatasetStats) -> Option<String> {
+    (stats.missed_target > 0).then(|| {
+        format!(
+            "{} of {} prompts missed their target length (by at most {} tokens)",
+            stats.missed_target, stats.targeted, stats.max_abs_miss
+        )
     })
+}
+
+/// Turns a run's prompt items into requests, item after item in order: the output
+/// lengths come from one seeded stream, so item `i` gets the same body whether the run's
+/// requests are built before it or as they are sent.
+pub struct BodyBuilder {
+    kind: ApiKind,
+    model: String,
+    request: crate::plan::RequestSpec,
+    base: serde_json::Map<String, serde_json::Value>,
+    limit_field: &'static str,
+    stream: bool,
+    reject_fields: Vec<String>,
+    template: Option<minijinja::Environment<'static>>,
+    rng: ChaCha8Rng,
+    /// Items before this one are warmup requests.
+    pub warmup: usize,
+}
+
+impl BodyBuilder {
+    pub fn new(run: &RunSpec, base_dir: &Path) -> Result<BodyBuilder, RunnerError> {
+        let s = &run.settings;
+        let kind = api_kind(s.api);
+        Ok(BodyBuilder {
+            kind,
+            model: run.served_model().to_string(),
+            request: s.request.clone(),
+            base: fields::base_fields(&s.request),
+            limit_field: fields::max_tokens_field(&s.request, kind),
+            stream: fields::streams(&s.request) && kind.can_stream(),
+            reject_fields: s.endpoint.spec.reject_fields.clone(),
+            template: s
+                .request
+                .body_template
+                .as_deref()
+                .map(|t| template::load(t, base_dir))
+                .transpose()?,
+            rng: ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574),
+            warmup: warmup_count(&s.load) as usize,
+        })
+    }
+
+    /// The request of item `i` (called for every item in order).
+    pub fn build(&mut self, i: u64, item: &PromptItem) -> Result<PreparedRequest, RunnerError> {
+        let kind = self.kind;
+        let mut fields = self.base.clone();
+        if let Some(n) = fields::output_tokens(&self.request, item.output_tokens, &mut self.rng) {
+            if !matches!(kind, ApiKind::Embeddings | ApiKind::Rerank) {
+                fields.insert(self.limit_field.to_string(), n.into());
+            }
+        }
+        let input = BodyInput {
+            model: &self.model,
+            prompt: &item.prompt,
+            fields: &fields,
+            stream: self.stream,
+            include_usage: self.stream,
+            reject_fields: &self.reject_fields,
+        };
+        let (path, body) = match &self.template {
+            None => api::build_body(kind, &input).map_err(|source| RunnerError::Body {
+                item: i as usize,
+                source,
+            })?,
+            Some(env) => {
+                let t = TemplateInput {
+                    model: input.model,
+                    prompt: input.prompt,
+                    fields: input.fields,
+                    stream: self.stream,
+                    reject_fields: input.reject_fields,
+                };
+                (kind.path(), template::render(env, &t)?)
+            }
+        };
+        let phase = if (i as usize) < self.warmup {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        };
+        Ok(PreparedRequest {
+            item: i,
+            phase,
+            kind,
+            path: path.into(),
+            body,
+            stream: self.stream,
+            client_input_tokens: item.client_input_tokens,
+            headers: Vec::new(),
+        })
+    }
 }
 
 /// The send times of a Poisson load with a request count: N arrivals (N = `requests`, or

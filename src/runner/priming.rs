@@ -1,29 +1,46 @@
 //! The priming pass of a warm run (`cache_state = "warm"`): the run's request set sent once,
 //! unmeasured and stored with phase `priming`, before the measured pass. A list of prompts
 //! goes at the run's own load; a trace at its recorded pace, from its first record; a
-//! multi-turn run plays the same conversations, without think time. Knows nothing about
-//! the database or the report.
+//! multi-turn run plays the same conversations, without think time. A load bounded only
+//! by its duration primes for the same duration with the requests its measured pass
+//! sends first (built as they are sent), as many as the priming pass gets through.
+//! Knows nothing about the database or the report.
 
 use std::time::Duration;
 
+use super::log::SuiteLog;
 use super::prepare::PreparedRun;
 use super::traffic::Source;
+use super::RunnerError;
 use crate::engine::{Load, VecSource};
 use crate::plan::CacheState;
 use crate::planner::RunSpec;
 
-/// The priming pass's source and load, or `None` for a cold run or an empty pass.
+/// The priming pass: its source, its load and its duration.
+pub(super) type Priming = (Source, Load, Option<Duration>);
+
+/// The priming pass of a warm run, or `None` for a cold run or an empty pass.
 pub(super) fn take(
     run: &RunSpec,
     prepared: &mut PreparedRun,
     planned: Load,
-) -> Option<(Source, Load)> {
+    log: &std::sync::Arc<SuiteLog>,
+) -> Result<Option<Priming>, RunnerError> {
     if run.settings.cache_state != CacheState::Warm {
-        return None;
+        return Ok(None);
     }
+    if let Some(production) = &mut prepared.built_as_sent {
+        let source = production.source(super::produce::Pass::Priming, Some(log.clone()))?;
+        let duration = run.settings.load.duration.map(|d| d.0);
+        return Ok(Some((Source::Built(source), planned, duration)));
+    }
+    Ok(list_pass(run, prepared, planned))
+}
+
+fn list_pass(run: &RunSpec, prepared: &mut PreparedRun, planned: Load) -> Option<Priming> {
     if let Some(plan) = &prepared.conversation {
         let source = super::conversation::ConversationSource::new(plan.priming());
-        return Some((Source::Conversations(Box::new(source)), planned));
+        return Some((Source::Conversations(Box::new(source)), planned, None));
     }
     if prepared.priming.is_empty() {
         return None;
@@ -36,9 +53,9 @@ pub(super) fn take(
             let load = Load::Scheduled {
                 max_in_flight: run.settings.load.max_in_flight,
             };
-            Some((Source::List(source), load))
+            Some((Source::List(source), load, None))
         }
-        None => Some((Source::List(VecSource::new(requests)), planned)),
+        None => Some((Source::List(VecSource::new(requests)), planned, None)),
     }
 }
 

@@ -43,13 +43,16 @@ impl RunProgress {
         self
     }
 
-    pub fn new(label: &str, total: u64) -> RunProgress {
-        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} {per_sec} {msg} eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
+    /// A bar to `total` requests, or a counter when the run's duration ends it (`None`).
+    pub fn new(label: &str, total: Option<u64>) -> RunProgress {
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+        let template = match total {
+            Some(_) => "{prefix} [{bar:30}] {pos}/{len} {per_sec} {msg} eta {eta}",
+            None => "{prefix} {pos} requests {per_sec} {msg} {elapsed}",
+        };
+        let style = ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
         bar.set_style(style);
         bar.set_prefix(label.to_string());
         RunProgress {

@@ -102,6 +102,12 @@ impl Suite<'_> {
             .ok_or_else(|| invalid(run, "not a search".into()))?;
         let b = bounds(load).ok_or_else(|| invalid(run, "invalid precision".into()))?;
         let (objective, conds) = split_slo(&load.slo).map_err(|e| invalid(run, e.to_string()))?;
+        let (conds, floor) = sla::with_success_floor(conds);
+        self.log.say(&format!(
+            "{}: success floor {}",
+            run_label(run, total),
+            floor.describe()
+        ));
         {
             let mut store = self.lock()?;
             store.begin_run(&run.id)?;
@@ -113,6 +119,7 @@ impl Suite<'_> {
                 bounds: b,
                 objective,
                 conds,
+                floor,
             };
             return self.search_optimum(run, target, total, o).await;
         }
@@ -138,7 +145,7 @@ impl Suite<'_> {
             search.record(value, step.verdict.passed);
             steps.push(step);
         };
-        let row = search_row(run, var, &result, &steps);
+        let row = search_row(run, (var, &floor), &result, &steps);
         self.log.say(&format!("{label}: {}", row.message));
         self.lock()?.write_search(&row)?;
         let mut metrics = metrics_of(steps.as_slice(), result.best_pass);
@@ -283,10 +290,19 @@ impl Suite<'_> {
     }
 }
 
-/// The stored result, with a sentence saying what was found.
+/// `; success floor: success_ratio >= 1.0 (the default)`, appended to a search's sentence.
+fn floor_clause(floor: &sla::SuccessFloor) -> String {
+    let how = if floor.default { " (the default)" } else { "" };
+    format!(
+        "; success floor: success_ratio {}{how}",
+        floor.condition.text
+    )
+}
+
+/// The stored result, with a sentence saying what was found and the floor applied.
 fn search_row(
     run: &RunSpec,
-    var: SearchVariable,
+    (var, floor): (SearchVariable, &sla::SuccessFloor),
     result: &SearchResult,
     steps: &[Step],
 ) -> SearchRow {
@@ -310,7 +326,7 @@ fn search_row(
             steps.len()
         ),
         _ => format!("search ended after {} probe(s)", steps.len()),
-    };
+    } + &floor_clause(floor);
     SearchRow {
         run_id: run.id.clone(),
         variable: name.to_string(),

@@ -7,7 +7,7 @@
 use serde_json::json;
 
 use super::super::{run_label, Ended, Suite};
-use super::{metrics_of, variable_name, verdict_text, Step, SEARCH_DONE};
+use super::{floor_clause, metrics_of, variable_name, verdict_text, Step, SEARCH_DONE};
 use crate::engine::Target;
 use crate::metrics::condition::{unit_of, Condition, MetricUnit};
 use crate::metrics::sla::{Bounds, SearchOutcome};
@@ -22,8 +22,9 @@ pub(super) struct Optimum {
     pub var: SearchVariable,
     pub bounds: Bounds,
     pub objective: Objective,
-    /// The limit conditions every accepted value must meet.
+    /// The limit conditions every accepted value must meet (the success floor first).
     pub conds: Vec<Condition>,
+    pub floor: crate::metrics::sla::SuccessFloor,
 }
 
 impl Suite<'_> {
@@ -172,7 +173,7 @@ fn optimum_row(run: &RunSpec, o: &Optimum, result: &OptimumResult, steps: &[Step
             "even the lowest {name} searched ({min}) fails the SLO ({detail}): no load meets it; search stopped after {probes} probe(s)"
         ),
         _ => format!("search ended after {probes} probe(s)"),
-    };
+    } + &floor_clause(&o.floor);
     SearchRow {
         run_id: run.id.clone(),
         variable: name.to_string(),

@@ -92,11 +92,10 @@ fn run_in(
     if let Some(shard) = sharding.shard {
         store.mark_shard(&shard.to_string())?;
     }
-    let log = Arc::new(SuiteLog::open(
-        &dir,
-        opts.debug,
-        opts.progress_json.as_deref(),
-    ));
+    let log = Arc::new(
+        SuiteLog::open(&dir, opts.debug, opts.progress_json.as_deref())
+            .with_redactor(suite_redactor(plan, runs)),
+    );
     log.say(&format!("perfplan: results in {}", dir.display()));
     let store = open::register(store, runs)?;
     let slos = execute::slos_of(&plan.spec.slo)?;
@@ -132,6 +131,27 @@ fn run_in(
     watcher.abort();
     sims.shutdown();
     result
+}
+
+/// The plan's secret header values and the API keys its endpoints read, for the log.
+fn suite_redactor(plan: &LoadedPlan, runs: &[RunSpec]) -> crate::secrets::Redactor {
+    let mut r = plan.secrets.redactor.clone();
+    for run in runs {
+        let ep = &run.settings.endpoint.spec;
+        if let Some(key) = ep
+            .api_key_env
+            .as_deref()
+            .and_then(|v| std::env::var(v).ok())
+        {
+            r.add(&key);
+        }
+        for (name, value) in &ep.headers {
+            if crate::secrets::is_secret_header(name) {
+                r.add(value);
+            }
+        }
+    }
+    r
 }
 
 fn warn_missing_keys(runs: &[RunSpec], log: &SuiteLog) {

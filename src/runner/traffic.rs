@@ -94,7 +94,6 @@ fn trace(
             headers,
         });
         offsets.push(t.offset);
-        out.targets.push(None);
         out.trace_ids.push(t.request_id);
     }
     if s.cache_state == crate::plan::CacheState::Warm {
@@ -173,21 +172,40 @@ pub(super) fn load(prepared: &PreparedRun, planned: Load, max_in_flight: Option<
 /// The measured pass's source of a run.
 pub(super) enum Source {
     List(VecSource),
+    /// Requests built as they are sent (a load bounded only by its duration).
+    Built(super::produce::BuiltSource),
     /// A trace replay, with each record's recorded `request_id` by item.
     Trace(VecSource, Vec<Option<String>>),
     Conversations(Box<ConversationSource>),
 }
 
 impl Source {
-    pub(super) fn new(prepared: &mut PreparedRun) -> Source {
+    pub(super) fn new(
+        prepared: &mut PreparedRun,
+        log: &std::sync::Arc<super::log::SuiteLog>,
+    ) -> Result<Source, RunnerError> {
+        if let Some(production) = &mut prepared.built_as_sent {
+            let pass = super::produce::Pass::Measured;
+            return Ok(Source::Built(production.source(pass, Some(log.clone()))?));
+        }
         let requests = std::mem::take(&mut prepared.requests);
-        match (prepared.conversation.take(), prepared.schedule.take()) {
-            (Some(plan), _) => Source::Conversations(Box::new(ConversationSource::new(plan))),
-            (None, Some(offsets)) => Source::Trace(
-                VecSource::scheduled(requests, offsets),
-                std::mem::take(&mut prepared.trace_ids),
-            ),
-            (None, None) => Source::List(VecSource::new(requests)),
+        Ok(
+            match (prepared.conversation.take(), prepared.schedule.take()) {
+                (Some(plan), _) => Source::Conversations(Box::new(ConversationSource::new(plan))),
+                (None, Some(offsets)) => Source::Trace(
+                    VecSource::scheduled(requests, offsets),
+                    std::mem::take(&mut prepared.trace_ids),
+                ),
+                (None, None) => Source::List(VecSource::new(requests)),
+            },
+        )
+    }
+
+    /// Warnings of a source that builds requests as they are sent (none otherwise).
+    pub(super) fn finish_building(&mut self) -> Vec<String> {
+        match self {
+            Source::Built(s) => s.finish(),
+            _ => Vec::new(),
         }
     }
 
@@ -218,6 +236,7 @@ impl RequestSource for Source {
     fn next(&mut self) -> Next {
         match self {
             Source::List(s) | Source::Trace(s, _) => s.next(),
+            Source::Built(s) => s.next(),
             Source::Conversations(s) => s.next(),
         }
     }
@@ -225,6 +244,7 @@ impl RequestSource for Source {
     fn completed(&mut self, record: &RequestRecord) {
         match self {
             Source::List(s) | Source::Trace(s, _) => s.completed(record),
+            Source::Built(s) => s.completed(record),
             Source::Conversations(s) => s.completed(record),
         }
     }
@@ -232,13 +252,14 @@ impl RequestSource for Source {
     fn offsets(&self) -> Option<Vec<Duration>> {
         match self {
             Source::List(s) | Source::Trace(s, _) => s.offsets(),
-            Source::Conversations(_) => None,
+            Source::Built(_) | Source::Conversations(_) => None,
         }
     }
 
     fn requests_left(&self) -> Option<usize> {
         match self {
             Source::List(s) | Source::Trace(s, _) => s.requests_left(),
+            Source::Built(s) => s.requests_left(),
             Source::Conversations(s) => s.requests_left(),
         }
     }

@@ -36,7 +36,7 @@ pub struct WriterContext {
     pub store: Arc<Mutex<Store>>,
     pub run_id: String,
     pub tokenizer: Option<Arc<Tokenizer>>,
-    pub targets: Arc<Vec<Option<u32>>>,
+    pub targets: Arc<super::prepare::Targets>,
     pub log: Arc<super::log::SuiteLog>,
     /// Cancelled when a write fails, so the load stops instead of running on unstored.
     pub cancel: CancelHandle,
@@ -142,11 +142,22 @@ fn stopped(ctx: &WriterContext, stored: u64, source: RunnerError) -> RunnerError
 }
 
 fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerError> {
+    // A server may echo a credential in its error body: the stored excerpt hides it.
+    let records: Vec<std::borrow::Cow<'_, RequestRecord>> = records
+        .iter()
+        .map(|r| match r.error.as_deref().map(|e| ctx.log.redact(e)) {
+            Some(std::borrow::Cow::Owned(e)) => std::borrow::Cow::Owned(RequestRecord {
+                error: Some(e),
+                ..r.clone()
+            }),
+            _ => std::borrow::Cow::Borrowed(r),
+        })
+        .collect();
     let rows: Vec<StoredRequest<'_>> = records
         .iter()
         .map(|r| StoredRequest {
             record: r,
-            target_input_tokens: ctx.targets.get(r.item as usize).copied().flatten(),
+            target_input_tokens: ctx.targets.get(r.item),
         })
         .collect();
     let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;

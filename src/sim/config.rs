@@ -72,6 +72,13 @@ pub struct SimConfig {
     #[schemars(range(min = 1, max = 1_000_000))]
     pub max_num_seqs: u32,
 
+    /// Requests that may wait in the queue at once: one that arrives while every batch
+    /// slot is taken and this many already wait is answered HTTP 503 at once (SGLang's
+    /// `--max-queued-requests`), so failures appear only above a load. Unset: no limit.
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_queued_requests: Option<u32>,
+
     /// Output length when the request does not set `ignore_eos`: a seeded natural length
     /// (exponential with this mean), at least `min_tokens`, capped by the route's limit
     /// (chat: `max_completion_tokens` or `max_tokens`; completions: `max_tokens`;
@@ -200,6 +207,7 @@ impl Default for SimConfig {
             itl_slope: ms(0),
             tokens_per_chunk: 1,
             max_num_seqs: 256,
+            max_queued_requests: None,
             natural_output_mean: 128,
             prefix_cache: true,
             block_size: 16,

@@ -28,6 +28,8 @@ pub enum Fault {
     Stall,
     Malformed,
     SlowHeaders,
+    /// Not dealt from the deck: the queue held `max_queued_requests` (HTTP 503).
+    QueueFull,
 }
 
 impl Fault {
@@ -36,7 +38,7 @@ impl Fault {
         match self {
             Fault::Http429 => Some(429),
             Fault::Http500 => Some(500),
-            Fault::Http503 => Some(503),
+            Fault::Http503 | Fault::QueueFull => Some(503),
             _ => None,
         }
     }

@@ -127,7 +127,11 @@ async fn fault_answer(st: &SimState, fault: Fault) -> Option<Response> {
     if let Some(status) = fault.status() {
         let e = ApiError {
             status,
-            message: format!("simulated HTTP {status}"),
+            message: if fault == Fault::QueueFull {
+                "the request queue is full (max_queued_requests)".to_string()
+            } else {
+                format!("simulated HTTP {status}")
+            },
             kind: if status == 429 {
                 "rate_limit_error"
             } else {
@@ -157,6 +161,15 @@ fn deal(st: &SimState) -> (u64, Fault) {
     (seq, st.deck.deal(seq))
 }
 
+/// Whether a generation arriving now finds every batch slot taken and the queue holding
+/// `max_queued_requests` already.
+fn queue_full(st: &SimState) -> bool {
+    st.cfg.max_queued_requests.is_some_and(|max| {
+        st.slots.available_permits() == 0
+            && st.waiting.load(std::sync::atomic::Ordering::Relaxed) >= u64::from(max)
+    })
+}
+
 /// Answers a generation request that arrived (its first bytes were received) at `arrival`.
 async fn generate(
     st: Arc<SimState>,
@@ -172,7 +185,10 @@ async fn generate(
         Ok(job) => job,
         Err(e) => return error_response(&e),
     };
-    let (seq, fault) = deal(&st);
+    let (seq, mut fault) = deal(&st);
+    if queue_full(&st) {
+        fault = Fault::QueueFull;
+    }
     let record = TruthRecord {
         request_id: format!("{:016x}{seq:016x}", mix(st.cfg.seed ^ seq)),
         client_request_id: headers

@@ -21,7 +21,7 @@ pub use requests::{RequestRow, StoredRequest};
 pub use runs::{GateRecord, RunFinish, RunRow, RunStatus, ServerPhase, StoredRun};
 pub use schema::SCHEMA_VERSION;
 pub use search::{ProbeLink, SearchRow, SearchStepRow};
-pub use suite::{GitInfo, HostFacts, SuiteInfo, SuiteRow};
+pub use suite::{GitInfo, HostFacts, StoredSecret, SuiteInfo, SuiteRow};
 
 /// The database's file name inside an output folder.
 pub const DB_FILE: &str = "results.db";
@@ -271,3 +271,21 @@ impl Store {
 
 #[cfg(test)]
 mod tests;
+
+impl Store {
+    /// The columns `table` has: fewer than this build writes in an older database read
+    /// unmigrated (read-only), whose missing columns then read as NULL.
+    pub(crate) fn table_columns(&self, table: &'static str) -> Result<Vec<String>, StoreError> {
+        let doing = "reading a table's columns";
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name FROM pragma_table_info(?1)")
+            .doing(doing)?;
+        let names = stmt
+            .query_map([table], |r| r.get::<_, String>(0))
+            .doing(doing)?
+            .collect::<Result<Vec<_>, _>>()
+            .doing(doing)?;
+        Ok(names)
+    }
+}

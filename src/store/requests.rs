@@ -132,16 +132,7 @@ impl Store {
 
     /// The columns the `requests` table has (fewer in an older database read unmigrated).
     fn request_columns(&self) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT name FROM pragma_table_info('requests')")
-            .doing("reading the requests table's columns")?;
-        let names = stmt
-            .query_map([], |r| r.get::<_, String>(0))
-            .doing("reading the requests table's columns")?
-            .collect::<Result<Vec<_>, _>>()
-            .doing("reading the requests table's columns")?;
-        Ok(names)
+        self.table_columns("requests")
     }
 
     /// The records of every stored request of a run, by index, as the metrics read them.

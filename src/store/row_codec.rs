@@ -383,7 +383,10 @@ mod tests {
         assert_eq!(chunk_times_back(sent, &[]), None);
         assert_eq!(chunk_times_back(sent, &[9, 1]), None);
         assert_eq!(chunk_times_back(sent, &[GAPS, 0x80]), None, "a cut varint");
-        assert_eq!(chunk_times_back(sent, &[GAPS]).unwrap(), Vec::new());
+        assert_eq!(
+            chunk_times_back(sent, &[GAPS]).unwrap(),
+            Vec::<Duration>::new()
+        );
     }
 
     #[test]

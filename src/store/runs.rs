@@ -122,33 +122,9 @@ pub struct GateRecord {
 }
 
 /// Keys whose values are never stored, at any depth of a run's settings.
-const SECRET_KEYS: [&str; 6] = [
-    "api_key",
-    "authorization",
-    "headers",
-    "password",
-    "secret",
-    "token",
-];
-
-/// `value` with every secret-looking key's value replaced by `"[redacted]"` (a guard:
-/// the runner is not meant to pass secrets at all).
+/// `value` with secret-looking values replaced (the one rule: `secrets::redact_settings`).
 pub(crate) fn redact_secrets(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    if SECRET_KEYS.contains(&k.to_ascii_lowercase().as_str()) {
-                        (k.clone(), Value::from("[redacted]"))
-                    } else {
-                        (k.clone(), redact_secrets(v))
-                    }
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(redact_secrets).collect()),
-        other => other.clone(),
-    }
+    crate::secrets::redact_settings(value)
 }
 
 fn status_of(text: &str) -> Result<RunStatus, StoreError> {

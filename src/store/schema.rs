@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -148,6 +148,14 @@ ALTER TABLE requests ADD COLUMN chunk_times BLOB;
     // sent on an open one, and in rows written before: their `sent_us` included it).
     r#"
 ALTER TABLE requests ADD COLUMN connect_us INTEGER;
+"#,
+    // 6: `rerun` from any folder: the plan's own folder (absolute), against which its
+    // relative paths were resolved, and the literal secrets its stored texts hold as
+    // `${VAR}` (endpoint, header, variable), so `rerun` can name what it needs. Suites
+    // written before have neither: they rerun as before (paths from the current folder).
+    r#"
+ALTER TABLE suites ADD COLUMN plan_dir TEXT;
+ALTER TABLE suites ADD COLUMN secrets_json TEXT NOT NULL DEFAULT '[]';
 "#,
 ];
 

@@ -92,6 +92,14 @@ impl HostFacts {
     }
 }
 
+/// A literal secret header of the suite's plan, stored as the variable `rerun` reads.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StoredSecret {
+    pub endpoint: String,
+    pub header: String,
+    pub variable: String,
+}
+
 /// What the runner records about a suite when it creates the database.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteInfo {
@@ -113,6 +121,11 @@ pub struct SuiteInfo {
     pub gates: Value,
     /// The plan's `[slo]` (`{"metric": "condition"}`).
     pub slo: Value,
+    /// The plan file's folder, absolute: its relative paths start here (`None` for
+    /// suites recorded before it was stored).
+    pub plan_dir: Option<String>,
+    /// Literal secrets of the plan, held in the stored texts as `${variable}`.
+    pub secrets: Vec<StoredSecret>,
 }
 
 impl SuiteInfo {
@@ -131,6 +144,8 @@ impl SuiteInfo {
             report: Value::Object(Default::default()),
             gates: Value::Object(Default::default()),
             slo: Value::Object(Default::default()),
+            plan_dir: None,
+            secrets: Vec::new(),
         }
     }
 
@@ -178,8 +193,9 @@ impl Store {
                 "INSERT INTO suites (id, plan_name, plan_path, plan_text, imports_json, plan_sha256,
                  set_overrides_json, seed, perfplan_version, git_revision, git_dirty, host_os,
                  host_cpu_model, host_cores, host_name, report_json, gates_json, slo_json,
-                 created_unix_ms)
-                 VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                 created_unix_ms, plan_dir, secrets_json)
+                 VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+                 ?19, ?20)",
                 params![
                     s.plan_name,
                     s.plan_path,
@@ -199,10 +215,26 @@ impl Store {
                     to_json("gates", &s.gates)?,
                     to_json("slo", &s.slo)?,
                     now_unix_ms(),
+                    s.plan_dir,
+                    to_json("secrets", &s.secrets)?,
                 ],
             )
             .doing("writing the suite")?;
         Ok(())
+    }
+
+    /// The suite columns added by later migrations, or their defaults when an older
+    /// database is read unmigrated (read-only).
+    fn newer_suite_columns(&self) -> Result<String, StoreError> {
+        let have = self.table_columns("suites")?;
+        let has = |c: &str| have.iter().any(|h| h == c);
+        let dir = if has("plan_dir") { "plan_dir" } else { "NULL" };
+        let secrets = if has("secrets_json") {
+            "secrets_json"
+        } else {
+            "'[]'"
+        };
+        Ok(format!("{dir}, {secrets}"))
     }
 
     /// The suite this database holds.
@@ -210,10 +242,13 @@ impl Store {
         let row = self
             .conn
             .query_row(
-                "SELECT plan_name, plan_path, plan_text, imports_json, plan_sha256,
-                 set_overrides_json, seed, perfplan_version, git_revision, git_dirty, host_os,
-                 host_cpu_model, host_cores, host_name, report_json, gates_json, slo_json,
-                 created_unix_ms FROM suites WHERE id = 1",
+                &format!(
+                    "SELECT plan_name, plan_path, plan_text, imports_json, plan_sha256,
+                     set_overrides_json, seed, perfplan_version, git_revision, git_dirty,
+                     host_os, host_cpu_model, host_cores, host_name, report_json, gates_json,
+                     slo_json, created_unix_ms, {} FROM suites WHERE id = 1",
+                    self.newer_suite_columns()?
+                ),
                 [],
                 |r| {
                     let revision: Option<String> = r.get(8)?;
@@ -239,6 +274,8 @@ impl Store {
                         report: json_column(r, 14)?,
                         gates: json_column(r, 15)?,
                         slo: json_column(r, 16)?,
+                        plan_dir: r.get(18)?,
+                        secrets: json_column(r, 19)?,
                     };
                     Ok(SuiteRow {
                         info,

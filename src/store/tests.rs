@@ -249,7 +249,7 @@ fn secrets_in_settings_are_never_stored() {
     let stored = store.runs().unwrap().pop().unwrap().settings;
     assert_eq!(
         stored,
-        json!({"endpoint": {"api_key_env": "KEY", "api_key": "[redacted]", "Headers": "[redacted]"}})
+        json!({"endpoint": {"api_key_env": "KEY", "api_key": "<redacted>", "Headers": {"Authorization": "<redacted>"}}})
     );
 }
 
@@ -277,10 +277,14 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
         store.request_rows("run1").unwrap()[0].connect,
         Some(Duration::from_micros(2_500))
     );
-    // As the previous version wrote it: schema 4, no `connect_us`.
+    // As an earlier version wrote it: schema 4, no `connect_us` (nor what came after it).
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN connect_us; PRAGMA user_version = 4;")
+        .execute_batch(
+            "ALTER TABLE requests DROP COLUMN connect_us;
+             ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
+             PRAGMA user_version = 4;",
+        )
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();
@@ -315,4 +319,23 @@ fn newer_schema_is_refused_and_migrations_are_recorded() {
         err.to_string().contains("newer than this perfplan"),
         "{err}"
     );
+}
+
+#[test]
+fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut suite = SuiteInfo::new("old", "[plan]\nname = \"old\"\n");
+    suite.plan_dir = Some("/plans".into());
+    drop(Store::create(dir.path(), &suite).unwrap());
+    // The database as the previous version wrote it: schema 5, without the two columns.
+    let conn = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
+         PRAGMA user_version = 5;",
+    )
+    .unwrap();
+    drop(conn);
+    let info = Store::open(dir.path()).unwrap().suite().unwrap().info;
+    assert_eq!((info.plan_dir, info.secrets), (None, Vec::new()));
+    assert_eq!(info.plan_name, "old");
 }

@@ -36,7 +36,9 @@ impl Suite<'_> {
         total: usize,
         notes: Vec<String>,
     ) -> Result<Ended, RunnerError> {
-        let mut prepared: PreparedRun = prepare::prepare(run, &self.plan.base_dir, &self.cache)?;
+        let sharded = self.shard.is_some();
+        let mut prepared: PreparedRun =
+            prepare::prepare(run, &self.plan.base_dir, &self.cache, sharded)?;
         let share;
         let (run, index_base, lead) = match self.shard.map(|s| s.take_share(run, &mut prepared)) {
             None => (run, 0, Duration::ZERO),

@@ -13,7 +13,7 @@ use super::RunOptions;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::runner::RunnerError;
-use crate::store::{GitInfo, HostFacts, RunRow, Store, SuiteInfo};
+use crate::store::{GitInfo, HostFacts, RunRow, Store, StoredSecret, SuiteInfo};
 
 /// `YYYYMMDDTHHMMSSZ` in UTC.
 pub fn utc_stamp(t: SystemTime) -> String {
@@ -47,7 +47,18 @@ fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
     let mut info = SuiteInfo::new(plan.spec.plan.name.clone(), main);
     info.plan_path = Some(plan.path.display().to_string());
     info.imports = imports;
-    info.set_overrides = plan.sets.clone();
+    info.set_overrides = plan.stored_sets();
+    info.plan_dir = plan_dir(plan);
+    info.secrets = plan
+        .secrets
+        .literal
+        .iter()
+        .map(|s| StoredSecret {
+            endpoint: s.endpoint.clone(),
+            header: s.header.clone(),
+            variable: s.variable.clone(),
+        })
+        .collect();
     info.seed = plan.spec.plan.seed;
     info.git = GitInfo::detect(if plan.base_dir.as_os_str().is_empty() {
         Path::new(".")
@@ -59,6 +70,18 @@ fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
     info.gates = serde_json::to_value(&plan.spec.gates).unwrap_or(Value::Null);
     info.slo = serde_json::to_value(&plan.spec.slo).unwrap_or(Value::Null);
     info
+}
+
+/// The plan file's folder as an absolute path (`rerun` resolves relative paths from it).
+fn plan_dir(plan: &LoadedPlan) -> Option<String> {
+    let dir = if plan.base_dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        &plan.base_dir
+    };
+    std::fs::canonicalize(dir)
+        .ok()
+        .map(|p| p.display().to_string())
 }
 
 pub(super) fn open_store(
