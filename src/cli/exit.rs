@@ -19,6 +19,9 @@ pub const RUN_FAILED: u8 = 4;
 pub const DATABASE: u8 = 5;
 /// An output file (report, export) could not be written.
 pub const OUTPUT: u8 = 6;
+/// `import evalscope --from-script`: the script could not be run, failed, or called no
+/// `evalscope perf`.
+pub const IMPORT: u8 = 7;
 /// perfplan itself failed (a bug).
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.

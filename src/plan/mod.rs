@@ -11,6 +11,7 @@ pub use matrix::MatrixSpec;
 pub use spec::*;
 pub mod dataset_keys;
 pub mod diag;
+pub mod emit;
 pub mod imports;
 pub mod interp;
 pub mod load;

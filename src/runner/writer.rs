@@ -31,6 +31,8 @@ pub struct WriterContext {
     pub tokenizer: Option<Arc<Tokenizer>>,
     pub targets: Arc<Vec<Option<u32>>>,
     pub log: Arc<super::log::SuiteLog>,
+    /// `[plan] store.text`: keep each response's text.
+    pub keep_text: bool,
 }
 
 impl Writer {
@@ -108,5 +110,9 @@ fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerEr
         .collect();
     let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
     store.write_requests(&ctx.run_id, &rows)?;
+    if ctx.keep_text {
+        let texts = records.iter().map(|r| (r.index, r.output_text.as_str()));
+        store.write_texts(&ctx.run_id, texts)?;
+    }
     Ok(rows.len() as u64)
 }
