@@ -15,6 +15,7 @@ mod rerun;
 pub mod run;
 mod schema;
 mod show;
+mod signoff;
 mod shard;
 pub mod sim;
 mod validate;

@@ -60,6 +60,9 @@ pub struct ReportArgs {
     /// Axes left out when matching runs with the baseline; repeatable.
     #[arg(long)]
     pub ignore: Vec<String>,
+    /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Prints an error with its whole chain to standard error.
@@ -107,6 +110,13 @@ fn report(args: &ReportArgs) -> Result<bool, ReportError> {
     };
     let format = Format::from(args.format);
     let style = TableStyle::detect();
+    let sign = super::signoff::SignOff {
+        junit: args.junit.clone(),
+    };
+    sign.write_junit(&store, "report", &verdicts)?;
+    super::signoff::step_summary(|| {
+        report::render(&store, Format::Md, &layout, TableStyle::default(), &verdicts)
+    });
     let text = report::render(&store, format, &layout, style, &verdicts)?;
     let out = match (&args.out, format) {
         (None, Format::Html) => Some(store.path().with_file_name("report.html")),
@@ -144,7 +154,18 @@ pub fn run(args: ReportArgs) -> u8 {
 /// (stored) on stdout and appended to `perfplan.log`, `report.md` and `report.html` next
 /// to the database. Returns the exit code.
 pub fn after_run(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> u8 {
-    match after_run_inner(dir, gates_cli, baseline) {
+    after_run_signed(dir, gates_cli, baseline, &super::signoff::SignOff::default())
+}
+
+/// `after_run`, with the verdicts also written where CI looks (`--junit`, and the job
+/// summary when `$GITHUB_STEP_SUMMARY` is set).
+pub fn after_run_signed(
+    dir: &Path,
+    gates_cli: &[String],
+    baseline: Option<&Path>,
+    sign: &super::signoff::SignOff,
+) -> u8 {
+    match after_run_inner(dir, gates_cli, baseline, sign) {
         Ok(true) => exit::OK,
         Ok(false) => exit::GATE_FAILED,
         Err(e) => {
@@ -176,10 +197,15 @@ fn after_run_inner(
     dir: &Path,
     gates_cli: &[String],
     baseline: Option<&Path>,
+    sign: &super::signoff::SignOff,
 ) -> Result<bool, ReportError> {
     let mut store = Store::open(dir)?;
     let baseline = baseline.map(Store::open).transpose()?;
     let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline.as_ref(), &[])?;
+    sign.write_junit(&store, "run", &verdicts)?;
+    super::signoff::step_summary(|| {
+        report::render(&store, Format::Md, &Layout::default(), TableStyle::default(), &verdicts)
+    });
     let final_tables = |style: TableStyle| -> Result<String, ReportError> {
         let mut text = report::render(&store, Format::Table, &Layout::default(), style, &verdicts)?;
         if !verdicts.is_empty() {

@@ -40,6 +40,9 @@ pub struct RunArgs {
     /// A baseline suite for relative gates (`output_tps = ">= -5%"`): a database or output folder.
     #[arg(long, value_name = "DB")]
     pub baseline: Option<PathBuf>,
+    /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Run `perfplan check` first and stop if it finds a failure.
     #[arg(long)]
     pub check: bool,
@@ -116,7 +119,15 @@ pub fn run(args: &RunArgs) -> u8 {
     );
     eprintln!("{line}");
     super::report::append_log(&outcome.dir, &format!("{line}\n"));
-    let code = super::report::after_run(&outcome.dir, &args.gates, args.baseline.as_deref());
+    let sign = super::signoff::SignOff {
+        junit: args.junit.clone(),
+    };
+    let code = super::report::after_run_signed(
+        &outcome.dir,
+        &args.gates,
+        args.baseline.as_deref(),
+        &sign,
+    );
     let code = super::shard::gate_code(args, code);
     if outcome.interrupted {
         return exit::INTERRUPTED;

@@ -20,6 +20,7 @@ mod select;
 mod sharegpt;
 mod source;
 mod split;
+mod tar_shards;
 // Issue 7: the traffic kinds.
 mod embedding;
 pub mod image_codec;

@@ -42,7 +42,7 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "images_per_request",
             "text_tokens",
         ],
-        DatasetKind::Images => &["path", "format", "images_per_request", "text_tokens"],
+        DatasetKind::Images => &["path", "text", "format", "images_per_request", "text_tokens"],
         DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
         DatasetKind::Embedding => &["path", "batch_size", "field"],
         DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
