@@ -91,3 +91,6 @@ pub fn import(commands: &[Vec<String>]) -> Result<Imported, ImportError> {
         .collect::<Result<Vec<_>, _>>()?;
     combine(groups)
 }
+
+#[cfg(test)]
+mod tests;
