@@ -102,9 +102,15 @@ pub fn run(args: &InitArgs) -> u8 {
     }
 }
 
-/// Writes `text` to a new file; an existing file is kept unless `force`. The error is
-/// printed and its exit code returned.
+/// Writes `text` to a new file (its folder made if needed); an existing file is kept
+/// unless `force`. The error is printed and its exit code returned.
 pub(super) fn write_new(path: &Path, text: &str, force: bool) -> Result<(), u8> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: cannot create {}: {e}", dir.display());
+            return Err(exit::OUTPUT);
+        }
+    }
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true);
     if force {

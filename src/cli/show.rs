@@ -89,14 +89,19 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 
 /// The lines of one request (without body and text).
 pub fn describe(run: &StoredRun, row: &RequestRow) -> String {
-    let status = row.http_status.map(|s| format!(", HTTP {s}")).unwrap_or_default();
-    let finish = row
-        .finish_reason
-        .as_deref()
-        .map(|f| format!(", finish_reason {f}"))
-        .unwrap_or_default();
+    let details: Vec<String> = [
+        row.http_status.map(|s| format!("HTTP {s}")),
+        row.finish_reason.as_deref().map(|f| format!("finish_reason {f}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let details = match details.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", details.join(", ")),
+    };
     let mut out = format!(
-        "run       #{} {} ({})\nrequest   {} (item {}, {})\noutcome   {}{status}{finish}\n",
+        "run       #{} {} ({})\nrequest   {} (item {}, {})\noutcome   {}{details}\n",
         run.ordinal,
         run.id,
         run.status,
