@@ -27,7 +27,16 @@ fn perfplan(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    for k in ["HOST", "PORT", "MODEL", "INPUT_TOKENS", "PREFIX_TOKENS", "OUTPUT_TOKENS", "TOKENIZE_PROMPT", "RUN_DIR"] {
+    for k in [
+        "HOST",
+        "PORT",
+        "MODEL",
+        "INPUT_TOKENS",
+        "PREFIX_TOKENS",
+        "OUTPUT_TOKENS",
+        "TOKENIZE_PROMPT",
+        "RUN_DIR",
+    ] {
         if !env.iter().any(|(e, _)| *e == k) {
             cmd.env_remove(k);
         }
@@ -37,13 +46,21 @@ fn perfplan(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// Imports `script` under `env` into `dir/plan.toml` and returns `expand --json`.
 fn import(dir: &Path, script: &str, env: &[(&str, &str)]) -> Vec<Value> {
-    let out = perfplan(dir, &["import", "evalscope", "--from-script", &fixture(script)], env);
+    let out = perfplan(
+        dir,
+        &["import", "evalscope", "--from-script", &fixture(script)],
+        env,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("does not validate"), "{stderr}");
     std::fs::write(dir.join("plan.toml"), &out.stdout).unwrap();
     let expanded = perfplan(dir, &["expand", "--json", "plan.toml"], env);
-    assert!(expanded.status.success(), "{}", String::from_utf8_lossy(&expanded.stderr));
+    assert!(
+        expanded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&expanded.stderr)
+    );
     serde_json::from_slice::<Vec<Value>>(&expanded.stdout).unwrap()
 }
 
@@ -78,7 +95,10 @@ fn the_llm_script_imports_its_tiers_and_settings() {
         assert_eq!(s["tokenize_prompt"], false);
         assert_eq!(s["model"]["served_name"], "Qwen3-8B");
         assert_eq!(s["model"]["tokenizer"], tok.as_str());
-        assert_eq!(s["dataset"], json!({"name": "random", "kind": "random", "input_tokens": 1024}));
+        assert_eq!(
+            s["dataset"],
+            json!({"name": "random", "kind": "random", "input_tokens": 1024})
+        );
         assert_eq!(
             s["request"],
             json!({"output_tokens": 256, "temperature": 0.0, "stream": true, "ignore_eos": true})
@@ -87,7 +107,10 @@ fn the_llm_script_imports_its_tiers_and_settings() {
     // The script ran in the caller's folder, as `bash script` would: its mkdir happened.
     assert!(dir.path().join("outputs/performance").is_dir());
     let plan = std::fs::read_to_string(dir.path().join("plan.toml")).unwrap();
-    assert!(plan.contains("`--outputs-dir`: no equivalent, because"), "{plan}");
+    assert!(
+        plan.contains("`--outputs-dir`: no equivalent, because"),
+        "{plan}"
+    );
 }
 
 #[test]
@@ -122,15 +145,29 @@ fn the_llm_script_variables_change_the_plan_as_they_change_the_script() {
 fn a_failing_script_is_reported_with_its_own_message() {
     let dir = tempfile::tempdir().unwrap();
     // ${TOKENIZER_PATH:?…} stops the script before evalscope is called.
-    let out = perfplan(dir.path(), &["import", "evalscope", "--from-script", &fixture(LLM)], &[]);
+    let out = perfplan(
+        dir.path(),
+        &["import", "evalscope", "--from-script", &fixture(LLM)],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(7));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Set TOKENIZER_PATH"), "{stderr}");
-    assert!(stderr.contains("exited with status 1 after recording 0"), "{stderr}");
+    assert!(
+        stderr.contains("exited with status 1 after recording 0"),
+        "{stderr}"
+    );
     assert!(out.stdout.is_empty());
     let tok = tokenizer();
-    let bad = [("TOKENIZER_PATH", tok.as_str()), ("TOKENIZE_PROMPT", "maybe")];
-    let out = perfplan(dir.path(), &["import", "evalscope", "--from-script", &fixture(LLM)], &bad);
+    let bad = [
+        ("TOKENIZER_PATH", tok.as_str()),
+        ("TOKENIZE_PROMPT", "maybe"),
+    ];
+    let out = perfplan(
+        dir.path(),
+        &["import", "evalscope", "--from-script", &fixture(LLM)],
+        &bad,
+    );
     assert_eq!(out.status.code(), Some(7));
     assert!(String::from_utf8_lossy(&out.stderr).contains("TOKENIZE_PROMPT must be true or false"));
 }
@@ -138,7 +175,10 @@ fn a_failing_script_is_reported_with_its_own_message() {
 fn write_shard(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let mut b = tar::Builder::new(std::fs::File::create(dir.join("test-000000.tar")).unwrap());
-    for (name, data) in [("0.jpg", &b"\xff\xd8\xff\xe0fake"[..]), ("0.txt", b"a caption")] {
+    for (name, data) in [
+        ("0.jpg", &b"\xff\xd8\xff\xe0fake"[..]),
+        ("0.txt", b"a caption"),
+    ] {
         let mut h = tar::Header::new_gnu();
         h.set_size(data.len() as u64);
         h.set_mode(0o644);
@@ -157,17 +197,27 @@ fn the_vlm_script_imports_an_images_dataset_of_tar_shards() {
     let runs = import(dir.path(), VLM, &[("FLICKR8K_PATH", &path)]);
     assert_tiers(&runs);
     let s = &runs[0]["settings"];
-    assert_eq!(s["dataset"], json!({"name": "flickr8k", "kind": "images", "path": path}));
+    assert_eq!(
+        s["dataset"],
+        json!({"name": "flickr8k", "kind": "images", "path": path})
+    );
     assert_eq!(s["model"]["served_name"], "Qwen3-VL-8B-Instruct");
     assert_eq!(
         s["request"],
         json!({"output_tokens": 256, "temperature": 0.0, "stream": true, "ignore_eos": true})
     );
     // Without the variable the plan is still written, with a warning saying what it needs.
-    let out = perfplan(dir.path(), &["import", "evalscope", "--from-script", &fixture(VLM)], &[]);
+    let out = perfplan(
+        dir.path(),
+        &["import", "evalscope", "--from-script", &fixture(VLM)],
+        &[],
+    );
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("does not validate on this machine yet"), "{stderr}");
+    assert!(
+        stderr.contains("does not validate on this machine yet"),
+        "{stderr}"
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("path = \"${FLICKR8K_PATH}\""));
 }
 
@@ -194,7 +244,10 @@ async fn import_then_run_is_two_commands() {
     .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("3 runs done, 0 skipped, 0 failed"), "{stderr}");
+    assert!(
+        stderr.contains("3 runs done, 0 skipped, 0 failed"),
+        "{stderr}"
+    );
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("concurrency=8"), "{table}");
     sim.shutdown().await;

@@ -46,13 +46,24 @@ fn overrides(plan: &Path, env: &[(&str, String)], sim: &str) -> Vec<String> {
             sets.push(format!("endpoints.{name}.base_url={sim}"));
         }
     }
-    let search = loaded.spec.matrix.axes.iter().any(|(k, v)| k == "load" && v.iter().any(|l| l.get("search").is_some()));
+    let search = loaded
+        .spec
+        .matrix
+        .axes
+        .iter()
+        .any(|(k, v)| k == "load" && v.iter().any(|l| l.get("search").is_some()));
     sets.push(if search {
         "matrix.load=[{ search = \"concurrency\", slo = { success_ratio = \">= 0.5\" }, min = 1, max = 2, requests_per_step = 4 }]".to_string()
     } else {
         "matrix.load=[{ concurrency = 2, requests = 4, warmup = 2 }]".to_string()
     });
-    if loaded.spec.matrix.axes.iter().any(|(k, _)| k == "input_tokens") {
+    if loaded
+        .spec
+        .matrix
+        .axes
+        .iter()
+        .any(|(k, _)| k == "input_tokens")
+    {
         sets.push("matrix.input_tokens=[64]".to_string());
     }
     sets
@@ -60,35 +71,61 @@ fn overrides(plan: &Path, env: &[(&str, String)], sim: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_template_validates_and_runs_against_the_simulator() {
-    let sim = perfplan::sim::SimServer::start(perfplan::sim::SimConfig::default()).await.unwrap();
+    let sim = perfplan::sim::SimServer::start(perfplan::sim::SimConfig::default())
+        .await
+        .unwrap();
     let url = sim.base_url();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     tokio::task::spawn_blocking(move || {
         shard(&root.join("shards"));
         let env = vec![
-            ("TOKENIZER_PATH", Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2").display().to_string()),
+            (
+                "TOKENIZER_PATH",
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/smollm2")
+                    .display()
+                    .to_string(),
+            ),
             ("FLICKR8K_PATH", root.join("shards").display().to_string()),
         ];
         for name in TEMPLATES {
             let file = root.join(format!("{name}.toml"));
             let out = perfplan(&["init", name, "--out", file.to_str().unwrap()], &env);
-            assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let text = std::fs::read_to_string(&file).unwrap();
             assert!(text.starts_with("#:schema "), "{name}");
             let out_dir = root.join(format!("out-{name}"));
-            let mut args = vec!["run".to_string(), file.display().to_string(), "--out".into(), out_dir.display().to_string()];
+            let mut args = vec![
+                "run".to_string(),
+                file.display().to_string(),
+                "--out".into(),
+                out_dir.display().to_string(),
+            ];
             for set in overrides(&file, &env, &url) {
                 args.extend(["--set".to_string(), set]);
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let run = perfplan(&args, &env);
             let stderr = String::from_utf8_lossy(&run.stderr);
-            assert!(matches!(run.status.code(), Some(0) | Some(1)), "{name}: {stderr}");
+            assert!(
+                matches!(run.status.code(), Some(0) | Some(1)),
+                "{name}: {stderr}"
+            );
             let runs = Store::open(&out_dir).unwrap().runs().unwrap();
             assert!(!runs.is_empty(), "{name}");
             for r in runs {
-                assert_eq!(r.status, RunStatus::Done, "{name} run {}: {:?} {stderr}", r.ordinal, r.error);
+                assert_eq!(
+                    r.status,
+                    RunStatus::Done,
+                    "{name} run {}: {:?} {stderr}",
+                    r.ordinal,
+                    r.error
+                );
             }
         }
     })
@@ -111,12 +148,25 @@ fn init_lists_defaults_to_quickstart_and_never_overwrites() {
     std::fs::write(&file, "mine").unwrap();
     let again = perfplan(&["init", "xllm-llm", "--out", file.to_str().unwrap()], &[]);
     assert_eq!(again.status.code(), Some(6));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists; nothing written (--force overwrites it)"));
+    assert!(String::from_utf8_lossy(&again.stderr)
+        .contains("already exists; nothing written (--force overwrites it)"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
-    let forced = perfplan(&["init", "xllm-llm", "--out", file.to_str().unwrap(), "--force"], &[]);
+    let forced = perfplan(
+        &[
+            "init",
+            "xllm-llm",
+            "--out",
+            file.to_str().unwrap(),
+            "--force",
+        ],
+        &[],
+    );
     assert!(forced.status.success());
-    assert!(std::fs::read_to_string(&file).unwrap().contains("name = \"xllm-llm\""));
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("name = \"xllm-llm\""));
     let unknown = perfplan(&["init", "nope"], &[]);
     assert_eq!(unknown.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown template `nope`; the templates are quickstart"));
+    assert!(String::from_utf8_lossy(&unknown.stderr)
+        .contains("unknown template `nope`; the templates are quickstart"));
 }

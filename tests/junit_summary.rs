@@ -19,12 +19,19 @@ struct El {
 }
 
 fn unescape(s: &str) -> String {
-    s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
 }
 
 /// A strict reader of the XML subset JUnit files use (no DTD, comments or CDATA).
 fn parse(xml: &str) -> El {
-    let body = xml.strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>").expect("XML declaration").trim();
+    let body = xml
+        .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
+        .expect("XML declaration")
+        .trim();
     let (el, rest) = element(body);
     assert!(rest.trim().is_empty(), "text after the root: {rest}");
     el
@@ -32,8 +39,13 @@ fn parse(xml: &str) -> El {
 
 fn element(s: &str) -> (El, &str) {
     let s = s.trim_start().strip_prefix('<').expect("an element");
-    let end = s.find(|c: char| c.is_whitespace() || c == '>' || c == '/').unwrap();
-    let mut el = El { name: s[..end].to_string(), ..El::default() };
+    let end = s
+        .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+        .unwrap();
+    let mut el = El {
+        name: s[..end].to_string(),
+        ..El::default()
+    };
     let mut rest = &s[end..];
     loop {
         rest = rest.trim_start();
@@ -46,10 +58,17 @@ fn element(s: &str) -> (El, &str) {
         }
         let eq = rest.find('=').unwrap();
         let key = rest[..eq].trim().to_string();
-        let value = rest[eq + 1..].strip_prefix('"').expect("a quoted attribute");
+        let value = rest[eq + 1..]
+            .strip_prefix('"')
+            .expect("a quoted attribute");
         let close = value.find('"').unwrap();
         assert!(!value[..close].contains('<'), "unescaped < in {key}");
-        assert!(el.attrs.insert(key.clone(), unescape(&value[..close])).is_none(), "{key} twice");
+        assert!(
+            el.attrs
+                .insert(key.clone(), unescape(&value[..close]))
+                .is_none(),
+            "{key} twice"
+        );
         rest = &value[close + 1..];
     }
     let close = format!("</{}>", el.name);
@@ -75,7 +94,11 @@ fn count(el: &El, name: &str) -> usize {
 }
 
 fn attr_num(el: &El, key: &str) -> usize {
-    el.attrs.get(key).unwrap_or_else(|| panic!("<{}> lacks {key}", el.name)).parse().unwrap()
+    el.attrs
+        .get(key)
+        .unwrap_or_else(|| panic!("<{}> lacks {key}", el.name))
+        .parse()
+        .unwrap()
 }
 
 /// The shape of the JUnit XML schema: element names, required attributes, counts agreeing.
@@ -87,7 +110,18 @@ fn check_junit(xml: &str) -> (usize, usize) {
     }
     for suite in &root.children {
         assert_eq!(suite.name, "testsuite");
-        for key in ["name", "tests", "failures", "errors", "skipped", "time", "timestamp", "hostname", "id", "package"] {
+        for key in [
+            "name",
+            "tests",
+            "failures",
+            "errors",
+            "skipped",
+            "time",
+            "timestamp",
+            "hostname",
+            "id",
+            "package",
+        ] {
             assert!(suite.attrs.contains_key(key), "testsuite lacks {key}");
         }
         assert_eq!(attr_num(suite, "tests"), suite.children.len());
@@ -109,7 +143,11 @@ fn check_junit(xml: &str) -> (usize, usize) {
 }
 
 fn perfplan(args: &[&str], summary: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_perfplan")).args(args).env("GITHUB_STEP_SUMMARY", summary).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_perfplan"))
+        .args(args)
+        .env("GITHUB_STEP_SUMMARY", summary)
+        .output()
+        .unwrap()
 }
 
 const PLAN: &str = r#"[plan]
@@ -144,26 +182,84 @@ fn verdicts_are_junit_and_the_report_joins_the_job_summary() {
     let out = dir.path().join("out");
     let junit = dir.path().join("run.xml");
     let summary = dir.path().join("summary.md");
-    let run = perfplan(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--junit", junit.to_str().unwrap()], &summary);
-    assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
+    let run = perfplan(
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &summary,
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(check_junit(&xml), (4, 2));
-    assert!(xml.contains("name=\"perfplan run gates: sign &amp; off\""), "{xml}");
+    assert!(
+        xml.contains("name=\"perfplan run gates: sign &amp; off\""),
+        "{xml}"
+    );
     assert!(xml.contains("<failure message=\"ttft_p99 = "), "{xml}");
     assert!(xml.contains("needs &lt;= 1us\" type=\"gate\">"), "{xml}");
-    assert!(xml.contains("<testcase name=\"success_ratio &gt;= 0.99\""), "{xml}");
+    assert!(
+        xml.contains("<testcase name=\"success_ratio &gt;= 0.99\""),
+        "{xml}"
+    );
     let md = std::fs::read_to_string(&summary).unwrap();
-    assert!(md.contains("### gates: FAIL (2 of 4 checks failed)"), "{md}");
+    assert!(
+        md.contains("### gates: FAIL (2 of 4 checks failed)"),
+        "{md}"
+    );
     assert!(md.contains("| load |") || md.contains("load"), "{md}");
 
     let report_xml = dir.path().join("report.xml");
-    let report = perfplan(&["report", out.to_str().unwrap(), "--gate", "ttft_p99=<=10s", "--junit", report_xml.to_str().unwrap()], &summary);
-    assert_eq!(report.status.code(), Some(0), "{}", String::from_utf8_lossy(&report.stderr));
-    assert_eq!(check_junit(&std::fs::read_to_string(&report_xml).unwrap()), (4, 0));
+    let report = perfplan(
+        &[
+            "report",
+            out.to_str().unwrap(),
+            "--gate",
+            "ttft_p99=<=10s",
+            "--junit",
+            report_xml.to_str().unwrap(),
+        ],
+        &summary,
+    );
+    assert_eq!(
+        report.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    assert_eq!(
+        check_junit(&std::fs::read_to_string(&report_xml).unwrap()),
+        (4, 0)
+    );
     let compare_xml = dir.path().join("compare.xml");
-    let compare = perfplan(&["compare", out.to_str().unwrap(), out.to_str().unwrap(), "--gate", "rps=>= -50%", "--junit", compare_xml.to_str().unwrap()], &summary);
+    let compare = perfplan(
+        &[
+            "compare",
+            out.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--gate",
+            "rps=>= -50%",
+            "--junit",
+            compare_xml.to_str().unwrap(),
+        ],
+        &summary,
+    );
     let compare_text = std::fs::read_to_string(&compare_xml).unwrap();
-    assert_eq!(check_junit(&compare_text), (6, 2), "{}", String::from_utf8_lossy(&compare.stderr));
+    assert_eq!(
+        check_junit(&compare_text),
+        (6, 2),
+        "{}",
+        String::from_utf8_lossy(&compare.stderr)
+    );
     assert!(compare_text.contains("name=\"perfplan compare gates:"));
     let md = std::fs::read_to_string(&summary).unwrap();
     assert_eq!(md.matches("### gates:").count(), 3, "{md}");

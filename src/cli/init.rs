@@ -118,7 +118,9 @@ pub(super) fn write_new(path: &Path, text: &str, force: bool) -> Result<(), u8> 
     } else {
         opts.create_new(true);
     }
-    let written = opts.open(path).and_then(|mut f| f.write_all(text.as_bytes()));
+    let written = opts
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
     written.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             eprintln!(

@@ -14,9 +14,9 @@ pub mod report;
 mod rerun;
 pub mod run;
 mod schema;
+mod shard;
 mod show;
 mod signoff;
-mod shard;
 pub mod sim;
 mod validate;
 

@@ -83,17 +83,22 @@ impl From<QuickApi> for ApiSpec {
 /// A path given on the command line, as the plan at `plan_path` must write it.
 fn plan_relative(path: &Path, plan_path: &Path) -> String {
     let plan_dir = plan_path.parent().unwrap_or(Path::new(""));
-    let text = if path.is_absolute() || plan_dir.as_os_str().is_empty() || plan_dir == Path::new(".") {
-        path.to_path_buf()
-    } else {
-        std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-    };
+    let text =
+        if path.is_absolute() || plan_dir.as_os_str().is_empty() || plan_dir == Path::new(".") {
+            path.to_path_buf()
+        } else {
+            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+        };
     text.display().to_string().replace("${", "$${")
 }
 
 fn loads(q: &QuickArgs) -> Result<Vec<Value>, String> {
     let (key, values): (&str, Vec<Value>) = if q.rate.is_empty() {
-        let c = if q.concurrency.is_empty() { vec![1] } else { q.concurrency.clone() };
+        let c = if q.concurrency.is_empty() {
+            vec![1]
+        } else {
+            q.concurrency.clone()
+        };
         ("concurrency", c.into_iter().map(Value::from).collect())
     } else {
         ("rate", q.rate.iter().map(|r| json!(r)).collect())
@@ -157,9 +162,16 @@ pub fn plan_table(q: &QuickArgs, plan_path: &Path) -> Result<Map<String, Value>,
     let url = q.url.as_deref().unwrap_or_default();
     let model = q.model.as_deref().unwrap_or_default();
     let parts = split(url);
-    let api = q.api.map(ApiSpec::from).or(parts.api).unwrap_or(ApiSpec::Chat);
+    let api = q
+        .api
+        .map(ApiSpec::from)
+        .or(parts.api)
+        .unwrap_or(ApiSpec::Chat);
     let mut ep = Map::new();
-    ep.insert("base_url".into(), parts.base_url.replace("${", "$${").into());
+    ep.insert(
+        "base_url".into(),
+        parts.base_url.replace("${", "$${").into(),
+    );
     if let Some(path) = parts.path_override.filter(|_| parts.api == Some(api)) {
         ep.insert("paths".into(), json!({ paths_key(api): path }));
     }

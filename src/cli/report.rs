@@ -115,7 +115,13 @@ fn report(args: &ReportArgs) -> Result<bool, ReportError> {
     };
     sign.write_junit(&store, "report", &verdicts)?;
     super::signoff::step_summary(|| {
-        report::render(&store, Format::Md, &layout, TableStyle::default(), &verdicts)
+        report::render(
+            &store,
+            Format::Md,
+            &layout,
+            TableStyle::default(),
+            &verdicts,
+        )
     });
     let text = report::render(&store, format, &layout, style, &verdicts)?;
     let out = match (&args.out, format) {
@@ -154,7 +160,12 @@ pub fn run(args: ReportArgs) -> u8 {
 /// (stored) on stdout and appended to `perfplan.log`, `report.md` and `report.html` next
 /// to the database. Returns the exit code.
 pub fn after_run(dir: &Path, gates_cli: &[String], baseline: Option<&Path>) -> u8 {
-    after_run_signed(dir, gates_cli, baseline, &super::signoff::SignOff::default())
+    after_run_signed(
+        dir,
+        gates_cli,
+        baseline,
+        &super::signoff::SignOff::default(),
+    )
 }
 
 /// `after_run`, with the verdicts also written where CI looks (`--junit`, and the job
@@ -204,7 +215,13 @@ fn after_run_inner(
     let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline.as_ref(), &[])?;
     sign.write_junit(&store, "run", &verdicts)?;
     super::signoff::step_summary(|| {
-        report::render(&store, Format::Md, &Layout::default(), TableStyle::default(), &verdicts)
+        report::render(
+            &store,
+            Format::Md,
+            &Layout::default(),
+            TableStyle::default(),
+            &verdicts,
+        )
     });
     let final_tables = |style: TableStyle| -> Result<String, ReportError> {
         let mut text = report::render(&store, Format::Table, &Layout::default(), style, &verdicts)?;

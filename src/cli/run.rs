@@ -122,12 +122,8 @@ pub fn run(args: &RunArgs) -> u8 {
     let sign = super::signoff::SignOff {
         junit: args.junit.clone(),
     };
-    let code = super::report::after_run_signed(
-        &outcome.dir,
-        &args.gates,
-        args.baseline.as_deref(),
-        &sign,
-    );
+    let code =
+        super::report::after_run_signed(&outcome.dir, &args.gates, args.baseline.as_deref(), &sign);
     let code = super::shard::gate_code(args, code);
     if outcome.interrupted {
         return exit::INTERRUPTED;

@@ -51,7 +51,10 @@ fn pick_run<'a>(runs: &'a [StoredRun], wanted: Option<&str>) -> Result<&'a Store
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
-        _ => Err(format!("`{w}` names {} runs: give more of the id", found.len())),
+        _ => Err(format!(
+            "`{w}` names {} runs: give more of the id",
+            found.len()
+        )),
     }
 }
 
@@ -91,7 +94,9 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 pub fn describe(run: &StoredRun, row: &RequestRow) -> String {
     let details: Vec<String> = [
         row.http_status.map(|s| format!("HTTP {s}")),
-        row.finish_reason.as_deref().map(|f| format!("finish_reason {f}")),
+        row.finish_reason
+            .as_deref()
+            .map(|f| format!("finish_reason {f}")),
     ]
     .into_iter()
     .flatten()
@@ -151,24 +156,35 @@ fn show(args: &ShowArgs) -> Result<String, (u8, String)> {
             .or(rows.first()),
     };
     let Some(row) = row else {
-        let which = args.request.map(|n| format!("request {n}")).unwrap_or("any request".into());
+        let which = args
+            .request
+            .map(|n| format!("request {n}"))
+            .unwrap_or("any request".into());
         let range = match (rows.first(), rows.last()) {
             (Some(a), Some(b)) => format!("; its requests are {} to {}", a.index, b.index),
             _ => String::new(),
         };
-        return Err((exit::INVALID, format!("run #{} {} has no {which}{range}", run.ordinal, run.id)));
+        return Err((
+            exit::INVALID,
+            format!("run #{} {} has no {which}{range}", run.ordinal, run.id),
+        ));
     };
-    let content = store.stored_content(&run.id, row.index, row.item).map_err(db)?;
+    let content = store
+        .stored_content(&run.id, row.index, row.item)
+        .map_err(db)?;
     let mut out = describe(run, row);
     out.push_str("\nbody\n");
     match &content.body {
         Some(b) => out.push_str(&format!("{}\n", body_text(b, args.full))),
-        None => out.push_str("  (not stored: `[plan] store = { bodies = true }` keeps request bodies)\n"),
+        None => out
+            .push_str("  (not stored: `[plan] store = { bodies = true }` keeps request bodies)\n"),
     }
     out.push_str("\nresponse text\n");
     match &content.text {
         Some(t) => out.push_str(&format!("{t}\n")),
-        None => out.push_str("  (not stored: `[plan] store = { text = true }` keeps response texts)\n"),
+        None => {
+            out.push_str("  (not stored: `[plan] store = { text = true }` keeps response texts)\n")
+        }
     }
     Ok(out)
 }

@@ -39,7 +39,13 @@ impl SignOff {
         let durations = store
             .runs()?
             .into_iter()
-            .filter_map(|r| r.metrics.get("duration_s").copied().flatten().map(|d| (r.id, d)))
+            .filter_map(|r| {
+                r.metrics
+                    .get("duration_s")
+                    .copied()
+                    .flatten()
+                    .map(|d| (r.id, d))
+            })
             .collect();
         let ctx = JunitContext {
             plan: suite.info.plan_name.clone(),
@@ -98,6 +104,9 @@ mod tests {
     fn timestamps_are_rfc3339_utc() {
         let t = super::now_rfc3339();
         assert_eq!(t.len(), 20, "{t}");
-        assert!(t.starts_with("20") && t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
+        assert!(
+            t.starts_with("20") && t.ends_with('Z') && t.as_bytes()[10] == b'T',
+            "{t}"
+        );
     }
 }

@@ -47,7 +47,10 @@ pub fn shards(dir: &Path) -> Result<Vec<PathBuf>, DatasetError> {
 fn key_and_ext(name: &str) -> Option<(String, String)> {
     let slash = name.rfind('/').map_or(0, |i| i + 1);
     let dot = name[slash..].find('.')? + slash;
-    Some((name[..dot].to_string(), name[dot + 1..].to_ascii_lowercase()))
+    Some((
+        name[..dot].to_string(),
+        name[dot + 1..].to_ascii_lowercase(),
+    ))
 }
 
 fn mime(ext: &str) -> Option<&'static str> {

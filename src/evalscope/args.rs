@@ -33,6 +33,15 @@ fn unknown(flag: &str) -> ImportError {
     }
 }
 
+/// The name a flag is kept under (`-n` is `--number`).
+fn canonical(param: &params::Param) -> &'static str {
+    if param.flag == "-n" {
+        "--number"
+    } else {
+        param.flag
+    }
+}
+
 /// Reads the arguments after `evalscope perf`.
 pub fn parse(argv: &[String]) -> Result<Parsed, ImportError> {
     let mut parsed = Parsed::default();
@@ -57,59 +66,71 @@ pub fn parse(argv: &[String]) -> Result<Parsed, ImportError> {
                 _ => return Err(unknown(name)),
             },
         };
-        let flag = if param.flag == "-n" { "--number" } else { param.flag };
-        let mut values = Vec::new();
-        match param.arity {
-            Arity::Switch => {
-                if inline.is_some() {
-                    return Err(ImportError::Value {
-                        flag: flag.into(),
-                        value: inline.unwrap_or_default(),
-                        expected: "no value",
-                    });
-                }
-                values.push("true".to_string());
-            }
-            Arity::Bool => {
-                let word = inline.or_else(|| {
-                    let next = argv.get(i).filter(|t| bool_word(t).is_some()).cloned();
-                    i += usize::from(next.is_some());
-                    next
-                });
-                let value = match word.as_deref() {
-                    None => true,
-                    Some(w) => bool_word(w).ok_or_else(|| ImportError::Value {
-                        flag: flag.into(),
-                        value: w.to_string(),
-                        expected: "true or false",
-                    })?,
-                };
-                values.push((value != negated).to_string());
-            }
-            Arity::One => match inline {
-                Some(v) => values.push(v),
-                None => match argv.get(i).filter(|t| !is_flag(t)) {
-                    Some(v) => {
-                        values.push(v.clone());
-                        i += 1;
-                    }
-                    None => return Err(ImportError::MissingValue { flag: flag.into() }),
-                },
-            },
-            Arity::Many | Arity::Any => {
-                values.extend(inline);
-                while let Some(v) = argv.get(i).filter(|t| !is_flag(t)) {
-                    values.push(v.clone());
-                    i += 1;
-                }
-                if values.is_empty() && param.arity == Arity::Many {
-                    return Err(ImportError::MissingValue { flag: flag.into() });
-                }
-            }
-        }
-        parsed.values.insert(flag, values);
+        let values = values(param, inline, negated, argv, &mut i)?;
+        parsed.values.insert(canonical(param), values);
     }
     Ok(parsed)
+}
+
+/// The values of one flag: `inline` (after `=`), else the tokens from `argv[*i]` on.
+fn values(
+    param: &params::Param,
+    inline: Option<String>,
+    negated: bool,
+    argv: &[String],
+    i: &mut usize,
+) -> Result<Vec<String>, ImportError> {
+    let (arity, flag) = (param.arity, canonical(param));
+    let mut values = Vec::new();
+    match arity {
+        Arity::Switch => {
+            if inline.is_some() {
+                return Err(ImportError::Value {
+                    flag: flag.into(),
+                    value: inline.unwrap_or_default(),
+                    expected: "no value",
+                });
+            }
+            values.push("true".to_string());
+        }
+        Arity::Bool => {
+            let word = inline.or_else(|| {
+                let next = argv.get(*i).filter(|t| bool_word(t).is_some()).cloned();
+                *i += usize::from(next.is_some());
+                next
+            });
+            let value = match word.as_deref() {
+                None => true,
+                Some(w) => bool_word(w).ok_or_else(|| ImportError::Value {
+                    flag: flag.into(),
+                    value: w.to_string(),
+                    expected: "true or false",
+                })?,
+            };
+            values.push((value != negated).to_string());
+        }
+        Arity::One => match inline {
+            Some(v) => values.push(v),
+            None => match argv.get(*i).filter(|t| !is_flag(t)) {
+                Some(v) => {
+                    values.push(v.clone());
+                    *i += 1;
+                }
+                None => return Err(ImportError::MissingValue { flag: flag.into() }),
+            },
+        },
+        Arity::Many | Arity::Any => {
+            values.extend(inline);
+            while let Some(v) = argv.get(*i).filter(|t| !is_flag(t)) {
+                values.push(v.clone());
+                *i += 1;
+            }
+            if values.is_empty() && arity == Arity::Many {
+                return Err(ImportError::MissingValue { flag: flag.into() });
+            }
+        }
+    }
+    Ok(values)
 }
 
 impl Parsed {
@@ -191,7 +212,9 @@ mod tests {
         );
         let e = parse(&argv("--model")).err().map(|e| e.to_string());
         assert_eq!(e.as_deref(), Some("`--model` needs a value"));
-        let e = parse(&argv("--temperature x")).ok().map(|p| p.num::<f64>("--temperature"));
+        let e = parse(&argv("--temperature x"))
+            .ok()
+            .map(|p| p.num::<f64>("--temperature"));
         assert!(matches!(e, Some(Err(ImportError::Value { .. }))));
     }
 }

@@ -35,7 +35,10 @@ fn plan_meta(groups: &[Group], notes: &mut Vec<String>) -> Map<String, Value> {
     if let Some(p) = &first.pause {
         meta.insert("pause_between_runs".into(), p.clone().into());
     }
-    if groups.iter().any(|g| g.seed != first.seed || g.pause != first.pause) {
+    if groups
+        .iter()
+        .any(|g| g.seed != first.seed || g.pause != first.pause)
+    {
         notes.push("the command lines set different `--seed` or `--sleep-interval`: the first one's is used for the plan".into());
     }
     meta
@@ -56,23 +59,10 @@ pub fn combine(groups: Vec<Group>) -> Result<Imported, ImportError> {
     }
     let mut plan = Map::new();
     plan.insert("plan".into(), Value::Object(plan_meta(&groups, &mut notes)));
-    let (mut endpoints, mut models, mut datasets) = (Map::new(), Map::new(), Map::new());
     if groups.len() == 1 {
-        add_named(&mut endpoints, &first.endpoint_name, &first.endpoint);
-        add_named(&mut models, &first.model_name, &first.model);
-        add_named(&mut datasets, &first.dataset_name, &first.dataset);
-        let mut matrix = Map::new();
-        if first.tokenize_prompt {
-            matrix.insert("tokenize_prompt".into(), true.into());
-        }
-        matrix.insert("load".into(), Value::Array(first.loads.clone()));
-        plan.insert("endpoints".into(), Value::Object(endpoints));
-        plan.insert("models".into(), Value::Object(models));
-        plan.insert("datasets".into(), Value::Object(datasets));
-        plan.insert("defaults".into(), Value::Object(first.request.clone()));
-        plan.insert("matrix".into(), Value::Object(matrix));
-        return Ok(Imported { plan, notes });
+        return Ok(single(first, plan, notes));
     }
+    let (mut endpoints, mut models, mut datasets) = (Map::new(), Map::new(), Map::new());
     let shared = shared_settings(&groups);
     let mut dataset_axis = Vec::new();
     let mut all_loads: Vec<Value> = Vec::new();
@@ -82,8 +72,14 @@ pub fn combine(groups: Vec<Group>) -> Result<Imported, ImportError> {
         let mut entry = Map::new();
         let ds = add_unique(&mut datasets, &g.dataset_name, &g.dataset);
         entry.insert("dataset".into(), ds.clone().into());
-        entry.insert("endpoint".into(), add_named(&mut endpoints, &g.endpoint_name, &g.endpoint).into());
-        entry.insert("model".into(), add_named(&mut models, &g.model_name, &g.model).into());
+        entry.insert(
+            "endpoint".into(),
+            add_named(&mut endpoints, &g.endpoint_name, &g.endpoint).into(),
+        );
+        entry.insert(
+            "model".into(),
+            add_named(&mut models, &g.model_name, &g.model).into(),
+        );
         if g.tokenize_prompt {
             entry.insert("tokenize_prompt".into(), true.into());
         }
@@ -119,6 +115,26 @@ pub fn combine(groups: Vec<Group>) -> Result<Imported, ImportError> {
         groups.len()
     ));
     Ok(Imported { plan, notes })
+}
+
+/// The plan of one command line: its tables, `[defaults]` and `[matrix] load`.
+fn single(g: &Group, mut plan: Map<String, Value>, notes: Vec<String>) -> Imported {
+    let named = |name: &str, table: &Map<String, Value>| {
+        let mut m = Map::new();
+        m.insert(name.to_string(), Value::Object(table.clone()));
+        Value::Object(m)
+    };
+    plan.insert("endpoints".into(), named(&g.endpoint_name, &g.endpoint));
+    plan.insert("models".into(), named(&g.model_name, &g.model));
+    plan.insert("datasets".into(), named(&g.dataset_name, &g.dataset));
+    plan.insert("defaults".into(), Value::Object(g.request.clone()));
+    let mut matrix = Map::new();
+    if g.tokenize_prompt {
+        matrix.insert("tokenize_prompt".into(), true.into());
+    }
+    matrix.insert("load".into(), Value::Array(g.loads.clone()));
+    plan.insert("matrix".into(), Value::Object(matrix));
+    Imported { plan, notes }
 }
 
 /// Adds a dataset under a name of its own, even when another has the same content, so

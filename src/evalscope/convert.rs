@@ -44,7 +44,9 @@ pub(super) fn seconds(flag: &str, p: &Parsed) -> Result<Option<String>, ImportEr
             expected: "seconds (0 or more)",
         });
     }
-    Ok(Some(crate::units::format_duration(Duration::from_secs_f64(s))))
+    Ok(Some(crate::units::format_duration(
+        Duration::from_secs_f64(s),
+    )))
 }
 
 /// A name usable as a table key and an output folder.
@@ -96,7 +98,10 @@ pub fn convert_command(p: &Parsed) -> Result<Group, ImportError> {
         model_table.insert("tokenizer".into(), lit(t));
     }
     if let Some(on) = p.flag("--apply-chat-template") {
-        model_table.insert("chat_template".into(), (if on { "on" } else { "off" }).into());
+        model_table.insert(
+            "chat_template".into(),
+            (if on { "on" } else { "off" }).into(),
+        );
     }
     let mut request = request(p, &mut notes)?;
     let (dataset_name, dataset) = datasets::dataset(p, api, &mut request, &mut notes)?;
@@ -164,16 +169,7 @@ fn endpoint(
                 .into(),
         });
     } else {
-        let url = p
-            .one("--url")
-            .unwrap_or("http://127.0.0.1:8877/v1/chat/completions");
-        let parts = split(url);
-        ep.insert("base_url".into(), lit(&parts.base_url));
-        let api = kind.or(parts.api).unwrap_or(ApiSpec::Chat);
-        if let Some(path) = parts.path_override.filter(|_| parts.api == Some(api)) {
-            ep.insert("paths".into(), json!({ paths_key(api): path }));
-        }
-        api
+        remote(p, kind, &mut ep)
     };
     if api != ApiSpec::Chat && !p.flag("--tokenize-prompt").unwrap_or(false) {
         ep.insert("api".into(), serde_json::to_value(api).unwrap_or_default());
@@ -202,6 +198,21 @@ fn endpoint(
     Ok((name, ep, api))
 }
 
+/// A server given by `--url` (EvalScope's default when there is none): its `base_url`,
+/// and `paths` when the route is not the usual one. Returns the API.
+fn remote(p: &Parsed, kind: Option<ApiSpec>, ep: &mut Map<String, Value>) -> ApiSpec {
+    let url = p
+        .one("--url")
+        .unwrap_or("http://127.0.0.1:8877/v1/chat/completions");
+    let parts = split(url);
+    ep.insert("base_url".into(), lit(&parts.base_url));
+    let api = kind.or(parts.api).unwrap_or(ApiSpec::Chat);
+    if let Some(path) = parts.path_override.filter(|_| parts.api == Some(api)) {
+        ep.insert("paths".into(), json!({ paths_key(api): path }));
+    }
+    api
+}
+
 fn headers(
     p: &Parsed,
     ep: &mut Map<String, Value>,
@@ -218,7 +229,8 @@ fn headers(
         if crate::secrets::is_secret_header(k) {
             let var = format!(
                 "PERFPLAN_HEADER_{}",
-                k.to_ascii_uppercase().replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+                k.to_ascii_uppercase()
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
             );
             notes.push(format!("header `{k}` looks secret: the plan reads it from ${var}; export it before `perfplan run`"));
             out.insert(k.into(), format!("${{{var}}}").into());
@@ -284,7 +296,10 @@ fn request(p: &Parsed, notes: &mut Vec<String>) -> Result<Map<String, Value>, Im
         }
     }
     if p.has("--stop-token-ids") {
-        r.insert("stop_token_ids".into(), p.nums::<u32>("--stop-token-ids")?.into());
+        r.insert(
+            "stop_token_ids".into(),
+            p.nums::<u32>("--stop-token-ids")?.into(),
+        );
     }
     if let Some(s) = p.flag("--stream") {
         r.insert("stream".into(), s.into());
@@ -318,10 +333,11 @@ fn body_template(text: &str, api: ApiSpec) -> Result<String, ImportError> {
         })?,
         None => text.to_string(),
     };
-    let Value::Object(tmpl) = serde_json::from_str(&source).map_err(|source| ImportError::Json {
-        flag: "--query-template".into(),
-        source,
-    })?
+    let Value::Object(tmpl) =
+        serde_json::from_str(&source).map_err(|source| ImportError::Json {
+            flag: "--query-template".into(),
+            source,
+        })?
     else {
         return Err(ImportError::Value {
             flag: "--query-template".into(),
@@ -330,7 +346,11 @@ fn body_template(text: &str, api: ApiSpec) -> Result<String, ImportError> {
         });
     };
     let mut parts = vec!["\"model\": {{ model | tojson }}".to_string()];
-    let input = if api == ApiSpec::Completions { "prompt" } else { "messages" };
+    let input = if api == ApiSpec::Completions {
+        "prompt"
+    } else {
+        "messages"
+    };
     parts.push(format!("\"{input}\": {{{{ {input} | tojson }}}}"));
     for (k, v) in &tmpl {
         if k == "model" || k == input || k == "stream" || k == "stream_options" {

@@ -45,7 +45,11 @@ const DATASET_ARGS: [&str; 8] = [
 
 /// Moves `--extra-args` into the request (known fields by name, `max_tokens` as
 /// `output_tokens`, the rest under `extra`); dataset keys stay for `dataset`.
-pub(super) fn split_extra(extra: Map<String, Value>, r: &mut Map<String, Value>, notes: &mut Vec<String>) {
+pub(super) fn split_extra(
+    extra: Map<String, Value>,
+    r: &mut Map<String, Value>,
+    notes: &mut Vec<String>,
+) {
     let mut free = Map::new();
     for (k, v) in extra {
         if REQUEST_FIELDS.contains(&k.as_str()) {
@@ -61,14 +65,20 @@ pub(super) fn split_extra(extra: Map<String, Value>, r: &mut Map<String, Value>,
     if !free.is_empty() {
         notes.push(format!(
             "`--extra-args`: {} sent as written (`[defaults] extra`)",
-            free.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            free.keys()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         r.insert("extra".into(), Value::Object(free));
     }
 }
 
 /// The perfplan kind of a dataset mode, and the JSONL field its prompts are in.
-fn kind_of(mode: &str, multi_turn: bool) -> Result<(&'static str, Option<&'static str>), ImportError> {
+fn kind_of(
+    mode: &str,
+    multi_turn: bool,
+) -> Result<(&'static str, Option<&'static str>), ImportError> {
     let unsupported = |why: &str| ImportError::Unsupported {
         flag: "--dataset".into(),
         value: mode.into(),
@@ -112,7 +122,10 @@ pub(super) fn dataset(
     notes: &mut Vec<String>,
 ) -> Result<(String, Map<String, Value>), ImportError> {
     let mut d = Map::new();
-    if let Some(text) = p.one("--prompt").filter(|_| !p.has("--dataset") || p.one("--dataset") == Some("openqa")) {
+    if let Some(text) = p
+        .one("--prompt")
+        .filter(|_| !p.has("--dataset") || p.one("--dataset") == Some("openqa"))
+    {
         d.insert("kind".into(), "prompt".into());
         d.insert("text".into(), lit(text));
         return Ok(("prompt".into(), d));
@@ -121,6 +134,54 @@ pub(super) fn dataset(
     let multi_turn = p.flag("--multi-turn").unwrap_or(false);
     let (kind, field) = kind_of(mode, multi_turn)?;
     d.insert("kind".into(), kind.into());
+    dataset_path(p, mode, kind, &mut d, notes)?;
+    if let Some(f) = field {
+        d.insert("field".into(), f.into());
+    }
+    lengths(p, kind, &mut d)?;
+    if kind == "random_images" {
+        images(p, &mut d, notes)?;
+    } else if p.has("--image-num") && kind == "images" {
+        d.insert(
+            "images_per_request".into(),
+            p.num::<u32>("--image-num")?.into(),
+        );
+    }
+    if kind == "random_multi_turn" || kind == "conversations" {
+        let lo = p.num::<u32>("--min-turns")?.unwrap_or(1);
+        match (kind, p.num::<u32>("--max-turns")?) {
+            (_, Some(hi)) => {
+                d.insert("turns".into(), range(lo.min(hi), hi));
+            }
+            ("random_multi_turn", None) => {
+                return Err(ImportError::MissingValue {
+                    flag: "--max-turns (needed by random_multi_turn)".into(),
+                });
+            }
+            _ => {}
+        }
+    }
+    dataset_args(p, &mut d, notes)?;
+    for k in DATASET_EXTRA {
+        if let Some(v) = request.remove(&format!("__dataset.{k}")) {
+            d.insert(k.into(), v);
+        }
+    }
+    if kind == "random" && api == ApiSpec::Chat {
+        notes.push("`random` prompts: perfplan counts `input_tokens` as the server sees them, chat template included; EvalScope's lengths leave the template out".into());
+    }
+    Ok((mode.replace('_', "-"), d))
+}
+
+/// The dataset's `path`: `--dataset-path`, or for a hub dataset a variable naming the
+/// local copy (perfplan never downloads).
+fn dataset_path(
+    p: &Parsed,
+    mode: &str,
+    kind: &str,
+    d: &mut Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<(), ImportError> {
     let random = kind.starts_with("random");
     let path_required =
         matches!(kind, "lines" | "trace" | "embedding" | "rerank") || mode == "custom_multi_turn";
@@ -148,37 +209,7 @@ pub(super) fn dataset(
             d.insert("path".into(), Value::from(format!("${{{var}}}")));
         }
     }
-    if let Some(f) = field {
-        d.insert("field".into(), f.into());
-    }
-    lengths(p, kind, &mut d)?;
-    if kind == "random_images" {
-        images(p, &mut d, notes)?;
-    } else if p.has("--image-num") && kind == "images" {
-        d.insert("images_per_request".into(), p.num::<u32>("--image-num")?.into());
-    }
-    if kind == "random_multi_turn" || kind == "conversations" {
-        let lo = p.num::<u32>("--min-turns")?.unwrap_or(1);
-        match (kind, p.num::<u32>("--max-turns")?) {
-            (_, Some(hi)) => {
-                d.insert("turns".into(), range(lo.min(hi), hi));
-            }
-            ("random_multi_turn", None) => {
-                return Err(ImportError::MissingValue { flag: "--max-turns (needed by random_multi_turn)".into() });
-            }
-            _ => {}
-        }
-    }
-    dataset_args(p, &mut d, notes)?;
-    for k in DATASET_EXTRA {
-        if let Some(v) = request.remove(&format!("__dataset.{k}")) {
-            d.insert(k.into(), v);
-        }
-    }
-    if kind == "random" && api == ApiSpec::Chat {
-        notes.push("`random` prompts: perfplan counts `input_tokens` as the server sees them, chat template included; EvalScope's lengths leave the template out".into());
-    }
-    Ok((mode.replace('_', "-"), d))
+    Ok(())
 }
 
 fn lengths(p: &Parsed, kind: &str, d: &mut Map<String, Value>) -> Result<(), ImportError> {
@@ -189,7 +220,10 @@ fn lengths(p: &Parsed, kind: &str, d: &mut Map<String, Value>) -> Result<(), Imp
     let hi = max.unwrap_or(131_072).max(lo);
     match kind {
         "random" => {
-            d.insert("input_tokens".into(), range((lo + prefix).max(1), hi + prefix));
+            d.insert(
+                "input_tokens".into(),
+                range((lo + prefix).max(1), hi + prefix),
+            );
             if prefix > 0 {
                 d.insert("prefix_tokens".into(), prefix.into());
             }
@@ -219,9 +253,19 @@ fn lengths(p: &Parsed, kind: &str, d: &mut Map<String, Value>) -> Result<(), Imp
     Ok(())
 }
 
-fn images(p: &Parsed, d: &mut Map<String, Value>, notes: &mut Vec<String>) -> Result<(), ImportError> {
-    d.insert("width".into(), p.num::<u32>("--image-width")?.unwrap_or(224).into());
-    d.insert("height".into(), p.num::<u32>("--image-height")?.unwrap_or(224).into());
+fn images(
+    p: &Parsed,
+    d: &mut Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    d.insert(
+        "width".into(),
+        p.num::<u32>("--image-width")?.unwrap_or(224).into(),
+    );
+    d.insert(
+        "height".into(),
+        p.num::<u32>("--image-height")?.unwrap_or(224).into(),
+    );
     match p.one("--image-format").unwrap_or("RGB") {
         "RGB" | "png" | "PNG" => {
             d.insert("format".into(), "png".into());
@@ -230,20 +274,36 @@ fn images(p: &Parsed, d: &mut Map<String, Value>, notes: &mut Vec<String>) -> Re
             d.insert("format".into(), "jpeg".into());
         }
         other => {
-            notes.push(format!("`--image-format {other}`: perfplan draws RGB images as png or jpeg; png is used"));
+            notes.push(format!(
+                "`--image-format {other}`: perfplan draws RGB images as png or jpeg; png is used"
+            ));
             d.insert("format".into(), "png".into());
         }
     }
-    d.insert("images_per_request".into(), p.num::<u32>("--image-num")?.unwrap_or(1).into());
+    d.insert(
+        "images_per_request".into(),
+        p.num::<u32>("--image-num")?.unwrap_or(1).into(),
+    );
     Ok(())
 }
 
-fn dataset_args(p: &Parsed, d: &mut Map<String, Value>, notes: &mut Vec<String>) -> Result<(), ImportError> {
+fn dataset_args(
+    p: &Parsed,
+    d: &mut Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<(), ImportError> {
     for flag in ["--multi-turn-args", "--dataset-args"] {
         let Some(text) = p.one(flag) else { continue };
-        let parsed: Value = serde_json::from_str(text).map_err(|source| ImportError::Json { flag: flag.into(), source })?;
+        let parsed: Value = serde_json::from_str(text).map_err(|source| ImportError::Json {
+            flag: flag.into(),
+            source,
+        })?;
         let Value::Object(args) = parsed else {
-            return Err(ImportError::Value { flag: flag.into(), value: text.into(), expected: "a JSON object" });
+            return Err(ImportError::Value {
+                flag: flag.into(),
+                value: text.into(),
+                expected: "a JSON object",
+            });
         };
         for (k, v) in args {
             if DATASET_ARGS.contains(&k.as_str()) {

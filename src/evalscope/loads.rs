@@ -48,7 +48,11 @@ pub(super) fn loads(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, I
     let mut out = Vec::new();
     if open {
         if rate.len() != number.len() {
-            return Err(mismatch("--rate and --number", p.list("--rate"), p.list("--number")));
+            return Err(mismatch(
+                "--rate and --number",
+                p.list("--rate"),
+                p.list("--number"),
+            ));
         }
         if let Some(bad) = rate.iter().find(|r| **r <= 0.0) {
             return Err(ImportError::Value {
@@ -58,12 +62,20 @@ pub(super) fn loads(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, I
             });
         }
         for (r, n) in rate.iter().zip(&number) {
-            out.push(tier(json!({"rate": r, "requests": n}), warmup(warm, *n), &duration));
+            out.push(tier(
+                json!({"rate": r, "requests": n}),
+                warmup(warm, *n),
+                &duration,
+            ));
         }
         return Ok(out);
     }
     if parallel.len() != number.len() {
-        return Err(mismatch("--parallel and --number", p.list("--parallel"), p.list("--number")));
+        return Err(mismatch(
+            "--parallel and --number",
+            p.list("--parallel"),
+            p.list("--number"),
+        ));
     }
     let paced = rate.first().copied().filter(|r| *r > 0.0);
     for (c, n) in parallel.iter().zip(&number) {
@@ -170,17 +182,28 @@ fn searches(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, ImportErr
     if let Some(v) = p.num::<f64>("--sla-upper-bound")? {
         base.insert("max".into(), json!(v));
     }
-    base.insert("trials".into(), p.num::<u32>("--sla-num-runs")?.unwrap_or(3).into());
+    base.insert(
+        "trials".into(),
+        p.num::<u32>("--sla-num-runs")?.unwrap_or(3).into(),
+    );
     let mult = p.num::<f64>("--sla-number-multiplier")?.unwrap_or(2.0);
     base.insert("requests_per_step".into(), format!("{mult}x").into());
-    if let Some(c) = p.num::<u32>("--sla-fixed-parallel")?.filter(|_| variable == "rate") {
+    if let Some(c) = p
+        .num::<u32>("--sla-fixed-parallel")?
+        .filter(|_| variable == "rate")
+    {
         base.insert("max_in_flight".into(), c.into());
     }
     let mut out = Vec::new();
     for group in groups {
-        let Value::Object(criteria) = group else { continue };
+        let Value::Object(criteria) = group else {
+            continue;
+        };
         for (name, value) in criteria {
-            let text = value.as_str().map(String::from).unwrap_or_else(|| value.to_string());
+            let text = value
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| value.to_string());
             let (metric, cond) = condition(&name, &text)?;
             let mut slo = Map::new();
             slo.insert(metric, cond.into());

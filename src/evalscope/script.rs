@@ -83,19 +83,10 @@ pub fn record(script: &Path, timeout: Duration) -> Result<Vec<Vec<String>>, Impo
             .spawn()
             .map_err(io)?
     };
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(io)? {
-            break Some(status);
-        }
-        if started.elapsed() > timeout {
-            crate::runner::lifecycle::signal_group(child.id(), "KILL");
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let calls = std::fs::read(&record).map(|b| read_record(&b)).unwrap_or_default();
+    let status = wait(&mut child, timeout).map_err(io)?;
+    let calls = std::fs::read(&record)
+        .map(|b| read_record(&b))
+        .unwrap_or_default();
     match status {
         Some(s) if s.success() => Ok(calls),
         other => Err(ImportError::ScriptFailed {
@@ -110,6 +101,26 @@ pub fn record(script: &Path, timeout: Duration) -> Result<Vec<Vec<String>>, Impo
             },
             recorded: calls.len(),
         }),
+    }
+}
+
+/// The script's exit status, or `None` when it ran past `timeout` (its process group is
+/// then killed).
+fn wait(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if started.elapsed() > timeout {
+            crate::runner::lifecycle::signal_group(child.id(), "KILL");
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -98,7 +98,9 @@ fn at<'a>(plan: &'a Map<String, Value>, path: &str) -> &'a Value {
     path.split('.')
         .try_fold(&Value::Null, |v, k| match (v, k) {
             (Value::Null, _) => plan.get(k),
-            (v, k) => v.get(k).or_else(|| k.parse::<usize>().ok().and_then(|i| v.get(i))),
+            (v, k) => v
+                .get(k)
+                .or_else(|| k.parse::<usize>().ok().and_then(|i| v.get(i))),
         })
         .unwrap_or(&Value::Null)
 }
@@ -134,7 +136,9 @@ fn paired_lists_become_the_same_tiers_and_a_length_mismatch_is_refused() {
             {"concurrency": 8, "requests": 256, "warmup": 25},
         ])
     );
-    let err = import(&[argv("--parallel 1 4 --number 64")]).err().map(|e| e.to_string());
+    let err = import(&[argv("--parallel 1 4 --number 64")])
+        .err()
+        .map(|e| e.to_string());
     assert!(err.is_some_and(|e| e.contains("--parallel and --number must have as many values")));
     let open = convert("--open-loop --rate 5 10 --number 50 100");
     assert_eq!(
@@ -151,12 +155,21 @@ fn paired_lists_become_the_same_tiers_and_a_length_mismatch_is_refused() {
 #[test]
 fn evalscope_defaults_are_written_out() {
     let got = convert("");
-    assert_eq!(at(&got.plan, "defaults"), &json!({"output_tokens": 2048, "temperature": 0.0}));
-    assert_eq!(at(&got.plan, "matrix.load"), &json!([{"concurrency": 1, "requests": 1000}]));
+    assert_eq!(
+        at(&got.plan, "defaults"),
+        &json!({"output_tokens": 2048, "temperature": 0.0})
+    );
+    assert_eq!(
+        at(&got.plan, "matrix.load"),
+        &json!([{"concurrency": 1, "requests": 1000}])
+    );
     assert_eq!(at(&got.plan, "datasets.openqa.kind"), "jsonl");
     assert_eq!(at(&got.plan, "datasets.openqa.field"), "question");
     assert_eq!(at(&got.plan, "datasets.openqa.path"), "${OPENQA_PATH}");
-    assert_eq!(at(&got.plan, "endpoints.server.base_url"), "http://127.0.0.1:8877");
+    assert_eq!(
+        at(&got.plan, "endpoints.server.base_url"),
+        "http://127.0.0.1:8877"
+    );
 }
 
 #[test]
@@ -164,7 +177,10 @@ fn sla_criteria_become_one_search_each_in_perfplan_units() {
     let got = convert(
         "--sla-auto-tune --sla-params [{\"p99_latency\":\"<=2\",\"avg_tpot\":\"<0.05\"},{\"tps\":\"max\"}]",
     );
-    let loads = at(&got.plan, "matrix.load").as_array().cloned().unwrap_or_default();
+    let loads = at(&got.plan, "matrix.load")
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let slos: Vec<Value> = loads.iter().map(|l| l["slo"].clone()).collect();
     assert_eq!(
         slos,
@@ -186,11 +202,19 @@ fn urls_secrets_and_literal_text_are_written_safely() {
          --dataset random_rerank --headers Authorization=Bearer-x --prompt ${HOME}",
     );
     let ep = at(&got.plan, "endpoints.server");
-    assert_eq!(ep["base_url"], "https://dashscope.aliyuncs.com/compatible-api");
+    assert_eq!(
+        ep["base_url"],
+        "https://dashscope.aliyuncs.com/compatible-api"
+    );
     assert_eq!(ep["api"], "rerank");
     assert_eq!(ep["paths"], json!({"rerank": "/compatible-api/v1/reranks"}));
-    assert_eq!(ep["headers"], json!({"Authorization": "${PERFPLAN_HEADER_AUTHORIZATION}"}));
-    assert!(!serde_json::to_string(&got.plan).unwrap_or_default().contains("Bearer-x"));
+    assert_eq!(
+        ep["headers"],
+        json!({"Authorization": "${PERFPLAN_HEADER_AUTHORIZATION}"})
+    );
+    assert!(!serde_json::to_string(&got.plan)
+        .unwrap_or_default()
+        .contains("Bearer-x"));
     let prompt = convert("--prompt ${HOME}");
     assert_eq!(at(&prompt.plan, "datasets.prompt.text"), "$${HOME}");
 }
@@ -200,7 +224,9 @@ fn a_query_template_renders_what_evalscope_composes() {
     let got = convert(
         "--query-template {\"model\":\"%m\",\"messages\":[{\"role\":\"user\",\"content\":\"%p\"}],\"stream\":true,\"skip_special_tokens\":false,\"temperature\":0.7,\"max_tokens\":1024}",
     );
-    let tmpl = at(&got.plan, "defaults.body_template").as_str().unwrap_or_default();
+    let tmpl = at(&got.plan, "defaults.body_template")
+        .as_str()
+        .unwrap_or_default();
     let env = crate::request::template::compile(tmpl).unwrap_or_else(|e| panic!("{e}"));
     let mut fields = Map::new();
     fields.insert("max_tokens".into(), json!(2048));
@@ -257,12 +283,18 @@ fn several_commands_become_a_dataset_axis_with_their_own_settings() {
     };
     let plan = crate::plan::load_plan(&path, &opts);
     let plan = plan.unwrap_or_else(|r| panic!("{}", r.render()));
-    let runs = crate::planner::expand(&plan).map(|e| e.runs).unwrap_or_default();
+    let runs = crate::planner::expand(&plan)
+        .map(|e| e.runs)
+        .unwrap_or_default();
     let shape: Vec<(String, Option<u32>, Option<u32>)> = runs
         .iter()
         .map(|r| {
             let out = r.settings.request.output_tokens.map(|t| t.max());
-            (r.settings.dataset.name.clone(), r.settings.load.concurrency, out)
+            (
+                r.settings.dataset.name.clone(),
+                r.settings.load.concurrency,
+                out,
+            )
         })
         .collect();
     assert_eq!(
@@ -273,4 +305,17 @@ fn several_commands_become_a_dataset_axis_with_their_own_settings() {
             ("random-2".into(), Some(4), Some(64)),
         ]
     );
+}
+
+#[test]
+fn the_readme_table_lists_every_parameter() {
+    let readme = include_str!("../../README.md");
+    for p in params::PARAMS {
+        let why = match p.mapping {
+            params::Mapping::Key(k) => k.to_string(),
+            params::Mapping::None(w) => format!("no equivalent, because {w}"),
+        };
+        let row = format!("| `{}` | {} |", p.flag, why);
+        assert!(readme.contains(&row), "README lacks the row {row}");
+    }
 }

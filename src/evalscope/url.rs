@@ -83,14 +83,23 @@ mod tests {
         assert_eq!(s.api, Some(ApiSpec::Chat));
         assert_eq!(s.path_override, None);
         let s = split("http://h/v1/completions/");
-        assert_eq!((s.base_url.as_str(), s.api), ("http://h", Some(ApiSpec::Completions)));
+        assert_eq!(
+            (s.base_url.as_str(), s.api),
+            ("http://h", Some(ApiSpec::Completions))
+        );
         let s = split("https://dashscope.aliyuncs.com/compatible-mode/v1/embeddings");
         assert_eq!(s.base_url, "https://dashscope.aliyuncs.com/compatible-mode");
         assert_eq!(s.path_override, None);
         let s = split("https://dashscope.aliyuncs.com/compatible-api/v1/reranks");
         assert_eq!(s.api, Some(ApiSpec::Rerank));
-        assert_eq!(s.path_override.as_deref(), Some("/compatible-api/v1/reranks"));
+        assert_eq!(
+            s.path_override.as_deref(),
+            Some("/compatible-api/v1/reranks")
+        );
         let s = split("http://gw/openai/v1?api-version=2");
-        assert_eq!((s.base_url.as_str(), s.api), ("http://gw/openai/v1?api-version=2", None));
+        assert_eq!(
+            (s.base_url.as_str(), s.api),
+            ("http://gw/openai/v1?api-version=2", None)
+        );
     }
 }

@@ -21,7 +21,10 @@ pub fn to_toml(plan: &Map<String, Value>, header: &[String]) -> String {
         if line.is_empty() {
             out.push_str("#\n");
         } else {
-            out.push_str(&format!("#{}{line}\n", if line.starts_with(':') { "" } else { " " }));
+            out.push_str(&format!(
+                "#{}{line}\n",
+                if line.starts_with(':') { "" } else { " " }
+            ));
         }
     }
     for (key, value) in plan {
@@ -30,7 +33,9 @@ pub fn to_toml(plan: &Map<String, Value>, header: &[String]) -> String {
         }
     }
     for (key, value) in plan {
-        let Value::Object(table) = value else { continue };
+        let Value::Object(table) = value else {
+            continue;
+        };
         if NAMED.contains(&key.as_str()) {
             for (name, entry) in table {
                 if let Value::Object(entry) = entry {
@@ -45,9 +50,9 @@ pub fn to_toml(plan: &Map<String, Value>, header: &[String]) -> String {
 }
 
 fn section(out: &mut String, path: &[String], table: &Map<String, Value>) {
-    let (sub, plain): (Vec<_>, Vec<_>) = table
-        .iter()
-        .partition(|(k, v)| matches!(v, Value::Object(_)) && (*k == "sim" || inline(v).len() > INLINE_MAX));
+    let (sub, plain): (Vec<_>, Vec<_>) = table.iter().partition(|(k, v)| {
+        matches!(v, Value::Object(_)) && (*k == "sim" || inline(v).len() > INLINE_MAX)
+    });
     if !plain.is_empty() || sub.is_empty() {
         if !out.is_empty() {
             out.push('\n');
@@ -71,7 +76,10 @@ fn section(out: &mut String, path: &[String], table: &Map<String, Value>) {
 fn block(value: &Value) -> String {
     match value {
         Value::Array(items) if items.len() > 1 && items.iter().all(Value::is_object) => {
-            let lines: Vec<String> = items.iter().map(|v| format!("  {},\n", inline(v))).collect();
+            let lines: Vec<String> = items
+                .iter()
+                .map(|v| format!("  {},\n", inline(v)))
+                .collect();
             format!("[\n{}]", lines.concat())
         }
         Value::String(s) if s.contains('\n') => multi_line(s).unwrap_or_else(|| inline(value)),
@@ -142,7 +150,10 @@ mod tests {
             "defaults": {"temperature": 0.0, "extra": {"ignore_eos": true}},
             "matrix": {"load": [{"concurrency": 1, "requests": 64}, {"concurrency": 4, "requests": 128}]},
         }));
-        let text = to_toml(&plan, &[":schema plan.schema.json".into(), "imported".into()]);
+        let text = to_toml(
+            &plan,
+            &[":schema plan.schema.json".into(), "imported".into()],
+        );
         assert_eq!(
             text,
             "#:schema plan.schema.json\n# imported\n\n[plan]\nname = \"x\"\nseed = 0\n\n\
@@ -162,7 +173,10 @@ mod tests {
         let text = to_toml(&plan, &[]);
         assert!(text.contains("body_template = '''\n"), "{text}");
         let back: toml::Table = toml::from_str(&text).unwrap_or_default();
-        assert_eq!(back["defaults"]["body_template"].as_str(), Some("{\"a\": \"$${X}\"}\n"));
+        assert_eq!(
+            back["defaults"]["body_template"].as_str(),
+            Some("{\"a\": \"$${X}\"}\n")
+        );
         assert_eq!(back["defaults"]["extra"]["odd key"].as_str(), Some("q\"\\"));
     }
 }

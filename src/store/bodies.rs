@@ -90,8 +90,13 @@ impl Store {
                 .doing("writing response texts")?;
             for (index, text) in texts {
                 let bytes = text.as_bytes();
-                stmt.execute(params![run_id, index as i64, bytes.len() as i64, pack(bytes)])
-                    .doing("writing response texts")?;
+                stmt.execute(params![
+                    run_id,
+                    index as i64,
+                    bytes.len() as i64,
+                    pack(bytes)
+                ])
+                .doing("writing response texts")?;
             }
         }
         tx.commit().doing("writing response texts")
@@ -138,7 +143,10 @@ mod tests {
         let long = "the same words again and again ".repeat(40);
         let packed = pack(long.as_bytes());
         assert!(packed.len() < long.len() / 4);
-        assert_eq!(unpack(&packed, long.len(), "t").ok(), Some(long.into_bytes()));
+        assert_eq!(
+            unpack(&packed, long.len(), "t").ok(),
+            Some(long.into_bytes())
+        );
         assert_eq!(pack(b"hi"), b"hi");
         assert_eq!(unpack(b"hi", 2, "t").ok(), Some(b"hi".to_vec()));
         assert!(unpack(b"not zlib at all", 40, "t").is_err());
