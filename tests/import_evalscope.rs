@@ -252,3 +252,63 @@ async fn import_then_run_is_two_commands() {
     assert!(table.contains("concurrency=8"), "{table}");
     sim.shutdown().await;
 }
+
+#[test]
+fn the_imported_llm_plan_reads_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("TOKENIZER_PATH", "/models/Qwen3-8B")];
+    let out = perfplan(
+        dir.path(),
+        &["import", "evalscope", "--from-script", &fixture(LLM)],
+        &env,
+    );
+    assert!(out.status.success());
+    // The tokenizer is not on this machine: the plan is written, with a warning.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tokenizer"));
+    let text = String::from_utf8_lossy(&out.stdout).replace(env!("CARGO_MANIFEST_DIR"), "[repo]");
+    insta::assert_snapshot!("xllm_llm_plan", text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_line_with_a_query_template_imports_and_runs() {
+    let sim = perfplan::sim::SimServer::start(perfplan::sim::SimConfig::default())
+        .await
+        .unwrap();
+    let url = sim.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        std::fs::write(d.join("q.jsonl"), "{\"question\": \"What is a lighthouse?\"}\n{\"question\": \"Why is the sea salty?\"}\n").unwrap();
+        // The reference's custom request body example, with a local openqa file.
+        let args = [
+            "import", "evalscope", "--out", "plan.toml", "--", "perf",
+            "--url", "http://127.0.0.1:8000/v1/chat/completions", "--parallel", "2", "--model", "qwen2.5",
+            "--log-every-n-query", "10", "--read-timeout", "120", "--connect-timeout", "120", "--number", "6",
+            "--max-prompt-length", "128000", "--min-prompt-length", "1", "--api", "openai", "--max-tokens", "4",
+            "--query-template",
+            r#"{"model": "%m", "messages": [{"role": "user","content": "%p"}], "stream": true, "skip_special_tokens": false, "stop": ["<|im_end|>"], "temperature": 0.7, "max_tokens": 1024}"#,
+            "--dataset", "openqa", "--dataset-path", "q.jsonl",
+        ];
+        let out = perfplan(&d, &args, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("does not validate"), "{stderr}");
+        assert!(stderr.contains("`--log-every-n-query`: no equivalent, because"), "{stderr}");
+        let plan = std::fs::read_to_string(d.join("plan.toml")).unwrap();
+        assert!(plan.contains("timeouts = { connect = \"120s\", read = \"120s\" }"), "{plan}");
+        let set = format!("endpoints.server.base_url={url}");
+        let run = perfplan(&d, &["run", "plan.toml", "--out", "out", "--set", &set, "--set", "plan.store={ bodies = true }"], &[]);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let shown = perfplan(&d, &["show", "out"], &[]);
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        // The template's own fields, the command line's over them (temperature 0, 4 tokens).
+        assert!(shown.contains("\"skip_special_tokens\": false"), "{shown}");
+        assert!(shown.contains("\"temperature\": 0.0"), "{shown}");
+        assert!(shown.contains("\"max_tokens\": 4"), "{shown}");
+        assert!(shown.contains("\"model\": \"qwen2.5\""), "{shown}");
+        assert!(shown.contains("lighthouse") || shown.contains("salty"), "{shown}");
+    })
+    .await
+    .unwrap();
+    sim.shutdown().await;
+}

@@ -61,7 +61,7 @@ fn commands(a: &EvalscopeArgs) -> Result<Vec<Vec<String>>, ImportError> {
             _ => a.args.clone(),
         };
         if rest.is_empty() {
-            return Err(ImportError::NoCommand);
+            return Err(ImportError::NoArguments);
         }
         return Ok(vec![rest]);
     };

@@ -138,7 +138,7 @@ pub(super) fn dataset(
     if let Some(f) = field {
         d.insert("field".into(), f.into());
     }
-    lengths(p, kind, &mut d)?;
+    lengths(p, kind, &mut d, notes)?;
     if kind == "random_images" {
         images(p, &mut d, notes)?;
     } else if p.has("--image-num") && kind == "images" {
@@ -212,7 +212,12 @@ fn dataset_path(
     Ok(())
 }
 
-fn lengths(p: &Parsed, kind: &str, d: &mut Map<String, Value>) -> Result<(), ImportError> {
+fn lengths(
+    p: &Parsed,
+    kind: &str,
+    d: &mut Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<(), ImportError> {
     let min = p.num::<u32>("--min-prompt-length")?;
     let max = p.num::<u32>("--max-prompt-length")?;
     let prefix = p.num::<u32>("--prefix-length")?.unwrap_or(0);
@@ -239,6 +244,11 @@ fn lengths(p: &Parsed, kind: &str, d: &mut Map<String, Value>) -> Result<(), Imp
         }
         "random_multi_turn" if min.is_some() || max.is_some() => {
             d.insert("user_tokens".into(), range(lo.max(1), hi));
+        }
+        "jsonl" | "lines" | "sharegpt" if !p.has("--tokenizer-path") => {
+            if min.is_some() || max.is_some() {
+                notes.push("`--min-prompt-length` / `--max-prompt-length` without `--tokenizer-path`: EvalScope filters by characters, perfplan by tokens with the model's tokenizer, so the filter is left out (set `tokenizer` and `min_input_tokens` / `max_input_tokens` to keep it)".into());
+            }
         }
         "jsonl" | "lines" | "sharegpt" => {
             if let Some(v) = min.filter(|v| *v > 0) {

@@ -59,8 +59,12 @@ pub enum ImportError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the script recorded no `evalscope perf` command")]
+    #[error(
+        "the script called no `evalscope perf` (it must call `evalscope` by name, found on PATH)"
+    )]
     NoCommand,
+    #[error("nothing to import: give one `evalscope perf` command's arguments after `--`, or --from-script SCRIPT")]
+    NoArguments,
     #[error("cannot run the script {script}")]
     Script {
         script: String,
