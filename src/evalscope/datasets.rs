@@ -29,6 +29,11 @@ const REQUEST_FIELDS: [&str; 16] = [
     "stream",
     "max_completion_tokens",
 ];
+/// Why EvalScope's length filter of file prompts is left out without a tokenizer.
+const CHARACTER_FILTER: &str = "`--min-prompt-length` / `--max-prompt-length` without \
+    `--tokenizer-path`: EvalScope filters by characters, perfplan by tokens with the model's \
+    tokenizer, so the filter is left out (set `tokenizer` and `min_input_tokens` / \
+    `max_input_tokens` to keep it)";
 /// `--extra-args` keys that are dataset settings in perfplan.
 const DATASET_EXTRA: [&str; 3] = ["batch_size", "num_documents", "document_length_ratio"];
 /// `--dataset-args` keys perfplan's file and trace datasets read under the same names.
@@ -245,11 +250,12 @@ fn lengths(
         "random_multi_turn" if min.is_some() || max.is_some() => {
             d.insert("user_tokens".into(), range(lo.max(1), hi));
         }
-        "jsonl" | "lines" | "sharegpt" if !p.has("--tokenizer-path") => {
-            if min.is_some() || max.is_some() {
-                notes.push("`--min-prompt-length` / `--max-prompt-length` without `--tokenizer-path`: EvalScope filters by characters, perfplan by tokens with the model's tokenizer, so the filter is left out (set `tokenizer` and `min_input_tokens` / `max_input_tokens` to keep it)".into());
-            }
+        "jsonl" | "lines" | "sharegpt"
+            if !p.has("--tokenizer-path") && (min.is_some() || max.is_some()) =>
+        {
+            notes.push(CHARACTER_FILTER.into());
         }
+        "jsonl" | "lines" | "sharegpt" if !p.has("--tokenizer-path") => {}
         "jsonl" | "lines" | "sharegpt" => {
             if let Some(v) = min.filter(|v| *v > 0) {
                 d.insert("min_input_tokens".into(), v.into());
