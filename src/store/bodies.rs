@@ -151,4 +151,28 @@ mod tests {
         assert_eq!(unpack(b"hi", 2, "t").ok(), Some(b"hi".to_vec()));
         assert!(unpack(b"not zlib at all", 40, "t").is_err());
     }
+
+    #[test]
+    fn a_run_begun_again_forgets_what_its_earlier_attempt_kept() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let suite = crate::store::SuiteInfo::new("demo", "[plan]\nname = \"demo\"\n");
+        let mut store = Store::create(dir.path(), &suite).unwrap_or_else(|e| panic!("{e}"));
+        let run = crate::store::RunRow {
+            id: "r1".into(),
+            ordinal: 1,
+            axes: serde_json::json!({}),
+            settings: serde_json::json!({}),
+        };
+        store.register_runs(&[run]).unwrap_or_else(|e| panic!("{e}"));
+        store.begin_run("r1").unwrap_or_else(|e| panic!("{e}"));
+        let body = b"{\"model\": \"m\"}".to_vec();
+        store.write_bodies("r1", [(0, &body[..])]).unwrap_or_else(|e| panic!("{e}"));
+        store.write_texts("r1", [(7, "an answer")]).unwrap_or_else(|e| panic!("{e}"));
+        let kept = store.stored_content("r1", 7, 0).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(kept.body, Some(body));
+        assert_eq!(kept.text.as_deref(), Some("an answer"));
+        store.begin_run("r1").unwrap_or_else(|e| panic!("{e}"));
+        let wiped = store.stored_content("r1", 7, 0).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(wiped, StoredContent::default());
+    }
 }
