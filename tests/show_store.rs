@@ -126,6 +126,18 @@ fn bodies_and_texts_are_kept_compressed_and_shown() {
         shown.contains("ttft ") && shown.contains("completion 6"),
         "{shown}"
     );
+    let by_ordinal = perfplan(&[
+        "show",
+        out.to_str().unwrap(),
+        "--run",
+        "#1",
+        "--request",
+        "6",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&by_ordinal.stdout), shown);
+    let unknown = perfplan(&["show", out.to_str().unwrap(), "--run", "#9"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no run `#9`; the runs are #1 "));
     let missing = perfplan(&["show", out.to_str().unwrap(), "--request", "99"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr)

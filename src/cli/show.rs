@@ -19,7 +19,7 @@ const SHOWN_CHARS: usize = 240;
 pub struct ShowArgs {
     /// A results database, or the output folder holding `results.db`.
     pub db: PathBuf,
-    /// The run: its id (or a prefix of it) or its ordinal (`#3` or `3`).
+    /// The run: its id (or a prefix of it), or its ordinal (`#3`; `3` when no id starts with 3).
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
     /// The request's index within the run (as in `requests.request_index`).
@@ -37,11 +37,16 @@ fn pick_run<'a>(runs: &'a [StoredRun], wanted: Option<&str>) -> Result<&'a Store
             .min_by_key(|r| r.ordinal)
             .ok_or_else(|| "the database holds no runs".to_string());
     };
+    // `#3` is an ordinal; anything else an id prefix, or an ordinal when no id starts so.
     let ordinal = w.trim_start_matches('#').parse::<u32>().ok();
-    let found: Vec<&StoredRun> = runs
-        .iter()
-        .filter(|r| r.id.starts_with(w) || Some(r.ordinal) == ordinal)
-        .collect();
+    let by_id: Vec<&StoredRun> = match w.starts_with('#') {
+        true => Vec::new(),
+        false => runs.iter().filter(|r| r.id.starts_with(w)).collect(),
+    };
+    let found = match by_id.is_empty() {
+        true => runs.iter().filter(|r| Some(r.ordinal) == ordinal).collect(),
+        false => by_id,
+    };
     match found.as_slice() {
         [one] => Ok(one),
         [] => Err(format!(

@@ -163,16 +163,26 @@ mod tests {
             axes: serde_json::json!({}),
             settings: serde_json::json!({}),
         };
-        store.register_runs(&[run]).unwrap_or_else(|e| panic!("{e}"));
+        store
+            .register_runs(&[run])
+            .unwrap_or_else(|e| panic!("{e}"));
         store.begin_run("r1").unwrap_or_else(|e| panic!("{e}"));
         let body = b"{\"model\": \"m\"}".to_vec();
-        store.write_bodies("r1", [(0, &body[..])]).unwrap_or_else(|e| panic!("{e}"));
-        store.write_texts("r1", [(7, "an answer")]).unwrap_or_else(|e| panic!("{e}"));
-        let kept = store.stored_content("r1", 7, 0).unwrap_or_else(|e| panic!("{e}"));
+        store
+            .write_bodies("r1", [(0, &body[..])])
+            .unwrap_or_else(|e| panic!("{e}"));
+        store
+            .write_texts("r1", [(7, "an answer")])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let kept = store
+            .stored_content("r1", 7, 0)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(kept.body, Some(body));
         assert_eq!(kept.text.as_deref(), Some("an answer"));
         store.begin_run("r1").unwrap_or_else(|e| panic!("{e}"));
-        let wiped = store.stored_content("r1", 7, 0).unwrap_or_else(|e| panic!("{e}"));
+        let wiped = store
+            .stored_content("r1", 7, 0)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(wiped, StoredContent::default());
     }
 }
