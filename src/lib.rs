@@ -12,6 +12,7 @@ pub mod cli;
 pub mod control;
 pub mod dataset;
 pub mod engine;
+pub mod evalscope;
 pub mod metrics;
 pub mod plan;
 pub mod planner;

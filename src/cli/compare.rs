@@ -53,6 +53,9 @@ pub struct CompareArgs {
     /// Write here instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError> {
@@ -85,6 +88,18 @@ fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError>
         CompareFormat::Json => Format::Json,
     };
     let style = TableStyle::detect();
+    let sign = super::signoff::SignOff {
+        junit: args.junit.clone(),
+    };
+    sign.write_junit(&new, "compare", &verdicts)?;
+    super::signoff::step_summary(|| {
+        let mut md = compare::render(&comparison, Format::Md, TableStyle::default())?;
+        if !verdicts.is_empty() {
+            md.push('\n');
+            md.push_str(&gates::render(&verdicts, Format::Md, TableStyle::default()));
+        }
+        Ok(md)
+    });
     let mut text = compare::render(&comparison, format, style)?;
     if !verdicts.is_empty() {
         let gate_text = gates::render(

@@ -38,6 +38,9 @@ pub fn of_gates(verdict: crate::report::gates::GateVerdict) -> u8 {
         GateVerdict::UnlikeBaseline => UNLIKE_BASELINE,
     }
 }
+/// `import evalscope --from-script`: the script could not be run, failed, or called no
+/// `evalscope perf`.
+pub const IMPORT: u8 = 10;
 /// perfplan itself failed (a bug).
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.

@@ -5,13 +5,18 @@ mod check;
 pub mod compare;
 pub mod exit;
 mod expand;
+mod import;
+mod init;
 pub mod merge;
 mod plan_args;
+mod quick;
 pub mod report;
 mod rerun;
 pub mod run;
 mod schema;
 mod shard;
+mod show;
+mod signoff;
 pub mod sim;
 mod validate;
 
@@ -49,6 +54,12 @@ enum Command {
     Schema,
     /// Start the built-in OpenAI-compatible simulator.
     Sim(sim::SimArgs),
+    /// Write a commented starting plan (`--list` names the templates).
+    Init(init::InitArgs),
+    /// Turn another tool's command lines into a plan (`import evalscope`).
+    Import(import::ImportArgs),
+    /// One stored request: its body, the response text, timings and outcome.
+    Show(show::ShowArgs),
 }
 
 /// Entry point of the binary.
@@ -89,5 +100,8 @@ fn dispatch(command: Command) -> u8 {
         Command::Rerun(args) => rerun::run(&args),
         Command::Schema => schema::run(),
         Command::Sim(args) => sim::run(args),
+        Command::Init(args) => init::run(&args),
+        Command::Import(args) => import::run(&args),
+        Command::Show(args) => show::run(&args),
     }
 }

@@ -64,6 +64,9 @@ pub struct ReportArgs {
     /// gates (see `perfplan compare --allow-changed`); comma-separated or repeated.
     #[arg(long = "allow-changed", value_name = "SETTING", value_delimiter = ',')]
     pub allow_changed: Vec<String>,
+    /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Prints an error with its whole chain to standard error.
@@ -116,6 +119,19 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     };
     let format = Format::from(args.format);
     let style = TableStyle::detect();
+    let sign = super::signoff::SignOff {
+        junit: args.junit.clone(),
+    };
+    sign.write_junit(&store, "report", &verdicts)?;
+    super::signoff::step_summary(|| {
+        report::render(
+            &store,
+            Format::Md,
+            &layout,
+            TableStyle::default(),
+            &verdicts,
+        )
+    });
     let text = report::render(&store, format, &layout, style, &verdicts)?;
     let out = match (&args.out, format) {
         (None, Format::Html) => Some(store.path().with_file_name("report.html")),
@@ -157,7 +173,20 @@ pub fn after_run(
     baseline: Option<&Path>,
     allow_changed: &[String],
 ) -> u8 {
-    match after_run_inner(dir, gates_cli, baseline, allow_changed) {
+    let sign = super::signoff::SignOff::default();
+    after_run_signed(dir, gates_cli, baseline, allow_changed, &sign)
+}
+
+/// `after_run`, with the verdicts also written where CI looks (`--junit`, and the job
+/// summary when `$GITHUB_STEP_SUMMARY` is set).
+pub fn after_run_signed(
+    dir: &Path,
+    gates_cli: &[String],
+    baseline: Option<&Path>,
+    allow_changed: &[String],
+    sign: &super::signoff::SignOff,
+) -> u8 {
+    match after_run_inner(dir, gates_cli, baseline, allow_changed, sign) {
         Ok(verdict) => exit::of_gates(verdict),
         Err(e) => {
             print_error(&e);
@@ -189,6 +218,7 @@ fn after_run_inner(
     gates_cli: &[String],
     baseline: Option<&Path>,
     allow_changed: &[String],
+    sign: &super::signoff::SignOff,
 ) -> Result<gates::GateVerdict, ReportError> {
     let mut store = Store::open(dir)?;
     let baseline = baseline.map(Store::open).transpose()?;
@@ -198,6 +228,16 @@ fn after_run_inner(
         allow_changed,
     });
     let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline)?;
+    sign.write_junit(&store, "run", &verdicts)?;
+    super::signoff::step_summary(|| {
+        report::render(
+            &store,
+            Format::Md,
+            &Layout::default(),
+            TableStyle::default(),
+            &verdicts,
+        )
+    });
     let final_tables = |style: TableStyle| -> Result<String, ReportError> {
         let mut text = report::render(&store, Format::Table, &Layout::default(), style, &verdicts)?;
         if !verdicts.is_empty() {

@@ -6,12 +6,19 @@ use clap::Args;
 
 use super::exit;
 use super::plan_args::{self, OnlyArgs, PlanArgs};
+use super::quick::QuickArgs;
 use crate::runner::{self, RunOptions};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The plan file (.toml, .yaml or .yml); left out for a plan-free run with `--url`.
+    #[arg(required_unless_present = "url")]
+    pub plan: Option<PathBuf>,
+    /// Override any key of the plan: `--set datasets.random-1k.input_tokens=8192` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "url")]
+    pub sets: Vec<String>,
     #[command(flatten)]
-    pub plan: PlanArgs,
+    pub quick: QuickArgs,
     #[command(flatten)]
     pub only: OnlyArgs,
     /// Output folder (default `outputs/<plan name>/<UTC timestamp>/`).
@@ -37,6 +44,9 @@ pub struct RunArgs {
     /// gates (see `perfplan compare --allow-changed`); comma-separated or repeated.
     #[arg(long = "allow-changed", value_name = "SETTING", value_delimiter = ',')]
     pub allow_changed: Vec<String>,
+    /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Run `perfplan check` first and stop if it finds a failure.
     #[arg(long)]
     pub check: bool,
@@ -53,8 +63,21 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> u8 {
-    let Some(plan) = plan_args::load(&args.plan) else {
-        return exit::INVALID;
+    let plan = match &args.plan {
+        Some(path) => {
+            let file = PlanArgs {
+                plan: path.clone(),
+                sets: args.sets.clone(),
+            };
+            match plan_args::load(&file) {
+                Some(plan) => plan,
+                None => return exit::INVALID,
+            }
+        }
+        None => match super::quick::load(&args.quick) {
+            Ok(plan) => plan,
+            Err(code) => return code,
+        },
     };
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;
@@ -100,11 +123,15 @@ pub fn run(args: &RunArgs) -> u8 {
     );
     eprintln!("{line}");
     super::report::append_log(&outcome.dir, &format!("{line}\n"));
-    let code = super::report::after_run(
+    let sign = super::signoff::SignOff {
+        junit: args.junit.clone(),
+    };
+    let code = super::report::after_run_signed(
         &outcome.dir,
         &args.gates,
         args.baseline.as_deref(),
         &args.allow_changed,
+        &sign,
     );
     let code = super::shard::gate_code(args, code);
     if outcome.interrupted {

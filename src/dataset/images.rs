@@ -1,8 +1,10 @@
 //! `random_images` and `images`: chat prompts of one user message holding a text part and
 //! `images_per_request` `image_url` parts with base64 data URLs. Random images are drawn
 //! from the run seed (one per request and position); `images` reads a folder (png, jpg,
-//! jpeg files in name order, grouped by `images_per_request`) or a JSONL file of
+//! jpeg files in name order, grouped by `images_per_request`; or WebDataset `.tar` shards,
+//! each image with its `.txt` caption, see `tar_shards`) or a JSONL file of
 //! `{"image": path, "text": ...}` records (`image_path`/`path`, `prompt` also read).
+//! The dataset's `text`, when set, is sent instead of every caption.
 //! The client counts only the text; visual tokens come from the server's usage.
 
 use std::path::{Path, PathBuf};
@@ -122,8 +124,32 @@ fn read_image(path: &Path) -> Result<String, DatasetError> {
     Ok(data_url(mime, &bytes))
 }
 
-/// `(text or None, image paths)` per request source entry.
-fn entries(path: &Path) -> Result<Vec<(Option<String>, PathBuf)>, DatasetError> {
+/// Where an image's bytes are.
+enum ImageSource {
+    File(PathBuf),
+    Shard(super::tar_shards::ShardImage),
+}
+
+fn read_source(source: &ImageSource) -> Result<String, DatasetError> {
+    match source {
+        ImageSource::File(p) => read_image(p),
+        ImageSource::Shard(image) => Ok(data_url(image.mime, &super::tar_shards::read(image)?)),
+    }
+}
+
+/// `(text or None, image)` per request source entry.
+fn entries(path: &Path) -> Result<Vec<(Option<String>, ImageSource)>, DatasetError> {
+    let shards = match path.is_dir() {
+        true => super::tar_shards::shards(path)?,
+        false => Vec::new(),
+    };
+    if !shards.is_empty() {
+        let images = super::tar_shards::index(&shards)?;
+        return Ok(images
+            .into_iter()
+            .map(|i| (i.caption.clone(), ImageSource::Shard(i)))
+            .collect());
+    }
     if path.is_dir() {
         let read = std::fs::read_dir(path).map_err(|source| DatasetError::Read {
             path: path.to_path_buf(),
@@ -134,7 +160,10 @@ fn entries(path: &Path) -> Result<Vec<(Option<String>, PathBuf)>, DatasetError> 
             .filter(|p| mime_of(p).is_some())
             .collect();
         files.sort();
-        return Ok(files.into_iter().map(|p| (None, p)).collect());
+        return Ok(files
+            .into_iter()
+            .map(|p| (None, ImageSource::File(p)))
+            .collect());
     }
     let text = read_text(path)?;
     let base = path.parent().unwrap_or(Path::new("."));
@@ -163,7 +192,7 @@ fn entries(path: &Path) -> Result<Vec<(Option<String>, PathBuf)>, DatasetError> 
             .iter()
             .find_map(|k| v.get(*k).and_then(Value::as_str))
             .map(String::from);
-        out.push((text, full));
+        out.push((text, ImageSource::File(full)));
     }
     Ok(out)
 }
@@ -182,11 +211,11 @@ pub(crate) fn files(
     for i in ctx.range() {
         let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ i as u64);
         let mut urls = Vec::with_capacity(n);
-        let mut text = None;
+        let mut text = spec.text.clone();
         for j in 0..n {
             let (t, p) = &list[(i * n + j) % list.len()];
             text = text.or(t.clone());
-            urls.push(read_image(p)?);
+            urls.push(read_source(p)?);
         }
         let (text, tokens) = match text {
             Some(t) => {

@@ -21,6 +21,7 @@ mod sharegpt;
 mod source;
 mod split;
 mod stream;
+mod tar_shards;
 // Issue 7: the traffic kinds.
 mod embedding;
 pub mod image_codec;

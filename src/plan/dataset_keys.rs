@@ -43,7 +43,7 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "text_tokens",
         ],
         // The files' own format is sent: `format` is for generated images only.
-        DatasetKind::Images => &["path", "images_per_request", "text_tokens"],
+        DatasetKind::Images => &["path", "text", "images_per_request", "text_tokens"],
         DatasetKind::RandomEmbedding => &["input_tokens", "batch_size"],
         // Inputs are a line's text, or a JSONL line's `text`, `input`, `query` or `prompt`.
         DatasetKind::Embedding => &["path", "batch_size"],

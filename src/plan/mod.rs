@@ -14,6 +14,7 @@ pub use spec::*;
 pub mod bounds;
 pub mod dataset_keys;
 pub mod diag;
+pub mod emit;
 pub mod imports;
 pub mod interp;
 pub mod load;

@@ -62,6 +62,28 @@ pub struct PlanMeta {
     /// Whose TTFT/latency rules the reported metrics follow.
     #[serde(default)]
     pub metric_definitions: MetricDefinitions,
+    /// What `results.db` keeps besides every request's timings and counts.
+    #[serde(default, skip_serializing_if = "StoreSpec::is_default")]
+    pub store: StoreSpec,
+}
+
+/// `[plan] store = { bodies = true, text = true }`: keep each request's body and response
+/// text in `results.db` (compressed), for `perfplan show`. Both default to off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSpec {
+    /// Each request body as sent (once per item of a run's request set).
+    #[serde(default)]
+    pub bodies: bool,
+    /// Each response's generated text.
+    #[serde(default)]
+    pub text: bool,
+}
+
+impl StoreSpec {
+    pub fn is_default(&self) -> bool {
+        *self == StoreSpec::default()
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -15,6 +15,7 @@ mod grid;
 pub mod health;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod pivot;
 mod plots;

@@ -157,6 +157,8 @@ pub struct RunContext<'a> {
     pub index_base: u64,
     /// `--start-at`: the measured pass (warmup first) starts at this instant.
     pub start_at: Option<std::time::SystemTime>,
+    /// `[plan] store`: keep request bodies and response texts.
+    pub keep: plan::StoreSpec,
 }
 
 /// The endpoint of one pass: an `x-request-id` made of the run id and the stored index
@@ -195,7 +197,13 @@ pub async fn execute(
         targets: prepared.targets.clone(),
         log: ctx.log.clone(),
         cancel: ctx.cancel.clone(),
+        keep_text: ctx.keep.text,
     })?;
+    if ctx.keep.bodies {
+        let bodies = prepared.requests.iter().chain(&prepared.priming);
+        let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
+        store.write_bodies(&run.id, bodies.map(|r| (r.item, &r.body[..])))?;
+    }
     ctx.log.requests(&run.id, &prepared.priming);
     ctx.log.requests(&run.id, &prepared.requests);
     let tx = writer.sender();

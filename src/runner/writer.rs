@@ -40,6 +40,8 @@ pub struct WriterContext {
     pub log: Arc<super::log::SuiteLog>,
     /// Cancelled when a write fails, so the load stops instead of running on unstored.
     pub cancel: CancelHandle,
+    /// `[plan] store.text`: keep each response's text.
+    pub keep_text: bool,
 }
 
 impl Writer {
@@ -162,5 +164,9 @@ fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerEr
         .collect();
     let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
     store.write_requests(&ctx.run_id, &rows)?;
+    if ctx.keep_text {
+        let texts = records.iter().map(|r| (r.index, r.output_text.as_str()));
+        store.write_texts(&ctx.run_id, texts)?;
+    }
     Ok(rows.len() as u64)
 }

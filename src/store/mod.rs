@@ -4,6 +4,7 @@
 //! requests in flight. Knows nothing about plans' types, HTTP or report layout; never
 //! stores secrets (there is no column for headers or keys).
 
+mod bodies;
 mod merge;
 mod requests;
 mod row_codec;
@@ -17,6 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use bodies::StoredContent;
 pub use requests::{RequestRow, StoredRequest};
 pub use runs::{GateRecord, RunFinish, RunRow, RunStatus, ServerPhase, StoredRun};
 pub use schema::SCHEMA_VERSION;

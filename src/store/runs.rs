@@ -194,7 +194,14 @@ impl Store {
             return Err(StoreError::RunDone { id: id.into() });
         }
         let tx = self.conn.transaction().doing("beginning a run")?;
-        for table in ["requests", "chunks", "run_metrics", "server_metrics"] {
+        for table in [
+            "requests",
+            "chunks",
+            "run_metrics",
+            "server_metrics",
+            "request_bodies",
+            "response_texts",
+        ] {
             tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [id])
                 .doing("wiping an earlier attempt of a run")?;
         }

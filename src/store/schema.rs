@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -156,6 +156,26 @@ ALTER TABLE requests ADD COLUMN connect_us INTEGER;
     r#"
 ALTER TABLE suites ADD COLUMN plan_dir TEXT;
 ALTER TABLE suites ADD COLUMN secrets_json TEXT NOT NULL DEFAULT '[]';
+"#,
+    // 7: `[plan] store = { bodies, text }`: request bodies (by item) and response texts
+    // (by request), zlib-compressed as SQLite's sqlar keeps files: the blob is the raw
+    // bytes when compressing would not make it smaller (length(blob) = *_bytes), so the
+    // sqlite3 shell reads either with sqlar_uncompress(blob, *_bytes).
+    r#"
+CREATE TABLE request_bodies (
+    run_id TEXT NOT NULL,
+    item INTEGER NOT NULL,
+    body_bytes INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (run_id, item)
+) WITHOUT ROWID;
+CREATE TABLE response_texts (
+    run_id TEXT NOT NULL,
+    request_index INTEGER NOT NULL,
+    text_bytes INTEGER NOT NULL,
+    text BLOB NOT NULL,
+    PRIMARY KEY (run_id, request_index)
+) WITHOUT ROWID;
 "#,
 ];
 

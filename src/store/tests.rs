@@ -283,6 +283,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
         .execute_batch(
             "ALTER TABLE requests DROP COLUMN connect_us;
              ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
+             DROP TABLE request_bodies; DROP TABLE response_texts;
              PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -331,6 +332,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
     let conn = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
     conn.execute_batch(
         "ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
+         DROP TABLE request_bodies; DROP TABLE response_texts;
          PRAGMA user_version = 5;",
     )
     .unwrap();

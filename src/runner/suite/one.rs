@@ -82,6 +82,7 @@ impl Suite<'_> {
             ),
             index_base,
             start_at: load_start(self.start_at.take(), lead),
+            keep: self.plan.spec.plan.store,
         };
         let result = execute::execute(&ctx, run, prepared).await?;
         self.finish(run, total, warnings, &result)
