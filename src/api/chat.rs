@@ -37,13 +37,7 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
 
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let info = parse_chunk(data)?;
-    let mut text = String::new();
-    if let Some(r) = &info.reasoning {
-        text.push_str(r);
-    }
-    if let Some(c) = &info.content {
-        text.push_str(c);
-    }
+    let text: String = info.output_pieces().collect();
     Ok(BodyInfo {
         text,
         finish_reason: info.finish_reason.map(Cow::into_owned),

@@ -9,6 +9,7 @@
 pub mod chat;
 pub mod completions;
 pub mod embeddings;
+mod error_body;
 pub mod prompt;
 pub mod rerank;
 pub mod responses;
@@ -22,6 +23,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
+pub use error_body::error_message;
 pub use prompt::Prompt;
 pub use sse::{SseDecoder, SseEvent};
 
@@ -192,6 +194,9 @@ pub struct ChunkInfo<'a> {
     pub content: Option<Cow<'a, str>>,
     /// Non-empty reasoning text of choice 0 (`reasoning_content` / `reasoning`).
     pub reasoning: Option<Cow<'a, str>>,
+    /// Non-empty tool-call text of choice 0: function names and argument fragments
+    /// (`tool_calls[].function`, Responses' `response.function_call_arguments.delta`).
+    pub tool: Option<Cow<'a, str>>,
     pub finish_reason: Option<Cow<'a, str>>,
     pub usage: Option<Usage>,
     /// An error object (`{"error": ...}`, `"object": "error"`, `response.failed`).
@@ -201,9 +206,24 @@ pub struct ChunkInfo<'a> {
 }
 
 impl ChunkInfo<'_> {
-    /// Whether the event carried output (content or reasoning).
+    /// Whether the event carried output the server generated (content, reasoning or a
+    /// tool call): perfplan's TTFT point and an inter-token gap.
     pub fn has_output(&self) -> bool {
-        self.content.is_some() || self.reasoning.is_some()
+        self.has_answer() || self.reasoning.is_some()
+    }
+
+    /// Whether the event carried answer output (content or a tool call, not reasoning):
+    /// the time to the first of them is `ttfo`.
+    pub fn has_answer(&self) -> bool {
+        self.content.is_some() || self.tool.is_some()
+    }
+
+    /// The event's output text pieces in the order a reader sees them: reasoning,
+    /// content, tool-call text.
+    pub fn output_pieces(&self) -> impl Iterator<Item = &str> {
+        [&self.reasoning, &self.content, &self.tool]
+            .into_iter()
+            .filter_map(|p| p.as_deref())
     }
 }
 

@@ -85,9 +85,13 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
         ..ChunkInfo::default()
     };
     match ev.kind.as_deref().unwrap_or("") {
-        "response.output_text.delta" => {
+        "response.output_text.delta" | "response.refusal.delta" => {
             info.has_choice = true;
             info.content = non_empty(ev.delta);
+        }
+        "response.function_call_arguments.delta" => {
+            info.has_choice = true;
+            info.tool = non_empty(ev.delta);
         }
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
             info.has_choice = true;
@@ -111,12 +115,7 @@ pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let mut text = String::new();
     let items = body.get("output").and_then(Value::as_array);
     for item in items.into_iter().flatten() {
-        let parts = item.get("content").and_then(Value::as_array);
-        for part in parts.into_iter().flatten() {
-            if let Some(t) = part.get("text").and_then(Value::as_str) {
-                text.push_str(t);
-            }
-        }
+        text.push_str(&item_text(item));
     }
     let response: ResponseObject<'_> = serde_json::from_slice(data)?;
     let error = body.get("error").is_some_and(|e| !e.is_null())
@@ -127,6 +126,25 @@ pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
         usage: response.usage.as_ref().map(UsageWire::to_usage),
         error,
     })
+}
+
+/// The generated text of one output item: a message's text and refusal parts, a
+/// reasoning item's text and summary parts, a function call's name and arguments.
+fn item_text(item: &Value) -> String {
+    let mut text = String::new();
+    let str_of = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+    if item.get("type").and_then(Value::as_str) == Some("function_call") {
+        text.push_str(&str_of(item.get("name")));
+        text.push_str(&str_of(item.get("arguments")));
+        return text;
+    }
+    for key in ["summary", "content"] {
+        let parts = item.get(key).and_then(Value::as_array);
+        for part in parts.into_iter().flatten() {
+            text.push_str(&str_of(part.get("text").or(part.get("refusal"))));
+        }
+    }
+    text
 }
 
 #[cfg(test)]
@@ -158,6 +176,27 @@ mod tests {
                 .unwrap()
                 .error
         );
+    }
+
+    #[test]
+    fn function_call_and_refusal_deltas_are_answers() {
+        let f = parse_chunk(br#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"city\":"}"#).unwrap();
+        assert_eq!(f.tool.as_deref(), Some("{\"city\":"));
+        assert!(f.has_answer() && f.has_choice);
+        let r = parse_chunk(br#"{"type":"response.refusal.delta","delta":"no"}"#).unwrap();
+        assert_eq!(r.content.as_deref(), Some("no"));
+        let t = parse_chunk(br#"{"type":"response.reasoning_text.delta","delta":"hm"}"#).unwrap();
+        assert!(t.has_output() && !t.has_answer());
+        let done =
+            parse_chunk(br#"{"type":"response.function_call_arguments.done","arguments":"{}"}"#)
+                .unwrap();
+        assert!(!done.has_output());
+    }
+
+    #[test]
+    fn whole_body_with_reasoning_and_a_function_call() {
+        let b = parse_body(br#"{"status":"completed","output":[{"type":"reasoning","summary":[{"type":"summary_text","text":"think "}],"content":[{"type":"reasoning_text","text":"hard "}]},{"type":"function_call","call_id":"c","name":"get","arguments":"{}"}],"usage":{"input_tokens":3,"output_tokens":5}}"#).unwrap();
+        assert_eq!(b.text, "think hard get{}");
     }
 
     #[test]

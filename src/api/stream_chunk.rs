@@ -1,5 +1,6 @@
 //! Reads chat and completions chunks (streamed events and whole bodies) with the JSON
-//! cursor: choice 0's text, reasoning and finish reason, usage, and the error markers;
+//! cursor: choice 0's text, reasoning, tool-call text (`tool_calls[].function.name` and
+//! `.arguments`, or the older `function_call`) and finish reason, usage, and the error markers;
 //! every other field is checked and skipped without being built. Choice 0 is the choice
 //! whose `index` is 0 (or the first one, when it has no `index`): with `n > 1` a server
 //! streams every choice's chunks, and only choice 0's are timed. This is the
@@ -89,6 +90,29 @@ struct Message<'a> {
     content: Option<Cow<'a, str>>,
     reasoning_content: Option<Cow<'a, str>>,
     reasoning: Option<Cow<'a, str>>,
+    /// Every tool call's name and arguments text, joined (see [`ToolText`]).
+    tools: ToolText<'a>,
+}
+
+/// The text of a delta's or message's tool calls (names and argument fragments, in order):
+/// what the model generated for them. Borrowed while there is one non-empty piece.
+#[derive(Default)]
+pub(crate) struct ToolText<'a>(Option<Cow<'a, str>>);
+
+impl<'a> ToolText<'a> {
+    fn push(&mut self, piece: Option<Cow<'a, str>>) {
+        let Some(piece) = non_empty(piece) else {
+            return;
+        };
+        self.0 = Some(match self.0.take() {
+            None => piece,
+            Some(before) => Cow::Owned(before.into_owned() + &piece),
+        });
+    }
+
+    pub(crate) fn into_text(self) -> Option<Cow<'a, str>> {
+        self.0
+    }
 }
 
 /// One choice of a chunk, read.
@@ -106,6 +130,7 @@ impl<'a> Choice<'a> {
         if let Some(m) = self.message {
             info.content = non_empty(m.content);
             info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
+            info.tool = m.tools.into_text();
         } else {
             info.content = non_empty(self.text);
         }
@@ -161,6 +186,14 @@ fn opt_message<'a>(c: &mut Cursor<'a>) -> Scan<Option<Message<'a>>> {
             b"content" => (0, &mut m.content),
             b"reasoning_content" => (1, &mut m.reasoning_content),
             b"reasoning" => (2, &mut m.reasoning),
+            b"tool_calls" => {
+                seen.once(c, 3, "tool_calls")?;
+                return tool_calls(c, &mut m.tools);
+            }
+            b"function_call" => {
+                seen.once(c, 4, "function_call")?;
+                return function(c, &mut m.tools);
+            }
             _ => return c.skip(),
         };
         seen.once(c, bit, std::str::from_utf8(key).unwrap_or("?"))?;
@@ -168,6 +201,44 @@ fn opt_message<'a>(c: &mut Cursor<'a>) -> Scan<Option<Message<'a>>> {
         Ok(())
     })?;
     Ok(Some(m))
+}
+
+/// `tool_calls`: `null` or an array of `{"index", "id", "type", "function": {...}}`.
+fn tool_calls<'a>(c: &mut Cursor<'a>, text: &mut ToolText<'a>) -> Scan<()> {
+    if c.null()? {
+        return Ok(());
+    }
+    c.array(|c, _| {
+        let mut seen = Seen::default();
+        c.object(|c, key| match key {
+            b"function" => {
+                seen.once(c, 0, "function")?;
+                function(c, text)
+            }
+            _ => c.skip(),
+        })
+    })
+}
+
+/// `function` (or the older `function_call`): `null` or `{"name", "arguments"}`.
+fn function<'a>(c: &mut Cursor<'a>, text: &mut ToolText<'a>) -> Scan<()> {
+    if c.null()? {
+        return Ok(());
+    }
+    let (mut name, mut arguments, mut seen) = (None, None, Seen::default());
+    c.object(|c, key| {
+        let (bit, slot) = match key {
+            b"name" => (0, &mut name),
+            b"arguments" => (1, &mut arguments),
+            _ => return c.skip(),
+        };
+        seen.once(c, bit, std::str::from_utf8(key).unwrap_or("?"))?;
+        *slot = c.opt_string()?;
+        Ok(())
+    })?;
+    text.push(name);
+    text.push(arguments);
+    Ok(())
 }
 
 fn usage(c: &mut Cursor<'_>) -> Scan<Option<UsageWire>> {

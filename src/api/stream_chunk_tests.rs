@@ -66,6 +66,39 @@ struct RefMessage<'a> {
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<RefToolCall<'a>>>,
+    #[serde(borrow, default)]
+    function_call: Option<RefFunction<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RefToolCall<'a> {
+    #[serde(borrow, default)]
+    function: Option<RefFunction<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RefFunction<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+/// The reference's tool-call text: every call's name then arguments, then `function_call`.
+fn reference_tools<'a>(m: &mut RefMessage<'a>) -> Option<Cow<'a, str>> {
+    let mut text = ToolText::default();
+    let calls = m.tool_calls.take().unwrap_or_default();
+    for f in calls
+        .into_iter()
+        .filter_map(|c| c.function)
+        .chain(m.function_call.take())
+    {
+        text.push(f.name);
+        text.push(f.arguments);
+    }
+    text.into_text()
 }
 
 #[derive(Deserialize)]
@@ -109,7 +142,8 @@ fn reference(data: &[u8], shape: Shape) -> Result<ChunkInfo<'_>, serde_json::Err
         Shape::Chat => {
             if let Some(choice) = reference_chunk::<RefChoice<'_>>(data, &mut info)? {
                 info.finish_reason = non_empty(choice.finish_reason);
-                if let Some(m) = choice.delta.or(choice.message) {
+                if let Some(mut m) = choice.delta.or(choice.message) {
+                    info.tool = reference_tools(&mut m);
                     info.content = non_empty(m.content);
                     info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
                 }
@@ -150,6 +184,14 @@ const CORPUS: &[&str] = &[
     r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"one"},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":"two"},"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":9}}"#,
     r#"{"choices":[{"delta":{"content":"no index"}},{"index":0,"delta":{"content":"late zero"}}]}"#,
     r#"{"choices":[{"index":null,"delta":{"content":"null index"}}]}"#,
+    // Tool calls as vLLM streams them (name first, then argument fragments) and as a
+    // whole message holds them; the older `function_call`.
+    r#"{"id":"chatcmpl-3","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-1","type":"function","index":0,"function":{"name":"get_weather"}}]},"logprobs":null,"finish_reason":null}]}"#,
+    r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \""}}]},"finish_reason":null}]}"#,
+    r#"{"choices":[{"index":0,"delta":{"content":null,"tool_calls":[{"index":0,"function":{"name":"a","arguments":"{}"}},{"index":1,"function":{"name":"b","arguments":""}}]}}]}"#,
+    r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":"tool_calls"}]}"#,
+    r#"{"choices":[{"index":0,"delta":{"function_call":{"arguments":"1}"}}}]}"#,
+    r#"{"choices":[{"index":0,"delta":{"tool_calls":null,"function_call":null}}]}"#,
 ];
 
 fn assert_same(data: &[u8]) {
@@ -185,6 +227,16 @@ fn struct_as_array(data: &[u8]) -> bool {
     let choices = v.get("choices").and_then(serde_json::Value::as_array);
     for choice in choices.into_iter().flatten() {
         places.extend([Some(choice), choice.get("delta"), choice.get("message")]);
+        for m in [choice.get("delta"), choice.get("message")]
+            .into_iter()
+            .flatten()
+        {
+            places.push(m.get("function_call"));
+            let calls = m.get("tool_calls").and_then(serde_json::Value::as_array);
+            for call in calls.into_iter().flatten() {
+                places.extend([Some(call), call.get("function")]);
+            }
+        }
     }
     for place in places.into_iter().flatten() {
         if place.is_array() {
@@ -221,6 +273,29 @@ fn only_choice_zero_is_read() {
     assert_eq!(body.usage.unwrap().completion_tokens, Some(9));
     let first = parse(CORPUS[20].as_bytes(), Shape::Chat).unwrap();
     assert_eq!(first.content.as_deref(), Some("no index"));
+}
+
+/// A function-calling stream is output: the name, then every argument fragment; several
+/// calls in one delta are joined; a whole message's calls are its text.
+#[test]
+fn tool_calls_are_output_text() {
+    let name = parse(CORPUS[22].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(name.tool.as_deref(), Some("get_weather"));
+    assert!(name.has_output() && name.has_answer() && name.content.is_none());
+    let args = parse(CORPUS[23].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(args.tool.as_deref(), Some("{\"city\": \""));
+    let two = parse(CORPUS[24].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(two.tool.as_deref(), Some("a{}b"));
+    let body = parse(CORPUS[25].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(body.tool.as_deref(), Some("f{\"x\":1}"));
+    assert_eq!(body.finish_reason.as_deref(), Some("tool_calls"));
+    let legacy = parse(CORPUS[26].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(legacy.tool.as_deref(), Some("1}"));
+    let none = parse(CORPUS[27].as_bytes(), Shape::Chat).unwrap();
+    assert!(none.has_choice && !none.has_output());
+    // Reasoning is output but not an answer.
+    let thinking = parse(CORPUS[6].as_bytes(), Shape::Chat).unwrap();
+    assert!(thinking.has_output() && !thinking.has_answer());
 }
 
 #[test]
@@ -305,10 +380,15 @@ fn opt(rng: &mut ChaCha8Rng, v: String) -> String {
 
 /// A choice of either shape; its `index` is 0, 1, 2 or left out.
 fn generated_choice(rng: &mut ChaCha8Rng) -> String {
+    let (name, arguments) = (opt_string(rng), opt_string(rng));
+    let function = format!("{{\"name\":{name},\"arguments\":{arguments}}}");
+    let call = format!("{{\"index\":0,\"function\":{}}}", opt(rng, function));
+    let calls = opt(rng, format!("[{call}]"));
     let message = format!(
-        "{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"x\":{}}}",
+        "{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"tool_calls\":{},\"x\":{}}}",
         opt_string(rng),
         opt_string(rng),
+        calls,
         value(rng, 2)
     );
     let mut choice = vec![
@@ -382,6 +462,11 @@ fn duplicate_and_mistyped_fields_are_errors_as_in_serde() {
         r#"{"choices":[{"index":0,"index":0}]}"#,
         r#"{"choices":[{"index":-1}]}"#,
         r#"{"choices":[{"index":"0"}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":{}}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[5]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":7}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","name":"b"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[],"tool_calls":[]}}]}"#,
     ] {
         assert!(parse(bad.as_bytes(), Shape::Chat).is_err(), "{bad}");
         assert!(reference(bad.as_bytes(), Shape::Chat).is_err(), "{bad}");
