@@ -1,6 +1,6 @@
-//! Units shared by every module: durations written with a unit (`"50ms"`, `"2s"`, `"5m"`)
-//! and wall-clock times written as ISO-8601 text. Pure parsing and formatting; knows
-//! nothing about plans or HTTP.
+//! Units shared by every module: durations written with a unit (`"50ms"`, `"2s"`, `"5m"`),
+//! byte sizes (`"4MiB"`, `"64KB"`, `1048576`) and wall-clock times written as ISO-8601
+//! text. Pure parsing and formatting; knows nothing about plans or HTTP.
 
 use std::fmt;
 use std::str::FromStr;
@@ -126,6 +126,110 @@ impl schemars::JsonSchema for HumanDuration {
     }
 }
 
+/// A byte size as written in a plan: a whole number of bytes, or a number and a unit
+/// (`B`, `KB`/`MB`/`GB` in powers of 1000, `KiB`/`MiB`/`GiB` in powers of 1024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct HumanBytes(pub u64);
+
+/// Why a byte size could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid byte size `{text}`: {reason} (write a number and a unit: \"512KiB\", \"4MiB\", \"1GB\", or a number of bytes)")]
+pub struct BytesError {
+    pub text: String,
+    pub reason: &'static str,
+}
+
+/// Parses `"4MiB"`, `"1.5KB"`, `"512 B"`, `"4096"`.
+pub fn parse_bytes(text: &str) -> Result<u64, BytesError> {
+    let err = |reason| BytesError {
+        text: text.to_string(),
+        reason,
+    };
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    if num.is_empty() {
+        return Err(err("missing number"));
+    }
+    let value: f64 = num.parse().map_err(|_| err("not a number"))?;
+    let scale: f64 = match unit.trim() {
+        "" | "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(err("unknown unit")),
+    };
+    let bytes = (value * scale).round();
+    if !bytes.is_finite() || !(0.0..=1e15).contains(&bytes) {
+        return Err(err("out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Formats a byte size the way a person would write it: `4 MiB`, `1536 bytes`.
+pub fn format_bytes(n: usize) -> String {
+    const UNITS: [(&str, usize); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in UNITS {
+        if n >= size && n % size == 0 {
+            return format!("{} {unit}", n / size);
+        }
+    }
+    format!("{n} bytes")
+}
+
+impl fmt::Display for HumanBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = format_bytes(usize::try_from(self.0).unwrap_or(usize::MAX));
+        f.write_str(&text.replace(' ', "").replace("bytes", "B"))
+    }
+}
+
+impl Serialize for HumanBytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanBytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Count(u64),
+            Text(String),
+        }
+        match Written::deserialize(d)? {
+            Written::Count(n) => Ok(HumanBytes(n)),
+            Written::Text(t) => parse_bytes(&t)
+                .map(HumanBytes)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl schemars::JsonSchema for HumanBytes {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteSize".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                { "type": "integer", "minimum": 0 },
+                {
+                    "type": "string",
+                    "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*(B|KB|kB|MB|GB|KiB|MiB|GiB)?\\s*$"
+                }
+            ],
+            "description": "a byte size: a number of bytes, or a number and a unit: \"512KiB\", \"4MiB\", \"1GB\""
+        })
+    }
+}
+
 /// Microseconds since the Unix epoch of an ISO-8601 / RFC 3339 time:
 /// `2026-11-29T12:00:00Z`, with an optional fraction, `T` or a space between date and
 /// time, and `Z`, an offset (`+01:00`) or no zone (UTC). `None` for anything else.
@@ -225,6 +329,21 @@ mod tests {
             let d = parse_duration(text).unwrap();
             assert_eq!(format_duration(d), text);
         }
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("4MiB"), Ok(4 << 20));
+        assert_eq!(parse_bytes("1.5KB"), Ok(1500));
+        assert_eq!(parse_bytes(" 512 B "), Ok(512));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("1GiB"), Ok(1 << 30));
+        for bad in ["", "MiB", "4 parsecs", "-1KB", "1e99GB"] {
+            assert!(parse_bytes(bad).is_err(), "{bad} should fail");
+        }
+        assert_eq!(HumanBytes(4 << 20).to_string(), "4MiB");
+        assert_eq!(HumanBytes(1000).to_string(), "1000B");
+        assert_eq!(parse_bytes(&HumanBytes(64 << 10).to_string()), Ok(64 << 10));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod chat;
 pub mod completions;
 pub mod embeddings;
 mod error_body;
+mod output_limit;
 pub mod prompt;
 pub mod rerank;
 pub mod responses;
@@ -24,8 +25,9 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 pub use error_body::error_message;
+pub use output_limit::output_limit;
 pub use prompt::Prompt;
-pub use sse::{SseDecoder, SseEvent};
+pub use sse::{SseDecoder, SseEvent, SseTooLong};
 
 use crate::engine::record::Usage;
 

@@ -7,6 +7,10 @@
 //!
 //! Hot path: line ends are found with `memchr` (SIMD); a line that arrives whole is never
 //! copied into the line buffer; the only copy is the event's data into a reused buffer.
+//!
+//! Bounded: a line or an event's joined data longer than the decoder's limit
+//! ([`SseDecoder::set_max_event`]) is an error ([`SseTooLong`]) instead of a buffer that
+//! grows with whatever the server sends.
 
 /// One decoded event. Borrowed from the decoder until the callback returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,8 +20,15 @@ pub struct SseEvent<'a> {
     pub data: &'a [u8],
 }
 
+/// A line or an event of the stream was longer than the decoder's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an SSE line or event longer than {limit} bytes")]
+pub struct SseTooLong {
+    pub limit: usize,
+}
+
 /// The decoder's state between two pieces of the stream.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseDecoder {
     /// A line started in an earlier piece and not yet ended.
     line: Vec<u8>,
@@ -26,11 +37,37 @@ pub struct SseDecoder {
     event: Vec<u8>,
     /// The previous piece ended with `\r`: a `\n` opening the next one belongs to it.
     skip_lf: bool,
+    /// Longest line, and longest joined data of one event, in bytes.
+    max_event: usize,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        SseDecoder {
+            line: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            event: Vec::new(),
+            skip_lf: false,
+            max_event: usize::MAX,
+        }
+    }
 }
 
 impl SseDecoder {
     pub fn new() -> SseDecoder {
         SseDecoder::default()
+    }
+
+    /// Bounds a line, and an event's joined data, to `bytes` (default: unbounded).
+    pub fn set_max_event(&mut self, bytes: usize) {
+        self.max_event = bytes;
+    }
+
+    fn too_long(&self) -> SseTooLong {
+        SseTooLong {
+            limit: self.max_event,
+        }
     }
 
     /// Forgets any partial event, keeping the buffers' capacity (reuse across streams).
@@ -43,7 +80,12 @@ impl SseDecoder {
     }
 
     /// Feeds the next piece of the stream; calls `on_event` for every event it completes.
-    pub fn feed(&mut self, mut input: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
+    /// After an error the decoder must be `reset` before it is used again.
+    pub fn feed(
+        &mut self,
+        mut input: &[u8],
+        mut on_event: impl FnMut(SseEvent<'_>),
+    ) -> Result<(), SseTooLong> {
         if self.skip_lf {
             self.skip_lf = false;
             if let Some(rest) = input.strip_prefix(b"\n") {
@@ -59,32 +101,44 @@ impl SseDecoder {
                     None => self.skip_lf = true,
                 }
             }
+            if self.line.len() + i > self.max_event {
+                return Err(self.too_long());
+            }
             if self.line.is_empty() {
-                self.process_line(&input[..i], &mut on_event);
+                self.process_line(&input[..i], &mut on_event)?;
             } else {
                 let mut line = std::mem::take(&mut self.line);
                 line.extend_from_slice(&input[..i]);
-                self.process_line(&line, &mut on_event);
+                let result = self.process_line(&line, &mut on_event);
                 line.clear();
                 self.line = line;
+                result?;
             }
             input = &input[next..];
         }
+        if self.line.len() + input.len() > self.max_event {
+            return Err(self.too_long());
+        }
         self.line.extend_from_slice(input);
+        Ok(())
     }
 
     /// The stream ended: an unterminated last line and a pending event are delivered
     /// (servers often omit the final blank line).
-    pub fn finish(&mut self, mut on_event: impl FnMut(SseEvent<'_>)) {
+    pub fn finish(&mut self, mut on_event: impl FnMut(SseEvent<'_>)) -> Result<(), SseTooLong> {
+        self.skip_lf = false;
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
-            self.process_line(&line, &mut on_event);
+            self.process_line(&line, &mut on_event)?;
         }
-        self.process_line(b"", &mut on_event);
-        self.skip_lf = false;
+        self.process_line(b"", &mut on_event)
     }
 
-    fn process_line(&mut self, line: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
+    fn process_line(
+        &mut self,
+        line: &[u8],
+        on_event: &mut impl FnMut(SseEvent<'_>),
+    ) -> Result<(), SseTooLong> {
         if line.is_empty() {
             if self.has_data {
                 let event = std::str::from_utf8(&self.event)
@@ -98,10 +152,10 @@ impl SseDecoder {
             self.data.clear();
             self.event.clear();
             self.has_data = false;
-            return;
+            return Ok(());
         }
         if line[0] == b':' {
-            return;
+            return Ok(());
         }
         let (field, value) = match memchr::memchr(b':', line) {
             Some(c) => {
@@ -112,6 +166,9 @@ impl SseDecoder {
         };
         match field {
             b"data" => {
+                if self.data.len() + value.len() + usize::from(self.has_data) > self.max_event {
+                    return Err(self.too_long());
+                }
                 if self.has_data {
                     self.data.push(b'\n');
                 }
@@ -124,6 +181,7 @@ impl SseDecoder {
             }
             _ => {}
         }
+        Ok(())
     }
 }
 
@@ -150,9 +208,9 @@ data: [DONE]\n\n";
             ))
         };
         for p in pieces {
-            d.feed(p, &mut push);
+            d.feed(p, &mut push).unwrap();
         }
-        d.finish(&mut push);
+        d.finish(&mut push).unwrap();
         out
     }
 
@@ -208,6 +266,36 @@ data: [DONE]\n\n";
             decode(&[b"data: [DONE]\n"]),
             vec![(None, "[DONE]".to_string())]
         );
+    }
+
+    /// The limit holds for a line split over pieces, a line in one piece, and an event's
+    /// data joined from short lines; the stream's events fit in it.
+    #[test]
+    fn lines_and_events_over_the_limit_are_errors() {
+        let mut d = SseDecoder::new();
+        d.set_max_event(64);
+        let mut n = 0;
+        d.feed(STREAM, |_| n += 1).unwrap();
+        d.finish(|_| n += 1).unwrap();
+        assert_eq!(n, 6);
+        let long = [b"data: ".as_slice(), &[b'x'; 100], b"\n\n"].concat();
+        let mut d = SseDecoder::new();
+        d.set_max_event(64);
+        assert_eq!(d.feed(&long, |_| {}), Err(SseTooLong { limit: 64 }));
+        let mut d = SseDecoder::new();
+        d.set_max_event(64);
+        let pieces: Vec<&[u8]> = long.chunks(10).collect();
+        let failed = pieces.iter().any(|p| d.feed(p, |_| {}).is_err());
+        assert!(failed, "a line growing over pieces");
+        let mut d = SseDecoder::new();
+        d.set_max_event(64);
+        let many = b"data: 0123456789\n".repeat(10);
+        assert!(d.feed(&many, |_| {}).is_err(), "joined data lines");
+        let mut d = SseDecoder::new();
+        d.set_max_event(64);
+        let endless = [b'y'; 40];
+        assert!(d.feed(&endless, |_| {}).is_ok());
+        assert!(d.feed(&endless, |_| {}).is_err(), "a line with no end");
     }
 
     #[test]

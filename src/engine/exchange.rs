@@ -14,10 +14,10 @@ use tokio::time::Sleep;
 
 use super::h1::{BodyState, Conn, Framing, H1Client, Head};
 use super::record::{Outcome, RequestRecord, Usage};
+use super::response::Reading;
 use super::source::PreparedRequest;
 use super::target::Endpoint;
 use super::via_reqwest::drive_reqwest;
-use crate::api::{self, ApiKind, SseDecoder, SseEvent};
 
 /// Longest error text kept in a record.
 pub const ERROR_EXCERPT_BYTES: usize = 512;
@@ -46,72 +46,6 @@ pub fn excerpt(bytes: &[u8]) -> String {
     text[..end].to_string()
 }
 
-/// What the stream has said so far.
-pub(crate) struct StreamState {
-    kind: ApiKind,
-    t0: Instant,
-    done: bool,
-    error: Option<String>,
-    bad: Option<String>,
-    /// Keep each event's data in the record (`--debug`).
-    raw: bool,
-}
-
-impl StreamState {
-    fn on_event(&mut self, rec: &mut RequestRecord, ev: SseEvent<'_>, at: Duration) {
-        if self.raw {
-            rec.raw.push(String::from_utf8_lossy(ev.data).into_owned());
-        }
-        if self.done || self.bad.is_some() {
-            return;
-        }
-        if api::is_done(ev.data) {
-            self.done = true;
-            return;
-        }
-        let info = match api::parse_chunk(self.kind, ev.event, ev.data) {
-            Ok(info) => info,
-            Err(e) => {
-                self.bad = Some(format!("unparsable chunk ({e}): {}", excerpt(ev.data)));
-                return;
-            }
-        };
-        if info.error && self.error.is_none() {
-            self.error = Some(excerpt(ev.data));
-        }
-        if info.has_choice {
-            if rec.first_chunk.is_none() {
-                rec.first_chunk = Some(at);
-            }
-            rec.last_chunk = Some(at);
-        }
-        if info.has_output() {
-            rec.content_times.push(at);
-            if let Some(r) = &info.reasoning {
-                rec.output_text.push_str(r);
-            }
-            if let Some(c) = &info.content {
-                rec.output_text.push_str(c);
-            }
-        }
-        if let Some(f) = info.finish_reason {
-            rec.finish_reason = Some(f.into_owned());
-        }
-        if let Some(u) = info.usage {
-            merge_usage(&mut rec.usage, u);
-        }
-        if info.terminal {
-            self.done = true;
-        }
-    }
-}
-
-fn merge_usage(into: &mut Usage, u: Usage) {
-    into.prompt_tokens = u.prompt_tokens.or(into.prompt_tokens);
-    into.completion_tokens = u.completion_tokens.or(into.completion_tokens);
-    into.cached_tokens = u.cached_tokens.or(into.cached_tokens);
-}
-
 fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestRecord {
     RequestRecord {
         index,
@@ -123,6 +57,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         first_chunk: None,
         content_times: Vec::new(),
         last_chunk: None,
+        first_answer: None,
         end: intended,
         outcome: Outcome::Ok,
         http_status: None,
@@ -130,6 +65,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         finish_reason: None,
         usage: Usage::default(),
         output_text: String::new(),
+        output_bytes: req.kind.can_stream().then_some(0),
         client_output_tokens: None,
         client_input_tokens: req.client_input_tokens,
         request_bytes: req.body.len() as u64,
@@ -301,84 +237,6 @@ pub(crate) async fn until_head<T>(
     }
 }
 
-/// A response being read: the stream's state, or the body of a non-streamed answer.
-pub(crate) struct Reading {
-    pub status: u16,
-    pub streamed: bool,
-    pub state: StreamState,
-    pub decoder: SseDecoder,
-    pub body: Vec<u8>,
-    /// When the last bytes arrived.
-    pub last: Instant,
-}
-
-impl Reading {
-    pub(crate) fn new(
-        (status, streamed): (u16, bool),
-        kind: ApiKind,
-        t0: Instant,
-        decoder: SseDecoder,
-        raw: bool,
-    ) -> Reading {
-        Reading {
-            status,
-            streamed,
-            state: StreamState {
-                kind,
-                t0,
-                done: false,
-                error: None,
-                bad: None,
-                raw,
-            },
-            decoder,
-            body: Vec::new(),
-            last: Instant::now(),
-        }
-    }
-
-    /// Bytes of the body that arrived at `arrived`.
-    pub(crate) fn on_data(&mut self, rec: &mut RequestRecord, data: &[u8], arrived: Instant) {
-        self.last = arrived;
-        let at = arrived - self.state.t0;
-        rec.end = at;
-        rec.response_bytes += data.len() as u64;
-        if self.streamed {
-            let state = &mut self.state;
-            self.decoder.feed(data, |ev| state.on_event(rec, ev, at));
-        } else if self.status == 200 || self.body.len() < ERROR_EXCERPT_BYTES {
-            self.body.extend_from_slice(data);
-        }
-    }
-
-    /// The stream hit an unparsable chunk: stop reading.
-    pub(crate) fn broken(&self) -> bool {
-        self.state.bad.is_some()
-    }
-
-    /// The body ended: deliver a pending event.
-    pub(crate) fn finish(&mut self, rec: &mut RequestRecord) {
-        if self.streamed {
-            let (state, at) = (&mut self.state, rec.end);
-            self.decoder.finish(|ev| state.on_event(rec, ev, at));
-        } else if self.state.raw {
-            rec.raw
-                .push(String::from_utf8_lossy(&self.body).into_owned());
-        }
-    }
-
-    /// The request's outcome from what was read.
-    pub(crate) fn conclude(&self, kind: ApiKind, rec: &mut RequestRecord) -> Result<(), Failure> {
-        if self.status != 200 {
-            return Err(Failure::new(Outcome::Http, excerpt(&self.body)));
-        }
-        if self.streamed {
-            return stream_outcome(&self.state, rec);
-        }
-        whole_body(kind, &self.body, rec)
-    }
-}
-
 async fn drive_h1(
     h1: &H1Client,
     ep: &Endpoint,
@@ -399,15 +257,8 @@ async fn drive_h1(
     let (mut conn, head) = until_head(opened, sleep.as_mut(), ep, sent_at).await?;
     rec.http_status = Some(head.status);
     let streamed = head.status == 200 && (head.event_stream || (req.stream && !head.json));
-    let mut decoder = std::mem::take(&mut conn.sse);
-    decoder.reset();
-    let mut reading = Reading::new(
-        (head.status, streamed),
-        req.kind,
-        t0,
-        decoder,
-        ep.raw_responses,
-    );
+    let decoder = std::mem::take(&mut conn.sse);
+    let mut reading = Reading::new((head.status, streamed), req, ep, t0, decoder);
     rec.end = reading.last - t0;
     let mut framing = BodyState::new(head.framing);
     loop {
@@ -432,7 +283,7 @@ async fn drive_h1(
         conn.sse = std::mem::take(&mut reading.decoder);
         h1.checkin(conn);
     }
-    reading.conclude(req.kind, rec)
+    reading.conclude(rec)
 }
 
 /// The class of a failure while reading a body, streamed or not: framing that cannot be
@@ -443,40 +294,6 @@ pub(crate) fn body_failure(e: &std::io::Error) -> Outcome {
     match e.kind() {
         std::io::ErrorKind::InvalidData => Outcome::BadBody,
         _ => Outcome::StreamBroken,
-    }
-}
-
-fn stream_outcome(state: &StreamState, rec: &RequestRecord) -> Result<(), Failure> {
-    if let Some(bad) = &state.bad {
-        return Err(Failure::new(Outcome::BadBody, bad.clone()));
-    }
-    if let Some(error) = &state.error {
-        return Err(Failure::new(Outcome::StreamBroken, error.clone()));
-    }
-    if state.done || rec.finish_reason.is_some() {
-        return Ok(());
-    }
-    Err(Failure::new(
-        Outcome::StreamBroken,
-        "stream closed without [DONE] or finish_reason",
-    ))
-}
-
-fn whole_body(kind: ApiKind, body: &[u8], rec: &mut RequestRecord) -> Result<(), Failure> {
-    match api::parse_body(kind, body) {
-        Err(e) => Err(Failure::new(
-            Outcome::BadBody,
-            format!("unparsable body ({e}): {}", excerpt(body)),
-        )),
-        Ok(info) if info.error => Err(Failure::new(Outcome::BadBody, excerpt(body))),
-        Ok(info) => {
-            rec.output_text = info.text;
-            rec.finish_reason = info.finish_reason;
-            if let Some(u) = info.usage {
-                merge_usage(&mut rec.usage, u);
-            }
-            Ok(())
-        }
     }
 }
 

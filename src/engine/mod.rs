@@ -13,6 +13,7 @@
 
 pub mod arrivals;
 mod connect_times;
+pub mod bounds;
 pub mod cpu;
 mod exchange;
 mod h1;
@@ -21,6 +22,7 @@ pub mod limits;
 pub mod preconnect;
 pub mod record;
 pub mod request_id;
+mod response;
 mod run;
 pub mod source;
 pub mod target;
@@ -28,6 +30,7 @@ mod ticker;
 mod via_reqwest;
 
 pub use arrivals::{ArrivalClock, ArrivalError, Arrivals};
+pub use bounds::ResponseLimits;
 pub use cpu::process_cpu_time;
 pub use exchange::{excerpt, ERROR_EXCERPT_BYTES};
 pub use preconnect::Preconnect;

@@ -41,16 +41,22 @@ pub enum Outcome {
     Timeout,
     /// The server answered with a non-200 status (see `http_status`, `error`).
     Http,
-    /// The stream ended early: closed without `[DONE]`, or an error object mid-stream.
+    /// The stream ended early: the connection closed without `[DONE]` or a finish reason.
     StreamBroken,
     /// The body or a chunk could not be parsed.
     BadBody,
     /// Never completed because the run was stopped (Ctrl-C, duration with no grace left).
     Cancelled,
+    /// HTTP 200 whose stream or body carried an error object (`{"error": ...}`,
+    /// `"object": "error"`, `event: error`, `response.failed`).
+    ServerError,
+    /// Cut by the client: a stream far past the request's output limit (or past the chunk
+    /// cap when no limit was sent), or an SSE line/event or a body over its size limit.
+    Overlong,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Ok,
         Outcome::Connect,
         Outcome::Timeout,
@@ -58,6 +64,8 @@ impl Outcome {
         Outcome::StreamBroken,
         Outcome::BadBody,
         Outcome::Cancelled,
+        Outcome::ServerError,
+        Outcome::Overlong,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +77,8 @@ impl Outcome {
             Outcome::StreamBroken => "stream_broken",
             Outcome::BadBody => "bad_body",
             Outcome::Cancelled => "cancelled",
+            Outcome::ServerError => "server_error",
+            Outcome::Overlong => "overlong",
         }
     }
 
@@ -110,6 +120,10 @@ pub struct RequestRecord {
     /// Arrival of the last chunk that carried any choice (vLLM's latency end point).
     #[serde(default)]
     pub last_chunk: Option<Duration>,
+    /// Arrival of the first chunk with answer output (content or a tool call, not
+    /// reasoning): the end of `ttfo`. Equals the first content time without reasoning.
+    #[serde(default)]
+    pub first_answer: Option<Duration>,
     /// When the last byte of the response arrived (or the failure was observed).
     pub end: Duration,
     pub outcome: Outcome,
@@ -118,9 +132,15 @@ pub struct RequestRecord {
     pub error: Option<String>,
     pub finish_reason: Option<String>,
     pub usage: Usage,
-    /// The generated text, kept so the client can count tokens when usage is missing
-    /// and so multi-turn runs can append it to the conversation.
+    /// The generated text (reasoning, content, tool-call text), kept so the client can
+    /// count tokens when usage is missing and so multi-turn runs can append it to the
+    /// conversation; at most the endpoint's `limits.max_text` bytes (see `output_bytes`).
     pub output_text: String,
+    /// Bytes of generated text received (choice 0), all of it, also beyond what
+    /// `output_text` keeps; `None` for APIs that generate no text (embeddings, rerank).
+    /// `Some(0)` on a success is a response with no output at all.
+    #[serde(default)]
+    pub output_bytes: Option<u64>,
     /// Output tokens counted by the client's tokenizer (filled in after the engine).
     pub client_output_tokens: Option<u32>,
     /// Input tokens counted by the client (as prepared with the request).
@@ -147,6 +167,7 @@ impl Default for RequestRecord {
             first_chunk: None,
             content_times: Vec::new(),
             last_chunk: None,
+            first_answer: None,
             end: Duration::ZERO,
             outcome: Outcome::Ok,
             http_status: None,
@@ -154,6 +175,7 @@ impl Default for RequestRecord {
             finish_reason: None,
             usage: Usage::default(),
             output_text: String::new(),
+            output_bytes: None,
             client_output_tokens: None,
             client_input_tokens: None,
             request_bytes: 0,
@@ -186,6 +208,7 @@ impl RequestRecord {
             first_chunk,
             content_times,
             last_chunk,
+            first_answer,
             end,
             outcome: _,
             http_status: _,
@@ -193,6 +216,7 @@ impl RequestRecord {
             finish_reason: _,
             usage: _,
             output_text: _,
+            output_bytes: _,
             client_output_tokens: _,
             client_input_tokens: _,
             request_bytes: _,
@@ -204,6 +228,7 @@ impl RequestRecord {
         *first_chunk = first_chunk.map(&f);
         content_times.iter_mut().for_each(|t| *t = f(*t));
         *last_chunk = last_chunk.map(&f);
+        *first_answer = first_answer.map(&f);
         *end = f(*end);
     }
 
@@ -217,6 +242,17 @@ impl RequestRecord {
     pub fn ttft(&self) -> Option<Duration> {
         let first = *self.content_times.first()?;
         Some(first.saturating_sub(self.sent))
+    }
+
+    /// Time to the first answer token after any reasoning (AIPerf's TTFO): the first
+    /// content or tool-call chunk. Equals [`RequestRecord::ttft`] when there is no reasoning.
+    pub fn ttfo(&self) -> Option<Duration> {
+        Some(self.first_answer?.saturating_sub(self.sent))
+    }
+
+    /// A success that carried no output at all (no content, reasoning or tool call).
+    pub fn no_output(&self) -> bool {
+        self.outcome == Outcome::Ok && self.output_bytes == Some(0)
     }
 
     /// Sent → last content chunk (streamed) or end (non-streamed).

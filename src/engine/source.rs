@@ -24,6 +24,9 @@ pub struct PreparedRequest {
     pub stream: bool,
     /// Input tokens counted by the client, copied to the record (used when usage is missing).
     pub client_input_tokens: Option<u32>,
+    /// The output limit the body sends (`max_tokens`, `max_completion_tokens`,
+    /// `max_output_tokens`): a stream far past it is cut as `overlong`.
+    pub max_output_tokens: Option<u32>,
     /// Headers of this request besides the endpoint's (a trace's recorded ones).
     pub headers: Vec<(String, String)>,
 }

@@ -13,6 +13,7 @@ use reqwest::header::{
 use reqwest::Url;
 
 use super::connect_times::{ConnectTimes, TimeConnects};
+use super::bounds::ResponseLimits;
 use super::h1::H1Client;
 use super::preconnect::{self, Preconnect};
 use crate::api::ApiKind;
@@ -58,6 +59,8 @@ pub struct Target {
     /// Measure the cold path: a new connection for every request (sent with
     /// `Connection: close`), no pool and no pre-connecting; each record has its setup time.
     pub fresh_connections: bool,
+    /// How much of each response is read and kept.
+    pub limits: ResponseLimits,
 }
 
 impl fmt::Debug for Target {
@@ -79,6 +82,7 @@ impl fmt::Debug for Target {
             .field("timeouts", &self.timeouts)
             .field("force_reqwest", &self.force_reqwest)
             .field("fresh_connections", &self.fresh_connections)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -110,6 +114,7 @@ pub struct Endpoint {
     pub(crate) h1: Option<Arc<H1Client>>,
     urls: Urls,
     pub(crate) timeouts: Timeouts,
+    pub(crate) limits: ResponseLimits,
     /// When set, each request carries an `x-request-id` made of PREFIX and N = first + the record's
     /// index (the simulator records it in its truth, so records and truth join by id).
     pub(crate) request_ids: Option<(Arc<str>, u64)>,
@@ -151,6 +156,7 @@ impl Endpoint {
             h1,
             urls,
             timeouts: target.timeouts,
+            limits: target.limits,
             request_ids: None,
             raw_responses: false,
             own_request_id: target

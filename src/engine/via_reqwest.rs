@@ -5,9 +5,10 @@
 use std::error::Error as _;
 use std::time::Instant;
 
-use super::exchange::{body_failure, deadline, timed_out, until_head, Failure, Reading};
+use super::exchange::{body_failure, deadline, timed_out, until_head, Failure};
 use super::h1_head::content_kind;
 use super::record::{Outcome, RequestRecord};
+use super::response::Reading;
 use super::source::PreparedRequest;
 use super::target::Endpoint;
 use crate::api::SseDecoder;
@@ -150,13 +151,7 @@ pub(crate) async fn drive_reqwest(
     rec.http_status = Some(status);
     let (event_stream, json) = content_kind_of(&response);
     let streamed = status == 200 && (event_stream || (req.stream && !json));
-    let mut reading = Reading::new(
-        (status, streamed),
-        req.kind,
-        t0,
-        SseDecoder::new(),
-        ep.raw_responses,
-    );
+    let mut reading = Reading::new((status, streamed), req, ep, t0, SseDecoder::new());
     rec.end = reading.last - t0;
     loop {
         tokio::select! {
@@ -180,5 +175,5 @@ pub(crate) async fn drive_reqwest(
         }
     }
     reading.finish(rec);
-    reading.conclude(req.kind, rec)
+    reading.conclude(rec)
 }

@@ -217,6 +217,7 @@ impl ConversationSource {
         if phase != Phase::Warmup {
             self.started.get_or_insert_with(Instant::now);
         }
+        let max_output_tokens = api::output_limit(&body);
         Some(PreparedRequest {
             item,
             phase,
@@ -225,6 +226,7 @@ impl ConversationSource {
             body,
             stream: t.stream,
             client_input_tokens: None,
+            max_output_tokens,
             headers: Vec::new(),
         })
     }

@@ -329,6 +329,7 @@ impl BodyBuilder {
         } else {
             Phase::Measured
         };
+        let max_output_tokens = api::output_limit(&body);
         Ok(PreparedRequest {
             item: i,
             phase,
@@ -337,6 +338,7 @@ impl BodyBuilder {
             body,
             stream: self.stream,
             client_input_tokens: item.client_input_tokens,
+            max_output_tokens,
             headers: Vec::new(),
         })
     }

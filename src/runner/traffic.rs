@@ -83,6 +83,7 @@ fn trace(
         };
         let (path, body) = api::build_body(kind, &input)
             .map_err(|source| RunnerError::Body { item: i, source })?;
+        let max_output_tokens = api::output_limit(&body);
         out.requests.push(PreparedRequest {
             item: i as u64,
             phase: Phase::Measured,
@@ -91,6 +92,7 @@ fn trace(
             body,
             stream: stream && kind.can_stream(),
             client_input_tokens: None,
+            max_output_tokens,
             headers,
         });
         offsets.push(t.offset);

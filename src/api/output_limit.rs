@@ -1,0 +1,50 @@
+//! The output limit a request body sends, read from the body itself (what the server
+//! sees, after `reject_fields` and any `body_template`): the largest of `max_tokens`,
+//! `max_completion_tokens` and `max_output_tokens` at its top level. The engine cuts a
+//! stream that runs far past it (`overlong`). Read once per request with the JSON cursor.
+
+use super::scan::Cursor;
+
+/// The body's output limit; `None` when it sends none (or is not a JSON object).
+pub fn output_limit(body: &[u8]) -> Option<u32> {
+    let mut c = Cursor::new(body);
+    let mut limit: Option<u32> = None;
+    c.object(|c, key| match key {
+        b"max_tokens" | b"max_completion_tokens" | b"max_output_tokens" => {
+            // Not a whole number (a server would refuse it): skipped, as if absent.
+            if let Ok(Some(n)) = c.opt_u32() {
+                limit = Some(limit.map_or(n, |l| l.max(n)));
+                Ok(())
+            } else {
+                c.skip()
+            }
+        }
+        _ => c.skip(),
+    })
+    .ok()?;
+    limit
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_every_limit_name_and_takes_the_largest() {
+        let limit = |s: &str| output_limit(s.as_bytes());
+        assert_eq!(
+            limit(r#"{"model":"m","messages":[{"content":"max_tokens"}],"max_tokens":16}"#),
+            Some(16)
+        );
+        assert_eq!(limit(r#"{"max_output_tokens":8,"input":"x"}"#), Some(8));
+        assert_eq!(
+            limit(r#"{"max_tokens":8,"max_completion_tokens":32}"#),
+            Some(32)
+        );
+        assert_eq!(limit(r#"{"model":"m","extra":{"max_tokens":5}}"#), None);
+        assert_eq!(limit(r#"{"max_tokens":null}"#), None);
+        assert_eq!(limit(r#"{"max_tokens":"16"}"#), None);
+        assert_eq!(limit("not json"), None);
+    }
+}

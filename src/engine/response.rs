@@ -1,0 +1,342 @@
+//! Reading one response as its bytes arrive, for both HTTP clients: the stream's events
+//! (or a whole body) into the record, within the endpoint's [`ResponseLimits`], and the
+//! outcome from what was read. Every failure becomes a [`Failure`], never a panic.
+//!
+//! Bounded whatever the server sends: an SSE line or event, a body, the text kept and the
+//! `--debug` copy all have a ceiling; a stream past the request's output limit is cut
+//! (`overlong`). Token counting and chunk times go on incrementally: the record keeps
+//! every output chunk's time (bounded by the chunk cap) and the byte count of all output.
+
+use std::time::{Duration, Instant};
+
+use super::bounds::ResponseLimits;
+use super::exchange::{excerpt, Failure};
+use super::record::{Outcome, RequestRecord, Usage};
+use super::source::PreparedRequest;
+use super::target::Endpoint;
+use crate::api::{self, ApiKind, SseDecoder, SseEvent};
+use crate::units::format_bytes;
+
+/// Most bytes of an error (non-200) body kept to read its message.
+const ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// What the stream has said so far.
+pub(crate) struct StreamState {
+    kind: ApiKind,
+    t0: Instant,
+    done: bool,
+    /// Why reading stopped early (the first reason wins).
+    stop: Option<Failure>,
+    limits: ResponseLimits,
+    /// Output chunks allowed before the stream is cut as overlong.
+    chunk_cap: u64,
+    max_output_tokens: Option<u32>,
+    /// Keep each event's data in the record (`--debug`), up to `limits.max_text` bytes.
+    raw: bool,
+    raw_bytes: usize,
+}
+
+impl StreamState {
+    fn on_event(&mut self, rec: &mut RequestRecord, ev: SseEvent<'_>, at: Duration) {
+        if self.raw {
+            keep_raw(rec, &mut self.raw_bytes, self.limits.max_text, ev.data);
+        }
+        if self.done || self.stop.is_some() {
+            return;
+        }
+        if api::is_done(ev.data) {
+            self.done = true;
+            return;
+        }
+        let info = match api::parse_chunk(self.kind, ev.event, ev.data) {
+            Ok(info) => info,
+            Err(_) if ev.event == Some("error") => {
+                self.stop = Some(server_error(ev.data));
+                return;
+            }
+            Err(e) => {
+                let error = format!("unparsable chunk ({e}): {}", excerpt(ev.data));
+                self.stop = Some(Failure::new(Outcome::BadBody, error));
+                return;
+            }
+        };
+        if info.error {
+            self.stop = Some(server_error(ev.data));
+            return;
+        }
+        if info.has_choice {
+            rec.first_chunk.get_or_insert(at);
+            rec.last_chunk = Some(at);
+        }
+        if info.has_output() {
+            rec.content_times.push(at);
+            if info.has_answer() {
+                rec.first_answer.get_or_insert(at);
+            }
+            for piece in info.output_pieces() {
+                keep_text(rec, piece, self.limits.max_text);
+            }
+            if rec.content_times.len() as u64 > self.chunk_cap {
+                self.stop = Some(self.overlong());
+                return;
+            }
+        }
+        if let Some(f) = info.finish_reason {
+            rec.finish_reason = Some(f.into_owned());
+        }
+        if let Some(u) = info.usage {
+            merge_usage(&mut rec.usage, u);
+        }
+        if info.terminal {
+            self.done = true;
+        }
+    }
+
+    fn overlong(&self) -> Failure {
+        let error = match self.max_output_tokens {
+            Some(limit) => format!(
+                "cut after {} output chunks: the request's output limit is {limit} tokens and \
+                 the server went on (endpoint limits: overlong_factor = {}, overlong_slack = {})",
+                self.chunk_cap, self.limits.overlong_factor, self.limits.overlong_slack
+            ),
+            None => format!(
+                "cut after {} output chunks: the request sent no output limit (endpoint \
+                 limits.max_chunks)",
+                self.chunk_cap
+            ),
+        };
+        Failure::new(Outcome::Overlong, error)
+    }
+}
+
+/// A 200 that carried an error object: its message, or an excerpt of it.
+fn server_error(data: &[u8]) -> Failure {
+    let error = api::error_message(data).unwrap_or_else(|| excerpt(data));
+    Failure::new(Outcome::ServerError, error)
+}
+
+/// Appends `piece` to the record's text up to `max_text` bytes (on a character boundary);
+/// every byte is counted in `output_bytes`.
+fn keep_text(rec: &mut RequestRecord, piece: &str, max_text: usize) {
+    *rec.output_bytes.get_or_insert(0) += piece.len() as u64;
+    let room = max_text.saturating_sub(rec.output_text.len());
+    if room >= piece.len() {
+        rec.output_text.push_str(piece);
+    } else if room > 0 {
+        let mut end = room;
+        while !piece.is_char_boundary(end) {
+            end -= 1;
+        }
+        rec.output_text.push_str(&piece[..end]);
+    }
+}
+
+/// `--debug`'s copy of the response, bounded like the text; one line says what was left out.
+fn keep_raw(rec: &mut RequestRecord, kept: &mut usize, max: usize, data: &[u8]) {
+    if *kept > max {
+        return;
+    }
+    *kept += data.len();
+    if *kept > max {
+        rec.raw.push(format!(
+            "[perfplan: the rest of this response is not kept: more than {} (endpoint limits.max_text)]",
+            format_bytes(max)
+        ));
+        return;
+    }
+    rec.raw.push(String::from_utf8_lossy(data).into_owned());
+}
+
+fn merge_usage(into: &mut Usage, u: Usage) {
+    into.prompt_tokens = u.prompt_tokens.or(into.prompt_tokens);
+    into.completion_tokens = u.completion_tokens.or(into.completion_tokens);
+    into.cached_tokens = u.cached_tokens.or(into.cached_tokens);
+}
+
+/// A response being read: the stream's state, or the body of a non-streamed answer.
+pub(crate) struct Reading {
+    pub status: u16,
+    pub streamed: bool,
+    pub state: StreamState,
+    pub decoder: SseDecoder,
+    pub body: Vec<u8>,
+    /// When the last bytes arrived.
+    pub last: Instant,
+}
+
+impl Reading {
+    /// `(status, streamed)` from the response head; `decoder` is reset and bounded here.
+    pub(crate) fn new(
+        (status, streamed): (u16, bool),
+        req: &PreparedRequest,
+        ep: &Endpoint,
+        t0: Instant,
+        mut decoder: SseDecoder,
+    ) -> Reading {
+        let limits = ep.limits;
+        decoder.reset();
+        decoder.set_max_event(limits.max_event);
+        Reading {
+            status,
+            streamed,
+            state: StreamState {
+                kind: req.kind,
+                t0,
+                done: false,
+                stop: None,
+                limits,
+                chunk_cap: limits.chunk_cap(req.max_output_tokens),
+                max_output_tokens: req.max_output_tokens,
+                raw: ep.raw_responses,
+                raw_bytes: 0,
+            },
+            decoder,
+            body: Vec::new(),
+            last: Instant::now(),
+        }
+    }
+
+    /// Bytes of the body that arrived at `arrived`.
+    pub(crate) fn on_data(&mut self, rec: &mut RequestRecord, data: &[u8], arrived: Instant) {
+        self.last = arrived;
+        let at = arrived - self.state.t0;
+        rec.end = at;
+        rec.response_bytes += data.len() as u64;
+        if self.broken() {
+            return;
+        }
+        if self.streamed {
+            let state = &mut self.state;
+            if let Err(e) = self.decoder.feed(data, |ev| state.on_event(rec, ev, at)) {
+                state.stop.get_or_insert(too_long(e));
+            }
+        } else if self.status != 200 {
+            let room = ERROR_BODY_BYTES.saturating_sub(self.body.len());
+            self.body.extend_from_slice(&data[..data.len().min(room)]);
+        } else if self.body.len() + data.len() > self.state.limits.max_body {
+            let error = format!(
+                "the response body is larger than {} (endpoint limits.max_body)",
+                format_bytes(self.state.limits.max_body)
+            );
+            self.state.stop = Some(Failure::new(Outcome::Overlong, error));
+        } else {
+            self.body.extend_from_slice(data);
+        }
+    }
+
+    /// Reading stopped early (an unparsable chunk, an error object, a limit): stop reading.
+    pub(crate) fn broken(&self) -> bool {
+        self.state.stop.is_some()
+    }
+
+    /// The body ended: deliver a pending event.
+    pub(crate) fn finish(&mut self, rec: &mut RequestRecord) {
+        if self.broken() {
+            return;
+        }
+        if self.streamed {
+            let (state, at) = (&mut self.state, rec.end);
+            if let Err(e) = self.decoder.finish(|ev| state.on_event(rec, ev, at)) {
+                state.stop.get_or_insert(too_long(e));
+            }
+        } else if self.state.raw {
+            let max = self.state.limits.max_text;
+            keep_raw(rec, &mut self.state.raw_bytes, max, &self.body);
+        }
+    }
+
+    /// The request's outcome from what was read.
+    pub(crate) fn conclude(&mut self, rec: &mut RequestRecord) -> Result<(), Failure> {
+        if let Some(stop) = self.state.stop.take() {
+            return Err(stop);
+        }
+        if self.status != 200 {
+            let error = api::error_message(&self.body).unwrap_or_else(|| excerpt(&self.body));
+            return Err(Failure::new(Outcome::Http, error));
+        }
+        if self.streamed {
+            return stream_outcome(&self.state, rec);
+        }
+        whole_body(self.state.kind, &self.body, rec, &self.state.limits)
+    }
+}
+
+fn too_long(e: api::SseTooLong) -> Failure {
+    let error = format!(
+        "an SSE line or event longer than {} (endpoint limits.max_event)",
+        format_bytes(e.limit)
+    );
+    Failure::new(Outcome::Overlong, error)
+}
+
+fn stream_outcome(state: &StreamState, rec: &RequestRecord) -> Result<(), Failure> {
+    if state.done || rec.finish_reason.is_some() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        Outcome::StreamBroken,
+        "stream closed without [DONE] or finish_reason",
+    ))
+}
+
+fn whole_body(
+    kind: ApiKind,
+    body: &[u8],
+    rec: &mut RequestRecord,
+    limits: &ResponseLimits,
+) -> Result<(), Failure> {
+    match api::parse_body(kind, body) {
+        Err(e) => Err(Failure::new(
+            Outcome::BadBody,
+            format!("unparsable body ({e}): {}", excerpt(body)),
+        )),
+        Ok(info) if info.error => Err(server_error(body)),
+        Ok(info) => {
+            if rec.output_bytes.is_some() {
+                keep_text(rec, &info.text, limits.max_text);
+            }
+            rec.finish_reason = info.finish_reason;
+            if let Some(u) = info.usage {
+                merge_usage(&mut rec.usage, u);
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_kept_up_to_the_cap_and_counted_beyond_it() {
+        let mut rec = RequestRecord {
+            output_bytes: Some(0),
+            ..RequestRecord::default()
+        };
+        for _ in 0..10 {
+            keep_text(&mut rec, "é€a", 8);
+        }
+        // 6 bytes, then the 2 of "é" that fit in 8: cut on a character boundary.
+        assert_eq!(rec.output_text, "é€aé");
+        assert_eq!(rec.output_bytes, Some(60));
+        let mut rec = RequestRecord::default();
+        keep_text(&mut rec, "ab€", 3);
+        assert_eq!(
+            (rec.output_text.as_str(), rec.output_bytes),
+            ("ab", Some(5))
+        );
+    }
+
+    #[test]
+    fn the_debug_copy_is_bounded_with_one_note() {
+        let mut rec = RequestRecord::default();
+        let mut kept = 0;
+        for _ in 0..100 {
+            keep_raw(&mut rec, &mut kept, 10, b"0123");
+        }
+        assert_eq!(rec.raw.len(), 3);
+        assert!(rec.raw[2].contains("not kept"), "{:?}", rec.raw);
+    }
+}
