@@ -35,9 +35,11 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
         "output_tps" | "total_tps" | "input_tps" => MetricUnit::TokensPerSec,
         "rps" | "goodput_rps" | "inputs_per_s" => MetricUnit::RequestsPerSec,
-        "requests_ok" | "requests_failed" | "sla_max_concurrency" | "sla_best_concurrency" => {
-            MetricUnit::Count
-        }
+        "requests_ok"
+        | "requests_failed"
+        | "requests_no_output"
+        | "sla_max_concurrency"
+        | "sla_best_concurrency" => MetricUnit::Count,
         "sla_max_rate" | "sla_best_rate" => MetricUnit::RequestsPerSec,
         _ => {
             let quantity = names::QUANTITIES

@@ -2,7 +2,7 @@
 //! `[gates]`, `--metrics`, CSV columns and the JSON output.
 
 /// Distributions: `<quantity>_<statistic>`.
-pub const QUANTITIES: [&str; 9] = [
+pub const QUANTITIES: [&str; 10] = [
     "ttft",
     "tpot",
     "itl",
@@ -14,6 +14,9 @@ pub const QUANTITIES: [&str; 9] = [
     // Connection setup (TCP connect, and TLS on the reqwest path) of the measured requests
     // that opened a connection; requests sent on an open connection have none.
     "connect",
+    // Time to the first answer token after any reasoning (AIPerf's "time to first output
+    // token"): the first content or tool-call chunk; equal to `ttft` without reasoning.
+    "ttfo",
 ];
 
 pub const STATISTICS: [&str; 14] = [
@@ -22,7 +25,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 21] = [
+pub const SCALARS: [&str; 22] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -49,13 +52,16 @@ pub const SCALARS: [&str; 21] = [
     // value with the best objective (null otherwise).
     "sla_best_concurrency",
     "sla_best_rate",
+    // Successful measured requests that carried no output at all (no content, reasoning
+    // or tool call): counted and warned about, never silently good.
+    "requests_no_output",
 ];
 
 /// Quantities measured in milliseconds (in JSON and CSV).
 pub fn is_time_quantity(quantity: &str) -> bool {
     matches!(
         quantity,
-        "ttft" | "tpot" | "itl" | "latency" | "lateness" | "connect"
+        "ttft" | "tpot" | "itl" | "latency" | "lateness" | "connect" | "ttfo"
     )
 }
 
@@ -90,8 +96,10 @@ mod tests {
     #[test]
     fn vocabulary_is_consistent() {
         let names = all_names();
-        assert_eq!(names.len(), 9 * 14 + SCALARS.len());
+        assert_eq!(names.len(), 10 * 14 + SCALARS.len());
         assert!(is_metric("connect_p99"));
+        assert!(is_metric("ttfo_p99") && is_time_quantity("ttfo"));
+        assert!(is_metric("requests_no_output"));
         assert!(names.iter().all(|n| is_metric(n)));
         assert!(is_metric("ttft_p99"));
         assert!(is_metric("cached_tokens_mean"));

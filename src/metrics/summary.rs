@@ -96,6 +96,8 @@ pub struct RunSummary {
     pub unknown_output: u64,
     /// Successful requests that ended without a finish_reason (e.g. `[DONE]` only).
     pub truncated: u64,
+    /// Successful requests with no output at all (`RequestRecord::no_output`).
+    pub no_output: u64,
     /// Requests sent but not measured.
     pub unmeasured: u64,
     pub client_bound: Option<String>,
@@ -136,6 +138,7 @@ pub fn summarize(records: &[RequestRecord], opts: &SummaryOptions) -> RunSummary
         estimated_output: 0,
         unknown_output: 0,
         truncated: ok.iter().filter(|r| is_truncated(r)).count() as u64,
+        no_output: ok.iter().filter(|r| r.no_output()).count() as u64,
         unmeasured: (records.len() - measured.len()) as u64,
         client_bound: None,
         definitions: opts.definitions,
@@ -155,6 +158,8 @@ pub fn summarize(records: &[RequestRecord], opts: &SummaryOptions) -> RunSummary
     };
     let n_ok = ok.len() as f64;
     set(&mut s, "requests_ok", Some(n_ok));
+    let no_output = s.no_output as f64;
+    set(&mut s, "requests_no_output", Some(no_output));
     set(
         &mut s,
         "requests_failed",
@@ -219,6 +224,7 @@ fn cache_hit_ratio(ok: &[&RequestRecord]) -> Option<f64> {
 /// Fills the distributions; returns how many requests met every SLO.
 fn distributions(s: &mut RunSummary, ok: &[&RequestRecord], opts: &SummaryOptions) -> u64 {
     let (mut ttft, mut tpot, mut itl, mut lat) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut ttfo = Vec::new();
     let (mut input, mut output, mut cached) = (Vec::new(), Vec::new(), Vec::new());
     let mut good = 0;
     for r in ok {
@@ -243,11 +249,13 @@ fn distributions(s: &mut RunSummary, ok: &[&RequestRecord], opts: &SummaryOption
             good += 1;
         }
         ttft.extend(t.ttft.map(ms));
+        ttfo.extend(r.ttfo().map(ms));
         tpot.extend(tp.map(ms));
         lat.push(ms(t.latency));
         itl.extend(t.itl.iter().map(|d| ms(*d)));
     }
     fill(&mut s.values, "ttft", ttft);
+    fill(&mut s.values, "ttfo", ttfo);
     fill(&mut s.values, "tpot", tpot);
     fill(&mut s.values, "itl", itl);
     fill(&mut s.values, "latency", lat);

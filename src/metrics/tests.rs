@@ -98,6 +98,44 @@ fn missing_usage_uses_the_client_count_and_is_flagged() {
     assert!(close(v(&s, "input_tokens_mean"), 8.5)); // 7 (client) and 10 (usage)
 }
 
+/// Reasoning first: TTFT at the first reasoning chunk, TTFO at the first answer chunk;
+/// without reasoning they are equal.
+#[test]
+fn ttfo_is_the_first_answer_after_reasoning() {
+    let mut thinking = rec(0, &[10, 20, 50, 60], Some(4));
+    thinking.first_answer = Some(d(50));
+    let plain = rec(100, &[130], Some(1));
+    let s = summarize(&[thinking, plain], &SummaryOptions::default());
+    assert!(close(v(&s, "ttft_min"), 10.0) && close(v(&s, "ttft_max"), 30.0));
+    assert!(close(v(&s, "ttfo_min"), 30.0) && close(v(&s, "ttfo_max"), 50.0));
+    let mut only_reasoning = rec(0, &[10, 20], Some(2));
+    only_reasoning.first_answer = None;
+    let s = summarize(&[only_reasoning], &SummaryOptions::default());
+    assert_eq!(v(&s, "ttfo_mean"), None);
+    assert!(close(v(&s, "ttft_mean"), 10.0));
+}
+
+/// A success without any output is counted (and the runner warns); an API without
+/// generated text (`output_bytes` unknown) is not.
+#[test]
+fn successes_without_output_are_counted() {
+    let mut empty = rec(0, &[], Some(0));
+    empty.output_bytes = Some(0);
+    let mut embedding = rec(0, &[], None);
+    embedding.output_bytes = None;
+    let mut failed = rec(0, &[], None);
+    failed.output_bytes = Some(0);
+    failed.outcome = Outcome::ServerError;
+    let s = summarize(
+        &[empty, embedding, failed, rec(0, &[5], Some(1))],
+        &SummaryOptions::default(),
+    );
+    assert_eq!(s.no_output, 1);
+    assert_eq!(v(&s, "requests_no_output"), Some(1.0));
+    assert_eq!(v(&s, "requests_ok"), Some(3.0));
+    assert_eq!(s.failures.get("server_error"), Some(&1));
+}
+
 #[test]
 fn failed_requests_are_counted_not_measured() {
     let ok = rec(0, &[10, 20], Some(2));

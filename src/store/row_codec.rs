@@ -24,7 +24,7 @@ use super::requests::RequestRow;
 use crate::engine::{excerpt, Outcome, Phase, RequestRecord, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 28] = [
+pub(super) const COLUMNS: [&str; 30] = [
     "request_index",
     "item",
     "phase",
@@ -33,6 +33,7 @@ pub(super) const COLUMNS: [&str; 28] = [
     "connect_us",
     "first_chunk_us",
     "last_chunk_us",
+    "first_answer_us",
     "end_us",
     "chunk_times",
     "outcome",
@@ -47,6 +48,7 @@ pub(super) const COLUMNS: [&str; 28] = [
     "target_input_tokens",
     "request_bytes",
     "response_bytes",
+    "output_bytes",
     "shard",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
@@ -129,6 +131,7 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         opt(r.connect, us),                                              // connect_us
         opt(r.first_chunk, us),                                          // first_chunk_us
         opt(r.last_chunk, us),                                           // last_chunk_us
+        opt(r.first_answer, us),                                         // first_answer_us
         us(r.end),                                                       // end_us
         opt(chunk_times(r.sent, &r.content_times), Value::Blob),         // chunk_times
         text(r.outcome.as_str()),                                        // outcome
@@ -143,6 +146,7 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         n32(meta.target_input_tokens),                                   // target_input_tokens
         int(r.request_bytes),                                            // request_bytes
         int(r.response_bytes),                                           // response_bytes
+        opt(r.output_bytes, int),                                        // output_bytes
         opt(meta.shard, text),                                           // shard
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
@@ -217,7 +221,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         first_chunk: opt_time(r, "first_chunk_us")?,
         content_times: content_times(r, sent)?,
         last_chunk: opt_time(r, "last_chunk_us")?,
-        first_answer: None,
+        first_answer: opt_time(r, "first_answer_us")?,
         end: time(r, "end_us")?,
         outcome: outcome(r)?,
         http_status: get(r, "http_status")?,
@@ -229,7 +233,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
             cached_tokens: get(r, "cached_tokens")?,
         },
         output_text: String::new(),
-        output_bytes: None,
+        output_bytes: get::<Option<i64>>(r, "output_bytes")?.map(|n| n.max(0) as u64),
         client_output_tokens: get(r, "client_output_tokens")?,
         client_input_tokens: get(r, "client_input_tokens")?,
         request_bytes: count(r, "request_bytes")?,

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -176,6 +176,13 @@ CREATE TABLE response_texts (
     text BLOB NOT NULL,
     PRIMARY KEY (run_id, request_index)
 ) WITHOUT ROWID;
+"#,
+    // 8: the first answer chunk after any reasoning (`ttfo`'s end, µs from the run's start
+    // like every instant) and the bytes of generated text (0 on a success: no output at
+    // all; NULL for APIs that generate none, and in rows written before).
+    r#"
+ALTER TABLE requests ADD COLUMN first_answer_us INTEGER;
+ALTER TABLE requests ADD COLUMN output_bytes INTEGER;
 "#,
 ];
 

@@ -286,6 +286,8 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
             "ALTER TABLE requests DROP COLUMN connect_us;
              ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
              DROP TABLE request_bodies; DROP TABLE response_texts;
+             ALTER TABLE requests DROP COLUMN first_answer_us;
+             ALTER TABLE requests DROP COLUMN output_bytes;
              PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -335,6 +337,8 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
     conn.execute_batch(
         "ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
          DROP TABLE request_bodies; DROP TABLE response_texts;
+         ALTER TABLE requests DROP COLUMN first_answer_us;
+         ALTER TABLE requests DROP COLUMN output_bytes;
          PRAGMA user_version = 5;",
     )
     .unwrap();
@@ -342,4 +346,35 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
     let info = Store::open(dir.path()).unwrap().suite().unwrap().info;
     assert_eq!((info.plan_dir, info.secrets), (None, Vec::new()));
     assert_eq!(info.plan_name, "old");
+}
+
+/// A database written before migration 8 (no `first_answer_us`, no `output_bytes`) is
+/// read: its rows have no TTFO and an unknown output size (never "no output").
+#[test]
+fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let rec = record(1, 20, 3);
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    let row = &store.request_rows("run1").unwrap()[0];
+    assert_eq!(row.ttfo(), Some(Duration::from_millis(20)));
+    assert_eq!(row.output_bytes, Some(3));
+    store
+        .conn
+        .execute_batch(
+            "ALTER TABLE requests DROP COLUMN first_answer_us;
+             ALTER TABLE requests DROP COLUMN output_bytes;
+             PRAGMA user_version = 7;",
+        )
+        .unwrap();
+    drop(store);
+    let rows = Store::open(dir.path()).unwrap().request_rows("run1").unwrap();
+    assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
+    assert_eq!((rows[0].ttfo(), rows[0].output_bytes), (None, None));
+    assert!(!rows[0].no_output());
 }
