@@ -197,6 +197,56 @@ fn all_problems_are_reported_at_once() {
     assert!(err.contains("3 errors"), "{err}");
 }
 
+/// Every problem of an endpoint's `limits` is reported at its key; good limits expand
+/// and are part of the run's settings.
+#[test]
+fn response_limits_are_validated_at_their_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = PLAN.replace(
+        "prefix_cache = \"on\"",
+        "prefix_cache = \"on\"\nlimits = { max_event = \"12B\", max_body = \"lots\", \
+         overlong_factor = 0.5, max_chunks = 0, max_txt = \"1MiB\" }",
+    );
+    let out = perfplan(&["validate", &write(dir.path(), "bad.toml", &bad)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean `max_text`?"), "{err}");
+    assert!(err.contains("overlong_factor"), "{err}");
+    assert!(err.contains("must be at least 1"), "{err}");
+    assert!(err.contains("max_chunks"), "{err}");
+    assert!(err.contains("bad.toml:9:"), "{err}");
+    let bad = PLAN.replace(
+        "prefix_cache = \"on\"",
+        "prefix_cache = \"on\"\nlimits = { max_body = \"lots\" }",
+    );
+    let out = perfplan(&["validate", &write(dir.path(), "body.toml", &bad)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid byte size `lots`"), "{err}");
+    let small = PLAN.replace(
+        "prefix_cache = \"on\"",
+        "prefix_cache = \"on\"\nlimits = { max_event = \"12B\" }",
+    );
+    let out = perfplan(&["validate", &write(dir.path(), "small.toml", &small)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("limits.max_event = 12B is too small") && err.contains("small.toml:9:"),
+        "{err}"
+    );
+    let good = PLAN.replace(
+        "prefix_cache = \"on\"",
+        "prefix_cache = \"on\"\nlimits = { max_event = \"1MiB\", max_body = 1048576, \
+         max_text = \"64KiB\", overlong_factor = 1.5, overlong_slack = 8, max_chunks = 1000 }",
+    );
+    let runs = expand_json(&write(dir.path(), "good.toml", &good));
+    let limits = &runs[0]["settings"]["endpoint"]["limits"];
+    assert_eq!(limits["max_event"], "1MiB", "{}", runs[0]);
+    assert_eq!(limits["max_body"], "1MiB");
+    assert_ne!(
+        runs[0]["id"], "775f2f7d9b79",
+        "a limit is a setting of the run"
+    );
+}
+
 #[test]
 fn impossible_settings_and_warnings() {
     let dir = tempfile::tempdir().unwrap();

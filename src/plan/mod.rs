@@ -17,6 +17,7 @@ pub mod diag;
 pub mod emit;
 pub mod imports;
 pub mod interp;
+pub mod limits;
 pub mod load;
 pub mod node;
 pub mod ranges;

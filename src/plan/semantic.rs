@@ -43,6 +43,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
                 .with_help("write e.g. \"http://127.0.0.1:8000/v1\" or \"sim://NAME\""),
             );
         }
+        diags.extend(super::limits::check(name, &ep.limits, tree));
         if ep.sim.is_some() && !url.starts_with("sim://") {
             let at = tree.locate(&key(&["endpoints", name, "sim"]));
             diags.push(Diagnostic::error(

@@ -167,6 +167,10 @@ pub struct EndpointSpec {
     pub reject_fields: Vec<String>,
     #[serde(default)]
     pub timeouts: TimeoutsSpec,
+    /// How much of each response is read and kept (`max_event`, `max_body`, `max_text`,
+    /// `overlong_factor`, `overlong_slack`, `max_chunks`).
+    #[serde(default, skip_serializing_if = "super::limits::LimitsSpec::is_empty")]
+    pub limits: super::limits::LimitsSpec,
     /// Probe the model list (`GET /v1/models`, or `paths.models`) before the first run.
     #[serde(default = "yes")]
     pub connection_test: bool,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{run_label, Ended, Suite, SuiteOutcome};
 use crate::control::{chain, Route, Tls};
-use crate::engine::{Target, Timeouts};
+use crate::engine::{ResponseLimits, Target, Timeouts};
 use crate::planner::RunSpec;
 use crate::runner::lifecycle::{self, Servers};
 use crate::runner::sims::Sims;
@@ -231,7 +231,24 @@ pub(in crate::runner) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path
             total: Some(ep.timeouts.total.0),
         },
         fresh_connections: ep.fresh_connections,
+        limits: response_limits(&ep.limits),
         ..Target::default()
+    }
+}
+
+/// The engine's response limits from an endpoint's `limits` (unset keys: the defaults).
+fn response_limits(spec: &crate::plan::limits::LimitsSpec) -> ResponseLimits {
+    let d = ResponseLimits::default();
+    let bytes = |v: Option<crate::units::HumanBytes>, default: usize| {
+        v.map_or(default, |b| usize::try_from(b.0).unwrap_or(usize::MAX))
+    };
+    ResponseLimits {
+        max_event: bytes(spec.max_event, d.max_event),
+        max_body: bytes(spec.max_body, d.max_body),
+        max_text: bytes(spec.max_text, d.max_text),
+        overlong_factor: spec.overlong_factor.unwrap_or(d.overlong_factor),
+        overlong_slack: spec.overlong_slack.unwrap_or(d.overlong_slack),
+        max_chunks: spec.max_chunks.unwrap_or(d.max_chunks),
     }
 }
 
