@@ -28,6 +28,7 @@ pub(crate) struct Measured {
     pub ids: Option<Vec<u32>>,
 }
 
+#[derive(Debug, Clone)]
 pub(crate) struct Measure {
     tok: Option<Arc<Tokenizer>>,
     mode: Mode,
@@ -226,6 +227,51 @@ impl Measured {
             count: Some(ids.len()),
             ids: Some(ids),
         }
+    }
+}
+
+/// Counts prompts built during a run (multi-turn turns: the whole history; trace bodies)
+/// as the server will see them, like the dataset's own prompts: chat through the chat
+/// template, completions text with special tokens. Off the timing path: the runner's
+/// database writer calls it.
+#[derive(Debug, Clone)]
+pub struct PromptCounter(Measure);
+
+impl PromptCounter {
+    /// `None` when the run's model has no tokenizer (nothing can be counted).
+    pub fn new(ctx: &DatasetContext) -> Result<Option<PromptCounter>, DatasetError> {
+        if ctx.tokenizer.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(PromptCounter(Measure::new(ctx)?)))
+    }
+
+    /// A conversation's tokens; `None` when it cannot be rendered or encoded.
+    pub fn messages(&self, messages: &[Value]) -> Option<u32> {
+        self.0.messages(messages).ok()?.count.map(to_u32)
+    }
+
+    /// The input tokens of a whole request body: its `messages` (chat), `prompt` (text or
+    /// token ids) or `input` (Responses: text or messages).
+    pub fn body(&self, body: &Map<String, Value>) -> Option<u32> {
+        match body.get("messages").or_else(|| body.get("input")) {
+            Some(Value::Array(messages)) => return self.messages(messages),
+            Some(Value::String(text)) => return self.text(text),
+            _ => {}
+        }
+        match body.get("prompt")? {
+            Value::String(text) => self.text(text),
+            Value::Array(items) if items.iter().all(Value::is_u64) => Some(to_u32(items.len())),
+            Value::Array(items) => match items.as_slice() {
+                [Value::String(text)] => self.text(text),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn text(&self, text: &str) -> Option<u32> {
+        self.0.text(text).ok()?.count.map(to_u32)
     }
 }
 

@@ -42,6 +42,7 @@ use crate::plan::spec::{ChatTemplateMode, DatasetKind, DatasetSpec};
 use crate::tokenize::{TokenizeError, Tokenizer};
 
 pub use crate::plan::dataset_keys::{keys_for, misplaced_keys};
+pub use measure::PromptCounter;
 pub use stream::PromptStream;
 
 /// What a dataset needs to know about the run it feeds.

@@ -7,6 +7,7 @@
 //! (the driver has nothing to do meanwhile).
 
 use std::collections::HashMap;
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,8 +15,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
 
+use super::turn_inputs::TurnPrompt;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::multi_turn::{Conversations, Script};
+use crate::dataset::PromptCounter;
 use crate::engine::{Next, Outcome, Phase, PreparedRequest, RequestRecord, RequestSource};
 use crate::plan::spec::RequestSpec;
 use crate::request::fields;
@@ -51,6 +54,11 @@ pub struct ConversationPlan {
     /// The run's `duration`: no conversation starts after it, and those already started
     /// play their remaining turns (as EvalScope's multi-turn soft stop).
     pub stop_new_after: Option<Duration>,
+    /// Counts each turn's prompt as the server sees it (the model's tokenizer).
+    pub counter: Option<PromptCounter>,
+    /// Where each turn's messages go as it is sent, to be counted off the timing path
+    /// (see `turn_inputs`).
+    pub prompt_sink: Option<Sender<TurnPrompt>>,
 }
 
 impl ConversationPlan {
@@ -218,6 +226,13 @@ impl ConversationSource {
             self.started.get_or_insert_with(Instant::now);
         }
         let max_output_tokens = api::output_limit(&body);
+        if let (Some(tx), Prompt::Messages(messages)) = (&self.plan.prompt_sink, prompt) {
+            let _ = tx.send(TurnPrompt {
+                priming: self.plan.priming,
+                item,
+                messages,
+            });
+        }
         Some(PreparedRequest {
             item,
             phase,
@@ -364,6 +379,8 @@ mod tests {
             think_time: Duration::from_millis(think_ms),
             priming: false,
             stop_new_after: None,
+            counter: None,
+            prompt_sink: None,
         }
     }
 

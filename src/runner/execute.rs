@@ -62,6 +62,14 @@ fn record_warnings(summary: &RunSummary) -> Vec<String> {
             summary.truncated
         ));
     }
+    if summary.no_output > 0 {
+        out.push(format!(
+            "{} successful requests carried no output at all (no content, reasoning or tool \
+             call): they count as successes without a TTFT; check the server's log and the \
+             request's stop, max_tokens and template settings",
+            summary.no_output
+        ));
+    }
     out
 }
 
@@ -190,6 +198,7 @@ pub async fn execute(
     };
     let progress =
         RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
+    let turn_inputs = super::turn_inputs::connect(&mut prepared);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
         run_id: run.id.clone(),
@@ -198,6 +207,7 @@ pub async fn execute(
         log: ctx.log.clone(),
         cancel: ctx.cancel.clone(),
         keep_text: ctx.keep.text,
+        turn_inputs: turn_inputs.clone(),
     })?;
     if ctx.keep.bodies {
         let bodies = prepared.requests.iter().chain(&prepared.priming);
@@ -283,6 +293,9 @@ pub async fn execute(
     // A failed write of the rows is the error to report, before anything after it.
     let stored = writer.finish()?;
     let server_ratio = server_ratio?;
+    if let Some(t) = &turn_inputs {
+        t.apply(&mut output.records);
+    }
     warnings.extend(super::cache::leak_warning(run, &output.records));
     let mut summary = summarize_output(
         ctx,
@@ -390,6 +403,7 @@ pub fn extras(summary: &RunSummary, stored: u64) -> Value {
         "estimated_output": summary.estimated_output,
         "unknown_output": summary.unknown_output,
         "truncated": summary.truncated,
+        "no_output": summary.no_output,
         "client_bound": summary.client_bound,
         "metric_definitions": summary.definitions.as_str(),
     })

@@ -24,6 +24,7 @@ mod sims;
 pub mod start_at;
 mod suite;
 mod traffic;
+mod turn_inputs;
 mod writer;
 
 pub use check::{CheckRow, Verdict};

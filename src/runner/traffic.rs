@@ -62,6 +62,9 @@ fn trace(
         );
     }
     let kind = api_kind(s.api);
+    // Recorded bodies are counted here, before the run: servers that send no usage
+    // (a streamed record without `include_usage`) still get an input length.
+    let counter = dataset::PromptCounter::new(&ctx).map_err(|e| dataset_error(run, e))?;
     let mut out = base(warnings);
     let mut offsets = Vec::with_capacity(trace.requests.len());
     // The endpoint's own headers win over recorded ones of the same name.
@@ -71,6 +74,7 @@ fn trace(
         let headers: Vec<(String, String)> =
             t.headers.into_iter().filter(|(n, _)| !mine(n)).collect();
         let stream = t.body.get("stream").and_then(Value::as_bool) == Some(true);
+        let client_input_tokens = counter.as_ref().and_then(|c| c.body(&t.body));
         let prompt = Prompt::Body(t.body);
         let empty = serde_json::Map::new();
         let input = BodyInput {
@@ -91,7 +95,7 @@ fn trace(
             path: path.into(),
             body,
             stream: stream && kind.can_stream(),
-            client_input_tokens: None,
+            client_input_tokens,
             max_output_tokens,
             headers,
         });
@@ -159,6 +163,8 @@ fn conversation(
         think_time: s.dataset.spec.think_time.map_or(Duration::ZERO, |d| d.0),
         priming: false,
         stop_new_after: s.load.duration.map(|d| d.0),
+        counter: dataset::PromptCounter::new(ctx).map_err(|e| dataset_error(run, e))?,
+        prompt_sink: None,
     });
     Ok(out)
 }

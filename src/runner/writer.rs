@@ -42,6 +42,8 @@ pub struct WriterContext {
     pub cancel: CancelHandle,
     /// `[plan] store.text`: keep each response's text.
     pub keep_text: bool,
+    /// Counts multi-turn turns' inputs (see `turn_inputs`).
+    pub turn_inputs: Option<Arc<super::turn_inputs::TurnInputs>>,
 }
 
 impl Writer {
@@ -87,13 +89,20 @@ impl Writer {
     }
 }
 
-/// The client's output token count, used when the server sent no usage.
+/// The client's output token count, used when the server sent no usage. Text beyond the
+/// endpoint's `limits.max_text` was counted but not kept: the kept text's tokens are
+/// scaled by all output bytes over the kept bytes.
 pub fn count_output(record: &mut RequestRecord, tokenizer: Option<&Tokenizer>) {
     if record.usage.completion_tokens.is_some() || record.output_text.is_empty() {
         return;
     }
     if let Some(t) = tokenizer {
-        record.client_output_tokens = t.count(&record.output_text, false).ok().map(|n| n as u32);
+        let kept = record.output_text.len() as u64;
+        let all = record.output_bytes.unwrap_or(kept).max(kept);
+        record.client_output_tokens = t
+            .count(&record.output_text, false)
+            .ok()
+            .map(|n| u32::try_from((n as u64 * all).div_ceil(kept)).unwrap_or(u32::MAX));
     }
 }
 
@@ -106,6 +115,9 @@ fn write_loop(ctx: &WriterContext, rx: &mpsc::Receiver<RequestRecord>) -> Result
         let closed = match rx.recv_timeout(wait) {
             Ok(mut record) => {
                 count_output(&mut record, ctx.tokenizer.as_deref());
+                if let Some(t) = &ctx.turn_inputs {
+                    t.fill(&mut record);
+                }
                 ctx.log.record(&ctx.run_id, &record);
                 pending.push(record);
                 oldest.get_or_insert_with(Instant::now);
