@@ -47,6 +47,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 body,
                 stream: true,
                 client_input_tokens: None,
+                max_output_tokens: None,
                 headers: Vec::new(),
             }
         })

@@ -72,6 +72,7 @@ fn client_efficiency_against_a_running_sim() {
                 body: body.clone(),
                 stream: true,
                 client_input_tokens: None,
+                max_output_tokens: None,
                 headers: Vec::new(),
             })
             .collect();

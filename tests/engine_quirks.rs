@@ -141,6 +141,7 @@ async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
         body: Bytes::from(body),
         stream: true,
         client_input_tokens: Some(4),
+        max_output_tokens: None,
         headers: Vec::new(),
     };
     let cfg = RunConfig {
@@ -188,10 +189,10 @@ async fn comments_and_crlf_are_skipped() {
 }
 
 #[tokio::test]
-async fn error_object_mid_stream_is_stream_broken() {
+async fn error_object_mid_stream_is_a_server_error_with_its_message() {
     let r = one("midstream_error").await;
-    assert_eq!(r.outcome, Outcome::StreamBroken);
-    assert!(r.error.as_deref().unwrap().contains("engine died"));
+    assert_eq!(r.outcome, Outcome::ServerError);
+    assert_eq!(r.error.as_deref(), Some("engine died (code 500)"));
     assert_eq!(r.content_times.len(), 1);
 }
 
@@ -208,7 +209,10 @@ async fn validation_error_as_http_500_keeps_status_and_excerpt() {
     let r = one("validation_500").await;
     assert_eq!(r.outcome, Outcome::Http);
     assert_eq!(r.http_status, Some(500));
-    assert!(r.error.as_deref().unwrap().contains("validation errors"));
+    assert_eq!(
+        r.error.as_deref(),
+        Some("7 validation errors: Input should be a valid string (internal_server_error)")
+    );
 }
 
 #[tokio::test]
@@ -242,6 +246,7 @@ async fn refused(ep: &Endpoint) {
         body: Bytes::from_static(b"{}"),
         stream: true,
         client_input_tokens: None,
+        max_output_tokens: None,
         headers: Vec::new(),
     };
     let cfg = RunConfig {

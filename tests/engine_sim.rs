@@ -50,6 +50,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
             body: body.clone(),
             stream: r.stream,
             client_input_tokens: Some(3),
+            max_output_tokens: None,
             headers: Vec::new(),
         })
         .collect()
