@@ -33,7 +33,7 @@ pub use execute::slos_of;
 pub use merge::{merge_shards, MergeError, MergeOutcome};
 pub use prepare::{api_kind, measured_count};
 pub use shard::{Shard, ShardOptions};
-pub use suite::{run_suite, run_suite_sharded, RunOptions, SuiteOutcome};
+pub use suite::{response_limits, run_suite, run_suite_sharded, RunOptions, SuiteOutcome};
 pub use writer::count_output;
 
 use std::path::PathBuf;

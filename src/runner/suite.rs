@@ -32,6 +32,7 @@ mod text;
 mod search;
 
 use one::Ended;
+pub use runs::response_limits;
 pub(super) use runs::{server_up, target};
 use text::run_label;
 

@@ -237,7 +237,7 @@ pub(in crate::runner) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path
 }
 
 /// The engine's response limits from an endpoint's `limits` (unset keys: the defaults).
-fn response_limits(spec: &crate::plan::limits::LimitsSpec) -> ResponseLimits {
+pub fn response_limits(spec: &crate::plan::limits::LimitsSpec) -> ResponseLimits {
     let d = ResponseLimits::default();
     let bytes = |v: Option<crate::units::HumanBytes>, default: usize| {
         v.map_or(default, |b| usize::try_from(b.0).unwrap_or(usize::MAX))
