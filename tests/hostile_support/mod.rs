@@ -4,13 +4,15 @@
 //! `GET .../v1/models` answers on every port (the connection test). A connection is served
 //! on its own thread, request after request while the route's replies keep it alive.
 //!
-//! Routes live in files by theme and are listed in [`routes`]: `responses.rs` holds what a
-//! server says (odd but valid shapes, error objects and bodies, empty and endless output,
-//! oversized lines and bodies); a file of HTTP framing misbehaviours can sit beside it.
-//! A route is a name, a sentence and a function from the request to a [`Reply`].
+//! Routes live in files by theme and are listed in [`routes`]: `shapes.rs` holds odd but
+//! valid answers, `failures.rs` broken ones (error objects and bodies, endless output,
+//! oversized lines and bodies); a file of HTTP framing misbehaviours can sit beside them.
+//! A route is a name, a sentence, a function from the request to a [`Reply`], the outcome
+//! perfplan must reach, and the plan keys its endpoint and run need.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-pub mod responses;
+pub mod failures;
+pub mod shapes;
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -95,7 +97,11 @@ pub enum Tokens {
 
 /// Every route of every file.
 pub fn routes() -> Vec<Route> {
-    responses::ROUTES.to_vec()
+    shapes::ROUTES
+        .iter()
+        .chain(failures::ROUTES)
+        .copied()
+        .collect()
 }
 
 /// The running server (every route's port); it stops when the test process ends.
@@ -305,4 +311,50 @@ pub fn sse(events: &[String]) -> Reply {
     }
     out.extend_from_slice(b"data: [DONE]\n\n");
     Reply::Close(out)
+}
+
+pub const fn ok(
+    name: &'static str,
+    what: &'static str,
+    reply: fn(&Request) -> Reply,
+    tokens: Tokens,
+) -> Route {
+    Route {
+        name,
+        what,
+        reply,
+        expect: Expect::Ok(tokens),
+        endpoint: "",
+        run: "",
+    }
+}
+
+pub const fn fails(
+    name: &'static str,
+    what: &'static str,
+    reply: fn(&Request) -> Reply,
+    class: &'static str,
+    error: &'static str,
+) -> Route {
+    Route {
+        name,
+        what,
+        reply,
+        expect: Expect::Fails { class, error },
+        endpoint: "",
+        run: "",
+    }
+}
+
+pub fn role() -> String {
+    chat_chunk(r#"{"role":"assistant","content":""}"#, "null")
+}
+
+pub fn finish(reason: &str) -> String {
+    chat_chunk("{}", &format!("\"{reason}\""))
+}
+
+/// One typed event of the Responses API.
+pub fn responses_event(kind: &str, rest: &str) -> String {
+    format!("event: {kind}\ndata: {{\"type\":\"{kind}\",{rest}}}\n\n")
 }
