@@ -179,8 +179,11 @@ pub async fn scrape<'a>(
     None
 }
 
+/// Largest `/metrics` page read: a server that sends more (or never stops) has no counters.
+const MAX_PAGE_BYTES: usize = 16 << 20;
+
 async fn page(client: &control::Client, url: url::Url) -> Option<String> {
-    let resp = client
+    let mut resp = client
         .request(reqwest::Method::GET, url)
         .timeout(SCRAPE_TIMEOUT)
         .send()
@@ -189,7 +192,14 @@ async fn page(client: &control::Client, url: url::Url) -> Option<String> {
     if !resp.status().is_success() {
         return None;
     }
-    resp.text().await.ok()
+    let mut body = Vec::new();
+    while let Some(piece) = resp.chunk().await.ok()? {
+        if body.len() + piece.len() > MAX_PAGE_BYTES {
+            return None;
+        }
+        body.extend_from_slice(&piece);
+    }
+    Some(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// One server's counters, scraped around a run's measured pass.

@@ -1,6 +1,7 @@
 //! Broken answers, each a failure of its own class with the server's message: error
 //! objects in a 200 (`server_error`), error bodies of every server family (`http_<status>`),
-//! output that never ends and lines or bodies without bounds (`overlong`), a stream in
+//! output that never ends and lines or bodies without bounds (`overlong`; the endless
+//! route's `/metrics` page never ends either), a stream in
 //! the wrong content type or with bad JSON (`bad_body`), a stream cut short
 //! (`stream_broken`).
 
@@ -88,13 +89,16 @@ pub const ROUTES: &[Route] = &[
         "http_502",
         "<h1>502 Bad Gateway</h1>",
     ),
-    fails(
-        "endless",
-        "content forever, ignoring max_tokens",
-        endless,
-        "overlong",
-        "the request's output limit is 16 tokens",
-    ),
+    Route {
+        get: Some(endless_metrics),
+        ..fails(
+            "endless",
+            "content forever, ignoring max_tokens",
+            endless,
+            "overlong",
+            "the request's output limit is 16 tokens",
+        )
+    },
     Route {
         endpoint: "reject_fields = [\"max_tokens\"]\nlimits = { max_chunks = 500 }",
         ..fails(
@@ -229,6 +233,16 @@ fn endless(_: &Request) -> Reply {
     let pieces = std::iter::once(stream_head("text/event-stream")).chain(std::iter::repeat(block));
     Reply::Pieces {
         pieces: Box::new(pieces),
+        pause: Duration::ZERO,
+    }
+}
+
+/// A `/metrics` page that never ends (the scrape around each run must give up).
+fn endless_metrics(_: &Request) -> Reply {
+    let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n".to_vec();
+    let line = b"vllm:prefix_cache_hits_total 1\n".repeat(2048);
+    Reply::Pieces {
+        pieces: Box::new(std::iter::once(head).chain(std::iter::repeat(line))),
         pause: Duration::ZERO,
     }
 }

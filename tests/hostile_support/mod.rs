@@ -72,6 +72,8 @@ pub struct Route {
     pub endpoint: &'static str,
     /// Extra keys of the route's run (a matrix `include` entry), e.g. `stream = false`.
     pub run: &'static str,
+    /// The answer to a `GET` other than `/v1/models` (the `/metrics` scrape); default 404.
+    pub get: Option<fn(&Request) -> Reply>,
 }
 
 /// The outcome every request of a route must have.
@@ -160,9 +162,10 @@ fn serve(mut conn: TcpStream, route: &Route, seen: &Seen) {
     while let Some(req) = read_request(&mut conn, &mut buf) {
         let reply = if req.method != "POST" {
             // The connection test; anything else (a `/metrics` scrape) is not there.
-            match req.path.ends_with("/v1/models") {
-                true => Reply::KeepAlive(json_response(200, MODELS)),
-                false => Reply::KeepAlive(json_response(404, r#"{"detail":"Not Found"}"#)),
+            match (req.path.ends_with("/v1/models"), route.get) {
+                (true, _) => Reply::KeepAlive(json_response(200, MODELS)),
+                (false, Some(get)) => get(&req),
+                (false, None) => Reply::KeepAlive(json_response(404, r#"{"detail":"Not Found"}"#)),
             }
         } else {
             let mut seen = seen.lock().unwrap();
@@ -326,6 +329,7 @@ pub const fn ok(
         expect: Expect::Ok(tokens),
         endpoint: "",
         run: "",
+        get: None,
     }
 }
 
@@ -343,6 +347,7 @@ pub const fn fails(
         expect: Expect::Fails { class, error },
         endpoint: "",
         run: "",
+        get: None,
     }
 }
 
