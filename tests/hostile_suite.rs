@@ -208,6 +208,10 @@ fn a_hostile_suite_ends_every_response_in_its_class() {
     let out = dir.path().join("out");
     let (status, stderr, peak_mib) = run_measured(&plan_path, &out);
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("`n = 2`: TTFT and inter-token times follow choice 0 only"),
+        "{stderr}"
+    );
     // Runs where every request failed are failed runs: exit code 4.
     assert_eq!(status.code(), Some(4), "{stderr}");
     let db = out.join("results.db");

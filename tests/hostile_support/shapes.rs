@@ -63,12 +63,15 @@ pub const ROUTES: &[Route] = &[
         no_usage,
         Tokens::Client("Hello there, friend!"),
     ),
-    ok(
-        "n2",
-        "two choices interleaved (n = 2): choice 0 is timed",
-        two_choices,
-        Tokens::Usage(6),
-    ),
+    Route {
+        run: "n = 2",
+        ..ok(
+            "n2",
+            "two choices interleaved (n = 2): choice 0 is timed",
+            two_choices,
+            Tokens::Usage(6),
+        )
+    },
     ok(
         "comments_crlf",
         "`: ping` comments and CRLF line ends",
