@@ -83,17 +83,9 @@ fn named_field(error: &str, body: &Map<String, Value>) -> Option<String> {
     None
 }
 
-/// The `error.message` of an error body, else an excerpt of it.
+/// The message of an error body (every server family's shape), else an excerpt of it.
 fn message(text: &str) -> String {
-    let parsed: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-    match parsed
-        .pointer("/error/message")
-        .or_else(|| parsed.get("message"))
-        .and_then(Value::as_str)
-    {
-        Some(m) => m.to_string(),
-        None => excerpt(text.as_bytes()),
-    }
+    crate::api::error_message(text.as_bytes()).unwrap_or_else(|| excerpt(text.as_bytes()))
 }
 
 /// Image parts removed from chat messages; `None` when there were none.
