@@ -257,6 +257,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         body,
         stream: kind.can_stream(),
         client_input_tokens: None,
+        max_output_tokens: None,
         headers: Vec::new(),
     }
 }
