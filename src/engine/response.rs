@@ -213,6 +213,10 @@ impl Reading {
         } else if self.status != 200 {
             let room = ERROR_BODY_BYTES.saturating_sub(self.body.len());
             self.body.extend_from_slice(&data[..data.len().min(room)]);
+            if rec.response_bytes > self.state.limits.max_body as u64 {
+                // An error body without end: the status is the outcome, read no further.
+                self.state.stop = Some(self.http_failure());
+            }
         } else if self.body.len() + data.len() > self.state.limits.max_body {
             let error = format!(
                 "the response body is larger than {} (endpoint limits.max_body)",
@@ -222,6 +226,12 @@ impl Reading {
         } else {
             self.body.extend_from_slice(data);
         }
+    }
+
+    /// A non-200 answer, with the message of its (first) body bytes.
+    fn http_failure(&self) -> Failure {
+        let error = api::error_message(&self.body).unwrap_or_else(|| excerpt(&self.body));
+        Failure::new(Outcome::Http, error)
     }
 
     /// Reading stopped early (an unparsable chunk, an error object, a limit): stop reading.
@@ -251,8 +261,7 @@ impl Reading {
             return Err(stop);
         }
         if self.status != 200 {
-            let error = api::error_message(&self.body).unwrap_or_else(|| excerpt(&self.body));
-            return Err(Failure::new(Outcome::Http, error));
+            return Err(self.http_failure());
         }
         if self.streamed {
             return stream_outcome(&self.state, rec);

@@ -127,6 +127,16 @@ pub const ROUTES: &[Route] = &[
             "the response body is larger than 1 MiB",
         )
     },
+    Route {
+        endpoint: "limits = { max_body = \"1MiB\" }",
+        ..fails(
+            "endless_503",
+            "a 503 whose error page never ends",
+            endless_503,
+            "http_503",
+            "upstream overloaded",
+        )
+    },
     fails(
         "sse_as_json",
         "an event stream labelled application/json",
@@ -262,6 +272,16 @@ fn endless_body(_: &Request) -> Reply {
         b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n".to_vec();
     head.extend_from_slice(br#"{"choices":[{"index":0,"message":{"content":""#);
     let pieces = std::iter::once(head).chain(std::iter::repeat(vec![b'y'; 64 << 10]));
+    Reply::Pieces {
+        pieces: Box::new(pieces),
+        pause: Duration::ZERO,
+    }
+}
+
+fn endless_503(_: &Request) -> Reply {
+    let mut head = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n".to_vec();
+    head.extend_from_slice(b"upstream overloaded, retry later");
+    let pieces = std::iter::once(head).chain(std::iter::repeat(vec![b'.'; 64 << 10]));
     Reply::Pieces {
         pieces: Box::new(pieces),
         pause: Duration::ZERO,
