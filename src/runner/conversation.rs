@@ -226,13 +226,7 @@ impl ConversationSource {
             self.started.get_or_insert_with(Instant::now);
         }
         let max_output_tokens = api::output_limit(&body);
-        if let (Some(tx), Prompt::Messages(messages)) = (&self.plan.prompt_sink, prompt) {
-            let _ = tx.send(TurnPrompt {
-                priming: self.plan.priming,
-                item,
-                messages,
-            });
-        }
+        self.hand_over(item, prompt);
         Some(PreparedRequest {
             item,
             phase,
@@ -244,6 +238,17 @@ impl ConversationSource {
             max_output_tokens,
             headers: Vec::new(),
         })
+    }
+
+    /// Gives the turn's messages to the counter of its input (see `turn_inputs`).
+    fn hand_over(&self, item: u64, prompt: Prompt) {
+        if let (Some(tx), Prompt::Messages(messages)) = (&self.plan.prompt_sink, prompt) {
+            let _ = tx.send(TurnPrompt {
+                priming: self.plan.priming,
+                item,
+                messages,
+            });
+        }
     }
 
     fn ready_slot(&self, now: Instant) -> Option<usize> {

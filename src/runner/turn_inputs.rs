@@ -91,3 +91,79 @@ impl TurnInputs {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::dataset::DatasetContext;
+    use crate::tokenize::Tokenizer;
+    use serde_json::json;
+
+    fn inputs() -> (TurnInputs, Sender<TurnPrompt>, Arc<Tokenizer>) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2");
+        let tok = Tokenizer::load(&dir).unwrap();
+        let ctx = DatasetContext {
+            tokenizer: Some(tok.clone()),
+            chat: true,
+            ..DatasetContext::default()
+        };
+        let (tx, rx) = mpsc::channel();
+        let state = State {
+            prompts: rx,
+            waiting: HashMap::new(),
+            counted: HashMap::new(),
+        };
+        let counter = PromptCounter::new(&ctx).unwrap().unwrap();
+        let inputs = TurnInputs {
+            counter,
+            state: Mutex::new(state),
+        };
+        (inputs, tx, tok)
+    }
+
+    /// Each record gets its own turn's count (priming and measured items apart), the
+    /// engine's copies get the measured ones, and a count already known is kept.
+    #[test]
+    fn turns_are_counted_by_their_whole_history() {
+        let (inputs, tx, tok) = inputs();
+        let first = vec![json!({"role": "user", "content": "Hello there"})];
+        let mut second = first.clone();
+        second.push(json!({"role": "assistant", "content": "Hi! How can I help?"}));
+        second.push(json!({"role": "user", "content": "Tell me a joke"}));
+        for (priming, item, messages) in
+            [(true, 0, &first), (false, 0, &first), (false, 1, &second)]
+        {
+            let messages = messages.clone();
+            tx.send(TurnPrompt {
+                priming,
+                item,
+                messages,
+            })
+            .unwrap();
+        }
+        let rec = |item, phase| RequestRecord {
+            item,
+            phase,
+            ..RequestRecord::default()
+        };
+        let mut records = [
+            rec(1, Phase::Measured),
+            rec(0, Phase::Priming),
+            rec(0, Phase::Warmup),
+        ];
+        for r in &mut records {
+            inputs.fill(r);
+        }
+        let want = |m: &[Value]| Some(tok.count_chat(m).unwrap() as u32);
+        assert_eq!(records[0].client_input_tokens, want(&second));
+        assert_eq!(records[1].client_input_tokens, want(&first));
+        assert_eq!(records[2].client_input_tokens, want(&first));
+        assert!(want(&second) > want(&first));
+        let mut engine_copies = [rec(0, Phase::Warmup), rec(1, Phase::Measured)];
+        engine_copies[0].client_input_tokens = Some(7);
+        inputs.apply(&mut engine_copies);
+        assert_eq!(engine_copies[0].client_input_tokens, Some(7));
+        assert_eq!(engine_copies[1].client_input_tokens, want(&second));
+    }
+}
