@@ -297,3 +297,43 @@ fn message_text(message: &Value) -> Option<&str> {
 pub(crate) fn to_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn counter(chat: bool) -> (PromptCounter, Arc<Tokenizer>) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2");
+        let tok = Tokenizer::load(&dir).unwrap();
+        let ctx = DatasetContext {
+            tokenizer: Some(tok.clone()),
+            chat,
+            ..DatasetContext::default()
+        };
+        (PromptCounter::new(&ctx).unwrap().unwrap(), tok)
+    }
+
+    /// A recorded body is counted as its API's server sees it.
+    #[test]
+    fn whole_bodies_of_every_api() {
+        let (chat, tok) = counter(true);
+        let messages = vec![user_message("What is the capital of France?")];
+        let body = json!({"model": "m", "messages": messages, "max_tokens": 8});
+        let want = tok.count_chat(&messages).unwrap() as u32;
+        assert_eq!(chat.body(body.as_object().unwrap()), Some(want));
+        let input = json!({"model": "m", "input": messages});
+        assert_eq!(chat.body(input.as_object().unwrap()), Some(want));
+        let (text, tok) = counter(false);
+        let body = json!({"model": "m", "prompt": "The capital of France is"});
+        let want = tok.count("The capital of France is", true).unwrap() as u32;
+        assert_eq!(text.body(body.as_object().unwrap()), Some(want));
+        let ids = json!({"prompt": [1, 2, 3, 4]});
+        assert_eq!(text.body(ids.as_object().unwrap()), Some(4));
+        let one = json!({"prompt": ["The capital of France is"]});
+        assert_eq!(text.body(one.as_object().unwrap()), Some(want));
+        assert_eq!(text.body(json!({"model": "m"}).as_object().unwrap()), None);
+        let ctx = DatasetContext::default();
+        assert!(PromptCounter::new(&ctx).unwrap().is_none(), "no tokenizer");
+    }
+}
