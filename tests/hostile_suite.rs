@@ -31,6 +31,7 @@ fn plan(server: &HostileServer, routes: &[Route]) -> String {
         "[plan]\nname = \"hostile\"\nseed = 3\n\n[models.m]\ntokenizer = \"{}\"\n\n\
          [datasets.p]\nkind = \"prompt\"\ntext = \"Say hi.\"\n\n\
          [datasets.conv]\nkind = \"random_multi_turn\"\nturns = 3\nuser_tokens = 12\n\n\
+         [datasets.trace]\nkind = \"trace\"\npath = \"trace.jsonl\"\n\n\
          [defaults]\noutput_tokens = 16\n\n",
         fixture_tokenizer().display()
     );
@@ -168,10 +169,36 @@ fn check_run(route: &Route, run: &Value, tok: &Tokenizer, db: &Path) {
     }
 }
 
-/// Each turn's input, counted client-side, is its whole history as the server received it.
-fn check_multi_turn(server: &HostileServer, run: &Value, tok: &Tokenizer, db: &Path) {
+/// Recorded requests without usage (`stream_options` not asked for): one user message each.
+fn trace_file() -> String {
+    let mut text = String::new();
+    for (i, q) in [
+        "What is Rust?",
+        "Name three rivers of France.",
+        "Hi",
+        "Write a haiku about memory.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": q}], "max_tokens": 16, "stream": true});
+        text.push_str(&serde_json::json!({"body": body, "timestamp": i as f64 * 0.01}).to_string());
+        text.push('\n');
+    }
+    text
+}
+
+/// Each request's input, counted client-side, is its prompt as the server received it: a
+/// multi-turn turn's whole history, a recorded body's messages.
+fn check_client_inputs(
+    server: &HostileServer,
+    route: &str,
+    run: &Value,
+    tok: &Tokenizer,
+    db: &Path,
+) {
     let mut sent: Vec<u32> = server
-        .bodies("multi_turn")
+        .bodies(route)
         .iter()
         .map(|b| {
             let body: Value = serde_json::from_slice(b).unwrap();
@@ -205,6 +232,7 @@ fn a_hostile_suite_ends_every_response_in_its_class() {
     let dir = tempfile::tempdir().unwrap();
     let plan_path = dir.path().join("hostile.toml");
     std::fs::write(&plan_path, plan(&server, &routes)).unwrap();
+    std::fs::write(dir.path().join("trace.jsonl"), trace_file()).unwrap();
     let out = dir.path().join("out");
     let (status, stderr, peak_mib) = run_measured(&plan_path, &out);
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -241,8 +269,8 @@ fn a_hostile_suite_ends_every_response_in_its_class() {
             route.name
         );
         check_run(route, run, &tok, &db);
-        if route.name == "multi_turn" {
-            check_multi_turn(&server, run, &tok, &db);
+        if route.run.contains("dataset") {
+            check_client_inputs(&server, route.name, run, &tok, &db);
         }
     }
     let by_name = |n: &str| runs.iter().find(|r| r["axes"]["endpoint"] == n).unwrap();

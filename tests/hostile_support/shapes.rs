@@ -111,6 +111,15 @@ pub const ROUTES: &[Route] = &[
             Tokens::Client("Fine, thanks."),
         )
     },
+    Route {
+        run: r#"dataset = "trace""#,
+        ..ok(
+            "trace_no_usage",
+            "recorded requests replayed, answered without usage",
+            no_usage,
+            Tokens::Client("Hello there, friend!"),
+        )
+    },
     ok(
         "empty_output",
         "a stream with no output at all (counted and warned about)",
