@@ -12,8 +12,8 @@
 //! flight get `RunConfig::grace`, then end as `Outcome::Cancelled`.
 
 pub mod arrivals;
-mod connect_times;
 pub mod bounds;
+mod connect_times;
 pub mod cpu;
 mod exchange;
 mod h1;

@@ -12,8 +12,8 @@ use reqwest::header::{
 };
 use reqwest::Url;
 
-use super::connect_times::{ConnectTimes, TimeConnects};
 use super::bounds::ResponseLimits;
+use super::connect_times::{ConnectTimes, TimeConnects};
 use super::h1::H1Client;
 use super::preconnect::{self, Preconnect};
 use crate::api::ApiKind;

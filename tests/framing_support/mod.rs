@@ -250,6 +250,7 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
             body: Bytes::from(body.clone()),
             stream,
             client_input_tokens: Some(4),
+            max_output_tokens: None,
             headers: Vec::new(),
         })
         .collect()
