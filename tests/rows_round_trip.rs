@@ -82,6 +82,11 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         .then(|| *content_times.first().unwrap_or(&role).min(&role));
     let last_chunk = first_chunk.map(|f| ns(rng, *content_times.last().unwrap_or(&f), 2_000));
     let end = ns(rng, last_chunk.unwrap_or(role), 5_000);
+    // The first answer chunk after any reasoning: one of the content chunks, or none.
+    let first_answer = match content_times.len() {
+        0 => None,
+        n => some(rng, 0.9, |r| content_times[r.gen_range(0..n)]),
+    };
     let phase = [Phase::Warmup, Phase::Priming, Phase::Measured][rng.gen_range(0..6).min(2)];
     let outcome = outcome(rng);
     RequestRecord {
@@ -96,6 +101,7 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         first_chunk,
         content_times,
         last_chunk,
+        first_answer,
         end,
         outcome,
         http_status: some(rng, 0.9, |r| [200, 400, 429, 500, 503][r.gen_range(0..5)]),
@@ -113,6 +119,9 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         } else {
             String::new()
         },
+        output_bytes: some(rng, 0.9, |r| {
+            [0, r.gen_range(1..1 << 20)][r.gen_range(0..2)]
+        }),
         client_output_tokens: some(rng, 0.6, |r| r.gen_range(0..2000)),
         client_input_tokens: some(rng, 0.6, |r| r.gen_range(0..9000)),
         request_bytes: rng.gen_range(0..1 << 20),

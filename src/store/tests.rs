@@ -373,7 +373,10 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
         )
         .unwrap();
     drop(store);
-    let rows = Store::open(dir.path()).unwrap().request_rows("run1").unwrap();
+    let rows = Store::open(dir.path())
+        .unwrap()
+        .request_rows("run1")
+        .unwrap();
     assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
     assert_eq!((rows[0].ttfo(), rows[0].output_bytes), (None, None));
     assert!(!rows[0].no_output());
