@@ -222,14 +222,24 @@ fn response_limits_are_validated_at_their_keys() {
     let out = perfplan(&["validate", &write(dir.path(), "body.toml", &bad)]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("invalid byte size `lots`"), "{err}");
-    let small = PLAN.replace(
+    let zero = PLAN.replace(
         "prefix_cache = \"on\"",
-        "prefix_cache = \"on\"\nlimits = { max_event = \"12B\" }",
+        "prefix_cache = \"on\"\nlimits = { max_event = \"0B\" }",
     );
-    let out = perfplan(&["validate", &write(dir.path(), "small.toml", &small)]);
+    let out = perfplan(&["validate", &write(dir.path(), "zero.toml", &zero)]);
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("limits.max_event = 12B is too small") && err.contains("small.toml:9:"),
+        err.contains("limits.max_event = 0B: must be at least 1 byte")
+            && err.contains("zero.toml:9:"),
+        "{err}"
+    );
+    let small = zero.replace("\"0B\"", "\"12B\"");
+    let out = perfplan(&["validate", &write(dir.path(), "small.toml", &small)]);
+    assert!(out.status.success(), "a small limit is a warning");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("limits.max_event = 12B is below 1KiB") && err.contains("small.toml:9:"),
         "{err}"
     );
     let good = PLAN.replace(
@@ -241,8 +251,9 @@ fn response_limits_are_validated_at_their_keys() {
     let limits = &runs[0]["settings"]["endpoint"]["limits"];
     assert_eq!(limits["max_event"], "1MiB", "{}", runs[0]);
     assert_eq!(limits["max_body"], "1MiB");
+    let plain = expand_json(&write(dir.path(), "plain.toml", PLAN));
     assert_ne!(
-        runs[0]["id"], "775f2f7d9b79",
+        runs[0]["id"], plain[0]["id"],
         "a limit is a setting of the run"
     );
 }

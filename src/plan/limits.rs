@@ -10,8 +10,8 @@ use super::diag::Diagnostic;
 use super::node::{Node, Step};
 use crate::units::HumanBytes;
 
-/// The smallest `max_event` and `max_body`: below this, ordinary chunks would not fit.
-pub const MIN_EVENT_BYTES: u64 = 1024;
+/// Below this `max_event` or `max_body`, ordinary chunks would not fit: a warning.
+const SMALL_BYTES: u64 = 1024;
 
 /// Response limits of one endpoint.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -19,9 +19,11 @@ pub const MIN_EVENT_BYTES: u64 = 1024;
 pub struct LimitsSpec {
     /// Longest SSE line, or data of one event (default "4MiB"); longer is `overlong`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1))]
     pub max_event: Option<HumanBytes>,
     /// Largest non-streamed response body (default "64MiB"); larger is `overlong`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1))]
     pub max_body: Option<HumanBytes>,
     /// Generated text kept per response, for multi-turn answers, `--debug` and the
     /// client's token count (default "1MiB"); the output beyond it is still counted.
@@ -47,7 +49,8 @@ impl LimitsSpec {
     }
 }
 
-/// Problems of one endpoint's limits the schema cannot see, located at their keys.
+/// Problems of one endpoint's limits the schema cannot see (sizes written as text),
+/// located at their keys: a size of 0 is an error, one below 1 KiB a warning.
 pub fn check(endpoint: &str, limits: &LimitsSpec, tree: &Node) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let at = |key: &str| {
@@ -61,26 +64,23 @@ pub fn check(endpoint: &str, limits: &LimitsSpec, tree: &Node) -> Vec<Diagnostic
         ("max_event", limits.max_event),
         ("max_body", limits.max_body),
     ] {
-        if let Some(v) = value.filter(|v| v.0 < MIN_EVENT_BYTES) {
-            diags.push(
-                Diagnostic::error(
-                    format!(
-                        "endpoint `{endpoint}`: limits.{key} = {v} is too small: ordinary \
-                         responses would be cut"
-                    ),
-                    Some(at(key)),
-                )
-                .with_help(format!(
-                    "write at least \"1KiB\" (the default is fine: leave {key} out)"
-                )),
-            );
-        }
-    }
-    if let Some(f) = limits.overlong_factor.filter(|f| !f.is_finite()) {
-        diags.push(Diagnostic::error(
-            format!("endpoint `{endpoint}`: limits.overlong_factor = {f} is not a number"),
-            Some(at("overlong_factor")),
-        ));
+        let Some(v) = value.filter(|v| v.0 < SMALL_BYTES) else {
+            continue;
+        };
+        let d = match v.0 {
+            0 => Diagnostic::error(
+                format!("endpoint `{endpoint}`: limits.{key} = {v}: must be at least 1 byte"),
+                Some(at(key)),
+            ),
+            _ => Diagnostic::warning(
+                format!(
+                    "endpoint `{endpoint}`: limits.{key} = {v} is below 1KiB: ordinary \
+                     responses will be cut as `overlong`"
+                ),
+                Some(at(key)),
+            ),
+        };
+        diags.push(d.with_help(format!("leave {key} out for the default")));
     }
     diags
 }
