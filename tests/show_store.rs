@@ -157,14 +157,16 @@ fn without_store_nothing_is_kept_and_old_databases_still_show() {
     assert!(run.status.success());
     let db = out.join("results.db");
     {
-        // As a database of the previous version: no body tables, schema 6.
+        // As a database of an earlier version: no body tables (nor later columns), schema 6.
         let conn = rusqlite::Connection::open(&db).unwrap();
         let n: i64 = conn
             .query_row("SELECT COUNT(*) FROM response_texts", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 0);
         conn.execute_batch(
-            "DROP TABLE request_bodies; DROP TABLE response_texts; PRAGMA user_version = 6;",
+            "DROP TABLE request_bodies; DROP TABLE response_texts; \
+             ALTER TABLE requests DROP COLUMN first_answer_us; \
+             ALTER TABLE requests DROP COLUMN output_bytes; PRAGMA user_version = 6;",
         )
         .unwrap();
     }
