@@ -368,3 +368,24 @@ fn run_with_an_only_that_matches_nothing_runs_nothing() {
         "no output folder for a run of nothing"
     );
 }
+
+#[test]
+fn only_names_the_one_endpoint_model_and_dataset_of_a_plan_without_those_axes() {
+    let dir = tempfile::tempdir().unwrap();
+    // One endpoint, model and dataset, none of them an axis: `--only` still selects by
+    // their names, as reports label the runs.
+    let one = PLAN
+        .replace("[endpoints.off]\nbase_url = \"sim://off\"\n", "")
+        .replace("endpoint = [\"on\", \"off\"]\n", "");
+    let all = expand(dir.path(), &one, &[]).unwrap();
+    assert_eq!(all.len(), 4);
+    let by_name = expand(
+        dir.path(),
+        &one,
+        &["--only", "endpoint=on,model=m,dataset=d"],
+    )
+    .unwrap();
+    assert_eq!(by_name.len(), all.len());
+    let err = expand(dir.path(), &one, &["--only", "endpoint=off"]).unwrap_err();
+    assert!(err.contains("endpoint takes: on"), "{err}");
+}

@@ -12,6 +12,10 @@ use crate::plan::diag::suggest;
 /// Keys that are not axes.
 const LOAD_KEYS: [&str; 3] = ["concurrency", "rate", "requests"];
 
+/// The parts every run names, whether or not the matrix makes them an axis (a plan with
+/// one endpoint still answers `--only endpoint=NAME`).
+const NAMED_KEYS: [&str; 3] = ["endpoint", "model", "dataset"];
+
 /// Most values (or combinations) an error lists.
 const LISTED: usize = 12;
 
@@ -79,6 +83,11 @@ fn value_of(run: &RunSpec, key: &str) -> Option<String> {
             let load = serde_json::to_value(&run.settings.load).unwrap_or(Value::Null);
             load.get(k).map(display_value)
         }
+        "endpoint" if !run.axes.contains_key("endpoint") => {
+            Some(run.settings.endpoint.name.clone())
+        }
+        "model" if !run.axes.contains_key("model") => Some(run.settings.model.name.clone()),
+        "dataset" if !run.axes.contains_key("dataset") => Some(run.settings.dataset.name.clone()),
         k => run.axes.get(k).map(display_value),
     }
 }
@@ -98,7 +107,8 @@ fn values(runs: &[RunSpec], key: &str) -> Option<Vec<String>> {
             out.push(v);
         }
     }
-    let always = matches!(key, "id" | "ordinal") || LOAD_KEYS.contains(&key);
+    let always =
+        matches!(key, "id" | "ordinal") || LOAD_KEYS.contains(&key) || NAMED_KEYS.contains(&key);
     (always || !out.is_empty()).then_some(out)
 }
 
@@ -123,6 +133,11 @@ fn unknown_key(runs: &[RunSpec], key: &str) -> String {
     for k in runs.iter().flat_map(|r| r.axes.keys()) {
         if !keys.contains(k) {
             keys.push(k.clone());
+        }
+    }
+    for k in NAMED_KEYS {
+        if !keys.iter().any(|have| have == k) {
+            keys.push(k.to_string());
         }
     }
     keys.extend(["id", "ordinal"].iter().map(|s| s.to_string()));
