@@ -16,6 +16,7 @@ pub mod evalscope;
 pub mod metrics;
 pub mod plan;
 pub mod planner;
+pub mod record;
 pub mod report;
 pub mod request;
 pub mod runner;

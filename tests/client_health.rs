@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, Outcome, Phase, PreparedRequest, RunConfig, Target,
-    Timeouts, VecSource,
+    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
+use perfplan::record::{Outcome, Phase};
 use perfplan::sim::{SimConfig, SimServer};
 use perfplan::units::HumanDuration;
 use serde_json::{json, Map, Value};
@@ -104,7 +104,7 @@ fn ttft_errors_at(c: usize) -> (f64, f64) {
         .unwrap();
     let out = rt.block_on(async {
         let mut source = VecSource::new(reqs);
-        let mut sink = |_: &perfplan::engine::RequestRecord| {};
+        let mut sink = |_: &perfplan::record::RequestRecord| {};
         run(&ep, &mut source, &cfg, &CancelHandle::new(), &mut sink)
             .await
             .unwrap()

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use framing_support::{endpoint, requests, run_on, serve, sse_response, write, Traffic, CLIENTS};
 use perfplan::engine::{
-    run, Arrivals, CancelHandle, Endpoint, Load, Outcome, RequestRecord, RunConfig, Target,
-    Timeouts, VecSource,
+    run, Arrivals, CancelHandle, Endpoint, Load, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::metrics::{timing, MetricDefinitions};
+use perfplan::record::{Outcome, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 

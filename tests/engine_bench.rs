@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, Arrivals, CancelHandle, Endpoint, Load, Phase, PreparedRequest, RequestRecord, RunConfig,
-    Target, VecSource,
+    run, Arrivals, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, VecSource,
 };
 use perfplan::metrics::{summarize, SummaryOptions};
+use perfplan::record::{Phase, RequestRecord};
 use serde_json::{json, Value};
 
 fn env(name: &str, default: &str) -> String {

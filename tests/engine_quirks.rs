@@ -7,10 +7,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use perfplan::api::ApiKind;
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, Outcome, Phase, PreparedRequest, RequestRecord, RunConfig,
-    Target, Timeouts, VecSource,
+    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::metrics::{summarize, SummaryOptions};
+use perfplan::record::{Outcome, Phase, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, Arrivals, CancelHandle, Endpoint, Load, Outcome, Phase, PreparedRequest, RequestRecord,
-    RunConfig, RunOutput, Target, Timeouts, VecSource,
+    run, Arrivals, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, RunOutput, Target,
+    Timeouts, VecSource,
 };
 use perfplan::metrics::{summarize, SummaryOptions};
+use perfplan::record::{Outcome, Phase, RequestRecord};
 use perfplan::sim::{SimConfig, SimServer};
 use perfplan::units::HumanDuration;
 use serde_json::{json, Map, Value};

@@ -12,10 +12,10 @@ use bytes::Bytes;
 use hostile_support::{Expect, HostileServer, Route, Tokens};
 use perfplan::api::ApiKind;
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, Outcome, Phase, PreparedRequest, RequestRecord, RunConfig,
-    Target, Timeouts, VecSource,
+    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::plan::limits::LimitsSpec;
+use perfplan::record::{Outcome, Phase, RequestRecord};
 
 /// The route's endpoint keys a request needs: its API, whether `max_tokens` is sent, limits.
 fn endpoint_of(route: &Route) -> (ApiKind, bool, LimitsSpec) {

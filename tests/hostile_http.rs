@@ -12,7 +12,7 @@ use std::time::Duration;
 use framing_support::{
     both, json_answer, sse, sse_response, with_length, write, At, Server, Step, Traffic,
 };
-use perfplan::engine::{Outcome, RequestRecord};
+use perfplan::record::{Outcome, RequestRecord};
 
 const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n";
 

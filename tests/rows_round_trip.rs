@@ -11,11 +11,11 @@
 
 use std::time::Duration;
 
-use perfplan::engine::{Outcome, Phase, RequestRecord, Usage};
 use perfplan::metrics::names::all_names;
 use perfplan::metrics::sla::pool;
 use perfplan::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity};
 use perfplan::metrics::{SummaryOptions, Timing};
+use perfplan::record::{Outcome, Phase, RequestRecord, Usage};
 use perfplan::store::{RunRow, Store, StoredRequest, SuiteInfo};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

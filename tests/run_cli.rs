@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use perfplan::engine::Phase;
+use perfplan::record::Phase;
 use perfplan::sim::{SimConfig, SimServer};
 use perfplan::store::Store;
 use perfplan::units::HumanDuration;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use perfplan::engine::{Outcome, Phase};
 use perfplan::metrics::percentile;
+use perfplan::record::{Outcome, Phase};
 use perfplan::sim::{SimConfig, SimServer};
 use perfplan::store::{RequestRow, Store, SuiteInfo};
 use perfplan::units::HumanDuration;

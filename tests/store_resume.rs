@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use perfplan::engine::{Outcome, Phase, RequestRecord, Usage};
+use perfplan::record::{Outcome, Phase, RequestRecord, Usage};
 use perfplan::store::{RunFinish, RunRow, RunStatus, Store, StoredRequest, SuiteInfo};
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use perfplan::engine::{Outcome, Phase, RequestRecord, Usage};
+use perfplan::record::{Outcome, Phase, RequestRecord, Usage};
 use perfplan::store::{RunRow, Store, StoredRequest, SuiteInfo};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -13,9 +13,9 @@ use std::time::Duration;
 use cli_support::{perfplan, report_json};
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, Outcome, Phase, PreparedRequest, RequestRecord, RunConfig,
-    Target, VecSource,
+    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, VecSource,
 };
+use perfplan::record::{Outcome, Phase, RequestRecord};
 use perfplan::sim::{SimConfig, SimServer};
 use perfplan::units::HumanDuration;
 use serde_json::{json, Map, Value};

@@ -50,7 +50,7 @@ pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::engine::record::Usage;
+    use crate::record::Usage;
 
     #[test]
     fn role_chunk_has_choice_but_no_content() {

@@ -29,7 +29,7 @@ pub use output_limit::output_limit;
 pub use prompt::Prompt;
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 
-use crate::engine::record::Usage;
+use crate::record::Usage;
 
 /// Which OpenAI API a request speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

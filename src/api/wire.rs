@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::engine::record::Usage;
+use crate::record::Usage;
 
 /// `usage` as chat/completions (`prompt_tokens`) or Responses (`input_tokens`) send it.
 #[derive(Debug, Default, Deserialize)]

@@ -9,7 +9,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::exit;
-use crate::engine::Phase;
+use crate::record::Phase;
 use crate::store::{RequestRow, Store, StoredRun};
 
 /// Longest string shown whole in a body (image data URLs are long); `--full` shows all.

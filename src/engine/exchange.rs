@@ -13,14 +13,11 @@ use tokio::sync::oneshot;
 use tokio::time::Sleep;
 
 use super::h1::{BodyState, Conn, Framing, H1Client, Head};
-use super::record::{Outcome, RequestRecord, Usage};
 use super::response::Reading;
 use super::source::PreparedRequest;
 use super::target::Endpoint;
 use super::via_reqwest::drive_reqwest;
-
-/// Longest error text kept in a record.
-pub const ERROR_EXCERPT_BYTES: usize = 512;
+use crate::record::{Outcome, RequestRecord, Usage};
 
 pub(crate) struct Failure {
     pub outcome: Outcome,
@@ -34,16 +31,6 @@ impl Failure {
             error: error.into(),
         }
     }
-}
-
-/// Cuts `bytes` to at most [`ERROR_EXCERPT_BYTES`] on a character boundary.
-pub fn excerpt(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_EXCERPT_BYTES * 2)]);
-    let mut end = text.len().min(ERROR_EXCERPT_BYTES);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
 }
 
 fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestRecord {
@@ -294,20 +281,5 @@ pub(crate) fn body_failure(e: &std::io::Error) -> Outcome {
     match e.kind() {
         std::io::ErrorKind::InvalidData => Outcome::BadBody,
         _ => Outcome::StreamBroken,
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn excerpt_cuts_on_char_boundary() {
-        let text = "é".repeat(600);
-        let e = excerpt(text.as_bytes());
-        assert!(e.len() <= ERROR_EXCERPT_BYTES);
-        assert!(e.chars().all(|c| c == 'é'));
-        assert_eq!(excerpt(b"short"), "short");
     }
 }

@@ -10,11 +10,12 @@
 use std::time::{Duration, Instant};
 
 use super::bounds::ResponseLimits;
-use super::exchange::{excerpt, Failure};
-use super::record::{Outcome, RequestRecord, Usage};
+use super::exchange::Failure;
 use super::source::PreparedRequest;
 use super::target::Endpoint;
 use crate::api::{self, ApiKind, SseDecoder, SseEvent};
+use crate::record::excerpt;
+use crate::record::{Outcome, RequestRecord, Usage};
 use crate::units::format_bytes;
 
 /// Most bytes of an error (non-200) body kept to read its message.

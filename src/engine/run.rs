@@ -18,10 +18,10 @@ use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
 use super::cpu::CpuClock;
 use super::exchange::exchange;
 use super::preconnect::Preconnect;
-use super::record::{Phase, RequestRecord};
 use super::source::{Next, PreparedRequest, RequestSource};
 use super::target::Endpoint;
 use super::ticker::{next_tick, Ticker};
+use crate::record::{Phase, RequestRecord};
 
 /// How requests are sent.
 #[derive(Debug, Clone, Copy, PartialEq)]

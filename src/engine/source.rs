@@ -6,8 +6,8 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 
-use super::record::{Phase, RequestRecord};
 use crate::api::ApiKind;
+use crate::record::{Phase, RequestRecord};
 
 /// One request, ready to send.
 #[derive(Debug, Clone, PartialEq)]

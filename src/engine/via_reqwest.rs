@@ -7,15 +7,15 @@ use std::time::Instant;
 
 use super::exchange::{body_failure, deadline, timed_out, until_head, Failure};
 use super::h1_head::content_kind;
-use super::record::{Outcome, RequestRecord};
 use super::response::Reading;
 use super::source::PreparedRequest;
 use super::target::Endpoint;
 use crate::api::SseDecoder;
+use crate::record::{Outcome, RequestRecord};
 
 /// The error and its chain of causes (a TLS failure told in words), as one line.
 pub(crate) fn chain(e: &reqwest::Error) -> String {
-    super::exchange::excerpt(crate::control::explain(e).as_bytes())
+    crate::record::excerpt(crate::control::explain(e).as_bytes())
 }
 
 fn classify_send(e: &reqwest::Error) -> Failure {

@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use crate::engine::record::RequestRecord;
+use crate::record::RequestRecord;
 
 /// Which tool's rules the timings follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::condition::{parse_condition, Condition, ConditionError};
-use crate::engine::record::{Phase, RequestRecord};
+use crate::record::{Phase, RequestRecord};
 
 /// When the bisection stops: the bracket `first_fail − best_pass` is at most this wide.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -154,7 +154,7 @@ fn rec(sent_ms: u64, ttft_ms: u64, end_ms: u64) -> RequestRecord {
         sent: ms(sent_ms),
         content_times: vec![ms(sent_ms + ttft_ms), ms(end_ms)],
         end: ms(end_ms),
-        usage: crate::engine::record::Usage {
+        usage: crate::record::Usage {
             completion_tokens: Some(2),
             ..Default::default()
         },
@@ -168,7 +168,7 @@ fn rec(sent_ms: u64, ttft_ms: u64, end_ms: u64) -> RequestRecord {
 #[test]
 fn pooling_recomputes_from_all_records() {
     let warmup = RequestRecord {
-        phase: crate::engine::record::Phase::Warmup,
+        phase: crate::record::Phase::Warmup,
         ..rec(0, 10, 50)
     };
     let a = vec![rec(0, 10, 100), rec(0, 10, 100), rec(0, 10, 100)];

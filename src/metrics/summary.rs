@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::definitions::{timing, MetricDefinitions};
 use super::names::all_names;
 use super::stats::fill;
-use crate::engine::record::{Outcome, Phase, RequestRecord};
+use crate::record::{Outcome, Phase, RequestRecord};
 
 /// What an SLO bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

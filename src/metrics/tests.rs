@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::engine::record::{Outcome, Phase, RequestRecord, Usage};
+use crate::record::{Outcome, Phase, RequestRecord, Usage};
 
 fn d(ms: u64) -> Duration {
     Duration::from_millis(ms)

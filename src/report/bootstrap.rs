@@ -11,8 +11,8 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::engine::{Outcome, Phase};
 use crate::metrics::{timing, MetricDefinitions};
+use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, Store, StoreError, StoredRun};
 
 /// How the bootstrap runs.

@@ -3,9 +3,9 @@
 //! shared-prefix share of a run, and the warning for a cold run that found a warm cache.
 //! Knows run settings and records; no HTTP here.
 
-use crate::engine::{Outcome, Phase, RequestRecord};
 use crate::plan::{CacheState, DatasetKind, ResetCacheBefore, TokenRange};
 use crate::planner::RunSpec;
+use crate::record::{Outcome, Phase, RequestRecord};
 
 /// The reset used when `reset_cache_before` is set without `reset_cache` (vLLM's route).
 pub const DEFAULT_RESET: &str = "POST /reset_prefix_cache";
@@ -128,8 +128,8 @@ pub fn leak_warning(run: &RunSpec, records: &[RequestRecord]) -> Option<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Usage;
     use crate::plan::{load_plan, LoadOptions};
+    use crate::record::Usage;
 
     fn runs(extra: &str) -> Vec<RunSpec> {
         let dir = tempfile::tempdir().unwrap();

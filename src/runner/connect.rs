@@ -40,7 +40,7 @@ pub async fn test(endpoint: &str, target: &Target, deadline: Duration) -> Result
                 };
                 return Err(fail(format!(
                     "GET answered HTTP {status}{hint}: {}",
-                    crate::engine::excerpt(body.as_bytes())
+                    crate::record::excerpt(body.as_bytes())
                 )));
             }
             Ok(_) => return Ok(()),

@@ -19,8 +19,9 @@ use super::turn_inputs::TurnPrompt;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::multi_turn::{Conversations, Script};
 use crate::dataset::PromptCounter;
-use crate::engine::{Next, Outcome, Phase, PreparedRequest, RequestRecord, RequestSource};
+use crate::engine::{Next, PreparedRequest, RequestSource};
 use crate::plan::spec::RequestSpec;
+use crate::record::{Outcome, Phase, RequestRecord};
 use crate::request::fields;
 use crate::request::template::{self, TemplateInput};
 
@@ -488,7 +489,7 @@ mod tests {
         let rec = |item: u64, ttft_ms: u64, prompt: u32, cached: u32| RequestRecord {
             item,
             content_times: vec![Duration::from_millis(ttft_ms)],
-            usage: crate::engine::Usage {
+            usage: crate::record::Usage {
                 prompt_tokens: Some(prompt),
                 completion_tokens: Some(1),
                 cached_tokens: Some(cached),

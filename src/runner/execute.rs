@@ -12,13 +12,13 @@ use super::progress::RunProgress;
 use super::writer::{count_output, Writer, WriterContext};
 use super::RunnerError;
 use crate::engine::{
-    self, CancelHandle, Endpoint, Load, Outcome, Preconnect, RequestRecord, RequestSource,
-    RunConfig, RunOutput,
+    self, CancelHandle, Endpoint, Load, Preconnect, RequestSource, RunConfig, RunOutput,
 };
 use crate::metrics::condition::{parse_condition, Op, Threshold};
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::plan::{self, Arrivals, LoadSpec};
 use crate::planner::RunSpec;
+use crate::record::{Outcome, RequestRecord};
 use crate::store::{ServerPhase, Store};
 
 /// After Ctrl-C, how long requests in flight may still finish.
@@ -91,7 +91,7 @@ fn all_failed(summary: &RunSummary, records: &[RequestRecord]) -> Option<String>
         .collect();
     let first = records
         .iter()
-        .filter(|r| r.phase == crate::engine::Phase::Measured)
+        .filter(|r| r.phase == crate::record::Phase::Measured)
         .find_map(|r| r.error.clone())
         .unwrap_or_default();
     Some(format!(

@@ -3,9 +3,9 @@
 //! where every request failed is a failed run instead; see `execute`). Pure text from
 //! the run's summary and records.
 
-use crate::engine::{Outcome, Phase, RequestRecord};
 use crate::metrics::failures::{describe, failure_classes};
 use crate::metrics::RunSummary;
+use crate::record::{Outcome, Phase, RequestRecord};
 
 /// Characters of the first error kept in the warning.
 const ERROR_CHARS: usize = 200;

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::engine::{Outcome, Phase, RequestRecord};
+use crate::record::{Outcome, Phase, RequestRecord};
 
 #[derive(Default)]
 struct Diff {
@@ -83,7 +83,7 @@ pub fn of_counts(counts: impl Iterator<Item = Counts>) -> (Value, Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Usage;
+    use crate::record::Usage;
 
     fn rec(item: u64, server: Option<u32>, client: Option<u32>) -> RequestRecord {
         RequestRecord {

@@ -8,7 +8,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::engine::{PreparedRequest, RequestRecord};
+use crate::engine::PreparedRequest;
+use crate::record::RequestRecord;
 
 /// The suite's log; lines go to stderr and to the file.
 pub struct SuiteLog {

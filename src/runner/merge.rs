@@ -14,7 +14,7 @@ use super::execute;
 use super::lengths::{of_counts, Counts};
 use super::merge_metrics::{server_ratio, summarize_rows, turn_values};
 use super::shard::Shard;
-use crate::engine::{Outcome, Phase};
+use crate::record::{Outcome, Phase};
 use crate::store::{
     db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun, SuiteRow,
 };

@@ -15,8 +15,9 @@ use super::log::SuiteLog;
 use super::prepare::{missed_target_warning, BodyBuilder, Targets};
 use super::RunnerError;
 use crate::dataset::{DatasetContext, DatasetStats, PromptStream};
-use crate::engine::{Next, Phase, PreparedRequest, RequestSource};
+use crate::engine::{Next, PreparedRequest, RequestSource};
 use crate::planner::RunSpec;
+use crate::record::Phase;
 
 /// Requests built per window.
 const WINDOW: usize = 256;

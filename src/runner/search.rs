@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::{run_label, Ended, Suite};
 use crate::control::chain;
-use crate::engine::{RequestRecord, Target};
+use crate::engine::Target;
 use crate::metrics::condition::Condition;
 use crate::metrics::sla::{self, Next, Search, SearchOutcome, SearchResult};
 use crate::metrics::sla_objective::split_slo;
@@ -20,6 +20,7 @@ use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::{self, SearchVariable};
 use crate::planner::search::{bounds, probe_run, trials};
 use crate::planner::RunSpec;
+use crate::record::RequestRecord;
 use crate::runner::RunnerError;
 use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
 

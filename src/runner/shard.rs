@@ -19,9 +19,10 @@
 use std::time::{Duration, SystemTime};
 
 use crate::dataset::multi_turn::Conversations;
-use crate::engine::{self, ArrivalClock, Phase};
+use crate::engine::{self, ArrivalClock};
 use crate::plan::{LoadSpec, WarmupSpec};
 use crate::planner::{warmup_count, RunSpec};
+use crate::record::Phase;
 
 use super::prepare::PreparedRun;
 

@@ -12,10 +12,11 @@ use super::prepare::{api_kind, PreparedRun};
 use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::{self, DatasetContext};
-use crate::engine::{Load, Next, Phase, PreparedRequest, RequestRecord, RequestSource, VecSource};
+use crate::engine::{Load, Next, PreparedRequest, RequestSource, VecSource};
 use crate::metrics::RunSummary;
 use crate::plan::DatasetKind;
 use crate::planner::{warmup_count, RunSpec};
+use crate::record::{Phase, RequestRecord};
 use crate::request::fields;
 
 /// Builds the request set of a trace or multi-turn run; `None` for every other kind.

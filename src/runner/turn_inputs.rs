@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::prepare::PreparedRun;
 use crate::dataset::PromptCounter;
-use crate::engine::{Phase, RequestRecord};
+use crate::record::{Phase, RequestRecord};
 
 /// One turn's prompt as sent.
 #[derive(Debug, Clone)]

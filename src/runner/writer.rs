@@ -11,7 +11,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::RunnerError;
-use crate::engine::{CancelHandle, RequestRecord};
+use crate::engine::CancelHandle;
+use crate::record::RequestRecord;
 use crate::store::{Store, StoredRequest};
 use crate::tokenize::Tokenizer;
 

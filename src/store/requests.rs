@@ -7,7 +7,7 @@ use rusqlite::params_from_iter;
 
 use super::row_codec::{self, RowMeta};
 use super::{SqlContext, Store, StoreError};
-use crate::engine::{Phase, RequestRecord};
+use crate::record::{Phase, RequestRecord};
 
 /// A request to store, with the input length only the runner knows.
 #[derive(Debug, Clone, Copy)]

@@ -21,7 +21,7 @@ use std::time::Duration;
 use rusqlite::types::Value;
 
 use super::requests::RequestRow;
-use crate::engine::{excerpt, Outcome, Phase, RequestRecord, Usage};
+use crate::record::{excerpt, Outcome, Phase, RequestRecord, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
 pub(super) const COLUMNS: [&str; 30] = [

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::engine::{Outcome, Phase, RequestRecord, Usage};
+use crate::record::{Outcome, Phase, RequestRecord, Usage};
 
 pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
     let sent = Duration::from_millis(index * 10);

@@ -12,9 +12,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use perfplan::api::ApiKind;
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, Phase, PreparedRequest, RequestRecord, RunConfig, RunOutput,
-    Target, Timeouts, VecSource,
+    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, RunOutput, Target, Timeouts,
+    VecSource,
 };
+use perfplan::record::{Phase, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

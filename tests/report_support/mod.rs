@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use perfplan::engine::{Outcome, Phase, RequestRecord, Usage};
 use perfplan::metrics::names;
+use perfplan::record::{Outcome, Phase, RequestRecord, Usage};
 use perfplan::report::bootstrap::{statistic, Sample};
 use perfplan::store::{RunFinish, RunRow, RunStatus, Store, StoredRequest, SuiteInfo};
 use rand::{Rng, SeedableRng};

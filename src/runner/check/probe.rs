@@ -7,8 +7,9 @@ use serde_json::{Map, Value};
 use super::{advise, row, CheckRow, Verdict, CORE_KEYS};
 use crate::api::ApiKind;
 use crate::control::{self, explain};
-use crate::engine::{excerpt, PreparedRequest};
+use crate::engine::PreparedRequest;
 use crate::planner::RunSpec;
+use crate::record::excerpt;
 
 /// Most fields dropped and retried after a 400 names one.
 const MAX_RETRIES: usize = 6;

@@ -1,11 +1,26 @@
 //! `RequestRecord`: one observed request, the single stream every consumer reads
-//! (progress, metrics, store). Times are offsets from the run's start instant, in whole
+//! (progress, metrics, store, reports): the shared language of the house, in a leaf that
+//! imports nothing of the crate, so that `api`, `metrics`, `store` and `report` never
+//! reach the engine. Times are offsets from the run's start instant, in whole
 //! microseconds (`RESOLUTION`, the unit the store keeps), so the metrics of a live run
 //! and the metrics recomputed from its stored rows read the same numbers.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+/// Longest error text kept in a record.
+pub const ERROR_EXCERPT_BYTES: usize = 512;
+
+/// Cuts `bytes` to at most [`ERROR_EXCERPT_BYTES`] on a character boundary.
+pub fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_EXCERPT_BYTES * 2)]);
+    let mut end = text.len().min(ERROR_EXCERPT_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
 
 /// Which part of a run a request belongs to. Only `Measured` requests count in metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -299,6 +314,15 @@ impl RequestRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpt_cuts_on_char_boundary() {
+        let text = "é".repeat(600);
+        let e = excerpt(text.as_bytes());
+        assert!(e.len() <= ERROR_EXCERPT_BYTES);
+        assert!(e.chars().all(|c| c == 'é'));
+        assert_eq!(excerpt(b"short"), "short");
+    }
 
     #[test]
     fn map_times_moves_every_instant_and_no_duration() {
