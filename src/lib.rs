@@ -2,26 +2,32 @@
 //! OpenAI HTTP API. A plan file expands into ordered runs; one engine executes them;
 //! every request lands in SQLite; reports put the runs side by side.
 //!
-//! Modules by stage; dependencies run one way (see STYLE.md):
-//! `cli → everything`, `runner → planner, dataset, api, engine, metrics, store`,
-//! `planner → plan`, `engine → api, control`, `report → store, metrics`; `control` (the
-//! one URL rule, TLS, error chains) → `api` only.
+//! Modules by stage (DESIGN.md, "Architecture"); dependencies run one way and
+//! `tests/architecture.rs` holds them: `cli` → the stages (`preflight`, `distribute`,
+//! `search` → `suite` → `servers`, `telemetry`) → `engine` → `api`, `record`;
+//! `planner → plan`; `report → store, metrics → record`; `control` (the one URL rule,
+//! TLS, error chains) → `api` only.
 
 pub mod api;
 pub mod cli;
 pub mod control;
 pub mod dataset;
+pub mod distribute;
 pub mod engine;
 pub mod evalscope;
 pub mod metrics;
 pub mod plan;
 pub mod planner;
+pub mod preflight;
 pub mod record;
 pub mod report;
 pub mod request;
-pub mod runner;
+pub mod search;
 pub mod secrets;
+pub mod servers;
 pub mod sim;
 pub mod store;
+pub mod suite;
+pub mod telemetry;
 pub mod tokenize;
 pub mod units;

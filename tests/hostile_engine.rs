@@ -43,7 +43,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
             read: Duration::from_secs(5),
             total: Some(Duration::from_secs(20)),
         },
-        limits: perfplan::runner::response_limits(&limits),
+        limits: perfplan::suite::response_limits(&limits),
         ..Target::default()
     };
     let ep = Endpoint::new(&target, 1).unwrap();

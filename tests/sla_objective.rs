@@ -7,8 +7,8 @@ use std::path::Path;
 
 use perfplan::plan::{load_plan, LoadOptions};
 use perfplan::report::{self, gates, Format, Layout, TableStyle};
-use perfplan::runner::{run_suite, RunOptions};
 use perfplan::store::Store;
+use perfplan::suite::{run_suite, RunOptions};
 
 /// ~50 ms requests (10 ms to the first token, 8 tokens at 5 ms) and 4 batch slots: past
 /// 4 concurrent requests, queued ones wait a whole request, which the TTFT limit refuses.
@@ -49,6 +49,7 @@ fn run_dir(dir: &Path) -> Store {
     let plan = load_plan(&path, &opts).unwrap_or_else(|r| panic!("{}", r.render()));
     let runs = perfplan::planner::expand(&plan).unwrap().runs;
     let opts = RunOptions {
+        search: Some(&perfplan::search::DRIVER),
         out: Some(dir.join("out")),
         ..Default::default()
     };

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use perfplan::plan::{load_plan, LoadOptions, LoadedPlan};
-use perfplan::runner::{run_suite, RunOptions};
 use perfplan::store::{SearchRow, Store};
+use perfplan::suite::{run_suite, RunOptions};
 
 /// A simulator whose requests take ~100 ms (20 ms to the first token, 16 tokens at 5 ms):
 /// past `max_num_seqs` concurrent requests, queued ones wait a whole request for a slot.
@@ -63,6 +63,7 @@ fn run(dir: &Path, plan: &LoadedPlan, resume: bool) -> SearchRow {
     let runs = perfplan::planner::expand(plan).unwrap().runs;
     let out = dir.join("out");
     let opts = RunOptions {
+        search: Some(&perfplan::search::DRIVER),
         out: (!resume).then(|| out.clone()),
         resume: resume.then(|| out.clone()),
         ..Default::default()
@@ -317,6 +318,7 @@ fn run_dir(dir: &Path, text: &str) -> Store {
     let plan = load(dir, text);
     let runs = perfplan::planner::expand(&plan).unwrap().runs;
     let opts = RunOptions {
+        search: Some(&perfplan::search::DRIVER),
         out: Some(dir.join("out")),
         resume: None,
         ..Default::default()

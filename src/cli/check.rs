@@ -8,7 +8,7 @@ use super::exit;
 use super::plan_args::{self, OnlyArgs, PlanArgs};
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
-use crate::runner::{check, CheckRow, Verdict};
+use crate::preflight::{self as check, CheckRow, Verdict};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {

@@ -1,8 +1,9 @@
 //! Exit codes, listed in the README. Every command returns one of these, and the errors
 //! of the layers below map to them here (they know nothing of exit codes).
 
-use crate::runner::{MergeError, RunnerError};
+use crate::distribute::MergeError;
 use crate::store::StoreError;
+use crate::suite::RunnerError;
 
 /// Everything went as asked.
 pub const OK: u8 = 0;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::exit;
-use crate::runner::merge_shards;
+use crate::distribute::merge_shards;
 use crate::store::DB_FILE;
 
 #[derive(Debug, Args)]

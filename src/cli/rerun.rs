@@ -10,8 +10,8 @@ use clap::Args;
 use super::exit;
 use super::plan_args;
 use crate::plan::{load_plan, process_env, LoadOptions};
-use crate::runner::{self, RunOptions};
 use crate::store::{GitInfo, HostFacts, Store, StoredSecret, SuiteInfo, SuiteRow};
+use crate::suite::{self, RunOptions};
 
 #[derive(Debug, Args)]
 pub struct RerunArgs {
@@ -72,8 +72,9 @@ pub fn run(args: &RerunArgs) -> u8 {
         resume: None,
         debug: false,
         progress_json: None,
+        search: Some(&crate::search::DRIVER),
     };
-    match runner::run_suite(&plan, &runs, &opts) {
+    match suite::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));

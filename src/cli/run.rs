@@ -7,7 +7,7 @@ use clap::Args;
 use super::exit;
 use super::plan_args::{self, OnlyArgs, PlanArgs};
 use super::quick::QuickArgs;
-use crate::runner::{self, RunOptions};
+use crate::suite::{self, RunOptions};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -54,11 +54,11 @@ pub struct RunArgs {
     /// evenly as possible, rate / N, every Nth trace record); run the same plan with 1/N …
     /// N/N on N machines, then unite the results with `perfplan merge`.
     #[arg(long, value_name = "K/N")]
-    pub shard: Option<crate::runner::Shard>,
+    pub shard: Option<crate::suite::Shard>,
     /// Start the first run's load at this wall-clock instant, so that shards begin
     /// together: RFC 3339 UTC (`2026-11-29T12:00:00Z`) or unix seconds. A warm run's
     /// priming pass comes before it; an instant already past starts at once, with a warning.
-    #[arg(long, value_name = "TIME", value_parser = crate::runner::start_at::parse_start_at)]
+    #[arg(long, value_name = "TIME", value_parser = crate::suite::start_at::parse_start_at)]
     pub start_at: Option<std::time::SystemTime>,
 }
 
@@ -97,12 +97,13 @@ pub fn run(args: &RunArgs) -> u8 {
         resume: args.resume.clone(),
         debug: args.debug,
         progress_json: args.progress_json.clone(),
+        search: Some(&crate::search::DRIVER),
     };
-    let sharding = runner::ShardOptions {
+    let sharding = suite::ShardOptions {
         shard: args.shard,
         start_at: args.start_at,
     };
-    let outcome = match runner::run_suite_sharded(&plan, &runs, &opts, sharding) {
+    let outcome = match suite::run_suite_sharded(&plan, &runs, &opts, sharding) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));

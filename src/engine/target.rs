@@ -208,14 +208,23 @@ impl Target {
     /// scrapes, cache resets): the same URLs, TLS, key and headers as the load.
     pub fn control(&self, timeout: Duration) -> Result<control::Client, control::ControlError> {
         control::Client::new(&control::ClientSpec {
+            timeout,
+            ..self.control_spec()
+        })
+    }
+
+    /// Where this server is and how to talk to it, for the stages that must not know the
+    /// engine (`servers`, `telemetry`): they set their own `timeout`.
+    pub fn control_spec(&self) -> control::ClientSpec<'_> {
+        control::ClientSpec {
             base_url: &self.base_url,
             paths: &self.paths,
             tls: &self.tls,
             api_key: self.api_key.as_deref(),
             headers: &self.headers,
             connect_timeout: self.timeouts.connect,
-            timeout,
-        })
+            timeout: self.timeouts.read,
+        }
     }
 }
 

@@ -116,7 +116,7 @@ fn wait(
             return Ok(Some(status));
         }
         if started.elapsed() > timeout {
-            crate::runner::lifecycle::signal_group(child.id(), "KILL");
+            crate::servers::signal_group(child.id(), "KILL");
             let _ = child.wait();
             return Ok(None);
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::process::{describe, fill_port, free_port, log_tail, open_log, shell, signal_group};
 use super::ready::ready_url;
 use super::{LifecycleError, Registry, PORT_PLACEHOLDER, READY_TIMEOUT, STOP_GRACE};
-use crate::engine::Target;
+use crate::control;
 use crate::plan::EndpointSpec;
 
 struct Launched {
@@ -82,7 +82,7 @@ impl Servers {
         &mut self,
         endpoint: &str,
         spec: &EndpointSpec,
-        target: &Target,
+        server: control::ClientSpec<'_>,
     ) -> Result<(), LifecycleError> {
         let Some(launch) = &spec.launch else {
             return Ok(());
@@ -95,7 +95,7 @@ impl Servers {
         }
         let port = self.port(endpoint, spec)?;
         let result = self
-            .launch(endpoint, spec, &fill_port(launch, port), target, port)
+            .launch(endpoint, spec, &fill_port(launch, port), server, port)
             .await;
         if let Err(e) = &result {
             self.failed
@@ -109,13 +109,15 @@ impl Servers {
         endpoint: &str,
         spec: &EndpointSpec,
         command: &str,
-        target: &Target,
+        server: control::ClientSpec<'_>,
         port: Option<u16>,
     ) -> Result<(), LifecycleError> {
         // Each poll waits at most this long for an answer.
-        let client = target
-            .control(Duration::from_secs(5))
-            .map_err(LifecycleError::Control)?;
+        let client = control::Client::new(&control::ClientSpec {
+            timeout: Duration::from_secs(5),
+            ..server
+        })
+        .map_err(LifecycleError::Control)?;
         let log = self.log_path(endpoint);
         let file = open_log(&log)?;
         let spawn = |source| LifecycleError::Spawn {

@@ -15,11 +15,12 @@ use std::time::Duration;
 mod process;
 mod ready;
 mod reset;
-mod servers;
+mod launched;
+pub mod sims;
 
 pub use process::{fill_port, kill_registered, log_tail, signal_group};
 pub use reset::{reset_cache, reset_warning};
-pub use servers::Servers;
+pub use launched::Servers;
 
 /// How long `ready` is polled when the plan does not say.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);

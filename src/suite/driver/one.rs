@@ -11,25 +11,25 @@ use super::text::summary_line;
 use super::{run_label, Suite};
 use crate::engine::{Endpoint, RunConfig, Target};
 use crate::planner::RunSpec;
-use crate::runner::counts::{self, Sent};
-use crate::runner::execute::{self, RunContext, RunResult};
-use crate::runner::prepare::{self, PreparedRun};
-use crate::runner::scrape::{CounterNames, ServerScrape};
-use crate::runner::shard::{load_start, shard_extras, Shard};
-use crate::runner::RunnerError;
 use crate::store::{RunFinish, RunStatus};
+use crate::suite::counts::{self, Sent};
+use crate::suite::execute::{self, RunContext, RunResult};
+use crate::suite::prepare::{self, PreparedRun};
+use crate::suite::share::{load_start, shard_extras, Shard};
+use crate::suite::RunnerError;
+use crate::telemetry::{CounterNames, ServerScrape};
 
 /// How a run ended: completed (not interrupted), and how many of its requests failed.
-pub(super) struct Ended {
-    pub(super) completed: bool,
-    pub(super) failed_requests: u64,
+pub struct Ended {
+    pub completed: bool,
+    pub failed_requests: u64,
     /// Every measured request failed: the run is stored as failed.
-    pub(super) failed_run: bool,
+    pub failed_run: bool,
 }
 
 impl Suite<'_> {
     /// One run; how it ended (interrupted, or every measured request failed) in `Ended`.
-    pub(super) async fn one(
+    pub async fn one(
         &self,
         run: &RunSpec,
         target: &Target,
@@ -72,10 +72,10 @@ impl Suite<'_> {
             log: self.log.clone(),
             server: Some(
                 ServerScrape::new(
-                    target,
+                    target.control_spec(),
                     CounterNames::candidates(run.settings.endpoint.spec.metrics.as_ref()),
                 )
-                .map_err(|source| crate::runner::RunnerError::Control {
+                .map_err(|source| crate::suite::RunnerError::Control {
                     endpoint: run.settings.endpoint.name.clone(),
                     source,
                 })?,

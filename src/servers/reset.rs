@@ -1,6 +1,6 @@
 //! Emptying a server's prefix cache before a run: `reset_cache` as an HTTP call
 //! (`"POST /path"` or `"POST http://…"`) or as a shell command, and the run warning when
-//! that failed. Knows endpoint specs and the engine's target, not runs.
+//! that failed. Knows endpoint specs and where the server is, not runs.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -12,18 +12,24 @@ use crate::plan::EndpointSpec;
 /// Longest wait for a reset's HTTP answer.
 const RESET_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The reset used when `reset_cache_before` is set without `reset_cache` (vLLM's route).
+pub const DEFAULT_RESET: &str = "POST /reset_prefix_cache";
+
 /// Resets the endpoint's prefix cache (`reset_cache`, or vLLM's route); the run warning
 /// when that failed.
 pub async fn reset_warning(
     spec: &EndpointSpec,
     port: Option<u16>,
-    target: &crate::engine::Target,
+    server: control::ClientSpec<'_>,
 ) -> Option<String> {
-    let reset = spec.reset_cache.as_deref().map_or_else(
-        || crate::runner::cache::DEFAULT_RESET.to_string(),
-        |r| fill_port(r, port),
-    );
-    let done = match target.control(RESET_TIMEOUT) {
+    let reset = spec
+        .reset_cache
+        .as_deref()
+        .map_or_else(|| DEFAULT_RESET.to_string(), |r| fill_port(r, port));
+    let done = match control::Client::new(&control::ClientSpec {
+        timeout: RESET_TIMEOUT,
+        ..server
+    }) {
         Ok(client) => reset_cache(&reset, &client).await,
         Err(e) => Err(chain(&e)),
     };

@@ -3,23 +3,25 @@
 //! pause between runs. This file owns the driver (`run_suite`) and the state a suite
 //! shares across its runs; its children own the parts: `open` (the output folder and
 //! database), `runs` (the per-run loop), `one` (one run on the engine), `text` (what the
-//! suite prints) and `search` (SLA-search runs).
+//! suite prints). SLA-search runs go to the [`SearchDriver`] the caller hands in.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::execute;
-use super::lifecycle::{self, Servers};
 use super::log::SuiteLog;
-use super::shard::{Shard, ShardOptions};
-use super::sims::Sims;
 use super::RunnerError;
-use crate::engine::CancelHandle;
+use crate::engine::{CancelHandle, Target};
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
+use crate::servers::sims::Sims;
+use crate::servers::{self, Servers};
 use crate::store::Store;
+use crate::suite::share::{Shard, ShardOptions};
 use crate::tokenize::TokenizerCache;
 
 mod one;
@@ -27,14 +29,10 @@ mod open;
 mod runs;
 mod text;
 
-// SLA-search runs: a child module, so it can drive `Suite::one` for each probe.
-#[path = "search.rs"]
-mod search;
-
-use one::Ended;
+pub use one::Ended;
 pub use runs::response_limits;
-pub(super) use runs::{server_up, target};
-use text::run_label;
+pub(crate) use runs::{server_up, target};
+pub use text::run_label;
 
 /// How to run a suite.
 #[derive(Debug, Clone, Default)]
@@ -47,6 +45,22 @@ pub struct RunOptions {
     pub debug: bool,
     /// Append JSON progress events (run start, progress, run end, suite end) to this file.
     pub progress_json: Option<PathBuf>,
+    /// Who runs the plan's SLA searches (`search::DRIVER`); a plan with a search and no
+    /// driver stops at that run with an error naming it.
+    pub search: Option<&'static dyn SearchDriver>,
+}
+
+/// Runs one SLA-search run of a suite: each trial a run of its own through
+/// [`Suite::one`], the trials pooled into a verdict. The `search` stage implements it and
+/// the caller hands it in ([`RunOptions::search`]), so the suite names nothing of it.
+pub trait SearchDriver: Sync + std::fmt::Debug {
+    fn search<'a>(
+        &'a self,
+        suite: &'a Suite<'a>,
+        run: &'a RunSpec,
+        target: &'a Target,
+        total_and_notes: (usize, Vec<String>),
+    ) -> Pin<Box<dyn Future<Output = Result<Ended, RunnerError>> + 'a>>;
 }
 
 /// How a suite ended.
@@ -123,6 +137,7 @@ fn run_in(
         log: &log,
         shard: sharding.shard,
         start_at: std::cell::Cell::new(sharding.start_at),
+        search: opts.search,
     };
     let result = rt.block_on(async {
         let result = suite.run_all(runs, dir, &mut servers).await;
@@ -171,34 +186,42 @@ fn warn_missing_keys(runs: &[RunSpec], log: &SuiteLog) {
 }
 
 /// First Ctrl-C: stop sending, let requests in flight finish. Second: exit at once.
-async fn watch_ctrl_c(cancel: CancelHandle, log: Arc<SuiteLog>, launched: lifecycle::Registry) {
+async fn watch_ctrl_c(cancel: CancelHandle, log: Arc<SuiteLog>, launched: servers::Registry) {
     if tokio::signal::ctrl_c().await.is_ok() {
         log.say(
             "\nperfplan: interrupted; letting requests in flight finish (Ctrl-C again to abort)",
         );
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
-            lifecycle::kill_registered(&launched);
+            servers::kill_registered(&launched);
             std::process::exit(130);
         }
     }
 }
 
-struct Suite<'a> {
-    plan: &'a LoadedPlan,
+/// A suite in progress: what its runs share.
+pub struct Suite<'a> {
+    pub(crate) plan: &'a LoadedPlan,
     store: &'a Arc<Mutex<Store>>,
     sims: &'a Sims,
     cancel: &'a CancelHandle,
-    slos: &'a [crate::metrics::Slo],
+    pub(crate) slos: &'a [crate::metrics::Slo],
     cache: TokenizerCache,
     log: &'a Arc<SuiteLog>,
     shard: Option<Shard>,
     /// `--start-at`, until the first run's load takes it.
     start_at: std::cell::Cell<Option<SystemTime>>,
+    search: Option<&'static dyn SearchDriver>,
 }
 
 impl Suite<'_> {
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Store>, RunnerError> {
+    /// Says `line` on stderr and in `perfplan.log`.
+    pub fn say(&self, line: &str) {
+        self.log.say(line);
+    }
+
+    /// The suite's results database.
+    pub fn lock(&self) -> Result<std::sync::MutexGuard<'_, Store>, RunnerError> {
         self.store.lock().map_err(|_| RunnerError::Poisoned)
     }
 }

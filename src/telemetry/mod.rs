@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::RunnerError;
 use crate::control;
 use crate::plan::ServerMetricsSpec;
 use crate::store::{ServerPhase, Store};
@@ -202,6 +201,16 @@ async fn page(client: &control::Client, url: url::Url) -> Option<String> {
     Some(String::from_utf8_lossy(&body).into_owned())
 }
 
+/// Why a scrape's figures could not be stored (a failed scrape is no error: it gives
+/// no figures).
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("the results database lock was poisoned by a crashed writer")]
+    Poisoned,
+    #[error("results database")]
+    Store(#[from] crate::store::StoreError),
+}
+
 /// One server's counters, scraped around a run's measured pass.
 #[derive(Debug, Clone)]
 pub struct ServerScrape {
@@ -212,13 +221,14 @@ pub struct ServerScrape {
 impl ServerScrape {
     /// Scrapes the server `target` names (its URLs, TLS, key and headers).
     pub fn new(
-        target: &crate::engine::Target,
+        server: control::ClientSpec<'_>,
         candidates: Vec<CounterNames>,
     ) -> Result<ServerScrape, control::ControlError> {
-        Ok(ServerScrape {
-            candidates,
-            client: target.control(SCRAPE_TIMEOUT)?,
-        })
+        let client = control::Client::new(&control::ClientSpec {
+            timeout: SCRAPE_TIMEOUT,
+            ..server
+        })?;
+        Ok(ServerScrape { candidates, client })
     }
 
     /// Scrapes and stores the counters under `phase`; `None` when the server has none.
@@ -227,13 +237,13 @@ impl ServerScrape {
         store: &Arc<Mutex<Store>>,
         run_id: &str,
         phase: ServerPhase,
-    ) -> Result<Option<BTreeMap<String, f64>>, RunnerError> {
+    ) -> Result<Option<BTreeMap<String, f64>>, TelemetryError> {
         let Some((_, values)) = scrape(&self.client, &self.candidates).await else {
             return Ok(None);
         };
         store
             .lock()
-            .map_err(|_| RunnerError::Poisoned)?
+            .map_err(|_| TelemetryError::Poisoned)?
             .write_server_metrics(run_id, phase, &values)?;
         Ok(Some(values))
     }
@@ -244,7 +254,7 @@ impl ServerScrape {
         store: &Arc<Mutex<Store>>,
         run_id: &str,
         before: Option<&BTreeMap<String, f64>>,
-    ) -> Result<Option<f64>, RunnerError> {
+    ) -> Result<Option<f64>, TelemetryError> {
         let Some(before) = before else {
             return Ok(None);
         };

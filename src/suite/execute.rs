@@ -160,7 +160,7 @@ pub struct RunContext<'a> {
     pub label: String,
     pub log: std::sync::Arc<super::log::SuiteLog>,
     /// The server's cache counters, scraped around the measured pass.
-    pub server: Option<super::scrape::ServerScrape>,
+    pub server: Option<crate::telemetry::ServerScrape>,
     /// `--shard`: the first stored request index (0 when not sharded).
     pub index_base: u64,
     /// `--start-at`: the measured pass (warmup first) starts at this instant.

@@ -7,9 +7,6 @@ use crate::plan::{CacheState, DatasetKind, ResetCacheBefore, TokenRange};
 use crate::planner::RunSpec;
 use crate::record::{Outcome, Phase, RequestRecord};
 
-/// The reset used when `reset_cache_before` is set without `reset_cache` (vLLM's route).
-pub const DEFAULT_RESET: &str = "POST /reset_prefix_cache";
-
 /// Tokens a cold run's first request may find cached without a leak (a chat template's
 /// fixed header), or a tenth of its prompt if that is more.
 const FIRST_REQUEST_SLACK: u32 = 64;

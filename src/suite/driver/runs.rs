@@ -13,10 +13,10 @@ use super::{run_label, Ended, Suite, SuiteOutcome};
 use crate::control::{chain, Route, Tls};
 use crate::engine::{ResponseLimits, Target, Timeouts};
 use crate::planner::RunSpec;
-use crate::runner::lifecycle::{self, Servers};
-use crate::runner::sims::Sims;
-use crate::runner::{cache, connect, RunnerError};
+use crate::servers::sims::Sims;
+use crate::servers::{self, Servers};
 use crate::store::{RunFinish, RunStatus};
+use crate::suite::{cache, connect, RunnerError};
 
 /// What the loop remembers across runs: the endpoints already connection-tested, and
 /// each endpoint's previous run (whether the cache needs a reset).
@@ -101,7 +101,7 @@ impl Suite<'_> {
         };
         let mut notes = Vec::new();
         if cache::wants_reset(run, seen.previous.get(&ep.name).copied()) {
-            notes.extend(lifecycle::reset_warning(&ep.spec, port, &target).await);
+            notes.extend(servers::reset_warning(&ep.spec, port, target.control_spec()).await);
         }
         seen.previous.insert(ep.name.clone(), run);
         if ep.spec.connection_test && seen.tested.insert(ep.name.clone()) {
@@ -112,7 +112,12 @@ impl Suite<'_> {
             connect::test(&ep.name, &target, deadline).await?;
         }
         let result = if run.settings.load.search.is_some() {
-            self.search(run, &target, total, notes).await
+            match self.search {
+                Some(driver) => driver.search(self, run, &target, (total, notes)).await,
+                None => Err(RunnerError::NoSearchDriver {
+                    run: run.id.clone(),
+                }),
+            }
         } else {
             self.one(run, &target, total, notes).await
         };
@@ -171,7 +176,7 @@ impl Suite<'_> {
         Ok(())
     }
 
-    pub(super) fn fail(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
+    pub fn fail(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
         self.lock()?.begin_run(&run.id)?;
         self.finish_failed(run, e)
     }
@@ -198,7 +203,7 @@ impl Suite<'_> {
 /// The engine's target of a run's endpoint: its URL (a `sim://` one resolved), path
 /// overrides, TLS (`ca_file` relative to the plan's folder `base_dir`), API key, headers and
 /// timeouts.
-pub(in crate::runner) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> Target {
+pub(crate) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> Target {
     let ep = &run.settings.endpoint.spec;
     let api_key = ep
         .api_key_env
@@ -253,7 +258,7 @@ pub fn response_limits(spec: &crate::plan::limits::LimitsSpec) -> ResponseLimits
 }
 
 /// Fills the `{port}` of a launched endpoint and makes sure its server is up.
-pub(in crate::runner) async fn server_up(
+pub(crate) async fn server_up(
     run: &RunSpec,
     target: &mut Target,
     servers: &mut Servers,
@@ -264,12 +269,12 @@ pub(in crate::runner) async fn server_up(
         source,
     };
     let port = servers.port(&ep.name, &ep.spec).map_err(err)?;
-    target.base_url = lifecycle::fill_port(&target.base_url, port);
+    target.base_url = servers::fill_port(&target.base_url, port);
     for (_, path) in &mut target.paths {
-        *path = lifecycle::fill_port(path, port);
+        *path = servers::fill_port(path, port);
     }
     servers
-        .ensure(&ep.name, &ep.spec, target)
+        .ensure(&ep.name, &ep.spec, target.control_spec())
         .await
         .map_err(err)?;
     Ok(port)

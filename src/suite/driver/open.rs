@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::RunOptions;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
-use crate::runner::RunnerError;
 use crate::store::{GitInfo, HostFacts, RunRow, Store, StoredSecret, SuiteInfo};
+use crate::suite::RunnerError;
 
 /// `YYYYMMDDTHHMMSSZ` in UTC.
 pub fn utc_stamp(t: SystemTime) -> String {

@@ -1,42 +1,61 @@
-//! The runner: executes a plan's runs in order on the engine, stores every request as it
-//! completes, summarizes each run, and starts `sim://` endpoints in-process. It maps plan
-//! settings to the engine's inputs, so the engine never sees a plan.
+//! The suite stage: the run loop of a suite. Executes a plan's runs in order on the
+//! engine, stores every request as it completes, summarizes each run. It ties planner,
+//! engine, store and metrics together and maps plan settings to the engine's inputs, so
+//! the engine never sees a plan. It owns priming, this shard's share of a run, progress
+//! and the log; launched servers are `servers`', scrapes `telemetry`'s, SLA searches
+//! `search`'s (handed in as a [`SearchDriver`], so the suite names nothing of it).
+//! Must not know: HTTP details (requests go through the engine, control calls through
+//! `control`), the search state machines, merging.
 
-mod cache;
-pub mod check;
+pub(crate) mod cache;
 mod connect;
-mod conversation;
+pub(crate) mod conversation;
 mod counts;
-mod execute;
+pub(crate) mod driver;
+pub(crate) mod execute;
 mod failures;
-mod lengths;
-pub mod lifecycle;
+pub(crate) mod lengths;
 mod log;
-pub mod merge;
-mod merge_metrics;
-mod prepare;
+pub(crate) mod prepare;
 mod priming;
 mod produce;
 mod progress;
-pub mod scrape;
-pub mod shard;
-mod sims;
+pub mod share;
 pub mod start_at;
-mod suite;
 mod traffic;
 mod turn_inputs;
 mod writer;
 
-pub use check::{CheckRow, Verdict};
 pub use counts::Mismatch;
+pub use driver::{
+    response_limits, run_suite, run_suite_sharded, RunOptions, SearchDriver, SuiteOutcome,
+};
 pub use execute::slos_of;
-pub use merge::{merge_shards, MergeError, MergeOutcome};
 pub use prepare::{api_kind, measured_count};
-pub use shard::{Shard, ShardOptions};
-pub use suite::{response_limits, run_suite, run_suite_sharded, RunOptions, SuiteOutcome};
+pub use share::{Shard, ShardOptions};
 pub use writer::count_output;
 
 use std::path::PathBuf;
+
+impl From<crate::telemetry::TelemetryError> for RunnerError {
+    fn from(e: crate::telemetry::TelemetryError) -> RunnerError {
+        match e {
+            crate::telemetry::TelemetryError::Poisoned => RunnerError::Poisoned,
+            crate::telemetry::TelemetryError::Store(s) => RunnerError::Store(s),
+        }
+    }
+}
+
+impl From<crate::servers::sims::SimsError> for RunnerError {
+    fn from(e: crate::servers::sims::SimsError) -> RunnerError {
+        match e {
+            crate::servers::sims::SimsError::Runtime(s) => RunnerError::Runtime(s),
+            crate::servers::sims::SimsError::Sim { endpoint, source } => {
+                RunnerError::Sim { endpoint, source }
+            }
+        }
+    }
+}
 
 /// Why a run or the suite could not go on. Failed requests are never errors: they are
 /// records with an outcome.
@@ -82,6 +101,8 @@ pub enum RunnerError {
     RowCount(Box<counts::Mismatch>),
     #[error("the results database lock was poisoned by a crashed writer")]
     Poisoned,
+    #[error("run {run} is an SLA search, and this caller of the suite runs no searches (set `RunOptions::search` to `search::DRIVER`)")]
+    NoSearchDriver { run: String },
     #[error("cannot start the simulator for endpoint `{endpoint}`")]
     Sim {
         endpoint: String,
@@ -126,7 +147,7 @@ pub enum RunnerError {
     Server {
         endpoint: String,
         #[source]
-        source: lifecycle::LifecycleError,
+        source: crate::servers::LifecycleError,
     },
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),

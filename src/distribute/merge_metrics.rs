@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::merge::Input;
-use super::scrape::{first_ratio, CounterNames};
+use crate::distribute::merge::Input;
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::ServerMetricsSpec;
 use crate::store::{RequestRow, StoredRun};
+use crate::telemetry::{first_ratio, CounterNames};
 
 /// Multi-turn runs: the per-turn metrics over every shard's rows. Items are numbered per
 /// shard, so each shard's `turn_of_item` is appended and its rows' items moved past the
@@ -41,7 +41,7 @@ pub(super) fn turn_values(
             rec
         })
         .collect();
-    super::conversation::turn_metrics(&records, &turns)
+    crate::suite::conversation::turn_metrics(&records, &turns)
 }
 
 /// The server's cache-hit ratio over every shard's pass: counters are the server's own,

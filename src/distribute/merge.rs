@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::execute;
-use super::lengths::{of_counts, Counts};
-use super::merge_metrics::{server_ratio, summarize_rows, turn_values};
-use super::shard::Shard;
+use crate::distribute::merge_metrics::{server_ratio, summarize_rows, turn_values};
 use crate::record::{Outcome, Phase};
 use crate::store::{
     db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun, SuiteRow,
 };
+use crate::suite::execute;
+use crate::suite::lengths::{of_counts, Counts};
+use crate::suite::share::Shard;
 
 /// Why the shards could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +53,7 @@ pub enum MergeError {
         source: StoreError,
     },
     #[error("the suite's [slo]")]
-    Slo(#[source] super::RunnerError),
+    Slo(#[source] crate::suite::RunnerError),
 }
 
 /// What a merge produced.

@@ -4,9 +4,21 @@
 
 use std::collections::BTreeMap;
 
-use super::RunnerError;
 use crate::planner::RunSpec;
 use crate::sim::{SimConfig, SimServer};
+
+/// Why the simulators could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimsError {
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot start the simulator for endpoint `{endpoint}`")]
+    Sim {
+        endpoint: String,
+        #[source]
+        source: crate::sim::SimError,
+    },
+}
 
 /// The simulators of a suite, by `sim://` name.
 pub struct Sims {
@@ -17,7 +29,7 @@ pub struct Sims {
 impl Sims {
     /// Starts one simulator per distinct `sim://NAME` used by `runs`.
     /// Relative `tokenizer` paths in `[endpoints.NAME.sim]` start at the plan's folder.
-    pub fn start(runs: &[RunSpec], base_dir: &std::path::Path) -> Result<Sims, RunnerError> {
+    pub fn start(runs: &[RunSpec], base_dir: &std::path::Path) -> Result<Sims, SimsError> {
         let mut wanted: BTreeMap<String, (String, SimConfig)> = BTreeMap::new();
         for run in runs {
             let ep = &run.settings.endpoint;
@@ -42,12 +54,12 @@ impl Sims {
             .thread_name("perfplan-sim")
             .enable_all()
             .build()
-            .map_err(RunnerError::Runtime)?;
+            .map_err(SimsError::Runtime)?;
         let mut servers = BTreeMap::new();
         for (name, (endpoint, config)) in wanted {
             let server = runtime
                 .block_on(SimServer::start(config))
-                .map_err(|source| RunnerError::Sim {
+                .map_err(|source| SimsError::Sim {
                     endpoint: endpoint.clone(),
                     source,
                 })?;

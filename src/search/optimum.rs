@@ -1,21 +1,24 @@
 //! An SLA search with an objective (`output_tps = "max"`): asks
 //! `metrics::sla_objective::OptimumSearch` for the next value, runs and pools each value's
-//! trials like a limit search (`super::Suite::step`), and stores the passing value with the
+//! trials like a limit search (`super::run_step`), and stores the passing value with the
 //! best objective as `sla_best_concurrency` / `sla_best_rate`, with the pooled metrics of
 //! that value as the search run's metrics (`sla_max_*` stay null). A child of `search`.
 
 use serde_json::json;
 
-use super::super::{run_label, Ended, Suite};
-use super::{floor_clause, metrics_of, variable_name, verdict_text, Step, SEARCH_DONE};
+use super::{
+    finish_search, floor_clause, interrupted_search, metrics_of, run_step, variable_name,
+    verdict_text, Step, SEARCH_DONE,
+};
 use crate::engine::Target;
 use crate::metrics::condition::{unit_of, Condition, MetricUnit};
 use crate::metrics::sla::{Bounds, SearchOutcome};
 use crate::metrics::sla_objective::{Goal, Objective, OptimumNext, OptimumResult, OptimumSearch};
 use crate::plan::SearchVariable;
 use crate::planner::RunSpec;
-use crate::runner::RunnerError;
 use crate::store::{RunStatus, SearchRow};
+use crate::suite::driver::{run_label, Ended, Suite};
+use crate::suite::RunnerError;
 
 /// What an objective search needs besides its run.
 pub(super) struct Optimum {
@@ -27,80 +30,84 @@ pub(super) struct Optimum {
     pub floor: crate::metrics::sla::SuccessFloor,
 }
 
-impl Suite<'_> {
-    /// Runs an objective search; how it ended in `Ended`.
-    pub(super) async fn search_optimum(
-        &self,
-        run: &RunSpec,
-        target: &Target,
-        total: usize,
-        o: Optimum,
-    ) -> Result<Ended, RunnerError> {
-        let label = run_label(run, total);
-        let name = variable_name(o.var);
-        let mut conds = o.conds.clone();
-        conds.push(o.objective.known_condition());
-        let mut search = OptimumSearch::new(o.bounds, o.objective.goal);
-        let mut steps: Vec<Step> = Vec::new();
-        let result = loop {
-            let value = match search.next() {
-                OptimumNext::Done(result) => break result,
-                OptimumNext::Probe(value) => value,
-            };
-            let Some(step) = self
-                .step(run, target, total, (steps.len() as u32, value), &conds)
-                .await?
-            else {
-                return self.interrupted_search(run);
-            };
-            let score = step
-                .summary
-                .values
-                .get(&o.objective.metric)
-                .copied()
-                .flatten();
-            let shown = shown(&o.objective.metric, score);
-            self.log.say(&format!(
-                "{label}: search {name}={value}: {} = {shown}, {}",
-                o.objective.metric,
-                verdict_text(&step.verdict)
-            ));
-            search.record(value, step.verdict.passed, score);
-            steps.push(step);
+/// Runs an objective search; how it ended in `Ended`.
+pub(super) async fn search_optimum(
+    suite: &Suite<'_>,
+    run: &RunSpec,
+    target: &Target,
+    total: usize,
+    o: Optimum,
+) -> Result<Ended, RunnerError> {
+    let label = run_label(run, total);
+    let name = variable_name(o.var);
+    let mut conds = o.conds.clone();
+    conds.push(o.objective.known_condition());
+    let mut search = OptimumSearch::new(o.bounds, o.objective.goal);
+    let mut steps: Vec<Step> = Vec::new();
+    let result = loop {
+        let value = match search.next() {
+            OptimumNext::Done(result) => break result,
+            OptimumNext::Probe(value) => value,
         };
-        let row = optimum_row(run, &o, &result, &steps);
-        self.log.say(&format!("{label}: {}", row.message));
-        self.store_optimum(run, &o, (&result, &row), &steps)?;
-        Ok(SEARCH_DONE)
-    }
+        let Some(step) = run_step(
+            suite,
+            run,
+            target,
+            total,
+            (steps.len() as u32, value),
+            &conds,
+        )
+        .await?
+        else {
+            return interrupted_search(suite, run);
+        };
+        let score = step
+            .summary
+            .values
+            .get(&o.objective.metric)
+            .copied()
+            .flatten();
+        let shown = shown(&o.objective.metric, score);
+        suite.say(&format!(
+            "{label}: search {name}={value}: {} = {shown}, {}",
+            o.objective.metric,
+            verdict_text(&step.verdict)
+        ));
+        search.record(value, step.verdict.passed, score);
+        steps.push(step);
+    };
+    let row = optimum_row(run, &o, &result, &steps);
+    suite.say(&format!("{label}: {}", row.message));
+    store_optimum(suite, run, &o, (&result, &row), &steps)?;
+    Ok(SEARCH_DONE)
+}
 
-    /// Stores the result row, and the best value's pooled metrics with `sla_best_*` as
-    /// the search run's metrics.
-    fn store_optimum(
-        &self,
-        run: &RunSpec,
-        o: &Optimum,
-        (result, row): (&OptimumResult, &SearchRow),
-        steps: &[Step],
-    ) -> Result<(), RunnerError> {
-        let name = variable_name(o.var);
-        self.lock()?.write_search(row)?;
-        let mut metrics = metrics_of(steps, result.best);
-        metrics.insert(format!("sla_best_{name}"), result.best);
-        metrics.insert(format!("sla_max_{name}"), None);
-        let extras = json!({ "search": {
-            "variable": row.variable,
-            "outcome": row.outcome,
-            "objective": { "metric": o.objective.metric, "goal": o.objective.goal.as_str() },
-            "best": result.best,
-            "best_score": result.best_score,
-            "first_fail": row.first_fail,
-            "failed_metric": row.failed_metric,
-            "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
-            "message": row.message,
-        }});
-        self.finish_search(run, RunStatus::Done, &metrics, &extras)
-    }
+/// Stores the result row, and the best value's pooled metrics with `sla_best_*` as
+/// the search run's metrics.
+fn store_optimum(
+    suite: &Suite<'_>,
+    run: &RunSpec,
+    o: &Optimum,
+    (result, row): (&OptimumResult, &SearchRow),
+    steps: &[Step],
+) -> Result<(), RunnerError> {
+    let name = variable_name(o.var);
+    suite.lock()?.write_search(row)?;
+    let mut metrics = metrics_of(steps, result.best);
+    metrics.insert(format!("sla_best_{name}"), result.best);
+    metrics.insert(format!("sla_max_{name}"), None);
+    let extras = json!({ "search": {
+        "variable": row.variable,
+        "outcome": row.outcome,
+        "objective": { "metric": o.objective.metric, "goal": o.objective.goal.as_str() },
+        "best": result.best,
+        "best_score": result.best_score,
+        "first_fail": row.first_fail,
+        "failed_metric": row.failed_metric,
+        "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
+        "message": row.message,
+    }});
+    finish_search(suite, run, RunStatus::Done, &metrics, &extras)
 }
 
 /// `2,310 tok/s`, `812.3 ms`: about four significant digits, with the metric's unit.

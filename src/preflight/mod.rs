@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::lifecycle::Servers;
-use super::prepare;
-use super::scrape::{self, CounterNames};
-use super::sims::Sims;
-use super::suite::{server_up, target};
-use super::RunnerError;
 use crate::control::{self, chain, explain, Route};
 use crate::plan::{DatasetKind, LoadSpec, LoadedPlan, TokenRange, WarmupSpec};
 use crate::planner::RunSpec;
+use crate::servers::sims::Sims;
+use crate::servers::Servers;
+use crate::suite::driver::{server_up, target};
+use crate::suite::prepare;
+use crate::suite::RunnerError;
+use crate::telemetry::{self, CounterNames};
 use crate::tokenize::TokenizerCache;
 
 /// How a check went.
@@ -341,7 +341,7 @@ fn tls_row(run: &RunSpec, client: &control::Client, failure: Option<&str>) -> Op
 
 async fn counters(run: &RunSpec, client: &control::Client) -> CheckRow {
     let candidates = CounterNames::candidates(run.settings.endpoint.spec.metrics.as_ref());
-    let found = scrape::scrape(client, &candidates).await;
+    let found = telemetry::scrape(client, &candidates).await;
     let r = |v, d| row(run, "server", "cache counters", v, d);
     match found {
         Some((names, _)) => {

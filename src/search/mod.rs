@@ -1,0 +1,371 @@
+//! One SLA-search run of a suite: asks `metrics::sla::Search` for the next value, runs
+//! each trial of it as a probe run of its own (the ordinary per-run machinery, stored and
+//! linked to the search), pools the trials' stored request records into one verdict, and
+//! stores the search's result as the search run's metrics (`sla_max_concurrency` /
+//! `sla_max_rate`, with the pooled metrics of the highest passing value). Probes finished
+//! by an earlier attempt are read back instead of rerun, so `--resume` repeats none.
+//! The suite hands its search runs to [`DRIVER`] (it names nothing of this stage); each
+//! trial goes through `Suite::one`. Must not know: HTTP details.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{json, Value};
+
+use crate::control::chain;
+use crate::engine::Target;
+use crate::metrics::condition::Condition;
+use crate::metrics::sla::{self, Next, Search, SearchOutcome, SearchResult};
+use crate::metrics::sla_objective::split_slo;
+use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
+use crate::plan::{self, SearchVariable};
+use crate::planner::search::{bounds, probe_run, trials};
+use crate::planner::RunSpec;
+use crate::record::RequestRecord;
+use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
+use crate::suite::driver::{run_label, Ended, SearchDriver, Suite};
+use crate::suite::RunnerError;
+
+mod optimum;
+
+/// What one step gave: the value, the pooled summary and its verdict.
+struct Step {
+    value: f64,
+    summary: RunSummary,
+    verdict: sla::Verdict,
+}
+
+fn variable_name(var: SearchVariable) -> &'static str {
+    match var {
+        SearchVariable::Concurrency => "concurrency",
+        SearchVariable::Rate => "rate",
+    }
+}
+
+fn definitions(d: plan::MetricDefinitions) -> MetricDefinitions {
+    match d {
+        plan::MetricDefinitions::Perfplan => MetricDefinitions::Perfplan,
+        plan::MetricDefinitions::Evalscope => MetricDefinitions::Evalscope,
+        plan::MetricDefinitions::Vllm => MetricDefinitions::Vllm,
+    }
+}
+
+/// How a finished search ended (its probes are runs of their own).
+const SEARCH_DONE: Ended = Ended {
+    completed: true,
+    failed_requests: 0,
+    failed_run: false,
+};
+
+/// "meets the SLO", or "fails: <the failed condition>".
+fn verdict_text(v: &sla::Verdict) -> String {
+    v.detail
+        .as_deref()
+        .map_or("meets the SLO".to_string(), |d| format!("fails: {d}"))
+}
+
+/// The pooled metrics of the probed `value`, or every metric unknown when there is none.
+fn metrics_of(steps: &[Step], value: Option<f64>) -> BTreeMap<String, Option<f64>> {
+    steps
+        .iter()
+        .find(|s| Some(s.value) == value)
+        .map(|s| s.summary.values.clone())
+        .unwrap_or_else(|| {
+            crate::metrics::names::all_names()
+                .into_iter()
+                .map(|n| (n, None))
+                .collect()
+        })
+}
+
+fn invalid(run: &RunSpec, reason: String) -> RunnerError {
+    RunnerError::Slo {
+        text: format!("search of run {}", run.id),
+        reason,
+    }
+}
+
+/// Runs a search; how it ended in `Ended` (when interrupted, finished probes are kept).
+/// The search driver a suite is given (`RunOptions::search`).
+pub static DRIVER: Driver = Driver;
+
+/// Runs SLA-search runs for a suite.
+#[derive(Debug)]
+pub struct Driver;
+
+impl SearchDriver for Driver {
+    fn search<'a>(
+        &'a self,
+        suite: &'a Suite<'a>,
+        run: &'a RunSpec,
+        target: &'a Target,
+        (total, notes): (usize, Vec<String>),
+    ) -> Pin<Box<dyn Future<Output = Result<Ended, RunnerError>> + 'a>> {
+        Box::pin(search(suite, run, target, total, notes))
+    }
+}
+
+async fn search(
+    suite: &Suite<'_>,
+    run: &RunSpec,
+    target: &Target,
+    total: usize,
+    notes: Vec<String>,
+) -> Result<Ended, RunnerError> {
+    for w in &notes {
+        suite.say(&format!("warning: {}: {w}", run_label(run, total)));
+    }
+    let load = &run.settings.load;
+    let var = load
+        .search
+        .ok_or_else(|| invalid(run, "not a search".into()))?;
+    let b = bounds(load).ok_or_else(|| invalid(run, "invalid precision".into()))?;
+    let (objective, conds) = split_slo(&load.slo).map_err(|e| invalid(run, e.to_string()))?;
+    let (conds, floor) = sla::with_success_floor(conds);
+    suite.say(&format!(
+        "{}: success floor {}",
+        run_label(run, total),
+        floor.describe()
+    ));
+    {
+        let mut store = suite.lock()?;
+        store.begin_run(&run.id)?;
+        store.clear_search(&run.id)?;
+    }
+    if let Some(objective) = objective {
+        let o = optimum::Optimum {
+            var,
+            bounds: b,
+            objective,
+            conds,
+            floor,
+        };
+        return optimum::search_optimum(suite, run, target, total, o).await;
+    }
+    let label = run_label(run, total);
+    let mut search = Search::new(b);
+    let mut steps: Vec<Step> = Vec::new();
+    let result = loop {
+        let value = match search.next() {
+            Next::Done(result) => break result,
+            Next::Probe(value) => value,
+        };
+        let Some(step) = run_step(
+            suite,
+            run,
+            target,
+            total,
+            (steps.len() as u32, value),
+            &conds,
+        )
+        .await?
+        else {
+            return interrupted_search(suite, run);
+        };
+        suite.say(&format!(
+            "{label}: search {}={value}: {}",
+            variable_name(var),
+            verdict_text(&step.verdict)
+        ));
+        search.record(value, step.verdict.passed);
+        steps.push(step);
+    };
+    let row = search_row(run, (var, &floor), &result, &steps);
+    suite.say(&format!("{label}: {}", row.message));
+    suite.lock()?.write_search(&row)?;
+    let mut metrics = metrics_of(steps.as_slice(), result.best_pass);
+    metrics.insert(format!("sla_max_{}", variable_name(var)), result.best_pass);
+    let extras = json!({ "search": {
+        "variable": row.variable,
+        "outcome": row.outcome,
+        "best_pass": row.best_pass,
+        "first_fail": row.first_fail,
+        "failed_metric": row.failed_metric,
+        "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
+        "message": row.message,
+    }});
+    finish_search(suite, run, RunStatus::Done, &metrics, &extras)?;
+    Ok(SEARCH_DONE)
+}
+
+/// Stores an interrupted search (its finished probes are kept for `--resume`).
+fn interrupted_search(suite: &Suite<'_>, run: &RunSpec) -> Result<Ended, RunnerError> {
+    finish_search(
+        suite,
+        run,
+        RunStatus::Interrupted,
+        &BTreeMap::new(),
+        &Value::Null,
+    )?;
+    Ok(Ended {
+        completed: false,
+        failed_requests: 0,
+        failed_run: false,
+    })
+}
+
+fn finish_search(
+    suite: &Suite<'_>,
+    run: &RunSpec,
+    status: RunStatus,
+    metrics: &BTreeMap<String, Option<f64>>,
+    extras: &Value,
+) -> Result<(), RunnerError> {
+    suite.lock()?.finish_run(
+        &run.id,
+        &RunFinish {
+            status,
+            metrics,
+            extras,
+            warnings: &[],
+            error: None,
+        },
+    )?;
+    Ok(())
+}
+
+/// Every trial of one value (reusing those finished earlier), pooled into a verdict.
+/// `None` when interrupted.
+async fn run_step(
+    suite: &Suite<'_>,
+    run: &RunSpec,
+    target: &Target,
+    total: usize,
+    (step, value): (u32, f64),
+    conds: &[Condition],
+) -> Result<Option<Step>, RunnerError> {
+    let mut pooled: Vec<Vec<RequestRecord>> = Vec::new();
+    for trial in 0..trials(&run.settings.load) {
+        let probe =
+            probe_run(run, value, trial).ok_or_else(|| invalid(run, "not a search".into()))?;
+        let done = register_probe(suite, run, &probe, step, value, trial)?;
+        if done {
+            suite.say(&format!(
+                "{}: done in an earlier attempt, reused",
+                run_label(&probe, total)
+            ));
+        } else {
+            match suite.one(&probe, target, total, Vec::new()).await {
+                Ok(end) if end.completed => {}
+                Ok(_) => return Ok(None),
+                Err(e) => {
+                    if !e.stops_suite() {
+                        suite.say(&format!(
+                            "error: {}: {}",
+                            run_label(&probe, total),
+                            chain(&e)
+                        ));
+                        suite.fail(&probe, &e)?;
+                    }
+                    return Err(e);
+                }
+            }
+            if let Some(pause) = suite.plan.spec.plan.pause_between_runs {
+                tokio::time::sleep(pause.0).await;
+            }
+        }
+        let rows = suite.lock()?.request_rows(&probe.id)?;
+        pooled.push(rows.iter().map(|r| r.to_record()).collect());
+    }
+    let opts = SummaryOptions {
+        definitions: definitions(suite.plan.spec.plan.metric_definitions),
+        slos: suite.slos.to_vec(),
+        inputs_per_request: run.settings.dataset.spec.batch_size.or(run
+            .settings
+            .dataset
+            .spec
+            .num_documents),
+        ..SummaryOptions::default()
+    };
+    let summary = summarize(&sla::pool(pooled), &opts);
+    let verdict = sla::verdict(&summary.values, conds);
+    suite.lock()?.write_search_step(&SearchStepRow {
+        search_id: run.id.clone(),
+        step,
+        value,
+        passed: verdict.passed,
+        failed_metric: verdict.failed_metric.clone(),
+        metrics: summary.values.clone(),
+    })?;
+    Ok(Some(Step {
+        value,
+        summary,
+        verdict,
+    }))
+}
+
+/// Registers and links a probe run; whether it is already done.
+fn register_probe(
+    suite: &Suite<'_>,
+    search: &RunSpec,
+    probe: &RunSpec,
+    step: u32,
+    value: f64,
+    trial: u32,
+) -> Result<bool, RunnerError> {
+    let mut store = suite.lock()?;
+    store.register_runs(&[RunRow {
+        id: probe.id.clone(),
+        ordinal: probe.ordinal as u32,
+        axes: Value::Object(probe.axes.clone()),
+        settings: probe.redacted_settings(),
+    }])?;
+    store.link_probe(&ProbeLink {
+        run_id: probe.id.clone(),
+        search_id: search.id.clone(),
+        step,
+        value,
+        trial,
+    })?;
+    Ok(store.run_status(&probe.id)? == RunStatus::Done)
+}
+
+/// `; success floor: success_ratio >= 1.0 (the default)`, appended to a search's sentence.
+fn floor_clause(floor: &sla::SuccessFloor) -> String {
+    let how = if floor.default { " (the default)" } else { "" };
+    format!(
+        "; success floor: success_ratio {}{how}",
+        floor.condition.text
+    )
+}
+
+/// The stored result, with a sentence saying what was found and the floor applied.
+fn search_row(
+    run: &RunSpec,
+    (var, floor): (SearchVariable, &sla::SuccessFloor),
+    result: &SearchResult,
+    steps: &[Step],
+) -> SearchRow {
+    let name = variable_name(var);
+    let failed = steps
+        .iter()
+        .find(|s| Some(s.value) == result.first_fail)
+        .map(|s| &s.verdict);
+    let failed_metric = failed.and_then(|v| v.failed_metric.clone());
+    let detail = failed.and_then(|v| v.detail.clone()).unwrap_or_default();
+    let message = match (result.outcome, result.best_pass, result.first_fail) {
+        (SearchOutcome::MinFails, _, Some(min)) => format!(
+            "even the lowest {name} searched ({min}) fails the SLO ({detail}): no load meets it; search stopped after {} probe(s)",
+            steps.len()
+        ),
+        (SearchOutcome::MaxPasses, Some(max), _) => format!(
+            "the highest {name} searched ({max}) still meets the SLO: raise `max` to find the limit"
+        ),
+        (_, Some(best), Some(fail)) => format!(
+            "highest {name} meeting the SLO: {best} ({fail} fails: {detail}); {} probe(s)",
+            steps.len()
+        ),
+        _ => format!("search ended after {} probe(s)", steps.len()),
+    } + &floor_clause(floor);
+    SearchRow {
+        run_id: run.id.clone(),
+        variable: name.to_string(),
+        outcome: result.outcome.as_str().to_string(),
+        best_pass: result.best_pass,
+        first_fail: result.first_fail,
+        failed_metric,
+        slo: run.settings.load.slo.clone(),
+        message,
+    }
+}
