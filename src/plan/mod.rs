@@ -24,6 +24,7 @@ pub mod ranges;
 pub mod secrets;
 pub mod semantic;
 pub mod set;
+pub mod sim_settings;
 pub mod toml_src;
 pub mod validate;
 pub mod yaml_src;

@@ -67,7 +67,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
                 }
             }
         }
-        if let Some(Err(e)) = ep.sim.as_ref().map(crate::sim::validate) {
+        if let Some(Err(e)) = ep.sim.as_ref().map(|s| s.validate()) {
             let at = tree.locate(&key(&["endpoints", name, "sim"]));
             diags.push(Diagnostic::error(
                 format!("endpoint `{name}`: {e}"),

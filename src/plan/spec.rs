@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::ranges;
-use crate::sim::SimConfig;
+use super::sim_settings::SimConfig;
 use crate::units::HumanDuration;
 
 /// A whole plan file (after imports are merged).

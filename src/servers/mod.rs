@@ -12,15 +12,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod launched;
 mod process;
 mod ready;
 mod reset;
-mod launched;
 pub mod sims;
 
+pub use launched::Servers;
 pub use process::{fill_port, kill_registered, log_tail, signal_group};
 pub use reset::{reset_cache, reset_warning};
-pub use launched::Servers;
 
 /// How long `ready` is polled when the plan does not say.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);

@@ -11,7 +11,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::config::SimConfig;
+use super::SimConfig;
 
 const MAX_DECK: usize = 10_000;
 

@@ -19,7 +19,6 @@
 //! slow-header faults.
 
 mod cache;
-pub mod config;
 mod faults;
 mod format;
 mod generate;
@@ -40,7 +39,12 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use config::{SimConfig, UsageMode};
+pub use crate::plan::sim_settings::{SimConfig, UsageMode};
+
+/// Checks settings that would make the simulator misbehave.
+pub fn validate(cfg: &SimConfig) -> Result<(), SimError> {
+    Ok(cfg.validate()?)
+}
 pub use faults::Fault;
 pub use state::ReceivedRequest;
 pub use truth::{TruthRecord, TruthReport};
@@ -57,11 +61,8 @@ pub enum SimError {
         #[source]
         source: std::io::Error,
     },
-    #[error("invalid simulator setting `{setting}`: {reason}")]
-    Setting {
-        setting: &'static str,
-        reason: String,
-    },
+    #[error(transparent)]
+    Setting(#[from] crate::plan::sim_settings::SettingError),
     #[error("simulator tokenizer")]
     Tokenizer(#[source] tokens::TokenizerError),
     #[error("simulator server failed")]
@@ -73,80 +74,6 @@ pub enum SimError {
 pub fn check(config: &SimConfig) -> Result<(), SimError> {
     validate(config)?;
     tokens::TokenCounter::load(config.tokenizer.as_deref()).map_err(SimError::Tokenizer)?;
-    Ok(())
-}
-
-/// Checks settings that would make the simulator misbehave (a plan's `[endpoints.NAME.sim]`
-/// is checked with it at validation).
-pub fn validate(cfg: &SimConfig) -> Result<(), SimError> {
-    let faults = [
-        ("fault_http_429", cfg.fault_http_429),
-        ("fault_http_500", cfg.fault_http_500),
-        ("fault_http_503", cfg.fault_http_503),
-        ("fault_drop", cfg.fault_drop),
-        ("fault_stall", cfg.fault_stall),
-        ("fault_malformed", cfg.fault_malformed),
-        ("fault_slow_headers", cfg.fault_slow_headers),
-    ];
-    for (setting, f) in faults {
-        if !(0.0..=1.0).contains(&f) {
-            return Err(SimError::Setting {
-                setting,
-                reason: format!("{f} is not a fraction between 0 and 1"),
-            });
-        }
-    }
-    let sum: f64 = faults.iter().map(|(_, f)| f).sum();
-    if sum > 1.0 + 1e-9 {
-        return Err(SimError::Setting {
-            setting: "fault_*",
-            reason: format!("fault fractions add up to {sum}, more than 1"),
-        });
-    }
-    if !cfg.prefill_tokens_per_s.is_finite() || cfg.prefill_tokens_per_s < 0.0 {
-        return Err(SimError::Setting {
-            setting: "prefill_tokens_per_s",
-            reason: "must be a non-negative number".into(),
-        });
-    }
-    for (setting, v) in [
-        ("tokens_per_chunk", cfg.tokens_per_chunk),
-        ("max_num_seqs", cfg.max_num_seqs),
-        ("block_size", cfg.block_size),
-    ] {
-        if v == 0 {
-            return Err(SimError::Setting {
-                setting,
-                reason: "must be at least 1".into(),
-            });
-        }
-    }
-    if let Some(mount) = &cfg.mount {
-        check_mount(mount)?;
-    }
-    Ok(())
-}
-
-/// A mount is `/` and path segments of unreserved characters, without a trailing `/`.
-fn check_mount(mount: &str) -> Result<(), SimError> {
-    let bad = |reason: &str| SimError::Setting {
-        setting: "mount",
-        reason: format!("`{mount}` {reason}"),
-    };
-    if !mount.starts_with('/') || mount.len() < 2 {
-        return Err(bad(
-            "must start with `/` and name a path, e.g. /gateway/openai",
-        ));
-    }
-    if mount.ends_with('/') || mount.contains("//") {
-        return Err(bad("must not end with `/` or hold an empty segment"));
-    }
-    let ok = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
-    if !mount.chars().all(ok) {
-        return Err(bad(
-            "may hold only letters, digits, `-`, `.`, `_`, `~` and `/`",
-        ));
-    }
     Ok(())
 }
 

@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use super::config::{SimConfig, UsageMode};
 use super::tokens::{marker, TokenCounter};
+use super::{SimConfig, UsageMode};
 
 /// Which API a request used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,12 +10,12 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use super::config::UsageMode;
 use super::faults::Fault;
 use super::format::{response_usage_json, usage_json, words};
 use super::generate::Generation;
 use super::request::{Api, ApiError};
 use super::stream::{flushed_then_dropped, message_item, response_object};
+use super::UsageMode;
 
 /// An OpenAI-style error answer.
 pub(crate) fn error_response(e: &ApiError) -> Response {

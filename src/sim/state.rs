@@ -10,10 +10,10 @@ use serde::Serialize;
 use tokio::sync::{Notify, Semaphore};
 
 use super::cache::{block_hashes, PrefixCache};
-use super::config::SimConfig;
 use super::faults::FaultDeck;
 use super::tokens::TokenCounter;
 use super::truth::{TruthRecord, TruthReport};
+use super::SimConfig;
 
 /// One request as received: method, path, headers (names lowercase, secret values
 /// redacted) and the JSON body (`null` when none or not JSON).

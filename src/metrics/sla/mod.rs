@@ -305,5 +305,4 @@ pub fn pool(trials: Vec<Vec<RequestRecord>>) -> Vec<RequestRecord> {
 }
 
 #[cfg(test)]
-#[path = "sla_tests.rs"]
 mod tests;

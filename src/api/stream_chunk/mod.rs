@@ -289,5 +289,4 @@ fn details(c: &mut Cursor<'_>) -> Scan<Option<DetailsWire>> {
 }
 
 #[cfg(test)]
-#[path = "stream_chunk_tests.rs"]
 mod tests;

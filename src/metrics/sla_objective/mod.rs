@@ -253,5 +253,4 @@ impl OptimumSearch {
 }
 
 #[cfg(test)]
-#[path = "sla_objective_tests.rs"]
 mod tests;

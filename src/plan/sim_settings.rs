@@ -1,6 +1,7 @@
 //! `SimConfig`: every setting of the simulator, shared by `perfplan sim --help`
 //! (clap), a plan's `[endpoints.NAME.sim]` table (serde + JSON Schema), and tests.
-//! The same names everywhere. Pure data: no server code here.
+//! The same names everywhere. Pure data and its checks, in `plan` because a plan holds it
+//! (so `plan` never reaches the simulator); `sim` re-exports it.
 
 use clap::Args;
 use schemars::JsonSchema;
@@ -231,4 +232,88 @@ impl Default for SimConfig {
             mount: None,
         }
     }
+}
+
+/// A simulator setting that would make it misbehave.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid simulator setting `{setting}`: {reason}")]
+pub struct SettingError {
+    pub setting: &'static str,
+    pub reason: String,
+}
+
+impl SimConfig {
+    /// Checks settings that would make the simulator misbehave (a plan's `[endpoints.NAME.sim]`
+    /// is checked with it at validation).
+    pub fn validate(&self) -> Result<(), SettingError> {
+        let faults = [
+            ("fault_http_429", self.fault_http_429),
+            ("fault_http_500", self.fault_http_500),
+            ("fault_http_503", self.fault_http_503),
+            ("fault_drop", self.fault_drop),
+            ("fault_stall", self.fault_stall),
+            ("fault_malformed", self.fault_malformed),
+            ("fault_slow_headers", self.fault_slow_headers),
+        ];
+        for (setting, f) in faults {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(SettingError {
+                    setting,
+                    reason: format!("{f} is not a fraction between 0 and 1"),
+                });
+            }
+        }
+        let sum: f64 = faults.iter().map(|(_, f)| f).sum();
+        if sum > 1.0 + 1e-9 {
+            return Err(SettingError {
+                setting: "fault_*",
+                reason: format!("fault fractions add up to {sum}, more than 1"),
+            });
+        }
+        if !self.prefill_tokens_per_s.is_finite() || self.prefill_tokens_per_s < 0.0 {
+            return Err(SettingError {
+                setting: "prefill_tokens_per_s",
+                reason: "must be a non-negative number".into(),
+            });
+        }
+        for (setting, v) in [
+            ("tokens_per_chunk", self.tokens_per_chunk),
+            ("max_num_seqs", self.max_num_seqs),
+            ("block_size", self.block_size),
+        ] {
+            if v == 0 {
+                return Err(SettingError {
+                    setting,
+                    reason: "must be at least 1".into(),
+                });
+            }
+        }
+        if let Some(mount) = &self.mount {
+            check_mount(mount)?;
+        }
+        Ok(())
+    }
+}
+
+/// A mount is `/` and path segments of unreserved characters, without a trailing `/`.
+fn check_mount(mount: &str) -> Result<(), SettingError> {
+    let bad = |reason: &str| SettingError {
+        setting: "mount",
+        reason: format!("`{mount}` {reason}"),
+    };
+    if !mount.starts_with('/') || mount.len() < 2 {
+        return Err(bad(
+            "must start with `/` and name a path, e.g. /gateway/openai",
+        ));
+    }
+    if mount.ends_with('/') || mount.contains("//") {
+        return Err(bad("must not end with `/` or hold an empty segment"));
+    }
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
+    if !mount.chars().all(ok) {
+        return Err(bad(
+            "may hold only letters, digits, `-`, `.`, `_`, `~` and `/`",
+        ));
+    }
+    Ok(())
 }

@@ -412,5 +412,4 @@ fn special_at(bytes: &[u8]) -> Option<usize> {
 }
 
 #[cfg(test)]
-#[path = "scan_tests.rs"]
 mod tests;
