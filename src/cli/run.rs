@@ -62,22 +62,24 @@ pub struct RunArgs {
     pub start_at: Option<std::time::SystemTime>,
 }
 
-pub fn run(args: &RunArgs) -> u8 {
-    let plan = match &args.plan {
+/// The plan of `run`: its file, or the plan-free flags (`--url`).
+fn load_plan(args: &RunArgs) -> Result<crate::plan::LoadedPlan, u8> {
+    match &args.plan {
         Some(path) => {
             let file = PlanArgs {
                 plan: path.clone(),
                 sets: args.sets.clone(),
             };
-            match plan_args::load(&file) {
-                Some(plan) => plan,
-                None => return exit::INVALID,
-            }
+            plan_args::load(&file).ok_or(exit::INVALID)
         }
-        None => match super::quick::load(&args.quick) {
-            Ok(plan) => plan,
-            Err(code) => return code,
-        },
+        None => super::quick::load(&args.quick),
+    }
+}
+
+pub fn run(args: &RunArgs) -> u8 {
+    let plan = match load_plan(args) {
+        Ok(plan) => plan,
+        Err(code) => return code,
     };
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;

@@ -86,22 +86,7 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
             headers,
         });
     }
-    let mut warnings = Vec::new();
-    if raws.windows(2).any(|w| w[1].at_us < w[0].at_us) {
-        warnings.push(format!(
-            "{}: records are not in time order; they are replayed sorted by timestamp",
-            path.display()
-        ));
-        raws.sort_by_key(|r| (r.at_us, r.line));
-    }
-    if !left_out.is_empty() {
-        let names: Vec<String> = left_out.into_iter().collect();
-        warnings.push(format!(
-            "recorded headers not replayed: {} (perfplan writes framing, encoding and \
-             request-id headers itself; secrets are never replayed, the endpoint's key is sent)",
-            names.join(", ")
-        ));
-    }
+    let warnings = order_and_note(&path, &mut raws, left_out);
     let speed = spec.speed.unwrap_or(1.0);
     if !(speed.is_finite() && speed > 0.0) {
         return Err(DatasetError::Invalid(
@@ -126,6 +111,32 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
         warnings,
         records,
     })
+}
+
+/// Sorts records out of time order (with a warning), and names the recorded headers that
+/// are not replayed.
+fn order_and_note(
+    path: &std::path::Path,
+    raws: &mut [Raw],
+    left_out: std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if raws.windows(2).any(|w| w[1].at_us < w[0].at_us) {
+        warnings.push(format!(
+            "{}: records are not in time order; they are replayed sorted by timestamp",
+            path.display()
+        ));
+        raws.sort_by_key(|r| (r.at_us, r.line));
+    }
+    if !left_out.is_empty() {
+        let names: Vec<String> = left_out.into_iter().collect();
+        warnings.push(format!(
+            "recorded headers not replayed: {} (perfplan writes framing, encoding and \
+             request-id headers itself; secrets are never replayed, the endpoint's key is sent)",
+            names.join(", ")
+        ));
+    }
+    warnings
 }
 
 /// The configured rewrites of one recorded body.

@@ -5,7 +5,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::load_spec::LoadSpec;
-use super::spec::{ApiSpec, CacheState, DatasetSpec, RequestSpec};
+use super::spec::{ApiSpec, CacheState, DatasetSpec};
+use super::RequestSpec;
 
 /// Where an axis's value lands in a run's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

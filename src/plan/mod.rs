@@ -5,11 +5,13 @@
 pub mod access;
 pub mod load_spec;
 pub mod matrix;
+pub mod request_spec;
 pub mod spec;
 
 pub use access::{PathsSpec, TlsSpec};
 pub use load_spec::*;
 pub use matrix::MatrixSpec;
+pub use request_spec::*;
 pub use spec::*;
 pub mod bounds;
 pub mod dataset_keys;

@@ -121,26 +121,20 @@ async fn send(
     Ok((status, text))
 }
 
-/// Sends the probe (dropping fields a 400 names) and checks what came back.
-pub(super) async fn probe(
-    run: &RunSpec,
-    mode: &str,
+/// Sends the probe; on a 400 that names a field of the body, drops the field (a row
+/// advising `reject_fields`) and sends again, at most `MAX_RETRIES` times. `None` (with a
+/// failed row) when the server could not be reached.
+async fn send_dropping(
+    (run, mode): (&RunSpec, &str),
     client: &control::Client,
-    req: PreparedRequest,
-) -> Vec<CheckRow> {
-    let mut rows = Vec::new();
+    (req, body): (&PreparedRequest, &mut serde_json::Map<String, Value>),
+    rows: &mut Vec<CheckRow>,
+    rejected: &mut Vec<String>,
+) -> Option<(u16, String)> {
     let r = |check: &str, v, d| row(run, mode, check, v, d);
     let ep = &run.settings.endpoint.name;
-    let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(&req.body) else {
-        return vec![r(
-            "request",
-            Verdict::Fail,
-            "the request body is not a JSON object".into(),
-        )];
-    };
-    let mut rejected = Vec::new();
-    let answer = loop {
-        let (status, text) = match send(client, req.kind, &body).await {
+    loop {
+        let (status, text) = match send(client, req.kind, body).await {
             Ok(a) => a,
             Err(e) => {
                 rows.push(r(
@@ -148,11 +142,11 @@ pub(super) async fn probe(
                     Verdict::Fail,
                     format!("POST {}: {e}", client.urls().api(req.kind)),
                 ));
-                return rows;
+                return None;
             }
         };
         if status == 400 && rejected.len() < MAX_RETRIES {
-            if let Some(field) = named_field(&text, &body) {
+            if let Some(field) = named_field(&text, body) {
                 body.remove(&field);
                 rows.push(advise(
                     r(
@@ -166,31 +160,40 @@ pub(super) async fn probe(
                 continue;
             }
         }
-        break (status, text);
+        return Some((status, text));
+    }
+}
+
+/// Sends the probe (dropping fields a 400 names) and checks what came back.
+pub(super) async fn probe(
+    run: &RunSpec,
+    mode: &str,
+    client: &control::Client,
+    req: PreparedRequest,
+) -> Vec<CheckRow> {
+    let mut rows = Vec::new();
+    let r = |check: &str, v, d| row(run, mode, check, v, d);
+    let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(&req.body) else {
+        return vec![r(
+            "request",
+            Verdict::Fail,
+            "the request body is not a JSON object".into(),
+        )];
     };
-    let (status, text) = answer;
+    let mut rejected = Vec::new();
+    let Some((status, text)) = send_dropping(
+        (run, mode),
+        client,
+        (&req, &mut body),
+        &mut rows,
+        &mut rejected,
+    )
+    .await
+    else {
+        return rows;
+    };
     if !(200..300).contains(&status) {
-        let detail = format!("HTTP {status}: {}", message(&text));
-        let row = if status == 404 {
-            advise(
-                r("request", Verdict::Fail, detail),
-                format!(
-                    "check that {} is the server's route (base_url, or `paths.{}` of the endpoint) and that it serves `{}` (served_name of model `{}`)",
-                    client.urls().api(req.kind),
-                    req.kind.as_str(),
-                    run.served_model(),
-                    run.settings.model.name
-                ),
-            )
-        } else if run.settings.tokenize_prompt {
-            advise(
-                r("token-id prompt", Verdict::Fail, detail),
-                "this server does not take token-id prompts (some answer HTTP 500, not 400); use tokenize_prompt = false",
-            )
-        } else {
-            r("request", Verdict::Fail, detail)
-        };
-        rows.push(row);
+        rows.push(refused(run, mode, client, &req, (status, &text)));
         return rows;
     }
     let sent: Vec<&String> = body
@@ -228,6 +231,37 @@ pub(super) async fn probe(
         rows.push(images_row(run, mode, client, &req, seen, &plain).await);
     }
     rows
+}
+
+/// The row of a probe the server refused (not a field it named): why, and what to try.
+fn refused(
+    run: &RunSpec,
+    mode: &str,
+    client: &control::Client,
+    req: &PreparedRequest,
+    (status, text): (u16, &str),
+) -> CheckRow {
+    let r = |check: &str, v, d| row(run, mode, check, v, d);
+    let detail = format!("HTTP {status}: {}", message(text));
+    if status == 404 {
+        advise(
+            r("request", Verdict::Fail, detail),
+            format!(
+                "check that {} is the server's route (base_url, or `paths.{}` of the endpoint) and that it serves `{}` (served_name of model `{}`)",
+                client.urls().api(req.kind),
+                req.kind.as_str(),
+                run.served_model(),
+                run.settings.model.name
+            ),
+        )
+    } else if run.settings.tokenize_prompt {
+        advise(
+            r("token-id prompt", Verdict::Fail, detail),
+            "this server does not take token-id prompts (some answer HTTP 500, not 400); use tokenize_prompt = false",
+        )
+    } else {
+        r("request", Verdict::Fail, detail)
+    }
 }
 
 fn usage_rows(run: &RunSpec, mode: &str, stream: bool, seen: Seen) -> Vec<CheckRow> {

@@ -154,45 +154,55 @@ pub fn line_chart(chart: &Chart) -> String {
         escape(&chart.y_label)
     );
     for (i, series) in chart.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let pts: Vec<String> = series
-            .points
-            .iter()
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
-            .collect();
-        let _ = write!(
-            s,
-            r#"<g><title>{}</title><polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-            escape(&series.name),
-            pts.join(" ")
-        );
-        if series.markers {
-            for p in &pts {
-                if let Some((x, y)) = p.split_once(',') {
-                    let _ = write!(s, r#"<circle cx="{x}" cy="{y}" r="3.5" fill="{color}"/>"#);
-                }
-            }
-        }
-        s.push_str("</g>");
-        let ly = TOP + 8.0 + 18.0 * i as f64;
-        let lx = LEFT + pw + 14.0;
-        let mut name: String = series.name.chars().take(56).collect();
-        if name.len() < series.name.len() {
-            name.push('…');
-        }
-        let _ = write!(
-            s,
-            r#"<g><title>{}</title><rect x="{lx}" y="{:.1}" width="14" height="4" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
-            escape(&series.name),
-            ly - 4.0,
-            lx + 20.0,
-            ly + 2.0,
-            escape(&name)
-        );
+        series_svg(&mut s, (i, series), (&sx, &sy), pw);
     }
     s.push_str("</svg>");
     s
+}
+
+/// One series of a line chart: its line (and markers), and its legend entry.
+fn series_svg(
+    s: &mut String,
+    (i, series): (usize, &Series),
+    (sx, sy): (&dyn Fn(f64) -> f64, &dyn Fn(f64) -> f64),
+    pw: f64,
+) {
+    let color = PALETTE[i % PALETTE.len()];
+    let pts: Vec<String> = series
+        .points
+        .iter()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+        .collect();
+    let _ = write!(
+        s,
+        r#"<g><title>{}</title><polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+        escape(&series.name),
+        pts.join(" ")
+    );
+    if series.markers {
+        for p in &pts {
+            if let Some((x, y)) = p.split_once(',') {
+                let _ = write!(s, r#"<circle cx="{x}" cy="{y}" r="3.5" fill="{color}"/>"#);
+            }
+        }
+    }
+    s.push_str("</g>");
+    let ly = TOP + 8.0 + 18.0 * i as f64;
+    let lx = LEFT + pw + 14.0;
+    let mut name: String = series.name.chars().take(56).collect();
+    if name.len() < series.name.len() {
+        name.push('…');
+    }
+    let _ = write!(
+        s,
+        r#"<g><title>{}</title><rect x="{lx}" y="{:.1}" width="14" height="4" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
+        escape(&series.name),
+        ly - 4.0,
+        lx + 20.0,
+        ly + 2.0,
+        escape(&name)
+    );
 }
 
 #[cfg(test)]

@@ -173,9 +173,20 @@ async fn search(
     };
     let row = search_row(run, (var, &floor), &result, &steps);
     suite.say(&format!("{label}: {}", row.message));
-    suite.lock()?.write_search(&row)?;
-    let mut metrics = metrics_of(steps.as_slice(), result.best_pass);
-    metrics.insert(format!("sla_max_{}", variable_name(var)), result.best_pass);
+    store_limit(suite, run, &row, (&result, &steps))
+}
+
+/// Stores a finished limit search: its row, and its metrics (`sla_max_*` and the pooled
+/// metrics of the highest passing value).
+fn store_limit(
+    suite: &Suite<'_>,
+    run: &RunSpec,
+    row: &SearchRow,
+    (result, steps): (&SearchResult, &[Step]),
+) -> Result<Ended, RunnerError> {
+    suite.lock()?.write_search(row)?;
+    let mut metrics = metrics_of(steps, result.best_pass);
+    metrics.insert(format!("sla_max_{}", row.variable), result.best_pass);
     let extras = json!({ "search": {
         "variable": row.variable,
         "outcome": row.outcome,

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::prepare::PreparedRun;
 use super::progress::RunProgress;
+use super::turn_inputs::TurnInputs;
 use super::writer::{count_output, Writer, WriterContext};
 use super::RunnerError;
 use crate::engine::{
@@ -178,16 +179,12 @@ fn pass_endpoint(ctx: &RunContext<'_>, run_id: &str, first: u64) -> Endpoint {
         .with_raw_responses(ctx.log.debug())
 }
 
-/// Executes one prepared run and stores its records and summary.
-pub async fn execute(
-    ctx: &RunContext<'_>,
-    run: &RunSpec,
-    mut prepared: PreparedRun,
-) -> Result<RunResult, RunnerError> {
+/// The engine's settings of a run's passes.
+fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
     let load = &run.settings.load;
     let planned = engine_load(load, run.dataset_seed);
-    let cfg = RunConfig {
-        load: super::traffic::load(&prepared, planned, load.max_in_flight),
+    RunConfig {
+        load: super::traffic::load(prepared, planned, load.max_in_flight),
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
         duration: load
@@ -195,10 +192,17 @@ pub async fn execute(
             .map(|d| d.0)
             .filter(|_| prepared.conversation.is_none()),
         grace: GRACE,
-    };
-    let progress =
-        RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
-    let turn_inputs = super::turn_inputs::connect(&mut prepared);
+    }
+}
+
+/// The writer of a run's rows, started before its first request (bodies stored and
+/// logged first), and the multi-turn input counts it fills in.
+fn start_writer(
+    ctx: &RunContext<'_>,
+    run: &RunSpec,
+    prepared: &mut PreparedRun,
+) -> Result<(Writer, Option<Arc<TurnInputs>>), RunnerError> {
+    let turn_inputs = super::turn_inputs::connect(prepared);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
         run_id: run.id.clone(),
@@ -216,6 +220,72 @@ pub async fn execute(
     }
     ctx.log.requests(&run.id, &prepared.priming);
     ctx.log.requests(&run.id, &prepared.requests);
+    Ok((writer, turn_inputs))
+}
+
+/// The priming pass of a warm run, if it has one: how many requests it sent, and its
+/// warnings.
+async fn prime(
+    ctx: &RunContext<'_>,
+    run: &RunSpec,
+    prepared: &mut PreparedRun,
+    cfg: &RunConfig,
+    sink: &mut (impl FnMut(&RequestRecord) + Send),
+) -> Result<(u64, Vec<String>), RunnerError> {
+    let Some((mut source, load, duration)) =
+        super::priming::take(run, prepared, cfg.load, &ctx.log)?
+    else {
+        return Ok((0, Vec::new()));
+    };
+    let priming_cfg = RunConfig {
+        load,
+        duration,
+        ..cfg.clone()
+    };
+    let endpoint = pass_endpoint(ctx, &run.id, ctx.index_base);
+    let out = engine::run(&endpoint, &mut source, &priming_cfg, ctx.cancel, sink)
+        .await
+        .map_err(|source| RunnerError::Load {
+            run: run.id.clone(),
+            source,
+        })?;
+    let mut warnings: Vec<String> = out
+        .preconnect
+        .and_then(|p| p.warning())
+        .into_iter()
+        .collect();
+    warnings.extend(source.finish_building());
+    Ok((out.records.len() as u64, warnings))
+}
+
+/// `--start-at`: the connections are opened before the barrier, so every shard's first
+/// request goes out at the barrier's instant (the engine's own pre-connect then finds
+/// them open). The early connections, and the warning of a barrier already past.
+async fn barrier(
+    ctx: &RunContext<'_>,
+    cfg: &RunConfig,
+    requests_left: Option<usize>,
+) -> (Option<Preconnect>, Option<String>) {
+    let Some(at) = ctx.start_at else {
+        return (None, None);
+    };
+    let early = ctx
+        .endpoint
+        .preconnect(cfg.preconnections(requests_left))
+        .await;
+    (early, super::start_at::wait_until(at).await)
+}
+
+/// Executes one prepared run and stores its records and summary.
+pub async fn execute(
+    ctx: &RunContext<'_>,
+    run: &RunSpec,
+    mut prepared: PreparedRun,
+) -> Result<RunResult, RunnerError> {
+    let cfg = run_config(run, &prepared);
+    let progress =
+        RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
+    let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared)?;
     let tx = writer.sender();
     let sink_for = |offset: u64| {
         let (progress, tx) = (&progress, &tx);
@@ -228,28 +298,8 @@ pub async fn execute(
             }
         }
     };
-    let mut primed = 0u64;
-    let mut warnings = Vec::new();
-    if let Some((mut source, load, duration)) =
-        super::priming::take(run, &mut prepared, cfg.load, &ctx.log)?
-    {
-        let priming_cfg = RunConfig {
-            load,
-            duration,
-            ..cfg.clone()
-        };
-        let mut sink = sink_for(ctx.index_base);
-        let endpoint = pass_endpoint(ctx, &run.id, ctx.index_base);
-        let out = engine::run(&endpoint, &mut source, &priming_cfg, ctx.cancel, &mut sink)
-            .await
-            .map_err(|source| RunnerError::Load {
-                run: run.id.clone(),
-                source,
-            })?;
-        primed = out.records.len() as u64;
-        warnings.extend(out.preconnect.and_then(|p| p.warning()));
-        warnings.extend(source.finish_building());
-    }
+    let (primed, mut warnings) =
+        prime(ctx, run, &mut prepared, &cfg, &mut sink_for(ctx.index_base)).await?;
     // Request indices are unique within a run: the measured pass continues after the priming pass.
     let offset = ctx.index_base + primed;
     let mut sink = sink_for(offset);
@@ -258,20 +308,7 @@ pub async fn execute(
         None => None,
     };
     let mut source = super::traffic::Source::new(&mut prepared, &ctx.log)?;
-    // `--start-at`: the connections are opened before the barrier, so every shard's first
-    // request goes out at the barrier's instant (the engine's own pre-connect then finds
-    // them open).
-    let early = match ctx.start_at {
-        Some(_) => {
-            let wanted = cfg.preconnections(source.requests_left());
-            ctx.endpoint.preconnect(wanted).await
-        }
-        None => None,
-    };
-    let late = match ctx.start_at {
-        Some(at) => super::start_at::wait_until(at).await,
-        None => None,
-    };
+    let (early, late) = barrier(ctx, &cfg, source.requests_left()).await;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
     let mut output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
@@ -292,42 +329,75 @@ pub async fn execute(
     progress.finish();
     // A failed write of the rows is the error to report, before anything after it.
     let stored = writer.finish()?;
-    let server_ratio = server_ratio?;
     if let Some(t) = &turn_inputs {
         t.apply(&mut output.records);
     }
+    let passes = Passes {
+        primed,
+        stored,
+        server_ratio: server_ratio?,
+        late,
+    };
+    Ok(conclude(
+        ctx,
+        run,
+        (&prepared, &source),
+        output,
+        passes,
+        warnings,
+    ))
+}
+
+/// What the passes of a run left for its result.
+struct Passes {
+    primed: u64,
+    stored: u64,
+    server_ratio: Option<f64>,
+    /// The warning of a `--start-at` already past.
+    late: Option<String>,
+}
+
+/// The run's summary and warnings, from its measured records.
+fn conclude(
+    ctx: &RunContext<'_>,
+    run: &RunSpec,
+    (prepared, source): (&PreparedRun, &super::traffic::Source),
+    output: RunOutput,
+    passes: Passes,
+    mut warnings: Vec<String>,
+) -> RunResult {
     warnings.extend(super::cache::leak_warning(run, &output.records));
     let mut summary = summarize_output(
         ctx,
         run,
         output.clone(),
         prepared.tokenizer.as_deref(),
-        server_ratio,
+        passes.server_ratio,
     );
     let traffic = source.finish(&output.records, &mut summary);
     let all_failed = all_failed(&summary, &output.records).filter(|_| !output.cancelled);
     let (input_lengths, length_warning) =
         super::lengths::input_lengths(&output.records, &prepared.targets);
     warnings.extend(output.preconnect.as_ref().and_then(Preconnect::warning));
-    warnings.extend(late);
+    warnings.extend(passes.late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
     warnings.extend(super::failures::partial_failure_warning(
         &summary,
         &output.records,
     ));
-    Ok(RunResult {
+    RunResult {
         summary,
         cancelled: output.cancelled,
-        stored,
-        sent: primed + output.records.len() as u64,
+        stored: passes.stored,
+        sent: passes.primed + output.records.len() as u64,
         warnings,
         traffic,
         all_failed,
         input_lengths,
         started: output.started,
         preconnect: output.preconnect,
-    })
+    }
 }
 
 /// Requests (or turns) the run will send, priming included; `None` when its duration,
