@@ -27,7 +27,10 @@ pub fn usable(args: &RunArgs, runs: &[RunSpec]) -> bool {
     if args.shard.is_none() {
         return true;
     }
-    if let Some(run) = runs.iter().find(|r| r.settings.load.search.is_some()) {
+    if let Some(run) = runs
+        .iter()
+        .find(|r| matches!(r.load(), crate::planner::Load::Search { .. }))
+    {
         eprintln!(
             "error: --shard cannot split the SLA search of run {}: each probe's verdict needs the \
              whole load's metrics, which exist only after `perfplan merge`; search on one machine, \

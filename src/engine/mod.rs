@@ -23,6 +23,7 @@ pub mod preconnect;
 pub mod request_id;
 mod response;
 mod run;
+pub mod schedule;
 pub mod source;
 pub mod target;
 mod ticker;

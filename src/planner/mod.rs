@@ -11,7 +11,9 @@ pub mod search;
 mod select;
 
 pub use resolve::{load_problems, parse_share, warmup_count};
-pub use run::{canonical_json, is_secret_header, run_id, Named, RunSettings, RunSpec};
+pub use run::{
+    canonical_json, is_secret_header, run_id, ArrivalProcess, Load, Named, RunSettings, RunSpec,
+};
 pub use select::select;
 
 use std::collections::{BTreeMap, BTreeSet};

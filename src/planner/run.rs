@@ -5,7 +5,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::plan::{
-    ApiSpec, CacheState, DatasetSpec, EndpointSpec, LoadSpec, ModelSpec, RequestSpec,
+    ApiSpec, Arrivals, CacheState, DatasetKind, DatasetSpec, EndpointSpec, LoadSpec, ModelSpec,
+    RequestSpec, SearchVariable,
 };
 
 /// Everything that determines what a run sends. Its canonical JSON is hashed into the id.
@@ -45,7 +46,85 @@ pub struct RunSpec {
     pub dataset_seed: u64,
 }
 
+/// How a run sends its requests: the mode, worked out here once from the run's load
+/// table (kept as written in `settings`, whose JSON is the run's id), so that no stage
+/// after the planner works it out again from optional fields.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// Closed loop: `concurrency` requests (or conversations) in flight.
+    Closed { concurrency: u32 },
+    /// Open loop: arrivals at `rate` per second spaced by `process`, at most
+    /// `max_in_flight` requests in flight when set.
+    Open {
+        rate: f64,
+        process: ArrivalProcess,
+        max_in_flight: Option<u32>,
+    },
+    /// A trace replayed at its recorded times (a `concurrency` or `rate` the load also
+    /// names is not used: the trace's clock is), at most `max_in_flight` in flight.
+    Trace { max_in_flight: Option<u32> },
+    /// An SLA search over `variable`: its trials are runs of their own
+    /// (`planner::search::probe_run`), each closed or open.
+    Search { variable: SearchVariable },
+}
+
+/// How an open loop's arrivals are spaced, with its parameters resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArrivalProcess {
+    /// Exponential gaps (the default).
+    Poisson,
+    /// Gamma gaps of shape `burstiness` (1 = Poisson, < 1 burstier).
+    Gamma { burstiness: f64 },
+    /// Equal gaps of 1/rate.
+    Constant,
+}
+
+impl Load {
+    /// The mode of `load` for a dataset of `kind`. A load that names neither
+    /// `concurrency` nor `rate` is refused at validation unless a trace times it; should
+    /// one reach here anyway, it is a closed loop of one (the gentlest load).
+    pub fn of(load: &LoadSpec, kind: DatasetKind) -> Load {
+        if let Some(variable) = load.search {
+            return Load::Search { variable };
+        }
+        if kind == DatasetKind::Trace {
+            return Load::Trace {
+                max_in_flight: load.max_in_flight,
+            };
+        }
+        match (load.concurrency, load.rate) {
+            (Some(concurrency), _) => Load::Closed { concurrency },
+            (None, Some(rate)) => Load::Open {
+                rate,
+                process: match load.arrivals.unwrap_or_default() {
+                    Arrivals::Poisson => ArrivalProcess::Poisson,
+                    Arrivals::Gamma => ArrivalProcess::Gamma {
+                        burstiness: load.burstiness.unwrap_or(1.0),
+                    },
+                    Arrivals::Constant => ArrivalProcess::Constant,
+                },
+                max_in_flight: load.max_in_flight,
+            },
+            (None, None) => Load::Closed { concurrency: 1 },
+        }
+    }
+
+    /// Requests in flight at most, when the mode bounds them.
+    pub fn in_flight(&self) -> Option<u32> {
+        match *self {
+            Load::Closed { concurrency } => Some(concurrency),
+            Load::Open { max_in_flight, .. } | Load::Trace { max_in_flight } => max_in_flight,
+            Load::Search { .. } => None,
+        }
+    }
+}
+
 impl RunSpec {
+    /// How this run sends its requests (see [`Load`]).
+    pub fn load(&self) -> Load {
+        Load::of(&self.settings.load, self.settings.dataset.spec.kind)
+    }
+
     /// The model name sent in requests.
     pub fn served_model(&self) -> &str {
         self.settings

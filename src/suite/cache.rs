@@ -76,7 +76,11 @@ pub fn leak_warning(run: &RunSpec, records: &[RequestRecord]) -> Option<String> 
         .filter(|r| r.outcome == Outcome::Ok && matches!(r.phase, Phase::Warmup | Phase::Measured))
         .collect();
     ok.sort_by_key(|r| r.sent);
-    let first_k = run.settings.load.concurrency.unwrap_or(1).max(1) as usize;
+    // The first wave of a closed loop is sent at once; an open loop's first request alone.
+    let first_k = match run.load() {
+        crate::planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
+        _ => 1,
+    };
     let first_hit = ok
         .iter()
         .take(first_k)

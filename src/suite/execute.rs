@@ -17,8 +17,8 @@ use crate::engine::{
 };
 use crate::metrics::condition::{parse_condition, Op, Threshold};
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
-use crate::plan::{self, Arrivals, LoadSpec};
-use crate::planner::RunSpec;
+use crate::plan;
+use crate::planner::{self, RunSpec};
 use crate::record::{Outcome, RequestRecord};
 use crate::store::{ServerPhase, Store};
 
@@ -125,21 +125,34 @@ pub fn slos_of(slo: &BTreeMap<String, String>) -> Result<Vec<Slo>, RunnerError> 
     Ok(out)
 }
 
-pub fn engine_load(load: &LoadSpec, seed: u64) -> Load {
-    match (load.concurrency, load.rate) {
-        (Some(c), _) => Load::Closed { concurrency: c },
-        (None, rate) => Load::Open {
-            rate: rate.unwrap_or(1.0),
-            arrivals: match load.arrivals.unwrap_or_default() {
-                Arrivals::Poisson => engine::Arrivals::Poisson,
-                Arrivals::Gamma => engine::Arrivals::Gamma {
-                    burstiness: load.burstiness.unwrap_or(1.0),
-                },
-                Arrivals::Constant => engine::Arrivals::Constant,
-            },
-            seed,
-            max_in_flight: load.max_in_flight,
+/// The engine's load of a run (its mode from the planner's typed [`planner::Load`]): a
+/// trace is sent on its recorded schedule; a search's trials are runs of their own, so a
+/// search run itself is never sent (it maps to its gentlest trial, a closed loop of one,
+/// for the pool size only).
+pub fn engine_load(run: &RunSpec) -> Load {
+    match run.load() {
+        planner::Load::Closed { concurrency } => Load::Closed { concurrency },
+        planner::Load::Open {
+            rate,
+            process,
+            max_in_flight,
+        } => Load::Open {
+            rate,
+            arrivals: arrivals(process),
+            seed: run.dataset_seed,
+            max_in_flight,
         },
+        planner::Load::Trace { max_in_flight } => Load::Scheduled { max_in_flight },
+        planner::Load::Search { .. } => Load::Closed { concurrency: 1 },
+    }
+}
+
+/// The engine's arrival process of a planned one.
+pub fn arrivals(process: planner::ArrivalProcess) -> engine::Arrivals {
+    match process {
+        planner::ArrivalProcess::Poisson => engine::Arrivals::Poisson,
+        planner::ArrivalProcess::Gamma { burstiness } => engine::Arrivals::Gamma { burstiness },
+        planner::ArrivalProcess::Constant => engine::Arrivals::Constant,
     }
 }
 
@@ -182,9 +195,8 @@ fn pass_endpoint(ctx: &RunContext<'_>, run_id: &str, first: u64) -> Endpoint {
 /// The engine's settings of a run's passes.
 fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
     let load = &run.settings.load;
-    let planned = engine_load(load, run.dataset_seed);
     RunConfig {
-        load: super::traffic::load(prepared, planned, load.max_in_flight),
+        load: super::traffic::load(prepared, engine_load(run), load.max_in_flight),
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
         duration: load

@@ -13,7 +13,7 @@ use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized, PromptItem};
 use crate::engine::PreparedRequest;
 use crate::plan::CacheState;
-use crate::planner::{warmup_count, RunSpec};
+use crate::planner::{self, warmup_count, RunSpec};
 use crate::record::Phase;
 use crate::request::fields;
 use crate::request::template::{self, TemplateInput};
@@ -151,7 +151,7 @@ pub fn prepare(
     let warmup = warmup_count(&s.load) as usize;
     let (measured, duration_cap) = match measured_count(run) {
         Some(n) => (Some(n), None),
-        None if sharded => (Some(sharded_cap(&s.load)), Some(sharded_cap(&s.load))),
+        None if sharded => (Some(sharded_cap(run)), Some(sharded_cap(run))),
         None => (None, None),
     };
     let count = measured.map_or(usize::MAX, |m| warmup + m);
@@ -188,9 +188,9 @@ pub fn prepare(
 
 /// A sharded duration-only load's list: rate × duration × 1.2 + 16 requests for an open
 /// loop (never more than the cap), the cap for a closed one.
-fn sharded_cap(load: &crate::plan::LoadSpec) -> usize {
-    match (load.rate, load.duration) {
-        (Some(rate), Some(d)) => {
+fn sharded_cap(run: &RunSpec) -> usize {
+    match (run.load(), run.settings.load.duration) {
+        (planner::Load::Open { rate, .. }, Some(d)) => {
             ((rate * d.0.as_secs_f64() * 1.2).ceil() as usize + 16).min(SHARDED_DURATION_ONLY_CAP)
         }
         _ => SHARDED_DURATION_ONLY_CAP,
@@ -232,7 +232,7 @@ fn prebuilt(
     out.targets = Arc::new(Targets::new(
         items.iter().map(|i| i.target_input_tokens).collect(),
     ));
-    out.schedule = poisson_schedule(&s.load, requests.len(), run.dataset_seed);
+    out.schedule = poisson_schedule(run, requests.len());
     if let Some(offsets) = &out.schedule {
         // A duration-bound load sends rate × duration requests: the rest are never due.
         requests.truncate(offsets.len());
@@ -345,88 +345,26 @@ impl BodyBuilder {
     }
 }
 
-/// The send times of a Poisson load with a request count: N arrivals (N = `requests`, or
-/// rate × `duration` when that is fewer), the first at 0, N − 1 gaps between them.
-///
-/// Each gap is exponentially distributed, as in any Poisson process, but the set of gaps
-/// is balanced: gap k is drawn from the k-th of N − 1 equal-probability slices of the
-/// exponential distribution (stratified sampling), and the gaps are then shuffled. So the
-/// sample looks like its distribution — coefficient of variation 0.99–1.03 for 98% of
-/// seeds with 1,000 gaps, where independent draws scatter by ±0.045 — and the gaps
-/// are scaled to sum to (N − 1) / rate, so the achieved rate is the plan's. Two runs of a
-/// plan then differ by the server, not by the luck of their arrival samples. Seeded. Only
-/// for Poisson loads with a request count; gamma and constant arrivals keep their clock.
-pub fn poisson_schedule(
-    load: &crate::plan::LoadSpec,
-    n: usize,
-    seed: u64,
-) -> Option<Vec<std::time::Duration>> {
-    use rand::Rng;
-    let rate = load.rate.filter(|r| r.is_finite() && *r > 0.0)?;
-    let poisson = load.arrivals.unwrap_or_default() == crate::plan::Arrivals::Poisson;
-    if !poisson || load.requests.is_none() || n == 0 {
+/// The send times of a Poisson load with a request count (`engine::schedule`'s balanced
+/// Poisson): N = the requests built, or rate × `duration` when that is fewer. Gamma and
+/// constant arrivals, and loads bounded only by their duration, keep the engine's clock.
+fn poisson_schedule(run: &RunSpec, n: usize) -> Option<Vec<std::time::Duration>> {
+    let load = &run.settings.load;
+    let planner::Load::Open {
+        rate,
+        process: planner::ArrivalProcess::Poisson,
+        ..
+    } = run.load()
+    else {
         return None;
-    }
-    let n = match load.duration {
-        Some(d) => n.min((rate * d.0.as_secs_f64()).round().max(1.0) as usize),
-        None => n,
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x706f_6973_736f_6e00);
-    let slices = n - 1;
-    let mut gaps: Vec<f64> = (0..slices)
-        .map(|k| -(1.0 - (k as f64 + rng.gen::<f64>()) / slices as f64).ln())
-        .collect();
-    for k in (1..gaps.len()).rev() {
-        gaps.swap(k, rng.gen_range(0..=k));
-    }
-    let scale = (slices as f64 / rate) / gaps.iter().sum::<f64>().max(f64::MIN_POSITIVE);
-    let mut at = 0.0;
-    let mut times = Vec::with_capacity(n);
-    times.push(std::time::Duration::ZERO);
-    for g in gaps {
-        at += g * scale;
-        times.push(crate::units::duration_from_secs(at));
-    }
-    Some(times)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::LoadSpec;
-
-    #[test]
-    fn poisson_schedule_meets_the_rate_with_exponential_gaps() {
-        let load = LoadSpec {
-            rate: Some(50.0),
-            requests: Some(1000),
-            ..LoadSpec::default()
-        };
-        for seed in [1, 2, 3, 42, 7, 1000] {
-            let t = poisson_schedule(&load, 1000, seed).unwrap();
-            let span = t.last().unwrap().as_secs_f64();
-            let rate = 999.0 / span;
-            assert!((rate - 50.0).abs() / 50.0 < 1e-6, "rate {rate}");
-            let gaps: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
-            let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
-            let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
-            let cv = var.sqrt() / mean;
-            assert!((0.97..1.03).contains(&cv), "cv {cv}");
-            let median = {
-                let mut g = gaps.clone();
-                g.sort_by(f64::total_cmp);
-                g[g.len() / 2]
-            };
-            // An exponential's median is ln 2 / rate.
-            assert!(
-                (median * 50.0 - std::f64::consts::LN_2).abs() < 0.01,
-                "median {median}"
-            );
+    // A load bounded only by its duration has no list to schedule.
+    load.requests?;
+    let n = match load.duration {
+        Some(d) if rate.is_finite() && rate > 0.0 => {
+            n.min((rate * d.0.as_secs_f64()).round().max(1.0) as usize)
         }
-        let constant = LoadSpec {
-            arrivals: Some(crate::plan::Arrivals::Constant),
-            ..load
-        };
-        assert!(poisson_schedule(&constant, 1000, 1).is_none());
-    }
+        _ => n,
+    };
+    crate::engine::schedule::balanced_poisson(rate, n, run.dataset_seed)
 }

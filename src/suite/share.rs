@@ -19,9 +19,9 @@
 use std::time::{Duration, SystemTime};
 
 use crate::dataset::multi_turn::Conversations;
-use crate::engine::{self, ArrivalClock};
+use crate::engine;
 use crate::plan::{LoadSpec, WarmupSpec};
-use crate::planner::{warmup_count, RunSpec};
+use crate::planner::{warmup_count, Load, RunSpec};
 use crate::record::Phase;
 
 use super::prepare::PreparedRun;
@@ -142,15 +142,14 @@ impl Shard {
     /// This shard as it takes part in a run: a closed loop of concurrency C below N is
     /// split over the first C shards only (one slot each; the others have no share), so
     /// the shards that run it still send all of its requests.
-    pub fn within(&self, load: &LoadSpec) -> Result<Shard, String> {
-        let n = match load.concurrency {
-            Some(c) => self.n.min(c.max(1)),
-            None => self.n,
+    pub fn within(&self, load: Load) -> Result<Shard, String> {
+        let Load::Closed { concurrency } = load else {
+            return Ok(*self);
         };
+        let n = self.n.min(concurrency.max(1));
         if self.k > n {
             return Err(format!(
-                "shard {self} has no share of this run (concurrency {} over {} shards); skipped",
-                load.concurrency.unwrap_or(0),
+                "shard {self} has no share of this run (concurrency {concurrency} over {} shards); skipped",
                 self.n
             ));
         }
@@ -170,7 +169,7 @@ impl Shard {
         run: &RunSpec,
         prepared: &mut PreparedRun,
     ) -> Result<ShardShare, String> {
-        let shard = self.within(&run.settings.load)?;
+        let shard = self.within(run.load())?;
         let share = shard.share_run(run)?;
         let index_base = shard.select(run, prepared)?;
         // The engine sends a schedule's first request at once: this shard's first arrival
@@ -198,11 +197,9 @@ impl Shard {
             self.select_conversations(run, plan);
             return Ok(self.index_base(total));
         }
-        let load = &run.settings.load;
         let offsets = match prepared.schedule.take() {
             Some(offsets) => Some(offsets),
-            None if load.rate.is_some() => global_arrivals(load, run.dataset_seed, total),
-            None => None,
+            None => global_arrivals(run, total),
         };
         let (mut warm, mut measured) = (0usize, 0usize);
         let mut keep = Vec::with_capacity(prepared.requests.len());
@@ -257,9 +254,9 @@ impl Shard {
         }
         plan.warmup = self.share(plan.warmup as u64) as usize;
         plan.total = self.share(plan.total as u64) as usize;
-        plan.max_active = match run.settings.load.concurrency {
-            Some(c) => self.share(u64::from(c)).max(1) as usize,
-            None => plan.max_active,
+        plan.max_active = match run.load() {
+            Load::Closed { concurrency } => self.share(u64::from(concurrency)).max(1) as usize,
+            _ => plan.max_active,
         };
     }
 }
@@ -307,26 +304,17 @@ fn pick<T>(items: Vec<T>, keep: &[bool]) -> Vec<T> {
 }
 
 /// The unsplit run's arrival times (first at zero), for open loops without a schedule.
-fn global_arrivals(load: &LoadSpec, seed: u64, n: u64) -> Option<Vec<Duration>> {
+fn global_arrivals(run: &RunSpec, n: u64) -> Option<Vec<Duration>> {
     let engine::Load::Open {
         rate,
         arrivals,
         seed,
         ..
-    } = super::execute::engine_load(load, seed)
+    } = super::execute::engine_load(run)
     else {
         return None;
     };
-    let mut clock = ArrivalClock::new(rate, arrivals, seed).ok()?;
-    let mut t = Duration::ZERO;
-    let mut out = Vec::with_capacity(n as usize);
-    for i in 0..n {
-        if i > 0 {
-            t += clock.next_gap();
-        }
-        out.push(t);
-    }
-    Some(out)
+    engine::schedule::clocked(rate, arrivals, seed, n as usize).ok()
 }
 
 #[cfg(test)]
@@ -394,11 +382,18 @@ mod tests {
             requests: Some(16),
             ..LoadSpec::default()
         };
-        let first = Shard { k: 1, n: 2 }.within(&single).unwrap();
+        let first = Shard { k: 1, n: 2 }
+            .within(Load::Closed { concurrency: 1 })
+            .unwrap();
         assert_eq!(first, Shard { k: 1, n: 1 });
         assert_eq!(first.share_load(&single).unwrap().requests, Some(16));
-        assert!(Shard { k: 2, n: 2 }.within(&single).is_err());
-        assert_eq!(Shard { k: 2, n: 4 }.within(&load), Ok(Shard { k: 2, n: 4 }));
+        assert!(Shard { k: 2, n: 2 }
+            .within(Load::Closed { concurrency: 1 })
+            .is_err());
+        assert_eq!(
+            Shard { k: 2, n: 4 }.within(Load::Closed { concurrency: 5 }),
+            Ok(Shard { k: 2, n: 4 })
+        );
         let open = LoadSpec {
             rate: Some(10.0),
             requests: Some(2),
@@ -419,19 +414,5 @@ mod tests {
             s.iter().map(|s| s.index_base(10)).collect::<Vec<_>>(),
             [0, 10, 20]
         );
-    }
-
-    #[test]
-    fn global_arrivals_start_at_zero_and_grow() {
-        let load = LoadSpec {
-            rate: Some(100.0),
-            requests: Some(50),
-            arrivals: Some(crate::plan::Arrivals::Constant),
-            ..LoadSpec::default()
-        };
-        let t = global_arrivals(&load, 1, 50).unwrap();
-        assert_eq!(t.len(), 50);
-        assert_eq!(t[0], Duration::ZERO);
-        assert!((t[49].as_secs_f64() - 0.49).abs() < 1e-6);
     }
 }

@@ -136,11 +136,8 @@ fn conversation(
     let conversations = dataset::multi_turn::conversations(&s.dataset.spec, ctx)
         .map_err(|e| dataset_error(run, e))?;
     let warnings = Vec::new();
-    let max_active = match (s.load.concurrency, s.load.max_in_flight) {
-        (Some(c), _) => c as usize,
-        (None, Some(m)) => m as usize,
-        (None, None) => usize::MAX,
-    };
+    // A closed loop counts conversations in flight; an open loop's `max_in_flight` bounds them.
+    let max_active = run.load().in_flight().map_or(usize::MAX, |n| n as usize);
     let mut out = base(warnings);
     out.conversation = Some(ConversationPlan {
         conversations,

@@ -49,7 +49,7 @@ impl Suite<'_> {
             Some(Err(note)) => return self.skip_share(run, total, &note),
         };
         let pool = RunConfig {
-            load: execute::engine_load(&run.settings.load, 0),
+            load: execute::engine_load(run),
             duration: None,
             grace: Duration::ZERO,
         }

@@ -111,7 +111,7 @@ impl Suite<'_> {
                 .map_or(connect::CONNECT_DEADLINE, |d| d.0);
             connect::test(&ep.name, &target, deadline).await?;
         }
-        let result = if run.settings.load.search.is_some() {
+        let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
             match self.search {
                 Some(driver) => driver.search(self, run, &target, (total, notes)).await,
                 None => Err(RunnerError::NoSearchDriver {
