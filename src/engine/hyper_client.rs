@@ -161,14 +161,20 @@ impl HyperConn {
         let Some(d) = self.driver.as_mut() else {
             return false;
         };
-        if d.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready() {
+        if d.as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_ready()
+        {
             self.driver = None;
             return false;
         }
         self.sender.is_ready()
     }
 
-    async fn send(&mut self, req: http::Request<Full<Bytes>>) -> hyper::Result<http::Response<Incoming>> {
+    async fn send(
+        &mut self,
+        req: http::Request<Full<Bytes>>,
+    ) -> hyper::Result<http::Response<Incoming>> {
         let HyperConn { sender, driver, .. } = self;
         drive(driver, sender.ready()).await?;
         drive(driver, sender.send_request(req)).await
@@ -458,7 +464,8 @@ pub(crate) async fn drive_hyper(
         .map_or((false, false), content_kind);
     let streamed = status == 200 && (event_stream || (req.stream && !json));
     // Both framings at once is suspect (RFC 9112 6.3): not reused, as in the lean client.
-    let suspect = head.headers.contains_key(CONTENT_LENGTH) && head.headers.contains_key(TRANSFER_ENCODING);
+    let suspect =
+        head.headers.contains_key(CONTENT_LENGTH) && head.headers.contains_key(TRANSFER_ENCODING);
     let mut decoder = std::mem::take(&mut conn.sse);
     decoder.reset();
     let mut reading = Reading::new((status, streamed), req.kind, t0, decoder, ep.raw_responses);

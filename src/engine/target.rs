@@ -283,7 +283,10 @@ fn lean_client(urls: &Urls, target: &Target, pool: usize) -> Result<LeanClients,
         let hc = HyperClient::new(addrs, &headers, pool, connect);
         return Ok((None, Some(Arc::new(hc))));
     }
-    Ok((Some(Arc::new(H1Client::new(addrs, &headers, pool, connect))), None))
+    Ok((
+        Some(Arc::new(H1Client::new(addrs, &headers, pool, connect))),
+        None,
+    ))
 }
 
 fn default_headers(target: &Target) -> Result<HeaderMap, EngineError> {
