@@ -27,9 +27,10 @@ use hyper::client::conn::http1::{self, Connection, SendRequest};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::exchange::{connect_failure, deadline, timed_out, until_head, Failure, Reading};
+use super::exchange::{connect_failure, deadline, timed_out, until_head, Failure};
 use super::h1_head::content_kind;
 use super::record::{Outcome, RequestRecord};
+use super::response::Reading;
 use super::source::PreparedRequest;
 use super::target::Endpoint;
 use crate::api::SseDecoder;
@@ -466,9 +467,8 @@ pub(crate) async fn drive_hyper(
     // Both framings at once is suspect (RFC 9112 6.3): not reused, as in the lean client.
     let suspect =
         head.headers.contains_key(CONTENT_LENGTH) && head.headers.contains_key(TRANSFER_ENCODING);
-    let mut decoder = std::mem::take(&mut conn.sse);
-    decoder.reset();
-    let mut reading = Reading::new((status, streamed), req.kind, t0, decoder, ep.raw_responses);
+    let decoder = std::mem::take(&mut conn.sse);
+    let mut reading = Reading::new((status, streamed), req, ep, t0, decoder);
     rec.end = reading.last - t0;
     let stamps = conn.stamps.clone();
     let mut ended = false;
@@ -504,5 +504,5 @@ pub(crate) async fn drive_hyper(
         conn.sse = std::mem::take(&mut reading.decoder);
         hc.checkin(conn);
     }
-    reading.conclude(req.kind, rec)
+    reading.conclude(rec)
 }
