@@ -145,16 +145,13 @@ async fn drive(
     t0: Instant,
     sent_at: Instant,
 ) -> Result<(), Failure> {
-    if let Some(hc) = &ep.hyper {
-        return super::hyper_client::drive_hyper(hc, ep, req, rec, t0, sent_at).await;
-    }
     match &ep.h1 {
         Some(h1) => drive_h1(h1, ep, req, rec, t0, sent_at).await,
         None => drive_reqwest(ep, req, rec, t0, sent_at).await,
     }
 }
 
-pub(crate) fn connect_failure(e: std::io::Error) -> Failure {
+fn connect_failure(e: std::io::Error) -> Failure {
     let outcome = if e.kind() == std::io::ErrorKind::TimedOut {
         Outcome::Timeout
     } else {

@@ -18,7 +18,6 @@ pub mod cpu;
 mod exchange;
 mod h1;
 mod h1_head;
-mod hyper_client;
 pub mod limits;
 pub mod preconnect;
 pub mod record;

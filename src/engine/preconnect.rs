@@ -11,12 +11,11 @@
 //! record it. The reqwest path cannot pre-connect (its pool opens connections only for
 //! requests); there, each request's own connection setup is recorded and kept out of TTFT.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use super::h1::{Conn, H1Client};
+use super::h1::H1Client;
 
 /// Most connects in flight at once: below the smallest listen backlog of common servers
 /// (Python asyncio's 100, the Rust standard library's and tokio's 128; uvicorn's is 2048),
@@ -96,50 +95,8 @@ impl Preconnect {
     }
 }
 
-/// A client's pool of idle connections, as pre-connecting sees it.
-pub(crate) trait Pool {
-    type Conn;
-    /// Drops the idle connections the server has closed (before counting them).
-    fn prune_idle(&self);
-    fn idle_count(&self) -> usize;
-    /// Idle connections the pool may still take.
-    fn idle_room(&self) -> usize;
-    /// Opens a new connection, timing its setup.
-    fn connect(&self) -> impl Future<Output = std::io::Result<Self::Conn>>;
-    fn setup(conn: &Self::Conn) -> Duration;
-    fn checkin(&self, conn: Self::Conn);
-}
-
-impl Pool for H1Client {
-    type Conn = Conn;
-
-    fn prune_idle(&self) {
-        H1Client::prune_idle(self);
-    }
-
-    fn idle_count(&self) -> usize {
-        H1Client::idle_count(self)
-    }
-
-    fn idle_room(&self) -> usize {
-        H1Client::idle_room(self)
-    }
-
-    fn connect(&self) -> impl Future<Output = std::io::Result<Conn>> {
-        H1Client::connect(self)
-    }
-
-    fn setup(conn: &Conn) -> Duration {
-        conn.setup
-    }
-
-    fn checkin(&self, conn: Conn) {
-        H1Client::checkin(self, conn);
-    }
-}
-
 /// Tops `h1`'s idle pool up to `wanted` connections, [`WINDOW`] connects at a time.
-pub(crate) async fn fill<P: Pool>(h1: &P, wanted: usize) -> Preconnect {
+pub(crate) async fn fill(h1: &H1Client, wanted: usize) -> Preconnect {
     h1.prune_idle();
     let missing = h1.idle_room().min(wanted.saturating_sub(h1.idle_count()));
     let mut report = Preconnect {
@@ -160,9 +117,8 @@ pub(crate) async fn fill<P: Pool>(h1: &P, wanted: usize) -> Preconnect {
         match result {
             Ok(conn) => {
                 report.opened += 1;
-                let setup = P::setup(&conn);
-                report.slowest = report.slowest.max(setup);
-                report.slow += usize::from(setup >= SLOW_CONNECT);
+                report.slowest = report.slowest.max(conn.setup);
+                report.slow += usize::from(conn.setup >= SLOW_CONNECT);
                 h1.checkin(conn);
             }
             Err(e) => {

@@ -15,7 +15,6 @@ use reqwest::Url;
 use super::bounds::ResponseLimits;
 use super::connect_times::{ConnectTimes, TimeConnects};
 use super::h1::H1Client;
-use super::hyper_client::{self, HyperClient};
 use super::preconnect::{self, Preconnect};
 use crate::api::ApiKind;
 use crate::control::{self, Route, Tls, Urls};
@@ -113,8 +112,6 @@ pub struct Endpoint {
     /// The reqwest path's connection setup times, claimed by the responses.
     pub(crate) connects: ConnectTimes,
     pub(crate) h1: Option<Arc<H1Client>>,
-    /// hyper's HTTP/1 client instead of `h1` (`PERFPLAN_HTTP1_CLIENT=hyper`, the A/B).
-    pub(crate) hyper: Option<Arc<HyperClient>>,
     urls: Urls,
     pub(crate) timeouts: Timeouts,
     pub(crate) limits: ResponseLimits,
@@ -152,12 +149,11 @@ impl Endpoint {
                 url: target.base_url.clone(),
                 source,
             })?;
-        let (h1, hyper) = lean_client(&urls, target, pool)?;
+        let h1 = lean_client(&urls, target, pool)?;
         Ok(Endpoint {
             client,
             connects,
             h1,
-            hyper,
             urls,
             timeouts: target.timeouts,
             limits: target.limits,
@@ -189,9 +185,6 @@ impl Endpoint {
     /// (see `preconnect`); `None` on the reqwest path, which cannot, and with
     /// `fresh_connections`, which keeps none.
     pub async fn preconnect(&self, connections: usize) -> Option<Preconnect> {
-        if let Some(hc) = self.hyper.as_deref().filter(|h| h.pools()) {
-            return Some(preconnect::fill(hc, connections).await);
-        }
         let h1 = self.h1.as_deref().filter(|h| h.pools())?;
         Some(preconnect::fill(h1, connections).await)
     }
@@ -226,15 +219,16 @@ impl Target {
     }
 }
 
-/// The lean client, or hyper's in its place.
-type LeanClients = (Option<Arc<H1Client>>, Option<Arc<HyperClient>>);
-
 /// The built-in HTTP/1.1 client for a plain `http://` URL with no proxy to honour, when
 /// every API's URL is on the base URL's host and port.
-fn lean_client(urls: &Urls, target: &Target, pool: usize) -> Result<LeanClients, EngineError> {
+fn lean_client(
+    urls: &Urls,
+    target: &Target,
+    pool: usize,
+) -> Result<Option<Arc<H1Client>>, EngineError> {
     let url = urls.root();
     let Some(host) = url.host_str() else {
-        return Ok((None, None));
+        return Ok(None);
     };
     let proxied = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
         .iter()
@@ -247,13 +241,13 @@ fn lean_client(urls: &Urls, target: &Target, pool: usize) -> Result<LeanClients,
         || target.force_reqwest
         || !one_origin
     {
-        return Ok((None, None));
+        return Ok(None);
     }
     let port = url.port_or_known_default().unwrap_or(80);
     let mut addrs: Vec<SocketAddr> =
         match (host.trim_start_matches('[').trim_end_matches(']'), port).to_socket_addrs() {
             Ok(a) => a.collect(),
-            Err(_) => return Ok((None, None)), // let reqwest report the resolution failure per request
+            Err(_) => return Ok(None), // let reqwest report the resolution failure per request
         };
     // IPv4 first: `localhost` servers often listen on 127.0.0.1 only.
     addrs.sort_by_key(SocketAddr::is_ipv6);
@@ -278,15 +272,12 @@ fn lean_client(urls: &Urls, target: &Target, pool: usize) -> Result<LeanClients,
         headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         headers.push((name.clone(), value.clone()));
     }
-    let connect = target.timeouts.connect;
-    if hyper_client::chosen() {
-        let hc = HyperClient::new(addrs, &headers, pool, connect);
-        return Ok((None, Some(Arc::new(hc))));
-    }
-    Ok((
-        Some(Arc::new(H1Client::new(addrs, &headers, pool, connect))),
-        None,
-    ))
+    Ok(Some(Arc::new(H1Client::new(
+        addrs,
+        &headers,
+        pool,
+        target.timeouts.connect,
+    ))))
 }
 
 fn default_headers(target: &Target) -> Result<HeaderMap, EngineError> {
