@@ -1,6 +1,5 @@
-//! Deterministic test images and their encodings: a minimal PNG encoder (RGB, 8 bits,
-//! uncompressed deflate blocks, CRC-32 and Adler-32 written here) and JPEG through
-//! `jpeg-encoder`; base64 data URLs. Knows nothing about datasets or HTTP.
+//! Deterministic test images and their encodings: PNG through the `png` crate, JPEG
+//! through `jpeg-encoder`; base64 data URLs. Knows nothing about datasets or HTTP.
 
 use base64::Engine as _;
 use rand::{Rng, SeedableRng};
@@ -53,7 +52,7 @@ pub fn pixels(width: u32, height: u32, seed: u64) -> Vec<u8> {
 /// Encodes RGB pixels.
 pub fn encode(format: ImageFormat, width: u32, height: u32, rgb: &[u8]) -> Result<Vec<u8>, String> {
     match format {
-        ImageFormat::Png => Ok(png(width, height, rgb)),
+        ImageFormat::Png => png(width, height, rgb),
         ImageFormat::Jpeg => {
             let (w, h) = match (u16::try_from(width), u16::try_from(height)) {
                 (Ok(w), Ok(h)) => (w, h),
@@ -76,73 +75,19 @@ pub fn data_url(mime: &str, bytes: &[u8]) -> String {
     url
 }
 
-/// A PNG file: signature, IHDR, one IDAT of stored deflate blocks, IEND.
-pub fn png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
-    let row = width as usize * 3;
-    let mut raw = Vec::with_capacity((row + 1) * height as usize);
-    for y in 0..height as usize {
-        raw.push(0); // filter: none
-        raw.extend_from_slice(&rgb[y * row..(y + 1) * row]);
-    }
-    let mut zlib = vec![0x78, 0x01];
-    let mut blocks = raw.chunks(65_535).peekable();
-    if blocks.peek().is_none() {
-        zlib.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
-    }
-    while let Some(block) = blocks.next() {
-        zlib.push(u8::from(blocks.peek().is_none()));
-        let len = block.len() as u16;
-        zlib.extend_from_slice(&len.to_le_bytes());
-        zlib.extend_from_slice(&(!len).to_le_bytes());
-        zlib.extend_from_slice(block);
-    }
-    zlib.extend_from_slice(&adler32(&raw).to_be_bytes());
-    let mut ihdr = Vec::with_capacity(13);
-    ihdr.extend_from_slice(&width.to_be_bytes());
-    ihdr.extend_from_slice(&height.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-    let mut out = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
-    chunk(&mut out, b"IHDR", &ihdr);
-    chunk(&mut out, b"IDAT", &zlib);
-    chunk(&mut out, b"IEND", &[]);
-    out
-}
-
-fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    let start = out.len();
-    out.extend_from_slice(kind);
-    out.extend_from_slice(data);
-    let crc = crc32(&out[start..]);
-    out.extend_from_slice(&crc.to_be_bytes());
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xffff_ffffu32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-fn adler32(data: &[u8]) -> u32 {
-    let (mut a, mut b) = (1u32, 0u32);
-    for chunk in data.chunks(5552) {
-        for &x in chunk {
-            a += u32::from(x);
-            b += a;
-        }
-        a %= 65_521;
-        b %= 65_521;
-    }
-    (b << 16) | a
+/// A PNG file of RGB pixels (8 bits per channel), deflated by the `png` crate at its fast
+/// setting: the same pixels give the same bytes (for the `png` version in `Cargo.lock`).
+fn png(width: u32, height: u32, rgb: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut encoder = ::png::Encoder::new(&mut out, width, height);
+    encoder.set_color(::png::ColorType::Rgb);
+    encoder.set_depth(::png::BitDepth::Eight);
+    encoder.set_compression(::png::Compression::Fast);
+    let failed = |e: ::png::EncodingError| format!("png encoding of a {width}x{height} image: {e}");
+    let mut writer = encoder.write_header().map_err(failed)?;
+    writer.write_image_data(rgb).map_err(failed)?;
+    writer.finish().map_err(failed)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -151,15 +96,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn checksums_match_known_values() {
-        assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
-        assert_eq!(adler32(b"Wikipedia"), 0x11e6_0398);
-    }
-
-    #[test]
     fn png_decodes_to_the_same_pixels() {
         let rgb = pixels(37, 21, 5);
-        let bytes = png(37, 21, &rgb);
+        let bytes = png(37, 21, &rgb).unwrap();
         let decoder = ::png::Decoder::new(std::io::Cursor::new(bytes));
         let mut reader = decoder.read_info().unwrap();
         let mut buf = vec![0; reader.output_buffer_size()];
@@ -169,9 +108,34 @@ mod tests {
     }
 
     #[test]
-    fn large_png_spans_several_blocks_and_jpeg_has_its_size() {
+    fn the_same_seed_gives_the_same_bytes() {
+        let a = encode(ImageFormat::Png, 64, 48, &pixels(64, 48, 7)).unwrap();
+        assert_eq!(
+            a,
+            encode(ImageFormat::Png, 64, 48, &pixels(64, 48, 7)).unwrap()
+        );
+        assert_ne!(
+            a,
+            encode(ImageFormat::Png, 64, 48, &pixels(64, 48, 8)).unwrap()
+        );
+        // Deflated: the tiles and gradient take far less than the raw pixels.
+        assert!(a.len() < 64 * 48 * 3 / 2, "{} bytes", a.len());
+        assert!(
+            encode(ImageFormat::Png, 4, 4, &[0; 5]).is_err(),
+            "too few pixels"
+        );
+    }
+
+    #[test]
+    fn an_empty_image_is_an_error_naming_its_size() {
+        let e = encode(ImageFormat::Png, 0, 4, &[]).unwrap_err();
+        assert!(e.starts_with("png encoding of a 0x4 image: "), "{e}");
+    }
+
+    #[test]
+    fn large_png_and_jpeg_decode_to_their_size() {
         let rgb = pixels(300, 300, 1);
-        let bytes = png(300, 300, &rgb);
+        let bytes = png(300, 300, &rgb).unwrap();
         let mut reader = ::png::Decoder::new(std::io::Cursor::new(bytes))
             .read_info()
             .unwrap();
