@@ -156,6 +156,11 @@ impl Servers {
     }
 
     /// `Ok` while the endpoint's launched server runs (or it has none).
+    /// Whether perfplan launched `endpoint`'s server and it is running.
+    pub fn launched(&self, endpoint: &str) -> bool {
+        self.running.contains_key(endpoint)
+    }
+
     pub fn alive(&mut self, endpoint: &str) -> Result<(), LifecycleError> {
         let Some(l) = self.running.get_mut(endpoint) else {
             return match self.failed.get(endpoint) {

@@ -26,6 +26,10 @@ struct Seen<'r> {
     previous: BTreeMap<String, &'r RunSpec>,
 }
 
+/// Longest wait for a launched server's exit to show after a run whose every request
+/// failed.
+const DYING: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Suite<'_> {
     pub(super) async fn run_all(
         &self,
@@ -121,7 +125,7 @@ impl Suite<'_> {
         } else {
             self.one(run, &target, total, notes).await
         };
-        match self.server_died(run, &result, servers, total)? {
+        match self.server_died(run, &result, servers, total).await? {
             true => outcome.failed += 1,
             false => self.count(run, result, outcome, total)?,
         }
@@ -130,7 +134,10 @@ impl Suite<'_> {
 
     /// Whether the run's launched server died during it (the run then failed, with the log
     /// tail). A run whose requests all succeeded stands; the death shows at the next run.
-    fn server_died(
+    /// A run whose every request failed waits up to [`DYING`] for its server's exit to
+    /// show: a killed process closes its sockets (refusing connections) a moment before
+    /// it can be seen to have exited.
+    async fn server_died(
         &self,
         run: &RunSpec,
         result: &Result<Ended, RunnerError>,
@@ -138,7 +145,15 @@ impl Suite<'_> {
         total: usize,
     ) -> Result<bool, RunnerError> {
         let name = &run.settings.endpoint.name;
-        match (result, servers.alive(name)) {
+        let mut alive = servers.alive(name);
+        if matches!(result, Ok(end) if end.failed_run) && servers.launched(name) {
+            let since = std::time::Instant::now();
+            while alive.is_ok() && since.elapsed() < DYING {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                alive = servers.alive(name);
+            }
+        }
+        match (result, alive) {
             (Ok(end), Err(source)) if end.failed_requests > 0 => {
                 let e = RunnerError::Server {
                     endpoint: name.clone(),
