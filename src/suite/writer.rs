@@ -31,9 +31,10 @@ pub const MAX_PAGES_ENV: &str = "PERFPLAN_TEST_WRITER_MAX_PAGES";
 const BATCH: usize = 512;
 /// Longest a record waits before it is written.
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
-/// Most records waiting for the writer: about 20 s of the engine's peak rate on this
-/// kind of machine, and a few tens of MB of records at most.
-pub const QUEUE: usize = 1 << 19;
+/// Most records waiting for the writer: about a second of the engine's peak rate on this
+/// kind of machine (the writer commits a batch every 200 ms), and about 10 MB (the queue's
+/// slots are allocated when it opens).
+pub const QUEUE: usize = 1 << 15;
 
 /// The writer thread of one run.
 pub struct Writer {
