@@ -4,12 +4,14 @@
 //! `bench/client.sh`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod kept_support;
+use kept_support::run_kept;
 use std::collections::HashMap;
 use std::time::Duration;
 
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
+    CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::record::{Outcome, Phase};
 use perfplan::sim::{SimConfig, SimServer};
@@ -105,7 +107,7 @@ fn ttft_errors_at(c: usize) -> (f64, f64) {
     let out = rt.block_on(async {
         let mut source = VecSource::new(reqs);
         let mut sink = |_: &perfplan::record::RequestRecord| {};
-        run(&ep, &mut source, &cfg, &CancelHandle::new(), &mut sink)
+        run_kept(&ep, &mut source, &cfg, &CancelHandle::new(), &mut sink)
             .await
             .unwrap()
     });

@@ -7,11 +7,13 @@
 
 mod framing_support;
 
+mod kept_support;
+use kept_support::run_kept;
 use std::time::Duration;
 
 use framing_support::{endpoint, requests, run_on, serve, sse_response, write, Traffic, CLIENTS};
 use perfplan::engine::{
-    run, Arrivals, CancelHandle, Endpoint, Load, RunConfig, Target, Timeouts, VecSource,
+    Arrivals, CancelHandle, Endpoint, Load, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::metrics::{timing, MetricDefinitions};
 use perfplan::record::{Outcome, RequestRecord};
@@ -38,7 +40,7 @@ async fn a_closed_loop_opens_its_connections_before_the_first_request() {
         out.records.iter().all(|r| r.connect.is_none()),
         "every request went out on a pre-opened connection"
     );
-    let pre = out.preconnect.unwrap();
+    let pre = out.output.preconnect.unwrap();
     assert_eq!((pre.wanted, pre.opened, pre.error), (8, 8, None));
 }
 
@@ -65,7 +67,7 @@ async fn connections_the_server_closed_between_runs_are_reopened_before_the_next
     tokio::time::sleep(Duration::from_millis(400)).await;
     let second = run_on(&ep, &load).await;
     assert!(second.records.iter().all(|r| r.outcome == Outcome::Ok));
-    assert_eq!(second.preconnect.unwrap().opened, 2);
+    assert_eq!(second.output.preconnect.unwrap().opened, 2);
     assert!(
         second.records.iter().all(|r| r.connect.is_none()),
         "no request met a closed connection"
@@ -85,7 +87,7 @@ async fn no_more_connections_than_requests() {
     let out = run_on(&endpoint(&server.url, &load, false), &load).await;
     assert!(out.records.iter().all(|r| r.outcome == Outcome::Ok));
     assert_eq!(server.connections(), 3);
-    assert_eq!(out.preconnect.unwrap().opened, 3);
+    assert_eq!(out.output.preconnect.unwrap().opened, 3);
 }
 
 #[tokio::test]
@@ -107,12 +109,12 @@ async fn an_open_loop_preconnects_up_to_max_in_flight() {
     };
     let ep = Endpoint::new(&target, cfg.pool_size()).unwrap();
     let mut source = VecSource::new(requests(12, true));
-    let out = run(
+    let out = run_kept(
         &ep,
         &mut source,
         &cfg,
         &CancelHandle::new(),
-        &mut |_: &RequestRecord| {},
+        |_: &RequestRecord| {},
     )
     .await
     .unwrap();
@@ -243,7 +245,7 @@ async fn a_slow_preconnect_is_before_the_clock_and_warned_about() {
     assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
     assert_eq!(r.connect, None);
     assert!(r.ttft().unwrap() < Duration::from_millis(500));
-    let pre = out.preconnect.unwrap();
+    let pre = out.output.preconnect.unwrap();
     assert_eq!((pre.opened, pre.slow), (1, 1));
     assert!(pre.warning().unwrap().contains("listen backlog"));
 }

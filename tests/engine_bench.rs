@@ -12,11 +12,13 @@
 //! the simulator's truth (`GET /sim/truth?reset=true` before and after).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod kept_support;
+use kept_support::run_kept;
 use std::time::Duration;
 
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, Arrivals, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, VecSource,
+    Arrivals, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, VecSource,
 };
 use perfplan::metrics::{summarize, SummaryOptions};
 use perfplan::record::{Phase, RequestRecord};
@@ -84,7 +86,7 @@ fn client_efficiency_against_a_running_sim() {
         let cfg = RunConfig { load, duration: None, grace: Duration::from_secs(1) };
         let ep = Endpoint::new(&Target { base_url: base.clone(), ..Target::default() }, c as usize).unwrap();
         truth(&base, true).await;
-        let out = run(&ep, &mut VecSource::new(reqs), &cfg, &CancelHandle::new(), &mut |_: &RequestRecord| {})
+        let out = run_kept(&ep, &mut VecSource::new(reqs), &cfg, &CancelHandle::new(), |_: &RequestRecord| {})
             .await
             .unwrap();
         let server = truth(&base, true).await;

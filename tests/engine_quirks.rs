@@ -2,12 +2,14 @@
 //! 127.0.0.1:0: none may crash a run or silently skew a metric.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod kept_support;
+use kept_support::run_kept;
 use std::time::Duration;
 
 use bytes::Bytes;
 use perfplan::api::ApiKind;
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
+    CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::metrics::{summarize, SummaryOptions};
 use perfplan::record::{Outcome, Phase, RequestRecord};
@@ -149,12 +151,12 @@ async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
         duration: None,
         grace: Duration::from_secs(1),
     };
-    let out = run(
+    let out = run_kept(
         &ep,
         &mut VecSource::new(vec![req]),
         &cfg,
         &CancelHandle::new(),
-        &mut |_: &RequestRecord| {},
+        |_: &RequestRecord| {},
     )
     .await
     .unwrap();
@@ -254,12 +256,12 @@ async fn refused(ep: &Endpoint) {
         duration: None,
         grace: Duration::from_secs(1),
     };
-    let out = run(
+    let out = run_kept(
         ep,
         &mut VecSource::new(vec![req.clone(), req]),
         &cfg,
         &CancelHandle::new(),
-        &mut |_: &RequestRecord| {},
+        |_: &RequestRecord| {},
     )
     .await
     .unwrap();

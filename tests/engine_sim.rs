@@ -2,12 +2,13 @@
 //! timing accuracy, counts end to end, open-loop arrivals, duration, faults, bodies sent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod kept_support;
+use kept_support::run_kept;
 use std::time::Duration;
 
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, Arrivals, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, RunOutput, Target,
-    Timeouts, VecSource,
+    Arrivals, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::metrics::{summarize, SummaryOptions};
 use perfplan::record::{Outcome, Phase, RequestRecord};
@@ -67,7 +68,7 @@ fn chat(tokens: u32) -> Req<'static> {
     }
 }
 
-async fn go(sim: &SimServer, reqs: Vec<PreparedRequest>, cfg: RunConfig) -> RunOutput {
+async fn go(sim: &SimServer, reqs: Vec<PreparedRequest>, cfg: RunConfig) -> kept_support::Ran {
     let target = Target {
         base_url: sim.base_url(),
         timeouts: Timeouts {
@@ -81,7 +82,7 @@ async fn go(sim: &SimServer, reqs: Vec<PreparedRequest>, cfg: RunConfig) -> RunO
     let mut source = VecSource::new(reqs);
     let mut seen = 0usize;
     let mut sink = |_: &RequestRecord| seen += 1;
-    let out = run(&ep, &mut source, &cfg, &CancelHandle::new(), &mut sink)
+    let out = run_kept(&ep, &mut source, &cfg, &CancelHandle::new(), &mut sink)
         .await
         .unwrap();
     assert_eq!(seen, out.records.len());
@@ -289,7 +290,7 @@ async fn open_loop_poisson_rate_and_cv() {
 
 /// A 300 ms soft stop over a closed loop of 4 against a 5 ms / 5 ms simulator, after
 /// `warmup` warmup requests.
-async fn run_for_300ms(warmup: usize) -> (SimServer, RunOutput) {
+async fn run_for_300ms(warmup: usize) -> (SimServer, kept_support::Ran) {
     let sim = SimServer::start(SimConfig {
         ttft_base: ms(5),
         itl_base: ms(5),
@@ -374,12 +375,12 @@ async fn faults_with(force_reqwest: bool) {
     };
     let ep = Endpoint::new(&target, 8).unwrap();
     let mut source = VecSource::new(prepare(&chat(6), 0, 50));
-    let out = run(
+    let out = run_kept(
         &ep,
         &mut source,
         &closed(8),
         &CancelHandle::new(),
-        &mut |_: &RequestRecord| {},
+        |_: &RequestRecord| {},
     )
     .await
     .unwrap();
@@ -430,7 +431,7 @@ async fn cancel_records_in_flight_requests_as_cancelled() {
         duration: None,
         grace: Duration::from_millis(100),
     };
-    let out = run(&ep, &mut source, &cfg, &cancel, &mut |_: &RequestRecord| {})
+    let out = run_kept(&ep, &mut source, &cfg, &cancel, |_: &RequestRecord| {})
         .await
         .unwrap();
     assert!(out.cancelled);

@@ -6,13 +6,15 @@
 
 mod hostile_support;
 
+mod kept_support;
+use kept_support::run_kept;
 use std::time::Duration;
 
 use bytes::Bytes;
 use hostile_support::{Expect, HostileServer, Route, Tokens};
 use perfplan::api::ApiKind;
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
+    CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::plan::limits::LimitsSpec;
 use perfplan::record::{Outcome, Phase, RequestRecord};
@@ -74,12 +76,12 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         duration: None,
         grace: Duration::from_secs(1),
     };
-    let out = run(
+    let out = run_kept(
         &ep,
         &mut VecSource::new(vec![req]),
         &cfg,
         &CancelHandle::new(),
-        &mut |_: &RequestRecord| {},
+        |_: &RequestRecord| {},
     )
     .await
     .unwrap();

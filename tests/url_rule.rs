@@ -7,13 +7,15 @@
 
 mod cli_support;
 
+mod kept_support;
+use kept_support::run_kept;
 use std::path::Path;
 use std::time::Duration;
 
 use cli_support::{perfplan, report_json};
 use perfplan::api::{build_body, ApiKind, BodyInput, Prompt};
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, VecSource,
+    CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, VecSource,
 };
 use perfplan::record::{Outcome, Phase, RequestRecord};
 use perfplan::sim::{SimConfig, SimServer};
@@ -283,12 +285,12 @@ async fn both_clients_send_every_api_under_the_prefix() {
                 duration: None,
                 grace: Duration::from_secs(1),
             };
-            let out = run(
+            let out = run_kept(
                 &ep,
                 &mut VecSource::new(reqs),
                 &cfg,
                 &CancelHandle::new(),
-                &mut |_: &RequestRecord| {},
+                |_: &RequestRecord| {},
             )
             .await
             .unwrap();

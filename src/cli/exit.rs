@@ -51,7 +51,9 @@ pub const INTERRUPTED: u8 = 130;
 pub fn of_runner_error(e: &RunnerError) -> u8 {
     match e {
         RunnerError::Connection { .. } | RunnerError::Sim { .. } => ENDPOINT,
-        RunnerError::Rows { .. } | RunnerError::StoreWrite { .. } => STORE_WRITE,
+        RunnerError::Rows { .. }
+        | RunnerError::StoreWrite { .. }
+        | RunnerError::WriterBehind { .. } => STORE_WRITE,
         RunnerError::Store(e) if e.write_failure().is_some() => STORE_WRITE,
         RunnerError::Store(_) => DATABASE,
         RunnerError::RowCount(_) => ROW_COUNT,

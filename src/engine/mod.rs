@@ -6,7 +6,8 @@
 //! Use: build each request body with `api::build_body`, wrap it in a `PreparedRequest`
 //! (warmup ones first), put them in a `RequestSource` (`VecSource`), make one `Endpoint`
 //! per server (`Endpoint::new(&target, cfg.pool_size())`) and call `run`. Records reach
-//! the `RecordSink` as they complete and come back in `RunOutput`; times are offsets
+//! the `RecordSink` as they complete (the engine keeps none: memory does not grow with
+//! the number of requests); `RunOutput` says how many were sent. Times are offsets
 //! from `RunOutput::started`. Before its clock starts, `run` opens the connections the
 //! load keeps open (`preconnect`). `CancelHandle::cancel` (Ctrl-C) stops sending; requests in
 //! flight get `RunConfig::grace`, then end as `Outcome::Cancelled`.

@@ -1,6 +1,6 @@
 //! The load loop: one driver that starts requests when the load allows (closed loop:
-//! a free slot; open loop: the next arrival, within `max_in_flight`), collects records
-//! as they complete, and stops on `duration` (soft) or cancellation (grace, then the
+//! a free slot; open loop: the next arrival, within `max_in_flight`), hands each record
+//! to the sink as it completes (keeping none), and stops on `duration` (soft) or cancellation (grace, then the
 //! rest recorded as cancelled). Closed and open loops are one loop with two start rules.
 //!
 //! Requests in flight are futures polled by this one driver (no task spawn, no lock,
@@ -106,12 +106,14 @@ impl CancelHandle {
 
 /// Receives each record as it completes (progress, batched storage). Runs on the
 /// driver: keep it short (count, push to a channel).
+/// Takes each record as its request completes. The engine keeps none: whatever a caller
+/// needs of a run's records (the store, the metrics, a test's list), its sink keeps.
 pub trait RecordSink {
-    fn record(&mut self, record: &RequestRecord);
+    fn record(&mut self, record: RequestRecord);
 }
 
-impl<F: FnMut(&RequestRecord)> RecordSink for F {
-    fn record(&mut self, record: &RequestRecord) {
+impl<F: FnMut(RequestRecord)> RecordSink for F {
+    fn record(&mut self, record: RequestRecord) {
         self(record)
     }
 }
@@ -119,8 +121,8 @@ impl<F: FnMut(&RequestRecord)> RecordSink for F {
 /// What a run observed.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
-    /// Every request sent (warmup included), in completion order.
-    pub records: Vec<RequestRecord>,
+    /// Requests sent (warmup included): the records handed to the sink.
+    pub sent: u64,
     /// Wall-clock time of the run's start instant (record times are offsets from it).
     pub started: SystemTime,
     /// Start of the run to the last record.
@@ -167,7 +169,8 @@ struct Driver<'a> {
     /// Closed loop: when each free slot was freed (the end of the request that held
     /// it), so lateness includes the driver's own delay in refilling it.
     freed: VecDeque<Duration>,
-    records: Vec<RequestRecord>,
+    /// Records handed to the sink.
+    sent: u64,
     stopping: bool,
     cancelled: bool,
     exhausted: bool,
@@ -244,8 +247,8 @@ impl<'a> Driver<'a> {
             self.freed.push_back(rec.end);
         }
         source.completed(&rec);
-        sink.record(&rec);
-        self.records.push(rec);
+        self.sent += 1;
+        sink.record(rec);
     }
 
     fn wants_tick(&self) -> bool {
@@ -312,7 +315,7 @@ pub async fn run(
         ticker,
         due: None,
         freed: VecDeque::new(),
-        records: Vec::new(),
+        sent: 0,
         stopping: cancel.is_cancelled(),
         cancelled: cancel.is_cancelled(),
         exhausted: false,
@@ -324,7 +327,7 @@ pub async fn run(
     let wall = t0.elapsed();
     let client_cpu = cpu.elapsed();
     Ok(RunOutput {
-        records: d.records,
+        sent: d.sent,
         started,
         wall,
         client_cpu,

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::prepare::PreparedRun;
 use super::progress::RunProgress;
 use super::turn_inputs::TurnInputs;
-use super::writer::{count_output, Writer, WriterContext};
+use super::writer::{Writer, WriterContext};
 use super::RunnerError;
 use crate::engine::{
     self, CancelHandle, Endpoint, Load, Preconnect, RequestSource, RunConfig, RunOutput,
@@ -242,7 +242,7 @@ async fn prime(
     run: &RunSpec,
     prepared: &mut PreparedRun,
     cfg: &RunConfig,
-    sink: &mut (impl FnMut(&RequestRecord) + Send),
+    sink: &mut (impl FnMut(RequestRecord) + Send),
 ) -> Result<(u64, Vec<String>), RunnerError> {
     let Some((mut source, load, duration)) =
         super::priming::take(run, prepared, cfg.load, &ctx.log)?
@@ -267,7 +267,7 @@ async fn prime(
         .into_iter()
         .collect();
     warnings.extend(source.finish_building());
-    Ok((out.records.len() as u64, warnings))
+    Ok((out.sent, warnings))
 }
 
 /// `--start-at`: the connections are opened before the barrier, so every shard's first
@@ -298,15 +298,15 @@ pub async fn execute(
     let progress =
         RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
     let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared)?;
-    let tx = writer.sender();
+    let tx = writer.sender(ctx.cancel);
+    // Each record goes once, by value, to the writer (which keeps what the metrics read).
     let sink_for = |offset: u64| {
         let (progress, tx) = (&progress, &tx);
-        move |r: &RequestRecord| {
+        move |mut r: RequestRecord| {
             progress.tick(r.outcome != Outcome::Ok);
             if let Some(tx) = tx {
-                let mut r = r.clone();
                 r.index += offset;
-                let _ = tx.send(r);
+                tx.send(r);
             }
         }
     };
@@ -340,13 +340,15 @@ pub async fn execute(
     drop(tx);
     progress.finish();
     // A failed write of the rows is the error to report, before anything after it.
-    let stored = writer.finish()?;
+    let written = writer.finish()?;
+    let mut records = written.kept;
     if let Some(t) = &turn_inputs {
-        t.apply(&mut output.records);
+        t.apply(&mut records);
     }
     let passes = Passes {
+        records,
         primed,
-        stored,
+        stored: written.rows,
         server_ratio: server_ratio?,
         late,
     };
@@ -362,6 +364,8 @@ pub async fn execute(
 
 /// What the passes of a run left for its result.
 struct Passes {
+    /// The measured pass's records (warmup included), slimmed by the writer.
+    records: Vec<RequestRecord>,
     primed: u64,
     stored: u64,
     server_ratio: Option<f64>,
@@ -378,31 +382,22 @@ fn conclude(
     passes: Passes,
     mut warnings: Vec<String>,
 ) -> RunResult {
-    warnings.extend(super::cache::leak_warning(run, &output.records));
-    let mut summary = summarize_output(
-        ctx,
-        run,
-        output.clone(),
-        prepared.tokenizer.as_deref(),
-        passes.server_ratio,
-    );
-    let traffic = source.finish(&output.records, &mut summary);
-    let all_failed = all_failed(&summary, &output.records).filter(|_| !output.cancelled);
-    let (input_lengths, length_warning) =
-        super::lengths::input_lengths(&output.records, &prepared.targets);
+    let records = &passes.records;
+    warnings.extend(super::cache::leak_warning(run, records));
+    let mut summary = summarize_output(ctx, run, (&output, records), passes.server_ratio);
+    let traffic = source.finish(records, &mut summary);
+    let all_failed = all_failed(&summary, records).filter(|_| !output.cancelled);
+    let (input_lengths, length_warning) = super::lengths::input_lengths(records, &prepared.targets);
     warnings.extend(output.preconnect.as_ref().and_then(Preconnect::warning));
     warnings.extend(passes.late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
-    warnings.extend(super::failures::partial_failure_warning(
-        &summary,
-        &output.records,
-    ));
+    warnings.extend(super::failures::partial_failure_warning(&summary, records));
     RunResult {
         summary,
         cancelled: output.cancelled,
         stored: passes.stored,
-        sent: passes.primed + output.records.len() as u64,
+        sent: passes.primed + output.sent,
         warnings,
         traffic,
         all_failed,
@@ -447,16 +442,13 @@ fn cap_warning(
     })
 }
 
+/// The run's metrics from its records (their outputs counted by the writer).
 fn summarize_output(
     ctx: &RunContext<'_>,
     run: &RunSpec,
-    mut output: RunOutput,
-    tok: Option<&crate::tokenize::Tokenizer>,
+    (output, records): (&RunOutput, &[RequestRecord]),
     server_cache_hit_ratio: Option<f64>,
 ) -> RunSummary {
-    for r in &mut output.records {
-        count_output(r, tok);
-    }
     let opts = SummaryOptions {
         definitions: definitions(ctx.definitions),
         slos: ctx.slos.to_vec(),
@@ -471,7 +463,7 @@ fn summarize_output(
         planned_prefix_share: super::cache::planned_prefix_share(run),
         ..SummaryOptions::default()
     };
-    summarize(&output.records, &opts)
+    summarize(records, &opts)
 }
 
 /// The extras stored with a run: the counts behind its metrics and its flags.

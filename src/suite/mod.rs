@@ -97,6 +97,13 @@ pub enum RunnerError {
     },
     #[error("the database writer of run {run} crashed: its rows are incomplete")]
     WriterCrashed { run: String },
+    #[error("the results database could not keep up with run {run}: {queue} records waited to be written (it sustained {sustained:.0} rows/s; the run needed {needed:.0}/s), so the run was stopped; its rows are all stored, but the run is incomplete. Put the output folder on a faster disk (not a network file system), or lower the run's rate")]
+    WriterBehind {
+        run: String,
+        queue: usize,
+        sustained: f64,
+        needed: f64,
+    },
     #[error("{0}")]
     RowCount(Box<counts::Mismatch>),
     #[error("the results database lock was poisoned by a crashed writer")]
@@ -195,6 +202,7 @@ impl RunnerError {
                 | RunnerError::Rows { .. }
                 | RunnerError::StoreWrite { .. }
                 | RunnerError::WriterCrashed { .. }
+                | RunnerError::WriterBehind { .. }
                 | RunnerError::RowCount(_)
                 | RunnerError::Poisoned
                 | RunnerError::Connection { .. }

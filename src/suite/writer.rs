@@ -4,6 +4,13 @@
 //! fraction of a second. A write that fails (disk full, database locked, read-only file,
 //! I/O error) stops the run at once: the writer cancels the load and `finish` returns the
 //! error, so no run is reported with rows missing.
+//!
+//! The queue between the engine and this thread is bounded ([`QUEUE`] records) and the
+//! engine never waits on it: when it is full the database could not keep up, so the
+//! run is stopped and fails with the rate the database sustained and the rate the run
+//! needed (the record that met the full queue is still written: no row is dropped).
+//! The writer also keeps the records the run's metrics read, slimmed (no response text,
+//! no raw chunks: counted here, off the timing path), and hands them back at `finish`.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -24,12 +31,66 @@ pub const MAX_PAGES_ENV: &str = "PERFPLAN_TEST_WRITER_MAX_PAGES";
 const BATCH: usize = 512;
 /// Longest a record waits before it is written.
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
+/// Most records waiting for the writer: about a second of the engine's peak rate on this
+/// kind of machine (the writer commits a batch every 200 ms), and about 10 MB (the queue's
+/// slots are allocated when it opens).
+pub const QUEUE: usize = 1 << 15;
 
 /// The writer thread of one run.
 pub struct Writer {
-    tx: Option<mpsc::Sender<RequestRecord>>,
-    handle: Option<JoinHandle<Result<u64, RunnerError>>>,
+    tx: Option<mpsc::SyncSender<RequestRecord>>,
+    handle: Option<JoinHandle<Result<Written, RunnerError>>>,
     run_id: String,
+    behind: Arc<Behind>,
+}
+
+/// What a writer wrote, and the records the run's metrics read (slimmed, in completion
+/// order; the priming pass's are not kept).
+#[derive(Debug, Default)]
+pub struct Written {
+    pub rows: u64,
+    pub kept: Vec<RequestRecord>,
+}
+
+/// The engine's side of the queue: whether it ever met the queue full, and when the
+/// writer started (for the rates in the error).
+#[derive(Debug)]
+struct Behind {
+    full: std::sync::atomic::AtomicBool,
+    /// Records the engine handed over.
+    sent: std::sync::atomic::AtomicU64,
+    since: Instant,
+}
+
+/// What the engine's sink sends the writer.
+#[derive(Clone)]
+pub struct WriterSender {
+    tx: mpsc::SyncSender<RequestRecord>,
+    behind: Arc<Behind>,
+    cancel: CancelHandle,
+}
+
+impl WriterSender {
+    /// Queues `record` without waiting; a full queue stops the run (see the module doc),
+    /// and the record then waits for its place, so no row is lost.
+    pub fn send(&self, record: RequestRecord) {
+        self.behind
+            .sent
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match self.tx.try_send(record) {
+            Ok(()) | Err(mpsc::TrySendError::Disconnected(_)) => {}
+            Err(mpsc::TrySendError::Full(record)) => {
+                if !self
+                    .behind
+                    .full
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    self.cancel.cancel();
+                }
+                let _ = self.tx.send(record);
+            }
+        }
+    }
 }
 
 /// What the writer needs besides the records.
@@ -56,8 +117,13 @@ impl Writer {
             let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
             store.limit_growth(pages)?;
         }
-        let (tx, rx) = mpsc::channel::<RequestRecord>();
+        let (tx, rx) = mpsc::sync_channel::<RequestRecord>(QUEUE);
         let run_id = ctx.run_id.clone();
+        let behind = Arc::new(Behind {
+            full: false.into(),
+            sent: 0.into(),
+            since: Instant::now(),
+        });
         let handle = std::thread::spawn(move || {
             let result = write_loop(&ctx, &rx);
             if result.is_err() {
@@ -69,24 +135,41 @@ impl Writer {
             tx: Some(tx),
             handle: Some(handle),
             run_id,
+            behind,
         })
     }
 
     /// A sender for the engine's sink.
-    pub fn sender(&self) -> Option<mpsc::Sender<RequestRecord>> {
-        self.tx.clone()
+    pub fn sender(&self, cancel: &CancelHandle) -> Option<WriterSender> {
+        self.tx.clone().map(|tx| WriterSender {
+            tx,
+            behind: self.behind.clone(),
+            cancel: cancel.clone(),
+        })
     }
 
-    /// Writes what is left and returns the number of rows written; the first failed
-    /// write's error when one failed.
-    pub fn finish(mut self) -> Result<u64, RunnerError> {
+    /// Writes what is left and returns what was written; the first failed write's
+    /// error when one failed, or the database's falling behind when the queue filled.
+    pub fn finish(mut self) -> Result<Written, RunnerError> {
         self.tx.take();
-        match self.handle.take().map(JoinHandle::join) {
-            Some(Ok(result)) => result,
-            Some(Err(_)) | None => Err(RunnerError::WriterCrashed {
+        let written = match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result?,
+            Some(Err(_)) | None => {
+                return Err(RunnerError::WriterCrashed {
+                    run: self.run_id.clone(),
+                })
+            }
+        };
+        if self.behind.full.load(std::sync::atomic::Ordering::Relaxed) {
+            let secs = self.behind.since.elapsed().as_secs_f64().max(1e-3);
+            return Err(RunnerError::WriterBehind {
                 run: self.run_id.clone(),
-            }),
+                queue: QUEUE,
+                sustained: written.rows as f64 / secs,
+                needed: self.behind.sent.load(std::sync::atomic::Ordering::Relaxed) as f64 / secs,
+            });
         }
+        Ok(written)
     }
 }
 
@@ -107,9 +190,13 @@ pub fn count_output(record: &mut RequestRecord, tokenizer: Option<&Tokenizer>) {
     }
 }
 
-fn write_loop(ctx: &WriterContext, rx: &mpsc::Receiver<RequestRecord>) -> Result<u64, RunnerError> {
+fn write_loop(
+    ctx: &WriterContext,
+    rx: &mpsc::Receiver<RequestRecord>,
+) -> Result<Written, RunnerError> {
     let mut pending: Vec<RequestRecord> = Vec::with_capacity(BATCH);
     let mut written = 0u64;
+    let mut kept = Vec::new();
     let mut oldest: Option<Instant> = None;
     loop {
         let wait = oldest.map_or(FLUSH_EVERY, |t| FLUSH_EVERY.saturating_sub(t.elapsed()));
@@ -130,11 +217,14 @@ fn write_loop(ctx: &WriterContext, rx: &mpsc::Receiver<RequestRecord>) -> Result
         let due = oldest.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
         if !pending.is_empty() && (closed || due || pending.len() >= BATCH) {
             written += flush(ctx, &pending).map_err(|source| stopped(ctx, written, source))?;
-            pending.clear();
+            kept.extend(pending.drain(..).filter_map(slim));
             oldest = None;
         }
         if closed {
-            return Ok(written);
+            return Ok(Written {
+                rows: written,
+                kept,
+            });
         }
     }
 }
@@ -154,6 +244,17 @@ fn stopped(ctx: &WriterContext, stored: u64, source: RunnerError) -> RunnerError
         },
         other => other,
     }
+}
+
+/// The record as the run's metrics read it: no response text or raw chunks (its output
+/// was counted before), no priming record (metrics never read them).
+fn slim(mut r: RequestRecord) -> Option<RequestRecord> {
+    if r.phase == crate::record::Phase::Priming {
+        return None;
+    }
+    r.output_text = String::new();
+    r.raw = Vec::new();
+    Some(r)
 }
 
 fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerError> {

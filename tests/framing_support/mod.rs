@@ -258,7 +258,20 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
 }
 
 /// Runs `load` against `url` on `ep`; the records in index order.
-pub async fn run_on(ep: &Endpoint, load: &Traffic) -> RunOutput {
+/// A run's output and its records (sorted by index): the engine keeps none, the test does.
+pub struct Ran {
+    pub output: RunOutput,
+    pub records: Vec<RequestRecord>,
+}
+
+impl std::ops::Deref for Ran {
+    type Target = RunOutput;
+    fn deref(&self) -> &RunOutput {
+        &self.output
+    }
+}
+
+pub async fn run_on(ep: &Endpoint, load: &Traffic) -> Ran {
     let cfg = RunConfig {
         load: Load::Closed {
             concurrency: load.concurrency,
@@ -266,17 +279,18 @@ pub async fn run_on(ep: &Endpoint, load: &Traffic) -> RunOutput {
         duration: None,
         grace: Duration::from_secs(1),
     };
-    let mut out = run(
+    let mut records = Vec::new();
+    let output = run(
         ep,
         &mut VecSource::new(requests(load.requests, load.stream)),
         &cfg,
         &CancelHandle::new(),
-        &mut |_: &RequestRecord| {},
+        &mut |r: RequestRecord| records.push(r),
     )
     .await
     .unwrap();
-    out.records.sort_by_key(|r| r.index);
-    out
+    records.sort_by_key(|r| r.index);
+    Ran { output, records }
 }
 
 /// The two clients, by name.
