@@ -42,6 +42,7 @@ pub struct Writer {
     handle: Option<JoinHandle<Result<Written, RunnerError>>>,
     run_id: String,
     behind: Arc<Behind>,
+    queue: usize,
 }
 
 /// What a writer wrote, and the records the run's metrics read (slimmed, in completion
@@ -110,6 +111,11 @@ pub struct WriterContext {
 
 impl Writer {
     pub fn start(ctx: WriterContext) -> Result<Writer, RunnerError> {
+        Writer::start_queued(ctx, QUEUE)
+    }
+
+    /// `start` with a queue of `queue` records.
+    fn start_queued(ctx: WriterContext, queue: usize) -> Result<Writer, RunnerError> {
         if let Some(pages) = std::env::var(MAX_PAGES_ENV)
             .ok()
             .and_then(|v| v.parse().ok())
@@ -117,7 +123,7 @@ impl Writer {
             let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
             store.limit_growth(pages)?;
         }
-        let (tx, rx) = mpsc::sync_channel::<RequestRecord>(QUEUE);
+        let (tx, rx) = mpsc::sync_channel::<RequestRecord>(queue);
         let run_id = ctx.run_id.clone();
         let behind = Arc::new(Behind {
             full: false.into(),
@@ -136,6 +142,7 @@ impl Writer {
             handle: Some(handle),
             run_id,
             behind,
+            queue,
         })
     }
 
@@ -164,7 +171,7 @@ impl Writer {
             let secs = self.behind.since.elapsed().as_secs_f64().max(1e-3);
             return Err(RunnerError::WriterBehind {
                 run: self.run_id.clone(),
-                queue: QUEUE,
+                queue: self.queue,
                 sustained: written.rows as f64 / secs,
                 needed: self.behind.sent.load(std::sync::atomic::Ordering::Relaxed) as f64 / secs,
             });
@@ -283,4 +290,98 @@ fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerEr
         store.write_texts(&ctx.run_id, texts)?;
     }
     Ok(rows.len() as u64)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::store::{RunRow, SuiteInfo};
+
+    fn writer_on(dir: &std::path::Path, queue: usize) -> (Writer, Arc<Mutex<Store>>, CancelHandle) {
+        let mut store = Store::create(dir, &SuiteInfo::new("w", "")).unwrap();
+        store
+            .register_runs(&[RunRow {
+                id: "r".into(),
+                ordinal: 1,
+                axes: serde_json::json!({}),
+                settings: serde_json::json!({}),
+            }])
+            .unwrap();
+        store.begin_run("r").unwrap();
+        let store = Arc::new(Mutex::new(store));
+        let cancel = CancelHandle::new();
+        let ctx = WriterContext {
+            store: store.clone(),
+            run_id: "r".into(),
+            tokenizer: None,
+            targets: Arc::default(),
+            log: Arc::new(super::super::log::SuiteLog::open(dir, false, None)),
+            cancel: cancel.clone(),
+            keep_text: false,
+            turn_inputs: None,
+        };
+        (Writer::start_queued(ctx, queue).unwrap(), store, cancel)
+    }
+
+    fn record(index: u64) -> RequestRecord {
+        RequestRecord {
+            index,
+            item: index,
+            output_text: "kept out".into(),
+            raw: vec!["data: {}".into()],
+            ..RequestRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_full_queue_stops_the_run_and_loses_no_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, store, cancel) = writer_on(dir.path(), 4);
+        let tx = writer.sender(&cancel).unwrap();
+        // The database is busy (its lock held): the writer cannot take more than the queue.
+        let held = store.lock().unwrap();
+        let sender = std::thread::spawn(move || {
+            for i in 0..12 {
+                tx.send(record(i));
+            }
+        });
+        let since = Instant::now();
+        while !cancel.is_cancelled() && since.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(cancel.is_cancelled(), "a full queue cancels the load");
+        drop(held);
+        sender.join().unwrap();
+        let err = writer.finish().unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, RunnerError::WriterBehind { queue: 4, .. }),
+            "{text}"
+        );
+        assert!(
+            text.contains("could not keep up") && text.contains("rows/s"),
+            "{text}"
+        );
+        assert_eq!(store.lock().unwrap().request_rows("r").unwrap().len(), 12);
+    }
+
+    #[test]
+    fn records_come_back_slimmed_without_priming() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, store, cancel) = writer_on(dir.path(), 64);
+        let tx = writer.sender(&cancel).unwrap();
+        tx.send(RequestRecord {
+            phase: crate::record::Phase::Priming,
+            ..record(0)
+        });
+        tx.send(record(1));
+        drop(tx);
+        let written = writer.finish().unwrap();
+        assert_eq!(written.rows, 2);
+        assert_eq!(written.kept.len(), 1);
+        assert!(written.kept[0].output_text.is_empty() && written.kept[0].raw.is_empty());
+        assert!(!cancel.is_cancelled());
+        assert_eq!(store.lock().unwrap().request_rows("r").unwrap().len(), 2);
+    }
 }
