@@ -185,7 +185,8 @@ impl Suite<'_> {
     pub(super) fn finish_failed(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
         let mut store = self.lock()?;
         let empty = Default::default();
-        let msg = chain(e);
+        // The stored error hides what the log hides (a server's output may echo its key).
+        let msg = self.log.redact(&chain(e)).into_owned();
         store.finish_run(
             &run.id,
             &RunFinish {
