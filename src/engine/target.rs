@@ -30,12 +30,13 @@ pub struct Timeouts {
     pub total: Option<Duration>,
 }
 
+/// The plan's defaults (`control::timeouts`, the README's "Timeouts" table).
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
-            connect: Duration::from_secs(10),
-            read: Duration::from_secs(600),
-            total: None,
+            connect: control::timeouts::CONNECT,
+            read: control::timeouts::READ,
+            total: Some(control::timeouts::TOTAL),
         }
     }
 }
