@@ -4,8 +4,9 @@
 //! nothing of the crate.
 //!
 //! The rule: the candidate with the highest Jaro–Winkler similarity to the misspelt name,
-//! if it is at least [`MIN_SIMILARITY`]; equal scores go to the candidate first in
-//! alphabetical order, so the answer never depends on the order the candidates come in.
+//! if it is at least [`MIN_SIMILARITY`]; of equal scores the candidate listed last wins
+//! (callers list in a fixed order: the metric vocabulary's, a table's sorted keys), so
+//! `ttft_p98` gets `ttft_p99` rather than `ttft_p90`.
 //! Jaro–Winkler rewards a shared beginning, which is how names are misspelt (a missing
 //! plural, a dropped suffix: `input_token`, `--tokenizer`), and unlike an edit-distance
 //! cut-off it does not offer a short unrelated name for a short wrong one (`--foo` is not
@@ -23,7 +24,7 @@ pub fn nearest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -
             continue;
         }
         best = match best {
-            Some((s, b)) if s > score || (s == score && b <= c) => Some((s, b)),
+            Some((s, b)) if s > score => Some((s, b)),
             _ => Some((score, c)),
         };
     }
@@ -54,14 +55,13 @@ mod tests {
     }
 
     #[test]
-    fn ties_go_to_the_first_name_in_alphabetical_order() {
-        // Two names equally near: the same answer whatever order they come in.
-        let a = nearest("abcdx", ["abcdy", "abcdz"]);
-        let b = nearest("abcdx", ["abcdz", "abcdy"]);
+    fn ties_go_to_the_candidate_listed_last() {
+        let stats = ["ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99", "ttft_p999"];
         assert_eq!(
-            strsim::jaro_winkler("abcdx", "abcdy"),
-            strsim::jaro_winkler("abcdx", "abcdz")
+            strsim::jaro_winkler("ttft_p98", "ttft_p90"),
+            strsim::jaro_winkler("ttft_p98", "ttft_p99")
         );
-        assert_eq!((a, b), (Some("abcdy"), Some("abcdy")));
+        assert_eq!(nearest("ttft_p98", stats), Some("ttft_p99"));
+        assert_eq!(nearest("abcdx", ["abcdy", "abcdz"]), Some("abcdz"));
     }
 }
