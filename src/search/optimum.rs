@@ -1,14 +1,17 @@
-//! An SLA search with an objective (`output_tps = "max"`): asks
-//! `metrics::sla_objective::OptimumSearch` for the next value, runs and pools each value's
-//! trials like a limit search (`super::run_step`), and stores the passing value with the
-//! best objective as `sla_best_concurrency` / `sla_best_rate`, with the pooled metrics of
-//! that value as the search run's metrics (`sla_max_*` stay null). A child of `search`.
+//! An SLA search with an objective (`output_tps = "max"`): its state machine (`Best`,
+//! asking `metrics::sla_objective::OptimumSearch` for the next value) runs in the limit
+//! search's loop (`super::drive`: the same steps, trials, pools and stored steps), and
+//! it stores the passing value with the best objective as `sla_best_concurrency` /
+//! `sla_best_rate`, with the pooled metrics of that value as the search run's metrics
+//! (`sla_max_*` stay null). A child of `search`.
+
+use std::ops::ControlFlow;
 
 use serde_json::json;
 
 use super::{
-    finish_search, floor_clause, interrupted_search, metrics_of, run_step, variable_name,
-    verdict_text, Step, SEARCH_DONE,
+    drive, finish_search, floor_clause, interrupted_search, metrics_of, variable_name,
+    verdict_text, Machine, Step, SEARCH_DONE,
 };
 use crate::engine::Target;
 use crate::metrics::condition::{unit_of, Condition, MetricUnit};
@@ -38,48 +41,47 @@ pub(super) async fn search_optimum(
     total: usize,
     o: Optimum,
 ) -> Result<Ended, RunnerError> {
-    let label = run_label(run, total);
-    let name = variable_name(o.var);
     let mut conds = o.conds.clone();
     conds.push(o.objective.known_condition());
-    let mut search = OptimumSearch::new(o.bounds, o.objective.goal);
-    let mut steps: Vec<Step> = Vec::new();
-    let result = loop {
-        let value = match search.next() {
-            OptimumNext::Done(result) => break result,
-            OptimumNext::Probe(value) => value,
-        };
-        let Some(step) = run_step(
-            suite,
-            run,
-            target,
-            total,
-            (steps.len() as u32, value),
-            &conds,
-        )
-        .await?
-        else {
-            return interrupted_search(suite, run);
-        };
-        let score = step
-            .summary
-            .values
-            .get(&o.objective.metric)
-            .copied()
-            .flatten();
-        let shown = shown(&o.objective.metric, score);
-        suite.say(&format!(
-            "{label}: search {name}={value}: {} = {shown}, {}",
-            o.objective.metric,
-            verdict_text(&step.verdict)
-        ));
-        search.record(value, step.verdict.passed, score);
-        steps.push(step);
+    let mut best = Best {
+        search: OptimumSearch::new(o.bounds, o.objective.goal),
+        metric: &o.objective.metric,
+    };
+    let Some((result, steps)) =
+        drive(suite, (run, target, total), o.var, &conds, &mut best).await?
+    else {
+        return interrupted_search(suite, run);
     };
     let row = optimum_row(run, &o, &result, &steps);
-    suite.say(&format!("{label}: {}", row.message));
+    suite.say(&format!("{}: {}", run_label(run, total), row.message));
     store_optimum(suite, run, &o, (&result, &row), &steps)?;
     Ok(SEARCH_DONE)
+}
+
+/// The objective search: the passing value with the best pooled `metric`.
+struct Best<'a> {
+    search: OptimumSearch,
+    metric: &'a str,
+}
+
+impl Machine for Best<'_> {
+    type Result = OptimumResult;
+    fn next(&mut self) -> ControlFlow<OptimumResult, f64> {
+        match self.search.next() {
+            OptimumNext::Done(result) => ControlFlow::Break(result),
+            OptimumNext::Probe(value) => ControlFlow::Continue(value),
+        }
+    }
+    fn record(&mut self, step: &Step) -> String {
+        let score = step.summary.values.get(self.metric).copied().flatten();
+        self.search.record(step.value, step.verdict.passed, score);
+        format!(
+            "{} = {}, {}",
+            self.metric,
+            shown(self.metric, score),
+            verdict_text(&step.verdict)
+        )
+    }
 }
 
 /// Stores the result row, and the best value's pooled metrics with `sla_best_*` as
