@@ -9,7 +9,7 @@ pub mod changed;
 pub mod compare;
 mod compare_render;
 pub mod csv;
-mod format;
+pub mod format;
 pub mod gates;
 mod grid;
 pub mod health;

@@ -14,11 +14,12 @@ use super::{
     verdict_text, Machine, Step, SEARCH_DONE,
 };
 use crate::engine::Target;
-use crate::metrics::condition::{unit_of, Condition, MetricUnit};
+use crate::metrics::condition::Condition;
 use crate::metrics::sla::{Bounds, SearchOutcome};
 use crate::metrics::sla_objective::{Goal, Objective, OptimumNext, OptimumResult, OptimumSearch};
 use crate::plan::SearchVariable;
 use crate::planner::RunSpec;
+use crate::report::format::display_for;
 use crate::store::{RunStatus, SearchRow};
 use crate::suite::driver::{run_label, Ended, Suite};
 use crate::suite::RunnerError;
@@ -112,42 +113,13 @@ fn store_optimum(
     finish_search(suite, run, RunStatus::Done, &metrics, &extras)
 }
 
-/// `2,310 tok/s`, `812.3 ms`: about four significant digits, with the metric's unit.
+/// A pooled metric as a person reads it, by the report's one rule (`report::format`), so
+/// the sentence shows the text of the report's cell: `2310 tok/s`, `812.3 ms`, `unknown`.
 fn shown(metric: &str, value: Option<f64>) -> String {
-    let Some(v) = value else {
-        return "unknown".into();
-    };
-    let (v, suffix) = match unit_of(metric) {
-        Some(MetricUnit::Millis) => (v, " ms"),
-        Some(MetricUnit::Seconds) => (v, " s"),
-        Some(MetricUnit::Ratio) => (v * 100.0, "%"),
-        Some(MetricUnit::Tokens) => (v, " tok"),
-        Some(MetricUnit::TokensPerSec) => (v, " tok/s"),
-        Some(MetricUnit::RequestsPerSec) => (v, " req/s"),
-        Some(MetricUnit::Count) | None => (v, ""),
-    };
-    let decimals = match v.abs() {
-        a if a >= 1000.0 => 0,
-        a if a >= 100.0 => 1,
-        a if a >= 10.0 => 2,
-        _ => 3,
-    };
-    let text = format!("{v:.decimals$}");
-    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let (sign, digits) = int.strip_prefix('-').map_or(("", int), |d| ("-", d));
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    let frac = if frac.is_empty() {
-        String::new()
-    } else {
-        format!(".{frac}")
-    };
-    format!("{sign}{grouped}{frac}{suffix}")
+    value.map_or_else(
+        || "unknown".to_string(),
+        |v| display_for(metric, &[v]).with_unit(v),
+    )
 }
 
 /// The stored result, with a sentence saying what was found.
@@ -200,11 +172,16 @@ mod tests {
     use super::shown;
 
     #[test]
-    fn values_are_shown_with_their_unit() {
-        assert_eq!(shown("output_tps", Some(2310.4)), "2,310 tok/s");
+    fn values_are_shown_as_the_reports_cells() {
+        assert_eq!(shown("output_tps", Some(2310.4)), "2310 tok/s");
         assert_eq!(shown("ttft_p99", Some(812.34)), "812.3 ms");
         assert_eq!(shown("success_ratio", Some(0.5)), "50.00%");
-        assert_eq!(shown("rps", Some(1_234_567.0)), "1,234,567 req/s");
         assert_eq!(shown("rps", None), "unknown");
+        // The search's own copy kept three decimals (`0.012`, `64.000`) and
+        // milliseconds past 10 s: the report's rule keeps four significant digits,
+        // whole counts whole, and long times in seconds.
+        assert_eq!(shown("output_tps", Some(0.012344)), "0.01234 tok/s");
+        assert_eq!(shown("requests_ok", Some(64.0)), "64");
+        assert_eq!(shown("ttft_p99", Some(12_345.0)), "12.35 s");
     }
 }
