@@ -27,6 +27,7 @@ pub mod secrets;
 pub mod servers;
 pub mod sim;
 pub mod store;
+pub mod suggest;
 pub mod suite;
 pub mod telemetry;
 pub mod tokenize;

@@ -1,12 +1,17 @@
 //! Units shared by every module: durations written with a unit (`"50ms"`, `"2s"`, `"5m"`),
-//! byte sizes (`"4MiB"`, `"64KB"`, `1048576`) and wall-clock times written as ISO-8601
-//! text. Pure parsing and formatting; knows nothing about plans or HTTP.
+//! byte sizes (`"4MiB"`, `"64KB"`, `1048576`) and wall-clock times (ISO-8601 text read,
+//! Unix times turned into UTC calendar dates: [`UtcTime`]). Pure parsing and formatting;
+//! knows nothing about plans or HTTP.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+mod utc;
+
+pub use utc::{civil_from_days, parse_utc_us, UtcTime};
 
 /// A duration as written in a plan or on the command line: a number and a unit
 /// (`us`, `ms`, `s`, `m`, `h`), e.g. `"250ms"`, `"1.5s"`, `"5m"`.
@@ -230,66 +235,6 @@ impl schemars::JsonSchema for HumanBytes {
     }
 }
 
-/// Microseconds since the Unix epoch of an ISO-8601 / RFC 3339 time:
-/// `2026-11-29T12:00:00Z`, with an optional fraction, `T` or a space between date and
-/// time, and `Z`, an offset (`+01:00`) or no zone (UTC). `None` for anything else.
-pub fn parse_utc_us(text: &str) -> Option<i128> {
-    let b = text.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = text.get(r)?;
-        part.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| part.parse().ok())?
-    };
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut rest = &text[19..];
-    let mut frac_us = 0i64;
-    if let Some(f) = rest.strip_prefix('.') {
-        let digits = f.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let padded: String = f[..digits]
-            .chars()
-            .chain("000000".chars())
-            .take(6)
-            .collect();
-        frac_us = padded.parse().ok()?;
-        rest = &f[digits..];
-    }
-    let zone_s = match rest {
-        "" | "Z" | "z" => 0,
-        z if z.len() == 6 && (z.starts_with('+') || z.starts_with('-')) && &z[3..4] == ":" => {
-            let sign = if z.starts_with('-') { -1 } else { 1 };
-            sign * (z[1..3].parse::<i64>().ok()? * 3600 + z[4..6].parse::<i64>().ok()? * 60)
-        }
-        _ => return None,
-    };
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - zone_s;
-    Some(i128::from(secs) * 1_000_000 + i128::from(frac_us))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,26 +289,5 @@ mod tests {
         assert_eq!(HumanBytes(4 << 20).to_string(), "4MiB");
         assert_eq!(HumanBytes(1000).to_string(), "1000B");
         assert_eq!(parse_bytes(&HumanBytes(64 << 10).to_string()), Ok(64 << 10));
-    }
-
-    #[test]
-    fn utc_times_from_iso_text() {
-        assert_eq!(parse_utc_us("1970-01-01T00:00:01.5Z"), Some(1_500_000));
-        assert_eq!(parse_utc_us("1970-01-01 01:00:00+01:00"), Some(0));
-        assert_eq!(
-            parse_utc_us("2026-11-29t12:00:00z"),
-            Some(1_795_953_600_000_000)
-        );
-        for bad in [
-            "2026-13-01T00:00:00Z",
-            "2026-11-29T24:00:00Z",
-            "2026-11-29T12:00Z",
-            "2026-11-29T12:00:00.Z",
-            "2026-11-29T12:00:00+0100",
-            "2026-11-29T12-00-00Z",
-            "+026-11-29T12:00:00Z",
-        ] {
-            assert_eq!(parse_utc_us(bad), None, "{bad}");
-        }
     }
 }

@@ -86,6 +86,11 @@ const ONLY: &[(&str, &[&str], &str)] = &[
         "record is a leaf: it imports nothing of the crate",
     ),
     (
+        "suggest",
+        &[],
+        "suggest is a leaf: the one did-you-mean rule imports nothing of the crate",
+    ),
+    (
         "control",
         &["api", "units", "secrets"],
         "control imports no stage (it knows APIs' paths, nothing else)",

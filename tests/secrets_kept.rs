@@ -220,3 +220,91 @@ fn a_canary_secret_reaches_the_server_and_no_file() {
     assert_no_canary_in(&elsewhere.join("again"));
     rt.block_on(sim.shutdown());
 }
+
+/// `expand --json` prints a run's settings by the rule the store keeps them by: a
+/// secret-looking body field (`[defaults] extra`) is hidden in both, not only in the
+/// database. The canary is a literal of the plan, so it is not a header `validate` warns of.
+#[test]
+fn expand_hides_what_the_store_hides() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        r#"[plan]
+name = "extra-secret"
+
+[endpoints.a]
+base_url = "http://127.0.0.1:9"
+headers = {{ X-Trace = "on" }}
+
+[models.m]
+
+[datasets.d]
+kind = "prompt"
+text = "hello"
+
+[defaults]
+output_tokens = 4
+extra = {{ api_key = "{IN_SET}", priority = 1 }}
+
+[matrix]
+load = {{ concurrency = 1, requests = 1 }}
+"#
+    );
+    std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
+    let out = perfplan(dir.path(), &["expand", "plan.toml", "--json"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let extra = &runs[0]["settings"]["request"]["extra"];
+    assert_eq!(extra["api_key"], "<redacted>", "{extra}");
+    assert_eq!(extra["priority"], 1, "{extra}");
+    assert_eq!(runs[0]["settings"]["endpoint"]["headers"]["X-Trace"], "on");
+}
+
+/// A failed run's stored error hides the secrets its printed line hides: a launched
+/// server that prints its API key and exits leaves the key in its own log only, never in
+/// the results database or `perfplan.log`.
+#[test]
+fn a_failed_runs_stored_error_hides_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = r#"[plan]
+name = "echoed-key"
+
+[endpoints.a]
+base_url = "http://127.0.0.1:{port}"
+api_key_env = "ECHOED_KEY"
+launch = "echo serving with api_key=$ECHOED_KEY; exit 3"
+
+[models.m]
+
+[datasets.d]
+kind = "prompt"
+text = "hello"
+
+[defaults]
+output_tokens = 4
+
+[matrix]
+load = { concurrency = 1, requests = 1 }
+"#;
+    std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
+    let o = perfplan(
+        dir.path(),
+        &["run", "plan.toml", "--out", "out"],
+        &[("ECHOED_KEY", IN_SET)],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let store = perfplan::store::Store::open(&dir.path().join("out")).unwrap();
+    let runs = store.runs().unwrap();
+    let error = runs[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("api_key=<redacted>"), "{error}");
+    let log = std::fs::read_to_string(dir.path().join("out/perfplan.log")).unwrap();
+    assert!(!log.contains(CANARY) && !error.contains(CANARY), "{log}");
+}

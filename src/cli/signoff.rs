@@ -17,11 +17,9 @@ pub struct SignOff {
     pub junit: Option<PathBuf>,
 }
 
-/// Now as RFC 3339 UTC (`2026-11-29T08:56:05Z`), from the reports' one civil-time rule.
+/// Now as RFC 3339 UTC (`2026-11-29T08:56:05Z`), by the one calendar rule (`units::utc`).
 fn now_rfc3339() -> String {
-    crate::report::html::utc(crate::store::now_unix_ms())
-        .replacen(' ', "T", 1)
-        .replace(" UTC", "Z")
+    crate::units::UtcTime::of_unix_ms(crate::store::now_unix_ms()).rfc3339()
 }
 
 impl SignOff {

@@ -1,7 +1,7 @@
 //! The control plane's one HTTP helper, used by every request perfplan sends: the URL
 //! rule (`urls`: `base_url` with its path kept, a trailing `/v1` accepted once, joined with
 //! each API's path or the endpoint's `paths` override), TLS settings and failures told in
-//! words (`tls`), the shared reqwest settings and the client of the connection test,
+//! words (`tls`), every timeout default (`timeouts`), the shared reqwest settings and the client of the connection test,
 //! `check`, readiness, scrapes and cache resets (`client`), and the one error-chain format
 //! (`chain`). The engine builds its load clients from the same rule and settings.
 //!
@@ -10,6 +10,7 @@
 
 pub mod chain;
 pub mod client;
+pub mod timeouts;
 pub mod tls;
 pub mod urls;
 

@@ -18,7 +18,7 @@ use super::h1::H1Client;
 use super::preconnect::{self, Preconnect};
 use crate::api::ApiKind;
 use crate::control::{self, Route, Tls, Urls};
-use crate::secrets::is_secret_header;
+use crate::secrets::{is_secret_header, REDACTED};
 
 /// Connect, idle-read (between two reads of the response) and total timeouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,12 +30,13 @@ pub struct Timeouts {
     pub total: Option<Duration>,
 }
 
+/// The plan's defaults (`control::timeouts`, the README's "Timeouts" table).
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
-            connect: Duration::from_secs(10),
-            read: Duration::from_secs(600),
-            total: None,
+            connect: control::timeouts::CONNECT,
+            read: control::timeouts::READ,
+            total: Some(control::timeouts::TOTAL),
         }
     }
 }
@@ -69,7 +70,7 @@ impl fmt::Debug for Target {
             .headers
             .iter()
             .map(|(k, v)| {
-                let shown = if is_secret_header(k) { "<redacted>" } else { v };
+                let shown = if is_secret_header(k) { REDACTED } else { v };
                 (k.as_str(), shown)
             })
             .collect();
@@ -77,7 +78,7 @@ impl fmt::Debug for Target {
             .field("base_url", &self.base_url)
             .field("paths", &self.paths)
             .field("tls", &self.tls)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
             .field("headers", &headers)
             .field("timeouts", &self.timeouts)
             .field("force_reqwest", &self.force_reqwest)

@@ -217,4 +217,16 @@ mod tests {
             .map(|p| p.num::<f64>("--temperature"));
         assert!(matches!(e, Some(Err(ImportError::Value { .. }))));
     }
+
+    #[test]
+    fn suggestions_follow_the_one_did_you_mean_rule() {
+        let hint = |args: &str| match parse(&argv(args)) {
+            Err(ImportError::UnknownFlag { suggestion, .. }) => suggestion,
+            other => panic!("{args}: {other:?}"),
+        };
+        // Nothing like a known flag, though three edits from `--url`: no guess.
+        assert_eq!(hint("--foo 1"), None);
+        // A dropped suffix, five edits from the flag: found.
+        assert_eq!(hint("--tokenizer x").as_deref(), Some("--tokenizer-path"));
+    }
 }

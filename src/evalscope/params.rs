@@ -138,12 +138,7 @@ pub fn find(flag: &str) -> Option<&'static Param> {
     PARAMS.iter().find(|p| p.flag == flag)
 }
 
-/// The known flag nearest to a misspelt one.
+/// The known flag nearest to a misspelt one (the one rule: `crate::suggest`).
 pub fn nearest(flag: &str) -> Option<&'static str> {
-    PARAMS
-        .iter()
-        .map(|p| (strsim::levenshtein(flag, p.flag), p.flag))
-        .filter(|(d, _)| *d <= 3)
-        .min()
-        .map(|(_, f)| f)
+    crate::suggest::nearest(flag, PARAMS.iter().map(|p| p.flag))
 }

@@ -139,12 +139,8 @@ fn hint(suggestion: &Option<String>) -> String {
 }
 
 fn nearest_metric(metric: &str) -> Option<String> {
-    names::all_names()
-        .into_iter()
-        .map(|n| (strsim::jaro_winkler(metric, &n), n))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| n)
+    let all = names::all_names();
+    crate::suggest::nearest(metric, all.iter().map(String::as_str)).map(str::to_string)
 }
 
 /// Parses `text` as a condition on `metric`.

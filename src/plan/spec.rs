@@ -225,14 +225,15 @@ pub struct TimeoutsSpec {
     pub total: HumanDuration,
 }
 
+// The one set of defaults, shared with the engine: `control::timeouts`.
 fn default_connect() -> HumanDuration {
-    HumanDuration(std::time::Duration::from_secs(10))
+    HumanDuration(crate::control::timeouts::CONNECT)
 }
 fn default_read() -> HumanDuration {
-    HumanDuration(std::time::Duration::from_secs(120))
+    HumanDuration(crate::control::timeouts::READ)
 }
 fn default_total() -> HumanDuration {
-    HumanDuration(std::time::Duration::from_secs(1800))
+    HumanDuration(crate::control::timeouts::TOTAL)
 }
 
 impl Default for TimeoutsSpec {

@@ -135,20 +135,12 @@ impl RunSpec {
             .unwrap_or(&self.settings.model.name)
     }
 
-    /// Settings as stored and printed: header values that look secret are redacted.
+    /// Settings as stored and printed, by the one redaction rule
+    /// (`secrets::redact_settings`): secret header values and secret-looking keys hidden.
     pub fn redacted_settings(&self) -> Value {
-        let mut value = serde_json::to_value(&self.settings).unwrap_or(Value::Null);
-        if let Some(headers) = value
-            .pointer_mut("/endpoint/headers")
-            .and_then(Value::as_object_mut)
-        {
-            for (name, v) in headers.iter_mut() {
-                if is_secret_header(name) {
-                    *v = Value::String(crate::secrets::REDACTED.into());
-                }
-            }
-        }
-        value
+        crate::secrets::redact_settings(
+            &serde_json::to_value(&self.settings).unwrap_or(Value::Null),
+        )
     }
 }
 

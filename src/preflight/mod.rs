@@ -5,7 +5,6 @@
 //! Produces rows of pass/warn/fail with advice; printing is the CLI's business.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -201,7 +200,12 @@ impl Ctx<'_> {
                 "fix `launch` / `ready` of the endpoint (see the log)",
             )]);
         }
-        let client = match target.control(target.timeouts.read.min(Duration::from_secs(120))) {
+        let client = match target.control(
+            target
+                .timeouts
+                .read
+                .min(crate::control::timeouts::CHECK_REQUEST),
+        ) {
             Ok(c) => c,
             Err(e) => {
                 let r = row(first, "server", "settings", Verdict::Fail, chain(&e));

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::metrics::{timing, MetricDefinitions};
+use crate::metrics::{stats, timing, MetricDefinitions};
 use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, Store, StoreError, StoredRun};
 
@@ -120,38 +120,14 @@ impl Sample {
     }
 }
 
-/// Linear interpolation between closest ranks (numpy's default) on sorted values.
-pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
+/// A statistic of the vocabulary (`mean`, `stdev`, `min`, `max`, `p1` … `p999`) of
+/// `values`, by the metrics' own rule (`metrics::stats`), so that a resample is judged
+/// as the run's metric was computed. Sorts `values` when the statistic needs the order.
+fn statistic(values: &mut [f64], stat: &str) -> Option<f64> {
+    if !matches!(stat, "mean" | "stdev") {
+        values.sort_by(f64::total_cmp);
     }
-    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
-}
-
-/// A statistic of the vocabulary (`mean`, `stdev`, `min`, `max`, `p1` … `p999`) of values.
-pub fn statistic(values: &mut [f64], stat: &str) -> Option<f64> {
-    let n = values.len() as f64;
-    match stat {
-        "mean" => (n > 0.0).then(|| values.iter().sum::<f64>() / n),
-        "stdev" => {
-            let mean = values.iter().sum::<f64>() / n;
-            (n > 1.0).then(|| (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt())
-        }
-        _ => {
-            let q = match stat {
-                "min" => 0.0,
-                "max" => 1.0,
-                "p999" => 0.999,
-                p => p.strip_prefix('p')?.parse::<f64>().ok()? / 100.0,
-            };
-            values.sort_by(f64::total_cmp);
-            percentile(values, q)
-        }
-    }
+    stats::statistic(values, stat)
 }
 
 /// The per-resample estimate of `metric` on `sample`, or `None` if the bootstrap does not cover it.
@@ -235,8 +211,8 @@ pub fn diff_interval(
     diffs.sort_by(f64::total_cmp);
     let tail = (1.0 - opts.confidence.clamp(0.0, 1.0)) / 2.0;
     Some(Interval {
-        low: percentile(&diffs, tail)?,
-        high: percentile(&diffs, 1.0 - tail)?,
+        low: stats::quantile(&diffs, tail)?,
+        high: stats::quantile(&diffs, 1.0 - tail)?,
     })
 }
 
@@ -262,14 +238,36 @@ mod tests {
     }
 
     #[test]
-    fn percentile_is_numpy_linear() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&v, 0.5), Some(2.5));
-        assert!((percentile(&v, 0.99).unwrap() - 3.97).abs() < 1e-12);
+    fn statistics_are_the_metrics_own() {
         assert_eq!(statistic(&mut [3.0, 1.0, 2.0], "p50"), Some(2.0));
+        assert_eq!(statistic(&mut [3.0, 1.0, 2.0], "min"), Some(1.0));
         assert_eq!(statistic(&mut [1.0, 3.0], "mean"), Some(2.0));
         assert_eq!(statistic(&mut [1.0, 3.0], "stdev"), Some(1.0));
         assert_eq!(statistic(&mut [1.0], "p98x"), None);
+    }
+
+    #[test]
+    fn stdev_is_judged_like_every_other_statistic() {
+        // One stdev rule (0 for one value, as numpy): the bootstrap covers `*_stdev`,
+        // which its own copy (unknown for one value) had left out of every comparison.
+        assert!(supports("ttft_stdev") && supports("latency_stdev"));
+        let opts = BootstrapOptions {
+            resamples: 200,
+            ..BootstrapOptions::default()
+        };
+        let (base, same) = (sample(1.0, 100, 1), sample(1.0, 100, 2));
+        let wide = Sample {
+            ttft: base
+                .ttft
+                .iter()
+                .map(|v| 100.0 + (v - 100.0) * 4.0)
+                .collect(),
+            ..base.clone()
+        };
+        let spread = diff_interval(&base, &wide, "ttft_stdev", &opts).unwrap();
+        assert!(spread.excludes_zero() && spread.low > 0.0, "{spread:?}");
+        let noise = diff_interval(&base, &same, "ttft_stdev", &opts).unwrap();
+        assert!(!noise.excludes_zero(), "{noise:?}");
     }
 
     #[test]

@@ -21,30 +21,10 @@ th{background:#f3f3f3;vertical-align:bottom}td.n{text-align:right;font-variant-n
 .pass{color:#17803d;font-weight:bold}.fail{color:#c0262d;font-weight:bold}\
 .facts{color:#555;font-size:13px}figure{margin:16px 0}pre{background:#f7f7f7;padding:8px;overflow:auto}";
 
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 /// `2026-11-29 08:56:05 UTC`.
 pub fn utc(unix_ms: i64) -> String {
-    let secs = unix_ms.div_euclid(1000);
-    let (y, m, d) = civil(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    let t = crate::units::UtcTime::of_unix_ms(unix_ms);
+    format!("{} {} UTC", t.date(), t.time())
 }
 
 fn grid_html(grid: &Grid) -> String {

@@ -9,7 +9,7 @@ pub mod changed;
 pub mod compare;
 mod compare_render;
 pub mod csv;
-mod format;
+pub mod format;
 pub mod gates;
 mod grid;
 pub mod health;
@@ -174,12 +174,9 @@ impl ReportData {
 
 /// The metric of the vocabulary nearest to `name`, for "did you mean".
 pub(crate) fn unknown_metric(name: &str) -> ReportError {
-    let suggestion = crate::metrics::names::all_names()
-        .into_iter()
-        .map(|n| (strsim::jaro_winkler(name, &n), n))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| n);
+    let all = crate::metrics::names::all_names();
+    let suggestion =
+        crate::suggest::nearest(name, all.iter().map(String::as_str)).map(str::to_string);
     ReportError::UnknownMetric {
         name: name.into(),
         suggestion,

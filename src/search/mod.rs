@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 
 use serde_json::{json, Value};
@@ -143,37 +144,71 @@ async fn search(
         };
         return optimum::search_optimum(suite, run, target, total, o).await;
     }
-    let label = run_label(run, total);
-    let mut search = Search::new(b);
-    let mut steps: Vec<Step> = Vec::new();
-    let result = loop {
-        let value = match search.next() {
-            Next::Done(result) => break result,
-            Next::Probe(value) => value,
-        };
-        let Some(step) = run_step(
-            suite,
-            run,
-            target,
-            total,
-            (steps.len() as u32, value),
-            &conds,
-        )
-        .await?
-        else {
-            return interrupted_search(suite, run);
-        };
-        suite.say(&format!(
-            "{label}: search {}={value}: {}",
-            variable_name(var),
-            verdict_text(&step.verdict)
-        ));
-        search.record(value, step.verdict.passed);
-        steps.push(step);
+    let mut limit = Limit(Search::new(b));
+    let Some((result, steps)) = drive(suite, (run, target, total), var, &conds, &mut limit).await?
+    else {
+        return interrupted_search(suite, run);
     };
     let row = search_row(run, (var, &floor), &result, &steps);
-    suite.say(&format!("{label}: {}", row.message));
+    suite.say(&format!("{}: {}", run_label(run, total), row.message));
     store_limit(suite, run, &row, (&result, &steps))
+}
+
+/// A search's state machine as [`drive`] runs it: the limit search here, the objective
+/// search in `optimum`. Only this differs between the two; the loop of steps, their
+/// trials, pools, stored steps and progress lines is one.
+trait Machine {
+    type Result;
+    /// The next value to probe, or the search's result.
+    fn next(&mut self) -> ControlFlow<Self::Result, f64>;
+    /// Takes a step's pooled verdict; what to say of it after `search concurrency=8: `.
+    fn record(&mut self, step: &Step) -> String;
+}
+
+/// The limit search: the highest value that meets the SLO.
+struct Limit(Search);
+
+impl Machine for Limit {
+    type Result = SearchResult;
+    fn next(&mut self) -> ControlFlow<SearchResult, f64> {
+        match self.0.next() {
+            Next::Done(result) => ControlFlow::Break(result),
+            Next::Probe(value) => ControlFlow::Continue(value),
+        }
+    }
+    fn record(&mut self, step: &Step) -> String {
+        self.0.record(step.value, step.verdict.passed);
+        verdict_text(&step.verdict)
+    }
+}
+
+/// Probes the values `machine` asks for, one step each (`run_step`), until it is done:
+/// its result and the steps; `None` when the suite was interrupted.
+async fn drive<M: Machine>(
+    suite: &Suite<'_>,
+    (run, target, total): (&RunSpec, &Target, usize),
+    var: SearchVariable,
+    conds: &[Condition],
+    machine: &mut M,
+) -> Result<Option<(M::Result, Vec<Step>)>, RunnerError> {
+    let label = run_label(run, total);
+    let mut steps: Vec<Step> = Vec::new();
+    loop {
+        let value = match machine.next() {
+            ControlFlow::Break(result) => return Ok(Some((result, steps))),
+            ControlFlow::Continue(value) => value,
+        };
+        let step = (steps.len() as u32, value);
+        let Some(step) = run_step(suite, run, target, total, step, conds).await? else {
+            return Ok(None);
+        };
+        let said = machine.record(&step);
+        suite.say(&format!(
+            "{label}: search {}={value}: {said}",
+            variable_name(var)
+        ));
+        steps.push(step);
+    }
 }
 
 /// Stores a finished limit search: its row, and its metrics (`sla_max_*` and the pooled

@@ -1,21 +1,25 @@
-//! An SLA search with an objective (`output_tps = "max"`): asks
-//! `metrics::sla_objective::OptimumSearch` for the next value, runs and pools each value's
-//! trials like a limit search (`super::run_step`), and stores the passing value with the
-//! best objective as `sla_best_concurrency` / `sla_best_rate`, with the pooled metrics of
-//! that value as the search run's metrics (`sla_max_*` stay null). A child of `search`.
+//! An SLA search with an objective (`output_tps = "max"`): its state machine (`Best`,
+//! asking `metrics::sla_objective::OptimumSearch` for the next value) runs in the limit
+//! search's loop (`super::drive`: the same steps, trials, pools and stored steps), and
+//! it stores the passing value with the best objective as `sla_best_concurrency` /
+//! `sla_best_rate`, with the pooled metrics of that value as the search run's metrics
+//! (`sla_max_*` stay null). A child of `search`.
+
+use std::ops::ControlFlow;
 
 use serde_json::json;
 
 use super::{
-    finish_search, floor_clause, interrupted_search, metrics_of, run_step, variable_name,
-    verdict_text, Step, SEARCH_DONE,
+    drive, finish_search, floor_clause, interrupted_search, metrics_of, variable_name,
+    verdict_text, Machine, Step, SEARCH_DONE,
 };
 use crate::engine::Target;
-use crate::metrics::condition::{unit_of, Condition, MetricUnit};
+use crate::metrics::condition::Condition;
 use crate::metrics::sla::{Bounds, SearchOutcome};
 use crate::metrics::sla_objective::{Goal, Objective, OptimumNext, OptimumResult, OptimumSearch};
 use crate::plan::SearchVariable;
 use crate::planner::RunSpec;
+use crate::report::format::display_for;
 use crate::store::{RunStatus, SearchRow};
 use crate::suite::driver::{run_label, Ended, Suite};
 use crate::suite::RunnerError;
@@ -38,48 +42,47 @@ pub(super) async fn search_optimum(
     total: usize,
     o: Optimum,
 ) -> Result<Ended, RunnerError> {
-    let label = run_label(run, total);
-    let name = variable_name(o.var);
     let mut conds = o.conds.clone();
     conds.push(o.objective.known_condition());
-    let mut search = OptimumSearch::new(o.bounds, o.objective.goal);
-    let mut steps: Vec<Step> = Vec::new();
-    let result = loop {
-        let value = match search.next() {
-            OptimumNext::Done(result) => break result,
-            OptimumNext::Probe(value) => value,
-        };
-        let Some(step) = run_step(
-            suite,
-            run,
-            target,
-            total,
-            (steps.len() as u32, value),
-            &conds,
-        )
-        .await?
-        else {
-            return interrupted_search(suite, run);
-        };
-        let score = step
-            .summary
-            .values
-            .get(&o.objective.metric)
-            .copied()
-            .flatten();
-        let shown = shown(&o.objective.metric, score);
-        suite.say(&format!(
-            "{label}: search {name}={value}: {} = {shown}, {}",
-            o.objective.metric,
-            verdict_text(&step.verdict)
-        ));
-        search.record(value, step.verdict.passed, score);
-        steps.push(step);
+    let mut best = Best {
+        search: OptimumSearch::new(o.bounds, o.objective.goal),
+        metric: &o.objective.metric,
+    };
+    let Some((result, steps)) =
+        drive(suite, (run, target, total), o.var, &conds, &mut best).await?
+    else {
+        return interrupted_search(suite, run);
     };
     let row = optimum_row(run, &o, &result, &steps);
-    suite.say(&format!("{label}: {}", row.message));
+    suite.say(&format!("{}: {}", run_label(run, total), row.message));
     store_optimum(suite, run, &o, (&result, &row), &steps)?;
     Ok(SEARCH_DONE)
+}
+
+/// The objective search: the passing value with the best pooled `metric`.
+struct Best<'a> {
+    search: OptimumSearch,
+    metric: &'a str,
+}
+
+impl Machine for Best<'_> {
+    type Result = OptimumResult;
+    fn next(&mut self) -> ControlFlow<OptimumResult, f64> {
+        match self.search.next() {
+            OptimumNext::Done(result) => ControlFlow::Break(result),
+            OptimumNext::Probe(value) => ControlFlow::Continue(value),
+        }
+    }
+    fn record(&mut self, step: &Step) -> String {
+        let score = step.summary.values.get(self.metric).copied().flatten();
+        self.search.record(step.value, step.verdict.passed, score);
+        format!(
+            "{} = {}, {}",
+            self.metric,
+            shown(self.metric, score),
+            verdict_text(&step.verdict)
+        )
+    }
 }
 
 /// Stores the result row, and the best value's pooled metrics with `sla_best_*` as
@@ -110,42 +113,13 @@ fn store_optimum(
     finish_search(suite, run, RunStatus::Done, &metrics, &extras)
 }
 
-/// `2,310 tok/s`, `812.3 ms`: about four significant digits, with the metric's unit.
+/// A pooled metric as a person reads it, by the report's one rule (`report::format`), so
+/// the sentence shows the text of the report's cell: `2310 tok/s`, `812.3 ms`, `unknown`.
 fn shown(metric: &str, value: Option<f64>) -> String {
-    let Some(v) = value else {
-        return "unknown".into();
-    };
-    let (v, suffix) = match unit_of(metric) {
-        Some(MetricUnit::Millis) => (v, " ms"),
-        Some(MetricUnit::Seconds) => (v, " s"),
-        Some(MetricUnit::Ratio) => (v * 100.0, "%"),
-        Some(MetricUnit::Tokens) => (v, " tok"),
-        Some(MetricUnit::TokensPerSec) => (v, " tok/s"),
-        Some(MetricUnit::RequestsPerSec) => (v, " req/s"),
-        Some(MetricUnit::Count) | None => (v, ""),
-    };
-    let decimals = match v.abs() {
-        a if a >= 1000.0 => 0,
-        a if a >= 100.0 => 1,
-        a if a >= 10.0 => 2,
-        _ => 3,
-    };
-    let text = format!("{v:.decimals$}");
-    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let (sign, digits) = int.strip_prefix('-').map_or(("", int), |d| ("-", d));
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    let frac = if frac.is_empty() {
-        String::new()
-    } else {
-        format!(".{frac}")
-    };
-    format!("{sign}{grouped}{frac}{suffix}")
+    value.map_or_else(
+        || "unknown".to_string(),
+        |v| display_for(metric, &[v]).with_unit(v),
+    )
 }
 
 /// The stored result, with a sentence saying what was found.
@@ -198,11 +172,16 @@ mod tests {
     use super::shown;
 
     #[test]
-    fn values_are_shown_with_their_unit() {
-        assert_eq!(shown("output_tps", Some(2310.4)), "2,310 tok/s");
+    fn values_are_shown_as_the_reports_cells() {
+        assert_eq!(shown("output_tps", Some(2310.4)), "2310 tok/s");
         assert_eq!(shown("ttft_p99", Some(812.34)), "812.3 ms");
         assert_eq!(shown("success_ratio", Some(0.5)), "50.00%");
-        assert_eq!(shown("rps", Some(1_234_567.0)), "1,234,567 req/s");
         assert_eq!(shown("rps", None), "unknown");
+        // The search's own copy kept three decimals (`0.012`, `64.000`) and
+        // milliseconds past 10 s: the report's rule keeps four significant digits,
+        // whole counts whole, and long times in seconds.
+        assert_eq!(shown("output_tps", Some(0.012344)), "0.01234 tok/s");
+        assert_eq!(shown("requests_ok", Some(64.0)), "64");
+        assert_eq!(shown("ttft_p99", Some(12_345.0)), "12.35 s");
     }
 }

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::process::{describe, fill_port, free_port, log_tail, open_log, shell, signal_group};
 use super::ready::ready_url;
-use super::{LifecycleError, Registry, PORT_PLACEHOLDER, READY_TIMEOUT, STOP_GRACE};
+use super::{LifecycleError, Registry, PORT_PLACEHOLDER};
 use crate::control;
+use crate::control::timeouts::{READY_LAUNCHED, READY_POLL, STOP_GRACE};
 use crate::plan::EndpointSpec;
 
 struct Launched {
@@ -112,9 +112,8 @@ impl Servers {
         server: control::ClientSpec<'_>,
         port: Option<u16>,
     ) -> Result<(), LifecycleError> {
-        // Each poll waits at most this long for an answer.
         let client = control::Client::new(&control::ClientSpec {
-            timeout: Duration::from_secs(5),
+            timeout: READY_POLL,
             ..server
         })
         .map_err(LifecycleError::Control)?;
@@ -144,7 +143,7 @@ impl Servers {
                 stop: spec.stop.as_ref().map(|s| fill_port(s, port)),
             },
         );
-        let timeout = spec.ready_timeout.map_or(READY_TIMEOUT, |d| d.0);
+        let timeout = spec.ready_timeout.map_or(READY_LAUNCHED, |d| d.0);
         let ready = match ready_url(spec, &client, port) {
             Ok(url) => self.wait_ready(endpoint, &client, &url, timeout).await,
             Err(e) => Err(e),

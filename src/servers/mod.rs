@@ -10,7 +10,6 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 mod launched;
 mod process;
@@ -22,10 +21,6 @@ pub use launched::Servers;
 pub use process::{fill_port, kill_registered, log_tail, signal_group};
 pub use reset::{reset_cache, reset_warning};
 
-/// How long `ready` is polled when the plan does not say.
-pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
-/// Time between SIGTERM and SIGKILL when stopping a launched server.
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
 /// The placeholder filled with a free TCP port in `base_url`, `launch`, `ready`, `stop`
 /// and `reset_cache` of an endpoint with `launch`.
 pub const PORT_PLACEHOLDER: &str = "{port}";

@@ -3,14 +3,10 @@
 //! that failed. Knows endpoint specs and where the server is, not runs.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use super::process::{describe, fill_port, launch_path};
 use crate::control::{self, chain, explain};
 use crate::plan::EndpointSpec;
-
-/// Longest wait for a reset's HTTP answer.
-const RESET_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The reset used when `reset_cache_before` is set without `reset_cache` (vLLM's route).
 pub const DEFAULT_RESET: &str = "POST /reset_prefix_cache";
@@ -27,7 +23,7 @@ pub async fn reset_warning(
         .as_deref()
         .map_or_else(|| DEFAULT_RESET.to_string(), |r| fill_port(r, port));
     let done = match control::Client::new(&control::ClientSpec {
-        timeout: RESET_TIMEOUT,
+        timeout: control::timeouts::RESET,
         ..server
     }) {
         Ok(client) => reset_cache(&reset, &client).await,

@@ -113,7 +113,7 @@ fn header_list(headers: &HeaderMap) -> Vec<(String, String)> {
         .iter()
         .map(|(name, value)| {
             let value = if crate::secrets::is_secret_header(name.as_str()) {
-                "<redacted>".to_string()
+                crate::secrets::REDACTED.to_string()
             } else {
                 String::from_utf8_lossy(value.as_bytes()).into_owned()
             };

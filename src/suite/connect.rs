@@ -10,13 +10,15 @@ use super::RunnerError;
 use crate::control::{self, Route};
 use crate::engine::Target;
 
-/// How long a refused connection is retried.
-pub const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
-
 /// Probes `target`; `Ok` when the server answers 2xx (or a 5xx: the server is up).
 pub async fn test(endpoint: &str, target: &Target, deadline: Duration) -> Result<(), RunnerError> {
     let client = target
-        .control(target.timeouts.read.min(Duration::from_secs(60)))
+        .control(
+            target
+                .timeouts
+                .read
+                .min(control::timeouts::CONNECTION_TEST_REQUEST),
+        )
         .map_err(|source| RunnerError::Control {
             endpoint: endpoint.to_string(),
             source,

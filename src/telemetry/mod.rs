@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use crate::control;
 use crate::plan::ServerMetricsSpec;
@@ -20,9 +19,6 @@ pub const VLLM_QUERIES: &str = "vllm:prefix_cache_queries_total";
 pub const SGLANG_HITS: &str = "sglang:cached_tokens_total";
 /// SGLang: prompt tokens processed.
 pub const SGLANG_QUERIES: &str = "sglang:prompt_tokens_total";
-
-/// Longest wait for one scrape.
-pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where and what to scrape on one server.
 #[derive(Debug, Clone, PartialEq)]
@@ -184,7 +180,7 @@ const MAX_PAGE_BYTES: usize = 16 << 20;
 async fn page(client: &control::Client, url: url::Url) -> Option<String> {
     let mut resp = client
         .request(reqwest::Method::GET, url)
-        .timeout(SCRAPE_TIMEOUT)
+        .timeout(control::timeouts::SCRAPE)
         .send()
         .await
         .ok()?;
@@ -225,7 +221,7 @@ impl ServerScrape {
         candidates: Vec<CounterNames>,
     ) -> Result<ServerScrape, control::ControlError> {
         let client = control::Client::new(&control::ClientSpec {
-            timeout: SCRAPE_TIMEOUT,
+            timeout: control::timeouts::SCRAPE,
             ..server
         })?;
         Ok(ServerScrape { candidates, client })

@@ -101,11 +101,10 @@ const DAYS: [&str; 7] = [
 
 /// Formats `unix_secs` (UTC) with the common `strftime` directives.
 pub(crate) fn strftime(format: &str, unix_secs: u64) -> String {
-    let days = (unix_secs / 86_400) as i64;
-    let rem = unix_secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    let weekday = (days + 3).rem_euclid(7) as usize; // 1970-01-01 was a Thursday
-    let (hour, minute, second) = (rem / 3600, (rem / 60) % 60, rem % 60);
+    let t = crate::units::UtcTime::of_unix_secs(i64::try_from(unix_secs).unwrap_or(i64::MAX / 2));
+    let (year, month, day) = (t.year, u64::from(t.month), u64::from(t.day));
+    let (hour, minute, second) = (u64::from(t.hour), u64::from(t.minute), u64::from(t.second));
+    let weekday = t.weekday as usize;
     let mut out = String::new();
     let mut chars = format.chars();
     while let Some(c) = chars.next() {
@@ -146,20 +145,6 @@ pub(crate) fn strftime(format: &str, unix_secs: u64) -> String {
         }
     }
     out
-}
-
-/// (year, month 1..=12, day 1..=31) of a day count since 1970-01-01 (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, u64, u64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u64;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u64;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// Python's `json.dumps(value, ensure_ascii=False)` as transformers' `tojson` filter does:

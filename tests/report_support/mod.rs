@@ -8,8 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use perfplan::metrics::names;
+use perfplan::metrics::stats;
 use perfplan::record::{Outcome, Phase, RequestRecord, Usage};
-use perfplan::report::bootstrap::{statistic, Sample};
+use perfplan::report::bootstrap::Sample;
 use perfplan::store::{RunFinish, RunRow, RunStatus, Store, StoredRequest, SuiteInfo};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -123,9 +124,7 @@ pub fn metrics_of(store: &Store, run_id: &str) -> BTreeMap<String, Option<f64>> 
         ("tpot", &s.tpot),
         ("latency", &s.latency),
     ] {
-        for stat in names::STATISTICS {
-            m.insert(format!("{q}_{stat}"), statistic(&mut values.clone(), stat));
-        }
+        stats::fill(&mut m, q, values.clone());
     }
     let n = s.requests.len() as f64;
     let out: f64 = s.requests.iter().map(|r| r.1).sum();

@@ -14,26 +14,15 @@ use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::{GitInfo, HostFacts, RunRow, Store, StoredSecret, SuiteInfo};
 use crate::suite::RunnerError;
+use crate::units::UtcTime;
 
-/// `YYYYMMDDTHHMMSSZ` in UTC.
+/// `YYYYMMDDTHHMMSSZ` in UTC (before 1970: the epoch).
 pub fn utc_stamp(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let t = UtcTime::of_unix_secs(i64::try_from(secs).unwrap_or(i64::MAX / 2));
     format!(
-        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
     )
 }
 

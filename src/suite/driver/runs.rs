@@ -112,7 +112,7 @@ impl Suite<'_> {
             let deadline = ep
                 .spec
                 .ready_timeout
-                .map_or(connect::CONNECT_DEADLINE, |d| d.0);
+                .map_or(crate::control::timeouts::CONNECTION_TEST, |d| d.0);
             connect::test(&ep.name, &target, deadline).await?;
         }
         let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
@@ -200,7 +200,8 @@ impl Suite<'_> {
     pub(super) fn finish_failed(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
         let mut store = self.lock()?;
         let empty = Default::default();
-        let msg = chain(e);
+        // The stored error hides what the log hides (a server's output may echo its key).
+        let msg = self.log.redact(&chain(e)).into_owned();
         store.finish_run(
             &run.id,
             &RunFinish {
@@ -245,14 +246,19 @@ pub(crate) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> 
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
-        timeouts: Timeouts {
-            connect: ep.timeouts.connect.0,
-            read: ep.timeouts.read.0,
-            total: Some(ep.timeouts.total.0),
-        },
+        timeouts: timeouts(&ep.timeouts),
         fresh_connections: ep.fresh_connections,
         limits: response_limits(&ep.limits),
         ..Target::default()
+    }
+}
+
+/// The engine's timeouts of an endpoint's `timeouts` (unset keys: `control::timeouts`).
+fn timeouts(spec: &crate::plan::TimeoutsSpec) -> Timeouts {
+    Timeouts {
+        connect: spec.connect.0,
+        read: spec.read.0,
+        total: Some(spec.total.0),
     }
 }
 
@@ -293,4 +299,19 @@ pub(crate) async fn server_up(
         .await
         .map_err(err)?;
     Ok(port)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plans_default_timeouts_are_the_engines() {
+        // One set of defaults (`control::timeouts`): an endpoint without `timeouts` gets
+        // what the engine assumes, not 600 s without a total as the engine's copy had.
+        let spec: crate::plan::TimeoutsSpec = serde_json::from_str("{}").unwrap();
+        assert_eq!(timeouts(&spec), Timeouts::default());
+        assert_eq!(spec, crate::plan::TimeoutsSpec::default());
+    }
 }

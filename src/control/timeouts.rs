@@ -1,0 +1,89 @@
+//! Every timeout default of perfplan that a plan can change or a user waits on, each set
+//! once here and documented once, in the README's "Timeouts" table (a test holds the
+//! two together). A request's own timeouts serve both the plan's `timeouts` defaults
+//! (`plan::TimeoutsSpec`) and the engine's `Timeouts::default()`; the control plane's
+//! bound readiness, the connection test, `check`, cache resets and scrapes.
+
+use std::time::Duration;
+
+/// `timeouts.connect`: longest wait to open a connection, for every request to an
+/// endpoint (load and control plane).
+pub const CONNECT: Duration = Duration::from_secs(10);
+
+/// `timeouts.read`: longest wait for the next bytes of a response (or its headers).
+pub const READ: Duration = Duration::from_secs(120);
+
+/// `timeouts.total`: longest time from sending a request to the end of its response.
+pub const TOTAL: Duration = Duration::from_secs(30 * 60);
+
+/// `ready_timeout` of an endpoint perfplan launches: how long `ready` is polled.
+pub const READY_LAUNCHED: Duration = Duration::from_secs(120);
+
+/// Longest wait for the answer to one readiness poll of a launched server.
+pub const READY_POLL: Duration = Duration::from_secs(5);
+
+/// `ready_timeout` of an endpoint perfplan does not launch: how long the connection
+/// test retries a refused connection (the server may still be starting).
+pub const CONNECTION_TEST: Duration = Duration::from_secs(30);
+
+/// Longest wait for one request of the connection test (`timeouts.read` if shorter).
+pub const CONNECTION_TEST_REQUEST: Duration = Duration::from_secs(60);
+
+/// Longest wait for one control request of `perfplan check` (`timeouts.read` if
+/// shorter); its load probes keep the endpoint's own `timeouts`.
+pub const CHECK_REQUEST: Duration = Duration::from_secs(120);
+
+/// Longest wait for the HTTP answer of a prefix-cache reset (`reset_cache`).
+pub const RESET: Duration = Duration::from_secs(30);
+
+/// Longest wait for one Prometheus scrape of a server's `metrics`.
+pub const SCRAPE: Duration = Duration::from_secs(5);
+
+/// Time between SIGTERM and SIGKILL when perfplan stops a server it launched.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// The README's "Timeouts" table: (first cell, default cell) of each row.
+    fn readme_rows() -> Vec<(String, String)> {
+        let readme = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let text = std::fs::read_to_string(readme).unwrap();
+        let table = text.split("\n### Timeouts\n").nth(1).unwrap();
+        table
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells[1].to_string(), cells[2].trim_matches('`').to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_table_holds_every_default_as_set_here() {
+        let rows = readme_rows();
+        for (name, value) in [
+            ("`timeouts.connect`", CONNECT),
+            ("`timeouts.read`", READ),
+            ("`timeouts.total`", TOTAL),
+            ("ready, launched", READY_LAUNCHED),
+            ("ready, not launched", CONNECTION_TEST),
+            ("readiness poll", READY_POLL),
+            ("connection test request", CONNECTION_TEST_REQUEST),
+            ("`check` request", CHECK_REQUEST),
+            ("cache reset", RESET),
+            ("scrape", SCRAPE),
+            ("stop grace", STOP_GRACE),
+        ] {
+            let found: Vec<&(String, String)> = rows.iter().filter(|r| r.0 == name).collect();
+            assert_eq!(found.len(), 1, "{name}: one row, found {rows:?}");
+            let documented = crate::units::parse_duration(&found[0].1).unwrap();
+            assert_eq!(documented, value, "{name}");
+        }
+    }
+}
