@@ -16,7 +16,8 @@ pub struct MergeArgs {
     /// gate of the plan fails on the merged suite.
     #[arg(value_name = "OUT")]
     pub out: PathBuf,
-    /// Every shard's results: output folders or their `results.db` (from `run --shard K/N`).
+    /// Every shard's results: output folders or their `results.db` (from `run --shard K/N`),
+    /// or the one `--out DIR` the shards shared (every `shard-K-of-N` folder in it).
     #[arg(value_name = "SHARD_DB", required = true)]
     pub shards: Vec<PathBuf>,
 }
@@ -34,7 +35,7 @@ pub fn run(args: &MergeArgs) -> u8 {
     }
     eprintln!(
         "perfplan: merged {} shard databases: {} runs, {} requests, into {}",
-        args.shards.len(),
+        outcome.shards,
         outcome.runs,
         outcome.requests,
         outcome.db.display()

@@ -52,9 +52,12 @@ pub struct RunArgs {
     pub check: bool,
     /// Take share K of N of every run's load (concurrency, requests and warmup split as
     /// evenly as possible, rate / N, every Nth trace record); run the same plan with 1/N …
-    /// N/N on N machines, then unite the results with `perfplan merge`.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<crate::suite::Shard>,
+    /// N/N on N machines, then unite the results with `perfplan merge`. `auto`: K/N from a
+    /// Kubernetes Indexed Job (JOB_COMPLETION_INDEX + 1 of PERFPLAN_SHARDS) or a Slurm step
+    /// (SLURM_PROCID + 1 of SLURM_NTASKS). With `--out DIR`, the shard's results go to
+    /// `DIR/shard-K-of-N`, so every shard can share one DIR.
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<crate::suite::ShardChoice>,
     /// Start the first run's load at this wall-clock instant, so that shards begin
     /// together: RFC 3339 UTC (`2026-11-29T12:00:00Z`) or unix seconds. A warm run's
     /// priming pass comes before it; an instant already past starts at once, with a warning.
@@ -77,6 +80,10 @@ fn load_plan(args: &RunArgs) -> Result<crate::plan::LoadedPlan, u8> {
 }
 
 pub fn run(args: &RunArgs) -> u8 {
+    let shard = match super::shard::resolve(args) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let plan = match load_plan(args) {
         Ok(plan) => plan,
         Err(code) => return code,
@@ -84,7 +91,7 @@ pub fn run(args: &RunArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;
     };
-    if !super::shard::usable(args, &runs) {
+    if !super::shard::usable(args, shard.map(|s| s.0), &runs) {
         return exit::INVALID;
     }
     if args.check {
@@ -102,7 +109,7 @@ pub fn run(args: &RunArgs) -> u8 {
         search: Some(&crate::search::DRIVER),
     };
     let sharding = suite::ShardOptions {
-        shard: args.shard,
+        shard: shard.map(|s| s.0),
         start_at: args.start_at,
     };
     let outcome = match suite::run_suite_sharded(&plan, &runs, &opts, sharding) {

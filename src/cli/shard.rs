@@ -1,16 +1,39 @@
-//! The checks `perfplan run --shard` needs before and after the suite: what cannot be
-//! split, a resumed folder of another shard, and gates (judged after `merge`).
+//! The checks `perfplan run --shard` needs before and after the suite: the shard itself
+//! (`auto`: from the engine's environment), what cannot be split, a resumed folder of
+//! another shard, and gates (judged after `merge`).
 
 use super::exit;
 use super::run::RunArgs;
 use crate::planner::RunSpec;
 use crate::store::Store;
+use crate::suite::shard_env::{self, Engine, ShardChoice};
+use crate::suite::Shard;
+
+/// The shard `--shard` names (`auto`: read from the environment, with its engine);
+/// `Err(exit code)` after saying why there is none.
+pub fn resolve(args: &RunArgs) -> Result<Option<(Shard, Option<Engine>)>, u8> {
+    match args.shard {
+        None => Ok(None),
+        Some(ShardChoice::Fixed(s)) => Ok(Some((s, None))),
+        Some(ShardChoice::Auto) => match shard_env::from_env(|v| std::env::var(v).ok()) {
+            Ok((s, engine)) => {
+                eprintln!("perfplan: --shard auto: shard {s} (from {engine:?})");
+                Ok(Some((s, Some(engine))))
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                Err(exit::INVALID)
+            }
+        },
+    }
+}
 
 /// Whether the sharding flags can be honoured for these runs; says why not.
-pub fn usable(args: &RunArgs, runs: &[RunSpec]) -> bool {
+pub fn usable(args: &RunArgs, shard: Option<Shard>, runs: &[RunSpec]) -> bool {
     if let Some(dir) = &args.resume {
-        if let Ok(stored) = Store::open(dir).and_then(|s| s.suite_shard()) {
-            let asked = args.shard.map(|s| s.to_string());
+        let dir = shard_env::resume_folder(dir, shard);
+        if let Ok(stored) = Store::open(&dir).and_then(|s| s.suite_shard()) {
+            let asked = shard.map(|s| s.to_string());
             if stored != asked {
                 let name =
                     |s: Option<&str>| s.map_or("unsharded".to_string(), |s| format!("shard {s}"));
@@ -24,7 +47,7 @@ pub fn usable(args: &RunArgs, runs: &[RunSpec]) -> bool {
             }
         }
     }
-    if args.shard.is_none() {
+    if shard.is_none() {
         return true;
     }
     if let Some(run) = runs

@@ -10,14 +10,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::distribute::inputs::{check_inputs, expand, open_input, Input};
 use crate::distribute::merge_metrics::{server_ratio, summarize_rows, turn_values};
 use crate::record::{Outcome, Phase};
-use crate::store::{
-    db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun, SuiteRow,
-};
+use crate::store::{db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun};
 use crate::suite::execute;
 use crate::suite::lengths::{of_counts, Counts};
-use crate::suite::share::Shard;
 
 /// Why the shards could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -32,12 +30,16 @@ pub enum MergeError {
     NotShard { path: PathBuf },
     #[error("{} records shard `{text}`, which is not K/N", path.display())]
     BadShard { path: PathBuf, text: String },
-    #[error("{} holds another plan than {} ({what} differs): shards of one plan only", path.display(), first.display())]
+    #[error("{} is not a shard of the same suite as {}: {what} differs ({theirs} there, {ours} here); merge shards of one plan, seed and perfplan version only", path.display(), first.display())]
     OtherPlan {
         path: PathBuf,
         first: PathBuf,
         what: &'static str,
+        ours: String,
+        theirs: String,
     },
+    #[error("{} holds no results.db and no shard-K-of-N folder with one", path.display())]
+    NoShards { path: PathBuf },
     #[error("shard {shard} is given twice ({} and {})", a.display(), b.display())]
     SameShard {
         shard: String,
@@ -61,85 +63,18 @@ pub enum MergeError {
 pub struct MergeOutcome {
     /// The merged database file.
     pub db: PathBuf,
+    /// The shard databases merged (a folder stands for every `shard-K-of-N` in it).
+    pub shards: usize,
     pub runs: usize,
     pub requests: u64,
     /// Missing shards, runs absent from a shard, and the like.
     pub warnings: Vec<String>,
 }
 
-pub(super) struct Input {
-    path: PathBuf,
-    store: Store,
-    suite: SuiteRow,
-    pub(super) shard: Shard,
-}
-
-fn open_input(path: &Path) -> Result<Input, MergeError> {
-    let db = |source| MergeError::Database {
-        path: path.to_path_buf(),
-        source,
-    };
-    let store = Store::open(path).map_err(db)?;
-    let suite = store.suite().map_err(db)?;
-    let text = store
-        .suite_shard()
-        .map_err(db)?
-        .ok_or(MergeError::NotShard {
-            path: path.to_path_buf(),
-        })?;
-    let shard = text.parse().map_err(|_| MergeError::BadShard {
-        path: path.to_path_buf(),
-        text,
-    })?;
-    Ok(Input {
-        path: path.to_path_buf(),
-        store,
-        suite,
-        shard,
-    })
-}
-
-/// Refuses inputs that are not shards of one suite's plan, or a shard given twice.
-fn check_inputs(inputs: &[Input]) -> Result<Vec<String>, MergeError> {
-    let first = inputs.first().ok_or(MergeError::Empty)?;
-    for i in inputs {
-        let other = |what| MergeError::OtherPlan {
-            path: i.path.clone(),
-            first: first.path.clone(),
-            what,
-        };
-        if i.suite.plan_sha256 != first.suite.plan_sha256 {
-            return Err(other("plan hash"));
-        }
-        if i.suite.info.set_overrides != first.suite.info.set_overrides {
-            return Err(other("--set overrides"));
-        }
-        if i.shard.n != first.shard.n {
-            return Err(other("shard count N"));
-        }
-    }
-    for (a, i) in inputs.iter().enumerate() {
-        if let Some(j) = inputs[a + 1..].iter().find(|j| j.shard == i.shard) {
-            return Err(MergeError::SameShard {
-                shard: i.shard.to_string(),
-                a: i.path.clone(),
-                b: j.path.clone(),
-            });
-        }
-    }
-    let n = first.shard.n;
-    Ok((1..=n)
-        .filter(|k| !inputs.iter().any(|i| i.shard.k == *k))
-        .map(|k| {
-            format!("shard {k}/{n} is missing: the merged runs hold only the given shards' load")
-        })
-        .collect())
-}
-
 /// Merges the shard databases `inputs` into a new database at `out` (a folder, which
 /// gets `results.db`, or a `.db` file).
 pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, MergeError> {
-    let mut inputs = inputs
+    let mut inputs = expand(inputs)?
         .iter()
         .map(|p| open_input(p))
         .collect::<Result<Vec<_>, _>>()?;
@@ -203,6 +138,7 @@ pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, Merg
     }
     Ok(MergeOutcome {
         db: path,
+        shards: inputs.len(),
         runs: by_id.len(),
         requests,
         warnings,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::distribute::merge::Input;
+use crate::distribute::inputs::Input;
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::ServerMetricsSpec;
 use crate::store::{RequestRow, StoredRun};

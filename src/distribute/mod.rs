@@ -4,6 +4,7 @@
 //! the suite (`suite::share`, `suite::start_at`) that this stage reads back.
 //! Must not know: the engine's internals (it reads stored rows, never sends load).
 
+mod inputs;
 pub mod merge;
 mod merge_metrics;
 

@@ -91,7 +91,7 @@ pub fn run_suite_sharded(
     sharding: ShardOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
     let ordered = super::cache::execution_order(runs);
-    let (store, dir) = open::open_store(plan, opts)?;
+    let (store, dir) = open::open_store(plan, opts, sharding.shard)?;
     let db = store.path().to_path_buf();
     run_in(plan, &ordered, opts, sharding, (store, dir)).map_err(|e| e.at_database(&db))
 }

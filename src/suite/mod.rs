@@ -20,6 +20,7 @@ pub(crate) mod prepare;
 mod priming;
 mod produce;
 mod progress;
+pub mod shard_env;
 pub mod share;
 pub mod start_at;
 mod traffic;
@@ -32,6 +33,7 @@ pub use driver::{
 };
 pub use execute::slos_of;
 pub use prepare::{api_kind, measured_count};
+pub use shard_env::ShardChoice;
 pub use share::{Shard, ShardOptions};
 pub use writer::count_output;
 

@@ -13,6 +13,8 @@ use super::RunOptions;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::{GitInfo, HostFacts, RunRow, Store, StoredSecret, SuiteInfo};
+use crate::suite::shard_env::{resume_folder, shard_folder};
+use crate::suite::share::Shard;
 use crate::suite::RunnerError;
 
 /// `YYYYMMDDTHHMMSSZ` in UTC.
@@ -84,23 +86,32 @@ fn plan_dir(plan: &LoadedPlan) -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
+/// Opens the suite's database: `--resume DIR` (its `shard-K-of-N` folder when the
+/// shard's suite is there), or a new one in `--out DIR` (the default folder when none),
+/// inside `DIR/shard-K-of-N` for a shard, so every shard of one suite can share one `--out`.
 pub(super) fn open_store(
     plan: &LoadedPlan,
     opts: &RunOptions,
+    shard: Option<Shard>,
 ) -> Result<(Store, PathBuf), RunnerError> {
     let failed_write = |dir: &Path| {
         let path = crate::store::db_path(dir);
         move |e| RunnerError::from(e).at_database(&path)
     };
     if let Some(dir) = &opts.resume {
-        let store = Store::open_resume(dir).map_err(failed_write(dir))?;
-        return Ok((store, dir.clone()));
+        let dir = resume_folder(dir, shard);
+        let store = Store::open_resume(&dir).map_err(failed_write(&dir))?;
+        return Ok((store, dir));
     }
     let dir = opts.out.clone().unwrap_or_else(|| {
         Path::new("outputs")
             .join(&plan.spec.plan.name)
             .join(utc_stamp(SystemTime::now()))
     });
+    let dir = match shard {
+        Some(s) => shard_folder(&dir, s),
+        None => dir,
+    };
     std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Output {
         path: dir.clone(),
         source,
