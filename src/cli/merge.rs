@@ -40,6 +40,13 @@ pub fn run(args: &MergeArgs) -> u8 {
         outcome.requests,
         outcome.db.display()
     );
+    if let Ok(runs) = crate::store::Store::open(&outcome.db).and_then(|s| s.runs()) {
+        for run in &runs {
+            for line in crate::report::health::shard_lines(run) {
+                eprintln!("  #{} {}: {line}", run.ordinal, run.id);
+            }
+        }
+    }
     match outcome.db.parent() {
         Some(dir) if outcome.db.file_name().is_some_and(|n| n == DB_FILE) => {
             super::report::after_run(dir, &[], None, &[])

@@ -41,7 +41,7 @@ enum Command {
     /// One small request per endpoint × API × prompt mode: is the server usable as planned?
     Check(check::CheckArgs),
     /// Expand a plan, execute its runs, store every request, print the report.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Tables from stored results (a database or an output folder).
     Report(report::ReportArgs),
     /// The same runs of two suites side by side, with deltas and verdicts.

@@ -63,6 +63,16 @@ pub struct RunArgs {
     /// priming pass comes before it; an instant already past starts at once, with a warning.
     #[arg(long, value_name = "TIME", value_parser = crate::suite::start_at::parse_start_at)]
     pub start_at: Option<std::time::SystemTime>,
+    /// The start barrier of a sharded suite, so every run starts on all shards at once:
+    /// HOST:PORT of shard 1 (it listens there, the others connect), HOST, :PORT, or `off`.
+    /// Default: $PERFPLAN_BARRIER, else with `--shard auto` the engine's naming (the
+    /// pod of index 0 in the Job's headless Service; the first node of the Slurm step).
+    #[arg(long, value_name = "HOST:PORT|off")]
+    pub barrier: Option<String>,
+    /// How long the barrier waits for a shard to arrive at a run (or to connect); a
+    /// shard later than that is named and the suite stops with exit code 11.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub barrier_timeout: crate::units::HumanDuration,
 }
 
 /// The plan of `run`: its file, or the plan-free flags (`--url`).
@@ -101,18 +111,25 @@ pub fn run(args: &RunArgs) -> u8 {
             return code;
         }
     }
+    let barrier = match super::shard::barrier(args, shard, &plan) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
     let opts = RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
         debug: args.debug,
         progress_json: args.progress_json.clone(),
         search: Some(&crate::search::DRIVER),
+        barrier: barrier.clone().map(|b| b as _),
     };
     let sharding = suite::ShardOptions {
         shard: shard.map(|s| s.0),
         start_at: args.start_at,
     };
-    let outcome = match suite::run_suite_sharded(&plan, &runs, &opts, sharding) {
+    let result = suite::run_suite_sharded(&plan, &runs, &opts, sharding);
+    super::shard::finish(barrier.as_deref());
+    let outcome = match result {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));

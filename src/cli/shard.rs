@@ -2,8 +2,12 @@
 //! (`auto`: from the engine's environment), what cannot be split, a resumed folder of
 //! another shard, and gates (judged after `merge`).
 
+use std::sync::Arc;
+
 use super::exit;
 use super::run::RunArgs;
+use crate::distribute::barrier::{barrier_address, BarrierConfig, TcpBarrier};
+use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::Store;
 use crate::suite::shard_env::{self, Engine, ShardChoice};
@@ -74,4 +78,69 @@ pub fn gate_code(args: &RunArgs, code: u8) -> u8 {
         return exit::OK;
     }
     code
+}
+
+/// This shard's start barrier (shard 1 listens, the others connect): at `--barrier`,
+/// `$PERFPLAN_BARRIER`, or where the engine names shard 1; `None` without a shard, for
+/// one shard, or for a shard given by hand with no address (said in a note).
+pub fn barrier(
+    args: &RunArgs,
+    shard: Option<(Shard, Option<Engine>)>,
+    plan: &LoadedPlan,
+) -> Result<Option<Arc<TcpBarrier>>, u8> {
+    let Some((shard, engine)) = shard.filter(|(s, _)| s.n > 1) else {
+        return Ok(None);
+    };
+    let setting = args
+        .barrier
+        .clone()
+        .or_else(|| std::env::var("PERFPLAN_BARRIER").ok());
+    let addr = match barrier_address(setting.as_deref(), engine, |v| std::env::var(v).ok()) {
+        Ok(Some(addr)) => addr,
+        Ok(None) => {
+            if setting.is_none() {
+                eprintln!(
+                    "note: shard {shard} has no start barrier: only --start-at's first run starts \
+                     together on every shard; give every shard --barrier HOST:PORT of shard 1 \
+                     (or set PERFPLAN_BARRIER) for every run to"
+                );
+            }
+            return Ok(None);
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(exit::INVALID);
+        }
+    };
+    let cfg = BarrierConfig {
+        shard,
+        addr: addr.clone(),
+        timeout: args.barrier_timeout.0,
+        fingerprint: crate::suite::fingerprint(plan),
+    };
+    match TcpBarrier::start(cfg) {
+        Ok(b) => {
+            let role = if shard.k == 1 { "listens" } else { "connects" };
+            eprintln!(
+                "perfplan: start barrier at {} (shard {shard} {role}): every run starts when all \
+                 {} shards are ready",
+                b.addr(),
+                shard.n
+            );
+            Ok(Some(b))
+        }
+        Err(e) => {
+            eprintln!("error: start barrier: {e}");
+            Err(exit::BARRIER)
+        }
+    }
+}
+
+/// Tells the other shards this suite is over, and ends the barrier.
+pub fn finish(barrier: Option<&TcpBarrier>) {
+    if let Some(b) = barrier {
+        if let Err(e) = b.finish(false) {
+            eprintln!("warning: start barrier: {e}");
+        }
+    }
 }

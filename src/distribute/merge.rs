@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::distribute::inputs::{check_inputs, expand, open_input, Input};
 use crate::distribute::merge_metrics::{server_ratio, summarize_rows, turn_values};
+use crate::distribute::shard_facts::{self, start_us};
 use crate::record::{Outcome, Phase};
 use crate::store::{db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun};
 use crate::suite::execute;
@@ -168,12 +169,6 @@ fn unfinished(inputs: &[Input], by_id: &BTreeMap<String, Vec<(usize, StoredRun)>
         .collect()
 }
 
-fn start_us(run: &StoredRun) -> Option<u64> {
-    run.extras
-        .get("measured_start_unix_us")
-        .and_then(Value::as_u64)
-}
-
 /// The merged status: failed if a shard failed, else the least finished one.
 fn merged_status(parts: &[(usize, StoredRun)]) -> RunStatus {
     let all = |s| parts.iter().all(|(_, r)| r.status == s);
@@ -226,29 +221,22 @@ fn merge_run(
     for (name, value) in turn_values(inputs, parts, &rows) {
         summary.values.insert(name.to_string(), value);
     }
+    let named: Vec<(String, &StoredRun)> = parts
+        .iter()
+        .map(|(i, r)| (inputs[*i].shard.to_string(), r))
+        .collect();
+    let (verdict, facts) = shard_facts::of_shards(&named, &rows, base.unwrap_or(0));
+    summary.client_bound = verdict;
     let mut extras = execute::extras(&summary, rows.len() as u64);
     if let Value::Object(map) = &mut extras {
-        let shards: Vec<String> = parts
-            .iter()
-            .map(|(i, _)| inputs[*i].shard.to_string())
-            .collect();
-        map.insert("shards".into(), json!(shards));
         map.insert("measured_start_unix_us".into(), json!(base));
         map.insert("input_lengths".into(), merged_input_lengths(&rows));
+        map.extend(facts);
     }
-    let label = |i: usize| format!("shard {}: ", inputs[i].shard);
-    let mut warnings: Vec<String> = Vec::new();
-    for (i, run) in parts {
-        for w in &run.warnings {
-            let w = format!("{}{w}", label(*i));
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
-        }
-    }
-    let errors: Vec<String> = parts
+    let warnings = merged_warnings(&named, summary.client_bound.as_deref());
+    let errors: Vec<String> = named
         .iter()
-        .filter_map(|(i, r)| r.error.as_ref().map(|e| format!("{}{e}", label(*i))))
+        .filter_map(|(s, r)| r.error.as_ref().map(|e| format!("shard {s}: {e}")))
         .collect();
     let merged = StoredRun {
         status: merged_status(parts),
@@ -268,6 +256,27 @@ fn merge_run(
         out.write_server_metrics(&merged.id, ServerPhase::After, &after)?;
     }
     Ok(rows.len() as u64)
+}
+
+/// Every shard's warnings, named, once each; a shard's own `client_bound` gives way to
+/// the merged verdict, which names the worst shard (every shard's is in
+/// `client_by_shard`).
+fn merged_warnings(named: &[(String, &StoredRun)], verdict: Option<&str>) -> Vec<String> {
+    let mut warnings: Vec<String> = Vec::new();
+    for (shard, run) in named {
+        for w in run
+            .warnings
+            .iter()
+            .filter(|w| !w.starts_with("client_bound: "))
+        {
+            let w = format!("shard {shard}: {w}");
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    warnings.extend(verdict.map(|v| format!("client_bound: {v}")));
+    warnings
 }
 
 /// Target, client and server input lengths over every shard's measured successful rows.

@@ -39,7 +39,8 @@ pub fn utc_stamp(t: SystemTime) -> String {
     )
 }
 
-fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
+/// The plan's name, main text and imports, as the suite row stores them.
+fn plan_texts(plan: &LoadedPlan) -> SuiteInfo {
     let texts = plan.file_texts();
     let (main, imports) = texts
         .split_first()
@@ -47,8 +48,27 @@ fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
             (m.1.clone(), rest.to_vec())
         });
     let mut info = SuiteInfo::new(plan.spec.plan.name.clone(), main);
-    info.plan_path = Some(plan.path.display().to_string());
     info.imports = imports;
+    info
+}
+
+/// What every shard of one suite shares, hashed: the plan's text and imports, its
+/// `--set` overrides and its seed (the start barrier admits only shards of this one).
+pub fn fingerprint(plan: &LoadedPlan) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(plan_texts(plan).plan_sha256().as_bytes());
+    for set in plan.stored_sets() {
+        h.update([0u8]);
+        h.update(set.as_bytes());
+    }
+    h.update(plan.spec.plan.seed.to_le_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
+    let mut info = plan_texts(plan);
+    info.plan_path = Some(plan.path.display().to_string());
     info.set_overrides = plan.stored_sets();
     info.plan_dir = plan_dir(plan);
     info.secrets = plan
