@@ -288,10 +288,29 @@ async fn every_run_starts_on_every_shard_at_once() {
                  { concurrency = 2, requests = 4 }]";
     let plan = write_plan(dir.path(), &sim.base_url(), 5, loads);
     let out = dir.path().join("results");
-    let results = run_with_barrier(&[&plan, &plan], &out, &[], Duration::from_millis(1500));
+    let results = run_with_barrier(
+        &[&plan, &plan],
+        &out,
+        &["--merge", "--barrier-timeout", "60s"],
+        Duration::from_millis(1500),
+    );
     for (code, err) in &results {
         assert_eq!(*code, Some(0), "{err}");
     }
+    // `--merge`: shard 1 waited for shard 2's end and merged both into DIR/merged.
+    assert!(
+        results[0]
+            .1
+            .contains("waiting for every shard's suite to end"),
+        "{}",
+        results[0].1
+    );
+    let own = Store::open(&out.join("merged")).unwrap();
+    assert_eq!(own.runs().unwrap().len(), 3);
+    assert_eq!(
+        own.runs().unwrap()[0].extras["shards"],
+        serde_json::json!(["1/2", "2/2"])
+    );
     let merged = dir.path().join("merged");
     let o = perfplan(&["merge", s(&merged), s(&out)], &[]);
     assert!(o.status.success(), "{}", stderr(&o));

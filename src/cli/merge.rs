@@ -23,7 +23,13 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: &MergeArgs) -> u8 {
-    let outcome = match merge_shards(&args.out, &args.shards) {
+    merge_and_report(&args.out, &args.shards)
+}
+
+/// Merges `shards` into `out`, says what it merged (and each run's shards), and reports
+/// the merged suite like `perfplan run`, judging the plan's gates.
+pub fn merge_and_report(out: &std::path::Path, shards: &[PathBuf]) -> u8 {
+    let outcome = match merge_shards(out, shards) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));

@@ -7,6 +7,7 @@ pub mod exit;
 mod expand;
 mod import;
 mod init;
+mod k8s;
 pub mod merge;
 mod plan_args;
 mod quick;
@@ -48,6 +49,9 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Unite the databases of `run --shard K/N` into one suite; metrics recomputed from every row.
     Merge(merge::MergeArgs),
+    /// Print the Kubernetes manifests (plan ConfigMap, Indexed Job, headless Service,
+    /// results volume) of a suite sharded over N pods, for `kubectl apply -f -`.
+    K8s(k8s::K8sArgs),
     /// Execute again exactly the plan a suite stored, into a new folder.
     Rerun(rerun::RerunArgs),
     /// Print the plan's JSON Schema.
@@ -97,6 +101,7 @@ fn dispatch(command: Command) -> u8 {
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(&args),
+        Command::K8s(args) => k8s::run(&args),
         Command::Rerun(args) => rerun::run(&args),
         Command::Schema => schema::run(),
         Command::Sim(args) => sim::run(args),

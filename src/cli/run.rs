@@ -69,6 +69,12 @@ pub struct RunArgs {
     /// pod of index 0 in the Job's headless Service; the first node of the Slurm step).
     #[arg(long, value_name = "HOST:PORT|off")]
     pub barrier: Option<String>,
+    /// With `--shard`, `--out DIR` and the start barrier: after its suite, shard 1 waits
+    /// until every shard's suite has ended (at most `--barrier-timeout`), then merges
+    /// DIR's `shard-K-of-N` folders into `DIR/merged` and reports it, judging the plan's
+    /// gates on the merged suite; the other shards only say they are done.
+    #[arg(long)]
+    pub merge: bool,
     /// How long the barrier waits for a shard to arrive at a run (or to connect); a
     /// shard later than that is named and the suite stops with exit code 11.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
@@ -115,6 +121,10 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(b) => b,
         Err(code) => return code,
     };
+    let single = shard.is_some_and(|s| s.0.n == 1);
+    if !super::shard::merge_usable(args, barrier.is_some() || single) {
+        return exit::INVALID;
+    }
     let opts = RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
@@ -128,7 +138,7 @@ pub fn run(args: &RunArgs) -> u8 {
         start_at: args.start_at,
     };
     let result = suite::run_suite_sharded(&plan, &runs, &opts, sharding);
-    super::shard::finish(barrier.as_deref());
+    let merge = super::shard::finish(args, barrier.as_deref(), shard.map(|s| s.0));
     let outcome = match result {
         Ok(o) => o,
         Err(e) => {
@@ -136,6 +146,23 @@ pub fn run(args: &RunArgs) -> u8 {
             return exit::of_runner_error(&e);
         }
     };
+    let code = report_outcome(args, &outcome);
+    match merge {
+        Ok(Some(out)) if code == exit::OK || code == exit::RUN_FAILED => {
+            let merged = super::merge::merge_and_report(&out.join("merged"), &[out]);
+            if merged == exit::OK {
+                code
+            } else {
+                merged
+            }
+        }
+        Ok(_) => code,
+        Err(merge_code) => merge_code,
+    }
+}
+
+/// Prints how the suite ended and reports it, judging its gates (a shard's only as notes).
+fn report_outcome(args: &RunArgs, outcome: &suite::SuiteOutcome) -> u8 {
     let line = format!(
         "perfplan: {} runs done, {} skipped, {} failed{}; results in {}",
         outcome.done,

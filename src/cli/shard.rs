@@ -136,11 +136,51 @@ pub fn barrier(
     }
 }
 
-/// Tells the other shards this suite is over, and ends the barrier.
-pub fn finish(barrier: Option<&TcpBarrier>) {
-    if let Some(b) = barrier {
-        if let Err(e) = b.finish(false) {
+/// Tells the other shards this suite is over, and ends the barrier. With `--merge`,
+/// shard 1 first waits for every shard's end: `Ok(Some(DIR))` when the shards' folders
+/// in DIR are ready to merge, `Err(exit code)` when some shard did not end.
+pub fn finish(
+    args: &RunArgs,
+    barrier: Option<&TcpBarrier>,
+    shard: Option<Shard>,
+) -> Result<Option<std::path::PathBuf>, u8> {
+    let Some(b) = barrier else {
+        // One shard merges at once; without a barrier `merge_usable` refused `--merge`.
+        let single = args.merge && shard.is_some_and(|s| s.n == 1);
+        return Ok(args.out.clone().filter(|_| single));
+    };
+    let merges = args.merge && shard.is_some_and(|s| s.k == 1);
+    if merges {
+        eprintln!("perfplan: --merge: waiting for every shard's suite to end");
+    }
+    match b.finish(merges) {
+        Ok(()) if merges => Ok(args.out.clone()),
+        Ok(()) => Ok(None),
+        Err(e) if merges => {
+            eprintln!("error: --merge: {e}");
+            Err(exit::BARRIER)
+        }
+        Err(e) => {
             eprintln!("warning: start barrier: {e}");
+            Ok(None)
         }
     }
+}
+
+/// `--merge` needs what tells shard 1 where the shards are and when they are done.
+pub fn merge_usable(args: &RunArgs, barrier: bool) -> bool {
+    if !args.merge {
+        return true;
+    }
+    let why = if args.shard.is_none() {
+        "--shard"
+    } else if args.out.is_none() {
+        "--out DIR (the folder every shard writes its shard-K-of-N folder in)"
+    } else if !barrier {
+        "the start barrier (so shard 1 knows when every shard is done)"
+    } else {
+        return true;
+    };
+    eprintln!("error: --merge needs {why}");
+    false
 }

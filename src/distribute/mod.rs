@@ -6,6 +6,7 @@
 
 pub mod barrier;
 mod inputs;
+pub mod k8s;
 pub mod merge;
 mod merge_metrics;
 mod shard_facts;

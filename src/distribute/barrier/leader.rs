@@ -47,6 +47,8 @@ struct Leader {
     went: BTreeSet<u32>,
     failed: Option<BarrierError>,
     finishing: Option<Finishing>,
+    /// Shards whose suite ended and whose connection then closed.
+    ended: BTreeSet<u32>,
 }
 
 /// Shard 1's barrier until the suite drops it (or finishes).
@@ -67,6 +69,7 @@ pub(super) async fn run(
         went: BTreeSet::new(),
         failed: None,
         finishing: None,
+        ended: BTreeSet::new(),
     };
     let mut beat = tokio::time::interval(Duration::from_secs(1));
     let mut check = tokio::time::interval(Duration::from_millis(100));
@@ -154,7 +157,9 @@ impl Leader {
             }
             Event::Closed { k, why } => {
                 let done = self.peers.remove(&k).is_some_and(|p| p.done);
-                if !done {
+                if done {
+                    self.ended.insert(k);
+                } else {
                     let at = self
                         .pending_run()
                         .map_or(String::new(), |r| format!(" before run {r}"));
@@ -274,10 +279,12 @@ impl Leader {
         let n = self.n();
         (1..=n)
             .filter(|k| !present.contains(k))
-            .map(|k| match k == 1 || self.peers.contains_key(&k) {
-                true => format!("{k}/{n}"),
-                false => format!("{k}/{n} (never joined)"),
-            })
+            .map(
+                |k| match k == 1 || self.peers.contains_key(&k) || self.ended.contains(&k) {
+                    true => format!("{k}/{n}"),
+                    false => format!("{k}/{n} (never joined)"),
+                },
+            )
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -291,6 +298,7 @@ impl Leader {
         let n = self.n();
         let ended: BTreeSet<u32> = std::iter::once(1)
             .chain(self.peers.iter().filter(|(_, p)| p.done).map(|(k, _)| *k))
+            .chain(self.ended.iter().copied())
             .collect();
         let result = if let Some(e) = &self.failed {
             Err(e.clone())

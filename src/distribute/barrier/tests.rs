@@ -150,6 +150,12 @@ fn shard_1_waits_for_every_suite_to_end_or_names_the_late() {
     let done = std::thread::spawn(move || follower.finish(false));
     all[0].finish(true).unwrap();
     done.join().unwrap().unwrap();
+    // Shard 2 ends (and its connection closes) well before shard 1 waits for it.
+    let all = shards(2, 300);
+    rt().block_on(meet_all(&all, "a"));
+    all[1].finish(false).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    all[0].finish(true).unwrap();
     let all = shards(2, 300);
     // Shard 2 joins (its first meeting), then never ends its suite.
     rt().block_on(meet_all(&all, "a"));
