@@ -194,8 +194,10 @@ fn a_sharded_duration_only_load_names_its_limit_when_it_runs_out() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("request limit reached"), "{stderr}");
-    let warnings: Vec<Vec<Option<String>>> =
-        query(&out.join("results.db"), "SELECT warnings_json FROM runs");
+    let warnings: Vec<Vec<Option<String>>> = query(
+        &out.join("shard-1-of-1/results.db"),
+        "SELECT warnings_json FROM runs",
+    );
     assert!(
         warnings[0][0]
             .as_deref()

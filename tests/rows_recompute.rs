@@ -118,7 +118,8 @@ fn a_merged_suite_recomputes_every_metric_as_the_live_run_under_every_definition
             &s(&shard),
         ]));
         ok(&perfplan(&["merge", &s(&merged), &s(&shard)]));
-        let (live, back) = (metrics(&shard), metrics(&merged));
+        // `--out DIR` of a shard: its suite is in DIR/shard-K-of-N.
+        let (live, back) = (metrics(&shard.join("shard-1-of-1")), metrics(&merged));
         assert_eq!(live.len(), 2);
         for (id, m) in &live {
             assert!(m["requests_failed"].unwrap() > 0.0, "the plan has failures");
@@ -283,7 +284,8 @@ load = {{ concurrency = 2, requests = 10, warmup = 2 }}
         let o = perfplan(&["run", &plan, "--shard", "1/1", "--out", &s(&shard)]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         ok(&perfplan(&["merge", &s(&merged), &s(&shard)]));
-        let (live, back) = (metrics(&shard), metrics(&merged));
+        // `--out DIR` of a shard: its suite is in DIR/shard-K-of-N.
+        let (live, back) = (metrics(&shard.join("shard-1-of-1")), metrics(&merged));
         for (id, m) in &live {
             assert_eq!(m["requests_ok"], Some(10.0), "{defs}");
             assert_equal(m, &back[id], &[], &format!("{defs}, run {id}"));

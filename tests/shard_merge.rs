@@ -117,6 +117,12 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
     let plan_path = write_plan(dir.path(), &sim.base_url(), LOADS);
     let outs: Vec<PathBuf> = (1..=2).map(|k| dir.path().join(format!("s{k}"))).collect();
     let start_s = run_two_shards(&plan_path, &outs);
+    // `--out DIR` of shard K/N holds its suite in DIR/shard-K-of-N.
+    let outs: Vec<PathBuf> = outs
+        .iter()
+        .enumerate()
+        .map(|(k, o)| o.join(format!("shard-{}-of-2", k + 1)))
+        .collect();
     let received = sim
         .received()
         .into_iter()
@@ -263,7 +269,8 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
     drop(fake);
     let out = perfplan(&["merge", s(&again), s(&outs[0]), s(&other)]);
     assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("plan hash"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("the plan (its text and imports, by sha256) differs"));
     assert_eq!(
         code(&perfplan(&["merge", s(&merged), s(&outs[0]), s(&outs[1])])),
         6

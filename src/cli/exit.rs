@@ -42,6 +42,10 @@ pub fn of_gates(verdict: crate::report::gates::GateVerdict) -> u8 {
 /// `import evalscope --from-script`: the script could not be run, failed, or called no
 /// `evalscope perf`.
 pub const IMPORT: u8 = 10;
+/// The shards of a sharded suite could not start a run together: a shard did not arrive
+/// at the start barrier in time (named), left it, or could not reach it; or shard 1
+/// could not listen for the others.
+pub const BARRIER: u8 = 11;
 /// perfplan itself failed (a bug).
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.
@@ -57,6 +61,7 @@ pub fn of_runner_error(e: &RunnerError) -> u8 {
         RunnerError::Store(e) if e.write_failure().is_some() => STORE_WRITE,
         RunnerError::Store(_) => DATABASE,
         RunnerError::RowCount(_) => ROW_COUNT,
+        RunnerError::Barrier { .. } => BARRIER,
         RunnerError::Slo { .. }
         | RunnerError::Control { .. }
         | RunnerError::Endpoint { .. }

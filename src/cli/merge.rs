@@ -16,13 +16,20 @@ pub struct MergeArgs {
     /// gate of the plan fails on the merged suite.
     #[arg(value_name = "OUT")]
     pub out: PathBuf,
-    /// Every shard's results: output folders or their `results.db` (from `run --shard K/N`).
+    /// Every shard's results: output folders or their `results.db` (from `run --shard K/N`),
+    /// or the one `--out DIR` the shards shared (every `shard-K-of-N` folder in it).
     #[arg(value_name = "SHARD_DB", required = true)]
     pub shards: Vec<PathBuf>,
 }
 
 pub fn run(args: &MergeArgs) -> u8 {
-    let outcome = match merge_shards(&args.out, &args.shards) {
+    merge_and_report(&args.out, &args.shards)
+}
+
+/// Merges `shards` into `out`, says what it merged (and each run's shards), and reports
+/// the merged suite like `perfplan run`, judging the plan's gates.
+pub fn merge_and_report(out: &std::path::Path, shards: &[PathBuf]) -> u8 {
+    let outcome = match merge_shards(out, shards) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));
@@ -34,11 +41,18 @@ pub fn run(args: &MergeArgs) -> u8 {
     }
     eprintln!(
         "perfplan: merged {} shard databases: {} runs, {} requests, into {}",
-        args.shards.len(),
+        outcome.shards,
         outcome.runs,
         outcome.requests,
         outcome.db.display()
     );
+    if let Ok(runs) = crate::store::Store::open(&outcome.db).and_then(|s| s.runs()) {
+        for run in &runs {
+            for line in crate::report::health::shard_lines(run) {
+                eprintln!("  #{} {}: {line}", run.ordinal, run.id);
+            }
+        }
+    }
     match outcome.db.parent() {
         Some(dir) if outcome.db.file_name().is_some_and(|n| n == DB_FILE) => {
             super::report::after_run(dir, &[], None, &[])

@@ -7,6 +7,7 @@ pub mod exit;
 mod expand;
 mod import;
 mod init;
+mod k8s;
 pub mod merge;
 mod plan_args;
 mod quick;
@@ -41,13 +42,16 @@ enum Command {
     /// One small request per endpoint × API × prompt mode: is the server usable as planned?
     Check(check::CheckArgs),
     /// Expand a plan, execute its runs, store every request, print the report.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Tables from stored results (a database or an output folder).
     Report(report::ReportArgs),
     /// The same runs of two suites side by side, with deltas and verdicts.
     Compare(compare::CompareArgs),
     /// Unite the databases of `run --shard K/N` into one suite; metrics recomputed from every row.
     Merge(merge::MergeArgs),
+    /// Print the Kubernetes manifests (plan ConfigMap, Indexed Job, headless Service,
+    /// results volume) of a suite sharded over N pods, for `kubectl apply -f -`.
+    K8s(k8s::K8sArgs),
     /// Execute again exactly the plan a suite stored, into a new folder.
     Rerun(rerun::RerunArgs),
     /// Print the plan's JSON Schema.
@@ -97,6 +101,7 @@ fn dispatch(command: Command) -> u8 {
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(&args),
+        Command::K8s(args) => k8s::run(&args),
         Command::Rerun(args) => rerun::run(&args),
         Command::Schema => schema::run(),
         Command::Sim(args) => sim::run(args),

@@ -73,6 +73,7 @@ pub fn run(args: &RerunArgs) -> u8 {
         debug: false,
         progress_json: None,
         search: Some(&crate::search::DRIVER),
+        barrier: None,
     };
     match suite::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),

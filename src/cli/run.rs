@@ -52,14 +52,33 @@ pub struct RunArgs {
     pub check: bool,
     /// Take share K of N of every run's load (concurrency, requests and warmup split as
     /// evenly as possible, rate / N, every Nth trace record); run the same plan with 1/N …
-    /// N/N on N machines, then unite the results with `perfplan merge`.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<crate::suite::Shard>,
+    /// N/N on N machines, then unite the results with `perfplan merge`. `auto`: K/N from a
+    /// Kubernetes Indexed Job (JOB_COMPLETION_INDEX + 1 of PERFPLAN_SHARDS) or a Slurm step
+    /// (SLURM_PROCID + 1 of SLURM_NTASKS). With `--out DIR`, the shard's results go to
+    /// `DIR/shard-K-of-N`, so every shard can share one DIR.
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<crate::suite::ShardChoice>,
     /// Start the first run's load at this wall-clock instant, so that shards begin
     /// together: RFC 3339 UTC (`2026-11-29T12:00:00Z`) or unix seconds. A warm run's
     /// priming pass comes before it; an instant already past starts at once, with a warning.
     #[arg(long, value_name = "TIME", value_parser = crate::suite::start_at::parse_start_at)]
     pub start_at: Option<std::time::SystemTime>,
+    /// The start barrier of a sharded suite, so every run starts on all shards at once:
+    /// HOST:PORT of shard 1 (it listens there, the others connect), HOST, :PORT, or `off`.
+    /// Default: $PERFPLAN_BARRIER, else with `--shard auto` the engine's naming (the
+    /// pod of index 0 in the Job's headless Service; the first node of the Slurm step).
+    #[arg(long, value_name = "HOST:PORT|off")]
+    pub barrier: Option<String>,
+    /// With `--shard`, `--out DIR` and the start barrier: after its suite, shard 1 waits
+    /// until every shard's suite has ended (at most `--barrier-timeout`), then merges
+    /// DIR's `shard-K-of-N` folders into `DIR/merged` and reports it, judging the plan's
+    /// gates on the merged suite; the other shards only say they are done.
+    #[arg(long)]
+    pub merge: bool,
+    /// How long the barrier waits for a shard to arrive at a run (or to connect); a
+    /// shard later than that is named and the suite stops with exit code 11.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub barrier_timeout: crate::units::HumanDuration,
 }
 
 /// The plan of `run`: its file, or the plan-free flags (`--url`).
@@ -77,6 +96,10 @@ fn load_plan(args: &RunArgs) -> Result<crate::plan::LoadedPlan, u8> {
 }
 
 pub fn run(args: &RunArgs) -> u8 {
+    let shard = match super::shard::resolve(args) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let plan = match load_plan(args) {
         Ok(plan) => plan,
         Err(code) => return code,
@@ -84,7 +107,7 @@ pub fn run(args: &RunArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;
     };
-    if !super::shard::usable(args, &runs) {
+    if !super::shard::usable(args, shard.map(|s| s.0), &runs) {
         return exit::INVALID;
     }
     if args.check {
@@ -94,24 +117,52 @@ pub fn run(args: &RunArgs) -> u8 {
             return code;
         }
     }
+    let barrier = match super::shard::barrier(args, shard, &plan) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let single = shard.is_some_and(|s| s.0.n == 1);
+    if !super::shard::merge_usable(args, barrier.is_some() || single) {
+        return exit::INVALID;
+    }
     let opts = RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
         debug: args.debug,
         progress_json: args.progress_json.clone(),
         search: Some(&crate::search::DRIVER),
+        barrier: barrier.clone().map(|b| b as _),
     };
     let sharding = suite::ShardOptions {
-        shard: args.shard,
+        shard: shard.map(|s| s.0),
         start_at: args.start_at,
     };
-    let outcome = match suite::run_suite_sharded(&plan, &runs, &opts, sharding) {
+    let result = suite::run_suite_sharded(&plan, &runs, &opts, sharding);
+    let merge = super::shard::finish(args, barrier.as_deref(), shard.map(|s| s.0));
+    let outcome = match result {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));
             return exit::of_runner_error(&e);
         }
     };
+    let code = report_outcome(args, &outcome);
+    match merge {
+        Ok(Some(out)) if code == exit::OK || code == exit::RUN_FAILED => {
+            let merged = super::merge::merge_and_report(&out.join("merged"), &[out]);
+            if merged == exit::OK {
+                code
+            } else {
+                merged
+            }
+        }
+        Ok(_) => code,
+        Err(merge_code) => merge_code,
+    }
+}
+
+/// Prints how the suite ended and reports it, judging its gates (a shard's only as notes).
+fn report_outcome(args: &RunArgs, outcome: &suite::SuiteOutcome) -> u8 {
     let line = format!(
         "perfplan: {} runs done, {} skipped, {} failed{}; results in {}",
         outcome.done,

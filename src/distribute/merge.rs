@@ -10,14 +10,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::distribute::inputs::{check_inputs, expand, open_input, Input};
 use crate::distribute::merge_metrics::{server_ratio, summarize_rows, turn_values};
+use crate::distribute::shard_facts::{self, start_us};
 use crate::record::{Outcome, Phase};
-use crate::store::{
-    db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun, SuiteRow,
-};
+use crate::store::{db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun};
 use crate::suite::execute;
 use crate::suite::lengths::{of_counts, Counts};
-use crate::suite::share::Shard;
 
 /// Why the shards could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -32,12 +31,16 @@ pub enum MergeError {
     NotShard { path: PathBuf },
     #[error("{} records shard `{text}`, which is not K/N", path.display())]
     BadShard { path: PathBuf, text: String },
-    #[error("{} holds another plan than {} ({what} differs): shards of one plan only", path.display(), first.display())]
+    #[error("{} is not a shard of the same suite as {}: {what} differs ({theirs} there, {ours} here); merge shards of one plan, seed and perfplan version only", path.display(), first.display())]
     OtherPlan {
         path: PathBuf,
         first: PathBuf,
         what: &'static str,
+        ours: String,
+        theirs: String,
     },
+    #[error("{} holds no results.db and no shard-K-of-N folder with one", path.display())]
+    NoShards { path: PathBuf },
     #[error("shard {shard} is given twice ({} and {})", a.display(), b.display())]
     SameShard {
         shard: String,
@@ -61,85 +64,18 @@ pub enum MergeError {
 pub struct MergeOutcome {
     /// The merged database file.
     pub db: PathBuf,
+    /// The shard databases merged (a folder stands for every `shard-K-of-N` in it).
+    pub shards: usize,
     pub runs: usize,
     pub requests: u64,
     /// Missing shards, runs absent from a shard, and the like.
     pub warnings: Vec<String>,
 }
 
-pub(super) struct Input {
-    path: PathBuf,
-    store: Store,
-    suite: SuiteRow,
-    pub(super) shard: Shard,
-}
-
-fn open_input(path: &Path) -> Result<Input, MergeError> {
-    let db = |source| MergeError::Database {
-        path: path.to_path_buf(),
-        source,
-    };
-    let store = Store::open(path).map_err(db)?;
-    let suite = store.suite().map_err(db)?;
-    let text = store
-        .suite_shard()
-        .map_err(db)?
-        .ok_or(MergeError::NotShard {
-            path: path.to_path_buf(),
-        })?;
-    let shard = text.parse().map_err(|_| MergeError::BadShard {
-        path: path.to_path_buf(),
-        text,
-    })?;
-    Ok(Input {
-        path: path.to_path_buf(),
-        store,
-        suite,
-        shard,
-    })
-}
-
-/// Refuses inputs that are not shards of one suite's plan, or a shard given twice.
-fn check_inputs(inputs: &[Input]) -> Result<Vec<String>, MergeError> {
-    let first = inputs.first().ok_or(MergeError::Empty)?;
-    for i in inputs {
-        let other = |what| MergeError::OtherPlan {
-            path: i.path.clone(),
-            first: first.path.clone(),
-            what,
-        };
-        if i.suite.plan_sha256 != first.suite.plan_sha256 {
-            return Err(other("plan hash"));
-        }
-        if i.suite.info.set_overrides != first.suite.info.set_overrides {
-            return Err(other("--set overrides"));
-        }
-        if i.shard.n != first.shard.n {
-            return Err(other("shard count N"));
-        }
-    }
-    for (a, i) in inputs.iter().enumerate() {
-        if let Some(j) = inputs[a + 1..].iter().find(|j| j.shard == i.shard) {
-            return Err(MergeError::SameShard {
-                shard: i.shard.to_string(),
-                a: i.path.clone(),
-                b: j.path.clone(),
-            });
-        }
-    }
-    let n = first.shard.n;
-    Ok((1..=n)
-        .filter(|k| !inputs.iter().any(|i| i.shard.k == *k))
-        .map(|k| {
-            format!("shard {k}/{n} is missing: the merged runs hold only the given shards' load")
-        })
-        .collect())
-}
-
 /// Merges the shard databases `inputs` into a new database at `out` (a folder, which
 /// gets `results.db`, or a `.db` file).
 pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, MergeError> {
-    let mut inputs = inputs
+    let mut inputs = expand(inputs)?
         .iter()
         .map(|p| open_input(p))
         .collect::<Result<Vec<_>, _>>()?;
@@ -203,6 +139,7 @@ pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, Merg
     }
     Ok(MergeOutcome {
         db: path,
+        shards: inputs.len(),
         runs: by_id.len(),
         requests,
         warnings,
@@ -230,12 +167,6 @@ fn unfinished(inputs: &[Input], by_id: &BTreeMap<String, Vec<(usize, StoredRun)>
             )
         })
         .collect()
-}
-
-fn start_us(run: &StoredRun) -> Option<u64> {
-    run.extras
-        .get("measured_start_unix_us")
-        .and_then(Value::as_u64)
 }
 
 /// The merged status: failed if a shard failed, else the least finished one.
@@ -290,29 +221,22 @@ fn merge_run(
     for (name, value) in turn_values(inputs, parts, &rows) {
         summary.values.insert(name.to_string(), value);
     }
+    let named: Vec<(String, &StoredRun)> = parts
+        .iter()
+        .map(|(i, r)| (inputs[*i].shard.to_string(), r))
+        .collect();
+    let (verdict, facts) = shard_facts::of_shards(&named, &rows, base.unwrap_or(0));
+    summary.client_bound = verdict;
     let mut extras = execute::extras(&summary, rows.len() as u64);
     if let Value::Object(map) = &mut extras {
-        let shards: Vec<String> = parts
-            .iter()
-            .map(|(i, _)| inputs[*i].shard.to_string())
-            .collect();
-        map.insert("shards".into(), json!(shards));
         map.insert("measured_start_unix_us".into(), json!(base));
         map.insert("input_lengths".into(), merged_input_lengths(&rows));
+        map.extend(facts);
     }
-    let label = |i: usize| format!("shard {}: ", inputs[i].shard);
-    let mut warnings: Vec<String> = Vec::new();
-    for (i, run) in parts {
-        for w in &run.warnings {
-            let w = format!("{}{w}", label(*i));
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
-        }
-    }
-    let errors: Vec<String> = parts
+    let warnings = merged_warnings(&named, summary.client_bound.as_deref());
+    let errors: Vec<String> = named
         .iter()
-        .filter_map(|(i, r)| r.error.as_ref().map(|e| format!("{}{e}", label(*i))))
+        .filter_map(|(s, r)| r.error.as_ref().map(|e| format!("shard {s}: {e}")))
         .collect();
     let merged = StoredRun {
         status: merged_status(parts),
@@ -332,6 +256,27 @@ fn merge_run(
         out.write_server_metrics(&merged.id, ServerPhase::After, &after)?;
     }
     Ok(rows.len() as u64)
+}
+
+/// Every shard's warnings, named, once each; a shard's own `client_bound` gives way to
+/// the merged verdict, which names the worst shard (every shard's is in
+/// `client_by_shard`).
+fn merged_warnings(named: &[(String, &StoredRun)], verdict: Option<&str>) -> Vec<String> {
+    let mut warnings: Vec<String> = Vec::new();
+    for (shard, run) in named {
+        for w in run
+            .warnings
+            .iter()
+            .filter(|w| !w.starts_with("client_bound: "))
+        {
+            let w = format!("shard {shard}: {w}");
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    warnings.extend(verdict.map(|v| format!("client_bound: {v}")));
+    warnings
 }
 
 /// Target, client and server input lengths over every shard's measured successful rows.

@@ -1,12 +1,12 @@
 //! The metrics of a merged run, recomputed from the union of its shards' request rows by
 //! the runner's own `metrics::summarize`; plus what rows cannot give: the server's cache
-//! counters over every shard's pass, per-turn metrics of multi-turn runs, client health.
+//! counters over every shard's pass, per-turn metrics of multi-turn runs, client CPU.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::distribute::merge::Input;
+use crate::distribute::inputs::Input;
 use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::ServerMetricsSpec;
 use crate::store::{RequestRow, StoredRun};
@@ -93,16 +93,12 @@ pub(super) fn summarize_rows(
     };
     let records: Vec<_> = rows.iter().map(RequestRow::to_record).collect();
     let mut summary = summarize(&records, &opts);
-    // Client CPU is each machine's own: the busiest shard's figure stands for the merge.
+    // Client CPU and lateness are each machine's own: the busiest shard's CPU figure
+    // stands for the merge, and the verdict is the worst shard's (`shard_facts`), not one
+    // of the union's lateness, which mixes the shards' clients.
     summary
         .values
         .insert("client_cpu_ratio".into(), carried("client_cpu_ratio"));
-    let bound: Vec<String> = parts
-        .iter()
-        .filter_map(|(_, r)| r.extras.get("client_bound").and_then(Value::as_str))
-        .map(str::to_string)
-        .chain(summary.client_bound.clone())
-        .collect();
-    summary.client_bound = (!bound.is_empty()).then(|| bound.join("; "));
+    summary.client_bound = None;
     summary
 }

@@ -82,6 +82,44 @@ impl RunHealth {
     }
 }
 
+/// A merged run's shards (`perfplan merge` keeps them in its extras): how closely they
+/// started it, and each shard's client (CPU, send lateness p99, `client_bound`); empty
+/// for a run of one machine.
+pub fn shard_lines(run: &StoredRun) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(starts) = run.extras.get("shard_starts") {
+        let ms = |k: &str| starts.get(k).and_then(Value::as_f64);
+        if let Some(start) = ms("start_spread_ms") {
+            let first = match ms("first_measured_spread_ms") {
+                Some(f) => format!(", first measured requests within {f:.1} ms"),
+                None => " (less each shard's lead into the run's arrivals)".into(),
+            };
+            lines.push(format!("shards: started within {start:.1} ms{first}"));
+        }
+    }
+    let Some(clients) = run.extras.get("client_by_shard").and_then(Value::as_array) else {
+        return lines;
+    };
+    let each: Vec<String> = clients
+        .iter()
+        .map(|c| {
+            let shard = c.get("shard").and_then(Value::as_str).unwrap_or("?");
+            let num = |k: &str, f: &dyn Fn(f64) -> String| {
+                c.get(k).and_then(Value::as_f64).map_or("—".into(), f)
+            };
+            let cpu = num("client_cpu_ratio", &|v| format!("{v:.2}"));
+            let late = num("lateness_p99", &|v| format!("{v:.1} ms"));
+            let bound = match c.get("client_bound").and_then(Value::as_str) {
+                Some(_) => ", client_bound",
+                None => "",
+            };
+            format!("{shard} cpu {cpu} lateness p99 {late}{bound}")
+        })
+        .collect();
+    lines.push(format!("client by shard: {}", each.join("; ")));
+    lines
+}
+
 /// One run's health as labelled lines: its failures, error and warnings (`client_bound`
 /// among them); empty for a healthy run.
 pub struct HealthEntry {
@@ -102,6 +140,7 @@ pub fn entries(data: &ReportData) -> Vec<HealthEntry> {
                 .map(|f| format!("failures: {f}"))
                 .into_iter()
                 .collect();
+            lines.extend(shard_lines(run));
             lines.extend(run.error.iter().map(|e| format!("error: {e}")));
             lines.extend(run.warnings.iter().map(|w| format!("warning: {w}")));
             if lines.is_empty() {

@@ -12,6 +12,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use super::barrier::StartBarrier;
 use super::execute;
 use super::log::SuiteLog;
 use super::RunnerError;
@@ -30,6 +31,7 @@ mod runs;
 mod text;
 
 pub use one::Ended;
+pub use open::fingerprint;
 pub use runs::response_limits;
 pub(crate) use runs::{server_up, target};
 pub use text::run_label;
@@ -48,6 +50,9 @@ pub struct RunOptions {
     /// Who runs the plan's SLA searches (`search::DRIVER`); a plan with a search and no
     /// driver stops at that run with an error naming it.
     pub search: Option<&'static dyn SearchDriver>,
+    /// A shard's start barrier (`distribute::barrier`): every run's load starts when all
+    /// shards have met it.
+    pub barrier: Option<Arc<dyn StartBarrier>>,
 }
 
 /// Runs one SLA-search run of a suite: each trial a run of its own through
@@ -91,7 +96,7 @@ pub fn run_suite_sharded(
     sharding: ShardOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
     let ordered = super::cache::execution_order(runs);
-    let (store, dir) = open::open_store(plan, opts)?;
+    let (store, dir) = open::open_store(plan, opts, sharding.shard)?;
     let db = store.path().to_path_buf();
     run_in(plan, &ordered, opts, sharding, (store, dir)).map_err(|e| e.at_database(&db))
 }
@@ -138,6 +143,9 @@ fn run_in(
         shard: sharding.shard,
         start_at: std::cell::Cell::new(sharding.start_at),
         search: opts.search,
+        barrier: opts.barrier.clone(),
+        met: std::cell::RefCell::new(None),
+        lead: std::cell::Cell::new(std::time::Duration::ZERO),
     };
     let result = rt.block_on(async {
         let result = suite.run_all(runs, dir, &mut servers).await;
@@ -212,6 +220,11 @@ pub struct Suite<'a> {
     /// `--start-at`, until the first run's load takes it.
     start_at: std::cell::Cell<Option<SystemTime>>,
     search: Option<&'static dyn SearchDriver>,
+    barrier: Option<Arc<dyn StartBarrier>>,
+    /// The current run's meeting at the barrier (its facts), once this shard met it.
+    met: std::cell::RefCell<Option<serde_json::Value>>,
+    /// The current run's lead on this shard (see `ShardShare::lead`).
+    lead: std::cell::Cell<std::time::Duration>,
 }
 
 impl Suite<'_> {

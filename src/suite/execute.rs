@@ -177,8 +177,8 @@ pub struct RunContext<'a> {
     pub server: Option<crate::telemetry::ServerScrape>,
     /// `--shard`: the first stored request index (0 when not sharded).
     pub index_base: u64,
-    /// `--start-at`: the measured pass (warmup first) starts at this instant.
-    pub start_at: Option<std::time::SystemTime>,
+    /// `--start-at` and the start barrier: when the measured pass (warmup first) starts.
+    pub start: super::start_at::Start<'a>,
     /// `[plan] store`: keep request bodies and response texts.
     pub keep: plan::StoreSpec,
 }
@@ -270,22 +270,23 @@ async fn prime(
     Ok((out.sent, warnings))
 }
 
-/// `--start-at`: the connections are opened before the barrier, so every shard's first
-/// request goes out at the barrier's instant (the engine's own pre-connect then finds
-/// them open). The early connections, and the warning of a barrier already past.
+/// `--start-at` and the start barrier: the connections are opened before the barrier,
+/// so every shard's first request goes out at the barrier's instant (the engine's own
+/// pre-connect then finds them open). The early connections, and the warning of a
+/// start already past.
 async fn barrier(
     ctx: &RunContext<'_>,
     cfg: &RunConfig,
     requests_left: Option<usize>,
-) -> (Option<Preconnect>, Option<String>) {
-    let Some(at) = ctx.start_at else {
-        return (None, None);
-    };
+) -> Result<(Option<Preconnect>, Option<String>), RunnerError> {
+    if ctx.start.is_now() {
+        return Ok((None, None));
+    }
     let early = ctx
         .endpoint
         .preconnect(cfg.preconnections(requests_left))
         .await;
-    (early, super::start_at::wait_until(at).await)
+    Ok((early, ctx.start.wait().await?))
 }
 
 /// Executes one prepared run and stores its records and summary.
@@ -320,7 +321,7 @@ pub async fn execute(
         None => None,
     };
     let mut source = super::traffic::Source::new(&mut prepared, &ctx.log)?;
-    let (early, late) = barrier(ctx, &cfg, source.requests_left()).await;
+    let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
     let mut output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await

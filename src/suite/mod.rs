@@ -7,6 +7,7 @@
 //! Must not know: HTTP details (requests go through the engine, control calls through
 //! `control`), the search state machines, merging.
 
+pub mod barrier;
 pub(crate) mod cache;
 mod connect;
 pub(crate) mod conversation;
@@ -20,18 +21,22 @@ pub(crate) mod prepare;
 mod priming;
 mod produce;
 mod progress;
+pub mod shard_env;
 pub mod share;
 pub mod start_at;
 mod traffic;
 mod turn_inputs;
 mod writer;
 
+pub use barrier::{BarrierError, Meeting, StartBarrier};
 pub use counts::Mismatch;
 pub use driver::{
-    response_limits, run_suite, run_suite_sharded, RunOptions, SearchDriver, SuiteOutcome,
+    fingerprint, response_limits, run_suite, run_suite_sharded, RunOptions, SearchDriver,
+    SuiteOutcome,
 };
 pub use execute::slos_of;
 pub use prepare::{api_kind, measured_count};
+pub use shard_env::ShardChoice;
 pub use share::{Shard, ShardOptions};
 pub use writer::count_output;
 
@@ -160,6 +165,12 @@ pub enum RunnerError {
     Runtime(#[source] std::io::Error),
     #[error("cannot start the thread that builds a run's requests as they are sent")]
     Thread(#[source] std::io::Error),
+    #[error("run {run}: the start barrier")]
+    Barrier {
+        run: String,
+        #[source]
+        source: barrier::BarrierError,
+    },
 }
 
 /// What to do about a failed write to the database.
@@ -209,6 +220,7 @@ impl RunnerError {
                 | RunnerError::Output { .. }
                 | RunnerError::Runtime(_)
                 | RunnerError::Sim { .. }
+                | RunnerError::Barrier { .. }
         )
     }
 }

@@ -272,14 +272,6 @@ pub struct ShardShare {
     pub lead: Duration,
 }
 
-/// When a shard's load starts: at `--start-at` (its first run) or now, plus its lead.
-pub fn load_start(start_at: Option<SystemTime>, lead: Duration) -> Option<SystemTime> {
-    match start_at {
-        Some(at) => Some(at + lead),
-        None => (!lead.is_zero()).then(|| SystemTime::now() + lead),
-    }
-}
-
 /// What a run's extras keep for `merge`: the shard, and the wall-clock start of the
 /// measured pass (record times are offsets from it), in unix microseconds.
 pub fn shard_extras(extras: &mut serde_json::Value, shard: Option<Shard>, started: SystemTime) {

@@ -1,8 +1,15 @@
-//! `run --start-at TIME`: the wall-clock instant at which every shard starts the load of
-//! its first run, so that N machines begin together. Owns reading the instant (RFC 3339,
-//! or unix seconds) and waiting for it; knows nothing about plans or HTTP.
+//! When a shard starts a run's load: `run --start-at TIME` (the wall-clock instant at
+//! which every shard starts the load of its first run) and the start barrier's instant
+//! of every run ([`Start`]). Owns reading the instant (RFC 3339, or unix seconds) and
+//! waiting for it to within a fraction of a millisecond; knows nothing about plans or HTTP.
 
+use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::barrier::StartBarrier;
+use super::RunnerError;
 
 /// Why `--start-at` could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,17 +43,77 @@ fn rfc3339(t: &str) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_micros(us))
 }
 
-/// Sleeps until `at`; a warning when `at` has already passed (the load starts at once).
+/// The timer's granularity: the last stretch before an instant is spun, not slept.
+const SPIN: Duration = Duration::from_millis(2);
+
+/// Sleeps until `at` (the timer to within [`SPIN`] of it, then a spin on the clock, so
+/// shards start within tens of microseconds of the instant, not the timer's millisecond);
+/// a warning when `at` has already passed (the load starts at once).
 pub async fn wait_until(at: SystemTime) -> Option<String> {
     match at.duration_since(SystemTime::now()) {
         Ok(wait) => {
-            tokio::time::sleep(wait).await;
+            if wait > SPIN {
+                tokio::time::sleep(wait - SPIN).await;
+            }
+            // Yielding, so shards sharing a machine's cores do not starve each other.
+            while SystemTime::now() < at {
+                std::thread::yield_now();
+            }
             None
         }
         Err(late) => Some(format!(
-            "--start-at was {:.1} s ago; starting at once",
+            "the start instant was {:.1} s ago; starting at once",
             late.duration().as_secs_f64()
         )),
+    }
+}
+
+/// A run's meeting at the start barrier: the barrier, the run, and where the meeting's
+/// facts go (`Some` once this shard has met the others at this run).
+pub struct Meet<'a> {
+    pub barrier: &'a dyn StartBarrier,
+    pub run: &'a str,
+    pub facts: &'a RefCell<Option<Value>>,
+}
+
+/// When a run's load starts: at `--start-at` (the first run), at the instant the start
+/// barrier announces (every run of a shard with a barrier), the later of the two when
+/// both are given, each plus the shard's lead (its first arrival's offset in the run's
+/// one arrival sequence); `None` of both starts at once.
+pub struct Start<'a> {
+    pub at: Option<SystemTime>,
+    pub meet: Option<Meet<'a>>,
+    pub lead: Duration,
+}
+
+impl Start<'_> {
+    /// Whether the load starts at once (no instant to wait for, no barrier to meet).
+    pub fn is_now(&self) -> bool {
+        self.at.is_none() && self.meet.is_none() && self.lead.is_zero()
+    }
+
+    /// Meets the barrier (if any), then waits for the start; a warning when the instant
+    /// was already past.
+    pub async fn wait(&self) -> Result<Option<String>, RunnerError> {
+        let mut at = self.at;
+        if let Some(m) = &self.meet {
+            let meeting = m
+                .barrier
+                .meet(m.run)
+                .await
+                .map_err(|source| RunnerError::Barrier {
+                    run: m.run.to_string(),
+                    source,
+                })?;
+            *m.facts.borrow_mut() = Some(meeting.facts);
+            at = Some(at.map_or(meeting.start, |a| a.max(meeting.start)));
+        }
+        let at = match at {
+            Some(at) => at + self.lead,
+            None if self.lead.is_zero() => return Ok(None),
+            None => SystemTime::now() + self.lead,
+        };
+        Ok(wait_until(at).await)
     }
 }
 

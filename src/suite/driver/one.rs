@@ -1,7 +1,8 @@
 //! One run of a suite on the engine: its requests prepared, this shard's share taken
-//! (`--shard`; a run with no share is stored done and empty), `--start-at` handed to the
-//! first run's load, the run begun, executed and stored with its status, extras and
-//! warnings, and its summary line printed. Knows one run, not the order of a suite's runs.
+//! (`--shard`; a run with no share is stored done and empty), `--start-at` (the first
+//! run) and the start barrier (every run) handed to its load, the run begun, executed
+//! and stored with its status, extras (the barrier's facts among them) and warnings,
+//! and its summary line printed. Knows one run, not the order of a suite's runs.
 
 use std::time::Duration;
 
@@ -15,7 +16,8 @@ use crate::store::{RunFinish, RunStatus};
 use crate::suite::counts::{self, Sent};
 use crate::suite::execute::{self, RunContext, RunResult};
 use crate::suite::prepare::{self, PreparedRun};
-use crate::suite::share::{load_start, shard_extras, Shard};
+use crate::suite::share::{shard_extras, Shard};
+use crate::suite::start_at::{Meet, Start};
 use crate::suite::RunnerError;
 use crate::telemetry::{CounterNames, ServerScrape};
 
@@ -48,6 +50,7 @@ impl Suite<'_> {
             }
             Some(Err(note)) => return self.skip_share(run, total, &note),
         };
+        self.lead.set(lead);
         let pool = RunConfig {
             load: execute::engine_load(run),
             duration: None,
@@ -81,10 +84,25 @@ impl Suite<'_> {
                 })?,
             ),
             index_base,
-            start_at: load_start(self.start_at.take(), lead),
+            start: Start {
+                at: self.start_at.take(),
+                meet: self.barrier.as_deref().map(|barrier| Meet {
+                    barrier,
+                    run: &run.id,
+                    facts: &self.met,
+                }),
+                lead,
+            },
             keep: self.plan.spec.plan.store,
         };
-        let result = execute::execute(&ctx, run, prepared).await?;
+        let result = match execute::execute(&ctx, run, prepared).await {
+            Ok(result) => result,
+            Err(e @ RunnerError::Barrier { .. }) => {
+                self.finish_failed(run, &e)?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         self.finish(run, total, warnings, &result)
     }
 
@@ -112,7 +130,16 @@ impl Suite<'_> {
         result: &RunResult,
     ) -> Result<Ended, RunnerError> {
         let status = status_of(result);
-        let extras = extras_of(result, self.shard);
+        let mut extras = extras_of(result, self.shard);
+        if let Value::Object(map) = &mut extras {
+            if let Some(facts) = self.met.borrow().clone() {
+                map.insert("barrier".into(), facts);
+            }
+            if self.shard.is_some() {
+                let lead_us = self.lead.get().as_micros() as u64;
+                map.insert("shard_lead_us".into(), lead_us.into());
+            }
+        }
         let mut all_warnings = warnings;
         for w in &result.warnings {
             self.log

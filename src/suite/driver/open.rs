@@ -13,6 +13,8 @@ use super::RunOptions;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::{GitInfo, HostFacts, RunRow, Store, StoredSecret, SuiteInfo};
+use crate::suite::shard_env::{resume_folder, shard_folder};
+use crate::suite::share::Shard;
 use crate::suite::RunnerError;
 use crate::units::UtcTime;
 
@@ -26,7 +28,8 @@ pub fn utc_stamp(t: SystemTime) -> String {
     )
 }
 
-fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
+/// The plan's name, main text and imports, as the suite row stores them.
+fn plan_texts(plan: &LoadedPlan) -> SuiteInfo {
     let texts = plan.file_texts();
     let (main, imports) = texts
         .split_first()
@@ -34,8 +37,27 @@ fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
             (m.1.clone(), rest.to_vec())
         });
     let mut info = SuiteInfo::new(plan.spec.plan.name.clone(), main);
-    info.plan_path = Some(plan.path.display().to_string());
     info.imports = imports;
+    info
+}
+
+/// What every shard of one suite shares, hashed: the plan's text and imports, its
+/// `--set` overrides and its seed (the start barrier admits only shards of this one).
+pub fn fingerprint(plan: &LoadedPlan) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(plan_texts(plan).plan_sha256().as_bytes());
+    for set in plan.stored_sets() {
+        h.update([0u8]);
+        h.update(set.as_bytes());
+    }
+    h.update(plan.spec.plan.seed.to_le_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
+    let mut info = plan_texts(plan);
+    info.plan_path = Some(plan.path.display().to_string());
     info.set_overrides = plan.stored_sets();
     info.plan_dir = plan_dir(plan);
     info.secrets = plan
@@ -73,23 +95,32 @@ fn plan_dir(plan: &LoadedPlan) -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
+/// Opens the suite's database: `--resume DIR` (its `shard-K-of-N` folder when the
+/// shard's suite is there), or a new one in `--out DIR` (the default folder when none),
+/// inside `DIR/shard-K-of-N` for a shard, so every shard of one suite can share one `--out`.
 pub(super) fn open_store(
     plan: &LoadedPlan,
     opts: &RunOptions,
+    shard: Option<Shard>,
 ) -> Result<(Store, PathBuf), RunnerError> {
     let failed_write = |dir: &Path| {
         let path = crate::store::db_path(dir);
         move |e| RunnerError::from(e).at_database(&path)
     };
     if let Some(dir) = &opts.resume {
-        let store = Store::open_resume(dir).map_err(failed_write(dir))?;
-        return Ok((store, dir.clone()));
+        let dir = resume_folder(dir, shard);
+        let store = Store::open_resume(&dir).map_err(failed_write(&dir))?;
+        return Ok((store, dir));
     }
     let dir = opts.out.clone().unwrap_or_else(|| {
         Path::new("outputs")
             .join(&plan.spec.plan.name)
             .join(utc_stamp(SystemTime::now()))
     });
+    let dir = match shard {
+        Some(s) => shard_folder(&dir, s),
+        None => dir,
+    };
     std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Output {
         path: dir.clone(),
         source,

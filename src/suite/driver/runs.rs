@@ -58,8 +58,10 @@ impl Suite<'_> {
                 outcome.interrupted = true;
                 break;
             }
+            *self.met.borrow_mut() = None;
             self.turn(run, runs.len(), servers, &mut seen, &mut outcome)
                 .await?;
+            self.leave(run).await?;
             if let Some(pause) = self.plan.spec.plan.pause_between_runs {
                 if i + 1 < runs.len() {
                     tokio::time::sleep(pause.0).await;
@@ -71,6 +73,24 @@ impl Suite<'_> {
             "failed": outcome.failed, "interrupted": outcome.interrupted,
         }));
         Ok(outcome)
+    }
+
+    /// A run this shard did not start (done in an earlier attempt, no share, failed
+    /// before its load) is passed at the start barrier, so the other shards go on.
+    async fn leave(&self, run: &RunSpec) -> Result<(), RunnerError> {
+        let Some(barrier) = &self.barrier else {
+            return Ok(());
+        };
+        if self.met.borrow().is_some() {
+            return Ok(());
+        }
+        barrier
+            .pass(&run.id)
+            .await
+            .map_err(|source| RunnerError::Barrier {
+                run: run.id.clone(),
+                source,
+            })
     }
 
     /// One run of the loop: skipped when done in an earlier attempt; else its server up,
