@@ -6,14 +6,15 @@
 # 50 ms TTFT, 10 ms ITL), runs bench/shards-c256.toml once as one process and once as 4
 # shards on this machine (`--shard K/4`, start barrier on 127.0.0.1, `--merge`), each
 # against a fresh simulator, then prints per run: requests (must be equal), TTFT p50/p90/
-# p99 and TPOT mean/p99 of both and their difference, the shards' start spread and the
-# busiest shard's client CPU. ROUNDS=N repeats the pair (default 1).
+# p99 and TPOT mean/p99 of both and their difference, the client CPU (the one process's,
+# the busiest shard's), the shards' start spread and each shard's client. ROUNDS=N
+# repeats the pair (default 1).
 #
 #   bench/shards.sh
 #   BIN=target/release/perfplan bench/shards.sh   # no build
 #
-# Needs: cargo, python3 (standard library), sqlite3 is not needed (figures come from
-# `perfplan report --format json`). Results: target/bench-shards/ (OUT=DIR to change).
+# Needs: cargo, python3 (standard library). Figures come from `perfplan report --format
+# json` and the merging shard's log. Results: target/bench-shards/ (OUT=DIR to change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,11 +73,12 @@ for round in $(seq "$ROUNDS"); do
   stop_sim
   "$BIN" report "$dir/one" --format json >"$dir/one.json"
   "$BIN" report "$dir/shards/merged" --format json >"$dir/merged.json"
-  grep -h -e "shards: started within" -e "client by shard" "$dir-shard-1.log" | sed "s/^/round $round: /" || true
+  grep -h -E '^  #[0-9]+ [0-9a-f]+: (shards: started within|client by shard)' "$dir-shard-1.log" \
+    | sed "s/^/round $round: /" || true
   python3 - "$dir/one.json" "$dir/merged.json" "$round" <<'PY'
 import json, sys
 one, merged, rnd = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
-cols = ["requests_ok", "ttft_p50", "ttft_p90", "ttft_p99", "tpot_mean", "tpot_p99"]
+cols = ["requests_ok", "ttft_p50", "ttft_p90", "ttft_p99", "tpot_mean", "tpot_p99", "client_cpu_ratio"]
 print(f"round {rnd}: run | " + " | ".join(f"{c} one / 4 shards (diff)" for c in cols))
 for a, b in zip(one, merged):
     cells = []
