@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod framing_support;
+mod kept_support;
 
 use std::time::Duration;
 

@@ -12,8 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use perfplan::api::ApiKind;
 use perfplan::engine::{
-    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, RunOutput, Target, Timeouts,
-    VecSource,
+    run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::record::{Phase, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -259,17 +258,7 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
 
 /// Runs `load` against `url` on `ep`; the records in index order.
 /// A run's output and its records (sorted by index): the engine keeps none, the test does.
-pub struct Ran {
-    pub output: RunOutput,
-    pub records: Vec<RequestRecord>,
-}
-
-impl std::ops::Deref for Ran {
-    type Target = RunOutput;
-    fn deref(&self) -> &RunOutput {
-        &self.output
-    }
-}
+pub use crate::kept_support::Ran;
 
 pub async fn run_on(ep: &Endpoint, load: &Traffic) -> Ran {
     let cfg = RunConfig {
