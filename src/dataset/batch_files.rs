@@ -11,16 +11,17 @@ use serde_json::Value;
 
 use super::jsonl::json_type;
 use super::measure::to_u32;
-use super::source::{numbered_lines, read_text, required_path};
+use super::source::{numbered_lines, read_text, resolve};
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::api::Prompt;
-use crate::plan::spec::DatasetSpec;
 
+/// Requests of `batch_size` inputs of the file at `path`.
 pub(crate) fn embedding(
-    spec: &DatasetSpec,
+    path: &str,
+    batch_size: u32,
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
-    let path = required_path(spec, ctx, "embedding")?;
+    let path = resolve(ctx, path);
     let text = read_text(&path)?;
     let json = path.extension().is_some_and(|e| e == "jsonl") || text.trim_start().starts_with('{');
     let mut inputs = Vec::new();
@@ -43,7 +44,7 @@ pub(crate) fn embedding(
     if inputs.is_empty() {
         return Err(DatasetError::Empty { path });
     }
-    let batch = spec.batch_size.unwrap_or(1).max(1) as usize;
+    let batch = batch_size.max(1) as usize;
     let order = seeded_order(inputs.len(), ctx.seed);
     let items = ctx
         .range()
@@ -62,11 +63,13 @@ pub(crate) fn embedding(
     ))
 }
 
+/// The records of the file at `path`, each cut to `num_documents` documents when set.
 pub(crate) fn rerank(
-    spec: &DatasetSpec,
+    path: &str,
+    num_documents: Option<u32>,
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
-    let path = required_path(spec, ctx, "rerank")?;
+    let path = resolve(ctx, path);
     let text = read_text(&path)?;
     let mut pairs = Vec::new();
     for (line, raw) in numbered_lines(&text) {
@@ -87,7 +90,7 @@ pub(crate) fn rerank(
             Some(other) => return Err(located(format!("`documents` is {}", json_type(other)))),
             None => return Err(located("no `documents` array".into())),
         };
-        let keep = spec.num_documents.map_or(docs.len(), |n| n as usize);
+        let keep = num_documents.map_or(docs.len(), |n| n as usize);
         pairs.push((
             query.to_string(),
             docs.into_iter().take(keep).collect::<Vec<_>>(),

@@ -8,17 +8,15 @@ use rand_chacha::ChaCha8Rng;
 use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::api::Prompt;
-use crate::plan::spec::DatasetSpec;
+use crate::plan::spec::TokenRange;
 
+/// Requests of `batch_size` inputs of about `input` words each.
 pub(crate) fn random(
-    spec: &DatasetSpec,
+    input: TokenRange,
+    batch_size: u32,
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
-    let input = spec.input_tokens.ok_or(DatasetError::MissingKey {
-        kind: "random_embedding".into(),
-        key: "input_tokens",
-    })?;
-    let batch = batch_size(spec)?;
+    let batch = checked_batch(batch_size)?;
     let tok = ctx.tokenizer.as_deref();
     let mut items = Vec::with_capacity(ctx.count);
     for i in ctx.range() {
@@ -35,8 +33,8 @@ pub(crate) fn random(
     Ok(done(items))
 }
 
-fn batch_size(spec: &DatasetSpec) -> Result<usize, DatasetError> {
-    match spec.batch_size.unwrap_or(1) {
+fn checked_batch(batch_size: u32) -> Result<usize, DatasetError> {
+    match batch_size {
         0 => Err(DatasetError::Invalid(
             "batch_size must be at least 1".into(),
         )),

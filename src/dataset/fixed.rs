@@ -3,13 +3,8 @@
 
 use super::source::{read_text, resolve, Candidate, Source, SourceSet};
 use super::{DatasetContext, DatasetError};
-use crate::plan::spec::DatasetSpec;
 
-pub(crate) fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<SourceSet, DatasetError> {
-    let text = spec.text.as_deref().ok_or(DatasetError::MissingKey {
-        kind: "prompt".into(),
-        key: "text",
-    })?;
+pub(crate) fn read(text: &str, ctx: &DatasetContext) -> Result<SourceSet, DatasetError> {
     let (path, prompt) = match text.strip_prefix('@') {
         Some(file) => {
             let path = resolve(ctx, file);

@@ -15,11 +15,11 @@ use serde_json::{json, Value};
 
 use super::embedding::{done, item};
 use super::image_codec::{data_url, encode, pixels, ImageFormat};
-use super::source::{numbered_lines, read_text, required_path};
+use super::source::{numbered_lines, read_text, resolve};
 use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError, Materialized};
 use crate::api::Prompt;
-use crate::plan::spec::DatasetSpec;
+use crate::plan::spec::TokenRange;
 
 const DEFAULT_TEXT: &str = "Describe this image.";
 
@@ -33,16 +33,26 @@ pub fn image_message(text: &str, urls: &[String]) -> Value {
     json!({"role": "user", "content": parts})
 }
 
-fn per_request(spec: &DatasetSpec) -> usize {
-    spec.images_per_request.unwrap_or(1).max(1) as usize
+/// What both image kinds take: images per request and the text part's length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Captions {
+    pub images_per_request: u32,
+    /// Unset: a fixed caption.
+    pub text_tokens: Option<TokenRange>,
+}
+
+impl Captions {
+    fn per_request(self) -> usize {
+        self.images_per_request.max(1) as usize
+    }
 }
 
 fn caption(
-    spec: &DatasetSpec,
+    captions: Captions,
     ctx: &DatasetContext,
     rng: &mut ChaCha8Rng,
 ) -> Result<(String, Option<u32>), DatasetError> {
-    match spec.text_tokens.map(|r| draw_len(r, rng)) {
+    match captions.text_tokens.map(|r| draw_len(r, rng)) {
         Some(n) if n > 0 => random_text(ctx.tokenizer.as_deref(), n, rng),
         _ => Ok((DEFAULT_TEXT.to_string(), count(ctx, DEFAULT_TEXT)?)),
     }
@@ -55,28 +65,25 @@ fn count(ctx: &DatasetContext, text: &str) -> Result<Option<u32>, DatasetError> 
     }
 }
 
+/// Generated `width` × `height` images in `format`, with their captions.
 pub(crate) fn random(
-    spec: &DatasetSpec,
+    (width, height): (u32, u32),
+    format: &str,
+    captions: Captions,
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
-    let missing = |key| DatasetError::MissingKey {
-        kind: "random_images".into(),
-        key,
-    };
-    let width = spec.width.ok_or_else(|| missing("width"))?;
-    let height = spec.height.ok_or_else(|| missing("height"))?;
     let pixels_at_most = crate::plan::ranges::MAX_IMAGE_PIXELS;
     if width == 0 || height == 0 || u64::from(width) * u64::from(height) > pixels_at_most {
         return Err(DatasetError::Invalid(format!(
             "image size {width}x{height} must be between 1x1 and 16 megapixels"
         )));
     }
-    let format = image_format(spec)?;
-    let n = per_request(spec);
+    let format = image_format(format)?;
+    let n = captions.per_request();
     let mut items = Vec::with_capacity(ctx.count);
     for i in ctx.range() {
         let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ (i as u64).wrapping_mul(0x2545_f491));
-        let (text, tokens) = caption(spec, ctx, &mut rng)?;
+        let (text, tokens) = caption(captions, ctx, &mut rng)?;
         let mut urls = Vec::with_capacity(n);
         for j in 0..n {
             let seed = ctx.seed ^ ((i * n + j) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -92,8 +99,7 @@ pub(crate) fn random(
     Ok(done(items))
 }
 
-fn image_format(spec: &DatasetSpec) -> Result<ImageFormat, DatasetError> {
-    let text = spec.format.as_deref().unwrap_or("png");
+fn image_format(text: &str) -> Result<ImageFormat, DatasetError> {
     ImageFormat::parse(text).ok_or_else(|| {
         DatasetError::Invalid(format!("image format `{text}` is not one of png, jpeg"))
     })
@@ -197,21 +203,25 @@ fn entries(path: &Path) -> Result<Vec<(Option<String>, ImageSource)>, DatasetErr
     Ok(out)
 }
 
+/// The images at `path` with their captions (or `text` instead of every caption).
 pub(crate) fn files(
-    spec: &DatasetSpec,
+    path: &str,
+    text: Option<&str>,
+    captions: Captions,
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
-    let path = required_path(spec, ctx, "images")?;
+    let path = resolve(ctx, path);
+    let fixed_text = text;
     let list = entries(&path)?;
     if list.is_empty() {
         return Err(DatasetError::Empty { path });
     }
-    let n = per_request(spec);
+    let n = captions.per_request();
     let mut items = Vec::with_capacity(ctx.count);
     for i in ctx.range() {
         let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ i as u64);
         let mut urls = Vec::with_capacity(n);
-        let mut text = spec.text.clone();
+        let mut text = fixed_text.map(String::from);
         for j in 0..n {
             let (t, p) = &list[(i * n + j) % list.len()];
             text = text.or(t.clone());
@@ -222,7 +232,7 @@ pub(crate) fn files(
                 let c = count(ctx, &t)?;
                 (t, c)
             }
-            None => caption(spec, ctx, &mut rng)?,
+            None => caption(captions, ctx, &mut rng)?,
         };
         items.push(item(
             Prompt::Messages(vec![image_message(&text, &urls)]),

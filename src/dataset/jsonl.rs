@@ -5,9 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::source::{numbered_lines, read_text, required_path, Candidate, Source, SourceSet};
+use super::source::{numbered_lines, read_text, resolve, Candidate, Source, SourceSet};
 use super::{DatasetContext, DatasetError};
-use crate::plan::spec::DatasetSpec;
 
 /// Keys that make a line a whole request body rather than a bare prompt.
 const BODY_KEYS: &[&str] = &[
@@ -32,8 +31,13 @@ const BODY_KEYS: &[&str] = &[
     "min_tokens",
 ];
 
-pub(crate) fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<SourceSet, DatasetError> {
-    let path = required_path(spec, ctx, "jsonl")?;
+/// The prompts of the JSONL file at `path`, each from `field` when set.
+pub(crate) fn read(
+    path: &str,
+    field: Option<&str>,
+    ctx: &DatasetContext,
+) -> Result<SourceSet, DatasetError> {
+    let path = resolve(ctx, path);
     let text = read_text(&path)?;
     let mut candidates = Vec::new();
     for (line, raw) in numbered_lines(&text) {
@@ -53,7 +57,7 @@ pub(crate) fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<SourceSet
                 json_type(&value)
             )));
         };
-        let source = match spec.field.as_deref() {
+        let source = match field {
             Some(field) => from_field(object, field),
             None => from_object(object),
         }

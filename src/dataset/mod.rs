@@ -1,4 +1,5 @@
-//! Request sources: turns a plan's `DatasetSpec` into the prompts of one run, exactly as long
+//! Request sources: turns a run's typed dataset settings (`plan::DatasetPlan`, one
+//! variant per kind, made by the planner) into the prompts of one run, exactly as long
 //! as the plan says (counted the way the server will count them) and deterministic from the
 //! run's seed. One source per file: `random`, `random_batch` (`random_embedding`,
 //! `random_rerank`), `batch_files` (`embedding`, `rerank`), `fixed` (kind `prompt`), `lines`,
@@ -38,10 +39,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::api::Prompt;
-use crate::plan::spec::{ChatTemplateMode, DatasetKind, DatasetSpec};
+use crate::plan::spec::ChatTemplateMode;
+use crate::plan::DatasetPlan;
 use crate::tokenize::{TokenizeError, Tokenizer};
 
 pub use crate::plan::dataset_keys::{keys_for, misplaced_keys};
+pub use crate::plan::dataset_plan::kind_name;
 pub use measure::PromptCounter;
 pub use stream::PromptStream;
 
@@ -115,8 +118,10 @@ pub struct Materialized {
 pub enum DatasetError {
     #[error("{what} needs the model's tokenizer: set `tokenizer` on the model in the plan")]
     NeedsTokenizer { what: String },
-    #[error("dataset kind `{kind}` needs the key `{key}`")]
-    MissingKey { kind: String, key: &'static str },
+    /// Settings that make no typed `DatasetPlan` (a required key missing, a key of
+    /// another kind): validation refuses them before any run.
+    #[error(transparent)]
+    Settings(#[from] crate::plan::DatasetPlanError),
     #[error("dataset: {0}")]
     Invalid(String),
     #[error("dataset kind `{kind}` is not supported yet")]
@@ -167,56 +172,96 @@ impl DatasetContext {
     }
 }
 
-/// Builds the `ctx.count` prompts of one run from `spec`, from item `ctx.first` on.
-pub fn materialize(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Materialized, DatasetError> {
-    if let Some(key) = misplaced_keys(spec).first() {
-        return Err(DatasetError::Invalid(format!(
-            "the key `{key}` does not apply to dataset kind `{}` (it takes: {})",
-            kind_name(spec.kind),
-            keys_for(spec.kind).join(", ")
-        )));
-    }
+/// Builds the `ctx.count` prompts of one run from `plan`, from item `ctx.first` on.
+pub fn materialize(plan: &DatasetPlan, ctx: &DatasetContext) -> Result<Materialized, DatasetError> {
     // Random embedding/rerank texts are exact with a tokenizer, approximate without one.
     let exact = ctx.tokenizer.is_some();
-    match spec.kind {
-        DatasetKind::RandomEmbedding if exact => return random_batch::embedding(spec, ctx),
-        DatasetKind::RandomRerank if exact => return random_batch::rerank(spec, ctx),
-        DatasetKind::RandomEmbedding => return embedding::random(spec, ctx),
-        DatasetKind::RandomRerank => return rerank::random(spec, ctx),
-        DatasetKind::Embedding => return batch_files::embedding(spec, ctx),
-        DatasetKind::Rerank => return batch_files::rerank(spec, ctx),
+    match *plan {
+        DatasetPlan::RandomEmbedding { input, batch_size } if exact => {
+            return random_batch::embedding(input, batch_size, ctx)
+        }
+        DatasetPlan::RandomRerank {
+            query,
+            num_documents,
+            document_length_ratio,
+        } if exact => return random_batch::rerank(query, num_documents, document_length_ratio, ctx),
+        DatasetPlan::RandomEmbedding { input, batch_size } => {
+            return embedding::random(input, batch_size, ctx)
+        }
+        DatasetPlan::RandomRerank {
+            query,
+            num_documents,
+            document_length_ratio,
+        } => return rerank::random(query, num_documents, document_length_ratio, ctx),
+        DatasetPlan::Embedding {
+            ref path,
+            batch_size,
+        } => return batch_files::embedding(path, batch_size, ctx),
+        DatasetPlan::Rerank {
+            ref path,
+            num_documents,
+        } => return batch_files::rerank(path, num_documents, ctx),
         _ => {}
     }
     let measure = measure::Measure::new(ctx)?;
-    let mut out = match spec.kind {
-        DatasetKind::Random => random::materialize(spec, ctx, &measure)?,
-        DatasetKind::Prompt => {
-            let source = fixed::read(spec, ctx)?;
-            select::materialize(spec, ctx, &measure, source)?
-        }
-        DatasetKind::Lines => select::materialize(spec, ctx, &measure, lines::read(spec, ctx)?)?,
-        DatasetKind::Jsonl => select::materialize(spec, ctx, &measure, jsonl::read(spec, ctx)?)?,
-        DatasetKind::Sharegpt => {
-            select::materialize(spec, ctx, &measure, sharegpt::read(spec, ctx)?)?
-        }
-        DatasetKind::RandomImages => images::random(spec, ctx)?,
-        DatasetKind::Images => images::files(spec, ctx)?,
-        other => {
-            return Err(DatasetError::NotSupported {
-                kind: kind_name(other),
-            })
-        }
-    };
+    let mut out = prompts(plan, ctx, &measure)?;
     if let Some(warning) = measure.warning() {
         out.warnings.insert(0, warning);
     }
     Ok(out)
 }
 
-/// The kind as written in a plan (`random_multi_turn`).
-pub fn kind_name(kind: DatasetKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_else(|| format!("{kind:?}"))
+/// The kinds whose prompts are measured as the server counts them.
+fn prompts(
+    plan: &DatasetPlan,
+    ctx: &DatasetContext,
+    measure: &measure::Measure,
+) -> Result<Materialized, DatasetError> {
+    let shaped = |select, source| select::materialize(select, ctx, measure, source);
+    match plan {
+        DatasetPlan::Random {
+            input,
+            prefix_tokens,
+        } => random::materialize(*input, *prefix_tokens, ctx, measure),
+        DatasetPlan::Prompt { text, select } => shaped(select, fixed::read(text, ctx)?),
+        DatasetPlan::Lines { path, select } => shaped(select, lines::read(path, ctx)?),
+        DatasetPlan::Jsonl {
+            path,
+            field,
+            select,
+        } => shaped(select, jsonl::read(path, field.as_deref(), ctx)?),
+        DatasetPlan::Sharegpt { path, select } => shaped(select, sharegpt::read(path, ctx)?),
+        DatasetPlan::RandomImages {
+            width,
+            height,
+            ref format,
+            images_per_request,
+            text_tokens,
+        } => images::random(
+            (*width, *height),
+            format,
+            images::Captions {
+                images_per_request: *images_per_request,
+                text_tokens: *text_tokens,
+            },
+            ctx,
+        ),
+        DatasetPlan::Images {
+            path,
+            text,
+            images_per_request,
+            text_tokens,
+        } => images::files(
+            path,
+            text.as_deref(),
+            images::Captions {
+                images_per_request: *images_per_request,
+                text_tokens: *text_tokens,
+            },
+            ctx,
+        ),
+        other => Err(DatasetError::NotSupported {
+            kind: kind_name(other.kind()),
+        }),
+    }
 }

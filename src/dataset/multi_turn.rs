@@ -11,13 +11,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use super::source::{numbered_lines, read_text, required_path};
+use super::source::{numbered_lines, read_text, resolve};
 use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError};
-use crate::plan::spec::{DatasetKind, DatasetSpec, TokenRange};
+use crate::plan::spec::TokenRange;
+use crate::plan::{DatasetPlan, MultiTurn};
 use crate::tokenize::Tokenizer;
-
-const DEFAULT_USER_TOKENS: u32 = 64;
 
 /// One user turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,39 +87,45 @@ impl Conversations {
 
 /// The conversations of a multi-turn dataset.
 pub fn conversations(
-    spec: &DatasetSpec,
+    plan: &DatasetPlan,
     ctx: &DatasetContext,
 ) -> Result<Conversations, DatasetError> {
-    match spec.kind {
-        DatasetKind::RandomMultiTurn => {
-            let turns = spec.turns.ok_or(DatasetError::MissingKey {
-                kind: "random_multi_turn".into(),
-                key: "turns",
-            })?;
-            let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ 0x7379_7374_656d);
-            let system = match spec.prefix_tokens {
-                Some(n) if n > 0 => Some(random_text(ctx.tokenizer.as_deref(), n, &mut rng)?.0),
-                _ => None,
-            };
-            Ok(Conversations::Random {
-                seed: ctx.seed,
-                turns,
-                user: spec
-                    .user_tokens
-                    .unwrap_or(TokenRange::Fixed(DEFAULT_USER_TOKENS)),
-                assistant: spec.assistant_tokens,
-                system,
-                tokenizer: ctx.tokenizer.clone(),
-            })
-        }
-        _ => read_file(spec, ctx),
+    match plan {
+        DatasetPlan::RandomMultiTurn(m) => Ok(random(m, ctx)?),
+        DatasetPlan::Conversations {
+            path, max_turns, ..
+        } => read_file(path, *max_turns, ctx),
+        other => Err(DatasetError::Invalid(format!(
+            "dataset kind `{}` holds no conversations",
+            super::kind_name(other.kind())
+        ))),
     }
 }
 
-fn read_file(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Conversations, DatasetError> {
-    let path = required_path(spec, ctx, "conversations")?;
+fn random(m: &MultiTurn, ctx: &DatasetContext) -> Result<Conversations, DatasetError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(ctx.seed ^ 0x7379_7374_656d);
+    let system = match m.prefix_tokens {
+        0 => None,
+        n => Some(random_text(ctx.tokenizer.as_deref(), n, &mut rng)?.0),
+    };
+    Ok(Conversations::Random {
+        seed: ctx.seed,
+        turns: m.turns,
+        user: m.user_tokens,
+        assistant: m.assistant_tokens,
+        system,
+        tokenizer: ctx.tokenizer.clone(),
+    })
+}
+
+fn read_file(
+    path: &str,
+    max_turns: Option<u32>,
+    ctx: &DatasetContext,
+) -> Result<Conversations, DatasetError> {
+    let path = resolve(ctx, path);
     let text = read_text(&path)?;
-    let max_turns = spec.turns.map(|t| t.max() as usize).unwrap_or(usize::MAX);
+    let max_turns = max_turns.map_or(usize::MAX, |t| t as usize);
     let mut list = Vec::new();
     for (line, raw) in numbered_lines(&text) {
         let v: Value = serde_json::from_str(raw).map_err(|source| DatasetError::Json {

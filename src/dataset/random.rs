@@ -11,27 +11,24 @@ use super::fit::{fit, record_misses};
 use super::measure::{to_u32, Measure, Measured};
 use super::split::SplitCounter;
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
-use crate::plan::spec::{DatasetSpec, TokenRange};
+use crate::plan::spec::TokenRange;
 use crate::tokenize::{Tokenizer, WordPool};
 
 /// At most this many threads build prompts, each with at least `MIN_PER_THREAD` prompts.
 const MAX_THREADS: usize = 8;
 const MIN_PER_THREAD: usize = 16;
 
+/// Prompts of `input` tokens whose first `prefix_tokens` are shared by every request.
 pub(crate) fn materialize(
-    spec: &DatasetSpec,
+    input: TokenRange,
+    prefix_tokens: u32,
     ctx: &DatasetContext,
     measure: &Measure,
 ) -> Result<Materialized, DatasetError> {
     let tok = measure.require("dataset kind `random`")?;
-    let input = spec.input_tokens.ok_or(DatasetError::MissingKey {
-        kind: "random".into(),
-        key: "input_tokens",
-    })?;
-    check_lengths(input, spec.prefix_tokens)?;
+    check_lengths(input, prefix_tokens)?;
     let pool = word_pool(tok)?;
     // The shared part the server sees is the template's opening (or BOS) plus the prefix words.
-    let prefix_tokens = spec.prefix_tokens.unwrap_or(0);
     let lead = to_u32(measure.lead_tokens()?);
     let mut warnings = Vec::new();
     if prefix_tokens > 0 && prefix_tokens <= lead {
@@ -97,7 +94,7 @@ pub(crate) fn draw_len(range: TokenRange, rng: &mut ChaCha8Rng) -> u32 {
     }
 }
 
-fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetError> {
+fn check_lengths(input: TokenRange, prefix: u32) -> Result<(), DatasetError> {
     if input.min() > input.max() {
         return Err(DatasetError::Invalid(format!(
             "input_tokens has min {} above max {}",
@@ -110,14 +107,14 @@ fn check_lengths(input: TokenRange, prefix: Option<u32>) -> Result<(), DatasetEr
             "input_tokens must be at least 1".into(),
         ));
     }
-    match prefix {
-        Some(p) if p > input.min() => Err(DatasetError::Invalid(format!(
-            "prefix_tokens ({p}) is larger than input_tokens ({}); the prefix is counted \
+    if prefix > input.min() {
+        return Err(DatasetError::Invalid(format!(
+            "prefix_tokens ({prefix}) is larger than input_tokens ({}); the prefix is counted \
              inside input_tokens",
             input.min()
-        ))),
-        _ => Ok(()),
+        )));
     }
+    Ok(())
 }
 
 /// `build(range)` in order, spread over the machine's cores (each request has its own

@@ -11,27 +11,25 @@ use super::measure::{to_u32, Measure};
 use super::random::{draw_len, in_parallel, request_rng, word_pool, RandomText};
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::api::Prompt;
-use crate::plan::spec::{DatasetSpec, TokenRange};
+use crate::plan::spec::TokenRange;
 
 /// Documents per rerank request when `num_documents` is not set.
 const DEFAULT_DOCUMENTS: u32 = 5;
 
+/// Requests of `batch` inputs of `input` tokens each.
 pub(crate) fn embedding(
-    spec: &DatasetSpec,
+    input: TokenRange,
+    batch: u32,
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
     let measure = text_measure(ctx)?;
     let tok = measure.require("dataset kind `random_embedding`")?;
-    let input = spec.input_tokens.ok_or(DatasetError::MissingKey {
-        kind: "random_embedding".into(),
-        key: "input_tokens",
-    })?;
     if input.min() == 0 || input.min() > input.max() {
         return Err(DatasetError::Invalid(format!(
             "input_tokens must be at least 1 with min <= max, got {input:?}"
         )));
     }
-    let batch = spec.batch_size.unwrap_or(1).max(1);
+    let batch = batch.max(1);
     let texts = RandomText::plain(&measure, word_pool(tok)?)?;
     let items = in_parallel(ctx.range(), |index| {
         let mut rng = request_rng(ctx.seed, index);
@@ -42,24 +40,22 @@ pub(crate) fn embedding(
     Ok(finish(items))
 }
 
+/// Requests of a `query` and `documents` documents of `ratio` × its length.
 pub(crate) fn rerank(
-    spec: &DatasetSpec,
+    query: TokenRange,
+    documents: Option<u32>,
+    ratio: f64,
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
     let measure = text_measure(ctx)?;
     let tok = measure.require("dataset kind `random_rerank`")?;
-    let query = spec.query_tokens.ok_or(DatasetError::MissingKey {
-        kind: "random_rerank".into(),
-        key: "query_tokens",
-    })?;
-    let ratio = spec.document_length_ratio.unwrap_or(1.0);
     if query.min() == 0 || query.min() > query.max() || !ratio.is_finite() || ratio <= 0.0 {
         return Err(DatasetError::Invalid(format!(
             "random_rerank needs query_tokens >= 1 (min <= max) and document_length_ratio > 0, \
              got {query:?} and {ratio}"
         )));
     }
-    let documents = spec.num_documents.unwrap_or(DEFAULT_DOCUMENTS).max(1) as usize;
+    let documents = documents.unwrap_or(DEFAULT_DOCUMENTS).max(1) as usize;
     let texts = RandomText::plain(&measure, word_pool(tok)?)?;
     let items = in_parallel(ctx.range(), |index| {
         let mut rng = request_rng(ctx.seed, index);

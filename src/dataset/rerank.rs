@@ -11,25 +11,23 @@ use super::embedding::{done, item};
 use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError, Materialized};
 use crate::api::Prompt;
-use crate::plan::spec::DatasetSpec;
+use crate::plan::spec::TokenRange;
 
 const DEFAULT_DOCUMENTS: u32 = 10;
 
+/// Requests of a query of about `query_tokens` words and `documents` documents.
 pub(crate) fn random(
-    spec: &DatasetSpec,
+    query_tokens: TokenRange,
+    documents: Option<u32>,
+    ratio: f64,
     ctx: &DatasetContext,
 ) -> Result<Materialized, DatasetError> {
-    let query_tokens = spec.query_tokens.ok_or(DatasetError::MissingKey {
-        kind: "random_rerank".into(),
-        key: "query_tokens",
-    })?;
-    let ratio = spec.document_length_ratio.unwrap_or(1.0);
     if !(ratio.is_finite() && ratio > 0.0) {
         return Err(DatasetError::Invalid(
             "document_length_ratio must be a positive number".into(),
         ));
     }
-    let docs = spec.num_documents.unwrap_or(DEFAULT_DOCUMENTS).max(1);
+    let docs = documents.unwrap_or(DEFAULT_DOCUMENTS).max(1);
     let tok = ctx.tokenizer.as_deref();
     let mut items = Vec::with_capacity(ctx.count);
     for i in ctx.range() {

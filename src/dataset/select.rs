@@ -18,7 +18,8 @@ use super::prefix_fill::{fast_fill, Marked, MARKER};
 use super::source::{resolve, Candidate, Source, SourceSet};
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::api::Prompt;
-use crate::plan::spec::{DatasetSpec, InputLenMode, PrefixRole};
+use crate::plan::spec::{InputLenMode, PrefixRole};
+use crate::plan::FileSelect;
 
 /// The length rules of a file dataset.
 struct Shaping<'a> {
@@ -38,13 +39,13 @@ enum Built {
 }
 
 pub(crate) fn materialize(
-    spec: &DatasetSpec,
+    select: &FileSelect,
     ctx: &DatasetContext,
     measure: &Measure,
     set: SourceSet,
 ) -> Result<Materialized, DatasetError> {
     let mut warnings = Vec::new();
-    let shaping = Shaping::new(spec, ctx, measure, &mut warnings)?;
+    let shaping = Shaping::new(select, ctx, measure, &mut warnings)?;
     let mut order: Vec<usize> = (0..set.candidates.len()).collect();
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(ctx.seed));
     let mut accepted: Vec<PromptItem> = Vec::new();
@@ -129,22 +130,22 @@ fn locate(e: DatasetError, set: &SourceSet, line: usize) -> DatasetError {
 
 impl<'a> Shaping<'a> {
     fn new(
-        spec: &DatasetSpec,
+        select: &FileSelect,
         ctx: &DatasetContext,
         measure: &'a Measure,
         warnings: &mut Vec<String>,
     ) -> Result<Shaping<'a>, DatasetError> {
-        let target = spec.target_input_len.map(|t| t as usize);
+        let target = select.target_input_len.map(|t| t as usize);
         if target == Some(0) {
             return Err(DatasetError::Invalid(
                 "target_input_len must be at least 1".into(),
             ));
         }
-        if let Some(what) = crate::plan::dataset_keys::needs_tokenizer(spec) {
+        if let Some(what) = select.needs_tokenizer() {
             measure.require(what)?;
         }
-        let role = spec.prefix_role.unwrap_or(PrefixRole::System);
-        let prefix = match (&spec.prefix_file, target) {
+        let role = select.prefix_role;
+        let prefix = match (&select.prefix_file, target) {
             (None, _) => None,
             (Some(_), None) => return Err(DatasetError::Invalid(
                 "`prefix_file` needs `target_input_len` (the length every request is filled to)"
@@ -167,11 +168,11 @@ impl<'a> Shaping<'a> {
         Ok(Shaping {
             measure,
             target,
-            mode: spec.input_len_mode.unwrap_or(InputLenMode::Cap),
+            mode: select.input_len_mode,
             prefix,
             role,
-            min: spec.min_input_tokens.map(|n| n as usize),
-            max: spec.max_input_tokens.map(|n| n as usize),
+            min: select.min_input_tokens.map(|n| n as usize),
+            max: select.max_input_tokens.map(|n| n as usize),
         })
     }
 

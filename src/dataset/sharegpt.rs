@@ -6,9 +6,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::source::{numbered_lines, read_text, required_path, Candidate, Source, SourceSet};
+use super::source::{numbered_lines, read_text, resolve, Candidate, Source, SourceSet};
 use super::{DatasetContext, DatasetError};
-use crate::plan::spec::DatasetSpec;
 
 #[derive(Debug, Deserialize)]
 struct Conversation {
@@ -24,8 +23,8 @@ struct Turn {
     value: Option<Value>,
 }
 
-pub(crate) fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<SourceSet, DatasetError> {
-    let path = required_path(spec, ctx, "sharegpt")?;
+pub(crate) fn read(path: &str, ctx: &DatasetContext) -> Result<SourceSet, DatasetError> {
+    let path = resolve(ctx, path);
     let text = read_text(&path)?;
     let entries: Vec<(usize, Conversation)> = if text.trim_start().starts_with('[') {
         let all: Vec<Conversation> =

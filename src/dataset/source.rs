@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::{DatasetContext, DatasetError};
-use crate::plan::spec::DatasetSpec;
 
 /// One prompt as read from a source.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,19 +41,6 @@ pub(crate) fn resolve(ctx: &DatasetContext, path: &str) -> PathBuf {
     } else {
         ctx.base_dir.join(p)
     }
-}
-
-/// The `path` key of a file dataset, resolved.
-pub(crate) fn required_path(
-    spec: &DatasetSpec,
-    ctx: &DatasetContext,
-    kind: &str,
-) -> Result<PathBuf, DatasetError> {
-    let path = spec.path.as_deref().ok_or(DatasetError::MissingKey {
-        kind: kind.into(),
-        key: "path",
-    })?;
-    Ok(resolve(ctx, path))
 }
 
 /// A whole UTF-8 file; a missing, unreadable or blank file is an error naming it.

@@ -8,12 +8,12 @@
 //! without reading it again: their memory is bounded by the file, not by the run.
 
 use super::{materialize, DatasetContext, DatasetError, DatasetStats, PromptItem};
-use crate::plan::spec::{DatasetKind, DatasetSpec};
+use crate::plan::DatasetPlan;
 
 /// A run's prompts, produced in order.
 #[derive(Debug)]
 pub struct PromptStream {
-    spec: DatasetSpec,
+    plan: DatasetPlan,
     ctx: DatasetContext,
     next: usize,
     /// File kinds: the prompts shaped so far (every usable one once `exhausted`).
@@ -26,10 +26,10 @@ pub struct PromptStream {
 }
 
 impl PromptStream {
-    /// The stream of `spec` for the run of `ctx` (its `first` and `count` are ignored).
-    pub fn new(spec: &DatasetSpec, ctx: &DatasetContext) -> PromptStream {
+    /// The stream of `plan` for the run of `ctx` (its `first` and `count` are ignored).
+    pub fn new(plan: &DatasetPlan, ctx: &DatasetContext) -> PromptStream {
         PromptStream {
-            spec: spec.clone(),
+            plan: plan.clone(),
             ctx: DatasetContext {
                 first: 0,
                 count: 0,
@@ -46,7 +46,8 @@ impl PromptStream {
 
     /// The next `n` items.
     pub fn next_window(&mut self, n: usize) -> Result<Vec<PromptItem>, DatasetError> {
-        let items = if shapes_a_file(self.spec.kind) {
+        // The file kinds (those with length rules) shape a file's prompts and cycle them.
+        let items = if self.plan.select().is_some() {
             self.file_window(n)?
         } else {
             let ctx = DatasetContext {
@@ -54,14 +55,14 @@ impl PromptStream {
                 count: n,
                 ..self.ctx.clone()
             };
-            let m = materialize(&self.spec, &ctx)?;
+            let m = materialize(&self.plan, &ctx)?;
             self.note(m.warnings);
             self.stats.source_prompts = m.stats.source_prompts;
             m.items
         };
         self.next += items.len();
         super::fit::record_misses(&items, &mut self.stats);
-        self.stats.distinct_prompts = if shapes_a_file(self.spec.kind) {
+        self.stats.distinct_prompts = if self.plan.select().is_some() {
             self.shaped.len()
         } else {
             self.next
@@ -79,7 +80,7 @@ impl PromptStream {
                 count,
                 ..self.ctx.clone()
             };
-            let mut m = materialize(&self.spec, &ctx)?;
+            let mut m = materialize(&self.plan, &ctx)?;
             self.note(m.warnings);
             self.stats.source_prompts = m.stats.source_prompts;
             self.stats.filtered_out = m.stats.filtered_out;
@@ -127,14 +128,6 @@ impl PromptStream {
     }
 }
 
-/// The kinds whose items are a file's prompts shaped in a seeded order and cycled.
-fn shapes_a_file(kind: DatasetKind) -> bool {
-    matches!(
-        kind,
-        DatasetKind::Prompt | DatasetKind::Lines | DatasetKind::Jsonl | DatasetKind::Sharegpt
-    )
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -168,7 +161,8 @@ mod tests {
             json!({"kind": "rerank", "path": "r.jsonl"}),
         ];
         for spec in specs {
-            let spec: DatasetSpec = serde_json::from_value(spec).unwrap();
+            let spec: crate::plan::DatasetSpec = serde_json::from_value(spec).unwrap();
+            let spec = DatasetPlan::from_spec(&spec).unwrap();
             for tokenizer in [None, Some(tok.clone())] {
                 let ctx = DatasetContext {
                     base_dir: dir.path().to_path_buf(),

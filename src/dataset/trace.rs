@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::source::{numbered_lines, read_text, required_path};
+use super::source::{numbered_lines, read_text, resolve};
 use super::{DatasetContext, DatasetError};
-use crate::plan::spec::DatasetSpec;
+use crate::plan::TracePlan;
 
 /// One request of a trace, ready to send at `offset` after the replay's start.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,8 +46,8 @@ struct Raw {
 }
 
 /// Reads and rewrites the trace for `ctx.count` requests (all records if there are fewer).
-pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetError> {
-    let path = required_path(spec, ctx, "trace")?;
+pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<Trace, DatasetError> {
+    let path = resolve(ctx, &plan.path);
     let text = read_text(&path)?;
     let mut raws = Vec::new();
     let mut left_out = std::collections::BTreeSet::new();
@@ -87,7 +87,7 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
         });
     }
     let warnings = order_and_note(&path, &mut raws, left_out);
-    let speed = spec.speed.unwrap_or(1.0);
+    let speed = plan.speed;
     if !(speed.is_finite() && speed > 0.0) {
         return Err(DatasetError::Invalid(
             "speed must be a positive number".into(),
@@ -100,7 +100,7 @@ pub fn read(spec: &DatasetSpec, ctx: &DatasetContext) -> Result<Trace, DatasetEr
         .take(ctx.count)
         .map(|r| TraceRequest {
             offset: crate::units::duration_from_secs((r.at_us - start) as f64 / 1e6 / speed),
-            body: rewrite(spec, r.body, r.completion_tokens),
+            body: rewrite(plan, r.body, r.completion_tokens),
             request_id: r.request_id,
             completion_tokens: r.completion_tokens,
             headers: r.headers,
@@ -141,20 +141,20 @@ fn order_and_note(
 
 /// The configured rewrites of one recorded body.
 pub fn rewrite(
-    spec: &DatasetSpec,
+    plan: &TracePlan,
     mut body: Map<String, Value>,
     completion_tokens: Option<u32>,
 ) -> Map<String, Value> {
     let model = body.get("model").and_then(Value::as_str).map(String::from);
-    let new_model = match (&spec.model_override, model) {
+    let new_model = match (&plan.model_override, model) {
         (Some(m), _) => Some(m.clone()),
-        (None, Some(m)) => spec.model_mapping.get(&m).cloned(),
+        (None, Some(m)) => plan.model_mapping.get(&m).cloned(),
         (None, None) => None,
     };
     if let Some(m) = new_model {
         body.insert("model".into(), Value::from(m));
     }
-    if let (Some(true), Some(n)) = (spec.match_output_length, completion_tokens) {
+    if let (true, Some(n)) = (plan.match_output_length, completion_tokens) {
         let field = ["max_completion_tokens", "max_output_tokens"]
             .into_iter()
             .find(|f| body.contains_key(*f))
@@ -240,7 +240,17 @@ fn iso8601_us(s: &str) -> Option<i128> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::plan::{DatasetPlan, DatasetSpec};
     use serde_json::json;
+
+    /// The trace settings of a dataset table written as JSON.
+    fn trace(v: Value) -> TracePlan {
+        let spec: DatasetSpec = serde_json::from_value(v).unwrap();
+        match DatasetPlan::from_spec(&spec).unwrap() {
+            DatasetPlan::Trace(t) => t,
+            other => panic!("not a trace: {other:?}"),
+        }
+    }
 
     #[test]
     fn timestamps_in_every_form() {
@@ -273,9 +283,7 @@ mod tests {
             r#"{"timestamp": "1970-01-01T00:00:11Z", "body": {"model": "a", "prompt": "y"}}"#,
         ];
         std::fs::write(dir.path().join("t.jsonl"), lines.join("\n")).unwrap();
-        let mut spec: DatasetSpec =
-            serde_json::from_value(json!({"kind": "trace", "path": "t.jsonl", "speed": 4.0}))
-                .unwrap();
+        let mut spec = trace(json!({"kind": "trace", "path": "t.jsonl", "speed": 4.0}));
         let ctx = DatasetContext {
             base_dir: dir.path().to_path_buf(),
             tokenizer: None,
@@ -297,16 +305,15 @@ mod tests {
             "{:?}",
             t.warnings
         );
-        spec.speed = Some(0.0);
+        spec.speed = 0.0;
         assert!(read(&spec, &ctx).is_err());
     }
 
     #[test]
     fn rewrites_map_models_and_match_lengths() {
-        let mut spec: DatasetSpec =
-            serde_json::from_value(json!({"kind": "trace", "path": "t"})).unwrap();
+        let mut spec = trace(json!({"kind": "trace", "path": "t"}));
         spec.model_mapping.insert("a".into(), "A".into());
-        spec.match_output_length = Some(true);
+        spec.match_output_length = true;
         let body = json!({"model": "a", "messages": [], "max_tokens": 3})
             .as_object()
             .cloned()
@@ -324,9 +331,8 @@ mod tests {
 
     #[test]
     fn constrained_requests_get_the_length_but_not_ignore_eos() {
-        let mut spec: DatasetSpec =
-            serde_json::from_value(json!({"kind": "trace", "path": "t"})).unwrap();
-        spec.match_output_length = Some(true);
+        let mut spec = trace(json!({"kind": "trace", "path": "t"}));
+        spec.match_output_length = true;
         for extra in [
             json!({"response_format": {"type": "json_object"}}),
             json!({"response_format": {"type": "json_schema", "json_schema": {}}}),

@@ -99,19 +99,6 @@ pub fn idle_keys(spec: &DatasetSpec, supplied: impl Fn(&str) -> bool) -> Vec<(St
         .collect()
 }
 
-/// What in `spec` needs the model's tokenizer (exact token lengths), if anything.
-pub fn needs_tokenizer(spec: &DatasetSpec) -> Option<&'static str> {
-    // random_embedding and random_rerank fall back to approximate word counts.
-    let by_kind = (spec.kind == DatasetKind::Random).then_some("dataset kind `random`");
-    let by_key = [
-        ("`target_input_len`", spec.target_input_len.is_some()),
-        ("`min_input_tokens`", spec.min_input_tokens.is_some()),
-        ("`max_input_tokens`", spec.max_input_tokens.is_some()),
-        ("`prefix_file`", spec.prefix_file.is_some()),
-    ];
-    by_kind.or_else(|| by_key.into_iter().find(|(_, set)| *set).map(|(k, _)| k))
-}
-
 /// Keys set in `spec` that its kind does not take, in the order of the spec's fields.
 pub fn misplaced_keys(spec: &DatasetSpec) -> Vec<String> {
     let allowed = keys_for(spec.kind);

@@ -15,6 +15,7 @@ pub use request_spec::*;
 pub use spec::*;
 pub mod bounds;
 pub mod dataset_keys;
+pub mod dataset_plan;
 pub mod diag;
 pub mod emit;
 pub mod imports;
@@ -31,4 +32,5 @@ pub mod toml_src;
 pub mod validate;
 pub mod yaml_src;
 
+pub use dataset_plan::{DatasetPlan, DatasetPlanError, FileSelect, MultiTurn, TracePlan};
 pub use load::{load_plan, plan_schema, process_env, LoadOptions, LoadedPlan};

@@ -4,7 +4,7 @@
 
 use super::diag::{suggest, Diagnostic};
 use super::node::{Node, Step};
-use super::spec::{DatasetKind, DatasetSpec, InputLenMode, PlanSpec};
+use super::spec::{DatasetSpec, InputLenMode, PlanSpec};
 use crate::metrics::condition::{parse_condition, Op};
 use crate::metrics::names;
 
@@ -162,10 +162,7 @@ pub fn dataset_problems_given(
     let mut out = Vec::new();
     let json = serde_json::to_value(ds).unwrap_or_default();
     let allowed = super::dataset_keys::keys_for(ds.kind);
-    let kind = serde_json::to_value(ds.kind)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
+    let kind = super::dataset_plan::kind_name(ds.kind);
     if let Some(map) = json.as_object() {
         for k in map
             .keys()
@@ -182,23 +179,11 @@ pub fn dataset_problems_given(
         }
     }
     out.extend(super::dataset_keys::idle_keys(ds, &supplied));
-    let needs = |k: &'static str, present: bool, out: &mut Vec<(String, String)>| {
-        if !present && !supplied(k) {
+    // The required keys are the typed settings' (`DatasetPlan::from_spec`): one rule.
+    for k in super::dataset_plan::missing_keys(ds) {
+        if !supplied(k) {
             out.push(("kind".into(), format!("kind `{kind}` needs `{k}`")));
         }
-    };
-    match ds.kind {
-        DatasetKind::Random | DatasetKind::RandomEmbedding => {
-            needs("input_tokens", ds.input_tokens.is_some(), &mut out)
-        }
-        DatasetKind::Prompt => needs("text", ds.text.is_some(), &mut out),
-        DatasetKind::RandomRerank => needs("query_tokens", ds.query_tokens.is_some(), &mut out),
-        DatasetKind::RandomImages => {
-            needs("width", ds.width.is_some(), &mut out);
-            needs("height", ds.height.is_some(), &mut out);
-        }
-        DatasetKind::RandomMultiTurn => needs("turns", ds.turns.is_some(), &mut out),
-        _ => needs("path", ds.path.is_some(), &mut out),
     }
     out.extend(length_problems(ds));
     if ds.prefix_file.is_some() {

@@ -326,18 +326,20 @@ pub enum DatasetKind {
     Rerank,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PrefixRole {
+    #[default]
     System,
     User,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InputLenMode {
     /// Prompts longer than `target_input_len` are cut to it; shorter ones are kept as
     /// they are (or filled from `prefix_file`).
+    #[default]
     Cap,
     /// Prompts longer than `target_input_len` are cut to it; shorter ones are left out,
     /// so every request is exactly the target (not with `prefix_file`).

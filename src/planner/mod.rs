@@ -1,5 +1,9 @@
 //! The planner: expands a loaded plan's matrix into ordered, fully resolved runs with
-//! stable ids, and selects runs with `--only`. Knows nothing about HTTP or storage.
+//! stable ids, and selects runs with `--only`. Each run is typed here, once: its load
+//! (`Load`), its dataset settings per kind (`DatasetPlan`, made by
+//! `DatasetPlan::from_spec`, which lives in `plan` so that `dataset` can see it) and its
+//! request fields (`RequestPlan`); no stage after it reads the optional keys again.
+//! Knows nothing about HTTP or storage.
 
 mod entries;
 mod locate;
@@ -11,6 +15,8 @@ pub mod search;
 mod select;
 
 pub use resolve::{load_problems, parse_share, warmup_count};
+pub use crate::plan::{DatasetPlan, FileSelect, MultiTurn, TracePlan};
+pub use crate::request::{OutputLen, RequestPlan};
 pub use run::{
     canonical_json, is_secret_header, run_id, ArrivalProcess, Load, Named, RunSettings, RunSpec,
 };
@@ -49,8 +55,8 @@ pub fn expand(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
     let mut runs = Runs::default();
     for point in points {
         let mut dropped = Vec::new();
-        if let Some(settings) = resolver.resolve(&point, &mut dropped, &mut diags) {
-            runs.add(plan, point, settings, &dropped);
+        if let Some(resolved) = resolver.resolve(&point, &mut dropped, &mut diags) {
+            runs.add(plan, point, resolved, &dropped);
         }
     }
     runs.repeats.report(&mut diags);
@@ -84,7 +90,13 @@ struct Runs {
 }
 
 impl Runs {
-    fn add(&mut self, plan: &LoadedPlan, point: Point, settings: RunSettings, dropped: &[String]) {
+    fn add(
+        &mut self,
+        plan: &LoadedPlan,
+        point: Point,
+        (settings, typed): (RunSettings, DatasetPlan),
+        dropped: &[String],
+    ) {
         let dataset = (settings.dataset.name.clone(), settings.dataset.spec.kind);
         for key in point.keys() {
             if dropped.contains(key) {
@@ -111,12 +123,15 @@ impl Runs {
             return;
         }
         let dataset_seed = run::dataset_seed(&settings);
+        let request = run::request_plan(&settings);
         self.runs.push(RunSpec {
             ordinal: self.runs.len() + 1,
             id,
             axes,
             settings,
             dataset_seed,
+            dataset: typed,
+            request,
         });
         self.written.push(point);
     }

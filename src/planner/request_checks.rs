@@ -6,7 +6,7 @@ use super::matrix::Point;
 use crate::plan::diag::{Diagnostic, Span};
 use crate::plan::node::{Node, NodeKind, Step};
 use crate::plan::{ApiSpec, DatasetKind, LoadedPlan, RequestSpec};
-use crate::request::{fields, template};
+use crate::request::template;
 
 /// Where request key `key` of a run was set.
 fn place(plan: &LoadedPlan, point: &Point, key: &str) -> Span {
@@ -105,13 +105,11 @@ pub(crate) fn check_template(
         ));
         return;
     }
-    let kind = crate::request::api_kind(api);
-    let mut fields = fields::base_fields(request);
-    if let Some(n) = request.output_tokens {
-        fields.insert(
-            fields::max_tokens_field(request, kind).into(),
-            n.max().into(),
-        );
+    // The fields the run's requests send, with the largest output limit it asks for.
+    let resolved = crate::request::RequestPlan::resolve(request, api, "");
+    let mut fields = resolved.fields;
+    if let Some(n) = resolved.output.upper() {
+        fields.insert(resolved.limit_field.into(), n.into());
     }
     if let Err(reason) = template::trial(value, &plan.base_dir, &fields) {
         diags.push(

@@ -11,7 +11,7 @@ use crate::plan::diag::{suggest, Diagnostic, Span};
 use crate::plan::matrix::{axis_target, AxisTarget};
 use crate::plan::node::Step;
 use crate::plan::semantic::dataset_problems;
-use crate::plan::{ApiSpec, CacheState, LoadSpec, LoadedPlan, WarmupSpec};
+use crate::plan::{ApiSpec, CacheState, DatasetPlan, LoadSpec, LoadedPlan, WarmupSpec};
 
 pub(crate) struct Resolver<'a> {
     pub plan: &'a LoadedPlan,
@@ -34,7 +34,7 @@ impl Resolver<'_> {
         point: &Point,
         dropped: &mut Vec<String>,
         diags: &mut Vec<Diagnostic>,
-    ) -> Option<RunSettings> {
+    ) -> Option<(RunSettings, DatasetPlan)> {
         let spec = &self.plan.spec;
         let endpoint = self.pick(point, "endpoint", spec.endpoints.keys(), diags)?;
         let model = self.pick(point, "model", spec.models.keys(), diags)?;
@@ -82,7 +82,9 @@ impl Resolver<'_> {
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let trace = dataset.kind == crate::plan::DatasetKind::Trace;
         let load = self.load(point, trace, diags)?;
-        Some(RunSettings {
+        // Settings that make no typed plan were reported above (missing or misplaced keys).
+        let typed = DatasetPlan::from_spec(&dataset).ok()?;
+        let settings = RunSettings {
             endpoint: Named {
                 name: endpoint,
                 spec: endpoint_spec,
@@ -101,7 +103,8 @@ impl Resolver<'_> {
             tokenize_prompt,
             load,
             seed: spec.plan.seed,
-        })
+        };
+        Some((settings, typed))
     }
 
     /// The run's dataset and request settings (as JSON) with the point's values applied;
@@ -158,7 +161,7 @@ impl Resolver<'_> {
         }
         let needs = match tokenize_prompt {
             true => Some("`tokenize_prompt = true`"),
-            false => crate::plan::dataset_keys::needs_tokenizer(dataset),
+            false => crate::plan::dataset_plan::spec_needs_tokenizer(dataset),
         };
         if let Some(what) = needs {
             let at = self

@@ -1,13 +1,16 @@
-//! `RunSpec`: one fully resolved run, with its ordinal and stable id.
+//! `RunSpec`: one fully resolved run, with its ordinal and stable id, and what the
+//! planner works out once from its settings: the load (`Load`), the dataset's settings
+//! typed per kind (`DatasetPlan`) and the resolved request fields (`RequestPlan`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::plan::{
-    ApiSpec, Arrivals, CacheState, DatasetKind, DatasetSpec, EndpointSpec, LoadSpec, ModelSpec,
-    RequestSpec, SearchVariable,
+    ApiSpec, Arrivals, CacheState, DatasetKind, DatasetPlan, DatasetSpec, EndpointSpec, LoadSpec,
+    ModelSpec, RequestSpec, SearchVariable,
 };
+use crate::request::RequestPlan;
 
 /// Everything that determines what a run sends. Its canonical JSON is hashed into the id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +47,13 @@ pub struct RunSpec {
     pub settings: RunSettings,
     /// Seed of the run's request set: identical for runs that differ only by endpoint.
     pub dataset_seed: u64,
+    /// The dataset's settings typed for its kind, every default resolved (from
+    /// `settings.dataset`, which stays as written: its JSON is part of the id).
+    #[serde(skip)]
+    pub dataset: DatasetPlan,
+    /// What every request sends (from `settings.request`, `settings.api` and the model).
+    #[serde(skip)]
+    pub request: RequestPlan,
 }
 
 /// How a run sends its requests: the mode, worked out here once from the run's load
@@ -127,12 +137,14 @@ impl RunSpec {
 
     /// The model name sent in requests.
     pub fn served_model(&self) -> &str {
-        self.settings
-            .model
-            .spec
-            .served_name
-            .as_deref()
-            .unwrap_or(&self.settings.model.name)
+        &self.request.model
+    }
+
+    /// Inputs per request for the `inputs_per_s` metric: the plan's `batch_size` or
+    /// `num_documents` as written (a run that sets neither reports no `inputs_per_s`).
+    pub fn inputs_per_request(&self) -> Option<u32> {
+        let ds = &self.settings.dataset.spec;
+        ds.batch_size.or(ds.num_documents)
     }
 
     /// Settings as stored and printed, by the one redaction rule
@@ -169,6 +181,14 @@ pub fn canonical_json(value: &Value) -> String {
 fn sha256_hex(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The request plan of `settings`: the fields, limit, streaming and output length every
+/// request of the run sends, for the model name the server knows.
+pub fn request_plan(settings: &RunSettings) -> RequestPlan {
+    let model = &settings.model;
+    let served = model.spec.served_name.as_deref().unwrap_or(&model.name);
+    RequestPlan::resolve(&settings.request, settings.api, served)
 }
 
 /// The stable id of a run: the first 12 hex digits of the SHA-256 of its canonical settings.

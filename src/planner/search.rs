@@ -264,6 +264,9 @@ pub fn probe_run(search: &RunSpec, value: f64, trial: u32) -> Option<RunSpec> {
         axes,
         settings,
         dataset_seed: seed,
+        // A probe changes only the load: its dataset and requests are the search's.
+        dataset: search.dataset.clone(),
+        request: search.request.clone(),
     })
 }
 

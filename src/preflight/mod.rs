@@ -9,8 +9,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::control::{self, chain, explain, Route};
-use crate::plan::{DatasetKind, LoadSpec, LoadedPlan, TokenRange, WarmupSpec};
-use crate::planner::RunSpec;
+use crate::plan::{DatasetPlan, LoadSpec, LoadedPlan, WarmupSpec};
+use crate::planner::{OutputLen, RunSpec};
 use crate::servers::sims::Sims;
 use crate::servers::Servers;
 use crate::suite::driver::{server_up, target};
@@ -157,14 +157,14 @@ fn mode_of(run: &RunSpec) -> String {
     let images = if has_images(run) { " + images" } else { "" };
     format!(
         "{} {prompt}{images}",
-        prepare::api_kind(run.settings.api).as_str()
+        run.request.api.as_str()
     )
 }
 
 fn has_images(run: &RunSpec) -> bool {
     matches!(
-        run.settings.dataset.spec.kind,
-        DatasetKind::RandomImages | DatasetKind::Images
+        run.dataset,
+        DatasetPlan::RandomImages { .. } | DatasetPlan::Images { .. }
     )
 }
 
@@ -177,8 +177,10 @@ fn small(run: &RunSpec) -> RunSpec {
         warmup: Some(WarmupSpec::Count(0)),
         ..LoadSpec::default()
     };
-    if r.settings.request.output_tokens.is_some() {
-        r.settings.request.output_tokens = Some(TokenRange::Fixed(8));
+    // A plan that sets an output length gets a short fixed one; one that sets none keeps
+    // the dataset's recorded length (or none), as its runs do.
+    if r.request.output != OutputLen::Recorded {
+        r.request.output = OutputLen::Fixed(8);
     }
     r
 }
@@ -293,7 +295,7 @@ impl Ctx<'_> {
 fn url_rows(first: &RunSpec, runs: &[&RunSpec], client: &control::Client) -> Vec<CheckRow> {
     let mut routes: Vec<Route> = Vec::new();
     for r in runs {
-        let route = Route::Api(prepare::api_kind(r.settings.api));
+        let route = Route::Api(r.request.api);
         if !routes.contains(&route) {
             routes.push(route);
         }

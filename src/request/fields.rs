@@ -1,12 +1,11 @@
 //! The request fields of a run, with OpenAI names: `[defaults]` and axis overrides turned
-//! into the map `api::build_body` sends. Only what the plan set is sent.
+//! into the map `api::build_body` sends. Only what the plan set is sent. `RequestPlan`
+//! (`resolved`) holds them with the limit field, streaming and the output length.
 
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
 use crate::api::ApiKind;
-use crate::plan::{RequestSpec, StopSpec, TokenRange};
+use crate::plan::{RequestSpec, StopSpec};
 
 /// Fields common to every request of the run (everything but the output length when it
 /// is a range, which is drawn per request).
@@ -61,29 +60,9 @@ pub fn max_tokens_field(req: &RequestSpec, kind: ApiKind) -> &'static str {
     }
 }
 
-/// The output length of one request: the dataset's recorded length wins over a plan
-/// range only when the plan sets none.
-pub fn output_tokens(
-    req: &RequestSpec,
-    recorded: Option<u32>,
-    rng: &mut ChaCha8Rng,
-) -> Option<u32> {
-    match req.output_tokens {
-        Some(TokenRange::Fixed(n)) => Some(n),
-        Some(TokenRange::Range { min, max }) => Some(rng.gen_range(min.min(max)..=max.max(min))),
-        None => recorded,
-    }
-}
-
-/// Whether requests stream (default true).
-pub fn streams(req: &RequestSpec) -> bool {
-    req.stream.unwrap_or(true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
 
     #[test]
     fn only_set_fields_are_sent() {
@@ -118,22 +97,5 @@ mod tests {
                 "max_output_tokens"
             );
         }
-    }
-
-    #[test]
-    fn output_range_is_drawn_within_bounds() {
-        let req = RequestSpec {
-            output_tokens: Some(TokenRange::Range { min: 10, max: 20 }),
-            ..Default::default()
-        };
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
-        for _ in 0..100 {
-            let n = output_tokens(&req, None, &mut rng).unwrap();
-            assert!((10..=20).contains(&n));
-        }
-        assert_eq!(
-            output_tokens(&RequestSpec::default(), Some(7), &mut rng),
-            Some(7)
-        );
     }
 }

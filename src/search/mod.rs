@@ -317,11 +317,7 @@ async fn run_step(
     let opts = SummaryOptions {
         definitions: definitions(suite.plan.spec.plan.metric_definitions),
         slos: suite.slos.to_vec(),
-        inputs_per_request: run.settings.dataset.spec.batch_size.or(run
-            .settings
-            .dataset
-            .spec
-            .num_documents),
+        inputs_per_request: run.inputs_per_request(),
         ..SummaryOptions::default()
     };
     let summary = summarize(&sla::pool(pooled), &opts);

@@ -3,7 +3,7 @@
 //! shared-prefix share of a run, and the warning for a cold run that found a warm cache.
 //! Knows run settings and records; no HTTP here.
 
-use crate::plan::{CacheState, DatasetKind, ResetCacheBefore, TokenRange};
+use crate::plan::{CacheState, DatasetPlan, ResetCacheBefore, TokenRange};
 use crate::planner::RunSpec;
 use crate::record::{Outcome, Phase, RequestRecord};
 
@@ -55,12 +55,15 @@ fn mean(range: TokenRange) -> f64 {
 /// `prefix_tokens / input_tokens` of a `random` dataset (0 without a prefix); `None` for
 /// other datasets, whose sharing perfplan does not plan.
 pub fn planned_prefix_share(run: &RunSpec) -> Option<f64> {
-    let ds = &run.settings.dataset.spec;
-    if ds.kind != DatasetKind::Random {
+    let DatasetPlan::Random {
+        input,
+        prefix_tokens,
+    } = run.dataset
+    else {
         return None;
-    }
-    let input = mean(ds.input_tokens?);
-    let prefix = f64::from(ds.prefix_tokens.unwrap_or(0));
+    };
+    let input = mean(input);
+    let prefix = f64::from(prefix_tokens);
     (input > 0.0).then(|| (prefix / input).min(1.0))
 }
 

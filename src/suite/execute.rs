@@ -455,11 +455,7 @@ fn summarize_output(
         slos: ctx.slos.to_vec(),
         client_cpu_s: output.client_cpu.map(|d| d.as_secs_f64()),
         client_wall_s: Some(output.wall.as_secs_f64()),
-        inputs_per_request: run.settings.dataset.spec.batch_size.or(run
-            .settings
-            .dataset
-            .spec
-            .num_documents),
+        inputs_per_request: run.inputs_per_request(),
         server_cache_hit_ratio,
         planned_prefix_share: super::cache::planned_prefix_share(run),
         ..SummaryOptions::default()

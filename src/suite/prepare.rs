@@ -15,7 +15,7 @@ use crate::engine::PreparedRequest;
 use crate::plan::CacheState;
 use crate::planner::{self, warmup_count, RunSpec};
 use crate::record::Phase;
-use crate::request::fields;
+use crate::request::RequestPlan;
 use crate::request::template::{self, TemplateInput};
 use crate::tokenize::{Tokenizer, TokenizerCache};
 
@@ -117,7 +117,7 @@ pub(super) fn dataset_context(
     count: usize,
 ) -> DatasetContext {
     let s = &run.settings;
-    let kind = api_kind(s.api);
+    let kind = run.request.api;
     DatasetContext {
         base_dir: base_dir.to_path_buf(),
         tokenizer,
@@ -127,13 +127,7 @@ pub(super) fn dataset_context(
         seed: run.dataset_seed,
         first: 0,
         count,
-        template_kwargs: s
-            .request
-            .extra
-            .get("chat_template_kwargs")
-            .and_then(serde_json::Value::as_object)
-            .cloned()
-            .unwrap_or_default(),
+        template_kwargs: run.request.template_kwargs(),
     }
 }
 
@@ -209,7 +203,7 @@ fn prebuilt(
         items,
         mut warnings,
         stats,
-    } = dataset::materialize(&s.dataset.spec, ctx).map_err(|source| RunnerError::Dataset {
+    } = dataset::materialize(&run.dataset, ctx).map_err(|source| RunnerError::Dataset {
         dataset: s.dataset.name.clone(),
         source,
     })?;
@@ -256,12 +250,7 @@ pub fn missed_target_warning(stats: &dataset::DatasetStats) -> Option<String> {
 /// lengths come from one seeded stream, so item `i` gets the same body whether the run's
 /// requests are built before it or as they are sent.
 pub struct BodyBuilder {
-    kind: ApiKind,
-    model: String,
-    request: crate::plan::RequestSpec,
-    base: serde_json::Map<String, serde_json::Value>,
-    limit_field: &'static str,
-    stream: bool,
+    request: RequestPlan,
     reject_fields: Vec<String>,
     template: Option<minijinja::Environment<'static>>,
     rng: ChaCha8Rng,
@@ -272,16 +261,10 @@ pub struct BodyBuilder {
 impl BodyBuilder {
     pub fn new(run: &RunSpec, base_dir: &Path) -> Result<BodyBuilder, RunnerError> {
         let s = &run.settings;
-        let kind = api_kind(s.api);
         Ok(BodyBuilder {
-            kind,
-            model: run.served_model().to_string(),
-            request: s.request.clone(),
-            base: fields::base_fields(&s.request),
-            limit_field: fields::max_tokens_field(&s.request, kind),
-            stream: fields::streams(&s.request) && kind.can_stream(),
+            request: run.request.clone(),
             reject_fields: s.endpoint.spec.reject_fields.clone(),
-            template: s
+            template: run
                 .request
                 .body_template
                 .as_deref()
@@ -294,19 +277,15 @@ impl BodyBuilder {
 
     /// The request of item `i` (called for every item in order).
     pub fn build(&mut self, i: u64, item: &PromptItem) -> Result<PreparedRequest, RunnerError> {
-        let kind = self.kind;
-        let mut fields = self.base.clone();
-        if let Some(n) = fields::output_tokens(&self.request, item.output_tokens, &mut self.rng) {
-            if !matches!(kind, ApiKind::Embeddings | ApiKind::Rerank) {
-                fields.insert(self.limit_field.to_string(), n.into());
-            }
-        }
+        let req = &self.request;
+        let kind = req.api;
+        let fields = req.fields_with(req.output.draw(item.output_tokens, &mut self.rng));
         let input = BodyInput {
-            model: &self.model,
+            model: &req.model,
             prompt: &item.prompt,
             fields: &fields,
-            stream: self.stream,
-            include_usage: self.stream,
+            stream: req.stream,
+            include_usage: req.stream,
             reject_fields: &self.reject_fields,
         };
         let (path, body) = match &self.template {
@@ -319,7 +298,7 @@ impl BodyBuilder {
                     model: input.model,
                     prompt: input.prompt,
                     fields: input.fields,
-                    stream: self.stream,
+                    stream: req.stream,
                     reject_fields: input.reject_fields,
                 };
                 (kind.path(), template::render(env, &t)?)
@@ -337,7 +316,7 @@ impl BodyBuilder {
             kind,
             path: path.into(),
             body,
-            stream: self.stream,
+            stream: req.stream,
             client_input_tokens: item.client_input_tokens,
             max_output_tokens,
             headers: Vec::new(),

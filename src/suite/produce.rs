@@ -75,7 +75,7 @@ impl Production {
             head: None,
             ctx,
         };
-        let mut stream = PromptStream::new(&production.run.settings.dataset.spec, &production.ctx);
+        let mut stream = PromptStream::new(&production.run.dataset, &production.ctx);
         let mut builder = builder;
         let window = build_window(
             &mut stream,
@@ -119,7 +119,7 @@ impl Production {
             (Pass::Measured, Some(h)) => (h.window, h.stream, h.builder),
             (_, head) => {
                 self.head = head;
-                let mut stream = PromptStream::new(&self.run.settings.dataset.spec, &self.ctx);
+                let mut stream = PromptStream::new(&self.run.dataset, &self.ctx);
                 stream.reported(&self.warnings);
                 let builder = BodyBuilder::new(&self.run, &self.base_dir)?;
                 (Vec::new(), stream, builder)

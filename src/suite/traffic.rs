@@ -8,16 +8,15 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::conversation::{turn_metrics, ConversationPlan, ConversationSource, TurnTemplate};
-use super::prepare::{api_kind, PreparedRun};
+use super::prepare::PreparedRun;
 use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::{self, DatasetContext};
 use crate::engine::{Load, Next, PreparedRequest, RequestSource, VecSource};
 use crate::metrics::RunSummary;
-use crate::plan::DatasetKind;
+use crate::plan::{DatasetPlan, TracePlan};
 use crate::planner::{warmup_count, RunSpec};
 use crate::record::{Phase, RequestRecord};
-use crate::request::fields;
 
 /// Builds the request set of a trace or multi-turn run; `None` for every other kind.
 pub(super) fn prepare(
@@ -25,10 +24,9 @@ pub(super) fn prepare(
     ctx: &DatasetContext,
     base: impl FnOnce(Vec<String>) -> PreparedRun,
 ) -> Result<Option<PreparedRun>, RunnerError> {
-    let kind = run.settings.dataset.spec.kind;
-    match kind {
-        DatasetKind::Trace => trace(run, ctx, base).map(Some),
-        DatasetKind::RandomMultiTurn | DatasetKind::Conversations => {
+    match &run.dataset {
+        DatasetPlan::Trace(plan) => trace(run, plan, ctx, base).map(Some),
+        DatasetPlan::RandomMultiTurn(_) | DatasetPlan::Conversations { .. } => {
             conversation(run, ctx, base).map(Some)
         }
         _ => Ok(None),
@@ -44,6 +42,7 @@ fn dataset_error(run: &RunSpec, source: dataset::DatasetError) -> RunnerError {
 
 fn trace(
     run: &RunSpec,
+    plan: &TracePlan,
     ctx: &DatasetContext,
     base: impl FnOnce(Vec<String>) -> PreparedRun,
 ) -> Result<PreparedRun, RunnerError> {
@@ -51,7 +50,7 @@ fn trace(
     let mut ctx = ctx.clone();
     // `requests` takes the first records; without it, every record (no duration cap).
     ctx.count = s.load.requests.map_or(usize::MAX, |n| n as usize);
-    let trace = dataset::trace::read(&s.dataset.spec, &ctx).map_err(|e| dataset_error(run, e))?;
+    let trace = dataset::trace::read(plan, &ctx).map_err(|e| dataset_error(run, e))?;
     let mut warnings = trace.warnings;
     if warmup_count(&s.load) > 0 {
         warnings.push("a trace replay has no warmup: every record is measured".into());
@@ -62,7 +61,7 @@ fn trace(
                 .into(),
         );
     }
-    let kind = api_kind(s.api);
+    let kind = run.request.api;
     // Recorded bodies are counted here, before the run: servers that send no usage
     // (a streamed record without `include_usage`) still get an input length.
     let counter = dataset::PromptCounter::new(&ctx).map_err(|e| dataset_error(run, e))?;
@@ -123,7 +122,7 @@ fn conversation(
     base: impl FnOnce(Vec<String>) -> PreparedRun,
 ) -> Result<PreparedRun, RunnerError> {
     let s = &run.settings;
-    let kind = api_kind(s.api);
+    let kind = run.request.api;
     if kind != ApiKind::Chat {
         return Err(dataset_error(
             run,
@@ -133,7 +132,7 @@ fn conversation(
             )),
         ));
     }
-    let conversations = dataset::multi_turn::conversations(&s.dataset.spec, ctx)
+    let conversations = dataset::multi_turn::conversations(&run.dataset, ctx)
         .map_err(|e| dataset_error(run, e))?;
     let warnings = Vec::new();
     // A closed loop counts conversations in flight; an open loop's `max_in_flight` bounds them.
@@ -142,13 +141,10 @@ fn conversation(
     out.conversation = Some(ConversationPlan {
         conversations,
         template: TurnTemplate {
-            kind,
-            model: run.served_model().to_string(),
-            request: s.request.clone(),
-            stream: fields::streams(&s.request),
+            request: run.request.clone(),
             reject_fields: s.endpoint.spec.reject_fields.clone(),
             seed: run.dataset_seed,
-            body_template: s
+            body_template: run
                 .request
                 .body_template
                 .as_deref()
@@ -158,7 +154,11 @@ fn conversation(
         warmup: warmup_count(&s.load) as usize,
         total: ctx.count,
         max_active,
-        think_time: s.dataset.spec.think_time.map_or(Duration::ZERO, |d| d.0),
+        think_time: match &run.dataset {
+            DatasetPlan::RandomMultiTurn(m) => m.think_time,
+            DatasetPlan::Conversations { think_time, .. } => *think_time,
+            _ => Duration::ZERO,
+        },
         priming: false,
         stop_new_after: s.load.duration.map(|d| d.0),
         counter: dataset::PromptCounter::new(ctx).map_err(|e| dataset_error(run, e))?,

@@ -16,22 +16,19 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
 
 use super::turn_inputs::TurnPrompt;
-use crate::api::{self, ApiKind, BodyInput, Prompt};
+use crate::api::{self, BodyInput, Prompt};
 use crate::dataset::multi_turn::{Conversations, Script};
 use crate::dataset::PromptCounter;
 use crate::engine::{Next, PreparedRequest, RequestSource};
-use crate::plan::RequestSpec;
 use crate::record::{Outcome, Phase, RequestRecord};
-use crate::request::fields;
+use crate::request::RequestPlan;
 use crate::request::template::{self, TemplateInput};
 
 /// How every turn's body is built.
 #[derive(Debug, Clone)]
 pub struct TurnTemplate {
-    pub kind: ApiKind,
-    pub model: String,
-    pub request: RequestSpec,
-    pub stream: bool,
+    /// The run's resolved requests (API, model, fields, streaming, output length).
+    pub request: RequestPlan,
     pub reject_fields: Vec<String>,
     pub seed: u64,
     /// The compiled `body_template`, when the plan sets one: every turn's body.
@@ -168,27 +165,21 @@ impl ConversationSource {
         let turn = &conv.script.turns[conv.next_turn];
         conv.messages
             .push(json!({"role": "user", "content": turn.user}));
-        let mut f: Map<String, Value> = fields::base_fields(&t.request);
         let limit = turn
             .max_tokens
-            .or_else(|| fields::output_tokens(&t.request, None, &mut self.rng));
-        if let Some(n) = limit {
-            f.insert(
-                fields::max_tokens_field(&t.request, t.kind).into(),
-                n.into(),
-            );
-        }
+            .or_else(|| t.request.output.draw(None, &mut self.rng));
+        let f: Map<String, Value> = t.request.fields_with(limit);
         let prompt = Prompt::Messages(conv.messages.clone());
         let input = BodyInput {
-            model: &t.model,
+            model: &t.request.model,
             prompt: &prompt,
             fields: &f,
-            stream: t.stream,
-            include_usage: t.stream,
+            stream: t.request.stream,
+            include_usage: t.request.stream,
             reject_fields: &t.reject_fields,
         };
         let built = match &t.body_template {
-            None => api::build_body(t.kind, &input).map_err(|e| crate::control::chain(&e)),
+            None => api::build_body(t.request.api, &input).map_err(|e| crate::control::chain(&e)),
             Some(env) => {
                 let t_input = TemplateInput {
                     model: input.model,
@@ -198,7 +189,7 @@ impl ConversationSource {
                     reject_fields: input.reject_fields,
                 };
                 template::render(env, &t_input)
-                    .map(|body| (t.kind.path(), body))
+                    .map(|body| (t.request.api.path(), body))
                     .map_err(|e| crate::control::chain(&e))
             }
         };
@@ -231,10 +222,10 @@ impl ConversationSource {
         Some(PreparedRequest {
             item,
             phase,
-            kind: t.kind,
+            kind: t.request.api,
             path: path.into(),
             body,
-            stream: t.stream,
+            stream: t.request.stream,
             client_input_tokens: None,
             max_output_tokens,
             headers: Vec::new(),

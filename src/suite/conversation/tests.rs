@@ -12,10 +12,14 @@ fn plan(total: usize, max_active: usize, think_ms: u64) -> ConversationPlan {
             tokenizer: None,
         },
         template: TurnTemplate {
-            kind: ApiKind::Chat,
-            model: "m".into(),
-            request: RequestSpec::default(),
-            stream: false,
+            request: RequestPlan::resolve(
+                &crate::plan::RequestSpec {
+                    stream: Some(false),
+                    ..Default::default()
+                },
+                crate::plan::ApiSpec::Chat,
+                "m",
+            ),
             reject_fields: Vec::new(),
             seed: 1,
             body_template: None,
