@@ -1,11 +1,14 @@
 //! `random_embedding` and `random_rerank` with the SmolLM2 fixture tokenizer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod dataset_support;
+
 use std::path::Path;
 use std::sync::Arc;
 
+use dataset_support::materialize;
 use perfplan::api::Prompt;
-use perfplan::dataset::{materialize, DatasetContext, Materialized};
+use perfplan::dataset::{DatasetContext, Materialized};
 use perfplan::plan::spec::{ChatTemplateMode, DatasetSpec};
 use perfplan::tokenize::Tokenizer;
 use serde_json::json;

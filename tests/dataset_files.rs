@@ -3,11 +3,14 @@
 //! and located errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod dataset_support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use dataset_support::materialize;
 use perfplan::api::Prompt;
-use perfplan::dataset::{materialize, DatasetContext, DatasetError, Materialized};
+use perfplan::dataset::{DatasetContext, DatasetError, Materialized};
 use perfplan::plan::spec::{ChatTemplateMode, DatasetSpec};
 use perfplan::tokenize::Tokenizer;
 use serde_json::{json, Value};

@@ -2,12 +2,15 @@
 //! a shared prefix, determinism from the seed, speed, and errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod dataset_support;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use dataset_support::materialize;
 use perfplan::api::Prompt;
-use perfplan::dataset::{materialize, DatasetContext, DatasetError, Materialized};
+use perfplan::dataset::{DatasetContext, DatasetError, Materialized};
 use perfplan::plan::spec::{ChatTemplateMode, DatasetSpec};
 use perfplan::tokenize::Tokenizer;
 use serde_json::json;

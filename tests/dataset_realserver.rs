@@ -4,11 +4,14 @@
 //! which is that server's tokenizer. Skipped otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod dataset_support;
+
 use std::path::Path;
 use std::sync::Arc;
 
+use dataset_support::materialize;
 use perfplan::api::Prompt;
-use perfplan::dataset::{materialize, DatasetContext};
+use perfplan::dataset::DatasetContext;
 use perfplan::plan::spec::{ChatTemplateMode, DatasetSpec};
 use perfplan::tokenize::Tokenizer;
 use serde_json::{json, Value};

@@ -184,7 +184,9 @@ pub fn materialize(plan: &DatasetPlan, ctx: &DatasetContext) -> Result<Materiali
             query,
             num_documents,
             document_length_ratio,
-        } if exact => return random_batch::rerank(query, num_documents, document_length_ratio, ctx),
+        } if exact => {
+            return random_batch::rerank(query, num_documents, document_length_ratio, ctx)
+        }
         DatasetPlan::RandomEmbedding { input, batch_size } => {
             return embedding::random(input, batch_size, ctx)
         }

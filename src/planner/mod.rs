@@ -14,9 +14,9 @@ pub mod run;
 pub mod search;
 mod select;
 
-pub use resolve::{load_problems, parse_share, warmup_count};
 pub use crate::plan::{DatasetPlan, FileSelect, MultiTurn, TracePlan};
 pub use crate::request::{OutputLen, RequestPlan};
+pub use resolve::{load_problems, parse_share, warmup_count};
 pub use run::{
     canonical_json, is_secret_header, run_id, ArrivalProcess, Load, Named, RunSettings, RunSpec,
 };

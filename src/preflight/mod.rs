@@ -155,10 +155,7 @@ fn mode_of(run: &RunSpec) -> String {
         "text"
     };
     let images = if has_images(run) { " + images" } else { "" };
-    format!(
-        "{} {prompt}{images}",
-        run.request.api.as_str()
-    )
+    format!("{} {prompt}{images}", run.request.api.as_str())
 }
 
 fn has_images(run: &RunSpec) -> bool {

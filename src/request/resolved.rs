@@ -123,7 +123,10 @@ mod tests {
     #[test]
     fn defaults_are_resolved() {
         let plan = RequestPlan::resolve(&RequestSpec::default(), ApiSpec::Chat, "m");
-        assert!(plan.stream, "requests stream unless the plan says otherwise");
+        assert!(
+            plan.stream,
+            "requests stream unless the plan says otherwise"
+        );
         assert_eq!(plan.output, OutputLen::Recorded);
         assert_eq!(plan.limit_field, "max_tokens");
         assert!(plan.fields.is_empty(), "only what the plan set is sent");

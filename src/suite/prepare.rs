@@ -15,8 +15,8 @@ use crate::engine::PreparedRequest;
 use crate::plan::CacheState;
 use crate::planner::{self, warmup_count, RunSpec};
 use crate::record::Phase;
-use crate::request::RequestPlan;
 use crate::request::template::{self, TemplateInput};
+use crate::request::RequestPlan;
 use crate::tokenize::{Tokenizer, TokenizerCache};
 
 /// Most requests prepared for a duration-only load of a sharded run (`--shard`): a shard

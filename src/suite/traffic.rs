@@ -132,8 +132,8 @@ fn conversation(
             )),
         ));
     }
-    let conversations = dataset::multi_turn::conversations(&run.dataset, ctx)
-        .map_err(|e| dataset_error(run, e))?;
+    let conversations =
+        dataset::multi_turn::conversations(&run.dataset, ctx).map_err(|e| dataset_error(run, e))?;
     let warnings = Vec::new();
     // A closed loop counts conversations in flight; an open loop's `max_in_flight` bounds them.
     let max_active = run.load().in_flight().map_or(usize::MAX, |n| n as usize);

@@ -21,8 +21,8 @@ use crate::dataset::multi_turn::{Conversations, Script};
 use crate::dataset::PromptCounter;
 use crate::engine::{Next, PreparedRequest, RequestSource};
 use crate::record::{Outcome, Phase, RequestRecord};
-use crate::request::RequestPlan;
 use crate::request::template::{self, TemplateInput};
+use crate::request::RequestPlan;
 
 /// How every turn's body is built.
 #[derive(Debug, Clone)]

@@ -25,15 +25,24 @@ pub enum DatasetPlan {
         prefix_tokens: u32,
     },
     /// One fixed prompt, inline or `"@path"`.
-    Prompt { text: String, select: FileSelect },
-    Lines { path: String, select: FileSelect },
+    Prompt {
+        text: String,
+        select: FileSelect,
+    },
+    Lines {
+        path: String,
+        select: FileSelect,
+    },
     /// `field`: the field holding the prompt (unset: the object's own shape decides).
     Jsonl {
         path: String,
         field: Option<String>,
         select: FileSelect,
     },
-    Sharegpt { path: String, select: FileSelect },
+    Sharegpt {
+        path: String,
+        select: FileSelect,
+    },
     RandomMultiTurn(MultiTurn),
     /// Conversations from a file, cut to `max_turns` turns when set (`turns`' upper bound).
     Conversations {
@@ -58,8 +67,14 @@ pub enum DatasetPlan {
         images_per_request: u32,
         text_tokens: Option<TokenRange>,
     },
-    RandomEmbedding { input: TokenRange, batch_size: u32 },
-    Embedding { path: String, batch_size: u32 },
+    RandomEmbedding {
+        input: TokenRange,
+        batch_size: u32,
+    },
+    Embedding {
+        path: String,
+        batch_size: u32,
+    },
     RandomRerank {
         query: TokenRange,
         /// Unset: the source's own default, which differs today between the token-exact
@@ -119,7 +134,9 @@ pub struct TracePlan {
 pub enum DatasetPlanError {
     #[error("dataset kind `{kind}` needs the key `{key}`")]
     MissingKey { kind: String, key: &'static str },
-    #[error("dataset: the key `{key}` does not apply to dataset kind `{kind}` (it takes: {takes})")]
+    #[error(
+        "dataset: the key `{key}` does not apply to dataset kind `{kind}` (it takes: {takes})"
+    )]
     NotApplicable {
         kind: String,
         key: String,
@@ -230,7 +247,11 @@ pub fn missing_keys(spec: &DatasetSpec) -> Vec<&'static str> {
 }
 
 /// Takes a required key, noting it in `missing` when absent.
-fn need<T: Clone>(value: &Option<T>, key: &'static str, missing: &mut Vec<&'static str>) -> Option<T> {
+fn need<T: Clone>(
+    value: &Option<T>,
+    key: &'static str,
+    missing: &mut Vec<&'static str>,
+) -> Option<T> {
     if value.is_none() {
         missing.push(key);
     }
@@ -338,3 +359,6 @@ fn file_select(s: &DatasetSpec) -> FileSelect {
     }
 }
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;
