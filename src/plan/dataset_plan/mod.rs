@@ -258,7 +258,8 @@ fn need<T: Clone>(
     value.clone()
 }
 
-/// The one statement of which keys each kind requires and what each default is.
+/// The one statement of which keys each kind requires and what each default is: the
+/// text kinds here, the traffic kinds (trace, images, embeddings, rerank) in `traffic`.
 fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan> {
     let path = |missing: &mut Vec<&'static str>| need(&s.path, "path", missing);
     let think_time = s.think_time.map_or(Duration::ZERO, |d| d.0);
@@ -298,6 +299,14 @@ fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan
             think_time,
             max_turns: s.turns.map(TokenRange::max),
         },
+        _ => return traffic(s, missing),
+    })
+}
+
+/// `build` of the traffic kinds.
+fn traffic(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan> {
+    let path = |missing: &mut Vec<&'static str>| need(&s.path, "path", missing);
+    Some(match s.kind {
         DatasetKind::Trace => DatasetPlan::Trace(TracePlan {
             path: path(missing)?,
             speed: s.speed.unwrap_or(1.0),
@@ -345,6 +354,14 @@ fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan
             path: path(missing)?,
             num_documents: s.num_documents,
         },
+        // The text kinds, which `build` states (listed so that a new kind must be placed).
+        DatasetKind::Random
+        | DatasetKind::Prompt
+        | DatasetKind::Lines
+        | DatasetKind::Jsonl
+        | DatasetKind::Sharegpt
+        | DatasetKind::RandomMultiTurn
+        | DatasetKind::Conversations => return build(s, missing),
     })
 }
 
