@@ -35,7 +35,7 @@ pub use driver::{
     SuiteOutcome,
 };
 pub use execute::slos_of;
-pub use prepare::{api_kind, measured_count};
+pub use prepare::measured_count;
 pub use shard_env::ShardChoice;
 pub use share::{Shard, ShardOptions};
 pub use writer::count_output;

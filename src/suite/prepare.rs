@@ -82,8 +82,6 @@ impl Targets {
     }
 }
 
-pub use crate::request::api_kind;
-
 /// How many measured requests a load asks for; `None` for a load bounded only by its
 /// duration (its requests are built as they are sent, however many that takes).
 pub fn measured_count(run: &RunSpec) -> Option<usize> {
