@@ -1,10 +1,14 @@
-//! The formulas of DESIGN.md ("Metrics"): per-run aggregates from `RequestRecord`s,
-//! exact percentiles by linear interpolation, goodput, failure classes, client health.
+//! The formulas of DESIGN.md ("Metrics"): per-run aggregates folded from
+//! `RequestRecord`s one at a time (`Fold`), exact percentiles by linear interpolation
+//! (ITL's bounded beyond `columns::EXACT_GAPS` gaps), goodput, failure classes, client
+//! health.
 //! Knows nothing about plans, HTTP or storage.
 
+pub mod columns;
 pub mod condition;
 pub mod definitions;
 pub mod failures;
+mod fold;
 pub mod names;
 pub mod sla;
 pub mod sla_objective;
@@ -14,5 +18,6 @@ mod summary;
 mod tests;
 
 pub use definitions::{timing, MetricDefinitions, Timing};
+pub use fold::Fold;
 pub use stats::percentile;
 pub use summary::{summarize, RunSummary, Slo, SloQuantity, SummaryOptions};

@@ -20,7 +20,12 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
 /// The `q`-quantile (0..=1) of sorted values, by linear interpolation between the two
 /// closest ranks; `None` when empty.
 pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    let n = sorted.len();
+    quantile_by(sorted.len(), |i| sorted[i], q)
+}
+
+/// The `q`-quantile of `n` values in ascending order read by rank with `at` (an array,
+/// or a table of counts): the one interpolation rule of every exact percentile.
+pub fn quantile_by(n: usize, at: impl Fn(usize) -> f64, q: f64) -> Option<f64> {
     if n == 0 {
         return None;
     }
@@ -28,27 +33,114 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     let lo = rank.floor() as usize;
     let hi = rank.ceil() as usize;
     let frac = rank - lo as f64;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
+    let low = at(lo);
+    Some(low + (at(hi) - low) * frac)
+}
+
+/// Count, mean and Σ(x − mean)² of a set of values: what `mean` and `stdev` are made of.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Moments {
+    pub n: u64,
+    pub mean: f64,
+    pub m2: f64,
+}
+
+impl Moments {
+    /// The moments of `values`, in two passes (mean first), as numpy computes them.
+    pub fn of(values: &[f64]) -> Moments {
+        if values.is_empty() {
+            return Moments::default();
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let m2 = values.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+        Moments {
+            n: values.len() as u64,
+            mean,
+            m2,
+        }
+    }
+
+    /// Adds `count` copies of `x` (Welford's update, merged for a block of equal values).
+    pub fn add(&mut self, x: f64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let (n0, c) = (self.n as f64, count as f64);
+        let n = n0 + c;
+        let delta = x - self.mean;
+        self.mean += delta * c / n;
+        self.m2 += delta * delta * n0 * c / n;
+        self.n += count;
+    }
+
+    /// The population standard deviation √(Σ(x − mean)² / n); `None` for no values.
+    pub fn stdev(&self) -> Option<f64> {
+        (self.n > 0).then(|| (self.m2 / self.n as f64).max(0.0).sqrt())
+    }
+}
+
+/// How a statistic reads a distribution: its moments, its extremes and its quantiles.
+pub trait Distribution {
+    /// Values held.
+    fn count(&self) -> u64;
+    /// Their moments (read for `mean` and `stdev` only).
+    fn moments(&self) -> Moments;
+    fn min(&self) -> Option<f64>;
+    fn max(&self) -> Option<f64>;
+    fn quantile(&self, q: f64) -> Option<f64>;
+}
+
+/// One statistic of `STATISTICS` (`mean`, `stdev`, `min`, `max`, `p1` … `p999`) of `d`;
+/// `None` when it holds no value or `name` is not a statistic.
+pub fn statistic_of(d: &impl Distribution, name: &str) -> Option<f64> {
+    if d.count() == 0 {
+        return None;
+    }
+    match name {
+        "mean" => Some(d.moments().mean),
+        "stdev" => d.moments().stdev(),
+        "min" => d.min(),
+        "max" => d.max(),
+        "p999" => d.quantile(0.999),
+        other => other
+            .strip_prefix('p')
+            .and_then(|p| p.parse::<f64>().ok())
+            .and_then(|p| d.quantile(p / 100.0)),
+    }
+}
+
+/// Sorted values as a distribution.
+struct Sorted<'a>(&'a [f64]);
+
+impl Distribution for Sorted<'_> {
+    fn count(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn moments(&self) -> Moments {
+        Moments::of(self.0)
+    }
+    fn min(&self) -> Option<f64> {
+        self.0.first().copied()
+    }
+    fn max(&self) -> Option<f64> {
+        self.0.last().copied()
+    }
+    fn quantile(&self, q: f64) -> Option<f64> {
+        quantile(self.0, q)
+    }
 }
 
 /// One statistic of `STATISTICS` over sorted values (`mean` and `stdev` read them in any
 /// order); `None` when there are none or `name` is not a statistic.
 pub fn statistic(sorted: &[f64], name: &str) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let n = sorted.len() as f64;
-    let mean = sorted.iter().sum::<f64>() / n;
-    match name {
-        "mean" => Some(mean),
-        "stdev" => Some((sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt()),
-        "min" => sorted.first().copied(),
-        "max" => sorted.last().copied(),
-        "p999" => percentile(sorted, 99.9),
-        other => other
-            .strip_prefix('p')
-            .and_then(|p| p.parse::<f64>().ok())
-            .and_then(|p| percentile(sorted, p)),
+    statistic_of(&Sorted(sorted), name)
+}
+
+/// Writes `<quantity>_<statistic>` of `d` for every statistic (`None` when it is empty).
+pub fn fill_from(out: &mut BTreeMap<String, Option<f64>>, quantity: &str, d: &impl Distribution) {
+    for stat in STATISTICS {
+        out.insert(format!("{quantity}_{stat}"), statistic_of(d, stat));
     }
 }
 
@@ -56,9 +148,7 @@ pub fn statistic(sorted: &[f64], name: &str) -> Option<f64> {
 pub fn fill(out: &mut BTreeMap<String, Option<f64>>, quantity: &str, mut values: Vec<f64>) {
     values.retain(|v| v.is_finite());
     values.sort_by(f64::total_cmp);
-    for stat in STATISTICS {
-        out.insert(format!("{quantity}_{stat}"), statistic(&values, stat));
-    }
+    fill_from(out, quantity, &Sorted(&values));
 }
 
 #[cfg(test)]

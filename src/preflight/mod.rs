@@ -125,6 +125,12 @@ struct Ctx<'a> {
 /// Longest detail shown in the table (server errors can be pages of validation output).
 const DETAIL_CHARS: usize = 240;
 
+/// `check` probes with a run's first request: its list is built first.
+const LIST: prepare::Needs = prepare::Needs {
+    list: true,
+    sharded: false,
+};
+
 fn row(run: &RunSpec, mode: &str, check: &str, verdict: Verdict, detail: String) -> CheckRow {
     let flat = detail.split_whitespace().collect::<Vec<_>>().join(" ");
     let detail = if flat.chars().count() > DETAIL_CHARS {
@@ -230,7 +236,7 @@ impl Ctx<'_> {
                 continue;
             }
             seen.push(mode.clone());
-            let prepared = prepare::prepare(&small(run), &self.plan.base_dir, self.cache, false)?;
+            let prepared = prepare::prepare(&small(run), &self.plan.base_dir, self.cache, LIST)?;
             let Some(req) = prepared.requests.into_iter().next() else {
                 continue;
             };

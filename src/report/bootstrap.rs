@@ -62,16 +62,86 @@ pub struct Sample {
     pub input_means: (Option<f64>, Option<f64>, Option<f64>),
 }
 
-fn mean_of(values: impl Iterator<Item = Option<u32>>) -> Option<f64> {
-    let (sum, n) = values
-        .flatten()
-        .fold((0.0, 0u64), |(s, n), v| (s + f64::from(v), n + 1));
-    (n > 0).then(|| sum / n as f64)
+/// A running mean of optional counts.
+#[derive(Debug, Default, Clone, Copy)]
+struct MeanOf {
+    sum: f64,
+    n: u64,
+}
+
+impl MeanOf {
+    fn add(&mut self, v: Option<u32>) {
+        if let Some(v) = v {
+            self.sum += f64::from(v);
+            self.n += 1;
+        }
+    }
+
+    fn get(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
+    }
+}
+
+/// A `Sample` built one stored row at a time (rows are read as a stream, never all at once).
+#[derive(Debug, Default)]
+pub struct SampleBuilder {
+    sample: Sample,
+    defs: MetricDefinitions,
+    span: Option<(Duration, Duration)>,
+    means: [MeanOf; 3],
+}
+
+impl SampleBuilder {
+    pub fn new(defs: MetricDefinitions) -> SampleBuilder {
+        SampleBuilder {
+            defs,
+            ..SampleBuilder::default()
+        }
+    }
+
+    /// Adds one stored row (unmeasured and failed ones count only toward the duration
+    /// when measured).
+    pub fn add(&mut self, row: &RequestRow) {
+        let r = &row.record;
+        if r.phase != Phase::Measured {
+            return;
+        }
+        self.span = Some(match self.span {
+            None => (r.sent, r.end),
+            Some((a, b)) => (a.min(r.sent), b.max(r.end)),
+        });
+        if r.outcome != Outcome::Ok {
+            return;
+        }
+        self.means[0].add(row.target_input_tokens);
+        self.means[1].add(r.client_input_tokens);
+        self.means[2].add(r.usage.prompt_tokens);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let s = &mut self.sample;
+        let t = timing(r, self.defs);
+        let out = r.output_tokens().map(|(n, _)| n);
+        s.ttft.extend(t.ttft.map(ms));
+        s.tpot.extend(out.and_then(|n| t.tpot(n)).map(ms));
+        s.latency.push(ms(t.latency));
+        let out = f64::from(out.unwrap_or(0));
+        let input = f64::from(r.input_tokens().map_or(0, |(n, _)| n));
+        s.requests.push((t.latency.as_secs_f64(), out, out + input));
+    }
+
+    pub fn finish(mut self) -> Sample {
+        self.sample.duration_s = self
+            .span
+            .map_or(0.0, |(a, b)| b.saturating_sub(a).as_secs_f64());
+        let [target, client, server] = self.means;
+        self.sample.input_means = (target.get(), client.get(), server.get());
+        self.sample
+    }
 }
 
 impl Sample {
     /// The sample of a run's stored rows, its timings under the run's own metric
     /// definitions (`metric_definitions` in its extras), as its metrics were computed.
+    /// The rows are read one at a time.
     pub fn of_run(store: &Store, run: &StoredRun) -> Result<Sample, StoreError> {
         let defs = run
             .extras
@@ -79,44 +149,16 @@ impl Sample {
             .and_then(serde_json::Value::as_str)
             .and_then(MetricDefinitions::parse)
             .unwrap_or_default();
-        Ok(Sample::from_rows(&store.request_rows(&run.id)?, defs))
+        let mut builder = SampleBuilder::new(defs);
+        store.each_request_row(&run.id, |row| builder.add(&row))?;
+        Ok(builder.finish())
     }
 
     /// The sample of `rows`, timed by the metrics' own `timing` under `defs`.
     pub fn from_rows(rows: &[RequestRow], defs: MetricDefinitions) -> Sample {
-        let measured: Vec<&RequestRow> = rows
-            .iter()
-            .filter(|r| r.record.phase == Phase::Measured)
-            .collect();
-        let start = measured.iter().map(|r| r.record.sent).min();
-        let end = measured.iter().map(|r| r.record.end).max();
-        let mut s = Sample {
-            duration_s: start
-                .zip(end)
-                .map_or(0.0, |(a, b)| b.saturating_sub(a).as_secs_f64()),
-            ..Sample::default()
-        };
-        let ok: Vec<&RequestRow> = measured
-            .into_iter()
-            .filter(|r| r.record.outcome == Outcome::Ok)
-            .collect();
-        s.input_means = (
-            mean_of(ok.iter().map(|r| r.target_input_tokens)),
-            mean_of(ok.iter().map(|r| r.record.client_input_tokens)),
-            mean_of(ok.iter().map(|r| r.record.usage.prompt_tokens)),
-        );
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        for r in ok.iter().map(|r| &r.record) {
-            let t = timing(r, defs);
-            let out = r.output_tokens().map(|(n, _)| n);
-            s.ttft.extend(t.ttft.map(ms));
-            s.tpot.extend(out.and_then(|n| t.tpot(n)).map(ms));
-            s.latency.push(ms(t.latency));
-            let out = f64::from(out.unwrap_or(0));
-            let input = f64::from(r.input_tokens().map_or(0, |(n, _)| n));
-            s.requests.push((t.latency.as_secs_f64(), out, out + input));
-        }
-        s
+        let mut builder = SampleBuilder::new(defs);
+        rows.iter().for_each(|r| builder.add(r));
+        builder.finish()
     }
 }
 

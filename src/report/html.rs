@@ -10,7 +10,7 @@ use super::format::number;
 use super::gates::GateOutcome;
 use super::grid::{pivot_grid, Grid, MISSING};
 use super::pivot::{axis_label, Pivot};
-use super::plots::{cdf_charts, sweep_charts};
+use super::plots::{cdf_charts, sweep_charts, Digest};
 use super::svg::{escape, line_chart};
 use super::{Layout, ReportData, ReportError};
 use crate::store::Store;
@@ -125,8 +125,8 @@ fn gates_html(gates: &[GateOutcome]) -> String {
 }
 
 /// `target / client / server` mean input tokens, `—` where unknown.
-fn input_lengths(sample: &Sample) -> String {
-    let (t, c, s) = sample.input_means;
+fn input_lengths(digest: &Digest) -> String {
+    let (t, c, s) = digest.input_means;
     [t, c, s]
         .iter()
         .map(|v| v.map_or_else(|| MISSING.to_string(), number))
@@ -134,9 +134,9 @@ fn input_lengths(sample: &Sample) -> String {
         .join(" / ")
 }
 
-fn runs_html(data: &ReportData, samples: &[Sample]) -> String {
+fn runs_html(data: &ReportData, digests: &[Digest]) -> String {
     let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>input tokens, mean<br>target / client / server</th><th>failures</th><th>errors and warnings</th></tr></thead><tbody>");
-    for (r, sample) in data.runs.iter().zip(samples) {
+    for (r, digest) in data.runs.iter().zip(digests) {
         let _ = write!(
             s,
             "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
@@ -144,7 +144,7 @@ fn runs_html(data: &ReportData, samples: &[Sample]) -> String {
             escape(&r.id),
             r.status,
             escape(&axis_label(Some(&r.axes))),
-            input_lengths(sample),
+            input_lengths(digest),
             escape(&super::health::RunHealth::of(r).failures_text().unwrap_or_else(|| "none".into())),
             escape(&r.error.iter().map(|e| format!("error: {e}")).chain(r.warnings.iter().cloned()).collect::<Vec<_>>().join("; "))
         );
@@ -162,10 +162,11 @@ pub fn render(
     let data = ReportData::load(store)?;
     let layout = layout.resolve(&data.runs)?;
     let grid = pivot_grid(&data.runs, &Pivot::build(&data.runs, layout));
-    let samples = data
+    // One run's per-request values at a time, each drawn down to its digest.
+    let digests = data
         .runs
         .iter()
-        .map(|r| Sample::of_run(store, r))
+        .map(|r| Sample::of_run(store, r).map(|s| Digest::of(&s)))
         .collect::<Result<Vec<_>, _>>()?;
     let name = escape(&data.suite.info.plan_name);
     let mut s = format!("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfplan: {name}</title><style>{STYLE}</style></head><body>");
@@ -176,7 +177,7 @@ pub fn render(
     }
     let charts: Vec<_> = sweep_charts(&data.runs)
         .into_iter()
-        .chain(cdf_charts(&data.runs, &samples))
+        .chain(cdf_charts(&data.runs, &digests))
         .collect();
     if !charts.is_empty() {
         s.push_str("<h2>Plots</h2>");
@@ -185,7 +186,7 @@ pub fn render(
         }
     }
     s.push_str(&super::sla_plots::section(store, &data.runs)?);
-    s.push_str(&runs_html(&data, &samples));
+    s.push_str(&runs_html(&data, &digests));
     let _ = writeln!(
         s,
         "<details><summary>plan</summary><pre>{}</pre></details></body></html>",

@@ -131,24 +131,45 @@ pub fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
     pts
 }
 
-/// TTFT and latency CDFs, one line per run (`samples[i]` belongs to `runs[i]`).
-pub fn cdf_charts(runs: &[StoredRun], samples: &[Sample]) -> Vec<Chart> {
+/// What the page draws of one run's requests: its CDFs (at most `CDF_POINTS` points
+/// each) and its mean input lengths, kept instead of the run's per-request values so a
+/// suite of millions of requests makes a page of a few hundred points per run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Digest {
+    pub ttft_cdf: Vec<(f64, f64)>,
+    pub latency_cdf: Vec<(f64, f64)>,
+    /// Mean input length per request: (target, client-counted, server-reported).
+    pub input_means: (Option<f64>, Option<f64>, Option<f64>),
+}
+
+impl Digest {
+    pub fn of(sample: &Sample) -> Digest {
+        Digest {
+            ttft_cdf: cdf(&sample.ttft),
+            latency_cdf: cdf(&sample.latency),
+            input_means: sample.input_means,
+        }
+    }
+}
+
+/// TTFT and latency CDFs, one line per run (`digests[i]` belongs to `runs[i]`).
+pub fn cdf_charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
     let mut charts = Vec::new();
     let labels = Labels::new(runs);
     for (title, pick) in [
         (
             "TTFT CDF",
-            (|s: &Sample| &s.ttft) as fn(&Sample) -> &Vec<f64>,
+            (|d: &Digest| &d.ttft_cdf) as fn(&Digest) -> &Vec<(f64, f64)>,
         ),
-        ("latency CDF", |s: &Sample| &s.latency),
+        ("latency CDF", |d: &Digest| &d.latency_cdf),
     ] {
         let series: Vec<Series> = runs
             .iter()
-            .zip(samples)
-            .filter(|(_, s)| !pick(s).is_empty())
-            .map(|(r, s)| Series {
+            .zip(digests)
+            .filter(|(_, d)| !pick(d).is_empty())
+            .map(|(r, d)| Series {
                 name: format!("#{} {}", r.ordinal, labels.run(r)),
-                points: cdf(pick(s)),
+                points: pick(d).clone(),
                 markers: false,
             })
             .collect();

@@ -119,15 +119,29 @@ impl Store {
             .query_map([run_id], row_codec::decode)
             .doing("reading requests")?
             .collect::<Result<Vec<_>, _>>();
-        rows.map_err(|e| match e {
-            rusqlite::Error::FromSqlConversionFailure(_, _, what) => StoreError::Corrupt {
-                what: format!("a request row of run `{run_id}`: {what}"),
-            },
-            source => StoreError::Sql {
-                doing: "reading requests",
-                source,
-            },
-        })
+        rows.map_err(|e| read_error(run_id, e))
+    }
+
+    /// Calls `f` with every stored request of a run, by index, one row at a time (a
+    /// run of millions of rows is never held whole).
+    pub fn each_request_row(
+        &self,
+        run_id: &str,
+        mut f: impl FnMut(RequestRow),
+    ) -> Result<(), StoreError> {
+        let columns = self.request_columns()?;
+        let select = row_codec::select_sql(|c| columns.iter().any(|have| have == c));
+        let mut stmt = self
+            .conn
+            .prepare_cached(&select)
+            .doing("reading requests")?;
+        let rows = stmt
+            .query_map([run_id], row_codec::decode)
+            .doing("reading requests")?;
+        for row in rows {
+            f(row.map_err(|e| read_error(run_id, e))?);
+        }
+        Ok(())
     }
 
     /// The columns the `requests` table has (fewer in an older database read unmigrated).
@@ -142,5 +156,18 @@ impl Store {
             .into_iter()
             .map(RequestRow::into_record)
             .collect())
+    }
+}
+
+/// The error of a request row that could not be read.
+fn read_error(run_id: &str, e: rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::FromSqlConversionFailure(_, _, what) => StoreError::Corrupt {
+            what: format!("a request row of run `{run_id}`: {what}"),
+        },
+        source => StoreError::Sql {
+            doing: "reading requests",
+            source,
+        },
     }
 }

@@ -67,66 +67,80 @@ pub fn planned_prefix_share(run: &RunSpec) -> Option<f64> {
     (input > 0.0).then(|| (prefix / input).min(1.0))
 }
 
-/// The warning of a cold run whose usage shows more cache hits than its own shared prefix
-/// explains: the first requests found cached tokens, or the hit ratio is clearly above
-/// the planned share. `None` for warm runs and clean cold runs.
-pub fn leak_warning(run: &RunSpec, records: &[RequestRecord]) -> Option<String> {
-    if run.settings.cache_state != CacheState::Cold {
-        return None;
+/// What the leak check reads, folded record by record: the (cached, prompt) tokens of
+/// the first wave of successful requests (by send time) and of every measured one.
+#[derive(Debug)]
+pub struct LeakWatch {
+    first: super::tally::Earliest<(Option<u32>, Option<u32>)>,
+    cached: u64,
+    prompt: u64,
+}
+
+impl LeakWatch {
+    /// A watch over the first `first_wave` requests sent (a closed loop's first wave is
+    /// sent at once; an open loop's first request alone).
+    pub fn new(first_wave: usize) -> LeakWatch {
+        LeakWatch {
+            first: super::tally::Earliest::new(first_wave),
+            cached: 0,
+            prompt: 0,
+        }
     }
-    let mut ok: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| r.outcome == Outcome::Ok && matches!(r.phase, Phase::Warmup | Phase::Measured))
-        .collect();
-    ok.sort_by_key(|r| r.sent);
-    // The first wave of a closed loop is sent at once; an open loop's first request alone.
-    let first_k = match run.load() {
-        crate::planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
-        _ => 1,
-    };
-    let first_hit = ok
-        .iter()
-        .take(first_k)
-        .filter_map(|r| Some((r.usage.cached_tokens?, r.usage.prompt_tokens?)))
-        .min_by_key(|(c, _)| *c)
-        .filter(|(c, p)| *c > FIRST_REQUEST_SLACK.max(p / 10));
-    let (cached, prompt) = ok
-        .iter()
-        .filter(|r| r.phase == Phase::Measured)
-        .filter_map(|r| {
-            Some((
-                u64::from(r.usage.cached_tokens?),
-                u64::from(r.usage.prompt_tokens?),
-            ))
-        })
-        .fold((0u64, 0u64), |(a, b), (c, p)| (a + c, b + p));
-    let ratio = (prompt > 0).then(|| cached as f64 / prompt as f64);
-    let share = planned_prefix_share(run);
-    let too_high = ratio
-        .zip(share)
-        .filter(|(r, s)| *r > s + RATIO_SLACK)
-        .is_some();
-    if first_hit.is_none() && !too_high {
-        return None;
+
+    pub fn add(&mut self, r: &RequestRecord) {
+        if r.outcome != Outcome::Ok || !matches!(r.phase, Phase::Warmup | Phase::Measured) {
+            return;
+        }
+        let u = &r.usage;
+        self.first.add(r.sent, (u.cached_tokens, u.prompt_tokens));
+        if let (Phase::Measured, Some(c), Some(p)) = (r.phase, u.cached_tokens, u.prompt_tokens) {
+            self.cached += u64::from(c);
+            self.prompt += u64::from(p);
+        }
     }
-    let mut why = Vec::new();
-    if let Some((c, p)) = first_hit {
-        why.push(format!(
-            "its first requests found {c} of {p} prompt tokens cached"
-        ));
+
+    /// The warning of a cold run whose usage shows more cache hits than its own shared
+    /// prefix explains: the first requests found cached tokens, or the hit ratio is
+    /// clearly above the planned share. `None` for warm runs and clean cold runs.
+    pub fn warning(&self, run: &RunSpec) -> Option<String> {
+        if run.settings.cache_state != CacheState::Cold {
+            return None;
+        }
+        let first_hit = self
+            .first
+            .items()
+            .into_iter()
+            .filter_map(|&(c, p)| Some((c?, p?)))
+            .min_by_key(|(c, _)| *c)
+            .filter(|(c, p)| *c > FIRST_REQUEST_SLACK.max(p / 10));
+        let ratio = (self.prompt > 0).then(|| self.cached as f64 / self.prompt as f64);
+        let share = planned_prefix_share(run);
+        let too_high = ratio
+            .zip(share)
+            .filter(|(r, s)| *r > s + RATIO_SLACK)
+            .is_some();
+        if first_hit.is_none() && !too_high {
+            return None;
+        }
+        let mut why = Vec::new();
+        if let Some((c, p)) = first_hit {
+            why.push(format!(
+                "its first requests found {c} of {p} prompt tokens cached"
+            ));
+        }
+        if let (Some(r), Some(s), true) = (ratio, share, too_high) {
+            why.push(format!(
+                "its hit ratio {r:.2} is above the planned shared-prefix share {s:.2}"
+            ));
+        }
+        Some(format!(
+            "cache_leak: this cold run found a warm prefix cache ({}); an earlier run or suite left \
+             these prompts in the server's cache, so the run is not cold. Set reset_cache_before = \
+             \"each_run\" (with reset_cache) on endpoint `{}`",
+            why.join("; "),
+            run.settings.endpoint.name
+        ))
     }
-    if let (Some(r), Some(s), true) = (ratio, share, too_high) {
-        why.push(format!(
-            "its hit ratio {r:.2} is above the planned shared-prefix share {s:.2}"
-        ));
-    }
-    Some(format!(
-        "cache_leak: this cold run found a warm prefix cache ({}); an earlier run or suite left \
-         these prompts in the server's cache, so the run is not cold. Set reset_cache_before = \
-         \"each_run\" (with reset_cache) on endpoint `{}`",
-        why.join("; "),
-        run.settings.endpoint.name
-    ))
 }
 
 #[cfg(test)]
@@ -134,6 +148,19 @@ mod tests {
     use super::*;
     use crate::plan::{load_plan, LoadOptions};
     use crate::record::Usage;
+
+    /// The warning of a cold run whose usage shows more cache hits than its own shared prefix
+    /// explains: the first requests found cached tokens, or the hit ratio is clearly above
+    /// the planned share. `None` for warm runs and clean cold runs.
+    pub fn leak_warning(run: &RunSpec, records: &[RequestRecord]) -> Option<String> {
+        let first_k = match run.load() {
+            crate::planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
+            _ => 1,
+        };
+        let mut watch = LeakWatch::new(first_k);
+        records.iter().for_each(|r| watch.add(r));
+        watch.warning(run)
+    }
 
     fn runs(extra: &str) -> Vec<RunSpec> {
         let dir = tempfile::tempdir().unwrap();

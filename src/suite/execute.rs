@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::prepare::PreparedRun;
 use super::progress::RunProgress;
+use super::tally::{FirstErrors, Tally, TallySettings};
 use super::turn_inputs::TurnInputs;
 use super::writer::{Writer, WriterContext};
 use super::RunnerError;
@@ -16,7 +17,7 @@ use crate::engine::{
     self, CancelHandle, Endpoint, Load, Preconnect, RequestSource, RunConfig, RunOutput,
 };
 use crate::metrics::condition::{parse_condition, Op, Threshold};
-use crate::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
+use crate::metrics::{MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
 use crate::record::{Outcome, RequestRecord};
@@ -75,7 +76,7 @@ fn record_warnings(summary: &RunSummary) -> Vec<String> {
 }
 
 /// "every measured request failed (4 connect): <first error>", when that is the case.
-fn all_failed(summary: &RunSummary, records: &[RequestRecord]) -> Option<String> {
+fn all_failed(summary: &RunSummary, errors: &FirstErrors) -> Option<String> {
     let ok = summary
         .values
         .get("requests_ok")
@@ -90,11 +91,7 @@ fn all_failed(summary: &RunSummary, records: &[RequestRecord]) -> Option<String>
         .iter()
         .map(|(k, n)| format!("{n} {k}"))
         .collect();
-    let first = records
-        .iter()
-        .filter(|r| r.phase == crate::record::Phase::Measured)
-        .find_map(|r| r.error.clone())
-        .unwrap_or_default();
+    let first = errors.error.clone().unwrap_or_default();
     Some(format!(
         "every measured request failed ({}): {first}",
         classes.join(", ")
@@ -224,6 +221,7 @@ fn start_writer(
         cancel: ctx.cancel.clone(),
         keep_text: ctx.keep.text,
         turn_inputs: turn_inputs.clone(),
+        tally: tally_settings(ctx, run, prepared),
     })?;
     if ctx.keep.bodies {
         let bodies = prepared.requests.iter().chain(&prepared.priming);
@@ -300,7 +298,7 @@ pub async fn execute(
         RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
     let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared)?;
     let tx = writer.sender(ctx.cancel);
-    // Each record goes once, by value, to the writer (which keeps what the metrics read).
+    // Each record goes once, by value, to the writer (which folds what the metrics read).
     let sink_for = |offset: u64| {
         let (progress, tx) = (&progress, &tx);
         move |mut r: RequestRecord| {
@@ -342,31 +340,21 @@ pub async fn execute(
     progress.finish();
     // A failed write of the rows is the error to report, before anything after it.
     let written = writer.finish()?;
-    let mut records = written.kept;
-    if let Some(t) = &turn_inputs {
-        t.apply(&mut records);
-    }
+    drop(turn_inputs);
     let passes = Passes {
-        records,
+        tally: written.tally,
         primed,
         stored: written.rows,
         server_ratio: server_ratio?,
         late,
     };
-    Ok(conclude(
-        ctx,
-        run,
-        (&prepared, &source),
-        output,
-        passes,
-        warnings,
-    ))
+    Ok(conclude(ctx, run, &source, output, passes, warnings))
 }
 
 /// What the passes of a run left for its result.
 struct Passes {
-    /// The measured pass's records (warmup included), slimmed by the writer.
-    records: Vec<RequestRecord>,
+    /// The measured pass's records (warmup included), folded by the writer.
+    tally: Tally,
     primed: u64,
     stored: u64,
     server_ratio: Option<f64>,
@@ -378,22 +366,25 @@ struct Passes {
 fn conclude(
     ctx: &RunContext<'_>,
     run: &RunSpec,
-    (prepared, source): (&PreparedRun, &super::traffic::Source),
+    source: &super::traffic::Source,
     output: RunOutput,
-    passes: Passes,
+    mut passes: Passes,
     mut warnings: Vec<String>,
 ) -> RunResult {
-    let records = &passes.records;
-    warnings.extend(super::cache::leak_warning(run, records));
-    let mut summary = summarize_output(ctx, run, (&output, records), passes.server_ratio);
-    let traffic = source.finish(records, &mut summary);
-    let all_failed = all_failed(&summary, records).filter(|_| !output.cancelled);
-    let (input_lengths, length_warning) = super::lengths::input_lengths(records, &prepared.targets);
+    let tally = &mut passes.tally;
+    warnings.extend(tally.leak.warning(run));
+    let mut summary = summarize_output(ctx, run, (&output, tally), passes.server_ratio);
+    let traffic = source.finish(tally.turns.as_deref(), &mut summary);
+    let all_failed = all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
+    let (input_lengths, length_warning) = tally.input_lengths();
     warnings.extend(output.preconnect.as_ref().and_then(Preconnect::warning));
     warnings.extend(passes.late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
-    warnings.extend(super::failures::partial_failure_warning(&summary, records));
+    warnings.extend(super::failures::partial_failure_warning(
+        &summary,
+        &tally.errors,
+    ));
     RunResult {
         summary,
         cancelled: output.cancelled,
@@ -408,11 +399,26 @@ fn conclude(
     }
 }
 
+/// How the writer folds a run's records: the metric definitions and SLOs, the first
+/// wave the leak check reads, and whether per-turn samples are kept.
+fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -> TallySettings {
+    TallySettings {
+        definitions: definitions(ctx.definitions),
+        slos: ctx.slos.to_vec(),
+        first_wave: match run.load() {
+            planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
+            _ => 1,
+        },
+        turns: prepared.conversation.is_some(),
+        targets: prepared.targets.clone(),
+    }
+}
+
 /// Requests (or turns) the run will send, priming included; `None` when its duration,
 /// not a count, ends it.
 fn planned_total(run: &RunSpec, prepared: &PreparedRun) -> Option<u64> {
-    if prepared.built_as_sent.is_some() {
-        return None;
+    if let Some(production) = &prepared.built_as_sent {
+        return production.planned();
     }
     match &prepared.conversation {
         Some(c) if c.total == usize::MAX => None,
@@ -447,7 +453,7 @@ fn cap_warning(
 fn summarize_output(
     ctx: &RunContext<'_>,
     run: &RunSpec,
-    (output, records): (&RunOutput, &[RequestRecord]),
+    (output, tally): (&RunOutput, &mut Tally),
     server_cache_hit_ratio: Option<f64>,
 ) -> RunSummary {
     let opts = SummaryOptions {
@@ -460,7 +466,7 @@ fn summarize_output(
         planned_prefix_share: super::cache::planned_prefix_share(run),
         ..SummaryOptions::default()
     };
-    summarize(records, &opts)
+    tally.summary(&opts)
 }
 
 /// The extras stored with a run: the counts behind its metrics and its flags.

@@ -1,11 +1,10 @@
 //! The warning of a run in which some, not all, measured requests failed: how many, by
 //! class, and the first error, so a partly failed run never passes as a clean one (a run
 //! where every request failed is a failed run instead; see `execute`). Pure text from
-//! the run's summary and records.
+//! the run's summary and its first errors.
 
 use crate::metrics::failures::{describe, failure_classes};
 use crate::metrics::RunSummary;
-use crate::record::{Outcome, Phase, RequestRecord};
 
 /// Characters of the first error kept in the warning.
 const ERROR_CHARS: usize = 200;
@@ -14,22 +13,14 @@ const ERROR_CHARS: usize = 200;
 /// when some but not all measured requests failed.
 pub(super) fn partial_failure_warning(
     summary: &RunSummary,
-    records: &[RequestRecord],
+    errors: &super::tally::FirstErrors,
 ) -> Option<String> {
     let failed: u64 = summary.failures.values().sum();
     if failed == 0 || failed >= summary.requests {
         return None;
     }
     let classes = failure_classes(&summary.failures, &summary.http_statuses);
-    let first = records
-        .iter()
-        .find(|r| r.phase == Phase::Measured && r.outcome != Outcome::Ok)
-        .map(|r| {
-            r.error
-                .clone()
-                .unwrap_or_else(|| r.outcome.as_str().to_string())
-        })
-        .unwrap_or_default();
+    let first = errors.failure.clone().unwrap_or_default();
     let first = if first.chars().count() > ERROR_CHARS {
         format!("{}…", first.chars().take(ERROR_CHARS).collect::<String>())
     } else {

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::record::{Outcome, Phase, RequestRecord};
 
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct Diff {
     sum: i64,
     max_abs: u64,
@@ -32,23 +32,6 @@ impl Diff {
     }
 }
 
-/// `{"server_minus_target", "client_minus_target", "server_minus_client"}` over the measured
-/// successful requests, and a warning when server and client disagree.
-pub fn input_lengths(
-    records: &[RequestRecord],
-    targets: &super::prepare::Targets,
-) -> (Value, Option<String>) {
-    let counts = records
-        .iter()
-        .filter(|r| r.phase == Phase::Measured && r.outcome == Outcome::Ok)
-        .map(|r| Counts {
-            server: r.usage.prompt_tokens,
-            client: r.client_input_tokens,
-            target: targets.get(r.item),
-        });
-    of_counts(counts)
-}
-
 /// One request's input length as the server, the client and the plan count it.
 pub struct Counts {
     pub server: Option<u32>,
@@ -56,34 +39,74 @@ pub struct Counts {
     pub target: Option<u32>,
 }
 
+/// `input_lengths` folded one request at a time.
+#[derive(Default, Debug)]
+pub struct Lengths {
+    st: Diff,
+    ct: Diff,
+    sc: Diff,
+}
+
+impl Lengths {
+    /// Adds `r` when it is a measured successful request.
+    pub fn add(&mut self, r: &RequestRecord, targets: &super::prepare::Targets) {
+        if r.phase == Phase::Measured && r.outcome == Outcome::Ok {
+            self.add_counts(Counts {
+                server: r.usage.prompt_tokens,
+                client: r.client_input_tokens,
+                target: targets.get(r.item),
+            });
+        }
+    }
+
+    pub fn add_counts(&mut self, c: Counts) {
+        self.st.add(c.server, c.target);
+        self.ct.add(c.client, c.target);
+        self.sc.add(c.server, c.client);
+    }
+
+    /// The three differences and the warning.
+    pub fn finish(&self) -> (Value, Option<String>) {
+        let (st, ct, sc) = (&self.st, &self.ct, &self.sc);
+        let warning = (sc.n > 0 && sc.max_abs > 0).then(|| {
+            format!(
+                "the server counted the prompts differently from the client: mean {:+.1}, up to {} tokens \
+                 (check that the model's tokenizer and chat template are the server's)",
+                sc.sum as f64 / sc.n as f64,
+                sc.max_abs
+            )
+        });
+        let value = json!({
+            "server_minus_target": st.json(),
+            "client_minus_target": ct.json(),
+            "server_minus_client": sc.json(),
+        });
+        (value, warning)
+    }
+}
+
 /// `input_lengths` of counts already chosen (a merge's measured successful rows).
 pub fn of_counts(counts: impl Iterator<Item = Counts>) -> (Value, Option<String>) {
-    let (mut st, mut ct, mut sc) = (Diff::default(), Diff::default(), Diff::default());
-    for c in counts {
-        st.add(c.server, c.target);
-        ct.add(c.client, c.target);
-        sc.add(c.server, c.client);
-    }
-    let warning = (sc.n > 0 && sc.max_abs > 0).then(|| {
-        format!(
-            "the server counted the prompts differently from the client: mean {:+.1}, up to {} tokens \
-             (check that the model's tokenizer and chat template are the server's)",
-            sc.sum as f64 / sc.n as f64,
-            sc.max_abs
-        )
-    });
-    let value = json!({
-        "server_minus_target": st.json(),
-        "client_minus_target": ct.json(),
-        "server_minus_client": sc.json(),
-    });
-    (value, warning)
+    let mut lengths = Lengths::default();
+    counts.for_each(|c| lengths.add_counts(c));
+    lengths.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::record::Usage;
+
+    /// `{"server_minus_target", "client_minus_target", "server_minus_client"}` over the measured
+    /// successful requests, and a warning when server and client disagree.
+    pub fn input_lengths(
+        records: &[RequestRecord],
+        targets: &crate::suite::prepare::Targets,
+    ) -> (Value, Option<String>) {
+        let mut lengths = Lengths::default();
+        records.iter().for_each(|r| lengths.add(r, targets));
+        lengths.finish()
+    }
 
     fn rec(item: u64, server: Option<u32>, client: Option<u32>) -> RequestRecord {
         RequestRecord {

@@ -88,6 +88,18 @@ pub fn measured_count(run: &RunSpec) -> Option<usize> {
     run.settings.load.requests.map(|n| n as usize)
 }
 
+/// What needs a run's whole request list before it starts, so that its requests cannot
+/// be built as they are sent: a shard's share (every Nth request of the one list),
+/// `[plan] store.bodies` (bodies are stored before the run), `check`'s probe (the first
+/// request). A Poisson load with a request count also keeps its list: its balanced
+/// schedule is drawn for the whole list at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    pub list: bool,
+    /// The run is one shard's share (`--shard`).
+    pub sharded: bool,
+}
+
 /// Loads the model's tokenizer (once per suite through the cache), if the plan names one.
 pub fn tokenizer(
     run: &RunSpec,
@@ -136,8 +148,9 @@ pub fn prepare(
     run: &RunSpec,
     base_dir: &Path,
     cache: &TokenizerCache,
-    sharded: bool,
+    needs: Needs,
 ) -> Result<PreparedRun, RunnerError> {
+    let sharded = needs.sharded;
     let s = &run.settings;
     let tokenizer = tokenizer(run, base_dir, cache)?;
     let warmup = warmup_count(&s.load) as usize;
@@ -168,7 +181,8 @@ pub fn prepare(
         return Ok(special);
     }
     let builder = BodyBuilder::new(run, base_dir)?;
-    if measured.is_none() {
+    let listed = needs.list || sharded || poisson_schedule(run, 1).is_some();
+    if measured.is_none() || !listed {
         let production = super::produce::Production::start(run, ctx, builder)?;
         let mut out = empty(production.warnings().to_vec());
         out.targets = production.targets();
@@ -189,7 +203,8 @@ fn sharded_cap(run: &RunSpec) -> usize {
     }
 }
 
-/// Every request of a run with a request count, built before it starts.
+/// Every request of a run with a request count, built before it starts (when something
+/// `Needs` the list).
 fn prebuilt(
     run: &RunSpec,
     ctx: &DatasetContext,

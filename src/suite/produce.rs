@@ -1,5 +1,6 @@
-//! Requests built as they are sent, for a load bounded only by its duration (no request
-//! count, so no list can be built before the run). A producer thread turns the dataset's
+//! Requests built as they are sent, so a run's memory does not grow with its request
+//! count: every run whose list nothing needs first (`prepare::Needs`), and every load
+//! bounded only by its duration (no count, so no list could be built). A producer thread turns the dataset's
 //! `PromptStream` into requests with the same `BodyBuilder` a pre-built list uses (item
 //! `i` is the same request, with the same `x-request-id`), a window at a time and a few
 //! windows ahead of the engine, which takes them in order through `BuiltSource`. Each
@@ -33,10 +34,12 @@ pub enum Pass {
     Priming,
 }
 
-/// How a duration-only run's requests are produced; its first window is built by
+/// How a run's requests are produced as they are sent; its first window is built by
 /// `start`, so a dataset that cannot be built fails the run before it begins.
 pub struct Production {
     run: RunSpec,
+    /// Items of the measured pass (warmup included); `None` when the duration ends it.
+    limit: Option<usize>,
     base_dir: PathBuf,
     ctx: DatasetContext,
     targets: Arc<Targets>,
@@ -69,6 +72,7 @@ impl Production {
     ) -> Result<Production, RunnerError> {
         let mut production = Production {
             run: run.clone(),
+            limit: (ctx.count != usize::MAX).then_some(ctx.count),
             base_dir: ctx.base_dir.clone(),
             targets: Arc::default(),
             warnings: Vec::new(),
@@ -81,7 +85,7 @@ impl Production {
             &mut stream,
             &mut builder,
             &production.targets,
-            &production.run,
+            (&production.run, production.limit),
         )?;
         if window.is_empty() {
             return Err(RunnerError::Dataset {
@@ -101,6 +105,19 @@ impl Production {
     /// Warnings of the first window (shown before the run).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// Requests the run sends (both passes), when a count and not the duration ends it.
+    pub fn planned(&self) -> Option<u64> {
+        let limit = self.limit?;
+        let warm = self.run.settings.cache_state == crate::plan::CacheState::Warm;
+        let warmup = crate::planner::warmup_count(&self.run.settings.load) as usize;
+        let priming = if warm {
+            limit.saturating_sub(warmup)
+        } else {
+            0
+        };
+        Some((limit + priming) as u64)
     }
 
     /// Target lengths by item, filled as requests are built.
@@ -130,11 +147,13 @@ impl Production {
             Pass::Priming => builder.warmup,
         };
         let (tx, rx) = sync_channel(AHEAD);
+        let left = self.limit.map(|l| l.saturating_sub(skip));
         let producer = Producer {
             stream,
             builder,
             skip,
             pass,
+            limit: self.limit,
             targets: self.targets.clone(),
             run: self.run.clone(),
             log: log.filter(|l| l.debug()),
@@ -148,6 +167,7 @@ impl Production {
             .map_err(RunnerError::Thread)?;
         Ok(BuiltSource {
             rx: Some(rx),
+            left,
             buffer: with_pass(first, pass, skip).into_iter(),
             thread: Some(thread),
             error: None,
@@ -157,16 +177,21 @@ impl Production {
     }
 }
 
-/// The next window of requests (empty when the dataset gives no more).
+/// The next window of requests (empty when the dataset gives no more, or the run's
+/// `limit` of items is built).
 fn build_window(
     stream: &mut PromptStream,
     builder: &mut BodyBuilder,
     targets: &Targets,
-    run: &RunSpec,
+    (run, limit): (&RunSpec, Option<usize>),
 ) -> Result<Vec<PreparedRequest>, RunnerError> {
     let first = stream.produced();
+    let n = limit.map_or(WINDOW, |l| WINDOW.min(l.saturating_sub(first)));
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     let items = stream
-        .next_window(WINDOW)
+        .next_window(n)
         .map_err(|source| RunnerError::Dataset {
             dataset: run.settings.dataset.name.clone(),
             source,
@@ -201,6 +226,7 @@ struct Producer {
     builder: BodyBuilder,
     skip: usize,
     pass: Pass,
+    limit: Option<usize>,
     targets: Arc<Targets>,
     run: RunSpec,
     log: Option<Arc<SuiteLog>>,
@@ -217,7 +243,7 @@ impl Producer {
                 &mut self.stream,
                 &mut self.builder,
                 &self.targets,
-                &self.run,
+                (&self.run, self.limit),
             );
             let window = match window {
                 Ok(w) if w.is_empty() => break,
@@ -245,6 +271,8 @@ impl Producer {
 /// producer and returns what it met.
 pub struct BuiltSource {
     rx: Option<Receiver<Window>>,
+    /// Requests still to hand out, when a count bounds the pass.
+    left: Option<usize>,
     buffer: std::vec::IntoIter<PreparedRequest>,
     thread: Option<JoinHandle<Vec<String>>>,
     error: Option<String>,
@@ -254,10 +282,16 @@ pub struct BuiltSource {
 }
 
 impl RequestSource for BuiltSource {
+    /// Requests still to come, when a count bounds the pass.
+    fn requests_left(&self) -> Option<usize> {
+        self.left
+    }
+
     fn next(&mut self) -> Next {
         loop {
             if let Some(r) = self.buffer.next() {
                 self.count_miss(&r);
+                self.left = self.left.map(|n| n.saturating_sub(1));
                 return Next::Request(r);
             }
             let Some(rx) = &self.rx else {
@@ -360,6 +394,11 @@ mod tests {
             .collect()
     }
 
+    const LIST: super::super::prepare::Needs = super::super::prepare::Needs {
+        list: true,
+        sharded: false,
+    };
+
     /// Built as sent, a run's requests are the pre-built list's, position by position:
     /// the same items, bodies and phases, in the measured and the priming pass.
     #[test]
@@ -371,12 +410,12 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let (run, base) = run(dir.path(), dataset);
             let cache = TokenizerCache::default();
-            let listed = super::super::prepare::prepare(&run, &base, &cache, false).unwrap();
+            let listed = super::super::prepare::prepare(&run, &base, &cache, LIST).unwrap();
             assert_eq!(listed.requests.len(), 320);
             let tok = super::super::prepare::tokenizer(&run, &base, &cache).unwrap();
             let ctx = DatasetContext {
                 base_dir: base.clone(),
-                ..super::super::prepare::dataset_context(&run, &base, tok, 0)
+                ..super::super::prepare::dataset_context(&run, &base, tok.clone(), usize::MAX)
             };
             let builder = BodyBuilder::new(&run, &base).unwrap();
             let mut production = Production::start(&run, ctx, builder).unwrap();
@@ -398,6 +437,18 @@ mod tests {
                     assert_eq!(production.targets().get(item), prebuilt, "{dataset}");
                 }
             }
+            // With the run's count, each pass ends where the list does.
+            let ctx = super::super::prepare::dataset_context(&run, &base, tok, 320);
+            let builder = BodyBuilder::new(&run, &base).unwrap();
+            let mut counted = Production::start(&run, ctx, builder).unwrap();
+            assert_eq!(counted.planned(), Some(620));
+            let mut measured = counted.source(Pass::Measured, None).unwrap();
+            assert_eq!(measured.requests_left(), Some(320));
+            assert_eq!(drain(&mut measured, 320), listed.requests, "{dataset}");
+            assert!(matches!(measured.next(), Next::Done), "{dataset}");
+            let mut priming = counted.source(Pass::Priming, None).unwrap();
+            assert_eq!(drain(&mut priming, 300), listed.priming, "{dataset}");
+            assert!(matches!(priming.next(), Next::Done), "{dataset}");
         }
     }
 }

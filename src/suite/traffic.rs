@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::conversation::{turn_metrics, ConversationPlan, ConversationSource, TurnTemplate};
+use super::conversation::{turn_metrics_of, ConversationPlan, ConversationSource, TurnTemplate};
 use super::prepare::PreparedRun;
 use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
@@ -218,7 +218,7 @@ impl Source {
     /// Adds the per-turn metrics of a multi-turn run; returns what the run's extras keep.
     pub(super) fn finish(
         &self,
-        records: &[RequestRecord],
+        turns: Option<&[super::conversation::TurnSample]>,
         summary: &mut RunSummary,
     ) -> Option<Value> {
         let c = match self {
@@ -228,7 +228,7 @@ impl Source {
             }
             _ => return None,
         };
-        for (name, value) in turn_metrics(records, c.turn_of_item()) {
+        for (name, value) in turn_metrics_of(turns.unwrap_or_default(), c.turn_of_item()) {
             summary.values.insert(name.to_string(), value);
         }
         Some(serde_json::json!({

@@ -34,8 +34,6 @@ struct State {
     prompts: Receiver<TurnPrompt>,
     /// Prompts of turns whose records have not arrived yet.
     waiting: HashMap<(bool, u64), Vec<Value>>,
-    /// The counts of the measured pass's turns (warmup included), by item.
-    counted: HashMap<u64, u32>,
 }
 
 /// For a multi-turn run whose model has a tokenizer: the source's prompt channel is
@@ -50,7 +48,6 @@ pub fn connect(prepared: &mut PreparedRun) -> Option<Arc<TurnInputs>> {
         state: Mutex::new(State {
             prompts: rx,
             waiting: HashMap::new(),
-            counted: HashMap::new(),
         }),
     }))
 }
@@ -74,21 +71,6 @@ impl TurnInputs {
             return;
         };
         record.client_input_tokens = self.counter.messages(&messages);
-        if let (false, Some(n)) = (priming, record.client_input_tokens) {
-            state.counted.insert(record.item, n);
-        }
-    }
-
-    /// Gives the engine's own copies of the measured pass's records their counts.
-    pub fn apply(&self, records: &mut [RequestRecord]) {
-        let Ok(state) = self.state.lock() else {
-            return;
-        };
-        for r in records.iter_mut().filter(|r| r.phase != Phase::Priming) {
-            if r.client_input_tokens.is_none() {
-                r.client_input_tokens = state.counted.get(&r.item).copied();
-            }
-        }
     }
 }
 
@@ -112,7 +94,6 @@ mod tests {
         let state = State {
             prompts: rx,
             waiting: HashMap::new(),
-            counted: HashMap::new(),
         };
         let counter = PromptCounter::new(&ctx).unwrap().unwrap();
         let inputs = TurnInputs {
@@ -123,7 +104,7 @@ mod tests {
     }
 
     /// Each record gets its own turn's count (priming and measured items apart), the
-    /// engine's copies get the measured ones, and a count already known is kept.
+    /// and a count already known is kept.
     #[test]
     fn turns_are_counted_by_their_whole_history() {
         let (inputs, tx, tok) = inputs();
@@ -160,10 +141,9 @@ mod tests {
         assert_eq!(records[1].client_input_tokens, want(&first));
         assert_eq!(records[2].client_input_tokens, want(&first));
         assert!(want(&second) > want(&first));
-        let mut engine_copies = [rec(0, Phase::Warmup), rec(1, Phase::Measured)];
-        engine_copies[0].client_input_tokens = Some(7);
-        inputs.apply(&mut engine_copies);
-        assert_eq!(engine_copies[0].client_input_tokens, Some(7));
-        assert_eq!(engine_copies[1].client_input_tokens, want(&second));
+        let mut known = rec(1, Phase::Measured);
+        known.client_input_tokens = Some(7);
+        inputs.fill(&mut known);
+        assert_eq!(known.client_input_tokens, Some(7));
     }
 }

@@ -9,8 +9,9 @@
 //! engine never waits on it: when it is full the database could not keep up, so the
 //! run is stopped and fails with the rate the database sustained and the rate the run
 //! needed (the record that met the full queue is still written: no row is dropped).
-//! The writer also keeps the records the run's metrics read, slimmed (no response text,
-//! no raw chunks: counted here, off the timing path), and hands them back at `finish`.
+//! The writer also folds each record into the run's tally (`tally::Tally`: its metrics
+//! and the figures its warnings read), off the timing path, and hands the tally back at
+//! `finish`; no record outlives its batch.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -45,12 +46,11 @@ pub struct Writer {
     queue: usize,
 }
 
-/// What a writer wrote, and the records the run's metrics read (slimmed, in completion
-/// order; the priming pass's are not kept).
-#[derive(Debug, Default)]
+/// What a writer wrote, and the run's records folded (in completion order).
+#[derive(Debug)]
 pub struct Written {
     pub rows: u64,
-    pub kept: Vec<RequestRecord>,
+    pub tally: super::tally::Tally,
 }
 
 /// The engine's side of the queue: whether it ever met the queue full, and when the
@@ -107,6 +107,8 @@ pub struct WriterContext {
     pub keep_text: bool,
     /// Counts multi-turn turns' inputs (see `turn_inputs`).
     pub turn_inputs: Option<Arc<super::turn_inputs::TurnInputs>>,
+    /// How the run's records are folded.
+    pub tally: super::tally::TallySettings,
 }
 
 impl Writer {
@@ -131,7 +133,8 @@ impl Writer {
             since: Instant::now(),
         });
         let handle = std::thread::spawn(move || {
-            let result = write_loop(&ctx, &rx);
+            let tally = super::tally::Tally::new(ctx.tally.clone());
+            let result = write_loop(&ctx, &rx, tally);
             if result.is_err() {
                 ctx.cancel.cancel();
             }
@@ -200,10 +203,10 @@ pub fn count_output(record: &mut RequestRecord, tokenizer: Option<&Tokenizer>) {
 fn write_loop(
     ctx: &WriterContext,
     rx: &mpsc::Receiver<RequestRecord>,
+    mut tally: super::tally::Tally,
 ) -> Result<Written, RunnerError> {
     let mut pending: Vec<RequestRecord> = Vec::with_capacity(BATCH);
     let mut written = 0u64;
-    let mut kept = Vec::new();
     let mut oldest: Option<Instant> = None;
     loop {
         let wait = oldest.map_or(FLUSH_EVERY, |t| FLUSH_EVERY.saturating_sub(t.elapsed()));
@@ -214,6 +217,7 @@ fn write_loop(
                     t.fill(&mut record);
                 }
                 ctx.log.record(&ctx.run_id, &record);
+                tally.add(&record);
                 pending.push(record);
                 oldest.get_or_insert_with(Instant::now);
                 false
@@ -224,13 +228,13 @@ fn write_loop(
         let due = oldest.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
         if !pending.is_empty() && (closed || due || pending.len() >= BATCH) {
             written += flush(ctx, &pending).map_err(|source| stopped(ctx, written, source))?;
-            kept.extend(pending.drain(..).filter_map(slim));
+            pending.clear();
             oldest = None;
         }
         if closed {
             return Ok(Written {
                 rows: written,
-                kept,
+                tally,
             });
         }
     }
@@ -251,17 +255,6 @@ fn stopped(ctx: &WriterContext, stored: u64, source: RunnerError) -> RunnerError
         },
         other => other,
     }
-}
-
-/// The record as the run's metrics read it: no response text or raw chunks (its output
-/// was counted before), no priming record (metrics never read them).
-fn slim(mut r: RequestRecord) -> Option<RequestRecord> {
-    if r.phase == crate::record::Phase::Priming {
-        return None;
-    }
-    r.output_text = String::new();
-    r.raw = Vec::new();
-    Some(r)
 }
 
 fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerError> {
@@ -320,6 +313,7 @@ mod tests {
             cancel: cancel.clone(),
             keep_text: false,
             turn_inputs: None,
+            tally: super::super::tally::TallySettings::default(),
         };
         (Writer::start_queued(ctx, queue).unwrap(), store, cancel)
     }
@@ -339,10 +333,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (writer, store, cancel) = writer_on(dir.path(), 4);
         let tx = writer.sender(&cancel).unwrap();
-        // The database is busy (its lock held): the writer cannot take more than the queue.
+        // The database is busy (its lock held): once the writer has a batch to flush it
+        // waits for the lock, and the queue fills behind it, however fast the thread is.
         let held = store.lock().unwrap();
+        let total = (BATCH + 12) as u64;
         let sender = std::thread::spawn(move || {
-            for i in 0..12 {
+            for i in 0..total {
                 tx.send(record(i));
             }
         });
@@ -363,11 +359,14 @@ mod tests {
             text.contains("could not keep up") && text.contains("rows/s"),
             "{text}"
         );
-        assert_eq!(store.lock().unwrap().request_rows("r").unwrap().len(), 12);
+        assert_eq!(
+            store.lock().unwrap().request_rows("r").unwrap().len() as u64,
+            total
+        );
     }
 
     #[test]
-    fn records_come_back_slimmed_without_priming() {
+    fn records_are_folded_without_priming() {
         let dir = tempfile::tempdir().unwrap();
         let (writer, store, cancel) = writer_on(dir.path(), 64);
         let tx = writer.sender(&cancel).unwrap();
@@ -377,10 +376,12 @@ mod tests {
         });
         tx.send(record(1));
         drop(tx);
-        let written = writer.finish().unwrap();
+        let mut written = writer.finish().unwrap();
         assert_eq!(written.rows, 2);
-        assert_eq!(written.kept.len(), 1);
-        assert!(written.kept[0].output_text.is_empty() && written.kept[0].raw.is_empty());
+        let summary = written
+            .tally
+            .summary(&crate::metrics::SummaryOptions::default());
+        assert_eq!((summary.requests, summary.unmeasured), (1, 0));
         assert!(!cancel.is_cancelled());
         assert_eq!(store.lock().unwrap().request_rows("r").unwrap().len(), 2);
     }

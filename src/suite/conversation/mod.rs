@@ -310,25 +310,52 @@ impl RequestSource for ConversationSource {
     }
 }
 
-/// First-turn vs later-turn figures of a multi-turn run, from its measured records.
+/// What the per-turn metrics read of one measured successful turn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TurnSample {
+    pub item: u64,
+    /// TTFT in milliseconds.
+    pub ttft_ms: Option<f64>,
+    /// (cached, prompt) tokens from usage.
+    pub cache: Option<(u32, u32)>,
+}
+
+impl TurnSample {
+    /// The sample of `r` when it is a measured successful turn.
+    pub fn of(r: &RequestRecord) -> Option<TurnSample> {
+        (r.phase == Phase::Measured && r.outcome == Outcome::Ok).then(|| TurnSample {
+            item: r.item,
+            ttft_ms: r.ttft().map(|d| d.as_secs_f64() * 1e3),
+            cache: r.usage.cached_tokens.zip(r.usage.prompt_tokens),
+        })
+    }
+}
+
+/// TTFT of first turns vs later turns (mean, ms) and the cached share of later turns'
+/// prompts, from `records` and the turn of each item.
 pub fn turn_metrics(
     records: &[RequestRecord],
+    turn_of_item: &[u32],
+) -> Vec<(&'static str, Option<f64>)> {
+    let samples: Vec<TurnSample> = records.iter().filter_map(TurnSample::of).collect();
+    turn_metrics_of(&samples, turn_of_item)
+}
+
+/// `turn_metrics` of the samples a run folded.
+pub fn turn_metrics_of(
+    samples: &[TurnSample],
     turn_of_item: &[u32],
 ) -> Vec<(&'static str, Option<f64>)> {
     let mut first = Vec::new();
     let mut later = Vec::new();
     let (mut cached, mut prompt) = (0u64, 0u64);
-    for r in records
-        .iter()
-        .filter(|r| r.phase == Phase::Measured && r.outcome == Outcome::Ok)
-    {
+    for r in samples {
         let turn = turn_of_item.get(r.item as usize).copied().unwrap_or(0);
-        let ttft = r.ttft().map(|d| d.as_secs_f64() * 1e3);
         if turn == 0 {
-            first.extend(ttft);
+            first.extend(r.ttft_ms);
         } else {
-            later.extend(ttft);
-            if let (Some(c), Some(p)) = (r.usage.cached_tokens, r.usage.prompt_tokens) {
+            later.extend(r.ttft_ms);
+            if let Some((c, p)) = r.cache {
                 cached += u64::from(c);
                 prompt += u64::from(p);
             }

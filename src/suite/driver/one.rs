@@ -38,9 +38,12 @@ impl Suite<'_> {
         total: usize,
         notes: Vec<String>,
     ) -> Result<Ended, RunnerError> {
-        let sharded = self.shard.is_some();
+        let needs = prepare::Needs {
+            list: self.plan.spec.plan.store.bodies,
+            sharded: self.shard.is_some(),
+        };
         let mut prepared: PreparedRun =
-            prepare::prepare(run, &self.plan.base_dir, &self.cache, sharded)?;
+            prepare::prepare(run, &self.plan.base_dir, &self.cache, needs)?;
         let share;
         let (run, index_base, lead) = match self.shard.map(|s| s.take_share(run, &mut prepared)) {
             None => (run, 0, Duration::ZERO),

@@ -1,0 +1,277 @@
+//! `Fold`: a run's metrics built one record at a time, so nothing holds the records. A
+//! live run folds each record as the database writer stores it; `merge`, an SLA
+//! search's pools and `summarize` fold stored or given records with the same code, so
+//! they cannot disagree. Its state is the columns of `columns` (a few bytes a request
+//! per time quantity, a table per token count, gaps bounded) and counters.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::columns::{Counts, Gaps, Times};
+use super::definitions::{timing, MetricDefinitions, Timing};
+use super::names::all_names;
+use super::stats::fill_from;
+use super::summary::{client_bound, RunSummary, Slo, SloQuantity, SummaryOptions};
+use crate::record::{Outcome, Phase, RequestRecord};
+
+/// The running state of one run's metrics.
+#[derive(Debug, Clone)]
+pub struct Fold {
+    definitions: MetricDefinitions,
+    slos: Vec<Slo>,
+    counts: Tallies,
+    /// First measured send and last measured end.
+    span: Option<(Duration, Duration)>,
+    /// (cached, prompt) tokens of successful requests reporting both.
+    cache: (u64, u64),
+    ttft: Times,
+    ttfo: Times,
+    tpot: Times,
+    latency: Times,
+    lateness: Times,
+    connect: Times,
+    itl: Gaps,
+    input: Counts,
+    output: Counts,
+    cached: Counts,
+}
+
+/// The counters of a run's summary.
+#[derive(Debug, Clone, Default)]
+struct Tallies {
+    requests: u64,
+    unmeasured: u64,
+    ok: u64,
+    good: u64,
+    failures: BTreeMap<String, u64>,
+    http_statuses: BTreeMap<u16, u64>,
+    estimated_input: u64,
+    estimated_output: u64,
+    unknown_output: u64,
+    truncated: u64,
+    no_output: u64,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// A response that carried output but no finish_reason (e.g. a stream ended by `[DONE]`
+/// alone). Read from stored fields only (a choice or content chunk, or output tokens),
+/// never from the text, which rows do not keep.
+fn is_truncated(r: &RequestRecord) -> bool {
+    r.finish_reason.is_none()
+        && (r.first_chunk.is_some()
+            || !r.content_times.is_empty()
+            || r.output_tokens().is_some_and(|(n, _)| n > 0))
+}
+
+fn meets(t: &Timing, tpot: Option<Duration>, slos: &[Slo]) -> bool {
+    slos.iter().all(|slo| match slo.quantity {
+        SloQuantity::Ttft => t.ttft.is_some_and(|x| ms(x) <= slo.max_ms),
+        SloQuantity::Tpot => tpot.is_none_or(|x| ms(x) <= slo.max_ms),
+        SloQuantity::Itl => t.itl.iter().all(|x| ms(*x) <= slo.max_ms),
+        SloQuantity::Latency => ms(t.latency) <= slo.max_ms,
+    })
+}
+
+impl Fold {
+    /// An empty fold timing requests by `definitions`, goodput against `slos`.
+    pub fn new(definitions: MetricDefinitions, slos: &[Slo]) -> Fold {
+        Fold {
+            definitions,
+            slos: slos.to_vec(),
+            counts: Tallies::default(),
+            span: None,
+            cache: (0, 0),
+            ttft: Times::default(),
+            ttfo: Times::default(),
+            tpot: Times::default(),
+            latency: Times::default(),
+            lateness: Times::default(),
+            connect: Times::default(),
+            itl: Gaps::default(),
+            input: Counts::default(),
+            output: Counts::default(),
+            cached: Counts::default(),
+        }
+    }
+
+    /// Adds one record of the run (any phase: only measured ones count).
+    pub fn add(&mut self, r: &RequestRecord) {
+        if r.phase != Phase::Measured {
+            self.counts.unmeasured += 1;
+            return;
+        }
+        self.counts.requests += 1;
+        self.span = Some(match self.span {
+            None => (r.sent, r.end),
+            Some((a, b)) => (a.min(r.sent), b.max(r.end)),
+        });
+        // Lateness is over every measured request sent, connection setup over every one
+        // that opened a connection (failed ones too).
+        self.lateness.push(r.lateness());
+        if let Some(c) = r.connect {
+            self.connect.push(c);
+        }
+        if r.outcome == Outcome::Ok {
+            self.add_ok(r);
+        } else {
+            self.add_failed(r);
+        }
+    }
+
+    fn add_failed(&mut self, r: &RequestRecord) {
+        let c = &mut self.counts;
+        *c.failures
+            .entry(r.outcome.as_str().to_string())
+            .or_default() += 1;
+        if let Some(status) = r.http_status.filter(|_| r.outcome == Outcome::Http) {
+            *c.http_statuses.entry(status).or_default() += 1;
+        }
+    }
+
+    fn add_ok(&mut self, r: &RequestRecord) {
+        let c = &mut self.counts;
+        c.ok += 1;
+        c.truncated += u64::from(is_truncated(r));
+        c.no_output += u64::from(r.no_output());
+        let t = timing(r, self.definitions);
+        let out = r.output_tokens();
+        let tp = out.and_then(|(n, _)| t.tpot(n));
+        match out {
+            Some((n, est)) => {
+                self.output.push(n);
+                c.estimated_output += u64::from(est);
+            }
+            None => c.unknown_output += 1,
+        }
+        if let Some((n, est)) = r.input_tokens() {
+            self.input.push(n);
+            c.estimated_input += u64::from(est);
+        }
+        if let Some(cached) = r.usage.cached_tokens {
+            self.cached.push(cached);
+            if let Some(prompt) = r.usage.prompt_tokens {
+                self.cache.0 += u64::from(cached);
+                self.cache.1 += u64::from(prompt);
+            }
+        }
+        c.good += u64::from(meets(&t, tp, &self.slos));
+        if let Some(x) = t.ttft {
+            self.ttft.push(x);
+        }
+        if let Some(x) = r.ttfo() {
+            self.ttfo.push(x);
+        }
+        if let Some(x) = tp {
+            self.tpot.push(x);
+        }
+        self.latency.push(t.latency);
+        t.itl.iter().for_each(|g| self.itl.push(*g));
+    }
+
+    /// Whether the ITL percentiles carry the histogram's bounded error (more gaps than
+    /// `columns::EXACT_GAPS`).
+    pub fn itl_bounded(&self) -> bool {
+        self.itl.bounded()
+    }
+
+    /// Every metric of the run; `opts` gives what records do not carry (its definitions
+    /// and SLOs are the fold's own, given to `new`).
+    pub fn finish(self, opts: &SummaryOptions) -> RunSummary {
+        let c = self.counts;
+        let mut s = RunSummary {
+            values: all_names().into_iter().map(|n| (n, None)).collect(),
+            requests: c.requests,
+            failures: c.failures,
+            http_statuses: c.http_statuses,
+            estimated_input: c.estimated_input,
+            estimated_output: c.estimated_output,
+            unknown_output: c.unknown_output,
+            truncated: c.truncated,
+            no_output: c.no_output,
+            unmeasured: c.unmeasured,
+            client_bound: None,
+            definitions: self.definitions,
+        };
+        let v = &mut s.values;
+        for (name, times) in [
+            ("ttft", self.ttft),
+            ("ttfo", self.ttfo),
+            ("tpot", self.tpot),
+            ("latency", self.latency),
+            ("lateness", self.lateness),
+            ("connect", self.connect),
+        ] {
+            fill_from(v, name, &times.sorted());
+        }
+        fill_from(v, "itl", &self.itl.finish());
+        fill_from(v, "input_tokens", &self.input.ranked());
+        fill_from(v, "output_tokens", &self.output.ranked());
+        fill_from(v, "cached_tokens", &self.cached.ranked());
+        let scalars = Scalars {
+            ok: c.ok as f64,
+            good: c.good as f64,
+            requests: c.requests as f64,
+            duration_s: self.span.map(|(a, b)| b.saturating_sub(a).as_secs_f64()),
+            input: self.input.sum(),
+            output: self.output.sum(),
+            cache: self.cache,
+        };
+        scalars.write(&mut s, opts);
+        s.client_bound = client_bound(&s, opts);
+        s
+    }
+}
+
+/// What the run's scalar metrics are made of.
+struct Scalars {
+    ok: f64,
+    good: f64,
+    requests: f64,
+    duration_s: Option<f64>,
+    input: Option<f64>,
+    output: Option<f64>,
+    cache: (u64, u64),
+}
+
+impl Scalars {
+    fn write(&self, s: &mut RunSummary, opts: &SummaryOptions) {
+        let d = self.duration_s;
+        let per_s = |x: Option<f64>| d.filter(|d| *d > 0.0).zip(x).map(|(d, x)| x / d);
+        let (cached, prompt) = self.cache;
+        let wall = opts.client_wall_s.or(d).filter(|w| *w > 0.0);
+        let inputs = opts.inputs_per_request.map(|k| self.ok * f64::from(k));
+        let no_output = s.no_output as f64;
+        let total = self.input.zip(self.output).map(|(a, b)| a + b);
+        for (k, value) in [
+            ("requests_ok", Some(self.ok)),
+            ("requests_no_output", Some(no_output)),
+            ("requests_failed", Some(self.requests - self.ok)),
+            (
+                "success_ratio",
+                (self.requests > 0.0).then(|| self.ok / self.requests),
+            ),
+            ("duration_s", d),
+            ("rps", per_s(Some(self.ok))),
+            ("output_tps", per_s(self.output)),
+            ("input_tps", per_s(self.input)),
+            ("total_tps", per_s(total)),
+            ("goodput_rps", per_s(Some(self.good))),
+            ("inputs_per_s", per_s(inputs)),
+            (
+                "cache_hit_ratio",
+                (prompt > 0).then(|| cached as f64 / prompt as f64),
+            ),
+            ("server_cache_hit_ratio", opts.server_cache_hit_ratio),
+            ("planned_prefix_share", opts.planned_prefix_share),
+            (
+                "client_cpu_ratio",
+                opts.client_cpu_s.zip(wall).map(|(c, w)| c / w),
+            ),
+        ] {
+            s.values.insert(k.to_string(), value);
+        }
+    }
+}

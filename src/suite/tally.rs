@@ -1,0 +1,205 @@
+//! What a run's result is made of, folded record by record as the writer stores them, so
+//! that no stage keeps a run's records: the metrics (`metrics::Fold`), the cold-run leak
+//! check's first wave, the three-way input lengths, the first errors the warnings quote,
+//! and a multi-turn run's per-turn samples. The priming pass's records are not folded
+//! (no metric reads them).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::cache::LeakWatch;
+use super::conversation::TurnSample;
+use super::lengths::Lengths;
+use super::prepare::Targets;
+use crate::metrics::{Fold, MetricDefinitions, RunSummary, Slo, SummaryOptions};
+use crate::record::{Outcome, Phase, RequestRecord};
+
+/// How a run's records are folded.
+#[derive(Debug, Clone)]
+pub struct TallySettings {
+    pub definitions: MetricDefinitions,
+    pub slos: Vec<Slo>,
+    /// Requests sent at once when the run starts (a closed loop's concurrency; 1 for an
+    /// open loop): the first wave the leak check reads.
+    pub first_wave: usize,
+    /// A multi-turn run: keep each turn's sample for the per-turn metrics.
+    pub turns: bool,
+    pub targets: Arc<Targets>,
+}
+
+impl Default for TallySettings {
+    fn default() -> Self {
+        TallySettings {
+            definitions: MetricDefinitions::default(),
+            slos: Vec::new(),
+            first_wave: 1,
+            turns: false,
+            targets: Arc::default(),
+        }
+    }
+}
+
+/// The folded state of one run.
+#[derive(Debug)]
+pub struct Tally {
+    fold: Fold,
+    pub leak: LeakWatch,
+    lengths: Lengths,
+    targets: Arc<Targets>,
+    pub errors: FirstErrors,
+    /// Measured successful turns of a multi-turn run.
+    pub turns: Option<Vec<TurnSample>>,
+}
+
+/// The first errors of the measured requests, in the order their records arrived.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct FirstErrors {
+    /// The first failed request's error (its outcome when it has no message).
+    pub failure: Option<String>,
+    /// The first error message of any measured request.
+    pub error: Option<String>,
+}
+
+impl FirstErrors {
+    pub fn add(&mut self, r: &RequestRecord) {
+        if r.phase != Phase::Measured {
+            return;
+        }
+        if self.failure.is_none() && r.outcome != Outcome::Ok {
+            self.failure = Some(
+                r.error
+                    .clone()
+                    .unwrap_or_else(|| r.outcome.as_str().to_string()),
+            );
+        }
+        if self.error.is_none() {
+            self.error.clone_from(&r.error);
+        }
+    }
+}
+
+impl Tally {
+    pub fn new(settings: TallySettings) -> Tally {
+        Tally {
+            fold: Fold::new(settings.definitions, &settings.slos),
+            leak: LeakWatch::new(settings.first_wave),
+            lengths: Lengths::default(),
+            targets: settings.targets,
+            errors: FirstErrors::default(),
+            turns: settings.turns.then(Vec::new),
+        }
+    }
+
+    /// Folds one record (after the writer has counted its tokens).
+    pub fn add(&mut self, r: &RequestRecord) {
+        if r.phase == Phase::Priming {
+            return;
+        }
+        self.fold.add(r);
+        self.leak.add(r);
+        self.lengths.add(r, &self.targets);
+        self.errors.add(r);
+        if let Some(turns) = &mut self.turns {
+            turns.extend(TurnSample::of(r));
+        }
+    }
+
+    /// The run's metrics.
+    pub fn summary(&mut self, opts: &SummaryOptions) -> RunSummary {
+        let fold = std::mem::replace(&mut self.fold, Fold::new(opts.definitions, &opts.slos));
+        fold.finish(opts)
+    }
+
+    /// The three-way input lengths and their warning (see `lengths`).
+    pub fn input_lengths(&self) -> (serde_json::Value, Option<String>) {
+        self.lengths.finish()
+    }
+}
+
+/// The `k` earliest-sent items added (ties in the order they were added).
+#[derive(Debug)]
+pub struct Earliest<T> {
+    k: usize,
+    seq: u64,
+    heap: BinaryHeap<(Duration, u64, Reverse<Held<T>>)>,
+}
+
+/// A value the heap carries without ordering by it.
+#[derive(Debug)]
+struct Held<T>(T);
+
+impl<T> PartialEq for Held<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl<T> Eq for Held<T> {}
+impl<T> PartialOrd for Held<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Held<T> {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl<T> Earliest<T> {
+    pub fn new(k: usize) -> Earliest<T> {
+        Earliest {
+            k: k.max(1),
+            seq: 0,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    pub fn add(&mut self, sent: Duration, value: T) {
+        self.heap.push((sent, self.seq, Reverse(Held(value))));
+        self.seq += 1;
+        if self.heap.len() > self.k {
+            self.heap.pop();
+        }
+    }
+
+    /// The items kept, earliest first.
+    pub fn items(&self) -> Vec<&T> {
+        let mut all: Vec<&(Duration, u64, Reverse<Held<T>>)> = self.heap.iter().collect();
+        all.sort_by_key(|(sent, seq, _)| (*sent, *seq));
+        all.into_iter().map(|(_, _, v)| &v.0 .0).collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn earliest_keeps_the_first_sent_in_order_of_arrival_on_ties() {
+        let mut e = Earliest::new(3);
+        for (ms, v) in [(5, 'a'), (1, 'b'), (3, 'c'), (1, 'd'), (9, 'e'), (0, 'f')] {
+            e.add(Duration::from_millis(ms), v);
+        }
+        assert_eq!(e.items(), [&'f', &'b', &'d']);
+    }
+
+    #[test]
+    fn first_errors_are_the_first_measured_ones() {
+        let rec = |phase, outcome, error: Option<&str>| RequestRecord {
+            phase,
+            outcome,
+            error: error.map(str::to_string),
+            ..RequestRecord::default()
+        };
+        let mut f = FirstErrors::default();
+        f.add(&rec(Phase::Warmup, Outcome::Http, Some("warm")));
+        f.add(&rec(Phase::Measured, Outcome::Ok, None));
+        f.add(&rec(Phase::Measured, Outcome::Timeout, None));
+        f.add(&rec(Phase::Measured, Outcome::Http, Some("500")));
+        assert_eq!(f.failure.as_deref(), Some("timeout"));
+        assert_eq!(f.error.as_deref(), Some("500"));
+    }
+}
