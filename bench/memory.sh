@@ -13,6 +13,8 @@
 # Needs: cargo, GNU time (/usr/bin/time). Results: target/bench-memory/ (OUT=DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/zero_sim.sh
+source bench/zero_sim.sh
 
 NS=${NS:-"20000 200000"}
 RUNS=${RUNS:-1}
@@ -39,15 +41,7 @@ for n in $NS; do
   for r in $(seq "$RUNS"); do
     dir="$OUT/n$n-r$r"
     rm -rf "$dir" && mkdir -p "$dir"
-    "$BIN" sim --port 0 --ttft-base 0ms --itl-base 0ms --max-num-seqs 8192 >"$dir/sim.out" 2>"$dir/sim.err" &
-    SIM_PID=$!
-    url=""
-    for _ in $(seq 100); do
-      url=$(sed -n 's/^listening on //p' "$dir/sim.out" 2>/dev/null || true)
-      [[ -n $url ]] && break
-      sleep 0.1
-    done
-    [[ -n $url ]] || { echo "simulator did not start: $(cat "$dir/sim.err")" >&2; exit 1; }
+    start_zero_sim "$dir"
     cat >"$dir/plan.toml" <<PLAN
 [plan]
 name = "bench-memory"
