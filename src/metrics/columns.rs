@@ -56,6 +56,13 @@ impl SortedTimes {
     fn ms(&self, i: usize) -> f64 {
         f64::from(self.0[i]) / US_PER_MS
     }
+
+    /// The value of rank `i` (0 = the smallest) in milliseconds; NaN past the end.
+    pub fn at_ms(&self, i: usize) -> f64 {
+        self.0
+            .get(i)
+            .map_or(f64::NAN, |&v| f64::from(v) / US_PER_MS)
+    }
 }
 
 impl Distribution for SortedTimes {

@@ -82,13 +82,38 @@ impl MeanOf {
     }
 }
 
+/// The mean input lengths of successful measured rows: (target, client, server).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct InputMeans([MeanOf; 3]);
+
+impl InputMeans {
+    pub fn add(&mut self, row: &RequestRow) {
+        self.0[0].add(row.target_input_tokens);
+        self.0[1].add(row.record.client_input_tokens);
+        self.0[2].add(row.record.usage.prompt_tokens);
+    }
+
+    pub fn get(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
+        (self.0[0].get(), self.0[1].get(), self.0[2].get())
+    }
+}
+
+/// A run's own metric definitions (`metric_definitions` in its extras).
+pub fn definitions_of(run: &StoredRun) -> MetricDefinitions {
+    run.extras
+        .get("metric_definitions")
+        .and_then(serde_json::Value::as_str)
+        .and_then(MetricDefinitions::parse)
+        .unwrap_or_default()
+}
+
 /// A `Sample` built one stored row at a time (rows are read as a stream, never all at once).
 #[derive(Debug, Default)]
 pub struct SampleBuilder {
     sample: Sample,
     defs: MetricDefinitions,
     span: Option<(Duration, Duration)>,
-    means: [MeanOf; 3],
+    means: InputMeans,
 }
 
 impl SampleBuilder {
@@ -113,9 +138,7 @@ impl SampleBuilder {
         if r.outcome != Outcome::Ok {
             return;
         }
-        self.means[0].add(row.target_input_tokens);
-        self.means[1].add(r.client_input_tokens);
-        self.means[2].add(r.usage.prompt_tokens);
+        self.means.add(row);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let s = &mut self.sample;
         let t = timing(r, self.defs);
@@ -132,8 +155,7 @@ impl SampleBuilder {
         self.sample.duration_s = self
             .span
             .map_or(0.0, |(a, b)| b.saturating_sub(a).as_secs_f64());
-        let [target, client, server] = self.means;
-        self.sample.input_means = (target.get(), client.get(), server.get());
+        self.sample.input_means = self.means.get();
         self.sample
     }
 }
@@ -143,13 +165,7 @@ impl Sample {
     /// definitions (`metric_definitions` in its extras), as its metrics were computed.
     /// The rows are read one at a time.
     pub fn of_run(store: &Store, run: &StoredRun) -> Result<Sample, StoreError> {
-        let defs = run
-            .extras
-            .get("metric_definitions")
-            .and_then(serde_json::Value::as_str)
-            .and_then(MetricDefinitions::parse)
-            .unwrap_or_default();
-        let mut builder = SampleBuilder::new(defs);
+        let mut builder = SampleBuilder::new(definitions_of(run));
         store.each_request_row(&run.id, |row| builder.add(&row))?;
         Ok(builder.finish())
     }

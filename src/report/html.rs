@@ -5,7 +5,6 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::bootstrap::Sample;
 use super::format::number;
 use super::gates::GateOutcome;
 use super::grid::{pivot_grid, Grid, MISSING};
@@ -166,7 +165,7 @@ pub fn render(
     let digests = data
         .runs
         .iter()
-        .map(|r| Sample::of_run(store, r).map(|s| Digest::of(&s)))
+        .map(|r| Digest::of_run(store, r))
         .collect::<Result<Vec<_>, _>>()?;
     let name = escape(&data.suite.info.plan_name);
     let mut s = format!("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfplan: {name}</title><style>{STYLE}</style></head><body>");

@@ -4,10 +4,13 @@
 
 use serde_json::Value;
 
-use super::bootstrap::Sample;
 use super::pivot::Labels;
 use super::svg::{Chart, Series};
-use crate::store::StoredRun;
+use crate::metrics::columns::Times;
+use crate::metrics::stats::Distribution;
+use crate::metrics::timing;
+use crate::record::{Outcome, Phase};
+use crate::store::{Store, StoreError, StoredRun};
 
 /// Longest CDF line, in points.
 const CDF_POINTS: usize = 200;
@@ -113,20 +116,15 @@ pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
     charts
 }
 
-/// The empirical CDF of `values`, thinned to at most `CDF_POINTS` points.
-pub fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
+/// The empirical CDF of `n` values in ascending order read by rank with `at`.
+fn cdf_of_sorted(n: usize, at: impl Fn(usize) -> f64) -> Vec<(f64, f64)> {
     let step = n.div_ceil(CDF_POINTS).max(1);
     let mut pts: Vec<(f64, f64)> = (0..n)
         .step_by(step)
-        .map(|i| (v[i], (i + 1) as f64 / n as f64))
+        .map(|i| (at(i), (i + 1) as f64 / n as f64))
         .collect();
-    if let Some(&last) = v.last() {
-        if pts.last().is_some_and(|p| p.1 < 1.0) {
-            pts.push((last, 1.0));
-        }
+    if n > 0 && pts.last().is_some_and(|p| p.1 < 1.0) {
+        pts.push((at(n - 1), 1.0));
     }
     pts
 }
@@ -143,12 +141,34 @@ pub struct Digest {
 }
 
 impl Digest {
-    pub fn of(sample: &Sample) -> Digest {
-        Digest {
-            ttft_cdf: cdf(&sample.ttft),
-            latency_cdf: cdf(&sample.latency),
-            input_means: sample.input_means,
-        }
+    /// The digest of a stored run, its rows read one at a time into the metrics' own
+    /// compact columns (4 bytes a request for each of TTFT and latency), never a whole
+    /// `Sample`, under the run's own metric definitions.
+    pub fn of_run(store: &Store, run: &StoredRun) -> Result<Digest, StoreError> {
+        let defs = super::bootstrap::definitions_of(run);
+        let (mut ttft, mut latency) = (Times::default(), Times::default());
+        let mut means = super::bootstrap::InputMeans::default();
+        store.each_request_row(&run.id, |row| {
+            let r = &row.record;
+            if r.phase != Phase::Measured || r.outcome != Outcome::Ok {
+                return;
+            }
+            means.add(&row);
+            let t = timing(r, defs);
+            if let Some(x) = t.ttft {
+                ttft.push(x);
+            }
+            latency.push(t.latency);
+        })?;
+        let curve = |t: Times| {
+            let sorted = t.sorted();
+            cdf_of_sorted(sorted.count() as usize, |i| sorted.at_ms(i))
+        };
+        Ok(Digest {
+            ttft_cdf: curve(ttft),
+            latency_cdf: curve(latency),
+            input_means: means.get(),
+        })
     }
 }
 
@@ -189,6 +209,13 @@ pub fn cdf_charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The empirical CDF of `values`, thinned to at most `CDF_POINTS` points.
+    pub fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        cdf_of_sorted(v.len(), |i| v[i])
+    }
 
     #[test]
     fn cdf_ends_at_one_and_is_thinned() {
