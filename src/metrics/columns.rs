@@ -1,14 +1,16 @@
 //! The fold's own state: one compact column per quantity, so a run's metrics need no
-//! record kept. Times are 32-bit floats of microseconds (4 bytes a request; the stored
-//! times are whole microseconds, which a 32-bit float holds exactly up to 16.7 s and to
-//! 1 part in 16.7 million beyond); token counts are a table of distinct values and
-//! their counts (exact, and as small as the lengths are few). Inter-token gaps are kept
-//! exactly up to `EXACT_GAPS`, then in an HdrHistogram of 3 significant digits (its
-//! percentiles within 0.1% of the value at their rank; mean, stdev, min and max stay
-//! exact). Every column reads as a `stats::Distribution`, so one statistic rule serves
-//! them all.
+//! record kept. Times are exact nanoseconds, held one by one (8 bytes each) while they
+//! are few or mostly distinct and as a table of distinct values with their counts once
+//! they repeat: the stored times are whole microseconds, so a steady run's values
+//! repeat and its columns stop growing once it has met its range (a soak's memory is
+//! flat). Token counts are such a table from the start. Inter-token gaps are exact while
+//! at most `EXACT_GAPS` are held one by one, then go to an HdrHistogram of 3 significant
+//! digits (its percentiles within 0.1% of the value at their rank; mean, stdev, min and
+//! max stay exact). Every column reads as a `stats::Distribution`, so one statistic rule
+//! serves them all, and every statistic is the same bits whatever order the values came
+//! in (a live run's completion order, a merge's row order).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -21,75 +23,178 @@ pub const EXACT_GAPS: usize = 1 << 20;
 /// Microseconds per millisecond: columns hold microseconds, metrics are milliseconds.
 const US_PER_MS: f64 = 1e3;
 
-/// A time quantity: every value, as 32-bit microseconds.
+/// Values held one by one before a time column first looks for repeats.
+const FIRST_CHECK: usize = 1 << 16;
+/// A column becomes a table when it holds at most one distinct value per this many.
+const REPEATS: usize = 8;
+
+/// A time quantity, exact to the nanosecond: every value while they are few or mostly
+/// distinct (8 bytes each), a table of distinct values and their counts once they repeat
+/// (the stored times are whole microseconds, so a steady run's values repeat, and the
+/// table stops growing once the run has met its range). The statistics are the same
+/// bits either way: moments from exact integer sums, percentiles from the same values
+/// by rank, whatever order the values came in.
 #[derive(Debug, Clone, Default)]
 pub struct Times {
-    values: Vec<f32>,
+    mode: TimesMode,
+    n: u64,
+    sum_ns: u128,
+    sum_sq_ns: u128,
+    next_check: usize,
+}
+
+#[derive(Debug, Clone)]
+enum TimesMode {
+    Values(Vec<u64>),
+    Table(HashMap<u64, u64>),
+}
+
+impl Default for TimesMode {
+    fn default() -> Self {
+        TimesMode::Values(Vec::new())
+    }
 }
 
 impl Times {
     pub fn push(&mut self, d: Duration) {
-        self.values.push((d.as_secs_f64() * 1e6) as f32);
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.n += 1;
+        self.sum_ns = self.sum_ns.saturating_add(u128::from(ns));
+        self.sum_sq_ns = self
+            .sum_sq_ns
+            .saturating_add(u128::from(ns) * u128::from(ns));
+        match &mut self.mode {
+            TimesMode::Table(t) => *t.entry(ns).or_default() += 1,
+            TimesMode::Values(v) => {
+                v.push(ns);
+                if v.len() >= self.next_check.max(FIRST_CHECK) {
+                    self.next_check = v.len() * 2;
+                    self.compress();
+                }
+            }
+        }
+    }
+
+    /// Turns the values into a table when they repeat enough.
+    fn compress(&mut self) {
+        let TimesMode::Values(v) = &self.mode else {
+            return;
+        };
+        let mut table: HashMap<u64, u64> = HashMap::new();
+        for &ns in v {
+            *table.entry(ns).or_default() += 1;
+            if table.len() * REPEATS > v.len() {
+                return;
+            }
+        }
+        self.mode = TimesMode::Table(table);
     }
 
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.n as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.n == 0
     }
 
-    /// The values in ascending order, in milliseconds (non-finite ones left out).
-    pub fn sorted(mut self) -> SortedTimes {
-        self.values.retain(|v| v.is_finite());
-        self.values.sort_by(f32::total_cmp);
-        self.values.shrink_to_fit();
-        SortedTimes(self.values)
+    /// The values by rank, read in milliseconds.
+    pub fn sorted(self) -> SortedTimes {
+        let mut ranked = Vec::new();
+        match self.mode {
+            TimesMode::Values(mut v) => {
+                v.sort_unstable();
+                let mut end = 0u64;
+                for (i, &ns) in v.iter().enumerate() {
+                    end += 1;
+                    if v.get(i + 1) != Some(&ns) {
+                        ranked.push((ns, end));
+                    }
+                }
+            }
+            TimesMode::Table(t) => {
+                let mut pairs: Vec<(u64, u64)> = t.into_iter().collect();
+                pairs.sort_unstable();
+                let mut end = 0u64;
+                for (ns, c) in pairs {
+                    end += c;
+                    ranked.push((ns, end));
+                }
+            }
+        }
+        let moments = moments_ms(self.n, self.sum_ns, self.sum_sq_ns);
+        SortedTimes { ranked, moments }
+    }
+
+    /// Values held one by one (none once the column is a table).
+    fn held_values(&self) -> usize {
+        match &self.mode {
+            TimesMode::Values(v) => v.len(),
+            TimesMode::Table(_) => 0,
+        }
+    }
+
+    /// Every value held one by one, in nanoseconds, leaving the column empty.
+    fn take_values(&mut self) -> Vec<u64> {
+        match std::mem::take(&mut self.mode) {
+            TimesMode::Values(v) => v,
+            TimesMode::Table(t) => t
+                .into_iter()
+                .flat_map(|(ns, c)| std::iter::repeat_n(ns, c as usize))
+                .collect(),
+        }
     }
 }
 
-/// Sorted microseconds read as milliseconds.
-pub struct SortedTimes(Vec<f32>);
+const NS_PER_MS: f64 = 1e6;
+
+/// The moments in milliseconds of `n` nanosecond values from their exact sums (the same
+/// bits whatever order the values were added in).
+fn moments_ms(n: u64, sum_ns: u128, sum_sq_ns: u128) -> Moments {
+    if n == 0 {
+        return Moments::default();
+    }
+    let count = n as f64;
+    let mean = sum_ns as f64 / count;
+    let var = (sum_sq_ns as f64 / count - mean * mean).max(0.0);
+    Moments {
+        n,
+        mean: mean / NS_PER_MS,
+        m2: var * count / (NS_PER_MS * NS_PER_MS),
+    }
+}
+
+/// A time column by rank: distinct nanosecond values with the rank after their last copy.
+pub struct SortedTimes {
+    ranked: Vec<(u64, u64)>,
+    moments: Moments,
+}
 
 impl SortedTimes {
-    fn ms(&self, i: usize) -> f64 {
-        f64::from(self.0[i]) / US_PER_MS
-    }
-
     /// The value of rank `i` (0 = the smallest) in milliseconds; NaN past the end.
     pub fn at_ms(&self, i: usize) -> f64 {
-        self.0
-            .get(i)
-            .map_or(f64::NAN, |&v| f64::from(v) / US_PER_MS)
+        let k = self.ranked.partition_point(|&(_, end)| end <= i as u64);
+        self.ranked
+            .get(k)
+            .map_or(f64::NAN, |&(ns, _)| ns as f64 / NS_PER_MS)
     }
 }
 
 impl Distribution for SortedTimes {
     fn count(&self) -> u64 {
-        self.0.len() as u64
+        self.moments.n
     }
     fn moments(&self) -> Moments {
-        let n = self.0.len();
-        if n == 0 {
-            return Moments::default();
-        }
-        let mean = (0..n).map(|i| self.ms(i)).sum::<f64>() / n as f64;
-        let m2 = (0..n).map(|i| (self.ms(i) - mean).powi(2)).sum::<f64>();
-        Moments {
-            n: n as u64,
-            mean,
-            m2,
-        }
+        self.moments
     }
     fn min(&self) -> Option<f64> {
-        (!self.0.is_empty()).then(|| self.ms(0))
+        self.ranked.first().map(|&(ns, _)| ns as f64 / NS_PER_MS)
     }
     fn max(&self) -> Option<f64> {
-        (!self.0.is_empty()).then(|| self.ms(self.0.len() - 1))
+        self.ranked.last().map(|&(ns, _)| ns as f64 / NS_PER_MS)
     }
     fn quantile(&self, q: f64) -> Option<f64> {
-        quantile_by(self.0.len(), |i| self.ms(i), q)
+        quantile_by(self.moments.n as usize, |i| self.at_ms(i), q)
     }
 }
 
@@ -162,7 +267,8 @@ impl Distribution for RankedCounts {
     }
 }
 
-/// Inter-token gaps: exact up to `EXACT_GAPS`, then an error-bounded histogram.
+/// Inter-token gaps: an exact time column while it holds at most `EXACT_GAPS` values one
+/// by one (a table of repeated values has no such limit), then an error-bounded histogram.
 #[derive(Debug, Clone, Default)]
 pub struct Gaps {
     exact: Times,
@@ -187,20 +293,23 @@ impl Gaps {
         self.max = Some(self.max.map_or(d, |m| m.max(d)));
         match &mut self.histogram {
             Some(h) => record(h, d),
-            None if self.exact.len() < EXACT_GAPS => self.exact.push(d),
-            None => self.spill(d),
+            None => {
+                self.exact.push(d);
+                if self.exact.held_values() > EXACT_GAPS {
+                    self.spill();
+                }
+            }
         }
     }
 
-    /// Moves the exact gaps into a histogram and records `d` there.
-    fn spill(&mut self, d: Duration) {
+    /// Moves the exact gaps into a histogram.
+    fn spill(&mut self) {
         let Ok(mut h) = Histogram::<u64>::new(3) else {
             return;
         };
-        for &us in &std::mem::take(&mut self.exact).values {
-            let _ = h.record(us.max(0.0) as u64);
+        for ns in self.exact.take_values() {
+            let _ = h.record(ns / 1_000);
         }
-        record(&mut h, d);
         self.histogram = Some(h);
     }
 
@@ -214,23 +323,10 @@ impl Gaps {
             Some(h) => GapBody::Histogram(h),
             None => GapBody::Exact(self.exact.sorted()),
         };
-        let n = self.n as f64;
-        let ns_per_ms = 1e6;
-        let moments = if self.n == 0 {
-            Moments::default()
-        } else {
-            let mean = self.sum_ns as f64 / n;
-            let var = (self.sum_sq_ns as f64 / n - mean * mean).max(0.0);
-            Moments {
-                n: self.n,
-                mean: mean / ns_per_ms,
-                m2: var * n / (ns_per_ms * ns_per_ms),
-            }
-        };
         let ms = |d: Duration| d.as_secs_f64() * US_PER_MS;
         GapDistribution {
             body,
-            moments,
+            moments: moments_ms(self.n, self.sum_ns, self.sum_sq_ns),
             min: self.min.map(ms),
             max: self.max.map(ms),
         }
@@ -323,10 +419,10 @@ mod tests {
     fn gaps_beyond_the_exact_bound_stay_within_a_tenth_of_a_percent() {
         let mut g = Gaps::default();
         let mut exact = Vec::new();
-        // 1.2 × EXACT_GAPS gaps spread over 1 µs .. 60 ms.
+        // 1.2 × EXACT_GAPS distinct gaps (nothing repeats to make a table of), 1 µs .. 1.3 s.
         let n = EXACT_GAPS + EXACT_GAPS / 5;
         for i in 0..n as u64 {
-            let us = 1 + (i * 7919) % 60_000;
+            let us = 1 + (i * 7919) % n as u64;
             g.push(Duration::from_micros(us));
             exact.push(us as f64 / 1e3);
         }
@@ -350,6 +446,44 @@ mod tests {
             );
             assert!((got - want).abs() <= want * 1e-9, "{stat}: {got} vs {want}");
         }
+    }
+
+    #[test]
+    fn repeated_times_become_a_table_with_the_same_statistics() {
+        let mut t = Times::default();
+        let mut exact = Vec::new();
+        for i in 0..300_000u64 {
+            let us = 1_000 + (i * 7919) % 250;
+            t.push(Duration::from_micros(us));
+            exact.push(us as f64 / 1e3);
+        }
+        assert!(
+            matches!(t.mode, TimesMode::Table(_)),
+            "repeats make a table"
+        );
+        exact.sort_by(f64::total_cmp);
+        let d = t.sorted();
+        for stat in crate::metrics::names::STATISTICS {
+            let (got, want) = (
+                statistic_of(&d, stat).unwrap(),
+                statistic(&exact, stat).unwrap(),
+            );
+            assert!(
+                (got - want).abs() <= 1e-9 * want.max(1.0),
+                "{stat}: {got} vs {want}"
+            );
+        }
+        // Percentiles are read from the values themselves: the same bits.
+        assert_eq!(statistic_of(&d, "p90"), statistic(&exact, "p90"));
+    }
+
+    #[test]
+    fn distinct_times_stay_values() {
+        let mut t = Times::default();
+        for us in 0..(FIRST_CHECK as u64 * 2) {
+            t.push(Duration::from_micros(us));
+        }
+        assert!(matches!(t.mode, TimesMode::Values(_)));
     }
 
     #[test]

@@ -48,39 +48,7 @@ pub struct PreparedRun {
     pub duration_cap: Option<usize>,
 }
 
-/// The target input length of each item, by item; filled as requests are built when
-/// they are built during the run.
-#[derive(Debug, Default)]
-pub struct Targets(std::sync::RwLock<Vec<Option<u32>>>);
-
-impl Targets {
-    pub fn new(targets: Vec<Option<u32>>) -> Targets {
-        Targets(std::sync::RwLock::new(targets))
-    }
-
-    pub fn get(&self, item: u64) -> Option<u32> {
-        let list = self
-            .0
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        list.get(item as usize).copied().flatten()
-    }
-
-    /// Sets the targets of the items from `first` on.
-    pub fn set(&self, first: usize, targets: impl IntoIterator<Item = Option<u32>>) {
-        let mut list = self
-            .0
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (k, t) in targets.into_iter().enumerate() {
-            let i = first + k;
-            if list.len() <= i {
-                list.resize(i + 1, None);
-            }
-            list[i] = t;
-        }
-    }
-}
+pub use super::targets::Targets;
 
 /// How many measured requests a load asks for; `None` for a load bounded only by its
 /// duration (its requests are built as they are sent, however many that takes).

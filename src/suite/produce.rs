@@ -74,7 +74,7 @@ impl Production {
             run: run.clone(),
             limit: (ctx.count != usize::MAX).then_some(ctx.count),
             base_dir: ctx.base_dir.clone(),
-            targets: Arc::default(),
+            targets: Arc::new(Targets::pending()),
             warnings: Vec::new(),
             head: None,
             ctx,

@@ -228,6 +228,14 @@ fn write_loop(
         let due = oldest.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
         if !pending.is_empty() && (closed || due || pending.len() >= BATCH) {
             written += flush(ctx, &pending).map_err(|source| stopped(ctx, written, source))?;
+            // A warm run's priming pass repeats the measured items, whose targets the
+            // measured pass sets again; only its own rows let go of them.
+            for r in pending
+                .iter()
+                .filter(|r| r.phase != crate::record::Phase::Priming)
+            {
+                ctx.targets.forget(r.item);
+            }
             pending.clear();
             oldest = None;
         }
