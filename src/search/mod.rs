@@ -19,11 +19,10 @@ use crate::engine::Target;
 use crate::metrics::condition::Condition;
 use crate::metrics::sla::{self, Next, Search, SearchOutcome, SearchResult};
 use crate::metrics::sla_objective::split_slo;
-use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
+use crate::metrics::{MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::{self, SearchVariable};
 use crate::planner::search::{bounds, probe_run, trials};
 use crate::planner::RunSpec;
-use crate::record::RequestRecord;
 use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
 use crate::suite::driver::{run_label, Ended, SearchDriver, Suite};
 use crate::suite::RunnerError;
@@ -281,7 +280,13 @@ async fn run_step(
     (step, value): (u32, f64),
     conds: &[Condition],
 ) -> Result<Option<Step>, RunnerError> {
-    let mut pooled: Vec<Vec<RequestRecord>> = Vec::new();
+    let opts = SummaryOptions {
+        definitions: definitions(suite.plan.spec.plan.metric_definitions),
+        slos: suite.slos.to_vec(),
+        inputs_per_request: run.inputs_per_request(),
+        ..SummaryOptions::default()
+    };
+    let mut pool = sla::Pool::new(opts.definitions, &opts.slos);
     for trial in 0..trials(&run.settings.load) {
         let probe =
             probe_run(run, value, trial).ok_or_else(|| invalid(run, "not a search".into()))?;
@@ -311,16 +316,11 @@ async fn run_step(
                 tokio::time::sleep(pause.0).await;
             }
         }
-        let rows = suite.lock()?.request_rows(&probe.id)?;
-        pooled.push(rows.iter().map(|r| r.to_record()).collect());
+        // The trial's rows are read as a stream, twice (its span, then its records).
+        let store = suite.lock()?;
+        pool.add_trial(|f| store.each_request_row(&probe.id, |row| f(&row.to_record())))?;
     }
-    let opts = SummaryOptions {
-        definitions: definitions(suite.plan.spec.plan.metric_definitions),
-        slos: suite.slos.to_vec(),
-        inputs_per_request: run.inputs_per_request(),
-        ..SummaryOptions::default()
-    };
-    let summary = summarize(&sla::pool(pooled), &opts);
+    let summary = pool.finish(&opts);
     let verdict = sla::verdict(&summary.values, conds);
     suite.lock()?.write_search_step(&SearchStepRow {
         search_id: run.id.clone(),

@@ -3,10 +3,7 @@
 //! of several trials' request records into one sample (statistics are recomputed from the
 //! pooled records, never averaged over trials). Knows nothing about plans, HTTP or storage.
 
-use std::time::Duration;
-
 use super::condition::{parse_condition, Condition, ConditionError};
-use crate::record::{Phase, RequestRecord};
 
 /// When the bisection stops: the bracket `first_fail − best_pass` is at most this wide.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -276,33 +273,8 @@ pub fn verdict(
     }
 }
 
-/// The measured records of several trials as one sample: each trial's times are moved
-/// so that its first measured request starts where the previous trial's last one ended.
-/// Throughputs are then over the summed measured durations, and every percentile is over
-/// all requests. Warmup and priming records are left out.
-pub fn pool(trials: Vec<Vec<RequestRecord>>) -> Vec<RequestRecord> {
-    let mut out: Vec<RequestRecord> = Vec::new();
-    let mut at = Duration::ZERO;
-    for trial in trials {
-        let measured: Vec<RequestRecord> = trial
-            .into_iter()
-            .filter(|r| r.phase == Phase::Measured)
-            .collect();
-        let Some(start) = measured.iter().map(|r| r.sent.min(r.intended)).min() else {
-            continue;
-        };
-        let end = measured.iter().map(|r| r.end).max().unwrap_or(start);
-        let shift = |t: Duration| t.saturating_sub(start) + at;
-        let base = out.len() as u64;
-        for (i, mut r) in measured.into_iter().enumerate() {
-            r.index = base + i as u64;
-            r.map_times(shift);
-            out.push(r);
-        }
-        at += end.saturating_sub(start);
-    }
-    out
-}
+pub use pool::{pool, Pool};
 
+mod pool;
 #[cfg(test)]
 mod tests;

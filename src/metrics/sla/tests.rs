@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::*;
+use crate::record::RequestRecord;
 
 /// Runs a search against a server that passes every value up to `limit`.
 fn run(bounds: Bounds, limit: f64) -> (SearchResult, Vec<f64>) {
@@ -173,7 +174,22 @@ fn pooling_recomputes_from_all_records() {
     };
     let a = vec![rec(0, 10, 100), rec(0, 10, 100), rec(0, 10, 100)];
     let b = vec![warmup, rec(50, 100, 150)];
-    let pooled = pool(vec![a, b]);
+    let pooled = pool(vec![a.clone(), b.clone()]);
+    // Folded trial by trial as a search step reads them, the same summary.
+    let mut folded = Pool::new(Default::default(), &[]);
+    for trial in [&a, &b] {
+        folded
+            .add_trial(|f| {
+                trial.iter().for_each(&mut *f);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+    }
+    let streamed = folded.finish(&Default::default());
+    assert_eq!(
+        streamed.values,
+        crate::metrics::summarize(&pooled, &Default::default()).values
+    );
     assert_eq!(pooled.len(), 4, "warmup is left out");
     assert_eq!(pooled[3].sent, Duration::from_millis(100));
     assert_eq!(pooled[3].index, 3);
