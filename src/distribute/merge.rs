@@ -2,21 +2,21 @@
 //! the same id (ids never depend on the shard) become one run holding every shard's
 //! request rows, their times moved to one time base (the earliest shard's start of the
 //! measured pass), and every metric is recomputed from those rows with the same
-//! `metrics::summarize` the runner uses, so merged percentiles are exact.
+//! `metrics::Fold` the runner uses, so merged percentiles are exact. Rows are streamed
+//! from each shard to the merged database, never held whole.
 //! Refuses shards of different plans, a shard given twice, and unreadable databases.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::distribute::inputs::{check_inputs, expand, open_input, Input};
-use crate::distribute::merge_metrics::{server_ratio, summarize_rows, turn_values};
+use crate::distribute::merge_metrics::{options, server_ratio, MergeFold};
 use crate::distribute::shard_facts::{self, start_us};
-use crate::record::{Outcome, Phase};
 use crate::store::{db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun};
 use crate::suite::execute;
-use crate::suite::lengths::{of_counts, Counts};
 
 /// Why the shards could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -184,7 +184,12 @@ fn merged_status(parts: &[(usize, StoredRun)]) -> RunStatus {
     }
 }
 
-/// Merges one run's parts (one per shard holding it); returns its request count.
+/// Rows copied per transaction while merging.
+const MERGE_BATCH: usize = 4096;
+
+/// Merges one run's parts (one per shard holding it); returns its request count. The
+/// shards' rows are streamed: each is moved to the merged time base, folded into the
+/// merged metrics and copied in batches, so no run is held whole.
 fn merge_run(
     inputs: &[Input],
     parts: &[(usize, StoredRun)],
@@ -192,16 +197,8 @@ fn merge_run(
     out: &mut Store,
 ) -> Result<u64, StoreError> {
     let base = parts.iter().filter_map(|(_, r)| start_us(r)).min();
-    let mut rows = Vec::new();
     let mut scrapes = Vec::new();
     for (i, run) in parts {
-        let delta = start_us(run).zip(base).map_or(0, |(s, b)| s - b);
-        let delta = std::time::Duration::from_micros(delta);
-        for mut row in inputs[*i].store.request_rows(&run.id)? {
-            // To the merged run's time base.
-            row.record.map_times(|t| t + delta);
-            rows.push(row);
-        }
         let store = &inputs[*i].store;
         scrapes.push((
             store.server_metrics(&run.id, ServerPhase::Before)?,
@@ -209,28 +206,31 @@ fn merge_run(
         ));
     }
     let (before, after) = merged_counters(&scrapes, own_server_per_shard(&parts[0].1.settings));
-    rows.sort_by_key(|r| r.record.index);
     let first = &parts[0].1;
-    let mut summary = summarize_rows(
-        first,
-        parts,
-        &rows,
-        slos,
-        server_ratio(first, &before, &after),
-    );
-    for (name, value) in turn_values(inputs, parts, &rows) {
-        summary.values.insert(name.to_string(), value);
+    let opts = options(first, parts, slos, server_ratio(first, &before, &after));
+    let mut fold = MergeFold::new(inputs, parts, &opts);
+    out.begin_merged_run(first)?;
+    for (i, run) in parts {
+        let delta = start_us(run).zip(base).map_or(0, |(s, b)| s - b);
+        copy_rows(
+            &inputs[*i].store,
+            &run.id,
+            Duration::from_micros(delta),
+            (&mut fold, out),
+        )?;
     }
+    let rows = fold.rows;
     let named: Vec<(String, &StoredRun)> = parts
         .iter()
         .map(|(i, r)| (inputs[*i].shard.to_string(), r))
         .collect();
-    let (verdict, facts) = shard_facts::of_shards(&named, &rows, base.unwrap_or(0));
+    let (verdict, facts) = shard_facts::of_shards(&named, &fold.first_of, base.unwrap_or(0));
+    let (mut summary, input_lengths) = fold.finish(parts, &opts);
     summary.client_bound = verdict;
-    let mut extras = execute::extras(&summary, rows.len() as u64);
+    let mut extras = execute::extras(&summary, rows);
     if let Value::Object(map) = &mut extras {
         map.insert("measured_start_unix_us".into(), json!(base));
-        map.insert("input_lengths".into(), merged_input_lengths(&rows));
+        map.insert("input_lengths".into(), input_lengths);
         map.extend(facts);
     }
     let warnings = merged_warnings(&named, summary.client_bound.as_deref());
@@ -248,14 +248,42 @@ fn merge_run(
         metrics: summary.values,
         ..first.clone()
     };
-    out.insert_merged_run(&merged, &rows)?;
+    out.finish_merged_run(&merged)?;
     if !before.is_empty() {
         out.write_server_metrics(&merged.id, ServerPhase::Before, &before)?;
     }
     if !after.is_empty() {
         out.write_server_metrics(&merged.id, ServerPhase::After, &after)?;
     }
-    Ok(rows.len() as u64)
+    Ok(rows)
+}
+
+/// Copies one shard's rows of run `run_id`, each moved by `delta` to the merged time
+/// base and folded, in batches of `MERGE_BATCH`.
+fn copy_rows(
+    from: &Store,
+    run_id: &str,
+    delta: Duration,
+    (fold, out): (&mut MergeFold, &mut Store),
+) -> Result<(), StoreError> {
+    let mut batch: Vec<RequestRow> = Vec::with_capacity(MERGE_BATCH);
+    let mut failed: Option<StoreError> = None;
+    from.each_request_row(run_id, |mut row| {
+        if failed.is_some() {
+            return;
+        }
+        row.record.map_times(|t| t + delta);
+        fold.add(&row);
+        batch.push(row);
+        if batch.len() >= MERGE_BATCH {
+            failed = out.insert_merged_rows(run_id, &batch).err();
+            batch.clear();
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    out.insert_merged_rows(run_id, &batch)
 }
 
 /// Every shard's warnings, named, once each; a shard's own `client_bound` gives way to
@@ -277,19 +305,6 @@ fn merged_warnings(named: &[(String, &StoredRun)], verdict: Option<&str>) -> Vec
     }
     warnings.extend(verdict.map(|v| format!("client_bound: {v}")));
     warnings
-}
-
-/// Target, client and server input lengths over every shard's measured successful rows.
-fn merged_input_lengths(rows: &[RequestRow]) -> Value {
-    let counts = rows
-        .iter()
-        .filter(|r| r.record.phase == Phase::Measured && r.record.outcome == Outcome::Ok)
-        .map(|r| Counts {
-            server: r.record.usage.prompt_tokens,
-            client: r.record.client_input_tokens,
-            target: r.target_input_tokens,
-        });
-    of_counts(counts).0
 }
 
 /// Whether every shard ran against a server of its own: a `sim://` endpoint or one the

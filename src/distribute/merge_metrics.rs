@@ -1,47 +1,114 @@
-//! The metrics of a merged run, recomputed from the union of its shards' request rows by
-//! the runner's own `metrics::summarize`; plus what rows cannot give: the server's cache
-//! counters over every shard's pass, per-turn metrics of multi-turn runs, client CPU.
+//! The metrics of a merged run, folded from the union of its shards' request rows by the
+//! runner's own `metrics::Fold` as they are copied; plus what rows cannot give: the
+//! server's cache counters over every shard's pass, per-turn metrics of multi-turn runs,
+//! client CPU.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::distribute::inputs::Input;
-use crate::metrics::{summarize, MetricDefinitions, RunSummary, SummaryOptions};
+use crate::metrics::{Fold, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::ServerMetricsSpec;
+use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, StoredRun};
+use crate::suite::conversation::{turn_metrics_of, TurnSample};
+use crate::suite::lengths::{Counts, Lengths};
 use crate::telemetry::{first_ratio, CounterNames};
 
-/// Multi-turn runs: the per-turn metrics over every shard's rows. Items are numbered per
-/// shard, so each shard's `turn_of_item` is appended and its rows' items moved past the
-/// earlier shards' (in memory only).
-pub(super) fn turn_values(
-    inputs: &[Input],
-    parts: &[(usize, StoredRun)],
-    rows: &[RequestRow],
-) -> Vec<(&'static str, Option<f64>)> {
-    let mut turns: Vec<u32> = Vec::new();
-    let mut first_item: BTreeMap<String, u64> = BTreeMap::new();
-    for (i, run) in parts {
-        let Some(list) = run.extras.get("turn_of_item").and_then(Value::as_array) else {
-            continue;
-        };
-        first_item.insert(inputs[*i].shard.to_string(), turns.len() as u64);
-        turns.extend(list.iter().map(|t| t.as_u64().unwrap_or(0) as u32));
+/// A merged run's metrics and the facts its extras keep, folded row by row as the
+/// shards' rows are copied (no merged run is held whole): the metrics by the runner's own
+/// `metrics::Fold`, the three-way input lengths, multi-turn samples (items moved past the
+/// earlier shards'), and each shard's first measured send.
+pub(super) struct MergeFold {
+    fold: Fold,
+    lengths: Lengths,
+    /// Multi-turn runs: every shard's `turn_of_item`, appended, and where each shard's
+    /// items start in it.
+    turns: Option<(Vec<u32>, BTreeMap<String, u64>)>,
+    samples: Vec<TurnSample>,
+    /// Each shard's first measured send (µs on the merged time base).
+    pub first_of: BTreeMap<String, u64>,
+    pub rows: u64,
+}
+
+impl MergeFold {
+    pub fn new(inputs: &[Input], parts: &[(usize, StoredRun)], opts: &SummaryOptions) -> MergeFold {
+        let mut turns: Vec<u32> = Vec::new();
+        let mut first_item: BTreeMap<String, u64> = BTreeMap::new();
+        for (i, run) in parts {
+            let Some(list) = run.extras.get("turn_of_item").and_then(Value::as_array) else {
+                continue;
+            };
+            first_item.insert(inputs[*i].shard.to_string(), turns.len() as u64);
+            turns.extend(list.iter().map(|t| t.as_u64().unwrap_or(0) as u32));
+        }
+        MergeFold {
+            fold: Fold::new(opts.definitions, &opts.slos),
+            lengths: Lengths::default(),
+            turns: (!first_item.is_empty()).then_some((turns, first_item)),
+            samples: Vec::new(),
+            first_of: BTreeMap::new(),
+            rows: 0,
+        }
     }
-    if first_item.is_empty() {
-        return Vec::new();
+
+    /// Adds one row, its times already on the merged time base.
+    pub fn add(&mut self, row: &RequestRow) {
+        let r = &row.record;
+        self.rows += 1;
+        self.fold.add(r);
+        if r.phase == Phase::Measured && r.outcome == Outcome::Ok {
+            self.lengths.add_counts(Counts {
+                server: r.usage.prompt_tokens,
+                client: r.client_input_tokens,
+                target: row.target_input_tokens,
+            });
+        }
+        if let (Some(shard), Phase::Measured) = (row.shard.as_deref(), r.phase) {
+            let sent = r.sent.as_micros() as u64;
+            let first = self.first_of.entry(shard.to_string()).or_insert(sent);
+            *first = (*first).min(sent);
+        }
+        if let Some((_, first_item)) = &self.turns {
+            if let Some(mut sample) = TurnSample::of(r) {
+                let base = row.shard.as_ref().and_then(|s| first_item.get(s)).copied();
+                sample.item += base.unwrap_or(0);
+                self.samples.push(sample);
+            }
+        }
     }
-    let records: Vec<_> = rows
+
+    /// The merged run's metrics (per-turn ones included) and its input lengths.
+    pub fn finish(
+        self,
+        parts: &[(usize, StoredRun)],
+        opts: &SummaryOptions,
+    ) -> (RunSummary, Value) {
+        let mut summary = self.fold.finish(opts);
+        if let Some((turns, _)) = &self.turns {
+            for (name, value) in turn_metrics_of(&self.samples, turns) {
+                summary.values.insert(name.to_string(), value);
+            }
+        }
+        // Client CPU and lateness are each machine's own: the busiest shard's CPU figure
+        // stands for the merge, and the verdict is the worst shard's (`shard_facts`), not
+        // one of the union's lateness, which mixes the shards' clients.
+        summary.values.insert(
+            "client_cpu_ratio".into(),
+            carried(parts, "client_cpu_ratio"),
+        );
+        summary.client_bound = None;
+        (summary, self.lengths.finish().0)
+    }
+}
+
+/// The largest value of `name` among the shards' own metrics.
+fn carried(parts: &[(usize, StoredRun)], name: &str) -> Option<f64> {
+    parts
         .iter()
-        .map(|r| {
-            let mut rec = r.to_record();
-            let base = r.shard.as_ref().and_then(|s| first_item.get(s)).copied();
-            rec.item += base.unwrap_or(0);
-            rec
-        })
-        .collect();
-    crate::suite::conversation::turn_metrics(&records, &turns)
+        .filter_map(|(_, r)| r.metrics.get(name).copied().flatten())
+        .reduce(f64::max)
 }
 
 /// The server's cache-hit ratio over every shard's pass: counters are the server's own,
@@ -59,14 +126,13 @@ pub(super) fn server_ratio(
     first_ratio(before, after, &CounterNames::candidates(spec.as_ref()))
 }
 
-/// Every metric of the merged run, from its rows, as the runner computes them.
-pub(super) fn summarize_rows(
+/// The options of the merged run's metrics, as the runner set them for its shards.
+pub(super) fn options(
     first: &StoredRun,
     parts: &[(usize, StoredRun)],
-    rows: &[RequestRow],
     slos: &[crate::metrics::Slo],
     server_cache_hit_ratio: Option<f64>,
-) -> RunSummary {
+) -> SummaryOptions {
     let definitions = first
         .extras
         .get("metric_definitions")
@@ -77,28 +143,12 @@ pub(super) fn summarize_rows(
     let per_request = ["batch_size", "num_documents"]
         .iter()
         .find_map(|k| spec.and_then(|s| s.get(*k)).and_then(Value::as_u64));
-    let carried = |name: &str| -> Option<f64> {
-        parts
-            .iter()
-            .filter_map(|(_, r)| r.metrics.get(name).copied().flatten())
-            .reduce(f64::max)
-    };
-    let opts = SummaryOptions {
+    SummaryOptions {
         definitions,
         slos: slos.to_vec(),
         inputs_per_request: per_request.map(|k| k as u32),
         server_cache_hit_ratio,
-        planned_prefix_share: carried("planned_prefix_share"),
+        planned_prefix_share: carried(parts, "planned_prefix_share"),
         ..SummaryOptions::default()
-    };
-    let records: Vec<_> = rows.iter().map(RequestRow::to_record).collect();
-    let mut summary = summarize(&records, &opts);
-    // Client CPU and lateness are each machine's own: the busiest shard's CPU figure
-    // stands for the merge, and the verdict is the worst shard's (`shard_facts`), not one
-    // of the union's lateness, which mixes the shards' clients.
-    summary
-        .values
-        .insert("client_cpu_ratio".into(), carried("client_cpu_ratio"));
-    summary.client_bound = None;
-    summary
+    }
 }

@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::record::Phase;
-use crate::store::{RequestRow, StoredRun};
+use crate::store::StoredRun;
 
 /// Shard 1's clock minus this shard's (µs), as the barrier measured it; 0 without one.
 pub(super) fn clock_offset_us(run: &StoredRun) -> i64 {
@@ -84,7 +83,7 @@ impl ClientHealth {
 /// `client_cpu_ratio_shard`, `shard_starts`), and its `client_bound` verdict.
 pub(super) fn of_shards(
     named: &[(String, &StoredRun)],
-    rows: &[RequestRow],
+    first_of: &BTreeMap<String, u64>,
     base: u64,
 ) -> (Option<String>, Map<String, Value>) {
     let health: Vec<ClientHealth> = named
@@ -97,7 +96,7 @@ pub(super) fn of_shards(
     map.insert("client_by_shard".into(), health_json(&health));
     let busiest = busiest(&health).map(|(_, s)| s);
     map.insert("client_cpu_ratio_shard".into(), json!(busiest));
-    map.insert("shard_starts".into(), start_spread(named, rows, base));
+    map.insert("shard_starts".into(), start_spread(named, first_of, base));
     (merged_verdict(&health), map)
 }
 
@@ -149,25 +148,19 @@ fn health_json(health: &[ClientHealth]) -> Value {
 /// first measured requests are compared only where every shard's are due at once (no
 /// lead: closed loops); an open loop's arrivals are the plan's schedule, kept to within
 /// its `lateness`.
-fn start_spread(parts: &[(String, &StoredRun)], rows: &[RequestRow], base: u64) -> Value {
+fn start_spread(
+    parts: &[(String, &StoredRun)],
+    first_of: &BTreeMap<String, u64>,
+    base: u64,
+) -> Value {
     let mut by_shard = Map::new();
     let (mut starts, mut firsts) = (Vec::new(), Vec::new());
-    let mut first_of: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.record.phase == Phase::Measured) {
-        if let Some(s) = r.shard.as_deref() {
-            let sent = r.record.sent.as_micros() as u64;
-            first_of
-                .entry(s)
-                .and_modify(|v| *v = (*v).min(sent))
-                .or_insert(sent);
-        }
-    }
     let leads = parts.iter().any(|(_, run)| lead_us(run) > 0);
     for (shard, run) in parts {
         let Some(start) = start_us(run) else { continue };
         let start = (start - base.min(start)) as i64 - lead_us(run) as i64;
         starts.push(start);
-        let first = first_of.get(shard.as_str()).copied();
+        let first = first_of.get(shard).copied();
         firsts.extend(first.filter(|_| !leads));
         by_shard.insert(
             shard.clone(),

@@ -42,37 +42,40 @@ impl Store {
             .doing("reading the suite's shard")
     }
 
-    /// Writes a whole run as given (status, times, warnings, extras, error, metrics) with
-    /// its request rows, in one transaction. The run must be new.
-    pub fn insert_merged_run(
+    /// Starts writing a merged run: its row (as given; `finish_merged_run` writes what is
+    /// known only after its requests: status, warnings, extras, error, metrics). The run
+    /// must be new.
+    pub fn begin_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
+        let warnings = warnings_json(run)?;
+        self.conn
+            .execute(
+                "INSERT INTO runs (id, ordinal, axes_json, settings_json, status, started_unix_ms,
+                 finished_unix_ms, warnings_json, extras_json, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    run.id,
+                    run.ordinal,
+                    run.axes.to_string(),
+                    super::runs::redact_secrets(&run.settings).to_string(),
+                    run.status.as_str(),
+                    run.started_unix_ms,
+                    run.finished_unix_ms,
+                    warnings,
+                    run.extras.to_string(),
+                    run.error,
+                ],
+            )
+            .doing("writing a merged run")?;
+        Ok(())
+    }
+
+    /// Writes a batch of a merged run's request rows, as they are, in one transaction.
+    pub fn insert_merged_rows(
         &mut self,
-        run: &StoredRun,
+        run_id: &str,
         rows: &[RequestRow],
     ) -> Result<(), StoreError> {
-        let warnings = serde_json::to_string(&run.warnings).map_err(|source| StoreError::Json {
-            what: "run warnings",
-            source,
-        })?;
-        let tx = self.conn.transaction().doing("writing a merged run")?;
-        tx.execute(
-            "INSERT INTO runs (id, ordinal, axes_json, settings_json, status, started_unix_ms,
-             finished_unix_ms, warnings_json, extras_json, error)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                run.id,
-                run.ordinal,
-                run.axes.to_string(),
-                super::runs::redact_secrets(&run.settings).to_string(),
-                run.status.as_str(),
-                run.started_unix_ms,
-                run.finished_unix_ms,
-                warnings,
-                run.extras.to_string(),
-                run.error,
-            ],
-        )
-        .doing("writing a merged run")?;
-        write_metrics(&tx, &run.id, &run.metrics)?;
+        let tx = self.conn.transaction().doing("writing merged requests")?;
         {
             let mut stmt = tx
                 .prepare_cached(&row_codec::insert_sql(false))
@@ -84,14 +87,13 @@ impl Store {
                 };
                 (&r.record, meta)
             });
-            insert_rows(&mut stmt, &run.id, rows).map_err(|source| match source {
+            insert_rows(&mut stmt, run_id, rows).map_err(|source| match source {
                 rusqlite::Error::SqliteFailure(e, _)
                     if e.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
                     StoreError::Corrupt {
                         what: format!(
-                            "a request of run `{}` appears in two databases (merged twice?)",
-                            run.id
+                            "a request of run `{run_id}` appears in two databases (merged twice?)"
                         ),
                     }
                 }
@@ -101,8 +103,38 @@ impl Store {
                 },
             })?;
         }
+        tx.commit().doing("writing merged requests")
+    }
+
+    /// Finishes a merged run begun by `begin_merged_run`: its status, times, warnings,
+    /// extras, error and metrics as given.
+    pub fn finish_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
+        let warnings = warnings_json(run)?;
+        let tx = self.conn.transaction().doing("writing a merged run")?;
+        tx.execute(
+            "UPDATE runs SET status = ?2, started_unix_ms = ?3, finished_unix_ms = ?4,
+             warnings_json = ?5, extras_json = ?6, error = ?7 WHERE id = ?1",
+            params![
+                run.id,
+                run.status.as_str(),
+                run.started_unix_ms,
+                run.finished_unix_ms,
+                warnings,
+                run.extras.to_string(),
+                run.error,
+            ],
+        )
+        .doing("writing a merged run")?;
+        write_metrics(&tx, &run.id, &run.metrics)?;
         tx.commit().doing("writing a merged run")
     }
+}
+
+fn warnings_json(run: &StoredRun) -> Result<String, StoreError> {
+    serde_json::to_string(&run.warnings).map_err(|source| StoreError::Json {
+        what: "run warnings",
+        source,
+    })
 }
 
 fn write_metrics(

@@ -85,13 +85,6 @@ impl Lengths {
     }
 }
 
-/// `input_lengths` of counts already chosen (a merge's measured successful rows).
-pub fn of_counts(counts: impl Iterator<Item = Counts>) -> (Value, Option<String>) {
-    let mut lengths = Lengths::default();
-    counts.for_each(|c| lengths.add_counts(c));
-    lengths.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

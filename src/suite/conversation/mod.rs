@@ -331,16 +331,6 @@ impl TurnSample {
     }
 }
 
-/// TTFT of first turns vs later turns (mean, ms) and the cached share of later turns'
-/// prompts, from `records` and the turn of each item.
-pub fn turn_metrics(
-    records: &[RequestRecord],
-    turn_of_item: &[u32],
-) -> Vec<(&'static str, Option<f64>)> {
-    let samples: Vec<TurnSample> = records.iter().filter_map(TurnSample::of).collect();
-    turn_metrics_of(&samples, turn_of_item)
-}
-
 /// `turn_metrics` of the samples a run folded.
 pub fn turn_metrics_of(
     samples: &[TurnSample],

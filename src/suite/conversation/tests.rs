@@ -147,3 +147,13 @@ fn turn_metrics_split_first_and_later_turns() {
     assert_eq!(m[1], ("ttft_later_turns_mean", Some(5.0)));
     assert_eq!(m[2], ("cache_hit_ratio_later_turns", Some(304.0 / 500.0)));
 }
+
+/// TTFT of first turns vs later turns (mean, ms) and the cached share of later turns'
+/// prompts, from `records` and the turn of each item.
+fn turn_metrics(
+    records: &[RequestRecord],
+    turn_of_item: &[u32],
+) -> Vec<(&'static str, Option<f64>)> {
+    let samples: Vec<TurnSample> = records.iter().filter_map(TurnSample::of).collect();
+    turn_metrics_of(&samples, turn_of_item)
+}
