@@ -180,6 +180,7 @@ impl Fold {
     /// Every metric of the run; `opts` gives what records do not carry (its definitions
     /// and SLOs are the fold's own, given to `new`).
     pub fn finish(self, opts: &SummaryOptions) -> RunSummary {
+        let itl_bounded = self.itl_bounded();
         let c = self.counts;
         let mut s = RunSummary {
             values: all_names().into_iter().map(|n| (n, None)).collect(),
@@ -194,6 +195,7 @@ impl Fold {
             unmeasured: c.unmeasured,
             client_bound: None,
             definitions: self.definitions,
+            itl_bounded,
         };
         let v = &mut s.values;
         for (name, times) in [

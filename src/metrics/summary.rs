@@ -103,6 +103,8 @@ pub struct RunSummary {
     pub unmeasured: u64,
     pub client_bound: Option<String>,
     pub definitions: MetricDefinitions,
+    /// The ITL percentiles come from the bounded histogram (see `columns::Gaps`).
+    pub itl_bounded: bool,
 }
 
 /// Computes every metric from `records` (all of a run's records; warmup is skipped here):

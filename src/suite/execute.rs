@@ -483,5 +483,6 @@ pub fn extras(summary: &RunSummary, stored: u64) -> Value {
         "no_output": summary.no_output,
         "client_bound": summary.client_bound,
         "metric_definitions": summary.definitions.as_str(),
+        "itl_bounded": summary.itl_bounded,
     })
 }
