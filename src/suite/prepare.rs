@@ -19,6 +19,14 @@ use crate::request::template::{self, TemplateInput};
 use crate::request::RequestPlan;
 use crate::tokenize::{Tokenizer, TokenizerCache};
 
+/// Most requests (warmup included) a run with a request count builds before it starts;
+/// a larger count is built as it is sent. Building during the run puts a thread beside
+/// the engine's inside the measured pass; at concurrency 256 on 2 cores its TTFT-error
+/// p99 was within this machine's noise of a list's (bench/RESULTS.md, "Issue 17"), but a
+/// run this size keeps exactly the old path (nothing built while it is measured) for a
+/// list of some tens of MB at most.
+pub const PREBUILT_MAX: usize = 1 << 16;
+
 /// Most requests prepared for a duration-only load of a sharded run (`--shard`): a shard
 /// keeps every Nth request of the run's one list, so that list is built before the run.
 /// Unsharded duration-only loads have no such limit (their requests are built as sent).
@@ -149,7 +157,8 @@ pub fn prepare(
         return Ok(special);
     }
     let builder = BodyBuilder::new(run, base_dir)?;
-    let listed = needs.list || sharded || poisson_schedule(run, 1).is_some();
+    let listed =
+        needs.list || sharded || poisson_schedule(run, 1).is_some() || count <= PREBUILT_MAX;
     if measured.is_none() || !listed {
         let production = super::produce::Production::start(run, ctx, builder)?;
         let mut out = empty(production.warnings().to_vec());
