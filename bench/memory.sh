@@ -42,25 +42,7 @@ for n in $NS; do
     dir="$OUT/n$n-r$r"
     rm -rf "$dir" && mkdir -p "$dir"
     start_zero_sim "$dir"
-    cat >"$dir/plan.toml" <<PLAN
-[plan]
-name = "bench-memory"
-seed = 1
-[endpoints.sim]
-base_url = "$url"
-timeouts = { connect = "30s", read = "60s", total = "120s" }
-[models.m]
-served_name = "bench"
-[datasets.hello]
-kind = "prompt"
-text = "hello"
-[defaults]
-output_tokens = 1
-ignore_eos = true
-stream = true
-[matrix]
-load = { concurrency = 64, requests = $n, warmup = 64 }
-PLAN
+    one_token_plan "$dir/plan.toml" bench-memory "{ concurrency = 64, requests = $n, warmup = 64 }"
     /usr/bin/time -v "$BIN" run "$dir/plan.toml" --out "$dir/out" >"$dir/run.out" 2>"$dir/run.err" || true
     stop_sim
     rss=$(sed -n 's/^\s*Maximum resident set size (kbytes): //p' "$dir/run.err")

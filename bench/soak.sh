@@ -40,23 +40,7 @@ stop_all() {
 trap stop_all EXIT
 
 start_zero_sim "$OUT"
-cat >"$OUT/plan.toml" <<PLAN
-[plan]
-name = "bench-soak"
-seed = 1
-[endpoints.sim]
-base_url = "$url"
-[models.m]
-served_name = "bench"
-[datasets.hello]
-kind = "prompt"
-text = "hello"
-[defaults]
-output_tokens = 1
-ignore_eos = true
-[matrix]
-load = { rate = $RATE, duration = "$DURATION", arrivals = "constant" }
-PLAN
+one_token_plan "$OUT/plan.toml" bench-soak "{ rate = $RATE, duration = \"$DURATION\", arrivals = \"constant\" }"
 "$BIN" run "$OUT/plan.toml" --out "$OUT/out" >"$OUT/run.out" 2>"$OUT/run.err" &
 RUN_PID=$!
 start=$(date +%s)

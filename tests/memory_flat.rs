@@ -9,49 +9,39 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+mod cli_support;
+
+use cli_support::SimProcess;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_perfplan");
 
-/// A simulator process with zero delays; killed when dropped.
-struct Sim(Child, String);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// A simulator process with zero delays.
+fn sim() -> SimProcess {
+    SimProcess::start(&[
+        "--ttft-base",
+        "0ms",
+        "--itl-base",
+        "0ms",
+        "--max-num-seqs",
+        "8192",
+    ])
 }
 
-fn sim() -> Sim {
-    let mut child = Command::new(BIN)
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--ttft-base",
-            "0ms",
-            "--itl-base",
-            "0ms",
-        ])
-        .args(["--max-num-seqs", "8192"])
-        .stdout(Stdio::piped())
+/// `perfplan run PLAN --out OUT`, started.
+fn start_run(plan: &Path, out: &Path) -> Child {
+    Command::new(BIN)
+        .arg("run")
+        .arg(plan)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
         .unwrap()
-        .to_string();
-    Sim(child, url)
 }
 
 /// The peak RSS in KiB of `pid` so far, when it still runs.
@@ -83,17 +73,8 @@ fn plan(dir: &Path, name: &str, url: &str, load: &str) -> std::path::PathBuf {
 fn peak_of_run(dir: &Path, requests: u64) -> u64 {
     let sim = sim();
     let load = format!("{{ concurrency = 64, requests = {requests}, warmup = 64 }}");
-    let plan = plan(dir, &requests.to_string(), &sim.1, &load);
-    let out = dir.join(format!("out-{requests}"));
-    let mut child = Command::new(BIN)
-        .arg("run")
-        .arg(&plan)
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let plan = plan(dir, &requests.to_string(), &sim.url, &load);
+    let mut child = start_run(&plan, &dir.join(format!("out-{requests}")));
     let (mut peak, since) = (0, Instant::now());
     let status = loop {
         if let Some(kib) = peak_kib(child.id()) {
@@ -135,19 +116,11 @@ fn a_runs_rows_can_be_read_while_it_runs() {
     let plan = plan(
         dir.path(),
         "live",
-        &sim.1,
+        &sim.url,
         "{ rate = 200, duration = \"4s\" }",
     );
     let out = dir.path().join("out-live");
-    let mut child = Command::new(BIN)
-        .arg("run")
-        .arg(&plan)
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_run(&plan, &out);
     let db = out.join("results.db");
     let (mut seen, since) = (0i64, Instant::now());
     while child.try_wait().unwrap().is_none() && since.elapsed() < Duration::from_secs(60) {

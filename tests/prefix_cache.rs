@@ -5,8 +5,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
+mod cli_support;
+
+use cli_support::SimProcess;
 use perfplan::store::{RunStatus, ServerPhase, Store, StoredRun};
 
 const BIN: &str = env!("CARGO_BIN_EXE_perfplan");
@@ -99,45 +102,6 @@ fn on_off_scenario_runs_from_one_command() {
         .is_empty());
 }
 
-/// A simulator the test starts itself (it outlives one suite, as a real server does).
-struct Sim(Child, String);
-
-impl Sim {
-    fn start() -> Sim {
-        let mut child = Command::new(BIN)
-            .args([
-                "sim",
-                "--port",
-                "0",
-                "--ttft-base",
-                "1ms",
-                "--itl-base",
-                "1ms",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_string();
-        Sim(child, url)
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn leak_plan(dir: &Path, url: &str, reset: &str) -> PathBuf {
     let path = dir.join("leak.toml");
     let plan = format!(
@@ -182,9 +146,9 @@ fn leak_warnings(plan: &Path, out: &Path) -> Vec<String> {
 
 #[test]
 fn second_suite_without_reset_warns_of_the_leak() {
-    let sim = Sim::start();
+    let sim = SimProcess::start(&["--ttft-base", "1ms", "--itl-base", "1ms"]);
     let dir = tempfile::tempdir().unwrap();
-    let plan = leak_plan(dir.path(), &sim.1, "");
+    let plan = leak_plan(dir.path(), &sim.url, "");
     assert!(leak_warnings(&plan, &dir.path().join("a")).is_empty());
     let second = leak_warnings(&plan, &dir.path().join("b"));
     assert_eq!(second.len(), 1, "{second:?}");
@@ -194,9 +158,9 @@ fn second_suite_without_reset_warns_of_the_leak() {
 
 #[test]
 fn reset_before_each_run_keeps_cold_runs_cold() {
-    let sim = Sim::start();
+    let sim = SimProcess::start(&["--ttft-base", "1ms", "--itl-base", "1ms"]);
     let dir = tempfile::tempdir().unwrap();
-    let plan = leak_plan(dir.path(), &sim.1, "reset_cache_before = \"each_run\"");
+    let plan = leak_plan(dir.path(), &sim.url, "reset_cache_before = \"each_run\"");
     assert!(leak_warnings(&plan, &dir.path().join("a")).is_empty());
     assert!(leak_warnings(&plan, &dir.path().join("b")).is_empty());
 }

@@ -2,8 +2,10 @@
 //! and answers on it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod cli_support;
+
+use cli_support::SimProcess;
+use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_perfplan");
 
@@ -37,32 +39,16 @@ fn help_documents_every_setting() {
 
 #[test]
 fn serves_on_an_ephemeral_port() {
-    let mut child = Command::new(BIN)
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--ttft-base",
-            "1ms",
-            "--fault-http-503",
-            "0",
-            "--threads",
-            "1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let sim = SimProcess::start(&[
+        "--ttft-base",
+        "1ms",
+        "--fault-http-503",
+        "0",
+        "--threads",
+        "1",
+    ]);
+    let url = sim.url.clone();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -72,8 +58,7 @@ fn serves_on_an_ephemeral_port() {
             .await
             .map(|r| r.status().as_u16())
     });
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(sim);
     assert_eq!(status.unwrap(), 200);
 }
 

@@ -10,11 +10,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod cli_support;
+
+use cli_support::SimProcess;
 use perfplan::store::Store;
 
 const TOOLS: [&str; 5] = ["munged", "slurmctld", "slurmd", "srun", "sinfo"];
@@ -161,35 +164,9 @@ fn start_slurm(dir: &Path, daemons: &mut Daemons) -> PathBuf {
     }
 }
 
-/// `perfplan sim` as a process of its own on 127.0.0.1 (any free port); its base URL.
-fn start_sim(daemons: &mut Daemons) -> String {
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_perfplan"))
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--threads",
-            "1",
-            "--ttft-base",
-            "5ms",
-            "--itl-base",
-            "1ms",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    daemons.0.push(sim);
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
-    url
+/// `perfplan sim` as a process of its own on 127.0.0.1 (any free port).
+fn start_sim() -> SimProcess {
+    SimProcess::start(&["--threads", "1", "--ttft-base", "5ms", "--itl-base", "1ms"])
 }
 
 /// How many chat requests the simulator answered (`GET /sim/truth`).
@@ -234,7 +211,8 @@ fn srun_shards_meet_at_the_barrier_and_merge_into_the_plans_runs() {
     let dir = tempfile::tempdir().unwrap();
     let mut daemons = Daemons(Vec::new());
     let conf = start_slurm(dir.path(), &mut daemons);
-    let base_url = start_sim(&mut daemons);
+    let sim = start_sim();
+    let base_url = sim.url.clone();
     let plan = plan(dir.path(), &base_url);
     let out = dir.path().join("results");
     let perfplan = env!("CARGO_BIN_EXE_perfplan");

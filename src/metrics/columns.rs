@@ -90,16 +90,8 @@ impl Times {
         self.mode = TimesMode::Table(table);
     }
 
-    pub fn len(&self) -> usize {
-        self.n as usize
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
     /// The values by rank, read in milliseconds.
-    pub fn sorted(self) -> SortedTimes {
+    pub fn sorted(self) -> Ranked {
         let mut ranked = Vec::new();
         match self.mode {
             TimesMode::Values(mut v) => {
@@ -122,8 +114,11 @@ impl Times {
                 }
             }
         }
-        let moments = moments_ms(self.n, self.sum_ns, self.sum_sq_ns);
-        SortedTimes { ranked, moments }
+        Ranked {
+            ranked,
+            moments: moments_ms(self.n, self.sum_ns, self.sum_sq_ns),
+            unit: NS_PER_MS,
+        }
     }
 
     /// Values held one by one (none once the column is a table).
@@ -164,23 +159,25 @@ fn moments_ms(n: u64, sum_ns: u128, sum_sq_ns: u128) -> Moments {
     }
 }
 
-/// A time column by rank: distinct nanosecond values with the rank after their last copy.
-pub struct SortedTimes {
+/// A column read by rank: its distinct values ascending, each with the rank after its
+/// last copy, in units of `unit` (nanoseconds per millisecond for times, 1 for counts).
+pub struct Ranked {
     ranked: Vec<(u64, u64)>,
     moments: Moments,
+    unit: f64,
 }
 
-impl SortedTimes {
-    /// The value of rank `i` (0 = the smallest) in milliseconds; NaN past the end.
-    pub fn at_ms(&self, i: usize) -> f64 {
+impl Ranked {
+    /// The value of rank `i` (0 = the smallest), in the quantity's unit; NaN past the end.
+    pub fn at(&self, i: usize) -> f64 {
         let k = self.ranked.partition_point(|&(_, end)| end <= i as u64);
         self.ranked
             .get(k)
-            .map_or(f64::NAN, |&(ns, _)| ns as f64 / NS_PER_MS)
+            .map_or(f64::NAN, |&(v, _)| v as f64 / self.unit)
     }
 }
 
-impl Distribution for SortedTimes {
+impl Distribution for Ranked {
     fn count(&self) -> u64 {
         self.moments.n
     }
@@ -188,13 +185,13 @@ impl Distribution for SortedTimes {
         self.moments
     }
     fn min(&self) -> Option<f64> {
-        self.ranked.first().map(|&(ns, _)| ns as f64 / NS_PER_MS)
+        self.ranked.first().map(|&(v, _)| v as f64 / self.unit)
     }
     fn max(&self) -> Option<f64> {
-        self.ranked.last().map(|&(ns, _)| ns as f64 / NS_PER_MS)
+        self.ranked.last().map(|&(v, _)| v as f64 / self.unit)
     }
     fn quantile(&self, q: f64) -> Option<f64> {
-        quantile_by(self.moments.n as usize, |i| self.at_ms(i), q)
+        quantile_by(self.moments.n as usize, |i| self.at(i), q)
     }
 }
 
@@ -218,52 +215,21 @@ impl Counts {
         (self.n > 0).then_some(self.sum as f64)
     }
 
-    /// The values by rank: distinct values with the rank after their last copy.
-    pub fn ranked(&self) -> RankedCounts {
+    /// The values by rank.
+    pub fn ranked(&self) -> Ranked {
         let mut end = 0u64;
         let mut moments = Moments::default();
-        let mut table = Vec::with_capacity(self.counts.len());
+        let mut ranked = Vec::with_capacity(self.counts.len());
         for (&v, &c) in &self.counts {
             end += c;
             moments.add(f64::from(v), c);
-            table.push((v, end));
+            ranked.push((u64::from(v), end));
         }
-        RankedCounts { table, moments }
-    }
-}
-
-/// `Counts` ready to be read by rank.
-pub struct RankedCounts {
-    /// (value, one past the rank of its last copy), ascending.
-    table: Vec<(u32, u64)>,
-    moments: Moments,
-}
-
-impl RankedCounts {
-    fn at(&self, rank: usize) -> f64 {
-        let i = self.table.partition_point(|&(_, end)| end <= rank as u64);
-        self.table
-            .get(i)
-            .or(self.table.last())
-            .map_or(f64::NAN, |&(v, _)| f64::from(v))
-    }
-}
-
-impl Distribution for RankedCounts {
-    fn count(&self) -> u64 {
-        self.moments.n
-    }
-    fn moments(&self) -> Moments {
-        self.moments
-    }
-    fn min(&self) -> Option<f64> {
-        self.table.first().map(|&(v, _)| f64::from(v))
-    }
-    fn max(&self) -> Option<f64> {
-        self.table.last().map(|&(v, _)| f64::from(v))
-    }
-    fn quantile(&self, q: f64) -> Option<f64> {
-        quantile_by(self.moments.n as usize, |i| self.at(i), q)
+        Ranked {
+            ranked,
+            moments,
+            unit: 1.0,
+        }
     }
 }
 
@@ -341,7 +307,7 @@ fn record(h: &mut Histogram<u64>, d: Duration) {
 }
 
 enum GapBody {
-    Exact(SortedTimes),
+    Exact(Ranked),
     Histogram(Histogram<u64>),
 }
 

@@ -162,7 +162,7 @@ impl Digest {
         })?;
         let curve = |t: Times| {
             let sorted = t.sorted();
-            cdf_of_sorted(sorted.count() as usize, |i| sorted.at_ms(i))
+            cdf_of_sorted(sorted.count() as usize, |i| sorted.at(i))
         };
         Ok(Digest {
             ttft_cdf: curve(ttft),

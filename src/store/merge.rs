@@ -42,27 +42,20 @@ impl Store {
             .doing("reading the suite's shard")
     }
 
-    /// Starts writing a merged run: its row (as given; `finish_merged_run` writes what is
-    /// known only after its requests: status, warnings, extras, error, metrics). The run
-    /// must be new.
+    /// Starts writing a merged run: its row with what identifies it (id, ordinal, axes,
+    /// settings) and its status; `finish_merged_run` writes the rest, known only after its
+    /// requests. The run must be new.
     pub fn begin_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
-        let warnings = warnings_json(run)?;
         self.conn
             .execute(
-                "INSERT INTO runs (id, ordinal, axes_json, settings_json, status, started_unix_ms,
-                 finished_unix_ms, warnings_json, extras_json, error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO runs (id, ordinal, axes_json, settings_json, status)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![
                     run.id,
                     run.ordinal,
                     run.axes.to_string(),
                     super::runs::redact_secrets(&run.settings).to_string(),
                     run.status.as_str(),
-                    run.started_unix_ms,
-                    run.finished_unix_ms,
-                    warnings,
-                    run.extras.to_string(),
-                    run.error,
                 ],
             )
             .doing("writing a merged run")?;
@@ -109,7 +102,10 @@ impl Store {
     /// Finishes a merged run begun by `begin_merged_run`: its status, times, warnings,
     /// extras, error and metrics as given.
     pub fn finish_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
-        let warnings = warnings_json(run)?;
+        let warnings = serde_json::to_string(&run.warnings).map_err(|source| StoreError::Json {
+            what: "run warnings",
+            source,
+        })?;
         let tx = self.conn.transaction().doing("writing a merged run")?;
         tx.execute(
             "UPDATE runs SET status = ?2, started_unix_ms = ?3, finished_unix_ms = ?4,
@@ -128,13 +124,6 @@ impl Store {
         write_metrics(&tx, &run.id, &run.metrics)?;
         tx.commit().doing("writing a merged run")
     }
-}
-
-fn warnings_json(run: &StoredRun) -> Result<String, StoreError> {
-    serde_json::to_string(&run.warnings).map_err(|source| StoreError::Json {
-        what: "run warnings",
-        source,
-    })
 }
 
 fn write_metrics(

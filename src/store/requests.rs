@@ -109,17 +109,9 @@ impl Store {
 
     /// Every stored request of a run, by index (warmup included; see `phase`).
     pub fn request_rows(&self, run_id: &str) -> Result<Vec<RequestRow>, StoreError> {
-        let columns = self.request_columns()?;
-        let select = row_codec::select_sql(|c| columns.iter().any(|have| have == c));
-        let mut stmt = self
-            .conn
-            .prepare_cached(&select)
-            .doing("reading requests")?;
-        let rows = stmt
-            .query_map([run_id], row_codec::decode)
-            .doing("reading requests")?
-            .collect::<Result<Vec<_>, _>>();
-        rows.map_err(|e| read_error(run_id, e))
+        let mut rows = Vec::new();
+        self.each_request_row(run_id, |row| rows.push(row))?;
+        Ok(rows)
     }
 
     /// Calls `f` with every stored request of a run, by index, one row at a time (a

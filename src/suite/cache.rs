@@ -3,6 +3,10 @@
 //! shared-prefix share of a run, and the warning for a cold run that found a warm cache.
 //! Knows run settings and records; no HTTP here.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
 use crate::plan::{CacheState, DatasetPlan, ResetCacheBefore, TokenRange};
 use crate::planner::RunSpec;
 use crate::record::{Outcome, Phase, RequestRecord};
@@ -71,7 +75,7 @@ pub fn planned_prefix_share(run: &RunSpec) -> Option<f64> {
 /// the first wave of successful requests (by send time) and of every measured one.
 #[derive(Debug)]
 pub struct LeakWatch {
-    first: super::tally::Earliest<(Option<u32>, Option<u32>)>,
+    first: Earliest<(Option<u32>, Option<u32>)>,
     cached: u64,
     prompt: u64,
 }
@@ -81,7 +85,7 @@ impl LeakWatch {
     /// sent at once; an open loop's first request alone).
     pub fn new(first_wave: usize) -> LeakWatch {
         LeakWatch {
-            first: super::tally::Earliest::new(first_wave),
+            first: Earliest::new(first_wave),
             cached: 0,
             prompt: 0,
         }
@@ -143,9 +147,72 @@ impl LeakWatch {
     }
 }
 
+/// The `k` earliest-sent items added (ties in the order they were added).
+#[derive(Debug)]
+pub struct Earliest<T> {
+    k: usize,
+    seq: u64,
+    heap: BinaryHeap<(Duration, u64, Reverse<Held<T>>)>,
+}
+
+/// A value the heap carries without ordering by it.
+#[derive(Debug)]
+struct Held<T>(T);
+
+impl<T> PartialEq for Held<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl<T> Eq for Held<T> {}
+impl<T> PartialOrd for Held<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Held<T> {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl<T> Earliest<T> {
+    pub fn new(k: usize) -> Earliest<T> {
+        Earliest {
+            k: k.max(1),
+            seq: 0,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    pub fn add(&mut self, sent: Duration, value: T) {
+        self.heap.push((sent, self.seq, Reverse(Held(value))));
+        self.seq += 1;
+        if self.heap.len() > self.k {
+            self.heap.pop();
+        }
+    }
+
+    /// The items kept, earliest first.
+    pub fn items(&self) -> Vec<&T> {
+        let mut all: Vec<&(Duration, u64, Reverse<Held<T>>)> = self.heap.iter().collect();
+        all.sort_by_key(|(sent, seq, _)| (*sent, *seq));
+        all.into_iter().map(|(_, _, v)| &v.0 .0).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn earliest_keeps_the_first_sent_in_order_of_arrival_on_ties() {
+        let mut e = Earliest::new(3);
+        for (ms, v) in [(5, 'a'), (1, 'b'), (3, 'c'), (1, 'd'), (9, 'e'), (0, 'f')] {
+            e.add(Duration::from_millis(ms), v);
+        }
+        assert_eq!(e.items(), [&'f', &'b', &'d']);
+    }
     use crate::plan::{load_plan, LoadOptions};
     use crate::record::Usage;
 

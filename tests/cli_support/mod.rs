@@ -71,3 +71,41 @@ pub fn unprivileged(cmd: Command, dir: &Path) -> Command {
     wrapped.arg(cmd.get_program()).args(cmd.get_args());
     wrapped
 }
+
+/// `perfplan sim` in a process of its own, started with `args` after `sim --port 0`;
+/// killed when dropped.
+pub struct SimProcess {
+    pub child: std::process::Child,
+    /// Its base URL (`http://127.0.0.1:PORT`), from its `listening on` line.
+    pub url: String,
+}
+
+impl SimProcess {
+    pub fn start(args: &[&str]) -> SimProcess {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_perfplan"))
+            .args(["sim", "--port", "0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("not a listening line: {line:?}"))
+            .to_string();
+        SimProcess { child, url }
+    }
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
