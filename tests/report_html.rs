@@ -26,15 +26,25 @@ fn html_report_is_self_contained_with_every_plot() {
         "TTFT p50 vs concurrency",
         "TPOT mean vs concurrency",
         "output throughput vs concurrency",
-        "latency vs throughput",
+        "latency p50 vs output throughput (one point per tier)",
+        "TTFT p99 vs output throughput (one point per tier)",
         "TTFT CDF",
+        "TPOT CDF",
         "latency CDF",
+        "<h2>Runs over time</h2>",
+        ": requests</title>", // a request timeline per run
         "<h2>Gates: <span class=\"fail\">FAIL</span></h2>",
         "128 / 130 / 128", // target / client / server input tokens
     ] {
         assert!(html.contains(needle), "missing {needle}");
     }
-    assert_eq!(html.matches("<svg").count(), 7);
+    let svgs = html.matches("<svg").count();
+    let timelines = html.matches("<details class=\"run\"").count();
+    assert!(timelines >= 2, "{timelines} timelines");
+    assert_eq!(
+        svgs,
+        10 + html.matches("side by side</title>").count() + timelines
+    );
     assert!(
         !html.contains("<script") && !html.contains("http://")
             || html.matches("http://").count()

@@ -1,16 +1,19 @@
 //! The self-contained HTML report: one file, no script, no network. The suite's facts,
 //! the pivot table, gate verdicts, the runs, and inline SVG plots (sweeps, latency vs
-//! throughput, TTFT and latency CDFs from the request rows).
+//! throughput per tier, TTFT/TPOT/latency CDFs from the request rows, compared axes side
+//! by side, each run's requests on its time axis).
 
 use std::fmt::Write;
 use std::path::Path;
 
+use super::bars::{bar_chart, compared_charts};
 use super::format::number;
 use super::gates::GateOutcome;
 use super::grid::{pivot_grid, Grid, MISSING};
-use super::pivot::{axis_label, Pivot};
+use super::pivot::{axis_label, Labels, Pivot};
 use super::plots::{cdf_charts, sweep_charts, Digest};
 use super::svg::{escape, line_chart};
+use super::timeline::timeline_svg;
 use super::{Layout, ReportData, ReportError};
 use crate::store::Store;
 
@@ -18,7 +21,9 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#22
 table{border-collapse:collapse;margin:12px 0;font-size:13px}th,td{border:1px solid #ccc;padding:4px 8px}\
 th{background:#f3f3f3;vertical-align:bottom}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .pass{color:#17803d;font-weight:bold}.fail{color:#c0262d;font-weight:bold}\
-.facts{color:#555;font-size:13px}figure{margin:16px 0}pre{background:#f7f7f7;padding:8px;overflow:auto}";
+.facts{color:#555;font-size:13px}figure{margin:8px 0}pre{background:#f7f7f7;padding:8px;overflow:auto}\
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:8px 16px}\
+details.run{margin:8px 0}details.run>summary{cursor:pointer;font-weight:bold}";
 
 /// `2026-11-29 08:56:05 UTC`.
 pub fn utc(unix_ms: i64) -> String {
@@ -152,6 +157,70 @@ fn runs_html(data: &ReportData, digests: &[Digest]) -> String {
     s
 }
 
+/// The plots: sweeps and operating points, CDFs, compared axes side by side, and each
+/// run over time.
+fn plots_html(data: &ReportData, digests: &[Digest]) -> String {
+    let charts: Vec<_> = sweep_charts(&data.runs)
+        .into_iter()
+        .chain(cdf_charts(&data.runs, digests))
+        .collect();
+    let labels = Labels::new(&data.runs);
+    let mut s = String::new();
+    if !charts.is_empty() {
+        let _ = write!(
+            s,
+            "<h2>Plots</h2><p class=\"facts\">A line's name gives its values of {}.</p><div class=\"charts\">",
+            escape(&lines_of(&labels))
+        );
+        for chart in &charts {
+            let _ = write!(s, "<figure>{}</figure>", line_chart(chart));
+        }
+        s.push_str("</div>");
+    }
+    let bars = compared_charts(&data.runs);
+    if !bars.is_empty() {
+        s.push_str("<h2>Side by side</h2><p class=\"facts\">Each compared axis's values next to each other, one group per combination of the other axes.</p><div class=\"charts\">");
+        for chart in &bars {
+            let _ = write!(s, "<figure>{}</figure>", bar_chart(chart));
+        }
+        s.push_str("</div>");
+    }
+    s.push_str(&over_time_html(data, digests, &labels));
+    s
+}
+
+/// The varying axes a legend entry's values stand for: `endpoint · cache_state · load`.
+fn lines_of(labels: &Labels) -> String {
+    if labels.varying().is_empty() {
+        "no axis (every run is alike)".into()
+    } else {
+        labels.varying().join(" · ")
+    }
+}
+
+/// Each run on its own time axis: its request timeline (the first run open).
+fn over_time_html(data: &ReportData, digests: &[Digest], labels: &Labels) -> String {
+    let mut s = String::from("<h2>Runs over time</h2>");
+    for (i, (run, digest)) in data.runs.iter().zip(digests).enumerate() {
+        if digest.timeline.seen == 0 {
+            continue;
+        }
+        let name = format!("#{} {}", run.ordinal, labels.short(run, &[]));
+        let _ = write!(
+            s,
+            "<details class=\"run\"{}><summary>{}</summary><figure>{}</figure></details>",
+            if i == 0 { " open" } else { "" },
+            escape(&name),
+            timeline_svg(
+                &format!("{name}: requests"),
+                &digest.timeline,
+                digest.timeline.span
+            )
+        );
+    }
+    s
+}
+
 /// The whole page.
 pub fn render(
     store: &Store,
@@ -174,16 +243,7 @@ pub fn render(
     if !gates.is_empty() {
         s.push_str(&gates_html(gates));
     }
-    let charts: Vec<_> = sweep_charts(&data.runs)
-        .into_iter()
-        .chain(cdf_charts(&data.runs, &digests))
-        .collect();
-    if !charts.is_empty() {
-        s.push_str("<h2>Plots</h2>");
-        for chart in &charts {
-            let _ = write!(s, "<figure>{}</figure>", line_chart(chart));
-        }
-    }
+    s.push_str(&plots_html(&data, &digests));
     s.push_str(&super::sla_plots::section(store, &data.runs)?);
     s.push_str(&runs_html(&data, &digests));
     let _ = writeln!(

@@ -4,6 +4,7 @@
 //! Reads only the database (`store`) and the metric vocabulary (`metrics`); knows
 //! nothing about plans' types, HTTP or the engine.
 
+mod bars;
 pub mod bootstrap;
 pub mod changed;
 pub mod compare;
@@ -22,6 +23,7 @@ mod plots;
 mod sla_plots;
 mod svg;
 pub mod table;
+mod timeline;
 
 use std::path::PathBuf;
 use std::str::FromStr;

@@ -210,6 +210,28 @@ impl Labels {
             .collect::<Vec<_>>()
             .join(" ")
     }
+
+    /// The axes that vary among the runs, in order of first appearance.
+    pub fn varying(&self) -> &[String] {
+        &self.varying_axes
+    }
+
+    /// `run` as the values of its varying axes other than `skip`, joined by ` · `
+    /// (`sim-cache-on · cold · concurrency=8`): a legend entry, whose axis names the
+    /// chart's caption gives once.
+    pub fn short(&self, run: &StoredRun, skip: &[&str]) -> String {
+        let parts: Vec<String> = self
+            .varying_axes
+            .iter()
+            .filter(|a| !skip.contains(&a.as_str()))
+            .map(|a| self.value(a, run.axes.get(a)))
+            .collect();
+        if parts.is_empty() {
+            "all runs".into()
+        } else {
+            parts.join(" · ")
+        }
+    }
 }
 
 /// Runs placed in a grid of row keys × column keys.

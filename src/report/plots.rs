@@ -1,6 +1,6 @@
 //! Which plots the HTML report draws: TTFT/TPOT/throughput against concurrency (or
-//! rate) with one line per variant, latency against throughput, and TTFT and latency
-//! CDFs per run from the stored request rows.
+//! rate) with one line per variant, latency against throughput (one labelled point per
+//! tier), and TTFT, TPOT and latency CDFs per run from the stored request rows.
 
 use serde_json::Value;
 
@@ -28,26 +28,47 @@ pub fn load_level(run: &StoredRun) -> Option<(&'static str, f64)> {
         .or_else(|| from(run.settings.get("load")))
 }
 
+/// The axes a run's load level lives in (drawn on the x axis, not as a line).
+pub const LOAD_AXES: [&str; 3] = ["load", "concurrency", "rate"];
+
 /// The run's varying axes other than its load: the variant a line stands for.
 pub fn variant(run: &StoredRun, labels: &Labels) -> String {
-    let name = labels.run_without(run, &["load", "concurrency", "rate"]);
-    if name.is_empty() {
-        "all runs".into()
-    } else {
-        name
+    labels.short(run, &LOAD_AXES)
+}
+
+/// A point's tier label: `c=8` or `2.5 rps`.
+fn tier_label(run: &StoredRun) -> String {
+    match load_level(run) {
+        Some(("rate", x)) => format!("{} rps", super::format::number(x)),
+        Some((_, x)) => format!("c={}", super::format::number(x)),
+        None => String::new(),
     }
 }
 
-/// One series per variant of `(x, y)` points, sorted by load level.
+/// One series per variant of `(x, y)` points, sorted by load level, each point
+/// labelled with its tier when `tiers`.
 fn by_variant(
     runs: &[StoredRun],
+    tiers: bool,
     point: impl Fn(&StoredRun) -> Option<(f64, f64, f64)>,
 ) -> Vec<Series> {
-    type Points = Vec<(f64, f64, f64)>;
+    type Points = Vec<(f64, f64, f64, String)>;
     let labels = Labels::new(runs);
     let mut series: Vec<(String, Points)> = Vec::new();
     for run in runs {
-        let Some(p) = point(run) else { continue };
+        let Some((order, x, y)) = point(run) else {
+            continue;
+        };
+        let p = (
+            order,
+            x,
+            y,
+            if tiers {
+                tier_label(run)
+            } else {
+                String::new()
+            },
+        );
         let name = variant(run, &labels);
         match series.iter_mut().find(|(n, _)| *n == name) {
             Some((_, pts)) => pts.push(p),
@@ -60,7 +81,8 @@ fn by_variant(
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series {
                 name,
-                points: pts.into_iter().map(|(_, x, y)| (x, y)).collect(),
+                labels: pts.iter().map(|p| p.3.clone()).collect(),
+                points: pts.into_iter().map(|(_, x, y, _)| (x, y)).collect(),
                 markers: true,
             }
         })
@@ -71,7 +93,9 @@ fn metric(run: &StoredRun, name: &str) -> Option<f64> {
     run.metrics.get(name).copied().flatten()
 }
 
-/// The sweep charts, when some variant has two or more load levels.
+/// The sweep charts, when some variant has two or more load levels: each metric
+/// against the load, then the operating-point curves (latency against throughput,
+/// one point per tier, labelled with it), the chart a serving team picks a tier from.
 pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
     let Some((kind, _)) = runs.iter().find_map(load_level) else {
         return Vec::new();
@@ -88,32 +112,54 @@ pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
         ("tpot_mean", "TPOT mean", "ms"),
         ("output_tps", "output throughput", "tok/s"),
     ] {
-        let series = by_variant(runs, |r| {
+        let series = by_variant(runs, false, |r| {
             let (_, x) = load_level(r)?;
             Some((x, x, metric(r, name)?))
         });
-        if series.iter().any(|s| s.points.len() >= 2) {
-            charts.push(Chart {
-                title: format!("{title} vs {x_label}"),
-                x_label: x_label.into(),
-                y_label: format!("{name} ({unit})"),
-                series,
-            });
-        }
-    }
-    let series = by_variant(runs, |r| {
-        let (_, level) = load_level(r)?;
-        Some((level, metric(r, "output_tps")?, metric(r, "latency_p50")?))
-    });
-    if series.iter().any(|s| s.points.len() >= 2) {
-        charts.push(Chart {
-            title: "latency vs throughput".into(),
-            x_label: "output throughput (tok/s)".into(),
-            y_label: "latency_p50 (ms)".into(),
+        push_if_curve(
+            &mut charts,
             series,
+            (
+                format!("{title} vs {x_label}"),
+                x_label.into(),
+                format!("{name} ({unit})"),
+            ),
+        );
+    }
+    for (name, title) in [
+        ("latency_p50", "latency p50"),
+        ("ttft_p99", "TTFT p99"),
+        ("tpot_p50", "TPOT p50"),
+    ] {
+        let series = by_variant(runs, true, |r| {
+            let (_, level) = load_level(r)?;
+            Some((level, metric(r, "output_tps")?, metric(r, name)?))
         });
+        let labels = (
+            format!("{title} vs output throughput (one point per tier)"),
+            "output throughput (tok/s)".to_string(),
+            format!("{name} (ms)"),
+        );
+        push_if_curve(&mut charts, series, labels);
     }
     charts
+}
+
+/// Adds the chart when some series has two or more points.
+fn push_if_curve(
+    charts: &mut Vec<Chart>,
+    series: Vec<Series>,
+    (title, x_label, y_label): (String, String, String),
+) {
+    if series.iter().any(|s| s.points.len() >= 2) {
+        charts.push(Chart {
+            title,
+            x_label,
+            y_label,
+            series,
+            x_range: None,
+        });
+    }
 }
 
 /// The empirical CDF of `n` values in ascending order read by rank with `at`.
@@ -135,9 +181,12 @@ fn cdf_of_sorted(n: usize, at: impl Fn(usize) -> f64) -> Vec<(f64, f64)> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Digest {
     pub ttft_cdf: Vec<(f64, f64)>,
+    pub tpot_cdf: Vec<(f64, f64)>,
     pub latency_cdf: Vec<(f64, f64)>,
     /// Mean input length per request: (target, client-counted, server-reported).
     pub input_means: (Option<f64>, Option<f64>, Option<f64>),
+    /// The run's requests on its time axis (thinned to a bounded sample).
+    pub timeline: super::timeline::Timeline,
 }
 
 impl Digest {
@@ -146,10 +195,13 @@ impl Digest {
     /// `Sample`, under the run's own metric definitions.
     pub fn of_run(store: &Store, run: &StoredRun) -> Result<Digest, StoreError> {
         let defs = super::bootstrap::definitions_of(run);
-        let (mut ttft, mut latency) = (Times::default(), Times::default());
+        let (mut ttft, mut tpot, mut latency) =
+            (Times::default(), Times::default(), Times::default());
         let mut means = super::bootstrap::InputMeans::default();
+        let mut timeline = super::timeline::Timeline::default();
         store.each_request_row(&run.id, |row| {
             let r = &row.record;
+            timeline.push(r);
             if r.phase != Phase::Measured || r.outcome != Outcome::Ok {
                 return;
             }
@@ -157,6 +209,9 @@ impl Digest {
             let t = timing(r, defs);
             if let Some(x) = t.ttft {
                 ttft.push(x);
+            }
+            if let Some(x) = r.output_tokens().and_then(|(n, _)| t.tpot(n)) {
+                tpot.push(x);
             }
             latency.push(t.latency);
         })?;
@@ -166,40 +221,43 @@ impl Digest {
         };
         Ok(Digest {
             ttft_cdf: curve(ttft),
+            tpot_cdf: curve(tpot),
             latency_cdf: curve(latency),
             input_means: means.get(),
+            timeline,
         })
     }
 }
 
-/// TTFT and latency CDFs, one line per run (`digests[i]` belongs to `runs[i]`).
+/// TTFT, TPOT and latency CDFs, one line per run (`digests[i]` belongs to `runs[i]`).
 pub fn cdf_charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
+    type Pick = fn(&Digest) -> &Vec<(f64, f64)>;
     let mut charts = Vec::new();
     let labels = Labels::new(runs);
-    for (title, pick) in [
-        (
-            "TTFT CDF",
-            (|d: &Digest| &d.ttft_cdf) as fn(&Digest) -> &Vec<(f64, f64)>,
-        ),
-        ("latency CDF", |d: &Digest| &d.latency_cdf),
-    ] {
+    let picks: [(&str, Pick); 3] = [
+        ("TTFT", |d| &d.ttft_cdf),
+        ("TPOT", |d| &d.tpot_cdf),
+        ("latency", |d| &d.latency_cdf),
+    ];
+    for (quantity, pick) in picks {
         let series: Vec<Series> = runs
             .iter()
             .zip(digests)
             .filter(|(_, d)| !pick(d).is_empty())
             .map(|(r, d)| Series {
-                name: format!("#{} {}", r.ordinal, labels.run(r)),
+                name: format!("#{} {}", r.ordinal, labels.short(r, &[])),
                 points: pick(d).clone(),
                 markers: false,
+                labels: Vec::new(),
             })
             .collect();
         if !series.is_empty() {
-            let quantity = title.trim_end_matches(" CDF");
             charts.push(Chart {
-                title: title.into(),
+                title: format!("{quantity} CDF"),
                 x_label: format!("{quantity} (ms)"),
                 y_label: "share of requests".into(),
                 series,
+                x_range: None,
             });
         }
     }

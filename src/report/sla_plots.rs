@@ -85,6 +85,7 @@ pub fn charts(found: &[(String, SearchRow, Vec<SearchStepRow>)]) -> Vec<Chart> {
                 name: label.clone(),
                 points,
                 markers: true,
+                labels: Vec::new(),
             });
         }
         if series.iter().all(|s| s.points.is_empty()) || !x0.is_finite() {
@@ -95,6 +96,7 @@ pub fn charts(found: &[(String, SearchRow, Vec<SearchStepRow>)]) -> Vec<Chart> {
                 name: format!("SLO {metric} {text}"),
                 points: vec![(x0, v), (x1, v)],
                 markers: false,
+                labels: Vec::new(),
             });
         }
         let unit = if variable == "rate" {
@@ -110,6 +112,7 @@ pub fn charts(found: &[(String, SearchRow, Vec<SearchStepRow>)]) -> Vec<Chart> {
                 _ => metric.clone(),
             },
             series,
+            x_range: None,
         });
     }
     out

@@ -10,6 +10,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Draw markers at the points (off for dense CDF lines).
     pub markers: bool,
+    /// A short label beside each point (the tier a point stands for); empty for none.
+    pub labels: Vec<String>,
 }
 
 /// A chart to draw.
@@ -19,15 +21,19 @@ pub struct Chart {
     pub x_label: String,
     pub y_label: String,
     pub series: Vec<Series>,
+    /// The x axis's span when fixed (charts of one run's time share its span); `None`
+    /// fits the points.
+    pub x_range: Option<(f64, f64)>,
 }
 
-const PALETTE: [&str; 10] = [
+pub(crate) const PALETTE: [&str; 10] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf",
 ];
 const W: f64 = 1000.0;
 const H: f64 = 380.0;
 const LEFT: f64 = 70.0;
+/// The widest legend, beside the plot (a shorter one leaves the plot more room).
 const RIGHT: f64 = 380.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 50.0;
@@ -57,7 +63,7 @@ pub fn ticks(lo: f64, hi: f64) -> Vec<f64> {
         .collect()
 }
 
-fn tick_label(v: f64) -> String {
+pub(crate) fn tick_label(v: f64) -> String {
     let s = super::format::number(v);
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -79,6 +85,13 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
         y0 = y0.min(y);
         y1 = y1.max(y);
     }
+    if let Some(range) = chart.x_range {
+        (x0, x1) = range;
+        y0 = y0.min(0.0);
+        if y1 == f64::MIN {
+            y1 = 1.0;
+        }
+    }
     if x0 > x1 {
         return ((0.0, 1.0), (0.0, 1.0));
     }
@@ -94,7 +107,7 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
 /// The chart as an `<svg>` element.
 pub fn line_chart(chart: &Chart) -> String {
     let ((x0, x1), (y0, y1)) = bounds(chart);
-    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let (pw, ph) = (W - LEFT - legend_width(chart), H - TOP - BOTTOM);
     // The legend may need more room than the plot.
     let height = H.max(TOP + 18.0 * chart.series.len() as f64 + 20.0);
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
@@ -102,7 +115,7 @@ pub fn line_chart(chart: &Chart) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" style="max-width:100%;height:auto" role="img" font-family="sans-serif" font-size="12">"#
     );
     let _ = write!(
         s,
@@ -160,6 +173,18 @@ pub fn line_chart(chart: &Chart) -> String {
     s
 }
 
+/// Room for the legend: its longest name (at most 56 characters are shown) at about
+/// 6.5 px a character, between 160 px and `RIGHT`.
+fn legend_width(chart: &Chart) -> f64 {
+    let longest = chart
+        .series
+        .iter()
+        .map(|s| s.name.chars().count().min(57))
+        .max()
+        .unwrap_or(0);
+    (40.0 + 6.5 * longest as f64).clamp(160.0, RIGHT)
+}
+
 /// One series of a line chart: its line (and markers), and its legend entry.
 fn series_svg(
     s: &mut String,
@@ -181,9 +206,16 @@ fn series_svg(
         pts.join(" ")
     );
     if series.markers {
-        for p in &pts {
+        for (k, p) in pts.iter().enumerate() {
             if let Some((x, y)) = p.split_once(',') {
                 let _ = write!(s, r#"<circle cx="{x}" cy="{y}" r="3.5" fill="{color}"/>"#);
+                if let Some(label) = series.labels.get(k) {
+                    let _ = write!(
+                        s,
+                        r#"<text x="{x}" y="{y}" dx="5" dy="-6" font-size="10" fill="{color}">{}</text>"#,
+                        escape(label)
+                    );
+                }
             }
         }
     }
@@ -230,8 +262,11 @@ mod tests {
                 name: "s&t".into(),
                 points: vec![(1.0, 2.0), (2.0, 3.0)],
                 markers: true,
+                labels: vec!["c=1".into(), "c<2".into()],
             }],
+            x_range: None,
         });
         assert!(svg.contains("a&lt;b") && svg.contains("s&amp;t") && svg.contains("<polyline"));
+        assert!(svg.contains(">c=1</text>") && svg.contains(">c&lt;2</text>"));
     }
 }
