@@ -210,9 +210,12 @@ fn series_svg(
             if let Some((x, y)) = p.split_once(',') {
                 let _ = write!(s, r#"<circle cx="{x}" cy="{y}" r="3.5" fill="{color}"/>"#);
                 if let Some(label) = series.labels.get(k) {
+                    // Near the plot's right edge a label reads leftwards, off the legend.
+                    let near_edge = x.parse::<f64>().is_ok_and(|x| x > LEFT + pw - 40.0);
+                    let (anchor, dx) = if near_edge { ("end", -5) } else { ("start", 5) };
                     let _ = write!(
                         s,
-                        r#"<text x="{x}" y="{y}" dx="5" dy="-6" font-size="10" fill="{color}">{}</text>"#,
+                        r#"<text x="{x}" y="{y}" dx="{dx}" dy="-6" text-anchor="{anchor}" font-size="10" fill="{color}">{}</text>"#,
                         escape(label)
                     );
                 }
