@@ -109,7 +109,9 @@ const GAP: f64 = 12.0;
 /// The chart as an `<svg>` element.
 pub fn bar_chart(chart: &BarChart) -> String {
     let per_group = BAR * chart.values.len() as f64 + GAP;
-    let height = TOP + per_group * chart.groups.len() as f64 + 12.0;
+    let mut key = String::new();
+    let top = TOP + legend(&mut key, &chart.values);
+    let height = top + per_group * chart.groups.len() as f64 + 12.0;
     let max = chart
         .groups
         .iter()
@@ -121,9 +123,9 @@ pub fn bar_chart(chart: &BarChart) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" style="max-width:100%;height:auto" role="img" font-family="sans-serif" font-size="12"><title>{0}</title><rect width="{W}" height="{height}" fill="white"/><text x="10" y="20" font-size="15" font-weight="bold">{0}</text>"#,
         escape(&chart.title)
     );
-    legend(&mut s, &chart.values);
+    s.push_str(&key);
     for (g, (label, vs)) in chart.groups.iter().enumerate() {
-        let y0 = TOP + per_group * g as f64;
+        let y0 = top + per_group * g as f64;
         let _ = write!(
             s,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
@@ -154,19 +156,27 @@ pub fn bar_chart(chart: &BarChart) -> String {
     s
 }
 
-/// The colour of each compared value, in a row under the title.
-fn legend(s: &mut String, values: &[String]) {
-    let mut x = 10.0;
+/// The colour of each compared value, in rows under the title (a row wraps before the
+/// chart's edge); the height the rows take.
+fn legend(s: &mut String, values: &[String]) -> f64 {
+    let (mut x, mut y) = (10.0, 32.0);
     for (i, v) in values.iter().enumerate() {
+        let shown: String = v.chars().take(80).collect();
+        let width = 16.0 + 6.5 * shown.chars().count() as f64 + 18.0;
+        if x > 10.0 && x + width > W - 10.0 {
+            (x, y) = (10.0, y + 16.0);
+        }
         let color = PALETTE[i % PALETTE.len()];
         let _ = write!(
             s,
-            r#"<rect x="{x:.1}" y="32" width="12" height="10" fill="{color}"/><text x="{:.1}" y="41">{}</text>"#,
+            r#"<rect x="{x:.1}" y="{y:.1}" width="12" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
             x + 16.0,
-            escape(v)
+            y + 9.0,
+            escape(&shown)
         );
-        x += 16.0 + 7.0 * v.chars().count().min(40) as f64 + 18.0;
+        x += width;
     }
+    y - 32.0
 }
 
 fn format_value(v: f64, unit: &str) -> String {
