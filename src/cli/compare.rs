@@ -44,6 +44,11 @@ pub struct CompareArgs {
     /// last part, `output_tokens`); comma-separated or repeated.
     #[arg(long = "allow-changed", value_name = "SETTING", value_delimiter = ',')]
     pub allow_changed: Vec<String>,
+    /// The smallest change of a metric called a change, METRIC=PCT (e.g. `ttft_p99=10%`);
+    /// repeatable. Defaults: 5% for means, medians and scalars, 10% for other
+    /// percentiles and stdev, 20% for p99, p999 and max.
+    #[arg(long = "min-effect", value_name = "METRIC=PCT")]
+    pub min_effect: Vec<crate::report::min_effect::MinEffect>,
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = BootstrapOptions::default().seed)]
     pub seed: u64,
@@ -70,6 +75,7 @@ fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError>
             ..BootstrapOptions::default()
         },
         allow_changed: args.allow_changed.clone(),
+        min_effect: args.min_effect.clone(),
     };
     let comparison = compare::compare(&base, &new, &opts)?;
     let baseline = gates::BaselineSuite {

@@ -1,6 +1,7 @@
 //! Two suites side by side: runs matched by their axis values (never by position;
 //! ignored axes left out of the match), metrics with absolute and relative deltas,
-//! and a seeded bootstrap verdict on whether each delta is beyond noise. Runs on one
+//! and a seeded bootstrap verdict on whether each delta is beyond noise and at least the
+//! metric's minimum effect (`min_effect`). Runs on one
 //! side only are listed, not dropped; a matched pair whose settings differ beyond its
 //! axes says so with each setting and both values (see `changed`).
 
@@ -11,6 +12,7 @@ use serde_json::Value;
 use super::bootstrap::{diff_interval, supports, BootstrapOptions, Interval, Sample};
 use super::changed::{changed_settings, ChangedSetting};
 pub use super::compare_render::render;
+use super::min_effect::{pct_for, MinEffect};
 use super::pivot::Labels;
 use super::{unknown_metric, ReportData, ReportError, DEFAULT_METRICS};
 use crate::metrics::condition::relative_change;
@@ -27,6 +29,8 @@ pub struct CompareOptions {
     pub bootstrap: BootstrapOptions,
     /// Settings allowed to differ between matched runs (`--allow-changed`).
     pub allow_changed: Vec<String>,
+    /// `--min-effect`: a metric's smallest change called a change (else the default).
+    pub min_effect: Vec<MinEffect>,
 }
 
 /// One metric of one matched pair.
@@ -41,8 +45,18 @@ pub struct MetricDelta {
     pub delta_pct: Option<f64>,
     /// Confidence interval of `new − base`, when the bootstrap covers the metric.
     pub interval: Option<Interval>,
-    /// `Some(true)` when the interval excludes zero; `None` when not judged.
+    /// `Some(true)` when the interval excludes zero and the change is at least
+    /// `min_effect_pct`; `None` when not judged.
     pub beyond_noise: Option<bool>,
+    /// The smallest change in percent called a change (`min_effect`).
+    pub min_effect_pct: f64,
+}
+
+impl MetricDelta {
+    /// The interval excludes zero but the change is below the minimum effect.
+    pub fn below_min_effect(&self) -> bool {
+        self.interval.is_some_and(|iv| iv.excludes_zero()) && self.beyond_noise == Some(false)
+    }
 }
 
 /// Two runs with the same axis values (ignored axes aside).
@@ -199,15 +213,19 @@ pub fn compare(
                     .as_ref()
                     .and_then(|(bs, ns)| diff_interval(bs, ns, m, &opts.bootstrap));
                 let delta = bv.zip(nv).map(|(b, n)| n - b);
+                let delta_pct = bv.zip(nv).and_then(|(b, n)| relative_change(n, b));
+                let min_effect_pct = pct_for(m, &opts.min_effect);
+                let large = delta.is_some_and(|d| d != 0.0)
+                    && delta_pct.is_none_or(|p| p.abs() >= min_effect_pct);
                 MetricDelta {
                     metric: m.clone(),
                     base: bv,
                     new: nv,
                     delta,
-                    delta_pct: bv.zip(nv).and_then(|(b, n)| relative_change(n, b)),
-                    beyond_noise: interval
-                        .map(|iv| iv.excludes_zero() && delta.is_some_and(|d| d != 0.0)),
+                    delta_pct,
+                    beyond_noise: interval.map(|iv| iv.excludes_zero() && large),
                     interval,
+                    min_effect_pct,
                 }
             })
             .collect();

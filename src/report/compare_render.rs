@@ -28,7 +28,10 @@ fn noise_verdict(d: &MetricDelta) -> String {
             (Some(_), _) => "worse (beyond noise)".into(),
             (None, _) => "beyond noise".into(),
         },
-        Some(false) => "noise".into(),
+        Some(false) if d.below_min_effect() => {
+            format!("no change (< {}%)", super::format::number(d.min_effect_pct))
+        }
+        Some(false) => "no change (noise)".into(),
         None => MISSING.into(),
     }
 }
@@ -174,6 +177,7 @@ fn to_json(c: &Comparison) -> Value {
                         "delta_pct": num(d.delta_pct),
                         "ci_low": num(d.interval.map(|i| i.low)), "ci_high": num(d.interval.map(|i| i.high)),
                         "beyond_noise": d.beyond_noise,
+                        "min_effect_pct": d.min_effect_pct,
                     }))
                 })
                 .collect();

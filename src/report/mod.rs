@@ -18,6 +18,7 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod min_effect;
 pub mod pivot;
 mod plots;
 mod sla_plots;
