@@ -1,7 +1,7 @@
 //! The formulas of DESIGN.md ("Metrics"): per-run aggregates folded from
 //! `RequestRecord`s one at a time (`Fold`), exact percentiles by linear interpolation
 //! (ITL's bounded beyond `columns::EXACT_GAPS` gaps), goodput, failure classes, client
-//! health.
+//! health; a run's time slices and its steady-state window (`slices`, `steady`).
 //! Knows nothing about plans, HTTP or storage.
 
 pub mod columns;
@@ -12,7 +12,9 @@ mod fold;
 pub mod names;
 pub mod sla;
 pub mod sla_objective;
+pub mod slices;
 pub mod stats;
+pub mod steady;
 mod summary;
 #[cfg(test)]
 mod tests;
