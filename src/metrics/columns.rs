@@ -484,7 +484,11 @@ mod tests {
             r.push(x);
         }
         let d = r.sorted();
-        assert_eq!(d.count(), 3, "NaN, negative and infinite rates are not rates");
+        assert_eq!(
+            d.count(),
+            3,
+            "NaN, negative and infinite rates are not rates"
+        );
         assert_eq!(d.min(), Some(0.000_001));
         assert_eq!(d.max(), Some(40.0));
         assert_eq!(d.quantile(0.5), Some(12.5));

@@ -33,9 +33,7 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         | "planned_prefix_share"
         | "client_cpu_ratio"
         | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
-        "output_tps" | "total_tps" | "input_tps" | "output_tps_steady" => {
-            MetricUnit::TokensPerSec
-        }
+        "output_tps" | "total_tps" | "input_tps" | "output_tps_steady" => MetricUnit::TokensPerSec,
         "rps" | "goodput_rps" | "inputs_per_s" | "rps_steady" => MetricUnit::RequestsPerSec,
         "requests_ok"
         | "requests_failed"

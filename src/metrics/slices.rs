@@ -324,7 +324,13 @@ mod tests {
         assert_eq!((a.ttft_p50_ms, a.itl_p99_ms), (Some(100.0), Some(100.0)));
         assert_eq!((b.ttft_p50_ms, b.itl_p50_ms), (Some(100.0), Some(900.0)));
         assert_eq!(c.ttft_p99_ms, Some(300.0));
-        assert_eq!(s.steady, Some(Span { start_s: 0.5, end_s: 1.0 }));
+        assert_eq!(
+            s.steady,
+            Some(Span {
+                start_s: 0.5,
+                end_s: 1.0
+            })
+        );
         assert_eq!(s.late, 0);
     }
 

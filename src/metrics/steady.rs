@@ -45,7 +45,9 @@ const FROM_RUN: [(&str, &str); 7] = [
 /// How a run's load was sent, as the window's rule reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoadShape {
-    Closed { concurrency: usize },
+    Closed {
+        concurrency: usize,
+    },
     /// An open loop or a trace: arrivals on a schedule.
     Open,
 }
@@ -312,8 +314,13 @@ mod tests {
         let mut finder = WindowFinder::new(LoadShape::Closed { concurrency: 2 });
         closed_run().iter().for_each(|r| finder.add(r));
         let why = finder.finish(ms(2000)).unwrap_err();
-        assert!(why.contains("3.000 s, shorter than 2 time slices of 2s"), "{why}");
-        let why = WindowFinder::new(LoadShape::Open).finish(ms(1)).unwrap_err();
+        assert!(
+            why.contains("3.000 s, shorter than 2 time slices of 2s"),
+            "{why}"
+        );
+        let why = WindowFinder::new(LoadShape::Open)
+            .finish(ms(1))
+            .unwrap_err();
         assert!(why.contains("no measured request"), "{why}");
         assert!(unknown().values().all(Option::is_none) && unknown().len() == 10);
     }

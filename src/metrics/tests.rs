@@ -324,5 +324,8 @@ fn per_request_rates_are_evalscopes() {
     // Their unit is tokens per second, not milliseconds.
     use condition::{unit_of, MetricUnit};
     assert_eq!(unit_of("decode_tps_p99"), Some(MetricUnit::TokensPerSec));
-    assert_eq!(unit_of("request_output_tps_mean"), Some(MetricUnit::TokensPerSec));
+    assert_eq!(
+        unit_of("request_output_tps_mean"),
+        Some(MetricUnit::TokensPerSec)
+    );
 }

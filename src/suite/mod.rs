@@ -24,6 +24,7 @@ mod progress;
 pub mod shard_env;
 pub mod share;
 pub mod start_at;
+mod steady;
 mod tally;
 mod targets;
 mod traffic;
