@@ -144,9 +144,8 @@ impl WindowFinder {
         let min = slice * MIN_SLICES;
         if window.len() < min {
             return Err(format!(
-                "its steady window (every slot busy, or the first completion, to the last \
-                 send) is {:.3} s, shorter than {MIN_SLICES} time slices of {}: send more \
-                 requests, or set a shorter [report] slice",
+                "the steady window is {:.3} s, shorter than {MIN_SLICES} time slices of {} \
+                 (README, \"Time\"): send more requests, or set a shorter [report] slice",
                 window.len().as_secs_f64(),
                 crate::units::format_duration(slice)
             ));
