@@ -21,7 +21,7 @@ use crate::metrics::steady::LoadShape;
 use crate::metrics::{MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
-use crate::record::{Outcome, RequestRecord};
+use crate::record::RequestRecord;
 use crate::store::{ServerPhase, Store};
 
 /// After Ctrl-C, how long requests in flight may still finish.
@@ -276,15 +276,16 @@ pub async fn execute(
     mut prepared: PreparedRun,
 ) -> Result<RunResult, RunnerError> {
     let cfg = run_config(run, &prepared);
-    let progress =
-        RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
+    let progress = RunProgress::new(&ctx.label, planned_total(run, &prepared))
+        .with_events(&ctx.log, &run.id)
+        .with_lines(&ctx.log, &ctx.label);
     let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared)?;
     let tx = writer.sender(ctx.cancel);
     // Each record goes once, by value, to the writer (which folds what the metrics read).
     let sink_for = |offset: u64| {
         let (progress, tx) = (&progress, &tx);
         move |mut r: RequestRecord| {
-            progress.tick(r.outcome != Outcome::Ok);
+            progress.tick(&r);
             if let Some(tx) = tx {
                 r.index += offset;
                 tx.send(r);

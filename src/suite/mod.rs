@@ -21,6 +21,7 @@ pub(crate) mod prepare;
 mod priming;
 mod produce;
 mod progress;
+pub use progress::parse_every as parse_progress_every;
 pub mod shard_env;
 pub mod share;
 pub mod start_at;
