@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::columns::{Counts, Gaps, Rates, Times};
+use super::columns::{Counts, Gaps, Times};
 use super::definitions::{timing, MetricDefinitions, Timing};
 use super::names::all_names;
+use super::rates::Rates;
 use super::stats::fill_from;
 use super::summary::{client_bound, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::record::{Outcome, Phase, RequestRecord};

@@ -10,6 +10,7 @@ pub mod definitions;
 pub mod failures;
 mod fold;
 pub mod names;
+mod rates;
 pub mod sla;
 pub mod sla_objective;
 pub mod slices;

@@ -65,6 +65,9 @@ pub(super) fn insert_rows<'a>(
     Ok(())
 }
 
+/// A `SELECT` of `row_codec`'s, given which columns the table has.
+type Select = fn(&dyn Fn(&str) -> bool) -> String;
+
 impl Store {
     /// Writes a batch of a run's requests in one transaction (rewriting any row with
     /// the same index).
@@ -128,7 +131,7 @@ impl Store {
     fn each_row(
         &self,
         run_id: &str,
-        select: fn(&dyn Fn(&str) -> bool) -> String,
+        select: Select,
         mut f: impl FnMut(RequestRow),
     ) -> Result<(), StoreError> {
         let columns = self.request_columns()?;
