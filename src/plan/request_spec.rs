@@ -91,12 +91,14 @@ pub struct ReportSpec {
     /// `perfplan report --slices` and the HTML report draw; a run's steady-state window
     /// shorter than two slices has no `*_steady` metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "10ms", "x-duration-maximum" = "1h"))]
     pub slice: Option<HumanDuration>,
 }
 
 /// The default width of a run's time slices.
 pub const DEFAULT_SLICE: Duration = Duration::from_secs(1);
-/// The narrowest and widest `[report] slice`.
+/// The narrowest and widest `[report] slice` (the schema's range, which validation
+/// checks; `perfplan report --slice` checks this copy).
 pub const SLICE_RANGE: (Duration, Duration) =
     (Duration::from_millis(10), Duration::from_secs(3600));
 

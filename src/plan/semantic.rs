@@ -121,22 +121,6 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
         at.push(Step::Index(i));
         unknown(diags, "report", metric, at);
     }
-    if let Some(slice) = spec.report.slice {
-        let (lo, hi) = super::request_spec::SLICE_RANGE;
-        if slice.0 < lo || slice.0 > hi {
-            let at = tree.value_span(&key(&["report", "slice"]));
-            diags.push(
-                Diagnostic::error(
-                    format!(
-                        "[report] slice `{}` is out of range",
-                        crate::units::format_duration(slice.0)
-                    ),
-                    at,
-                )
-                .with_help("a time slice is 10ms to 1h wide (default \"1s\")".to_string()),
-            );
-        }
-    }
     for (quantity, text) in &spec.slo {
         if matches!(quantity.as_str(), "ttft" | "tpot" | "itl" | "latency") {
             let at = tree.value_span(&key(&["slo", quantity]));
