@@ -71,6 +71,18 @@ fn numbers_out_of_range_name_the_range_at_the_value() {
 }
 
 #[test]
+fn a_time_slice_out_of_range_is_located_at_its_value() {
+    let plan = format!("{PLAN}\n[report]\nslice = \"5ms\"\n");
+    insta::assert_snapshot!("report_slice", invalid("validate", &plan, &[]));
+    let plan = format!("{PLAN}\n[report]\nslice = \"soon\"\n");
+    let text = invalid("validate", &plan, &[]);
+    assert!(
+        text.contains("slice") && text.contains("invalid duration"),
+        "{text}"
+    );
+}
+
+#[test]
 fn token_ranges_are_checked_at_min_and_max() {
     let plan = PLAN.replace(
         "kind = \"prompt\"\ntext = \"hello\"",

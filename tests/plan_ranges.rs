@@ -23,6 +23,7 @@ const PLACES: &[(&str, &[&str])] = &[
     ("DatasetSpec", &["datasets", "d"]),
     ("RequestSpec", &["defaults"]),
     ("LoadSpec", &["matrix", "load"]),
+    ("ReportSpec", &["report"]),
 ];
 
 /// What a key's value may be.
@@ -415,6 +416,7 @@ const README_TABLES: &[(&str, &str)] = &[
     ("DatasetSpec", "`[datasets.NAME]`"),
     ("RequestSpec", "`[defaults]`"),
     ("LoadSpec", "`load`"),
+    ("ReportSpec", "`[report]`"),
 ];
 
 /// The README's range table has a row for every numeric key, with the schema's range.

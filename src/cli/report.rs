@@ -67,6 +67,33 @@ pub struct ReportArgs {
     /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Print every run's time slices as CSV instead of the pivot (README, "Time").
+    #[arg(long, conflicts_with_all = ["rows", "columns", "metrics", "gates", "baseline", "junit"])]
+    pub slices: bool,
+    /// With `--slices`: their width (default: the plan's `[report] slice`, else 1s).
+    #[arg(long, value_name = "DURATION", requires = "slices", value_parser = parse_slice)]
+    pub slice: Option<std::time::Duration>,
+}
+
+/// A `--slice` width, in `[report] slice`'s range.
+fn parse_slice(text: &str) -> Result<std::time::Duration, String> {
+    let d = crate::units::parse_duration(text).map_err(|e| e.to_string())?;
+    let (lo, hi) = crate::plan::SLICE_RANGE;
+    if d < lo || d > hi {
+        return Err(format!("a time slice is 10ms to 1h wide, not {text}"));
+    }
+    Ok(d)
+}
+
+/// `--slices`: every run's slices as CSV.
+fn slices(args: &ReportArgs) -> Result<(), ReportError> {
+    if !matches!(args.format, FormatArg::Table | FormatArg::Csv) {
+        return Err(ReportError::SlicesFormat);
+    }
+    let store = Store::open(&args.db)?;
+    let data = report::ReportData::load(&store)?;
+    let text = report::slices::render_csv(&store, &data, args.slice)?;
+    write_out(args.out.as_deref(), &text)
 }
 
 /// Prints an error with its whole chain to standard error.
@@ -100,6 +127,10 @@ pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportErro
 }
 
 fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
+    if args.slices {
+        slices(args)?;
+        return Ok(gates::verdict_of(&[]));
+    }
     let mut store = Store::open(&args.db)?;
     let baseline = args.baseline.as_deref().map(Store::open).transpose()?;
     let baseline = baseline.as_ref().map(|b| gates::BaselineSuite {

@@ -72,6 +72,7 @@ pub fn run(args: &RerunArgs) -> u8 {
         resume: None,
         debug: false,
         progress_json: None,
+        progress_every: None,
         search: Some(&crate::search::DRIVER),
         barrier: None,
     };

@@ -34,6 +34,11 @@ pub struct RunArgs {
     /// metrics, suite end) to FILE, for dashboards and CI logs.
     #[arg(long, value_name = "FILE")]
     pub progress_json: Option<PathBuf>,
+    /// Where stderr is not a terminal, a progress line (done/total, ok/failed, rate, TTFT
+    /// p50) every DURATION to stderr and perfplan.log; `0` or `off` for none. Default
+    /// 10s without a terminal, none on one (the bar shows).
+    #[arg(long, value_name = "DURATION|off", value_parser = crate::suite::parse_progress_every)]
+    pub progress_every: Option<std::time::Duration>,
     /// An extra gate, METRIC=CONDITION (e.g. `ttft_p99=<=2s`); repeatable.
     #[arg(long = "gate", value_name = "METRIC=CONDITION")]
     pub gates: Vec<String>,
@@ -130,6 +135,7 @@ pub fn run(args: &RunArgs) -> u8 {
         resume: args.resume.clone(),
         debug: args.debug,
         progress_json: args.progress_json.clone(),
+        progress_every: args.progress_every,
         search: Some(&crate::search::DRIVER),
         barrier: barrier.clone().map(|b| b as _),
     };

@@ -71,7 +71,7 @@ pub const PARAMS: &[Param] = &[
     key("-n", Many, "as `--number`"),
     key("--number", Many, "`load` entries' `requests`"),
     key("--rate", Many, "`load` entries' `rate` (closed loop: `rate` with `max_in_flight` = `--parallel`; `-1`: no pacing)"),
-    none("--log-every-n-query", One, "perfplan shows progress bars and writes `perfplan run --progress-json FILE`; there is no per-query log interval"),
+    none("--log-every-n-query", One, "it is a run option, and by time rather than by count: `perfplan run PLAN --progress-every 10s` writes a progress line every interval (on by default where stderr is not a terminal, so a stalled server still gets lines)"),
     key("--stream", Bool, "`[defaults] stream`"),
     key("--sleep-interval", One, "`[plan] pause_between_runs`"),
     key("--open-loop", Switch, "`load` entries with `rate` (open loop, no `max_in_flight`)"),

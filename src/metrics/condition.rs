@@ -26,15 +26,15 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         return None;
     }
     Some(match metric {
-        "duration_s" => MetricUnit::Seconds,
+        "duration_s" | "steady_s" => MetricUnit::Seconds,
         "success_ratio"
         | "cache_hit_ratio"
         | "server_cache_hit_ratio"
         | "planned_prefix_share"
         | "client_cpu_ratio"
         | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
-        "output_tps" | "total_tps" | "input_tps" => MetricUnit::TokensPerSec,
-        "rps" | "goodput_rps" | "inputs_per_s" => MetricUnit::RequestsPerSec,
+        "output_tps" | "total_tps" | "input_tps" | "output_tps_steady" => MetricUnit::TokensPerSec,
+        "rps" | "goodput_rps" | "inputs_per_s" | "rps_steady" => MetricUnit::RequestsPerSec,
         "requests_ok"
         | "requests_failed"
         | "requests_no_output"
@@ -49,6 +49,8 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
                 .unwrap_or("");
             if names::is_time_quantity(quantity) {
                 MetricUnit::Millis
+            } else if names::is_rate_quantity(quantity) {
+                MetricUnit::TokensPerSec
             } else {
                 MetricUnit::Tokens
             }

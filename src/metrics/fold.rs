@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::columns::{Counts, Gaps, Times};
 use super::definitions::{timing, MetricDefinitions, Timing};
 use super::names::all_names;
+use super::rates::Rates;
 use super::stats::fill_from;
 use super::summary::{client_bound, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::record::{Outcome, Phase, RequestRecord};
@@ -30,6 +31,9 @@ pub struct Fold {
     latency: Times,
     lateness: Times,
     connect: Times,
+    /// Per request: output tokens / latency, and (output tokens − 1) / (latency − TTFT).
+    request_output_tps: Rates,
+    decode_tps: Rates,
     itl: Gaps,
     input: Counts,
     output: Counts,
@@ -90,6 +94,8 @@ impl Fold {
             latency: Times::default(),
             lateness: Times::default(),
             connect: Times::default(),
+            request_output_tps: Rates::default(),
+            decode_tps: Rates::default(),
             itl: Gaps::default(),
             input: Counts::default(),
             output: Counts::default(),
@@ -167,8 +173,23 @@ impl Fold {
         if let Some(x) = tp {
             self.tpot.push(x);
         }
+        self.add_rates(&t, out.map(|(n, _)| n), tp.is_some());
         self.latency.push(t.latency);
         t.itl.iter().for_each(|g| self.itl.push(*g));
+    }
+
+    /// A request's output and decode rates (EvalScope's): output tokens / latency, and
+    /// (output tokens − 1) / (latency − TTFT) when it has a TPOT. A zero time makes no rate.
+    fn add_rates(&mut self, t: &Timing, output: Option<u32>, has_tpot: bool) {
+        let Some(n) = output else { return };
+        if !t.latency.is_zero() {
+            self.request_output_tps
+                .push(f64::from(n) / t.latency.as_secs_f64());
+        }
+        let decode = t.ttft.and_then(|f| t.latency.checked_sub(f));
+        if let Some(d) = decode.filter(|d| has_tpot && !d.is_zero()) {
+            self.decode_tps.push(f64::from(n - 1) / d.as_secs_f64());
+        }
     }
 
     /// Whether the ITL percentiles carry the histogram's bounded error (more gaps than
@@ -209,6 +230,8 @@ impl Fold {
             fill_from(v, name, &times.sorted());
         }
         fill_from(v, "itl", &self.itl.finish());
+        fill_from(v, "request_output_tps", &self.request_output_tps.sorted());
+        fill_from(v, "decode_tps", &self.decode_tps.sorted());
         fill_from(v, "input_tokens", &self.input.ranked());
         fill_from(v, "output_tokens", &self.output.ranked());
         fill_from(v, "cached_tokens", &self.cached.ranked());

@@ -1,7 +1,7 @@
 //! The formulas of DESIGN.md ("Metrics"): per-run aggregates folded from
 //! `RequestRecord`s one at a time (`Fold`), exact percentiles by linear interpolation
 //! (ITL's bounded beyond `columns::EXACT_GAPS` gaps), goodput, failure classes, client
-//! health.
+//! health; a run's time slices and its steady-state window (`slices`, `steady`).
 //! Knows nothing about plans, HTTP or storage.
 
 pub mod columns;
@@ -10,9 +10,12 @@ pub mod definitions;
 pub mod failures;
 mod fold;
 pub mod names;
+mod rates;
 pub mod sla;
 pub mod sla_objective;
+pub mod slices;
 pub mod stats;
+pub mod steady;
 mod summary;
 #[cfg(test)]
 mod tests;

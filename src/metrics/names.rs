@@ -2,7 +2,7 @@
 //! `[gates]`, `--metrics`, CSV columns and the JSON output.
 
 /// Distributions: `<quantity>_<statistic>`.
-pub const QUANTITIES: [&str; 10] = [
+pub const QUANTITIES: [&str; 12] = [
     "ttft",
     "tpot",
     "itl",
@@ -17,6 +17,11 @@ pub const QUANTITIES: [&str; 10] = [
     // Time to the first answer token after any reasoning (AIPerf's "time to first output
     // token"): the first content or tool-call chunk; equal to `ttft` without reasoning.
     "ttfo",
+    // Per-request rates (EvalScope's "Output (tok/s)" and "Decode (tok/s)" columns), in
+    // tokens per second: output tokens / latency, and (output tokens − 1) / (latency − TTFT)
+    // (1 / TPOT; requests of two or more output tokens).
+    "request_output_tps",
+    "decode_tps",
 ];
 
 pub const STATISTICS: [&str; 14] = [
@@ -25,7 +30,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 22] = [
+pub const SCALARS: [&str; 32] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -55,7 +60,25 @@ pub const SCALARS: [&str; 22] = [
     // Successful measured requests that carried no output at all (no content, reasoning
     // or tool call): counted and warned about, never silently good.
     "requests_no_output",
+    // The steady-state window (`metrics::steady`: every slot busy, before the drain):
+    // its length (s), and the metrics of the requests it holds (null when it is empty or
+    // shorter than two time slices).
+    "steady_s",
+    "ttft_p50_steady",
+    "ttft_p99_steady",
+    "tpot_p50_steady",
+    "tpot_p99_steady",
+    "itl_p50_steady",
+    "latency_p50_steady",
+    "latency_p99_steady",
+    "rps_steady",
+    "output_tps_steady",
 ];
+
+/// The distributions measured in tokens per second.
+pub fn is_rate_quantity(quantity: &str) -> bool {
+    matches!(quantity, "request_output_tps" | "decode_tps")
+}
 
 /// Quantities measured in milliseconds (in JSON and CSV).
 pub fn is_time_quantity(quantity: &str) -> bool {
@@ -96,7 +119,9 @@ mod tests {
     #[test]
     fn vocabulary_is_consistent() {
         let names = all_names();
-        assert_eq!(names.len(), 10 * 14 + SCALARS.len());
+        assert_eq!(names.len(), 12 * 14 + SCALARS.len());
+        assert!(is_metric("decode_tps_p99") && !is_time_quantity("decode_tps"));
+        assert!(is_metric("ttft_p99_steady") && is_metric("steady_s"));
         assert!(is_metric("connect_p99"));
         assert!(is_metric("ttfo_p99") && is_time_quantity("ttfo"));
         assert!(is_metric("requests_no_output"));

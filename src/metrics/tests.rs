@@ -303,3 +303,29 @@ fn client_health_lateness_and_cpu() {
     let calm = summarize(&[rec(0, &[10], Some(1))], &SummaryOptions::default());
     assert_eq!(calm.client_bound, None);
 }
+
+#[test]
+fn per_request_rates_are_evalscopes() {
+    // 5 tokens: TTFT 10 ms, latency 30 ms → 5 / 0.030 = 166.67 tok/s output, 4 / 0.020 =
+    // 200 tok/s decode; 11 tokens: TTFT 20, latency 70 → 157.14 and 10 / 0.050 = 200.
+    // One token: an output rate (1 / 0.020 = 50), no decode rate.
+    let recs = [
+        rec(0, &[10, 30], Some(5)),
+        rec(100, &[120, 170], Some(11)),
+        rec(200, &[220], Some(1)),
+    ];
+    let s = summarize(&recs, &SummaryOptions::default());
+    assert!(close(v(&s, "request_output_tps_max"), 5.0 / 0.030));
+    assert!(close(v(&s, "request_output_tps_p50"), 11.0 / 0.070));
+    assert!(close(v(&s, "request_output_tps_min"), 50.0));
+    assert!(close(v(&s, "decode_tps_mean"), 200.0));
+    assert!(close(v(&s, "decode_tps_stdev"), 0.0));
+    assert_eq!(s.values["decode_tps_p50"].map(|_| ()), Some(()));
+    // Their unit is tokens per second, not milliseconds.
+    use condition::{unit_of, MetricUnit};
+    assert_eq!(unit_of("decode_tps_p99"), Some(MetricUnit::TokensPerSec));
+    assert_eq!(
+        unit_of("request_output_tps_mean"),
+        Some(MetricUnit::TokensPerSec)
+    );
+}

@@ -7,6 +7,8 @@ use serde_json::{Map, Value};
 
 use super::ranges;
 use super::spec::TokenRange;
+use crate::units::HumanDuration;
+use std::time::Duration;
 
 /// A stop sequence or a list of them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -85,4 +87,24 @@ pub struct ReportSpec {
     pub columns: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<String>,
+    /// The width of each run's time slices (`"1s"`, the default; 10 ms to 1 h), which
+    /// `perfplan report --slices` and the HTML report draw; a run's steady-state window
+    /// shorter than two slices has no `*_steady` metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "10ms", "x-duration-maximum" = "1h"))]
+    pub slice: Option<HumanDuration>,
+}
+
+/// The default width of a run's time slices.
+pub const DEFAULT_SLICE: Duration = Duration::from_secs(1);
+/// The narrowest and widest `[report] slice` (the schema's range, which validation
+/// checks; `perfplan report --slice` checks this copy).
+pub const SLICE_RANGE: (Duration, Duration) =
+    (Duration::from_millis(10), Duration::from_secs(3600));
+
+impl ReportSpec {
+    /// The width of the runs' time slices (`slice`, or the default).
+    pub fn slice_width(&self) -> Duration {
+        self.slice.map_or(DEFAULT_SLICE, |s| s.0)
+    }
 }

@@ -22,6 +22,7 @@ pub mod min_effect;
 pub mod pivot;
 mod plots;
 mod sla_plots;
+pub mod slices;
 mod svg;
 pub mod table;
 mod timeline;
@@ -70,6 +71,8 @@ pub enum ReportError {
     },
     #[error("unknown format `{0}` (table, md, csv, json, html)")]
     Format(String),
+    #[error("--slices writes CSV: leave out --format or give --format csv")]
+    SlicesFormat,
     #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,

@@ -65,6 +65,9 @@ pub(super) fn insert_rows<'a>(
     Ok(())
 }
 
+/// A `SELECT` of `row_codec`'s, given which columns the table has.
+type Select = fn(&dyn Fn(&str) -> bool) -> String;
+
 impl Store {
     /// Writes a batch of a run's requests in one transaction (rewriting any row with
     /// the same index).
@@ -119,10 +122,20 @@ impl Store {
     pub fn each_request_row(
         &self,
         run_id: &str,
+        f: impl FnMut(RequestRow),
+    ) -> Result<(), StoreError> {
+        self.each_row(run_id, row_codec::select_sql, f)
+    }
+
+    /// Calls `f` with every row `select` (given the table's columns) reads of a run.
+    fn each_row(
+        &self,
+        run_id: &str,
+        select: Select,
         mut f: impl FnMut(RequestRow),
     ) -> Result<(), StoreError> {
         let columns = self.request_columns()?;
-        let select = row_codec::select_sql(|c| columns.iter().any(|have| have == c));
+        let select = select(&|c| columns.iter().any(|have| have == c));
         let mut stmt = self
             .conn
             .prepare_cached(&select)
@@ -134,6 +147,37 @@ impl Store {
             f(row.map_err(|e| read_error(run_id, e))?);
         }
         Ok(())
+    }
+
+    /// Calls `f` with every measured request of a run in order of its end (ties by
+    /// index), one row at a time: the order a run's time slices are folded in.
+    pub fn each_measured_row_by_end(
+        &self,
+        run_id: &str,
+        f: impl FnMut(RequestRow),
+    ) -> Result<(), StoreError> {
+        self.each_row(run_id, row_codec::select_measured_by_end, f)
+    }
+
+    /// The first send and the last end of a run's measured requests (`None` without
+    /// any), on their time base.
+    pub fn measured_span(
+        &self,
+        run_id: &str,
+    ) -> Result<Option<(std::time::Duration, std::time::Duration)>, StoreError> {
+        let span: (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(
+                "SELECT MIN(sent_us), MAX(end_us) FROM requests WHERE run_id = ?1 AND phase = ?2",
+                [run_id, Phase::Measured.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .doing("reading a run's span")?;
+        let us = |v: i64| std::time::Duration::from_micros(v.max(0) as u64);
+        Ok(match span {
+            (Some(a), Some(b)) => Some((us(a), us(b.max(a)))),
+            _ => None,
+        })
     }
 
     /// The columns the `requests` table has (fewer in an older database read unmigrated).

@@ -86,7 +86,20 @@ pub(super) fn insert_sql(replace: bool) -> String {
 
 /// `SELECT` of every column `decode` reads, for the rows of run `?1` by index; a column
 /// the table lacks (`present` says no: an older database read unmigrated) reads as NULL.
-pub(super) fn select_sql(present: impl Fn(&str) -> bool) -> String {
+pub(super) fn select_sql(present: &dyn Fn(&str) -> bool) -> String {
+    select_where(present, "ORDER BY q.request_index")
+}
+
+/// `select_sql`'s columns for the measured rows of run `?1` in order of their end (ties
+/// by index): what a run's time slices read.
+pub(super) fn select_measured_by_end(present: &dyn Fn(&str) -> bool) -> String {
+    select_where(
+        present,
+        "AND q.phase = 'measured' ORDER BY q.end_us, q.request_index",
+    )
+}
+
+fn select_where(present: &dyn Fn(&str) -> bool, tail: &str) -> String {
     let names: Vec<String> = COLUMNS
         .iter()
         .map(|c| match present(c) {
@@ -97,7 +110,7 @@ pub(super) fn select_sql(present: impl Fn(&str) -> bool) -> String {
     format!(
         "SELECT {}, c.times_us AS legacy_times_us FROM requests q LEFT JOIN chunks c \
          ON c.run_id = q.run_id AND c.request_index = q.request_index \
-         WHERE q.run_id = ?1 ORDER BY q.request_index",
+         WHERE q.run_id = ?1 {tail}",
         names.join(", ")
     )
 }
@@ -406,10 +419,10 @@ mod tests {
         );
         assert_eq!(values.len(), COLUMNS.len());
         assert!(insert_sql(false).ends_with(&format!("?{})", COLUMNS.len() + 1)));
-        assert!(select_sql(|_| true).contains("q.itl_max_us AS itl_max_us"));
+        assert!(select_sql(&|_| true).contains("q.itl_max_us AS itl_max_us"));
         assert_eq!(at("legacy_times_us"), COLUMNS.len());
         assert_eq!(at("no_such_column"), usize::MAX);
-        let old = select_sql(|c| c != "chunk_times");
+        let old = select_sql(&|c| c != "chunk_times");
         assert!(old.contains("NULL AS chunk_times") && old.contains("q.sent_us AS sent_us"));
     }
 }

@@ -214,6 +214,24 @@ impl Store {
         tx.commit().doing("beginning a run")
     }
 
+    /// The extras stored with a run (`{}` before it finished).
+    pub fn run_extras(&self, id: &str) -> Result<Value, StoreError> {
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT extras_json FROM runs WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .doing("reading a run's extras")?;
+        let Some(text) = text else {
+            return Err(StoreError::UnknownRun { id: id.to_string() });
+        };
+        serde_json::from_str(&text).map_err(|source| StoreError::Json {
+            what: "run extras",
+            source,
+        })
+    }
+
     /// Records how a run ended and its aggregates, in one transaction.
     pub fn finish_run(&mut self, id: &str, finish: &RunFinish<'_>) -> Result<(), StoreError> {
         self.run_status(id)?;

@@ -47,6 +47,9 @@ pub struct RunOptions {
     pub debug: bool,
     /// Append JSON progress events (run start, progress, run end, suite end) to this file.
     pub progress_json: Option<PathBuf>,
+    /// `--progress-every`: the interval of progress lines (`Some(ZERO)`: none; `None`:
+    /// every 10 s when stderr is not a terminal, none on one).
+    pub progress_every: Option<std::time::Duration>,
     /// Who runs the plan's SLA searches (`search::DRIVER`); a plan with a search and no
     /// driver stops at that run with an error naming it.
     pub search: Option<&'static dyn SearchDriver>,
@@ -114,7 +117,8 @@ fn run_in(
     }
     let log = Arc::new(
         SuiteLog::open(&dir, opts.debug, opts.progress_json.as_deref())
-            .with_redactor(suite_redactor(plan, runs)),
+            .with_redactor(suite_redactor(plan, runs))
+            .with_progress_every(super::progress::line_interval(opts.progress_every)),
     );
     log.say(&format!("perfplan: results in {}", dir.display()));
     let store = open::register(store, runs)?;

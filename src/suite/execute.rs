@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::prepare::PreparedRun;
 use super::progress::RunProgress;
-use super::tally::{FirstErrors, Tally, TallySettings};
+use super::tally::{Tally, TallySettings};
 use super::turn_inputs::TurnInputs;
 use super::writer::{Writer, WriterContext};
 use super::RunnerError;
@@ -17,10 +17,11 @@ use crate::engine::{
     self, CancelHandle, Endpoint, Load, Preconnect, RequestSource, RunConfig, RunOutput,
 };
 use crate::metrics::condition::{parse_condition, Op, Threshold};
+use crate::metrics::steady::LoadShape;
 use crate::metrics::{MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
-use crate::record::{Outcome, RequestRecord};
+use crate::record::RequestRecord;
 use crate::store::{ServerPhase, Store};
 
 /// After Ctrl-C, how long requests in flight may still finish.
@@ -46,6 +47,8 @@ pub struct RunResult {
     pub started: std::time::SystemTime,
     /// The connections opened before the measured pass (lean client only).
     pub preconnect: Option<Preconnect>,
+    /// The slice width and steady-state window, kept with the run's extras (`time`).
+    pub time: Value,
 }
 
 /// Warnings about the records themselves: estimated token counts, truncated streams.
@@ -73,29 +76,6 @@ fn record_warnings(summary: &RunSummary) -> Vec<String> {
         ));
     }
     out
-}
-
-/// "every measured request failed (4 connect): <first error>", when that is the case.
-fn all_failed(summary: &RunSummary, errors: &FirstErrors) -> Option<String> {
-    let ok = summary
-        .values
-        .get("requests_ok")
-        .copied()
-        .flatten()
-        .unwrap_or(0.0);
-    if summary.requests == 0 || ok > 0.0 {
-        return None;
-    }
-    let classes: Vec<String> = summary
-        .failures
-        .iter()
-        .map(|(k, n)| format!("{n} {k}"))
-        .collect();
-    let first = errors.error.clone().unwrap_or_default();
-    Some(format!(
-        "every measured request failed ({}): {first}",
-        classes.join(", ")
-    ))
 }
 
 /// The plan's `[slo]` as thresholds for goodput.
@@ -178,6 +158,8 @@ pub struct RunContext<'a> {
     pub start: super::start_at::Start<'a>,
     /// `[plan] store`: keep request bodies and response texts.
     pub keep: plan::StoreSpec,
+    /// `[report] slice`: the width of the run's time slices.
+    pub slice: Duration,
 }
 
 /// The endpoint of one pass: an `x-request-id` made of the run id and the stored index
@@ -294,15 +276,16 @@ pub async fn execute(
     mut prepared: PreparedRun,
 ) -> Result<RunResult, RunnerError> {
     let cfg = run_config(run, &prepared);
-    let progress =
-        RunProgress::new(&ctx.label, planned_total(run, &prepared)).with_events(&ctx.log, &run.id);
+    let progress = RunProgress::new(&ctx.label, planned_total(run, &prepared))
+        .with_events(&ctx.log, &run.id)
+        .with_lines(&ctx.log, &ctx.label);
     let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared)?;
     let tx = writer.sender(ctx.cancel);
     // Each record goes once, by value, to the writer (which folds what the metrics read).
     let sink_for = |offset: u64| {
         let (progress, tx) = (&progress, &tx);
         move |mut r: RequestRecord| {
-            progress.tick(r.outcome != Outcome::Ok);
+            progress.tick(&r);
             if let Some(tx) = tx {
                 r.index += offset;
                 tx.send(r);
@@ -374,13 +357,18 @@ fn conclude(
     let tally = &mut passes.tally;
     warnings.extend(tally.leak.warning(run));
     let mut summary = summarize_output(ctx, run, (&output, tally), passes.server_ratio);
+    let defs = definitions(ctx.definitions);
+    let window = (&tally.window, ctx.slice);
+    let (time, steady) = super::steady::measure(&ctx.store, &run.id, window, defs, &mut summary);
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
-    let all_failed = all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
+    let all_failed =
+        super::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
     let (input_lengths, length_warning) = tally.input_lengths();
     warnings.extend(output.preconnect.as_ref().and_then(Preconnect::warning));
     warnings.extend(passes.late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
+    warnings.extend(steady);
     warnings.extend(super::failures::partial_failure_warning(
         &summary,
         &tally.errors,
@@ -396,6 +384,7 @@ fn conclude(
         input_lengths,
         started: output.started,
         preconnect: output.preconnect,
+        time,
     }
 }
 
@@ -408,6 +397,12 @@ fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -
         first_wave: match run.load() {
             planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
             _ => 1,
+        },
+        shape: match run.load() {
+            planner::Load::Closed { concurrency } => LoadShape::Closed {
+                concurrency: concurrency.max(1) as usize,
+            },
+            _ => LoadShape::Open,
         },
         turns: prepared.conversation.is_some(),
         targets: prepared.targets.clone(),

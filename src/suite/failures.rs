@@ -1,6 +1,6 @@
 //! The warning of a run in which some, not all, measured requests failed: how many, by
 //! class, and the first error, so a partly failed run never passes as a clean one (a run
-//! where every request failed is a failed run instead; see `execute`). Pure text from
+//! where every request failed is a failed run instead: `all_failed`). Pure text from
 //! the run's summary and its first errors.
 
 use crate::metrics::failures::{describe, failure_classes};
@@ -30,5 +30,31 @@ pub(super) fn partial_failure_warning(
         "{failed} of {} measured requests failed: {}; first: {first}",
         summary.requests,
         describe(&classes)
+    ))
+}
+
+/// "every measured request failed (4 connect): <first error>", when that is the case.
+pub(super) fn all_failed(
+    summary: &RunSummary,
+    errors: &super::tally::FirstErrors,
+) -> Option<String> {
+    let ok = summary
+        .values
+        .get("requests_ok")
+        .copied()
+        .flatten()
+        .unwrap_or(0.0);
+    if summary.requests == 0 || ok > 0.0 {
+        return None;
+    }
+    let classes: Vec<String> = summary
+        .failures
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect();
+    let first = errors.error.clone().unwrap_or_default();
+    Some(format!(
+        "every measured request failed ({}): {first}",
+        classes.join(", ")
     ))
 }

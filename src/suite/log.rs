@@ -18,6 +18,8 @@ pub struct SuiteLog {
     /// `--progress-json FILE`: one JSON object per line (run start, progress, run end).
     progress: Option<Mutex<File>>,
     redactor: crate::secrets::Redactor,
+    /// `--progress-every`, resolved: the interval of a run's progress lines (none: off).
+    progress_every: Option<std::time::Duration>,
 }
 
 impl SuiteLog {
@@ -44,6 +46,7 @@ impl SuiteLog {
             debug,
             progress,
             redactor: crate::secrets::Redactor::default(),
+            progress_every: None,
         }
     }
 
@@ -51,6 +54,17 @@ impl SuiteLog {
     pub fn with_redactor(mut self, redactor: crate::secrets::Redactor) -> SuiteLog {
         self.redactor = redactor;
         self
+    }
+
+    /// Writes a progress line every `every` during each run (none: no lines).
+    pub fn with_progress_every(mut self, every: Option<std::time::Duration>) -> SuiteLog {
+        self.progress_every = every;
+        self
+    }
+
+    /// The interval of progress lines, if they are on.
+    pub fn progress_every(&self) -> Option<std::time::Duration> {
+        self.progress_every
     }
 
     /// `text` with the suite's known secrets hidden.

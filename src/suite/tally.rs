@@ -1,6 +1,6 @@
 //! What a run's result is made of, folded record by record as the writer stores them, so
 //! that no stage keeps a run's records: the metrics (`metrics::Fold`), the cold-run leak
-//! check's first wave, the three-way input lengths, the first errors the warnings quote,
+//! check's first wave, the steady-state window, the three-way input lengths, the first errors the warnings quote,
 //! and a multi-turn run's per-turn samples. The priming pass's records are not folded
 //! (no metric reads them).
 
@@ -10,6 +10,7 @@ use super::cache::LeakWatch;
 use super::conversation::TurnSample;
 use super::lengths::Lengths;
 use super::prepare::Targets;
+use crate::metrics::steady::{LoadShape, WindowFinder};
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, Slo, SummaryOptions};
 use crate::record::{Outcome, Phase, RequestRecord};
 
@@ -21,6 +22,8 @@ pub struct TallySettings {
     /// Requests sent at once when the run starts (a closed loop's concurrency; 1 for an
     /// open loop): the first wave the leak check reads.
     pub first_wave: usize,
+    /// How the load is sent, for the steady-state window's rule.
+    pub shape: LoadShape,
     /// A multi-turn run: keep each turn's sample for the per-turn metrics.
     pub turns: bool,
     pub targets: Arc<Targets>,
@@ -32,6 +35,7 @@ impl Default for TallySettings {
             definitions: MetricDefinitions::default(),
             slos: Vec::new(),
             first_wave: 1,
+            shape: LoadShape::Open,
             turns: false,
             targets: Arc::default(),
         }
@@ -46,6 +50,8 @@ pub struct Tally {
     lengths: Lengths,
     targets: Arc<Targets>,
     pub errors: FirstErrors,
+    /// The steady-state window, found as the records arrive.
+    pub window: WindowFinder,
     /// Measured successful turns of a multi-turn run.
     pub turns: Option<Vec<TurnSample>>,
 }
@@ -85,6 +91,7 @@ impl Tally {
             lengths: Lengths::default(),
             targets: settings.targets,
             errors: FirstErrors::default(),
+            window: WindowFinder::new(settings.shape),
             turns: settings.turns.then(Vec::new),
         }
     }
@@ -98,6 +105,7 @@ impl Tally {
         self.leak.add(r);
         self.lengths.add(r, &self.targets);
         self.errors.add(r);
+        self.window.add(r);
         if let Some(turns) = &mut self.turns {
             turns.extend(TurnSample::of(r));
         }

@@ -97,6 +97,7 @@ impl Suite<'_> {
                 lead,
             },
             keep: self.plan.spec.plan.store,
+            slice: self.plan.spec.report.slice_width(),
         };
         let result = match execute::execute(&ctx, run, prepared).await {
             Ok(result) => result,
@@ -230,6 +231,7 @@ fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
     let mut extras = execute::extras(&result.summary, result.stored);
     if let Value::Object(map) = &mut extras {
         map.insert("input_lengths".into(), result.input_lengths.clone());
+        map.insert("time".into(), result.time.clone());
         if let Some(p) = &result.preconnect {
             map.insert("preconnect".into(), p.to_json());
         }

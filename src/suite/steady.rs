@@ -1,0 +1,54 @@
+//! A run's steady-state metrics, at its end: the window the tally found while the rows
+//! were written (`metrics::steady`), then one streaming pass over the stored rows to fold
+//! the requests inside it (flat memory, whatever the run's size). The metrics join the
+//! run's summary; the window and the slice width go to its extras (`time`), where the
+//! report's slices read them; a run without a window gets a warning saying why.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::metrics::steady::{unknown, SteadyFold, WindowFinder};
+use crate::metrics::{MetricDefinitions, RunSummary};
+use crate::store::Store;
+
+/// The run's time facts for its extras (`{"slice_s", "steady": {"start_s", "end_s"} |
+/// null}`, seconds on the records' time base), and the warning of a run without a
+/// window. Writes the `*_steady` metrics into `summary` (null without a window).
+pub(super) fn measure(
+    store: &Arc<Mutex<Store>>,
+    run_id: &str,
+    (finder, slice): (&WindowFinder, Duration),
+    definitions: MetricDefinitions,
+    summary: &mut RunSummary,
+) -> (Value, Option<String>) {
+    summary.values.extend(unknown());
+    let mut time = json!({ "slice_s": slice.as_secs_f64(), "steady": null });
+    let window = match finder.finish(slice) {
+        Ok(w) => w,
+        // A run that measured nothing has other warnings to give.
+        Err(_) if summary.requests == 0 => return (time, None),
+        Err(why) => return (time, Some(format!("no steady-state metrics: {why}"))),
+    };
+    let mut fold = SteadyFold::new(window, definitions);
+    let read = match store.lock() {
+        Ok(store) => store.each_request_row(run_id, |row| fold.add(&row.record)),
+        Err(_) => {
+            return (
+                time,
+                Some("no steady-state metrics: the store is poisoned".into()),
+            )
+        }
+    };
+    if let Err(e) = read {
+        let why = crate::control::chain(&e);
+        return (time, Some(format!("no steady-state metrics: {why}")));
+    }
+    summary.values.extend(fold.finish());
+    time["steady"] = json!({
+        "start_s": window.start.as_secs_f64(),
+        "end_s": window.end.as_secs_f64(),
+    });
+    (time, None)
+}
