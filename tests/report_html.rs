@@ -41,10 +41,14 @@ fn html_report_is_self_contained_with_every_plot() {
     let svgs = html.matches("<svg").count();
     let timelines = html.matches("<details class=\"run\"").count();
     assert!(timelines >= 2, "{timelines} timelines");
+    let per_slice = html.matches(": TTFT per slice</title>").count();
+    assert_eq!(per_slice, timelines, "every run's slices are drawn");
+    // 10 suite charts, the bars, and per run a timeline and three slice charts.
     assert_eq!(
         svgs,
-        10 + html.matches("side by side</title>").count() + timelines
+        10 + html.matches("side by side</title>").count() + 4 * timelines
     );
+    assert!(html.contains("steady-state window") || html.contains("no steady-state window"));
     assert!(
         !html.contains("<script") && !html.contains("http://")
             || html.matches("http://").count()

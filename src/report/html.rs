@@ -13,7 +13,6 @@ use super::grid::{pivot_grid, Grid, MISSING};
 use super::pivot::{axis_label, Labels, Pivot};
 use super::plots::{cdf_charts, sweep_charts, Digest};
 use super::svg::{escape, line_chart};
-use super::timeline::timeline_svg;
 use super::{Layout, ReportData, ReportError};
 use crate::store::Store;
 
@@ -185,7 +184,6 @@ fn plots_html(data: &ReportData, digests: &[Digest]) -> String {
         }
         s.push_str("</div>");
     }
-    s.push_str(&over_time_html(data, digests, &labels));
     s
 }
 
@@ -196,29 +194,6 @@ fn lines_of(labels: &Labels) -> String {
     } else {
         labels.varying().join(" · ")
     }
-}
-
-/// Each run on its own time axis: its request timeline (the first run open).
-fn over_time_html(data: &ReportData, digests: &[Digest], labels: &Labels) -> String {
-    let mut s = String::from("<h2>Runs over time</h2>");
-    for (i, (run, digest)) in data.runs.iter().zip(digests).enumerate() {
-        if digest.timeline.seen == 0 {
-            continue;
-        }
-        let name = format!("#{} {}", run.ordinal, labels.short(run, &[]));
-        let _ = write!(
-            s,
-            "<details class=\"run\"{}><summary>{}</summary><figure>{}</figure></details>",
-            if i == 0 { " open" } else { "" },
-            escape(&name),
-            timeline_svg(
-                &format!("{name}: requests"),
-                &digest.timeline,
-                digest.timeline.span
-            )
-        );
-    }
-    s
 }
 
 /// The whole page.
@@ -244,6 +219,7 @@ pub fn render(
         s.push_str(&gates_html(gates));
     }
     s.push_str(&plots_html(&data, &digests));
+    s.push_str(&super::over_time::section(store, &data, &digests)?);
     s.push_str(&super::sla_plots::section(store, &data.runs)?);
     s.push_str(&runs_html(&data, &digests));
     let _ = writeln!(

@@ -19,6 +19,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod min_effect;
+mod over_time;
 pub mod pivot;
 mod plots;
 mod sla_plots;

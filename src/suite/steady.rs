@@ -2,7 +2,8 @@
 //! were written (`metrics::steady`), then one streaming pass over the stored rows to fold
 //! the requests inside it (flat memory, whatever the run's size). The metrics join the
 //! run's summary; the window and the slice width go to its extras (`time`), where the
-//! report's slices read them; a run without a window gets a warning saying why.
+//! report's slices read them; a run without a window says why in its extras (`time.steady_missing`), and
+//! one of ten slices or more also warns.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,6 +13,9 @@ use serde_json::{json, Value};
 use crate::metrics::steady::{unknown, SteadyFold, WindowFinder};
 use crate::metrics::{MetricDefinitions, RunSummary};
 use crate::store::Store;
+
+/// A run at least this many slices long without a steady window is warned about.
+const LONG_RUN_SLICES: f64 = 10.0;
 
 /// The run's time facts for its extras (`{"slice_s", "steady": {"start_s", "end_s"} |
 /// null}`, seconds on the records' time base), and the warning of a run without a
@@ -29,7 +33,21 @@ pub(super) fn measure(
         Ok(w) => w,
         // A run that measured nothing has other warnings to give.
         Err(_) if summary.requests == 0 => return (time, None),
-        Err(why) => return (time, Some(format!("no steady-state metrics: {why}"))),
+        Err(why) => {
+            // A short run (a smoke test) has no steady state by nature: said in its
+            // extras, not warned about; a run of many slices without one is worth a word.
+            let long = summary
+                .values
+                .get("duration_s")
+                .copied()
+                .flatten()
+                .is_some_and(|d| d >= LONG_RUN_SLICES * slice.as_secs_f64());
+            time["steady_missing"] = Value::from(why.clone());
+            return (
+                time,
+                long.then(|| format!("no steady-state metrics: {why}")),
+            );
+        }
     };
     let mut fold = SteadyFold::new(window, definitions);
     let read = match store.lock() {
