@@ -25,7 +25,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 22] = [
+pub const SCALARS: [&str; 39] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -55,6 +55,30 @@ pub const SCALARS: [&str; 22] = [
     // Successful measured requests that carried no output at all (no content, reasoning
     // or tool call): counted and warned about, never silently good.
     "requests_no_output",
+    // Server telemetry scraped during the run (null without it; README, "Server
+    // telemetry"): quantiles of the server's own histograms over the run (ms) ...
+    "server_ttft_p50",
+    "server_ttft_p99",
+    "server_itl_p50",
+    "server_itl_p99",
+    "server_latency_p50",
+    "server_latency_p99",
+    // ... its gauges over the run's scrapes (KV-cache use a fraction 0..1; queue depth:
+    // waiting requests; running: requests in the batch) ...
+    "kv_cache_usage_mean",
+    "kv_cache_usage_max",
+    "queue_depth_mean",
+    "queue_depth_max",
+    "running_mean",
+    "running_max",
+    // ... counters' increase (preemptions; accepted over drafted speculative tokens) and
+    // the GPUs of a DCGM exporter (utilisation a fraction 0..1, power in W, energy in J
+    // per output token).
+    "preemptions",
+    "spec_decode_acceptance",
+    "gpu_utilization_mean",
+    "gpu_power_w_mean",
+    "energy_j_per_output_token",
 ];
 
 /// Quantities measured in milliseconds (in JSON and CSV).

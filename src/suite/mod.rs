@@ -25,6 +25,7 @@ pub mod shard_env;
 pub mod share;
 pub mod start_at;
 mod tally;
+mod telemetry;
 mod targets;
 mod traffic;
 mod turn_inputs;
