@@ -80,6 +80,7 @@ impl Suite<'_> {
             log: self.log.clone(),
             server: Some(server),
             telemetry,
+            server_log: self.launched_log(run)?,
             index_base,
             start: Start {
                 at: self.start_at.take(),
@@ -258,4 +259,19 @@ fn server_scrapes(
     )
     .map_err(control)?;
     Ok((server, telemetry))
+}
+
+impl Suite<'_> {
+    /// The log of the run's launched server (`servers/<endpoint>.log` beside the
+    /// database), if perfplan launched it.
+    fn launched_log(&self, run: &RunSpec) -> Result<Option<std::path::PathBuf>, RunnerError> {
+        if run.settings.endpoint.spec.launch.is_none() {
+            return Ok(None);
+        }
+        let db = self.lock()?.path().to_path_buf();
+        let name = &run.settings.endpoint.name;
+        Ok(db
+            .parent()
+            .map(|dir| dir.join("servers").join(format!("{name}.log"))))
+    }
 }
