@@ -154,3 +154,91 @@ fn check_metrics(doc: &serde_json::Value, concurrency: u64) {
         assert!(metric(doc, "queue_depth_mean").unwrap() > 0.0);
     }
 }
+
+/// A launched server that reports its cache use only in its log, as llama-cpp-python's
+/// does: the simulator (with no counters at the page perfplan reads) beside a loop that
+/// logs one request's pair of lines every 50 ms, 30 of 40 prompt tokens hit.
+#[test]
+fn a_launched_servers_log_gives_the_server_cache_hit_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = "Llama.generate: 30 prefix-match hit, remaining 10 prompt tokens to eval\\\\n\
+                 llama_perf_context_print: prompt eval time = 1.00 ms /    10 tokens\\\\n";
+    let launch = format!(
+        "sh -c 'perfplan sim --port {{port}} --ttft-base 20ms --itl-base 5ms & \
+         while sleep 0.05; do printf \\\"{lines}\\\"; done'"
+    );
+    let plan = format!(
+        r#"[plan]
+name = "log"
+[endpoints.l]
+base_url = "http://127.0.0.1:{{port}}"
+launch = "{launch}"
+metrics = {{ path = "/no-metrics-here", cache_hits = "h", cache_queries = "q" }}
+[models.m]
+[datasets.p]
+kind = "prompt"
+text = "hello there"
+[defaults]
+output_tokens = 8
+ignore_eos = true
+[matrix]
+load = {{ concurrency = 1, requests = 10, warmup = 0 }}
+"#
+    );
+    let path = dir.path().join("log.toml");
+    std::fs::write(&path, plan).unwrap();
+    let out = dir.path().join("out");
+    let o = perfplan(&["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = std::fs::read_to_string(out.join("servers/l.log")).unwrap();
+    assert!(log.contains("prefix-match hit"), "{log}");
+    let runs = Store::open(&out.join("results.db")).unwrap().runs().unwrap();
+    let ratio = runs[0].metrics["server_cache_hit_ratio"];
+    assert_eq!(ratio, Some(0.75), "{:?}", runs[0]);
+    // The default page did not answer: no warning about it.
+    assert!(
+        runs[0].warnings.iter().all(|w| !w.starts_with("telemetry")),
+        "{:?}",
+        runs[0].warnings
+    );
+}
+
+#[test]
+fn telemetry_keys_are_checked_with_their_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "[plan]\nname = \"x\"\n[endpoints.e]\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         telemetry = { interval = \"10ms\", urls = [\"ftp://h/m\", \"/m\", \"/m\"], enable = true }\n\
+         [models.m]\n[datasets.d]\nkind = \"prompt\"\ntext = \"hi\"\n\
+         [matrix]\nload = { concurrency = 1, requests = 1 }\n",
+    )
+    .unwrap();
+    let o = perfplan(&["validate", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(!o.status.success());
+    for want in [
+        "`endpoints.e.telemetry.interval`: must be from 100ms to 1h",
+        "did you mean `enabled`?",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("\"10ms\"", "\"1s\"")
+            .replace(", enable = true", ""),
+    )
+    .unwrap();
+    let o = perfplan(&["validate", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    for want in [
+        "telemetry URL: `ftp://h/m` is neither a path nor an http:// or https:// URL",
+        "bad.toml:5:",
+        "telemetry URL: `/m` is listed twice",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+}
