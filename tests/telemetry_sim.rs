@@ -119,8 +119,14 @@ fn check_series(store: &Store, db: &Path, run_id: &str) {
     let (first_sent, last_end) = (first_sent[0][0].unwrap(), first_sent[0][1].unwrap());
     let (t0, t1) = (waiting[0].0, waiting.last().unwrap().0);
     // Scrape times are whole milliseconds (two roundings: up to 2 ms off).
-    assert!(t0 * 1e6 <= first_sent as f64 + 2000.0, "{t0} s vs {first_sent} us");
-    assert!(t1 * 1e6 >= last_end as f64 - 2000.0, "{t1} s vs {last_end} us");
+    assert!(
+        t0 * 1e6 <= first_sent as f64 + 2000.0,
+        "{t0} s vs {first_sent} us"
+    );
+    assert!(
+        t1 * 1e6 >= last_end as f64 - 2000.0,
+        "{t1} s vs {last_end} us"
+    );
     let buckets: Vec<Vec<Option<f64>>> = query(
         db,
         &format!(
@@ -146,7 +152,10 @@ fn check_metrics(doc: &serde_json::Value, concurrency: u64) {
     if concurrency <= 4 {
         // 50 ms lies in vLLM's (40 ms, 60 ms] bucket: interpolated within it, the server's
         // median is within that bucket's width (20 ms) of the client's, plus 5 ms of loopback.
-        assert!((server - client).abs() <= 25.0, "server {server} vs client {client}");
+        assert!(
+            (server - client).abs() <= 25.0,
+            "server {server} vs client {client}"
+        );
         assert_eq!(queue_max, 0.0);
     } else {
         // 16 in flight, 4 batch slots: up to 12 wait.
@@ -188,11 +197,19 @@ load = {{ concurrency = 1, requests = 10, warmup = 0 }}
     let path = dir.path().join("log.toml");
     std::fs::write(&path, plan).unwrap();
     let out = dir.path().join("out");
-    let o = perfplan(&["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = perfplan(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let log = std::fs::read_to_string(out.join("servers/l.log")).unwrap();
     assert!(log.contains("prefix-match hit"), "{log}");
-    let runs = Store::open(&out.join("results.db")).unwrap().runs().unwrap();
+    let runs = Store::open(&out.join("results.db"))
+        .unwrap()
+        .runs()
+        .unwrap();
     let ratio = runs[0].metrics["server_cache_hit_ratio"];
     assert_eq!(ratio, Some(0.75), "{:?}", runs[0]);
     // The default page did not answer: no warning about it.
@@ -240,5 +257,30 @@ fn telemetry_keys_are_checked_with_their_place() {
         "telemetry URL: `/m` is listed twice",
     ] {
         assert!(err.contains(want), "{want}: {err}");
+    }
+}
+
+#[test]
+fn check_reports_each_telemetry_url_and_its_known_families() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.toml");
+    std::fs::write(&path, plan(dead_port())).unwrap();
+    let o = perfplan(&["check", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("telemetry")).collect();
+    assert!(rows.iter().any(|l| l.contains("pass")), "{text}");
+    assert!(rows.iter().any(|l| l.contains("warn")), "{text}");
+    // The table's cells, its borders and wrapping left out.
+    let flat: String = text
+        .lines()
+        .filter(|l| l.contains("telemetry") || l.starts_with("│          ┆"))
+        .flat_map(|l| l.split('┆').nth(4))
+        .flat_map(|cell| cell.chars().filter(|c| !c.is_whitespace() && *c != '│'))
+        .collect();
+    for family in [
+        "answers(vllm):gaugesrunning,waiting,kv_cache_usage;",
+        "histogramsserver_ttft,server_itl,server_latency,server_queue;",
+    ] {
+        assert!(flat.contains(family), "{family}: {text}");
     }
 }

@@ -42,8 +42,9 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         | "gpu_utilization_mean" => MetricUnit::Ratio,
         "server_ttft_p50" | "server_ttft_p99" | "server_itl_p50" | "server_itl_p99"
         | "server_latency_p50" | "server_latency_p99" => MetricUnit::Millis,
-        "queue_depth_mean" | "queue_depth_max" | "running_mean" | "running_max"
-        | "preemptions" => MetricUnit::Count,
+        "queue_depth_mean" | "queue_depth_max" | "running_mean" | "running_max" | "preemptions" => {
+            MetricUnit::Count
+        }
         "gpu_power_w_mean" => MetricUnit::Watts,
         "energy_j_per_output_token" => MetricUnit::JoulesPerToken,
         "output_tps" | "total_tps" | "input_tps" => MetricUnit::TokensPerSec,

@@ -249,8 +249,14 @@ mod tests {
         assert!((p50 - 0.3).abs() < 1e-12);
         // rank 9.9 lies in +Inf: the highest finite bound.
         assert_eq!(histogram_quantile(&b, 0.99), Some(0.5));
-        assert_eq!(histogram_quantile(&[(0.1, 0.0), (f64::INFINITY, 0.0)], 0.5), None);
-        assert_eq!(histogram_quantile(&[(0.1, 3.0), (f64::INFINITY, 2.0)], 0.5), None);
+        assert_eq!(
+            histogram_quantile(&[(0.1, 0.0), (f64::INFINITY, 0.0)], 0.5),
+            None
+        );
+        assert_eq!(
+            histogram_quantile(&[(0.1, 3.0), (f64::INFINITY, 2.0)], 0.5),
+            None
+        );
         assert_eq!(histogram_quantile(&[], 0.5), None);
     }
 }

@@ -59,14 +59,21 @@ impl Histogram {
         let mut cum = 0;
         for (i, c) in self.counts.iter().enumerate() {
             cum += c;
-            let le = self.bounds.get(i).map_or("+Inf".to_string(), |b| format!("{b:?}"));
+            let le = self
+                .bounds
+                .get(i)
+                .map_or("+Inf".to_string(), |b| format!("{b:?}"));
             let _ = writeln!(
                 out,
                 "{name}_bucket{{le=\"{le}\",model_name=\"{model}\"}} {cum}.0"
             );
         }
         let _ = writeln!(out, "{name}_sum{{model_name=\"{model}\"}} {:?}", self.sum);
-        let _ = writeln!(out, "{name}_count{{model_name=\"{model}\"}} {}.0", self.count);
+        let _ = writeln!(
+            out,
+            "{name}_count{{model_name=\"{model}\"}} {}.0",
+            self.count
+        );
     }
 }
 
@@ -167,13 +174,21 @@ mod tests {
         let mut out = String::new();
         h.render(&mut out, "m");
         // TTFT 30 ms: in (0.02, 0.04].
-        assert!(out.contains("vllm:time_to_first_token_seconds_bucket{le=\"0.02\",model_name=\"m\"} 0.0"));
-        assert!(out.contains("vllm:time_to_first_token_seconds_bucket{le=\"0.04\",model_name=\"m\"} 1.0"));
+        assert!(out
+            .contains("vllm:time_to_first_token_seconds_bucket{le=\"0.02\",model_name=\"m\"} 0.0"));
+        assert!(out
+            .contains("vllm:time_to_first_token_seconds_bucket{le=\"0.04\",model_name=\"m\"} 1.0"));
         // Ten gaps of 10 ms: in the first ITL bucket (le 0.01).
-        assert!(out.contains("vllm:inter_token_latency_seconds_bucket{le=\"0.01\",model_name=\"m\"} 10.0"));
+        assert!(out.contains(
+            "vllm:inter_token_latency_seconds_bucket{le=\"0.01\",model_name=\"m\"} 10.0"
+        ));
         assert!(out.contains("vllm:inter_token_latency_seconds_count{model_name=\"m\"} 10.0"));
-        assert!(out.contains("vllm:e2e_request_latency_seconds_bucket{le=\"0.3\",model_name=\"m\"} 1.0"));
-        assert!(out.contains("vllm:request_queue_time_seconds_bucket{le=\"0.3\",model_name=\"m\"} 1.0"));
-        assert!(out.contains("vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 1.0"));
+        assert!(out
+            .contains("vllm:e2e_request_latency_seconds_bucket{le=\"0.3\",model_name=\"m\"} 1.0"));
+        assert!(
+            out.contains("vllm:request_queue_time_seconds_bucket{le=\"0.3\",model_name=\"m\"} 1.0")
+        );
+        assert!(out
+            .contains("vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 1.0"));
     }
 }

@@ -79,7 +79,10 @@ pub(crate) fn render(st: &SimState) -> String {
         let _ = writeln!(out, "{name}{{model_name=\"{model}\"}} {value}.0");
     }
     let kv = "vllm:kv_cache_usage_perc";
-    let _ = writeln!(out, "# HELP {kv} KV-cache usage. 1 means 100 percent usage.");
+    let _ = writeln!(
+        out,
+        "# HELP {kv} KV-cache usage. 1 means 100 percent usage."
+    );
     let _ = writeln!(out, "# TYPE {kv} gauge");
     let _ = writeln!(out, "{kv}{{model_name=\"{model}\"}} {:?}", st.kv_usage());
     st.histograms.render(&mut out, &model);

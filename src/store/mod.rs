@@ -24,8 +24,8 @@ pub use requests::{RequestRow, StoredRequest};
 pub use runs::{GateRecord, RunFinish, RunRow, RunStatus, ServerPhase, StoredRun};
 pub use schema::SCHEMA_VERSION;
 pub use search::{ProbeLink, SearchRow, SearchStepRow};
-pub use telemetry::{TelemetryRow, TelemetrySeries};
 pub use suite::{GitInfo, HostFacts, StoredSecret, SuiteInfo, SuiteRow};
+pub use telemetry::{TelemetryRow, TelemetrySeries};
 
 /// The database's file name inside an output folder.
 pub const DB_FILE: &str = "results.db";

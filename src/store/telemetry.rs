@@ -72,7 +72,11 @@ impl Store {
             .doing("reading telemetry")?;
         let rows = stmt
             .query_map([run_id], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, f64>(2)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, f64>(2)?,
+                ))
             })
             .doing("reading telemetry")?;
         let mut out: Vec<TelemetrySeries> = Vec::new();

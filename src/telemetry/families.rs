@@ -78,36 +78,156 @@ pub const FAMILIES: &[Family] = &[
     f("sglang:token_usage", KV_CACHE_USAGE, Gauge, Mean),
     f("llamacpp:kv_cache_usage_ratio", KV_CACHE_USAGE, Gauge, Mean),
     f("vllm:num_preemptions_total", PREEMPTIONS, Counter, Sum),
-    f("vllm:prefix_cache_queries_total", "prefix_cache_queries_total", Counter, Sum),
-    f("vllm:prefix_cache_hits_total", "prefix_cache_hits_total", Counter, Sum),
-    f("sglang:cached_tokens_total", "prefix_cache_hits_total", Counter, Sum),
-    f("vllm:prompt_tokens_total", "prompt_tokens_total", Counter, Sum),
-    f("sglang:prompt_tokens_total", "prompt_tokens_total", Counter, Sum),
-    f("llamacpp:prompt_tokens_total", "prompt_tokens_total", Counter, Sum),
-    f("vllm:generation_tokens_total", "generation_tokens_total", Counter, Sum),
-    f("sglang:generation_tokens_total", "generation_tokens_total", Counter, Sum),
-    f("llamacpp:tokens_predicted_total", "generation_tokens_total", Counter, Sum),
-    f("vllm:request_success_total", "requests_finished_total", Counter, Sum),
-    f("sglang:num_requests_total", "requests_finished_total", Counter, Sum),
-    f("vllm:spec_decode_num_accepted_tokens_total", SPEC_ACCEPTED, Counter, Sum),
-    f("vllm:spec_decode_num_draft_tokens_total", SPEC_DRAFT, Counter, Sum),
-    f("vllm:time_to_first_token_seconds", SERVER_TTFT, Histogram, Sum),
-    f("sglang:time_to_first_token_seconds", SERVER_TTFT, Histogram, Sum),
-    f("vllm:inter_token_latency_seconds", SERVER_ITL, Histogram, Sum),
-    f("vllm:time_per_output_token_seconds", SERVER_ITL, Histogram, Sum),
-    f("sglang:inter_token_latency_seconds", SERVER_ITL, Histogram, Sum),
-    f("sglang:time_per_output_token_seconds", SERVER_ITL, Histogram, Sum),
-    f("tgi_request_mean_time_per_token_duration", SERVER_ITL, Histogram, Sum),
-    f("vllm:e2e_request_latency_seconds", SERVER_LATENCY, Histogram, Sum),
-    f("sglang:e2e_request_latency_seconds", SERVER_LATENCY, Histogram, Sum),
+    f(
+        "vllm:prefix_cache_queries_total",
+        "prefix_cache_queries_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "vllm:prefix_cache_hits_total",
+        "prefix_cache_hits_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "sglang:cached_tokens_total",
+        "prefix_cache_hits_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "vllm:prompt_tokens_total",
+        "prompt_tokens_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "sglang:prompt_tokens_total",
+        "prompt_tokens_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "llamacpp:prompt_tokens_total",
+        "prompt_tokens_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "vllm:generation_tokens_total",
+        "generation_tokens_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "sglang:generation_tokens_total",
+        "generation_tokens_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "llamacpp:tokens_predicted_total",
+        "generation_tokens_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "vllm:request_success_total",
+        "requests_finished_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "sglang:num_requests_total",
+        "requests_finished_total",
+        Counter,
+        Sum,
+    ),
+    f(
+        "vllm:spec_decode_num_accepted_tokens_total",
+        SPEC_ACCEPTED,
+        Counter,
+        Sum,
+    ),
+    f(
+        "vllm:spec_decode_num_draft_tokens_total",
+        SPEC_DRAFT,
+        Counter,
+        Sum,
+    ),
+    f(
+        "vllm:time_to_first_token_seconds",
+        SERVER_TTFT,
+        Histogram,
+        Sum,
+    ),
+    f(
+        "sglang:time_to_first_token_seconds",
+        SERVER_TTFT,
+        Histogram,
+        Sum,
+    ),
+    f(
+        "vllm:inter_token_latency_seconds",
+        SERVER_ITL,
+        Histogram,
+        Sum,
+    ),
+    f(
+        "vllm:time_per_output_token_seconds",
+        SERVER_ITL,
+        Histogram,
+        Sum,
+    ),
+    f(
+        "sglang:inter_token_latency_seconds",
+        SERVER_ITL,
+        Histogram,
+        Sum,
+    ),
+    f(
+        "sglang:time_per_output_token_seconds",
+        SERVER_ITL,
+        Histogram,
+        Sum,
+    ),
+    f(
+        "tgi_request_mean_time_per_token_duration",
+        SERVER_ITL,
+        Histogram,
+        Sum,
+    ),
+    f(
+        "vllm:e2e_request_latency_seconds",
+        SERVER_LATENCY,
+        Histogram,
+        Sum,
+    ),
+    f(
+        "sglang:e2e_request_latency_seconds",
+        SERVER_LATENCY,
+        Histogram,
+        Sum,
+    ),
     f("tgi_request_duration", SERVER_LATENCY, Histogram, Sum),
-    f("vllm:request_queue_time_seconds", SERVER_QUEUE, Histogram, Sum),
+    f(
+        "vllm:request_queue_time_seconds",
+        SERVER_QUEUE,
+        Histogram,
+        Sum,
+    ),
     f("sglang:queue_time_seconds", SERVER_QUEUE, Histogram, Sum),
     f("tgi_request_queue_duration", SERVER_QUEUE, Histogram, Sum),
     f("DCGM_FI_DEV_GPU_UTIL", GPU_UTIL, Gauge, Mean),
     f("DCGM_FI_DEV_FB_USED", "gpu_memory_used_mib", Gauge, Sum),
     f("DCGM_FI_DEV_POWER_USAGE", GPU_POWER, Gauge, Sum),
-    f("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", GPU_ENERGY, Counter, Sum),
+    f(
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        GPU_ENERGY,
+        Counter,
+        Sum,
+    ),
 ];
 
 /// The known family a sample line belongs to, and which part of it the line is
@@ -136,13 +256,15 @@ mod tests {
 
     #[test]
     fn lines_find_their_family_and_part() {
-        let (fam, part) = family_of("vllm:time_to_first_token_seconds_bucket").unwrap_or_else(
-            || panic!("bucket line not found"),
-        );
+        let (fam, part) = family_of("vllm:time_to_first_token_seconds_bucket")
+            .unwrap_or_else(|| panic!("bucket line not found"));
         assert_eq!((fam.name, part), (SERVER_TTFT, "_bucket"));
         let (fam, part) = family_of("tgi_request_duration_count").unwrap_or_else(|| panic!());
         assert_eq!((fam.name, part), (SERVER_LATENCY, "_count"));
-        assert_eq!(family_of("vllm:num_requests_waiting").map(|f| f.0.name), Some(WAITING));
+        assert_eq!(
+            family_of("vllm:num_requests_waiting").map(|f| f.0.name),
+            Some(WAITING)
+        );
         assert!(family_of("vllm:num_requests_waiting_bucket").is_none());
         assert!(family_of("process_cpu_seconds_total").is_none());
         let alias = family_of("vllm:time_per_output_token_seconds_sum").unwrap_or_else(|| panic!());

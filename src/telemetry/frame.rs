@@ -92,11 +92,15 @@ pub fn frame(text: &str) -> Frame {
     let mut out = known_rows(&known);
     let room = MAX_ROWS_PER_SCRAPE.saturating_sub(out.rows.len());
     out.dropped = raw.len().saturating_sub(room);
-    out.rows.extend(raw.into_iter().take(room).map(|(name, value)| TelemetryRow {
-        name,
-        le: None,
-        value,
-    }));
+    out.rows.extend(
+        raw.into_iter()
+            .take(room)
+            .map(|(name, value)| TelemetryRow {
+                name,
+                le: None,
+                value,
+            }),
+    );
     out
 }
 

@@ -196,7 +196,10 @@ pub fn plan(
     let mut targets = Vec::new();
     let paths = std::iter::once(own_path).chain(t.urls.iter().map(String::as_str));
     for (i, path) in paths.enumerate() {
-        let url = own.urls().server(path).map_err(control::ControlError::Url)?;
+        let url = own
+            .urls()
+            .server(path)
+            .map_err(control::ControlError::Url)?;
         if targets.iter().any(|t: &sampler::ScrapeTarget| t.url == url) {
             continue;
         }

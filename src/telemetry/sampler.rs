@@ -14,8 +14,8 @@ use url::Url;
 
 use super::frame::{frame, MAX_ROWS_PER_SCRAPE};
 use super::scalars::UrlTally;
-use crate::control;
 use super::TelemetryError;
+use crate::control;
 use crate::store::Store;
 
 /// One page to scrape.
@@ -149,7 +149,10 @@ impl Sampler {
         }
         let mut urls = urls;
         for u in &mut urls {
-            for (t, _) in [&mut u.tally.first, &mut u.tally.last].into_iter().flatten() {
+            for (t, _) in [&mut u.tally.first, &mut u.tally.last]
+                .into_iter()
+                .flatten()
+            {
                 *t += delta_ms;
             }
         }

@@ -153,13 +153,10 @@ pub fn scalars(
     let tokens = first(&|t: &UrlTally| t.increase("generation_tokens_total"))
         .filter(|n| *n > 0.0)
         .or(client_output_tokens.filter(|n| *n > 0.0));
-    let joules = first(&|t: &UrlTally| t.increase(fam::GPU_ENERGY).map(|mj| mj / 1000.0)).or_else(
-        || {
-            first(&|t: &UrlTally| {
-                Some(t.gauges.get(fam::GPU_POWER)?.mean()? * t.span_s()?)
-            })
-        },
-    );
+    let joules =
+        first(&|t: &UrlTally| t.increase(fam::GPU_ENERGY).map(|mj| mj / 1000.0)).or_else(|| {
+            first(&|t: &UrlTally| Some(t.gauges.get(fam::GPU_POWER)?.mean()? * t.span_s()?))
+        });
     out.insert(
         "energy_j_per_output_token",
         joules.zip(tokens).map(|(j, n)| j / n),
@@ -187,7 +184,10 @@ mod tests {
                  DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\"} 1000000\n",
             ),
         );
-        t.add(997, frame("vllm:num_requests_waiting 4\nvllm:kv_cache_usage_perc 0.5\n"));
+        t.add(
+            997,
+            frame("vllm:num_requests_waiting 4\nvllm:kv_cache_usage_perc 0.5\n"),
+        );
         t.add(
             1997,
             frame(
@@ -219,7 +219,12 @@ mod tests {
     fn power_times_span_without_an_energy_counter() {
         let mut t = UrlTally::default();
         t.add(0, frame("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} 100\nDCGM_FI_DEV_POWER_USAGE{gpu=\"1\"} 200\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 50\nDCGM_FI_DEV_GPU_UTIL{gpu=\"1\"} 70\n"));
-        t.add(2000, frame("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} 100\nDCGM_FI_DEV_POWER_USAGE{gpu=\"1\"} 200\n"));
+        t.add(
+            2000,
+            frame(
+                "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} 100\nDCGM_FI_DEV_POWER_USAGE{gpu=\"1\"} 200\n",
+            ),
+        );
         let s = scalars(&[t], Some(600.0));
         assert_eq!(s["gpu_power_w_mean"], Some(300.0));
         assert!((s["gpu_utilization_mean"].unwrap() - 0.6).abs() < 1e-12);
