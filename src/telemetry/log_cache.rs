@@ -43,7 +43,7 @@ pub fn count(text: &str) -> LogCounts {
         } else if line.contains("prompt eval time =") {
             let tokens = line
                 .rsplit_once('/')
-                .and_then(|(_, r)| r.trim().split_whitespace().next()?.parse::<u64>().ok());
+                .and_then(|(_, r)| r.split_whitespace().next()?.parse::<u64>().ok());
             if let Some(m) = tokens {
                 c.evaluated += m;
                 c.requests += 1;
