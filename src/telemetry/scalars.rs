@@ -115,16 +115,15 @@ pub fn scalars(
     };
     let ms = |h: &str, q: f64| first(&|t: &UrlTally| t.quantile(h, q)).map(|s| s * 1000.0);
     let mut out: BTreeMap<&'static str, Option<f64>> = BTreeMap::new();
-    for (metric, h) in [
-        ("server_ttft", fam::SERVER_TTFT),
-        ("server_itl", fam::SERVER_ITL),
-        ("server_latency", fam::SERVER_LATENCY),
+    for (p50, p99, h) in [
+        ("server_ttft_p50", "server_ttft_p99", fam::SERVER_TTFT),
+        ("server_itl_p50", "server_itl_p99", fam::SERVER_ITL),
+        (
+            "server_latency_p50",
+            "server_latency_p99",
+            fam::SERVER_LATENCY,
+        ),
     ] {
-        let (p50, p99) = match metric {
-            "server_ttft" => ("server_ttft_p50", "server_ttft_p99"),
-            "server_itl" => ("server_itl_p50", "server_itl_p99"),
-            _ => ("server_latency_p50", "server_latency_p99"),
-        };
         out.insert(p50, ms(h, 0.5));
         out.insert(p99, ms(h, 0.99));
     }
