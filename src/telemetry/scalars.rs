@@ -10,6 +10,28 @@ use super::families::{self as fam};
 use super::frame::Frame;
 use crate::metrics::stats::histogram_quantile;
 
+/// The telemetry scalars of `metrics::names::SCALARS`: the server's figures, which no
+/// request row holds (a merged or pooled run carries them, never recomputes them).
+pub const SCALAR_NAMES: [&str; 17] = [
+    "server_ttft_p50",
+    "server_ttft_p99",
+    "server_itl_p50",
+    "server_itl_p99",
+    "server_latency_p50",
+    "server_latency_p99",
+    "kv_cache_usage_mean",
+    "kv_cache_usage_max",
+    "queue_depth_mean",
+    "queue_depth_max",
+    "running_mean",
+    "running_max",
+    "preemptions",
+    "spec_decode_acceptance",
+    "gpu_utilization_mean",
+    "gpu_power_w_mean",
+    "energy_j_per_output_token",
+];
+
 /// Mean and peak of one gauge over a run's scrapes.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct GaugeStats {
@@ -199,6 +221,10 @@ mod tests {
             ),
         );
         let s = scalars(&[t], None);
+        assert!(SCALAR_NAMES.iter().all(|n| s.contains_key(n)));
+        assert!(SCALAR_NAMES
+            .iter()
+            .all(|n| crate::metrics::names::SCALARS.contains(n)));
         // 10 new observations: 2 in (0, 0.1], 8 in (0.1, 0.5]; rank 5 is 3/8 into the second.
         let p50 = s["server_ttft_p50"].unwrap();
         assert!((p50 - (100.0 + 400.0 * 3.0 / 8.0)).abs() < 1e-9, "{p50}");
