@@ -131,11 +131,14 @@ fn a_merged_suite_recomputes_every_metric_as_the_live_run_under_every_definition
 #[test]
 fn sla_search_steps_from_rows_equal_their_probes_live_metrics_under_every_definition() {
     // Pooled steps know nothing of the client's CPU or the server's counters.
-    let not_from_rows = [
+    let not_from_rows: Vec<&str> = [
         "client_cpu_ratio",
         "server_cache_hit_ratio",
         "planned_prefix_share",
-    ];
+    ]
+    .into_iter()
+    .chain(perfplan::telemetry::scalars::SCALAR_NAMES)
+    .collect();
     // The plan's faults fail some requests: the search's success floor is lowered so
     // that both probes pass and are pooled.
     for defs in DEFINITIONS {

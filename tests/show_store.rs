@@ -166,7 +166,8 @@ fn without_store_nothing_is_kept_and_old_databases_still_show() {
         conn.execute_batch(
             "DROP TABLE request_bodies; DROP TABLE response_texts; \
              ALTER TABLE requests DROP COLUMN first_answer_us; \
-             ALTER TABLE requests DROP COLUMN output_bytes; PRAGMA user_version = 6;",
+             ALTER TABLE requests DROP COLUMN output_bytes; DROP TABLE telemetry; \
+             PRAGMA user_version = 6;",
         )
         .unwrap();
     }

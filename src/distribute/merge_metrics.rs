@@ -98,6 +98,11 @@ impl MergeFold {
             "client_cpu_ratio".into(),
             carried(parts, "client_cpu_ratio"),
         );
+        // The server's telemetry: every shard's sampler watched the same server over its
+        // own pass, so each figure is the largest of the shards' (one shard: its own).
+        for name in crate::telemetry::scalars::SCALAR_NAMES {
+            summary.values.insert(name.into(), carried(parts, name));
+        }
         summary.client_bound = None;
         (summary, self.lengths.finish().0)
     }

@@ -18,6 +18,9 @@ pub enum MetricUnit {
     TokensPerSec,
     RequestsPerSec,
     Count,
+    Watts,
+    /// Energy per output token.
+    JoulesPerToken,
 }
 
 /// The unit of a metric of the vocabulary, or `None` for an unknown name.
@@ -33,6 +36,17 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         | "planned_prefix_share"
         | "client_cpu_ratio"
         | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
+        "kv_cache_usage_mean"
+        | "kv_cache_usage_max"
+        | "spec_decode_acceptance"
+        | "gpu_utilization_mean" => MetricUnit::Ratio,
+        "server_ttft_p50" | "server_ttft_p99" | "server_itl_p50" | "server_itl_p99"
+        | "server_latency_p50" | "server_latency_p99" => MetricUnit::Millis,
+        "queue_depth_mean" | "queue_depth_max" | "running_mean" | "running_max" | "preemptions" => {
+            MetricUnit::Count
+        }
+        "gpu_power_w_mean" => MetricUnit::Watts,
+        "energy_j_per_output_token" => MetricUnit::JoulesPerToken,
         "output_tps" | "total_tps" | "input_tps" | "output_tps_steady" => MetricUnit::TokensPerSec,
         "rps" | "goodput_rps" | "inputs_per_s" | "rps_steady" => MetricUnit::RequestsPerSec,
         "requests_ok"
@@ -215,6 +229,8 @@ fn unit_name(unit: MetricUnit) -> &'static str {
         MetricUnit::TokensPerSec => "tokens per second; tok/s or no unit",
         MetricUnit::RequestsPerSec => "requests per second; req/s or no unit",
         MetricUnit::Count => "a count, no unit",
+        MetricUnit::Watts => "watts; W or no unit",
+        MetricUnit::JoulesPerToken => "joules per output token; J or no unit",
     }
 }
 
@@ -232,6 +248,8 @@ fn convert(value: f64, suffix: &str, unit: MetricUnit) -> Option<f64> {
         (MetricUnit::Seconds, Some(s), _) => Some(value * s),
         (MetricUnit::TokensPerSec, _, "tok/s") => Some(value),
         (MetricUnit::RequestsPerSec, _, "req/s") => Some(value),
+        (MetricUnit::Watts, _, "W") => Some(value),
+        (MetricUnit::JoulesPerToken, _, "J") => Some(value),
         _ => None,
     }
 }

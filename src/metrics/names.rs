@@ -30,7 +30,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 32] = [
+pub const SCALARS: [&str; 49] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -73,6 +73,30 @@ pub const SCALARS: [&str; 32] = [
     "latency_p99_steady",
     "rps_steady",
     "output_tps_steady",
+    // Server telemetry scraped during the run (null without it; README, "Server
+    // telemetry"): quantiles of the server's own histograms over the run (ms) ...
+    "server_ttft_p50",
+    "server_ttft_p99",
+    "server_itl_p50",
+    "server_itl_p99",
+    "server_latency_p50",
+    "server_latency_p99",
+    // ... its gauges over the run's scrapes (KV-cache use a fraction 0..1; queue depth:
+    // waiting requests; running: requests in the batch) ...
+    "kv_cache_usage_mean",
+    "kv_cache_usage_max",
+    "queue_depth_mean",
+    "queue_depth_max",
+    "running_mean",
+    "running_max",
+    // ... counters' increase (preemptions; accepted over drafted speculative tokens) and
+    // the GPUs of a DCGM exporter (utilisation a fraction 0..1, power in W, energy in J
+    // per output token).
+    "preemptions",
+    "spec_decode_acceptance",
+    "gpu_utilization_mean",
+    "gpu_power_w_mean",
+    "energy_j_per_output_token",
 ];
 
 /// The distributions measured in tokens per second.

@@ -151,6 +151,33 @@ pub fn fill(out: &mut BTreeMap<String, Option<f64>>, quantity: &str, mut values:
     fill_from(out, quantity, &Sorted(&values));
 }
 
+/// The `q` quantile (0..=1) of a histogram given as cumulative buckets `(le, count)` in
+/// increasing `le` (the last `+Inf`), Prometheus's `histogram_quantile` rule: the bucket
+/// holding rank `q * total`, linearly interpolated between its lower bound (the previous
+/// `le`, 0 for the first) and its `le`; a rank in the `+Inf` bucket gives the highest
+/// finite `le`. `None` without observations or when counts decrease.
+pub fn histogram_quantile(buckets: &[(f64, f64)], q: f64) -> Option<f64> {
+    let total = buckets.last()?.1;
+    if total <= 0.0 || buckets.windows(2).any(|w| w[1].1 < w[0].1) {
+        return None;
+    }
+    let rank = q.clamp(0.0, 1.0) * total;
+    let (mut lower, mut below) = (0.0, 0.0);
+    for &(le, cum) in buckets {
+        if cum >= rank && cum > below {
+            if le.is_infinite() {
+                return Some(lower);
+            }
+            return Some(lower + (le - lower) * (rank - below) / (cum - below));
+        }
+        if le.is_finite() {
+            lower = le;
+        }
+        below = cum;
+    }
+    Some(lower)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -210,5 +237,26 @@ mod tests {
         assert_eq!(m["ttft_min"], Some(1.0));
         fill(&mut m, "itl", vec![]);
         assert_eq!(m["itl_max"], None);
+    }
+
+    #[test]
+    fn histogram_quantile_interpolates_within_a_bucket() {
+        // 10 observations: 2 in (0, 0.1], 6 in (0.1, 0.5], 2 in (0.5, +Inf).
+        let b = [(0.1, 2.0), (0.5, 8.0), (f64::INFINITY, 10.0)];
+        assert_eq!(histogram_quantile(&b, 0.1), Some(0.05));
+        // rank 5: 3 of the bucket's 6, halfway through (0.1, 0.5].
+        let p50 = histogram_quantile(&b, 0.5).unwrap_or(f64::NAN);
+        assert!((p50 - 0.3).abs() < 1e-12);
+        // rank 9.9 lies in +Inf: the highest finite bound.
+        assert_eq!(histogram_quantile(&b, 0.99), Some(0.5));
+        assert_eq!(
+            histogram_quantile(&[(0.1, 0.0), (f64::INFINITY, 0.0)], 0.5),
+            None
+        );
+        assert_eq!(
+            histogram_quantile(&[(0.1, 3.0), (f64::INFINITY, 2.0)], 0.5),
+            None
+        );
+        assert_eq!(histogram_quantile(&[], 0.5), None);
     }
 }

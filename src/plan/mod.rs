@@ -7,12 +7,14 @@ pub mod load_spec;
 pub mod matrix;
 pub mod request_spec;
 pub mod spec;
+pub mod telemetry_spec;
 
 pub use access::{PathsSpec, TlsSpec};
 pub use load_spec::*;
 pub use matrix::MatrixSpec;
 pub use request_spec::*;
 pub use spec::*;
+pub use telemetry_spec::TelemetrySpec;
 pub mod bounds;
 pub mod dataset_keys;
 pub mod dataset_plan;

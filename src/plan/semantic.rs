@@ -67,6 +67,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
                 }
             }
         }
+        diags.extend(telemetry_problems(name, ep.telemetry.as_ref(), tree));
         if let Some(Err(e)) = ep.sim.as_ref().map(|s| s.validate()) {
             let at = tree.locate(&key(&["endpoints", name, "sim"]));
             diags.push(Diagnostic::error(
@@ -90,6 +91,56 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
         }
     }
     check_metric_names(spec, tree, &mut diags);
+    diags
+}
+
+/// Most extra telemetry URLs of one endpoint.
+pub const MAX_TELEMETRY_URLS: usize = 16;
+
+/// Each telemetry URL a server path or an http(s) URL, at most `MAX_TELEMETRY_URLS`, none twice.
+fn telemetry_problems(
+    name: &str,
+    telemetry: Option<&super::TelemetrySpec>,
+    tree: &Node,
+) -> Vec<Diagnostic> {
+    let Some(t) = telemetry else {
+        return Vec::new();
+    };
+    let mut diags = Vec::new();
+    let urls = key(&["endpoints", name, "telemetry", "urls"]);
+    if t.urls.len() > MAX_TELEMETRY_URLS {
+        diags.push(
+            Diagnostic::error(
+                format!(
+                    "endpoint `{name}`: telemetry lists {} URLs, at most {MAX_TELEMETRY_URLS}",
+                    t.urls.len()
+                ),
+                Some(tree.locate(&urls)),
+            )
+            .with_help("scrape fewer pages (each is scraped at every interval)"),
+        );
+    }
+    for (i, url) in t.urls.iter().enumerate() {
+        let mut at = urls.clone();
+        at.push(Step::Index(i));
+        let problem = match crate::control::urls::check_override(url) {
+            Err(e) => Some(crate::control::chain(&e)),
+            Ok(()) if t.urls[..i].contains(url) => Some(format!("`{url}` is listed twice")),
+            Ok(()) => None,
+        };
+        if let Some(problem) = problem {
+            diags.push(
+                Diagnostic::error(
+                    format!("endpoint `{name}`: telemetry URL: {problem}"),
+                    Some(tree.locate(&at)),
+                )
+                .with_help(
+                    "write a server path (\"/metrics\") or a full URL \
+                     (\"http://gpu-host:9400/metrics\")",
+                ),
+            );
+        }
+    }
     diags
 }
 

@@ -203,6 +203,9 @@ pub struct EndpointSpec {
     /// Prometheus counter names for the server-side cache hit ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<ServerMetricsSpec>,
+    /// Server telemetry scraped during each run (default: on, `/metrics`, every 1 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<super::TelemetrySpec>,
 }
 
 fn yes() -> bool {

@@ -229,6 +229,7 @@ impl Ctx<'_> {
         }
         rows.push(models);
         rows.push(counters(first, &client).await);
+        rows.extend(telemetry_rows::rows(first, &target).await);
         let mut seen: Vec<String> = Vec::new();
         for run in runs {
             let mode = mode_of(run);
@@ -381,4 +382,5 @@ async fn counters(run: &RunSpec, client: &control::Client) -> CheckRow {
 }
 
 mod probe;
+mod telemetry_rows;
 use probe::probe;

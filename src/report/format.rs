@@ -21,6 +21,8 @@ pub fn display_for(metric: &str, values: &[f64]) -> Display {
         Some(MetricUnit::Tokens) => ("tok", 1.0),
         Some(MetricUnit::TokensPerSec) => ("tok/s", 1.0),
         Some(MetricUnit::RequestsPerSec) => ("req/s", 1.0),
+        Some(MetricUnit::Watts) => ("W", 1.0),
+        Some(MetricUnit::JoulesPerToken) => ("J/tok", 1.0),
         Some(MetricUnit::Count) | None => ("", 1.0),
     };
     Display { suffix, scale }

@@ -1,6 +1,7 @@
 //! Each run on its own time axis, in the HTML report: its request timeline, its time
 //! slices (output throughput, requests in flight, TTFT p50/p99 per slice, the
-//! steady-state window marked) and the server's gauges scraped during it, every chart
+//! steady-state window marked) and the server's gauges scraped during it (running and
+//! waiting requests, KV-cache use, GPU utilisation and power), every chart
 //! on the same span (seconds from the start of the run's measured pass, warmup included).
 //! A run with more slices than `MAX_SLICE_POINTS` draws every k-th one, and says so.
 
@@ -13,7 +14,8 @@ use super::svg::{escape, line_chart, Chart, Series};
 use super::timeline::timeline_svg;
 use super::ReportData;
 use crate::metrics::slices::Slices;
-use crate::store::{Store, StoreError, StoredRun};
+use crate::store::{Store, StoreError, StoredRun, TelemetrySeries};
+use crate::telemetry::families;
 
 /// Most slices one chart draws.
 const MAX_SLICE_POINTS: usize = 600;
@@ -42,7 +44,11 @@ pub fn section(store: &Store, data: &ReportData, digests: &[Digest]) -> Result<S
             "<figure>{}</figure>",
             timeline_svg(&format!("{name}: requests"), &digest.timeline, span)
         );
-        for chart in slice_charts(&name, &slices, span) {
+        let gauges = store.telemetry_series(&run.id)?;
+        for chart in slice_charts(&name, &slices, span)
+            .into_iter()
+            .chain(gauge_charts(&name, &gauges, span))
+        {
             let _ = write!(s, "<figure>{}</figure>", line_chart(&chart));
         }
         s.push_str("</div>");
@@ -148,6 +154,67 @@ fn slice_charts(name: &str, slices: &Slices, span: f64) -> Vec<Chart> {
         chart("in flight per slice", "requests", flight),
         chart("TTFT per slice", "ms", ttft),
     ]
+}
+
+/// A gauge chart: its title, y label and `(family, legend)` of its lines.
+type GaugeGroup = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+/// The server's gauges scraped during the run (README, "Server telemetry"), a chart per
+/// unit, each drawn only when the server exposed one of its series.
+fn gauge_charts(name: &str, series: &[TelemetrySeries], span: f64) -> Vec<Chart> {
+    let groups: [GaugeGroup; 4] = [
+        (
+            "server requests running and waiting",
+            "requests",
+            &[
+                (families::RUNNING, "running (in the batch)"),
+                (families::WAITING, "waiting (queued)"),
+            ],
+        ),
+        (
+            "server KV-cache use",
+            "fraction of the KV cache",
+            &[(families::KV_CACHE_USAGE, "KV-cache use")],
+        ),
+        (
+            "server GPU utilisation",
+            "percent",
+            &[(families::GPU_UTIL, "GPU utilisation (mean over GPUs)")],
+        ),
+        (
+            "server GPU power",
+            "W",
+            &[(families::GPU_POWER, "power (all GPUs)")],
+        ),
+    ];
+    groups
+        .into_iter()
+        .filter_map(|(title, y_label, wanted)| {
+            let lines: Vec<Series> = wanted
+                .iter()
+                .filter_map(|(family, label)| {
+                    let (_, points) = series.iter().find(|(n, _)| n == family)?;
+                    Some(Series {
+                        name: (*label).into(),
+                        points: points.clone(),
+                        markers: points.len() <= 60,
+                        labels: Vec::new(),
+                    })
+                })
+                .collect();
+            (!lines.is_empty()).then(|| Chart {
+                title: format!("{name}: {title}"),
+                x_label: "time since the run's start (s)".into(),
+                y_label: y_label.into(),
+                series: lines,
+                x_range: Some((0.0, span)),
+            })
+        })
+        .collect()
 }
 
 /// The steady window as an outline from 0 to the series' highest value.

@@ -64,6 +64,14 @@ impl PrefixCache {
         hit_blocks * self.block_size
     }
 
+    /// The share of the cache's blocks in use, 0..=1 (vLLM's `kv_cache_usage_perc`).
+    pub(crate) fn usage(&self) -> f64 {
+        if self.capacity == 0 {
+            return 0.0;
+        }
+        (self.last_use.len() as f64 / self.capacity as f64).min(1.0)
+    }
+
     /// Forgets every block (`POST /reset_prefix_cache`).
     pub(crate) fn clear(&mut self) {
         self.last_use.clear();
@@ -127,7 +135,13 @@ mod tests {
         c.lookup_and_insert(&block_hashes(&a, 4), 17);
         c.lookup_and_insert(&block_hashes(&b, 4), 17);
         assert_eq!(c.lookup_and_insert(&block_hashes(&a, 4), 17), 0);
+        assert_eq!(c.usage(), 1.0);
         c.clear();
+        assert_eq!(c.usage(), 0.0);
         assert_eq!(c.lookup_and_insert(&block_hashes(&a, 4), 17), 0);
+        assert_eq!(c.usage(), 1.0);
+        let mut half = PrefixCache::new(8, 4);
+        half.lookup_and_insert(&block_hashes(&a, 4), 17);
+        assert_eq!(half.usage(), 0.5);
     }
 }

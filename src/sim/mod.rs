@@ -22,6 +22,7 @@ mod cache;
 mod faults;
 mod format;
 mod generate;
+mod histograms;
 mod metrics;
 mod request;
 mod respond;

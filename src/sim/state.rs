@@ -11,6 +11,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::cache::{block_hashes, PrefixCache};
 use super::faults::FaultDeck;
+use super::histograms::Histograms;
 use super::tokens::TokenCounter;
 use super::truth::{TruthRecord, TruthReport};
 use super::SimConfig;
@@ -42,6 +43,8 @@ pub(crate) struct SimState {
     pub slots: Arc<Semaphore>,
     pub waiting: AtomicU64,
     pub counters: Counters,
+    /// Latency histograms under vLLM's names, fed from the ground truth.
+    pub histograms: Histograms,
     pub start: Instant,
     pub start_unix_us: u64,
     seq: AtomicU64,
@@ -82,6 +85,7 @@ impl SimState {
             )),
             waiting: AtomicU64::new(0),
             counters: Counters::default(),
+            histograms: Histograms::default(),
             start: Instant::now(),
             start_unix_us,
             seq: AtomicU64::new(0),
@@ -146,6 +150,11 @@ impl SimState {
         cached
     }
 
+    /// The share of the prefix cache's blocks in use, 0..=1.
+    pub(crate) fn kv_usage(&self) -> f64 {
+        lock(&self.cache).usage()
+    }
+
     pub(crate) fn reset_cache(&self) {
         lock(&self.cache).clear();
     }
@@ -180,8 +189,10 @@ impl SimState {
             .unwrap_or_default()
     }
 
-    /// Keeps the record; past `MAX_TRUTH` records the oldest is forgotten.
+    /// Counts the record in the histograms and keeps it; past `MAX_TRUTH` records the
+    /// oldest is forgotten.
     pub(crate) fn push_truth(&self, r: TruthRecord) {
+        self.histograms.observe(&r);
         if self.cfg.truth {
             let mut t = lock(&self.truth);
             if t.len() >= MAX_TRUTH {

@@ -12,6 +12,7 @@ mod runs;
 mod schema;
 mod search;
 mod suite;
+mod telemetry;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -24,6 +25,7 @@ pub use runs::{GateRecord, RunFinish, RunRow, RunStatus, ServerPhase, StoredRun}
 pub use schema::SCHEMA_VERSION;
 pub use search::{ProbeLink, SearchRow, SearchStepRow};
 pub use suite::{GitInfo, HostFacts, StoredSecret, SuiteInfo, SuiteRow};
+pub use telemetry::{TelemetryRow, TelemetrySeries};
 
 /// The database's file name inside an output folder.
 pub const DB_FILE: &str = "results.db";

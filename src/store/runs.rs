@@ -188,7 +188,7 @@ impl Store {
     }
 
     /// Marks a run `running`, first deleting every row an earlier attempt left
-    /// (requests, chunks, metrics, server scrapes). A `done` run is refused.
+    /// (requests, chunks, metrics, server scrapes, telemetry). A `done` run is refused.
     pub fn begin_run(&mut self, id: &str) -> Result<(), StoreError> {
         if self.run_status(id)? == RunStatus::Done {
             return Err(StoreError::RunDone { id: id.into() });
@@ -199,6 +199,7 @@ impl Store {
             "chunks",
             "run_metrics",
             "server_metrics",
+            "telemetry",
             "request_bodies",
             "response_texts",
         ] {

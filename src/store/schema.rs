@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -183,6 +183,21 @@ CREATE TABLE response_texts (
     r#"
 ALTER TABLE requests ADD COLUMN first_answer_us INTEGER;
 ALTER TABLE requests ADD COLUMN output_bytes INTEGER;
+"#,
+    // 9: server telemetry scraped during a run's measured pass: one row per series and
+    // scrape, `t_ms` from the run's start (the instant its `*_us` times count from;
+    // negative for the scrape just before the first request), `le` a histogram bucket's
+    // upper bound (NULL for gauges, counters, `_sum` and `_count`).
+    r#"
+CREATE TABLE telemetry (
+    run_id TEXT NOT NULL,
+    url TEXT NOT NULL,
+    t_ms INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    le REAL,
+    value REAL NOT NULL
+);
+CREATE INDEX telemetry_by_run ON telemetry (run_id, name, t_ms);
 "#,
 ];
 

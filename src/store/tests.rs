@@ -288,7 +288,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
              DROP TABLE request_bodies; DROP TABLE response_texts;
              ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             PRAGMA user_version = 4;",
+             DROP TABLE telemetry; PRAGMA user_version = 4;",
         )
         .unwrap();
     drop(store);
@@ -339,7 +339,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
          ALTER TABLE requests DROP COLUMN output_bytes;
-         PRAGMA user_version = 5;",
+         DROP TABLE telemetry; PRAGMA user_version = 5;",
     )
     .unwrap();
     drop(conn);
@@ -369,15 +369,15 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
         .execute_batch(
             "ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             PRAGMA user_version = 7;",
+             DROP TABLE telemetry; PRAGMA user_version = 7;",
         )
         .unwrap();
     drop(store);
-    let rows = Store::open(dir.path())
-        .unwrap()
-        .request_rows("run1")
-        .unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let rows = store.request_rows("run1").unwrap();
     assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
+    // Migrated on: the telemetry table is back, empty.
+    assert!(store.telemetry_series("run1").unwrap().is_empty());
     assert_eq!((rows[0].ttfo(), rows[0].output_bytes), (None, None));
     assert!(!rows[0].no_output());
 }

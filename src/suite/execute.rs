@@ -152,6 +152,10 @@ pub struct RunContext<'a> {
     pub log: std::sync::Arc<super::log::SuiteLog>,
     /// The server's cache counters, scraped around the measured pass.
     pub server: Option<crate::telemetry::ServerScrape>,
+    /// The pages scraped during the measured pass (`None`: telemetry off).
+    pub telemetry: Option<crate::telemetry::sampler::TelemetryPlan>,
+    /// A launched server's log (`servers/<endpoint>.log`), read for its cache hits.
+    pub server_log: Option<std::path::PathBuf>,
     /// `--shard`: the first stored request index (0 when not sharded).
     pub index_base: u64,
     /// `--start-at` and the start barrier: when the measured pass (warmup first) starts.
@@ -304,12 +308,14 @@ pub async fn execute(
     let mut source = super::traffic::Source::new(&mut prepared, &ctx.log)?;
     let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
+    let watch = super::telemetry::start(ctx, &run.id, &mut warnings);
     let mut output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(|source| RunnerError::Load {
             run: run.id.clone(),
             source,
         })?;
+    let telemetry = super::telemetry::finish(watch, output.started)?;
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
@@ -328,8 +334,9 @@ pub async fn execute(
         tally: written.tally,
         primed,
         stored: written.rows,
-        server_ratio: server_ratio?,
+        server_ratio: server_ratio?.or(telemetry.log_hit_ratio),
         late,
+        telemetry,
     };
     Ok(conclude(ctx, run, &source, output, passes, warnings))
 }
@@ -343,6 +350,7 @@ struct Passes {
     server_ratio: Option<f64>,
     /// The warning of a `--start-at` already past.
     late: Option<String>,
+    telemetry: super::telemetry::Observed,
 }
 
 /// The run's summary and warnings, from its measured records.
@@ -357,6 +365,7 @@ fn conclude(
     let tally = &mut passes.tally;
     warnings.extend(tally.leak.warning(run));
     let mut summary = summarize_output(ctx, run, (&output, tally), passes.server_ratio);
+    super::telemetry::apply(&passes.telemetry, &mut summary, &mut warnings);
     let defs = definitions(ctx.definitions);
     let window = (&tally.window, ctx.slice);
     let (time, steady) = super::steady::measure(&ctx.store, &run.id, window, defs, &mut summary);

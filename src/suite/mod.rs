@@ -28,6 +28,7 @@ pub mod start_at;
 mod steady;
 mod tally;
 mod targets;
+mod telemetry;
 mod traffic;
 mod turn_inputs;
 mod writer;

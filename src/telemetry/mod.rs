@@ -7,6 +7,13 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+pub mod expo;
+pub mod families;
+pub mod frame;
+pub mod log_cache;
+pub mod sampler;
+pub mod scalars;
+
 use crate::control;
 use crate::plan::ServerMetricsSpec;
 use crate::store::{ServerPhase, Store};
@@ -55,51 +62,10 @@ impl CounterNames {
 /// Comments, blank lines and lines that do not parse are skipped.
 pub fn parse(text: &str) -> BTreeMap<String, f64> {
     let mut out: BTreeMap<String, f64> = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some((name, value)) = sample(line) {
-            *out.entry(name.to_string()).or_insert(0.0) += value;
-        }
+    for s in expo::samples(text) {
+        *out.entry(s.name.to_string()).or_insert(0.0) += s.value;
     }
     out
-}
-
-/// One sample line: `name{labels} value [timestamp]`.
-fn sample(line: &str) -> Option<(&str, f64)> {
-    let name_end = line
-        .find(|c: char| c == '{' || c.is_whitespace())
-        .unwrap_or(line.len());
-    let name = &line[..name_end];
-    let mut rest = &line[name_end..];
-    if rest.starts_with('{') {
-        rest = &rest[labels_end(rest)?..];
-    }
-    let value = rest.split_whitespace().next()?;
-    let v = match value {
-        "+Inf" => f64::INFINITY,
-        "-Inf" => f64::NEG_INFINITY,
-        v => v.parse::<f64>().ok()?,
-    };
-    (!name.is_empty() && v.is_finite()).then_some((name, v))
-}
-
-/// Byte offset just past the `}` closing a label set (quoted values may hold `}`).
-fn labels_end(text: &str) -> Option<usize> {
-    let mut in_quotes = false;
-    let mut escaped = false;
-    for (i, c) in text.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if in_quotes => escaped = true,
-            '"' => in_quotes = !in_quotes,
-            '}' if !in_quotes => return Some(i + 1),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// The cache counters of one scrape: only the two names asked for.
@@ -174,27 +140,91 @@ pub async fn scrape<'a>(
     None
 }
 
-/// Largest `/metrics` page read: a server that sends more (or never stops) has no counters.
-const MAX_PAGE_BYTES: usize = 16 << 20;
+/// Largest metrics page read: a server that sends more (or never stops) has no counters
+/// (a vLLM page is about 100 kB).
+pub const MAX_PAGE_BYTES: usize = 16 << 20;
 
 async fn page(client: &control::Client, url: url::Url) -> Option<String> {
-    let mut resp = client
-        .request(reqwest::Method::GET, url)
-        .timeout(control::timeouts::SCRAPE)
-        .send()
-        .await
-        .ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let mut body = Vec::new();
-    while let Some(piece) = resp.chunk().await.ok()? {
-        if body.len() + piece.len() > MAX_PAGE_BYTES {
-            return None;
+    fetch(client, url, control::timeouts::SCRAPE).await.ok()
+}
+
+/// One page, at most `MAX_PAGE_BYTES`, within `timeout`; the error in words.
+pub async fn fetch(
+    client: &control::Client,
+    url: url::Url,
+    timeout: std::time::Duration,
+) -> Result<String, String> {
+    let read = async {
+        let mut resp = client
+            .request(reqwest::Method::GET, url)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| control::chain(&e))?;
+        if !resp.status().is_success() {
+            return Err(format!("HTTP {}", resp.status().as_u16()));
         }
-        body.extend_from_slice(&piece);
+        let mut body = Vec::new();
+        while let Some(piece) = resp.chunk().await.map_err(|e| control::chain(&e))? {
+            if body.len() + piece.len() > MAX_PAGE_BYTES {
+                return Err(format!("the page is larger than {MAX_PAGE_BYTES} bytes"));
+            }
+            body.extend_from_slice(&piece);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {} ms", timeout.as_millis())))
+}
+
+/// The pages an endpoint's runs scrape: its own metrics page (`metrics.path`, default
+/// `/metrics`) and `telemetry.urls`, each joined to the base URL by the URL rule; `None`
+/// when telemetry is off. The endpoint's key and headers go only to its own origin.
+pub fn plan(
+    server: control::ClientSpec<'_>,
+    spec: Option<&crate::plan::TelemetrySpec>,
+    metrics: Option<&ServerMetricsSpec>,
+) -> Result<Option<sampler::TelemetryPlan>, control::ControlError> {
+    let default = crate::plan::TelemetrySpec::default();
+    let t = spec.unwrap_or(&default);
+    if !t.enabled {
+        return Ok(None);
     }
-    Some(String::from_utf8_lossy(&body).into_owned())
+    let own = control::Client::new(&server)?;
+    let own_path = metrics.map_or("/metrics", |m| m.path.as_str());
+    let mut targets = Vec::new();
+    let paths = std::iter::once(own_path).chain(t.urls.iter().map(String::as_str));
+    for (i, path) in paths.enumerate() {
+        let url = own
+            .urls()
+            .server(path)
+            .map_err(control::ControlError::Url)?;
+        if targets.iter().any(|t: &sampler::ScrapeTarget| t.url == url) {
+            continue;
+        }
+        let client = if own.urls().same_origin(&url) {
+            own.clone()
+        } else {
+            let origin = url.origin().ascii_serialization();
+            control::Client::new(&control::ClientSpec {
+                base_url: &origin,
+                paths: &[],
+                api_key: None,
+                headers: &[],
+                ..server
+            })?
+        };
+        targets.push(sampler::ScrapeTarget {
+            url,
+            client,
+            implicit: i == 0 && spec.is_none(),
+        });
+    }
+    Ok(Some(sampler::TelemetryPlan {
+        targets,
+        interval: t.interval.0,
+    }))
 }
 
 /// Why a scrape's figures could not be stored (a failed scrape is no error: it gives

@@ -19,6 +19,7 @@ use crate::suite::prepare::{self, PreparedRun};
 use crate::suite::share::{shard_extras, Shard};
 use crate::suite::start_at::{Meet, Start};
 use crate::suite::RunnerError;
+use crate::telemetry::sampler::TelemetryPlan;
 use crate::telemetry::{CounterNames, ServerScrape};
 
 /// How a run ended: completed (not interrupted), and how many of its requests failed.
@@ -68,6 +69,7 @@ impl Suite<'_> {
         warnings.extend(prepared.warnings.iter().cloned());
         warnings.extend(crate::engine::limits::connection_limit_problem(pool as u64));
         self.begin(run, total, &warnings)?;
+        let (server, telemetry) = server_scrapes(run, target)?;
         let ctx = RunContext {
             store: self.store.clone(),
             endpoint: &endpoint,
@@ -76,16 +78,9 @@ impl Suite<'_> {
             definitions: self.plan.spec.plan.metric_definitions,
             label: run_label(run, total),
             log: self.log.clone(),
-            server: Some(
-                ServerScrape::new(
-                    target.control_spec(),
-                    CounterNames::candidates(run.settings.endpoint.spec.metrics.as_ref()),
-                )
-                .map_err(|source| crate::suite::RunnerError::Control {
-                    endpoint: run.settings.endpoint.name.clone(),
-                    source,
-                })?,
-            ),
+            server: Some(server),
+            telemetry,
+            server_log: self.launched_log(run)?,
             index_base,
             start: Start {
                 at: self.start_at.take(),
@@ -241,4 +236,44 @@ fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
     }
     shard_extras(&mut extras, shard, result.started);
     extras
+}
+
+/// The run's scrapes of its server: the cache counters around the measured pass, and the
+/// telemetry pages during it.
+fn server_scrapes(
+    run: &RunSpec,
+    target: &Target,
+) -> Result<(ServerScrape, Option<TelemetryPlan>), RunnerError> {
+    let spec = &run.settings.endpoint.spec;
+    let control = |source| RunnerError::Control {
+        endpoint: run.settings.endpoint.name.clone(),
+        source,
+    };
+    let server = ServerScrape::new(
+        target.control_spec(),
+        CounterNames::candidates(spec.metrics.as_ref()),
+    )
+    .map_err(control)?;
+    let telemetry = crate::telemetry::plan(
+        target.control_spec(),
+        spec.telemetry.as_ref(),
+        spec.metrics.as_ref(),
+    )
+    .map_err(control)?;
+    Ok((server, telemetry))
+}
+
+impl Suite<'_> {
+    /// The log of the run's launched server (`servers/<endpoint>.log` beside the
+    /// database), if perfplan launched it.
+    fn launched_log(&self, run: &RunSpec) -> Result<Option<std::path::PathBuf>, RunnerError> {
+        if run.settings.endpoint.spec.launch.is_none() {
+            return Ok(None);
+        }
+        let db = self.lock()?.path().to_path_buf();
+        let name = &run.settings.endpoint.name;
+        Ok(db
+            .parent()
+            .map(|dir| dir.join("servers").join(format!("{name}.log"))))
+    }
 }
