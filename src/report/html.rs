@@ -137,17 +137,37 @@ fn input_lengths(digest: &Digest) -> String {
         .join(" / ")
 }
 
+/// `41.2 / 43.0 · 40.0 / 50.0`: the client's TTFT p50 / p99 next to the server's own (from
+/// its histogram, README "Server telemetry"); `—` where unknown.
+fn client_and_server_ttft(run: &crate::store::StoredRun) -> String {
+    let m = |name: &str| {
+        run.metrics
+            .get(name)
+            .copied()
+            .flatten()
+            .map_or_else(|| MISSING.to_string(), number)
+    };
+    format!(
+        "{} / {} · {} / {}",
+        m("ttft_p50"),
+        m("ttft_p99"),
+        m("server_ttft_p50"),
+        m("server_ttft_p99")
+    )
+}
+
 fn runs_html(data: &ReportData, digests: &[Digest]) -> String {
-    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>input tokens, mean<br>target / client / server</th><th>failures</th><th>errors and warnings</th></tr></thead><tbody>");
+    let mut s = String::from("<h2>Runs</h2><table><thead><tr><th>#</th><th>id</th><th>status</th><th>axes</th><th>input tokens, mean<br>target / client / server</th><th>TTFT p50 / p99 (ms)<br>client · server</th><th>failures</th><th>errors and warnings</th></tr></thead><tbody>");
     for (r, digest) in data.runs.iter().zip(digests) {
         let _ = write!(
             s,
-            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
             r.ordinal,
             escape(&r.id),
             r.status,
             escape(&axis_label(Some(&r.axes))),
             input_lengths(digest),
+            client_and_server_ttft(r),
             escape(&super::health::RunHealth::of(r).failures_text().unwrap_or_else(|| "none".into())),
             escape(&r.error.iter().map(|e| format!("error: {e}")).chain(r.warnings.iter().cloned()).collect::<Vec<_>>().join("; "))
         );
