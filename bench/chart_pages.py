@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Cuts one page per chart kind out of perfplan report.html files, for screenshots.
 
-usage: chart_pages.py OUT_DIR REPORT.html [REPORT.html ...]
+usage: chart_pages.py OUT_DIR [--prefer KIND=TEXT ...] REPORT.html [REPORT.html ...]
 
 Writes OUT_DIR/<kind>.html (the first chart of each kind found, on a white page of the
 chart's own size) and prints `<kind> <width> <height>` per page, for chromium's
---window-size. Kinds are told by the chart's <title>. Standard library only.
+--window-size. Kinds are told by the chart's <title>; `--prefer KIND=TEXT` takes the
+first chart of that kind whose title holds TEXT, when there is one. Standard library only.
 """
 import html
 import re
@@ -27,8 +28,16 @@ VIEWBOX = re.compile(r'viewBox="0 0 ([\d.]+) ([\d.]+)"')
 
 
 def main() -> int:
-    out, reports = sys.argv[1], sys.argv[2:]
-    found = {}
+    out, args = sys.argv[1], sys.argv[2:]
+    prefer, reports = {}, []
+    while args:
+        arg = args.pop(0)
+        if arg == "--prefer" and args:
+            kind, _, text = args.pop(0).partition("=")
+            prefer[kind] = text
+        else:
+            reports.append(arg)
+    found, preferred = {}, {}
     for path in reports:
         with open(path, encoding="utf-8") as f:
             page = f.read()
@@ -38,8 +47,12 @@ def main() -> int:
                 continue
             name = html.unescape(title.group(1))
             for kind, rule in KINDS:
-                if kind not in found and rule.search(name):
-                    found[kind] = svg
+                if not rule.search(name):
+                    continue
+                found.setdefault(kind, svg)
+                if kind in prefer and prefer[kind] in name:
+                    preferred.setdefault(kind, svg)
+    found.update(preferred)
     for kind, svg in found.items():
         box = VIEWBOX.search(svg)
         w, h = (int(float(box.group(1))), int(float(box.group(2)))) if box else (1000, 400)
