@@ -12,6 +12,7 @@
 #   RUNS=1 SCENARIOS="ttft-c256" bench/client.sh
 #   PIN=1 bench/client.sh                 # sim on CPU 0, perfplan on CPU 1 (taskset)
 #   SIM_EXTRA="--threads 2" bench/client.sh   # extra simulator flags for every scenario
+#   RUN_EXTRA="--progress-every 1s" bench/client.sh   # extra `perfplan run` flags
 #   BIN=path/to/perfplan bench/client.sh  # measure that binary (no build), e.g. an older one
 #
 # Needs: cargo, python3 (standard library), curl, GNU time (/usr/bin/time).
@@ -86,7 +87,7 @@ for s in $SCENARIOS; do
     load0=$(cut -d' ' -f1 /proc/loadavg)
     status=0
     "${pin_client[@]}" /usr/bin/time -v -o "$dir/time.txt" "$BIN" run "bench/$s.toml" \
-      --out "$dir/out" --set "endpoints.sim.base_url=$SIM_URL" >"$dir/run.log" 2>&1 || status=$?
+      --out "$dir/out" --set "endpoints.sim.base_url=$SIM_URL" ${RUN_EXTRA:-} >"$dir/run.log" 2>&1 || status=$?
     load1=$(cut -d' ' -f1 /proc/loadavg)
     curl -sf "$SIM_URL/sim/truth" >"$dir/truth.json"
     sim_cpu=$(sim_cpu_s)
