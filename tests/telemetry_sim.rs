@@ -94,6 +94,30 @@ fn telemetry_of_a_simulator_run_is_stored_and_agrees_with_the_client() {
         check_series(&store, &db, &run.id);
         check_metrics(doc, run.axes["load"]["concurrency"].as_u64().unwrap());
     }
+    check_page(&out.join("report.html"), runs.len());
+}
+
+/// The page draws each run's gauges on its time axis and gives the server's TTFT next to
+/// the client's.
+fn check_page(page: &Path, runs: usize) {
+    let html = std::fs::read_to_string(page).unwrap();
+    let gauges = html
+        .matches(": server requests running and waiting</title>")
+        .count();
+    assert_eq!(gauges, runs, "a gauge chart per run");
+    assert_eq!(html.matches(": server KV-cache use</title>").count(), runs);
+    // `client p50 / p99 · server p50 / p99`, the server's figures known.
+    let cells: Vec<&str> = html
+        .split("<td class=\"n\">")
+        .skip(1)
+        .map(|c| c.split("</td>").next().unwrap_or_default())
+        .filter(|c| c.contains(" · "))
+        .collect();
+    assert_eq!(cells.len(), runs, "{cells:?}");
+    for cell in cells {
+        let (_, server) = cell.split_once(" · ").unwrap();
+        assert!(!server.contains('—'), "server TTFT unknown: {cell}");
+    }
 }
 
 /// Time series on the requests' clock: a scrape before the first request and one after

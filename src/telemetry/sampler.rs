@@ -112,7 +112,10 @@ impl Sampler {
         run_id: &str,
     ) -> std::io::Result<Sampler> {
         let (tx, rx) = oneshot::channel();
-        let origin = SystemTime::now();
+        // One instant on both clocks: scrape times count from `at` on the thread, and
+        // `origin` moves them to the run's clock at the end (a later `Instant` taken on
+        // the thread would put every scrape early by the thread's start-up).
+        let (origin, at) = (SystemTime::now(), Instant::now());
         let job = Job {
             plan: plan.clone(),
             store: store.clone(),
@@ -120,7 +123,7 @@ impl Sampler {
         };
         let thread = std::thread::Builder::new()
             .name("perfplan-telemetry".into())
-            .spawn(move || job.run(rx))?;
+            .spawn(move || job.run(rx, at))?;
         Ok(Sampler {
             stop: Some(tx),
             thread,
@@ -169,7 +172,11 @@ struct Job {
 }
 
 impl Job {
-    fn run(self, mut stop: oneshot::Receiver<()>) -> (Vec<UrlRecord>, Option<TelemetryError>) {
+    fn run(
+        self,
+        mut stop: oneshot::Receiver<()>,
+        origin: Instant,
+    ) -> (Vec<UrlRecord>, Option<TelemetryError>) {
         let mut urls: Vec<UrlRecord> = self
             .plan
             .targets
@@ -194,7 +201,6 @@ impl Job {
                 return (urls, None);
             }
         };
-        let origin = Instant::now();
         let store_error = rt.block_on(async {
             let mut next = origin;
             loop {
