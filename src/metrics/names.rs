@@ -30,7 +30,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 49] = [
+pub const SCALARS: [&str; 32] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -73,8 +73,13 @@ pub const SCALARS: [&str; 49] = [
     "latency_p99_steady",
     "rps_steady",
     "output_tps_steady",
-    // Server telemetry scraped during the run (null without it; README, "Server
-    // telemetry"): quantiles of the server's own histograms over the run (ms) ...
+];
+
+/// Scalars of the server's side: telemetry scraped during the run (null without it;
+/// README, "Server telemetry"), which no request row holds (a merged or pooled run
+/// carries them, never recomputes them). They follow `SCALARS` in every export:
+/// quantiles of the server's own histograms over the run (ms) ...
+pub const SERVER_SCALARS: [&str; 17] = [
     "server_ttft_p50",
     "server_ttft_p99",
     "server_itl_p50",
@@ -99,6 +104,11 @@ pub const SCALARS: [&str; 49] = [
     "energy_j_per_output_token",
 ];
 
+/// Every scalar: `SCALARS`, then `SERVER_SCALARS`.
+pub fn scalars() -> impl Iterator<Item = &'static str> {
+    SCALARS.iter().chain(SERVER_SCALARS.iter()).copied()
+}
+
 /// The distributions measured in tokens per second.
 pub fn is_rate_quantity(quantity: &str) -> bool {
     matches!(quantity, "request_output_tps" | "decode_tps")
@@ -114,19 +124,21 @@ pub fn is_time_quantity(quantity: &str) -> bool {
 
 /// Every metric name, distributions first, in a fixed order.
 pub fn all_names() -> Vec<String> {
-    let mut names = Vec::with_capacity(QUANTITIES.len() * STATISTICS.len() + SCALARS.len());
+    let mut names = Vec::with_capacity(
+        QUANTITIES.len() * STATISTICS.len() + SCALARS.len() + SERVER_SCALARS.len(),
+    );
     for q in QUANTITIES {
         for s in STATISTICS {
             names.push(format!("{q}_{s}"));
         }
     }
-    names.extend(SCALARS.iter().map(|s| s.to_string()));
+    names.extend(scalars().map(str::to_string));
     names
 }
 
 /// Whether `name` is in the vocabulary.
 pub fn is_metric(name: &str) -> bool {
-    if SCALARS.contains(&name) {
+    if scalars().any(|s| s == name) {
         return true;
     }
     QUANTITIES.iter().any(|q| {
@@ -143,7 +155,7 @@ mod tests {
     #[test]
     fn vocabulary_is_consistent() {
         let names = all_names();
-        assert_eq!(names.len(), 12 * 14 + SCALARS.len());
+        assert_eq!(names.len(), 12 * 14 + SCALARS.len() + SERVER_SCALARS.len());
         assert!(is_metric("decode_tps_p99") && !is_time_quantity("decode_tps"));
         assert!(is_metric("ttft_p99_steady") && is_metric("steady_s"));
         assert!(is_metric("connect_p99"));

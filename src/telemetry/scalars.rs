@@ -1,4 +1,4 @@
-//! A run's telemetry scalars (`names::SCALARS`, README "Server telemetry") from what the
+//! A run's telemetry scalars (`names::SERVER_SCALARS`, README "Server telemetry") from what the
 //! sampler kept of each URL: its first and last scrape and its gauges' running mean and
 //! peak. Histogram quantiles come from the buckets' increase between the first and the
 //! last scrape (`stats::histogram_quantile`); counters from their increase; a counter that
@@ -10,27 +10,8 @@ use super::families::{self as fam};
 use super::frame::Frame;
 use crate::metrics::stats::histogram_quantile;
 
-/// The telemetry scalars of `metrics::names::SCALARS`: the server's figures, which no
-/// request row holds (a merged or pooled run carries them, never recomputes them).
-pub const SCALAR_NAMES: [&str; 17] = [
-    "server_ttft_p50",
-    "server_ttft_p99",
-    "server_itl_p50",
-    "server_itl_p99",
-    "server_latency_p50",
-    "server_latency_p99",
-    "kv_cache_usage_mean",
-    "kv_cache_usage_max",
-    "queue_depth_mean",
-    "queue_depth_max",
-    "running_mean",
-    "running_max",
-    "preemptions",
-    "spec_decode_acceptance",
-    "gpu_utilization_mean",
-    "gpu_power_w_mean",
-    "energy_j_per_output_token",
-];
+/// The telemetry scalars: `metrics::names::SERVER_SCALARS`, the one list.
+pub use crate::metrics::names::SERVER_SCALARS as SCALAR_NAMES;
 
 /// Mean and peak of one gauge over a run's scrapes.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -224,7 +205,7 @@ mod tests {
         assert!(SCALAR_NAMES.iter().all(|n| s.contains_key(n)));
         assert!(SCALAR_NAMES
             .iter()
-            .all(|n| crate::metrics::names::SCALARS.contains(n)));
+            .all(|n| crate::metrics::names::is_metric(n)));
         // 10 new observations: 2 in (0, 0.1], 8 in (0.1, 0.5]; rank 5 is 3/8 into the second.
         let p50 = s["server_ttft_p50"].unwrap();
         assert!((p50 - (100.0 + 400.0 * 3.0 / 8.0)).abs() < 1e-9, "{p50}");
