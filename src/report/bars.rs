@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::format::number;
 use super::pivot::Labels;
 use super::plots::LOAD_AXES;
-use super::svg::{escape, PALETTE};
+use super::svg::{escape, open, PALETTE};
 use crate::store::StoredRun;
 
 /// Most values an axis may have to be drawn as bars (more is a sweep, not a comparison).
@@ -119,10 +119,7 @@ pub fn bar_chart(chart: &BarChart) -> String {
         .fold(0.0_f64, |m, v| m.max(*v))
         .max(f64::MIN_POSITIVE);
     let pw = W - LEFT - RIGHT;
-    let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" style="max-width:100%;height:auto" role="img" font-family="sans-serif" font-size="12"><title>{0}</title><rect width="{W}" height="{height}" fill="white"/><text x="10" y="20" font-size="15" font-weight="bold">{0}</text>"#,
-        escape(&chart.title)
-    );
+    let mut s = open(&chart.title, height, 10.0);
     s.push_str(&key);
     for (g, (label, vs)) in chart.groups.iter().enumerate() {
         let y0 = top + per_group * g as f64;

@@ -38,6 +38,16 @@ const RIGHT: f64 = 380.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 50.0;
 
+/// An `<svg>` element's opening, `W` wide and `height` high (scaled down to the page's
+/// width), on white, with `title` as its tooltip and heading (at `title_x`): every chart
+/// of the page starts so. The caller closes it with `</svg>`.
+pub(crate) fn open(title: &str, height: f64, title_x: f64) -> String {
+    let t = escape(title);
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" style="max-width:100%;height:auto" role="img" font-family="sans-serif" font-size="12"><title>{t}</title><rect width="{W}" height="{height}" fill="white"/><text x="{title_x}" y="20" font-size="15" font-weight="bold">{t}</text>"#
+    )
+}
+
 /// Escapes text for XML.
 pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -113,21 +123,7 @@ pub fn line_chart(chart: &Chart) -> String {
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" style="max-width:100%;height:auto" role="img" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = write!(
-        s,
-        r#"<title>{}</title><rect width="{W}" height="{height}" fill="white"/>"#,
-        escape(&chart.title)
-    );
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="20" font-size="15" font-weight="bold">{}</text>"#,
-        LEFT,
-        escape(&chart.title)
-    );
+    s.push_str(&open(&chart.title, height, LEFT));
     for t in ticks(x0, x1) {
         let x = sx(t);
         let _ = write!(

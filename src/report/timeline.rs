@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::svg::{escape, tick_label, ticks};
+use super::svg::{escape, open, tick_label, ticks};
 use crate::record::{Outcome, Phase, RequestRecord};
 
 /// Most requests one timeline draws.
@@ -104,10 +104,7 @@ pub fn timeline_svg(title: &str, t: &Timeline, span: f64) -> String {
     bars.sort_by(|a, b| a.sent.total_cmp(&b.sent).then(a.index.cmp(&b.index)));
     let row = PLOT_H / bars.len().max(1) as f64;
     let sx = |x: f64| LEFT + x / span * pw;
-    let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" style="max-width:100%;height:auto" role="img" font-family="sans-serif" font-size="12"><title>{0}</title><rect width="{W}" height="{height}" fill="white"/><text x="{LEFT}" y="20" font-size="15" font-weight="bold">{0}</text>"#,
-        escape(title)
-    );
+    let mut s = open(title, height, LEFT);
     for tick in ticks(0.0, span) {
         let x = sx(tick);
         let _ = write!(
