@@ -64,8 +64,10 @@ impl PrefixCache {
         hit_blocks * self.block_size
     }
 
-    /// The share of the cache's blocks in use, 0..=1 (vLLM's `kv_cache_usage_perc`).
-    pub(crate) fn usage(&self) -> f64 {
+    /// The share of the cache's blocks stored, 0..=1 (what the eviction tests read; the
+    /// `kv_cache_usage_perc` gauge counts blocks held by running sequences instead).
+    #[cfg(test)]
+    fn usage(&self) -> f64 {
         if self.capacity == 0 {
             return 0.0;
         }

@@ -67,13 +67,43 @@ pub(crate) struct Generation {
     pub offset: u64,
     pub fault: Fault,
     pub arrival: Instant,
-    pub permit: Option<OwnedSemaphorePermit>,
+    pub permit: Option<Slot>,
     /// Deadline of the next chunk.
     pub next: tokio::time::Instant,
     /// Tokens sent per choice.
     pub sent: u32,
     pub cached: u64,
     pub truth: TruthGuard,
+}
+
+/// A running sequence's batch slot and the KV-cache blocks it holds (its prompt and its
+/// whole output, reserved at admission): `vllm:kv_cache_usage_perc` is the blocks held
+/// by running sequences over the cache's, as vLLM counts it (blocks of finished requests
+/// kept only for prefix reuse are free to evict, so they are not in use).
+pub(crate) struct Slot {
+    _permit: OwnedSemaphorePermit,
+    st: Arc<SimState>,
+    blocks: u64,
+}
+
+impl Slot {
+    fn hold(st: &Arc<SimState>, permit: OwnedSemaphorePermit, tokens: u64) -> Slot {
+        let blocks = tokens.div_ceil(u64::from(st.cfg.block_size.max(1)));
+        st.held_blocks.fetch_add(blocks, Ordering::Relaxed);
+        Slot {
+            _permit: permit,
+            st: st.clone(),
+            blocks,
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.st
+            .held_blocks
+            .fetch_sub(self.blocks, Ordering::Relaxed);
+    }
 }
 
 /// Output length and finish reason: `ignore_eos` gives exactly the limit; otherwise a seeded
@@ -145,20 +175,19 @@ impl Generation {
 
     /// Waits for a batch slot, consults the prefix cache and sets the first token's deadline.
     pub(crate) async fn admit(&mut self) -> bool {
-        let admitted = match self.st.slots.clone().try_acquire_owned() {
-            Ok(p) => {
-                self.permit = Some(p);
-                self.arrival
-            }
+        let (permit, admitted) = match self.st.slots.clone().try_acquire_owned() {
+            Ok(p) => (p, self.arrival),
             Err(_) => {
                 let _waiting = Waiting::new(&self.st);
                 match self.st.slots.clone().acquire_owned().await {
-                    Ok(p) => self.permit = Some(p),
+                    Ok(p) => (p, Instant::now()),
                     Err(_) => return false,
                 }
-                Instant::now()
             }
         };
+        let tokens =
+            self.job.prompt_tokens() + u64::from(self.out_len) * u64::from(self.job.choices());
+        self.permit = Some(Slot::hold(&self.st, permit, tokens));
         self.cached = self.st.admit_prompts(&self.job.prompts);
         let uncached = self.job.prompt_tokens().saturating_sub(self.cached);
         let rate = self.st.cfg.prefill_tokens_per_s;

@@ -3,7 +3,8 @@
 //! and `vllm:prefix_cache_hits_total` count prompt tokens (as vLLM v1 does), so they equal
 //! the sums of `usage.prompt_tokens` and `usage.prompt_tokens_details.cached_tokens` of the
 //! requests admitted. Gauges of the batch (`num_requests_running`, `num_requests_waiting`)
-//! and of the prefix cache's used blocks (`kv_cache_usage_perc`, 0..1), preemptions (the
+//! and of the KV-cache blocks running sequences hold (`kv_cache_usage_perc`, 0..1, as
+//! vLLM counts it: a finished request's blocks kept for prefix reuse are free), preemptions (the
 //! simulator never preempts: 0), and the latency histograms of `histograms`, fed from its
 //! ground truth, so a client reading them reads real numbers. Knows nothing about routing.
 

@@ -42,6 +42,8 @@ pub(crate) struct SimState {
     pub deck: FaultDeck,
     pub slots: Arc<Semaphore>,
     pub waiting: AtomicU64,
+    /// KV-cache blocks held by running sequences (see `generate::Slot`).
+    pub held_blocks: AtomicU64,
     pub counters: Counters,
     /// Latency histograms under vLLM's names, fed from the ground truth.
     pub histograms: Histograms,
@@ -84,6 +86,7 @@ impl SimState {
                 cfg.block_size as usize,
             )),
             waiting: AtomicU64::new(0),
+            held_blocks: AtomicU64::new(0),
             counters: Counters::default(),
             histograms: Histograms::default(),
             start: Instant::now(),
@@ -151,8 +154,10 @@ impl SimState {
     }
 
     /// The share of the prefix cache's blocks in use, 0..=1.
+    /// The share of the KV cache's blocks held by running sequences, 0..=1.
     pub(crate) fn kv_usage(&self) -> f64 {
-        lock(&self.cache).usage()
+        let total = self.cfg.cache_blocks.max(1) as f64;
+        (self.held_blocks.load(Ordering::Relaxed) as f64 / total).min(1.0)
     }
 
     pub(crate) fn reset_cache(&self) {
