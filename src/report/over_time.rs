@@ -116,6 +116,9 @@ fn slice_charts(name: &str, slices: &Slices, span: f64) -> Vec<Chart> {
             .slices
             .iter()
             .step_by(step)
+            // A last slice cut short holds a few requests over a sliver of time: its
+            // rates would spike, so a slice under half the width is not drawn.
+            .filter(|x| x.len_s >= slices.width_s / 2.0)
             .filter_map(|x| Some((slices.origin_s + x.start_s + x.len_s / 2.0, pick(x)?)))
             .collect()
     };
