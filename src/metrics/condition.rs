@@ -31,6 +31,7 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         | "cache_hit_ratio"
         | "server_cache_hit_ratio"
         | "planned_prefix_share"
+        | "planned_template_share"
         | "client_cpu_ratio"
         | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
         "output_tps" | "total_tps" | "input_tps" | "output_tps_steady" => MetricUnit::TokensPerSec,
