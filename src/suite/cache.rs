@@ -88,8 +88,9 @@ pub fn measured_against_planned(run: &RunSpec, summary: &RunSummary) -> Vec<Stri
         CacheSetting::On if warm && measured <= NO_HITS => vec![format!(
             "cache_setting: endpoint `{endpoint}` is labelled prefix_cache = \"on\" but this \
              warm run found no cached tokens ({source} {measured:.2}{of_planned}): the \
-             server does not cache (or does not report it); check how it was started, or \
-             label the endpoint prefix_cache = \"off\""
+             server does not cache, does not report it, or keeps too little to hold the \
+             run's prompts; check how it was started, or label the endpoint \
+             prefix_cache = \"off\""
         )],
         CacheSetting::On => planned
             .filter(|p| p - measured > SHORTFALL_MARGIN)
