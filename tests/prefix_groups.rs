@@ -113,8 +113,10 @@ fn prefix_groups_give_the_planned_hit_ratio_on_a_cache_on_simulator() {
     let even = (3.0 * lead + 60.0 * 128.0) / (64.0 * 256.0);
     assert!((planned[0] - even).abs() < 1e-9, "{} vs {even}", planned[0]);
     assert!((planned[2] - 63.0 * 128.0 / (64.0 * 256.0)).abs() < 1e-9);
-    // Weighted draws: some groups open later than request 3, so a little less is shared.
-    assert!(planned[1] < planned[2] && planned[1] > 0.4, "{planned:?}");
+    // Weighted draws (5:1:1:1) take every group within 64 requests too: three first uses
+    // after request 0 wherever they fall, so the same share as round robin, on a measured
+    // ratio that follows the draws.
+    assert_eq!(planned[1], planned[0]);
 }
 
 #[test]
