@@ -2,7 +2,7 @@
 //! checks beyond the schema (the schema bounds the count and each list's length).
 
 use super::ranges::MAX_GROUP_PREFIX_TOKENS;
-use super::spec::DatasetSpec;
+use super::spec::{DatasetKind, DatasetSpec};
 
 /// How a run's requests spread over its shared prefixes.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +36,10 @@ impl PrefixGroups {
 /// `supplied` says which keys a matrix axis gives.
 pub fn problems(ds: &DatasetSpec, supplied: impl Fn(&str) -> bool) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    // Another kind that sets them is told they do not apply (`dataset_keys`), once.
+    if ds.kind != DatasetKind::Random {
+        return out;
+    }
     let groups = ds.prefix_groups;
     if groups == Some(0) {
         out.push((
@@ -70,6 +74,13 @@ pub fn problems(ds: &DatasetSpec, supplied: impl Fn(&str) -> bool) -> Vec<(Strin
             out.push((
                 "prefix_weights".into(),
                 format!("prefix_weights must all be positive numbers; {w} is not"),
+            ));
+        } else if !weights.iter().sum::<f64>().is_finite() {
+            out.push((
+                "prefix_weights".into(),
+                "prefix_weights add up to more than a number can hold: scale them down \
+                 (only their proportions count)"
+                    .into(),
             ));
         }
     }
@@ -132,5 +143,9 @@ mod tests {
         assert!(big[0].contains("4096000 tokens"), "{big:?}");
         let bare = keys(json!({"kind": "random", "input_tokens": 64, "prefix_groups": 2}));
         assert!(bare[0].contains("needs `prefix_tokens`"), "{bare:?}");
+        let huge = with(json!({"prefix_groups": 2, "prefix_weights": [1e308, 1e308]}));
+        assert!(huge[0].contains("scale them down"), "{huge:?}");
+        // Other kinds hear once that the keys do not apply (`dataset_keys`), not here.
+        assert!(keys(json!({"kind": "lines", "path": "x", "prefix_groups": 2})).is_empty());
     }
 }
