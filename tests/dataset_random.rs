@@ -299,3 +299,58 @@ fn exact_with_the_tokenizer_of_perfplan_tokenizer() {
         assert!(exact >= 99 && m.stats.max_abs_miss <= 2);
     }
 }
+
+#[test]
+fn prefix_groups_share_their_own_prefix_and_group_zero_is_the_one_prefix() {
+    let tok = tokenizer();
+    let chat_ids = |m: &Materialized| -> Vec<Vec<u32>> {
+        m.items
+            .iter()
+            .map(|i| {
+                tok.encode_chat(&[json!({"role": "user", "content": text(&i.prompt)})])
+                    .unwrap()
+            })
+            .collect()
+    };
+    let grouped = spec(
+        json!({"kind": "random", "input_tokens": 256, "prefix_tokens": 128,
+                              "prefix_groups": 3}),
+    );
+    let m = materialize(&grouped, &ctx(&tok, true, false, 5, 12)).unwrap();
+    let ids = chat_ids(&m);
+    for g in 0..3 {
+        // Round robin: requests g, g + 3, … take group g and share its whole prefix.
+        let members: Vec<Vec<u32>> = ids.iter().skip(g).step_by(3).cloned().collect();
+        assert_eq!(common_prefix(&members), 128, "group {g}");
+    }
+    // Different groups share the template's opening only.
+    let opening = common_prefix(&ids[..3]);
+    assert!((16..40).contains(&opening), "{opening}");
+    for item in &m.items {
+        assert_eq!(item.client_input_tokens, Some(256));
+    }
+    // Group 0 is the prefix a run without groups has, byte for byte.
+    let one = spec(json!({"kind": "random", "input_tokens": 256, "prefix_tokens": 128}));
+    let single = materialize(&one, &ctx(&tok, true, false, 5, 12)).unwrap();
+    let single_ids = chat_ids(&single);
+    assert_eq!(ids[0][..128], single_ids[0][..128]);
+    assert_eq!(ids[3][..128], single_ids[5][..128]);
+    // A window built alone (as a duration-only load builds them) is the same requests.
+    let window = DatasetContext {
+        first: 7,
+        count: 3,
+        ..ctx(&tok, true, false, 5, 0)
+    };
+    let part = materialize(&grouped, &window).unwrap();
+    assert_eq!(part.items, m.items[7..10]);
+    // What the planned hit ratio reads: the opening, and each group's 128 shared tokens.
+    let plan = perfplan::plan::DatasetPlan::from_spec(&grouped).unwrap();
+    let sharing = perfplan::dataset::sharing(&plan, &ctx(&tok, true, false, 5, 12))
+        .unwrap()
+        .unwrap();
+    assert_eq!(sharing.prefixes, [128, 128, 128]);
+    // SmolLM2's template: 24 tokens of system prompt and role markers before the user text.
+    assert_eq!(sharing.lead, 24);
+    assert!(opening >= 24, "{opening}");
+    assert_eq!((sharing.group_of(4), sharing.group_of(9)), (1, 0));
+}

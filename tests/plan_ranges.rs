@@ -144,6 +144,10 @@ fn contexts(dir: &Path) -> Vec<Value> {
     let datasets = [
         (json!({"kind": "random", "input_tokens": 8}), None),
         (
+            json!({"kind": "random", "input_tokens": 8, "prefix_tokens": 2, "prefix_groups": 1}),
+            None,
+        ),
+        (
             json!({"kind": "random_images", "width": 8, "height": 8}),
             None,
         ),

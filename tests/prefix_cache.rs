@@ -63,9 +63,25 @@ fn on_off_scenario_runs_from_one_command() {
     let all = runs(out.path());
     assert_eq!(all.len(), 4);
     let share = 0.5;
+    // The planned hit ratio as the server sees the prompts: a cold run's 11 later requests
+    // share the 512-token prefix (the template's opening inside it), the first shares
+    // nothing; a warm run's priming pass sent every prompt before.
+    let cold_share = 11.0 * 512.0 / (12.0 * 1024.0);
     for r in &all {
         assert_eq!(r.status, RunStatus::Done, "{r:?}");
-        assert_eq!(metric(r, "planned_prefix_share"), Some(share));
+        let planned = metric(r, "planned_prefix_share").unwrap();
+        let template = metric(r, "planned_template_share").unwrap();
+        match r.axes["cache_state"].as_str() {
+            Some("cold") => assert!((planned - cold_share).abs() < 1e-9, "{planned}"),
+            _ => assert_eq!(planned, 1.0),
+        }
+        assert!(template > 0.0 && template < 0.05, "{template}");
+        assert!(
+            r.warnings
+                .iter()
+                .all(|w| !w.starts_with("cache_setting") && !w.starts_with("cache_shortfall")),
+            "{r:?}"
+        );
         let (usage, counters) = (
             metric(r, "cache_hit_ratio").unwrap(),
             metric(r, "server_cache_hit_ratio").unwrap(),

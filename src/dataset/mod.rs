@@ -15,6 +15,7 @@ mod lines;
 mod measure;
 mod prefix_file;
 mod prefix_fill;
+mod prefix_groups;
 mod random;
 mod random_batch;
 mod select;
@@ -46,6 +47,7 @@ use crate::tokenize::{TokenizeError, Tokenizer};
 pub use crate::plan::dataset_keys::{keys_for, misplaced_keys};
 pub use crate::plan::dataset_plan::kind_name;
 pub use measure::PromptCounter;
+pub use prefix_groups::{group_of, Sharing};
 pub use stream::PromptStream;
 
 /// What a dataset needs to know about the run it feeds.
@@ -213,6 +215,21 @@ pub fn materialize(plan: &DatasetPlan, ctx: &DatasetContext) -> Result<Materiali
     Ok(out)
 }
 
+/// What the prompts of `plan` share as the server sees them, for the planned hit ratio:
+/// `Some` for kind `random`, whose sharing perfplan builds; `None` for every other kind.
+pub fn sharing(plan: &DatasetPlan, ctx: &DatasetContext) -> Result<Option<Sharing>, DatasetError> {
+    let DatasetPlan::Random {
+        prefix_tokens,
+        groups,
+        ..
+    } = plan
+    else {
+        return Ok(None);
+    };
+    let measure = measure::Measure::new(ctx)?;
+    prefix_groups::sharing(*prefix_tokens, groups, ctx.seed, &measure).map(Some)
+}
+
 /// The kinds whose prompts are measured as the server counts them.
 fn prompts(
     plan: &DatasetPlan,
@@ -224,7 +241,8 @@ fn prompts(
         DatasetPlan::Random {
             input,
             prefix_tokens,
-        } => random::materialize(*input, *prefix_tokens, ctx, measure),
+            groups,
+        } => random::materialize(*input, (*prefix_tokens, groups), ctx, measure),
         DatasetPlan::Prompt { text, select } => shaped(select, fixed::read(text, ctx)?),
         DatasetPlan::Lines { path, select } => shaped(select, lines::read(path, ctx)?),
         DatasetPlan::Jsonl {

@@ -1,16 +1,19 @@
 //! `kind = "random"`: prompts of words drawn from the tokenizer's vocabulary, exactly
 //! `input_tokens` long as the server will count them (chat template included), starting with
-//! `prefix_tokens` shared by every request of the run (counted as the server sees them: the
-//! chat template's opening or BOS, then shared words). Request `i` draws from its
-//! own ChaCha stream of the run seed, so prompts do not depend on the request count.
+//! `prefix_tokens` shared by every request of its prefix group (counted as the server sees
+//! them: the chat template's opening or BOS, then shared words; one group by default, see
+//! `prefix_groups`). Request `i` draws from its own ChaCha stream of the run seed, so
+//! prompts do not depend on the request count.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::fit::{fit, record_misses};
 use super::measure::{to_u32, Measure, Measured};
+use super::prefix_groups::{group_of, group_prefix, groups_in};
 use super::split::SplitCounter;
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
+use crate::plan::dataset_plan::PrefixGroups;
 use crate::plan::spec::TokenRange;
 use crate::tokenize::{Tokenizer, WordPool};
 
@@ -18,10 +21,11 @@ use crate::tokenize::{Tokenizer, WordPool};
 const MAX_THREADS: usize = 8;
 const MIN_PER_THREAD: usize = 16;
 
-/// Prompts of `input` tokens whose first `prefix_tokens` are shared by every request.
+/// Prompts of `input` tokens whose first `prefix_tokens` are shared by the requests of
+/// each prefix group (one group: every request).
 pub(crate) fn materialize(
     input: TokenRange,
-    prefix_tokens: u32,
+    (prefix_tokens, groups): (u32, &PrefixGroups),
     ctx: &DatasetContext,
     measure: &Measure,
 ) -> Result<Materialized, DatasetError> {
@@ -38,20 +42,34 @@ pub(crate) fn materialize(
              shared words are added"
         ));
     }
-    let prefix = shared_prefix(tok, pool, ctx.seed, prefix_tokens.saturating_sub(lead))?;
-    // Tokens the server sees with the prefix alone (template overhead included).
-    let base = measure.text(&prefix)?.count.unwrap_or(0);
-    let split = SplitCounter::new(measure, &prefix)?;
-    let texts = RandomText {
-        measure,
-        split: split.as_ref(),
-        pool,
-        prefix: &prefix,
-        base,
-    };
+    // Only the groups these requests take are built (a window of a long run may use few).
+    let used = groups_in(groups, ctx.seed, ctx.range());
+    let words = prefix_tokens.saturating_sub(lead);
+    let prefixes = used
+        .iter()
+        .map(|&g| group_prefix(tok, pool, ctx.seed, g, words))
+        .collect::<Result<Vec<_>, _>>()?;
+    let splits = prefixes
+        .iter()
+        .map(|p| SplitCounter::new(measure, p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut slot = vec![usize::MAX; groups.count.max(1) as usize];
+    let mut texts = Vec::with_capacity(used.len());
+    for (k, (&g, prefix)) in used.iter().zip(&prefixes).enumerate() {
+        slot[g] = k;
+        texts.push(RandomText {
+            measure,
+            split: splits[k].as_ref(),
+            pool,
+            prefix,
+            // Tokens the server sees with the prefix alone (template overhead included).
+            base: measure.text(prefix)?.count.unwrap_or(0),
+        });
+    }
     let build = |index: usize| {
         let mut rng = request_rng(ctx.seed, index);
         let target = draw_len(input, &mut rng);
+        let texts = &texts[slot[group_of(groups, ctx.seed, index)]];
         texts.one_prompt(target, &mut rng)
     };
     let items = in_parallel(ctx.range(), build)?;
@@ -60,6 +78,7 @@ pub(crate) fn materialize(
         ..DatasetStats::default()
     };
     record_misses(&items, &mut stats);
+    let base = texts.iter().map(|t| t.base).max().unwrap_or(0);
     if base > input.min() as usize {
         warnings.push(format!(
             "the shared prefix and chat template already take {base} tokens, more than \
@@ -165,29 +184,6 @@ pub(crate) fn request_rng(seed: u64, index: usize) -> ChaCha8Rng {
     rng
 }
 
-/// Words of exactly `tokens` tokens (bare content), identical for every request of the run.
-/// The server sees them after the chat template's opening (or BOS), which is shared too.
-fn shared_prefix(
-    tok: &Tokenizer,
-    pool: &WordPool,
-    seed: u64,
-    tokens: u32,
-) -> Result<String, DatasetError> {
-    if tokens == 0 {
-        return Ok(String::new());
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(0);
-    let target = tokens as usize;
-    let mut words = Vec::new();
-    let fitted = fit(target, target, target * 2 + 16, |k| {
-        draw(&mut words, k, pool, &mut rng);
-        let text = compose("", &words[..k], pool, true);
-        Ok((tok.count(&text, false)?, text))
-    })?;
-    Ok(fitted.value)
-}
-
 /// What every prompt of a run is built from.
 pub(crate) struct RandomText<'a> {
     measure: &'a Measure,
@@ -253,14 +249,14 @@ impl<'a> RandomText<'a> {
 }
 
 /// Extends `words` (pool indices) to at least `k` draws.
-fn draw(words: &mut Vec<usize>, k: usize, pool: &WordPool, rng: &mut ChaCha8Rng) {
+pub(crate) fn draw(words: &mut Vec<usize>, k: usize, pool: &WordPool, rng: &mut ChaCha8Rng) {
     while words.len() < k {
         words.push(rng.gen_range(0..pool.len()));
     }
 }
 
 /// `prefix` followed by the words; with `trim`, the text never starts with a space.
-fn compose(prefix: &str, words: &[usize], pool: &WordPool, trim: bool) -> String {
+pub(crate) fn compose(prefix: &str, words: &[usize], pool: &WordPool, trim: bool) -> String {
     let mut text = String::with_capacity(prefix.len() + words.len() * 8);
     text.push_str(prefix);
     for &index in words {

@@ -154,6 +154,7 @@ pub(super) fn options(
         inputs_per_request: per_request.map(|k| k as u32),
         server_cache_hit_ratio,
         planned_prefix_share: carried(parts, "planned_prefix_share"),
+        planned_template_share: carried(parts, "planned_template_share"),
         ..SummaryOptions::default()
     }
 }

@@ -34,6 +34,7 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         | "cache_hit_ratio"
         | "server_cache_hit_ratio"
         | "planned_prefix_share"
+        | "planned_template_share"
         | "client_cpu_ratio"
         | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
         "kv_cache_usage_mean"

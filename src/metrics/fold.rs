@@ -291,6 +291,7 @@ impl Scalars {
             ),
             ("server_cache_hit_ratio", opts.server_cache_hit_ratio),
             ("planned_prefix_share", opts.planned_prefix_share),
+            ("planned_template_share", opts.planned_template_share),
             (
                 "client_cpu_ratio",
                 opts.client_cpu_s.zip(wall).map(|(c, w)| c / w),

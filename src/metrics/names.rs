@@ -30,7 +30,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 32] = [
+pub const SCALARS: [&str; 33] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -42,6 +42,7 @@ pub const SCALARS: [&str; 32] = [
     "cache_hit_ratio",
     "server_cache_hit_ratio",
     "planned_prefix_share",
+    "planned_template_share",
     "client_cpu_ratio",
     "input_tps",
     "inputs_per_s",

@@ -54,9 +54,12 @@ pub struct SummaryOptions {
     pub cpu_cores: Option<f64>,
     /// From the server's `/metrics` before/after the run (the runner's job).
     pub server_cache_hit_ratio: Option<f64>,
-    /// The run's planned shared-prefix share (`prefix_tokens / input_tokens`), reported
-    /// beside the measured hit ratios, never in their place.
+    /// The run's planned hit ratio (the share of its prompt tokens shared with a prompt
+    /// sent before, as the server sees them), reported beside the measured hit ratios,
+    /// never in their place.
     pub planned_prefix_share: Option<f64>,
+    /// The chat template's fixed opening's part of `planned_prefix_share` alone.
+    pub planned_template_share: Option<f64>,
     /// Inputs per request (embeddings batch size, rerank documents) for `inputs_per_s`.
     pub inputs_per_request: Option<u32>,
     /// Send lateness p99 above this flags the run `client_bound`.
@@ -73,6 +76,7 @@ impl Default for SummaryOptions {
             cpu_cores: None,
             server_cache_hit_ratio: None,
             planned_prefix_share: None,
+            planned_template_share: None,
             inputs_per_request: None,
             lateness_limit_ms: 5.0,
         }

@@ -16,7 +16,12 @@ const FILE_RULES: &[&str] = &[
 /// The keys `kind` takes besides `kind` itself.
 pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
     let own: &[&str] = match kind {
-        DatasetKind::Random => &["input_tokens", "prefix_tokens"],
+        DatasetKind::Random => &[
+            "input_tokens",
+            "prefix_tokens",
+            "prefix_groups",
+            "prefix_weights",
+        ],
         DatasetKind::Prompt => &["text"],
         DatasetKind::Lines | DatasetKind::Sharegpt => &["path"],
         DatasetKind::Jsonl => &["path", "field"],

@@ -25,6 +25,7 @@ pub mod interp;
 pub mod limits;
 pub mod load;
 pub mod node;
+pub mod prefix_groups;
 pub mod ranges;
 pub mod secrets;
 pub mod semantic;

@@ -19,5 +19,10 @@ pub const MAX_RATE: f64 = 1_000_000.0;
 pub const MAX_STEP_MULTIPLE: f64 = 1000.0;
 /// Smallest absolute search `precision`.
 pub const MIN_PRECISION: f64 = 0.001;
+/// Most shared prefixes of one `random` dataset (`prefix_groups`, `prefix_weights` entries).
+pub const MAX_PREFIX_GROUPS: u32 = 4096;
+/// Most tokens of all of a dataset's group prefixes together (`prefix_groups` ×
+/// `prefix_tokens`): they are built before the run and held for all of it.
+pub const MAX_GROUP_PREFIX_TOKENS: u64 = 4_000_000;
 /// Most pixels of a generated image (`width` × `height`): 16 megapixels.
 pub const MAX_IMAGE_PIXELS: u64 = 16_000_000;

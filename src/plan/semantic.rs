@@ -237,6 +237,7 @@ pub fn dataset_problems_given(
         }
     }
     out.extend(length_problems(ds));
+    out.extend(super::prefix_groups::problems(ds, &supplied));
     if ds.prefix_file.is_some() {
         if ds.target_input_len.is_none() && !supplied("target_input_len") {
             out.push((

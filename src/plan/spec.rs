@@ -363,6 +363,16 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = ranges::MAX_TOKENS))]
     pub prefix_tokens: Option<u32>,
+    /// `random`: distinct shared prefixes (think system prompts), each `prefix_tokens`
+    /// long; requests take them round robin, or by `prefix_weights`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_PREFIX_GROUPS))]
+    pub prefix_groups: Option<u32>,
+    /// `random` with `prefix_groups`: one positive weight per group; each request draws
+    /// its group from the run seed in these proportions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = ranges::MAX_PREFIX_GROUPS))]
+    pub prefix_weights: Option<Vec<f64>>,
     /// `prompt`: the prompt text, or `"@path"` to read it from a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,

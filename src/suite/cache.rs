@@ -1,13 +1,16 @@
 //! Prefix-cache honesty for a suite: the order runs execute in (each launched endpoint's
-//! runs together), when to reset a server's cache (`reset_cache_before`), the planned
-//! shared-prefix share of a run, and the warning for a cold run that found a warm cache.
+//! runs together), when to reset a server's cache (`reset_cache_before`), and the warnings
+//! that hold the measured hit ratio against what was planned: a cold run that found a warm
+//! cache, an endpoint's `prefix_cache` label the server contradicts, a cache-on run short of
+//! its planned share (the planned share itself is `planned`'s).
 //! Knows run settings and records; no HTTP here.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use crate::plan::{CacheState, DatasetPlan, ResetCacheBefore, TokenRange};
+use crate::metrics::RunSummary;
+use crate::plan::{CacheSetting, CacheState, ResetCacheBefore};
 use crate::planner::RunSpec;
 use crate::record::{Outcome, Phase, RequestRecord};
 
@@ -52,23 +55,59 @@ pub fn wants_reset(run: &RunSpec, previous: Option<&RunSpec>) -> bool {
     }
 }
 
-fn mean(range: TokenRange) -> f64 {
-    (f64::from(range.min()) + f64::from(range.max())) / 2.0
-}
+/// How far (absolute) a run's measured hit ratio may fall below its planned share on an
+/// endpoint labelled `prefix_cache = "on"` before it is warned about: 10 points.
+pub const SHORTFALL_MARGIN: f64 = 0.10;
+/// A measured hit ratio at most this is "no hits" (1% of the prompt tokens).
+pub const NO_HITS: f64 = 0.01;
 
-/// `prefix_tokens / input_tokens` of a `random` dataset (0 without a prefix); `None` for
-/// other datasets, whose sharing perfplan does not plan.
-pub fn planned_prefix_share(run: &RunSpec) -> Option<f64> {
-    let DatasetPlan::Random {
-        input,
-        prefix_tokens,
-    } = run.dataset
+/// The endpoint's `prefix_cache` label and the run's planned share held against the hit
+/// ratio measured (from usage, else from the server's counters): a cache-off endpoint
+/// whose server reports hits, a cache-on endpoint whose warm run shows none, and a
+/// cache-on run that falls short of its planned share by more than `SHORTFALL_MARGIN`.
+/// An `unknown` label is held against nothing. Each warning names both figures.
+pub fn measured_against_planned(run: &RunSpec, summary: &RunSummary) -> Vec<String> {
+    let value = |name: &str| summary.values.get(name).copied().flatten();
+    let Some((measured, source)) = value("cache_hit_ratio")
+        .map(|m| (m, "cache_hit_ratio (usage)"))
+        .or_else(|| value("server_cache_hit_ratio").map(|m| (m, "server_cache_hit_ratio")))
     else {
-        return None;
+        return Vec::new();
     };
-    let input = mean(input);
-    let prefix = f64::from(prefix_tokens);
-    (input > 0.0).then(|| (prefix / input).min(1.0))
+    let planned = value("planned_prefix_share");
+    let of_planned = planned.map_or(String::new(), |p| format!(", planned share {p:.2}"));
+    let endpoint = &run.settings.endpoint.name;
+    let warm = run.settings.cache_state == CacheState::Warm;
+    match run.settings.endpoint.spec.prefix_cache {
+        CacheSetting::Off if measured > NO_HITS => vec![format!(
+            "cache_setting: endpoint `{endpoint}` is labelled prefix_cache = \"off\" but its \
+             server reports prefix-cache hits ({source} {measured:.2}{of_planned}): the \
+             server caches, so this run does not measure a cache-off server; start it \
+             without prefix caching, or label the endpoint prefix_cache = \"on\""
+        )],
+        CacheSetting::On if warm && measured <= NO_HITS => vec![format!(
+            "cache_setting: endpoint `{endpoint}` is labelled prefix_cache = \"on\" but this \
+             warm run found no cached tokens ({source} {measured:.2}{of_planned}): the \
+             server does not cache, does not report it, or keeps too little to hold the \
+             run's prompts; check how it was started, or label the endpoint \
+             prefix_cache = \"off\""
+        )],
+        CacheSetting::On => planned
+            .filter(|p| p - measured > SHORTFALL_MARGIN)
+            .map(|p| {
+                format!(
+                    "cache_shortfall: the measured hit ratio ({source} {measured:.2}) is more \
+                     than {} points below the planned share {p:.2} on endpoint `{endpoint}` \
+                     (prefix_cache = \"on\"): the server cached less than the prompts share; \
+                     a cache smaller than the run's prefixes, evictions, whole-block caching \
+                     of short prompts, or a balancer spreading requests over replicas",
+                    (SHORTFALL_MARGIN * 100.0).round()
+                )
+            })
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// What the leak check reads, folded record by record: the (cached, prompt) tokens of
@@ -105,8 +144,8 @@ impl LeakWatch {
 
     /// The warning of a cold run whose usage shows more cache hits than its own shared
     /// prefix explains: the first requests found cached tokens, or the hit ratio is
-    /// clearly above the planned share. `None` for warm runs and clean cold runs.
-    pub fn warning(&self, run: &RunSpec) -> Option<String> {
+    /// clearly above the planned share (`planned`). `None` for warm runs and clean cold runs.
+    pub fn warning(&self, run: &RunSpec, planned: Option<f64>) -> Option<String> {
         if run.settings.cache_state != CacheState::Cold {
             return None;
         }
@@ -118,7 +157,7 @@ impl LeakWatch {
             .min_by_key(|(c, _)| *c)
             .filter(|(c, p)| *c > FIRST_REQUEST_SLACK.max(p / 10));
         let ratio = (self.prompt > 0).then(|| self.cached as f64 / self.prompt as f64);
-        let share = planned_prefix_share(run);
+        let share = planned;
         let too_high = ratio
             .zip(share)
             .filter(|(r, s)| *r > s + RATIO_SLACK)
@@ -226,7 +265,7 @@ mod tests {
         };
         let mut watch = LeakWatch::new(first_k);
         records.iter().for_each(|r| watch.add(r));
-        watch.warning(run)
+        watch.warning(run, Some(0.25))
     }
 
     fn runs(extra: &str) -> Vec<RunSpec> {
@@ -289,11 +328,6 @@ mod tests {
     }
 
     #[test]
-    fn planned_share_of_random_prompts() {
-        assert_eq!(planned_prefix_share(&runs("")[0]), Some(0.25));
-    }
-
-    #[test]
     fn leak_is_warned_only_for_cold_runs_with_unexplained_hits() {
         let rs = runs("");
         let (cold, warm) = (&rs[0], &rs[2]);
@@ -314,5 +348,45 @@ mod tests {
         assert!(w.contains("reset_cache_before = \"each_run\""), "{w}");
         assert!(w.contains("992 of 1000"), "{w}");
         assert_eq!(leak_warning(warm, &leaked), None);
+    }
+
+    fn summary(usage: Option<f64>, server: Option<f64>, planned: f64) -> RunSummary {
+        let mut s = crate::metrics::summarize(&[], &crate::metrics::SummaryOptions::default());
+        s.values.insert("cache_hit_ratio".into(), usage);
+        s.values.insert("server_cache_hit_ratio".into(), server);
+        s.values
+            .insert("planned_prefix_share".into(), Some(planned));
+        s
+    }
+
+    #[test]
+    fn the_cache_label_and_the_planned_share_are_held_against_the_measured_ratio() {
+        let labelled = |label: &str| runs(&format!("prefix_cache = \"{label}\""));
+        let (on, off, unknown) = (labelled("on"), labelled("off"), runs(""));
+        let (cold, warm) = (0, 2);
+        let said = |run: &RunSpec, s: &RunSummary| measured_against_planned(run, s).join("|");
+        // Off, yet hits: named with both figures; from the counters when usage has none.
+        let w = said(&off[cold], &summary(None, Some(0.31), 0.42));
+        assert!(w.starts_with("cache_setting: endpoint `a` is labelled prefix_cache = \"off\""));
+        assert!(
+            w.contains("server_cache_hit_ratio 0.31, planned share 0.42"),
+            "{w}"
+        );
+        assert_eq!(said(&off[cold], &summary(Some(0.0), Some(0.5), 0.42)), "");
+        // On, warm, no hits.
+        let w = said(&on[warm], &summary(Some(0.0), None, 0.98));
+        assert!(w.contains("warm run found no cached tokens"), "{w}");
+        assert!(
+            w.contains("cache_hit_ratio (usage) 0.00, planned share 0.98"),
+            "{w}"
+        );
+        // On, short of the plan by more than the margin; within it, nothing.
+        let w = said(&on[cold], &summary(Some(0.20), None, 0.45));
+        assert!(w.starts_with("cache_shortfall:"), "{w}");
+        assert!(w.contains("0.20) is more than 10 points below the planned share 0.45"));
+        assert_eq!(said(&on[cold], &summary(Some(0.36), None, 0.45)), "");
+        // Unknown: nothing is held against it; no measured figure: nothing to hold.
+        assert_eq!(said(&unknown[cold], &summary(Some(0.0), None, 0.98)), "");
+        assert_eq!(said(&on[warm], &summary(None, None, 0.98)), "");
     }
 }

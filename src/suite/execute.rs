@@ -363,9 +363,11 @@ fn conclude(
     mut warnings: Vec<String>,
 ) -> RunResult {
     let tally = &mut passes.tally;
-    warnings.extend(tally.leak.warning(run));
+    let planned = tally.planned.planned();
+    warnings.extend(tally.leak.warning(run, planned.prefix_share));
     let mut summary = summarize_output(ctx, run, (&output, tally), passes.server_ratio);
     super::telemetry::apply(&passes.telemetry, &mut summary, &mut warnings);
+    warnings.extend(super::cache::measured_against_planned(run, &summary));
     let defs = definitions(ctx.definitions);
     let window = (&tally.window, ctx.slice);
     let (time, steady) = super::steady::measure(&ctx.store, &run.id, window, defs, &mut summary);
@@ -415,6 +417,8 @@ fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -
         },
         turns: prepared.conversation.is_some(),
         targets: prepared.targets.clone(),
+        sharing: prepared.sharing.clone(),
+        warm: run.settings.cache_state == crate::plan::CacheState::Warm,
     }
 }
 
@@ -467,7 +471,8 @@ fn summarize_output(
         client_wall_s: Some(output.wall.as_secs_f64()),
         inputs_per_request: run.inputs_per_request(),
         server_cache_hit_ratio,
-        planned_prefix_share: super::cache::planned_prefix_share(run),
+        planned_prefix_share: tally.planned.planned().prefix_share,
+        planned_template_share: tally.planned.planned().template_share,
         ..SummaryOptions::default()
     };
     tally.summary(&opts)

@@ -54,6 +54,9 @@ pub struct PreparedRun {
     pub built_as_sent: Option<super::produce::Production>,
     /// The limit a pre-built duration-only load has (sharded runs), named when it is hit.
     pub duration_cap: Option<usize>,
+    /// What the run's prompts share as the server sees them (kind `random`), for the
+    /// planned hit ratio.
+    pub sharing: Option<dataset::Sharing>,
 }
 
 pub use super::targets::Targets;
@@ -148,6 +151,7 @@ pub fn prepare(
         trace_ids: Vec::new(),
         built_as_sent: None,
         duration_cap,
+        sharing: None,
     };
     if let Some(mut special) = super::traffic::prepare(run, &ctx, empty)? {
         // A trace has no limit of its own: it ends with its records.
@@ -157,6 +161,10 @@ pub fn prepare(
         return Ok(special);
     }
     let builder = BodyBuilder::new(run, base_dir)?;
+    let sharing = dataset::sharing(&run.dataset, &ctx).map_err(|source| RunnerError::Dataset {
+        dataset: s.dataset.name.clone(),
+        source,
+    })?;
     let listed =
         needs.list || sharded || poisson_schedule(run, 1).is_some() || count <= PREBUILT_MAX;
     if measured.is_none() || !listed {
@@ -164,9 +172,12 @@ pub fn prepare(
         let mut out = empty(production.warnings().to_vec());
         out.targets = production.targets();
         out.built_as_sent = Some(production);
+        out.sharing = sharing;
         return Ok(out);
     }
-    prebuilt(run, &ctx, builder, empty(Vec::new()))
+    let mut out = prebuilt(run, &ctx, builder, empty(Vec::new()))?;
+    out.sharing = sharing;
+    Ok(out)
 }
 
 /// A sharded duration-only load's list: rate × duration × 1.2 + 16 requests for an open

@@ -1,6 +1,6 @@
 //! What a run's result is made of, folded record by record as the writer stores them, so
 //! that no stage keeps a run's records: the metrics (`metrics::Fold`), the cold-run leak
-//! check's first wave, the steady-state window, the three-way input lengths, the first errors the warnings quote,
+//! check's first wave, the planned hit ratio, the steady-state window, the three-way input lengths, the first errors the warnings quote,
 //! and a multi-turn run's per-turn samples. The priming pass's records are not folded
 //! (no metric reads them).
 
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::cache::LeakWatch;
 use super::conversation::TurnSample;
 use super::lengths::Lengths;
+use super::planned::PlannedWatch;
 use super::prepare::Targets;
 use crate::metrics::steady::{LoadShape, WindowFinder};
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, Slo, SummaryOptions};
@@ -27,6 +28,10 @@ pub struct TallySettings {
     /// A multi-turn run: keep each turn's sample for the per-turn metrics.
     pub turns: bool,
     pub targets: Arc<Targets>,
+    /// What the run's prompts share (the planned hit ratio's inputs), and whether a
+    /// priming pass sent them all before.
+    pub sharing: Option<crate::dataset::Sharing>,
+    pub warm: bool,
 }
 
 impl Default for TallySettings {
@@ -38,6 +43,8 @@ impl Default for TallySettings {
             shape: LoadShape::Open,
             turns: false,
             targets: Arc::default(),
+            sharing: None,
+            warm: false,
         }
     }
 }
@@ -47,6 +54,7 @@ impl Default for TallySettings {
 pub struct Tally {
     fold: Fold,
     pub leak: LeakWatch,
+    pub planned: PlannedWatch,
     lengths: Lengths,
     targets: Arc<Targets>,
     pub errors: FirstErrors,
@@ -88,6 +96,7 @@ impl Tally {
         Tally {
             fold: Fold::new(settings.definitions, &settings.slos),
             leak: LeakWatch::new(settings.first_wave),
+            planned: PlannedWatch::new(settings.sharing, settings.warm),
             lengths: Lengths::default(),
             targets: settings.targets,
             errors: FirstErrors::default(),
@@ -103,6 +112,7 @@ impl Tally {
         }
         self.fold.add(r);
         self.leak.add(r);
+        self.planned.add(r);
         self.lengths.add(r, &self.targets);
         self.errors.add(r);
         self.window.add(r);

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::dataset_keys::{keys_for, misplaced_keys};
+pub use super::prefix_groups::PrefixGroups;
 use super::spec::{DatasetKind, DatasetSpec, InputLenMode, PrefixRole, TokenRange};
 
 /// The user turn's length of `random_multi_turn` when `user_tokens` is not set.
@@ -19,10 +20,12 @@ pub const DEFAULT_IMAGE_FORMAT: &str = "png";
 /// A dataset's settings for one run, by kind.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DatasetPlan {
-    /// Token-exact random prompts; `prefix_tokens` of them shared by every request (0: none).
+    /// Token-exact random prompts; `prefix_tokens` of them shared by the requests of each
+    /// prefix group (0: none).
     Random {
         input: TokenRange,
         prefix_tokens: u32,
+        groups: PrefixGroups,
     },
     /// One fixed prompt, inline or `"@path"`.
     Prompt {
@@ -267,6 +270,7 @@ fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan
         DatasetKind::Random => DatasetPlan::Random {
             input: need(&s.input_tokens, "input_tokens", missing)?,
             prefix_tokens: s.prefix_tokens.unwrap_or(0),
+            groups: PrefixGroups::of(s),
         },
         DatasetKind::Prompt => DatasetPlan::Prompt {
             text: need(&s.text, "text", missing)?,

@@ -91,7 +91,8 @@ fn defaults_are_resolved() {
         random,
         DatasetPlan::Random {
             input: TokenRange::Fixed(8),
-            prefix_tokens: 0
+            prefix_tokens: 0,
+            groups: super::PrefixGroups::default(),
         }
     );
     let DatasetPlan::RandomMultiTurn(m) = typed(minimal(DatasetKind::RandomMultiTurn)) else {
