@@ -57,10 +57,13 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
         ("concurrency", load.concurrency.is_some()),
         ("rate", load.rate.is_some()),
         ("requests", load.requests.is_some()),
+        ("repeat", load.repeat.is_some()),
     ] {
         if set {
             let help = if key == "requests" {
                 "use `requests_per_step`"
+            } else if key == "repeat" {
+                "a search is not a fixed load; use `trials` for runs per probed value"
             } else {
                 "the search chooses it; set `min` and `max`"
             };
@@ -222,6 +225,7 @@ pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
         arrivals: search.arrivals,
         burstiness: search.burstiness,
         max_in_flight: search.max_in_flight,
+        repeat: None,
         search: None,
         slo: Default::default(),
         min: None,
