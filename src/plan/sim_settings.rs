@@ -124,7 +124,16 @@ pub struct SimConfig {
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<String>,
 
-    /// Seed for natural output lengths, faults and response ids.
+    /// Timing jitter of each generation: its first-token time (`ttft_base` plus prefill) and
+    /// its inter-token time are scaled by one factor drawn uniformly from
+    /// [1 − jitter, 1 + jitter] (seeded by `seed` and the arrival order; mean exactly 1),
+    /// so repeated runs spread as they would on a real server while the truth stays exact
+    /// (each record keeps its factor). 0 (the default) is no jitter; at most 0.9.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 0.9))]
+    pub jitter: f64,
+
+    /// Seed for natural output lengths, faults, jitter and response ids.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
@@ -217,6 +226,7 @@ impl Default for SimConfig {
             omit_cached_tokens: false,
             reject_fields: Vec::new(),
             tokenizer: None,
+            jitter: 0.0,
             seed: 0,
             truth: true,
             image_tokens: 1,
@@ -268,6 +278,12 @@ impl SimConfig {
             return Err(SettingError {
                 setting: "fault_*",
                 reason: format!("fault fractions add up to {sum}, more than 1"),
+            });
+        }
+        if !(0.0..=0.9).contains(&self.jitter) {
+            return Err(SettingError {
+                setting: "jitter",
+                reason: format!("{} is not a fraction from 0 to 0.9", self.jitter),
             });
         }
         if !self.prefill_tokens_per_s.is_finite() || self.prefill_tokens_per_s < 0.0 {

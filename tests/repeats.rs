@@ -1,0 +1,178 @@
+//! Repeats (`load = { ..., repeat = N }`) against the simulator with timing jitter on:
+//! the report's Student t interval over 5 repeats contains the simulator's true mean TTFT
+//! (from its truth); a suite of repeats compared with its own rerun says "no change" on
+//! every metric, and against a 20% slower server "worse" by the repeats' Welch interval.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use perfplan::sim::{SimConfig, SimServer, TruthRecord};
+use perfplan::units::HumanDuration;
+use serde_json::Value;
+
+const OUTPUT_TOKENS: u64 = 3;
+const REQUESTS: u64 = 10;
+const REPEATS: u64 = 5;
+
+fn plan(base_url: &str) -> String {
+    format!(
+        r#"
+[plan]
+name = "rep"
+seed = 7
+[endpoints.sim]
+base_url = "{base_url}"
+[models.m]
+[datasets.d]
+kind = "prompt"
+text = "repeat me"
+[defaults]
+output_tokens = {OUTPUT_TOKENS}
+ignore_eos = true
+[matrix]
+load = {{ concurrency = 1, requests = {REQUESTS}, warmup = 1, repeat = {REPEATS} }}
+[report]
+metrics = ["ttft_mean", "ttft_p50", "latency_p50", "tpot_mean", "output_tps"]
+"#
+    )
+}
+
+fn perfplan(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_perfplan"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs the plan against a fresh simulator (TTFT 20 ms × `slow`, jitter ±30%); returns
+/// the output folder and the simulator's truth of the measured requests.
+async fn suite(dir: &Path, name: &str, slow: f64) -> (String, Vec<TruthRecord>) {
+    let ms = |x: f64| HumanDuration(Duration::from_secs_f64(x / 1000.0));
+    let config = SimConfig {
+        ttft_base: ms(20.0 * slow),
+        itl_base: ms(1.0 * slow),
+        jitter: 0.3,
+        seed: 11,
+        ..SimConfig::default()
+    };
+    let sim = SimServer::start(config).await.unwrap();
+    let plan_path = dir.join(format!("{name}.toml"));
+    std::fs::write(&plan_path, plan(&sim.base_url())).unwrap();
+    let out = dir.join(name);
+    perfplan(&[
+        "run",
+        plan_path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let truth = sim.truth();
+    sim.shutdown().await;
+    (out.display().to_string(), truth)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeats_interval_contains_the_true_mean_and_compare_judges_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, truth) = suite(dir.path(), "base", 1.0).await;
+
+    // Five stored runs of one group, each `repeat=k`.
+    let runs: Value =
+        serde_json::from_str(&perfplan(&["report", &base, "--format", "json"])).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len() as u64, REPEATS);
+    let group = runs[0]["repeat"]["group"].as_str().unwrap().to_string();
+    for (k, run) in runs.iter().enumerate() {
+        assert_eq!(run["axes"]["repeat"], (k + 1) as u64);
+        assert_eq!(run["repeat"]["group"], group.as_str());
+        assert_eq!(run["repeat"]["of"], REPEATS);
+    }
+
+    // The simulator's truth: what it did for every measured and warmup request (the
+    // preflight's request asks for another output length). Its jitter factors differ.
+    let served: Vec<&TruthRecord> = truth
+        .iter()
+        .filter(|r| r.tokens_sent == OUTPUT_TOKENS)
+        .collect();
+    assert_eq!(served.len() as u64, REPEATS * (REQUESTS + 1));
+    assert!(served.iter().any(|r| r.jitter < 0.9) && served.iter().any(|r| r.jitter > 1.1));
+    let true_ttft_ms: Vec<f64> = served
+        .iter()
+        .map(|r| (r.first_token_us.unwrap() - r.arrival_us) as f64 / 1000.0)
+        .collect();
+    let true_mean = true_ttft_ms.iter().sum::<f64>() / true_ttft_ms.len() as f64;
+
+    // The group's interval of mean TTFT over the 5 repeats.
+    let groups: Value = serde_json::from_str(&perfplan(&[
+        "report", &base, "--groups", "--format", "json",
+    ]))
+    .unwrap();
+    let g = &groups[0];
+    assert_eq!(g["group"], group.as_str());
+    assert_eq!(
+        (g["of"].as_u64(), g["done"].as_u64()),
+        (Some(REPEATS), Some(REPEATS))
+    );
+    let ttft = &g["metrics"]["ttft_mean"];
+    let (low, high, mean) = (
+        ttft["low"].as_f64().unwrap(),
+        ttft["high"].as_f64().unwrap(),
+        ttft["mean"].as_f64().unwrap(),
+    );
+    // Margin: the client sees the first token up to about 1 ms after the server wrote it
+    // (loopback, timer lead); the interval is some milliseconds wide from the jitter.
+    let margin = 1.0;
+    assert!(high - low > 0.2, "no spread between repeats: {ttft}");
+    assert!(
+        low - margin <= true_mean && true_mean <= high + margin,
+        "true mean {true_mean} ms outside [{low}, {high}] ± {margin}: {ttft}"
+    );
+    assert!(
+        low - margin <= 20.0 && 20.0 <= high + margin,
+        "configured 20 ms outside [{low}, {high}] ± {margin}"
+    );
+    assert!((mean - true_mean).abs() < margin, "{mean} vs {true_mean}");
+
+    // People's report: one row per group, `mean ± half-width`.
+    let table = perfplan(&["report", &base, "--metrics", "ttft_mean"]);
+    assert!(table.contains("Student t 95%"), "{table}");
+    assert!(table.contains(" ± "), "{table}");
+
+    // An unchanged rerun: no change anywhere, judged by the repeats.
+    let (again, _) = suite(dir.path(), "again", 1.0).await;
+    let text = perfplan(&["compare", &base, &again]);
+    let judged: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" (ms)") || l.contains("(tok/s)"))
+        .collect();
+    assert_eq!(judged.len(), 5, "{text}");
+    assert!(judged.iter().all(|l| l.contains("no change")), "{text}");
+    assert!(text.contains("5 vs 5 repeats"), "{text}");
+    assert!(text.contains("1 matched runs"), "{text}");
+
+    // A server 20% slower: worse, by the repeats' Welch interval.
+    let (slow, _) = suite(dir.path(), "slow", 1.2).await;
+    let text = perfplan(&["compare", &base, &slow]);
+    let line = |m: &str| {
+        text.lines()
+            .find(|l| l.contains(m))
+            .unwrap_or_default()
+            .to_string()
+    };
+    for m in ["ttft_mean", "ttft_p50", "latency_p50"] {
+        assert!(line(m).contains("worse (beyond noise)"), "{m}: {text}");
+    }
+    let json: Value =
+        serde_json::from_str(&perfplan(&["compare", &base, &slow, "--format", "json"])).unwrap();
+    let d = &json["pairs"][0]["metrics"]["ttft_mean"];
+    assert_eq!(d["repeats"]["base"], REPEATS);
+    assert!(d["ci_low"].as_f64().unwrap() > 0.0, "{d}");
+}
