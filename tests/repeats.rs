@@ -157,6 +157,19 @@ async fn repeats_interval_contains_the_true_mean_and_compare_judges_groups() {
     assert!(judged.iter().all(|l| l.contains("no change")), "{text}");
     assert!(text.contains("5 vs 5 repeats"), "{text}");
     assert!(text.contains("1 matched runs"), "{text}");
+    // Paired per request, repeat k with repeat k (the same prompts).
+    let json: Value = serde_json::from_str(&perfplan(&[
+        "compare", &base, &again, "--paired", "--format", "json",
+    ]))
+    .unwrap();
+    let paired = json["paired"].as_array().unwrap();
+    assert_eq!(paired.len() as u64, REPEATS, "{json}");
+    assert!(
+        paired
+            .iter()
+            .all(|p| p["refused"].is_null() && p["unpaired"] == 0),
+        "{json}"
+    );
 
     // A server 20% slower: worse, by the repeats' Welch interval.
     let (slow, _) = suite(dir.path(), "slow", 1.2).await;

@@ -20,6 +20,7 @@ pub mod junit;
 pub mod markdown;
 pub mod min_effect;
 mod over_time;
+pub mod paired;
 pub mod pivot;
 mod plots;
 pub mod repeats;
