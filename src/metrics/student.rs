@@ -67,7 +67,7 @@ fn sample_variance(m: &Moments) -> f64 {
 
 /// The `p` quantile (0.5 < p < 1) of Student's t with `df` degrees of freedom.
 pub fn t_quantile(p: f64, df: f64) -> Option<f64> {
-    if !(0.5..1.0).contains(&p) || !(df > 0.0) || !df.is_finite() {
+    if !(0.5..1.0).contains(&p) || df.is_nan() || df <= 0.0 || !df.is_finite() {
         return None;
     }
     // The CDF rises monotonically: bisect on [0, hi] with hi doubled until it covers p.

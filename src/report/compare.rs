@@ -192,6 +192,32 @@ fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String
     Ok(metrics)
 }
 
+/// One metric's delta of `(base, new)` values, judged by `interval` and the minimum effect.
+fn metric_delta(
+    m: &str,
+    (bv, nv): (Option<f64>, Option<f64>),
+    interval: Option<Interval>,
+    repeats: Option<(usize, usize)>,
+    opts: &CompareOptions,
+) -> MetricDelta {
+    let delta = bv.zip(nv).map(|(b, n)| n - b);
+    let delta_pct = bv.zip(nv).and_then(|(b, n)| relative_change(n, b));
+    let min_effect_pct = pct_for(m, &opts.min_effect);
+    let large =
+        delta.is_some_and(|d| d != 0.0) && delta_pct.is_none_or(|p| p.abs() >= min_effect_pct);
+    MetricDelta {
+        metric: m.to_string(),
+        base: bv,
+        new: nv,
+        delta,
+        delta_pct,
+        beyond_noise: interval.map(|iv| iv.excludes_zero() && large),
+        interval,
+        min_effect_pct,
+        repeats,
+    }
+}
+
 /// Compares the suite in `new` against the one in `base`.
 pub fn compare(
     base: &Store,
@@ -232,22 +258,8 @@ pub fn compare(
                         .as_ref()
                         .and_then(|(bs, ns)| diff_interval(bs, ns, m, &opts.bootstrap))
                 };
-                let delta = bv.zip(nv).map(|(b, n)| n - b);
-                let delta_pct = bv.zip(nv).and_then(|(b, n)| relative_change(n, b));
-                let min_effect_pct = pct_for(m, &opts.min_effect);
-                let large = delta.is_some_and(|d| d != 0.0)
-                    && delta_pct.is_none_or(|p| p.abs() >= min_effect_pct);
-                MetricDelta {
-                    metric: m.clone(),
-                    base: bv,
-                    new: nv,
-                    delta,
-                    delta_pct,
-                    beyond_noise: interval.map(|iv| iv.excludes_zero() && large),
-                    interval,
-                    min_effect_pct,
-                    repeats: repeated.then_some((bvals.len(), nvals.len())),
-                }
+                let repeats = repeated.then_some((bvals.len(), nvals.len()));
+                metric_delta(m, (bv, nv), interval, repeats, opts)
             })
             .collect();
         let key = match &nr.axes {
