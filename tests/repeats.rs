@@ -189,3 +189,59 @@ async fn repeats_interval_contains_the_true_mean_and_compare_judges_groups() {
     assert_eq!(d["repeats"]["base"], REPEATS);
     assert!(d["ci_low"].as_f64().unwrap() > 0.0, "{d}");
 }
+
+/// Cold repeats send fresh prompts; warm repeats prime and measure the same prompt set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cold_repeats_get_fresh_prompts_and_warm_repeats_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let tokenizer = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/smollm2");
+    let plan = format!(
+        r#"
+[plan]
+name = "fresh"
+[endpoints.sim]
+base_url = "{}"
+[models.m]
+tokenizer = "{tokenizer}"
+[datasets.d]
+kind = "random"
+input_tokens = 32
+[defaults]
+output_tokens = 1
+[matrix]
+cache_state = ["cold", "warm"]
+load = {{ concurrency = 1, requests = 3, warmup = 1, repeat = 2 }}
+"#,
+        sim.base_url()
+    );
+    let path = dir.path().join("fresh.toml");
+    std::fs::write(&path, plan).unwrap();
+    let out = dir.path().join("out");
+    perfplan(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // Each run's bodies in order: cold 1, cold 2 (warmup 1 + measured 3 each), then warm 1
+    // and warm 2 (priming the 3 measured prompts, then warmup 1 + measured 3 each). The
+    // preflight's request asks for another output length.
+    let prompts: Vec<String> = sim
+        .received()
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .filter(|r| r.body["max_tokens"] == 1 || r.body["max_completion_tokens"] == 1)
+        .map(|r| r.body["messages"].to_string())
+        .collect();
+    sim.shutdown().await;
+    assert_eq!(prompts.len(), 22, "{prompts:#?}");
+    let (cold1, cold2) = (&prompts[0..4], &prompts[4..8]);
+    let (warm1, warm2) = (&prompts[8..15], &prompts[15..22]);
+    assert!(
+        cold1.iter().all(|p| !cold2.contains(p)),
+        "cold repeats share prompts"
+    );
+    assert_eq!(warm1, warm2, "warm repeats differ");
+    assert_eq!(warm1[..3], warm1[4..], "a warm run measures what it primed");
+}
