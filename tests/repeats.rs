@@ -145,6 +145,15 @@ async fn repeats_interval_contains_the_true_mean_and_compare_judges_groups() {
     let table = perfplan(&["report", &base, "--metrics", "ttft_mean"]);
     assert!(table.contains("Student t 95%"), "{table}");
     assert!(table.contains(" ± "), "{table}");
+    let md = perfplan(&["report", &base, "--format", "md"]);
+    assert!(md.contains("### Repeats") && md.contains(" ± "), "{md}");
+    let html = perfplan(&["report", &base, "--format", "html", "--out", "-"]);
+    assert!(html.contains("<h2>Repeats</h2>"), "no groups in the page");
+    let csv = perfplan(&["report", &base, "--groups", "--format", "csv"]);
+    assert!(
+        csv.starts_with("group,of,done,") && csv.contains(&format!("{group},5,5,")),
+        "{csv}"
+    );
 
     // An unchanged rerun: no change anywhere, judged by the repeats.
     let (again, _) = suite(dir.path(), "again", 1.0).await;
@@ -244,4 +253,97 @@ load = {{ concurrency = 1, requests = 3, warmup = 1, repeat = 2 }}
     );
     assert_eq!(warm1, warm2, "warm repeats differ");
     assert_eq!(warm1[..3], warm1[4..], "a warm run measures what it primed");
+}
+
+fn expand(dir: &Path, name: &str, load: &str) -> std::process::Output {
+    let plan = format!(
+        r#"
+[plan]
+name = "ids"
+[endpoints.e]
+base_url = "http://127.0.0.1:9"
+[models.m]
+[datasets.d]
+kind = "prompt"
+text = "x"
+[matrix]
+cache_state = ["cold", "warm"]
+load = [{load}]
+"#
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, plan).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_perfplan"))
+        .args(["expand", "--json", path.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
+
+/// `repeat = 1` or no `repeat` changes no id; a group's id is the id without `repeat`,
+/// and repeat k's id is derived from it; a search or a repeat of 0 is a located error.
+#[test]
+fn group_ids_are_the_ids_without_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = expand(dir.path(), "plain", "{ concurrency = 1, requests = 2 }");
+    let one = expand(
+        dir.path(),
+        "one",
+        "{ concurrency = 1, requests = 2, repeat = 1 }",
+    );
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert_eq!(plain.stdout, one.stdout, "repeat = 1 changed the expansion");
+    let three = expand(
+        dir.path(),
+        "three",
+        "{ concurrency = 1, requests = 2, repeat = 3 }",
+    );
+    let plain: Value = serde_json::from_slice(&plain.stdout).unwrap();
+    let three: Value = serde_json::from_slice(&three.stdout).unwrap();
+    let three = three.as_array().unwrap();
+    assert_eq!(three.len(), 6);
+    for (i, run) in three.iter().enumerate() {
+        let (group, k) = (&plain[i / 3], i % 3 + 1);
+        assert_eq!(run["settings"]["repeat"]["group"], group["id"], "{run}");
+        assert_eq!(run["settings"]["repeat"]["k"], k as u64);
+        assert_eq!(run["axes"]["repeat"], k as u64);
+        assert_eq!(
+            run["axes"]["load"], group["axes"]["load"],
+            "load label keeps no repeat"
+        );
+        assert_ne!(run["id"], group["id"]);
+    }
+    // Golden: repeat k's id is SHA-256("GROUP/repeat=k")[..12].
+    let group = three[0]["settings"]["repeat"]["group"].as_str().unwrap();
+    let digest = Command::new("sh")
+        .args(["-c", &format!("printf '%s' '{group}/repeat=1' | sha256sum")])
+        .output()
+        .unwrap();
+    let digest = String::from_utf8_lossy(&digest.stdout);
+    assert_eq!(three[0]["id"].as_str().unwrap(), &digest[..12]);
+
+    let search = expand(
+        dir.path(),
+        "search",
+        r#"{ search = "concurrency", slo = { ttft_p99 = "<= 1s" }, repeat = 2 }"#,
+    );
+    let err = String::from_utf8_lossy(&search.stderr);
+    assert!(!search.status.success());
+    assert!(
+        err.contains("a search cannot set `repeat`") && err.contains("search.toml:12:9"),
+        "{err}"
+    );
+    let zero = expand(
+        dir.path(),
+        "zero",
+        "{ concurrency = 1, requests = 2, repeat = 0 }",
+    );
+    let err = String::from_utf8_lossy(&zero.stderr);
+    assert!(
+        err.contains("matrix.load[0].repeat") && err.contains("from 1 to 1000"),
+        "{err}"
+    );
 }
