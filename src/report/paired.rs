@@ -5,7 +5,7 @@
 //! difference of two distributions: the prompt-to-prompt spread cancels.
 //!
 //! Memory: one side's measured, successful requests are read into a `Vec` indexed by item
-//! (16 bytes an item, up to the largest item id; items at or above `MAX_ITEMS` are left out
+//! (20 bytes an item, up to the largest item id; items at or above `MAX_ITEMS` are left out
 //! and counted), the other side is streamed row by row, and the differences are kept (12
 //! bytes a pair) for the median. The first measured request of an item is its value; a
 //! later request of the same item (a duration-bounded run wrapping around) is not paired.
@@ -30,7 +30,7 @@ use crate::metrics::student::mean_interval;
 use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, Store, StoredRun};
 
-/// Item ids paired at most (16 bytes each: 64 MiB).
+/// Item ids paired at most (20 bytes each: 80 MiB).
 pub const MAX_ITEMS: u64 = 1 << 22;
 /// The confidence of the paired intervals.
 pub const CONFIDENCE: f64 = 0.95;
@@ -433,6 +433,12 @@ pub fn json(paired: &[PairedRuns]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_item_costs_twenty_bytes() {
+        // The memory bound the module and the README state.
+        assert_eq!(std::mem::size_of::<Slot>(), 20);
+    }
 
     #[test]
     fn median_ranks_match_the_tables() {
