@@ -129,8 +129,10 @@ pub struct SimConfig {
     /// [1 − jitter, 1 + jitter] (seeded by `seed` and the arrival order; mean exactly 1),
     /// so repeated runs spread as they would on a real server while the truth stays exact
     /// (each record keeps its factor). 0 (the default) is no jitter; at most 0.9.
+    // Left out of the settings when 0, so that a plan without jitter keeps its run ids.
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
-    #[schemars(range(min = 0, max = 0.9))]
+    #[schemars(range(min = 0, max = 0.9), extend("default" = 0.0))]
+    #[serde(skip_serializing_if = "no_jitter")]
     pub jitter: f64,
 
     /// Seed for natural output lengths, faults, jitter and response ids.
@@ -244,6 +246,11 @@ impl Default for SimConfig {
     }
 }
 
+/// `jitter` is off (its default), and so not written into a run's settings.
+fn no_jitter(jitter: &f64) -> bool {
+    *jitter == 0.0
+}
+
 /// A simulator setting that would make it misbehave.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid simulator setting `{setting}`: {reason}")]
@@ -332,4 +339,23 @@ fn check_mount(mount: &str) -> Result<(), SettingError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A new setting's default must not change the ids of runs on `sim://` endpoints,
+    /// whose settings hold the whole simulator configuration.
+    #[test]
+    fn jitter_off_is_not_in_the_settings() {
+        let off = serde_json::to_value(SimConfig::default()).unwrap();
+        assert!(off.get("jitter").is_none(), "{off}");
+        let on = SimConfig {
+            jitter: 0.1,
+            ..SimConfig::default()
+        };
+        assert_eq!(serde_json::to_value(on).unwrap()["jitter"], 0.1);
+    }
 }
