@@ -38,7 +38,18 @@ fn overrides(path: &Path, sim_url: &str) -> Vec<String> {
         .axes
         .iter()
         .any(|(k, values)| k == "load" && values.iter().any(|v| v.get("search").is_some()));
-    if fixed_loads {
+    // A scenario of repeats keeps two of them, so that its groups are run and reported.
+    let repeats = plan
+        .spec
+        .matrix
+        .axes
+        .iter()
+        .any(|(k, values)| k == "load" && values.iter().any(|v| v.get("repeat").is_some()));
+    if fixed_loads && repeats {
+        sets.push(
+            "matrix.load=[{ concurrency = 2, requests = 4, warmup = 2, repeat = 2 }]".to_string(),
+        );
+    } else if fixed_loads {
         sets.push("matrix.load=[{ concurrency = 2, requests = 4, warmup = 2 }]".to_string());
     } else if searches {
         sets.push(

@@ -61,6 +61,11 @@ pub struct CompareArgs {
     /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Also compare matched runs request by request: the same item (prompt) on both
+    /// sides, for runs that differ only by endpoint (`--ignore endpoint`); TTFT, TPOT and
+    /// latency differences with 95% intervals of their mean and median (README, "Repeats").
+    #[arg(long)]
+    pub paired: bool,
 }
 
 fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError> {
@@ -107,6 +112,16 @@ fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError>
         Ok(md)
     });
     let mut text = compare::render(&comparison, format, style)?;
+    if args.paired {
+        text = with_paired(
+            text,
+            &base,
+            &new,
+            &comparison,
+            (format, style),
+            &args.min_effect,
+        )?;
+    }
     if !verdicts.is_empty() {
         let gate_text = gates::render(
             &verdicts,
@@ -126,6 +141,41 @@ fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError>
     }
     write_out(args.out.as_deref(), &text)?;
     Ok(gates::verdict_of(&verdicts))
+}
+
+/// The comparison's text with the paired per-request comparison added: a table (or
+/// Markdown section) after it, or a `paired` key in its JSON.
+fn with_paired(
+    text: String,
+    base: &Store,
+    new: &Store,
+    comparison: &compare::Comparison,
+    (format, style): (Format, TableStyle),
+    min_effect: &[crate::report::min_effect::MinEffect],
+) -> Result<String, ReportError> {
+    use crate::report::{markdown, paired, table};
+    let pairs = paired::paired(base, new, comparison, min_effect)?;
+    let grid = paired::grid(&pairs);
+    Ok(match format {
+        Format::Json => {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&text).map_err(ReportError::Json)?;
+            if let Some(map) = v.as_object_mut() {
+                map.insert("paired".into(), paired::json(&pairs));
+            }
+            let mut s = serde_json::to_string_pretty(&v).map_err(ReportError::Json)?;
+            s.push('\n');
+            s
+        }
+        Format::Md => format!(
+            "{text}\n### Paired per request\n\n{}",
+            markdown::render_grid(&grid)
+        ),
+        _ => format!(
+            "{text}\npaired per request:\n{}",
+            table::render_grid(&grid, style)
+        ),
+    })
 }
 
 /// Runs `perfplan compare`; returns the exit code.

@@ -73,6 +73,11 @@ pub struct ReportArgs {
     /// With `--slices`: their width (default: the plan's `[report] slice`, else 1s).
     #[arg(long, value_name = "DURATION", requires = "slices", value_parser = parse_slice)]
     pub slice: Option<std::time::Duration>,
+    /// Print the groups of repeated runs (`repeat = N`) instead of the runs: each metric's
+    /// mean and Student t 95% interval over a group's repeats, as JSON or CSV (README,
+    /// "Repeats").
+    #[arg(long, conflicts_with_all = ["rows", "columns", "metrics", "gates", "baseline", "junit", "slices"])]
+    pub groups: bool,
 }
 
 /// A `--slice` width, in `[report] slice`'s range.
@@ -93,6 +98,23 @@ fn slices(args: &ReportArgs) -> Result<(), ReportError> {
     let store = Store::open(&args.db)?;
     let data = report::ReportData::load(&store)?;
     let text = report::slices::render_csv(&store, &data, args.slice)?;
+    write_out(args.out.as_deref(), &text)
+}
+
+/// `report --groups`: the groups of repeated runs as JSON (the default) or CSV.
+fn groups(args: &ReportArgs) -> Result<(), ReportError> {
+    let store = Store::open(&args.db)?;
+    let data = report::ReportData::load(&store)?;
+    let text = match args.format {
+        FormatArg::Csv => report::repeats::csv(&data.runs),
+        FormatArg::Json | FormatArg::Table => {
+            let mut t = serde_json::to_string_pretty(&report::repeats::json(&data.runs))
+                .map_err(ReportError::Json)?;
+            t.push('\n');
+            t
+        }
+        _ => return Err(ReportError::GroupsFormat),
+    };
     write_out(args.out.as_deref(), &text)
 }
 
@@ -129,6 +151,10 @@ pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportErro
 fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     if args.slices {
         slices(args)?;
+        return Ok(gates::verdict_of(&[]));
+    }
+    if args.groups {
+        groups(args)?;
         return Ok(gates::verdict_of(&[]));
     }
     let mut store = Store::open(&args.db)?;

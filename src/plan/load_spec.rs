@@ -60,6 +60,14 @@ pub struct LoadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
     pub max_in_flight: Option<u32>,
+    /// Runs of this fixed load (default 1): each a stored run of its own, shown as
+    /// `repeat=k` and linked to its group, whose id is the run's id without `repeat`.
+    /// Reports give each group's mean and a Student t 95% interval across its repeats, and
+    /// `compare` judges groups by them. Cold repeats get fresh prompts; warm ones the same.
+    /// Not for a search (its `trials` repeat probes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_REPEAT))]
+    pub repeat: Option<u32>,
     /// SLA search instead of a fixed tier: find the most `concurrency` (or `rate`) that
     /// still meets every condition of `slo`. Each probe is a run of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]

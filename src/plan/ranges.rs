@@ -11,6 +11,8 @@ pub const MAX_TOKENS: u32 = 10_000_000;
 pub const MAX_CONCURRENCY: u32 = 100_000;
 /// Most requests of one run (`requests`, `warmup`, `requests_per_step`).
 pub const MAX_REQUESTS: u32 = 10_000_000;
+/// Most repeats of one fixed load.
+pub const MAX_REPEAT: u32 = 1000;
 /// Slowest open-loop rate, req/s (one request every 1,000 s).
 pub const MIN_RATE: f64 = 0.001;
 /// Fastest open-loop rate, req/s.

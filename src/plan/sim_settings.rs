@@ -124,7 +124,18 @@ pub struct SimConfig {
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<String>,
 
-    /// Seed for natural output lengths, faults and response ids.
+    /// Timing jitter of each generation: its first-token time (`ttft_base` plus prefill) and
+    /// its inter-token time are scaled by one factor drawn uniformly from
+    /// [1 − jitter, 1 + jitter] (seeded by `seed` and the arrival order; mean exactly 1),
+    /// so repeated runs spread as they would on a real server while the truth stays exact
+    /// (each record keeps its factor). 0 (the default) is no jitter; at most 0.9.
+    // Left out of the settings when 0, so that a plan without jitter keeps its run ids.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 0.9), extend("default" = 0.0))]
+    #[serde(skip_serializing_if = "no_jitter")]
+    pub jitter: f64,
+
+    /// Seed for natural output lengths, faults, jitter and response ids.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
@@ -217,6 +228,7 @@ impl Default for SimConfig {
             omit_cached_tokens: false,
             reject_fields: Vec::new(),
             tokenizer: None,
+            jitter: 0.0,
             seed: 0,
             truth: true,
             image_tokens: 1,
@@ -232,6 +244,11 @@ impl Default for SimConfig {
             mount: None,
         }
     }
+}
+
+/// `jitter` is off (its default), and so not written into a run's settings.
+fn no_jitter(jitter: &f64) -> bool {
+    *jitter == 0.0
 }
 
 /// A simulator setting that would make it misbehave.
@@ -268,6 +285,12 @@ impl SimConfig {
             return Err(SettingError {
                 setting: "fault_*",
                 reason: format!("fault fractions add up to {sum}, more than 1"),
+            });
+        }
+        if !(0.0..=0.9).contains(&self.jitter) {
+            return Err(SettingError {
+                setting: "jitter",
+                reason: format!("{} is not a fraction from 0 to 0.9", self.jitter),
             });
         }
         if !self.prefill_tokens_per_s.is_finite() || self.prefill_tokens_per_s < 0.0 {
@@ -316,4 +339,23 @@ fn check_mount(mount: &str) -> Result<(), SettingError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A new setting's default must not change the ids of runs on `sim://` endpoints,
+    /// whose settings hold the whole simulator configuration.
+    #[test]
+    fn jitter_off_is_not_in_the_settings() {
+        let off = serde_json::to_value(SimConfig::default()).unwrap();
+        assert!(off.get("jitter").is_none(), "{off}");
+        let on = SimConfig {
+            jitter: 0.1,
+            ..SimConfig::default()
+        };
+        assert_eq!(serde_json::to_value(on).unwrap()["jitter"], 0.1);
+    }
 }

@@ -8,6 +8,7 @@
 mod entries;
 mod locate;
 pub mod matrix;
+pub mod repeat;
 mod request_checks;
 mod resolve;
 pub mod run;
@@ -18,7 +19,8 @@ pub use crate::plan::{DatasetPlan, FileSelect, MultiTurn, TracePlan};
 pub use crate::request::{OutputLen, RequestPlan};
 pub use resolve::{load_problems, parse_share, warmup_count};
 pub use run::{
-    canonical_json, is_secret_header, run_id, ArrivalProcess, Load, Named, RunSettings, RunSpec,
+    canonical_json, is_secret_header, run_id, ArrivalProcess, Load, Named, RepeatOf, RunSettings,
+    RunSpec,
 };
 pub use select::select;
 
@@ -94,9 +96,11 @@ impl Runs {
         &mut self,
         plan: &LoadedPlan,
         point: Point,
-        (settings, typed): (RunSettings, DatasetPlan),
+        (mut settings, typed): (RunSettings, DatasetPlan),
         dropped: &[String],
     ) {
+        // `repeat` is not part of the group's id: it says how many runs the group has.
+        let of = settings.load.repeat.take().unwrap_or(1);
         let dataset = (settings.dataset.name.clone(), settings.dataset.spec.kind);
         for key in point.keys() {
             if dropped.contains(key) {
@@ -112,10 +116,13 @@ impl Runs {
         for key in dropped {
             axes.shift_remove(key);
         }
+        repeat::strip_axis(&mut axes);
         let id = run_id(&settings);
-        if let Some(i) = self.runs.iter().position(|r| r.id == id) {
+        if let Some(i) = self.runs.iter().position(|r| repeat::group_of(r) == id) {
             // Points that differ only by a key their dataset does not take are one run.
-            if self.written[i] != point && self.runs[i].axes == axes {
+            let mut first = self.runs[i].axes.clone();
+            first.shift_remove(repeat::REPEAT_AXIS);
+            if self.written[i] != point && first == axes {
                 return;
             }
             self.repeats
@@ -124,16 +131,19 @@ impl Runs {
         }
         let dataset_seed = run::dataset_seed(&settings);
         let request = run::request_plan(&settings);
-        self.runs.push(RunSpec {
-            ordinal: self.runs.len() + 1,
+        let group = RunSpec {
+            ordinal: 0,
             id,
             axes,
             settings,
             dataset_seed,
             dataset: typed,
             request,
-        });
-        self.written.push(point);
+        };
+        for run in repeat::repeats(group, of, self.runs.len() + 1) {
+            self.runs.push(run);
+            self.written.push(point.clone());
+        }
     }
 }
 

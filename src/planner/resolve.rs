@@ -103,6 +103,7 @@ impl Resolver<'_> {
             tokenize_prompt,
             load,
             seed: spec.plan.seed,
+            repeat: None,
         };
         Some((settings, typed))
     }

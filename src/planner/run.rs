@@ -25,6 +25,19 @@ pub struct RunSettings {
     pub load: LoadSpec,
     /// The plan's seed.
     pub seed: u64,
+    /// Which repeat of a `repeat = N` load this run is (none for a load run once). Left
+    /// out of the JSON when none, so a run without repeats keeps its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<RepeatOf>,
+}
+
+/// A run's place among the repeats of its load: its group's id (the id the run would
+/// have without `repeat`), its number `k` (1-based) and the group's size `of`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepeatOf {
+    pub group: String,
+    pub k: u32,
+    pub of: u32,
 }
 
 /// A named part of a run: the table name in the plan and its settings.

@@ -53,20 +53,7 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
         }
         return out;
     };
-    for (key, set) in [
-        ("concurrency", load.concurrency.is_some()),
-        ("rate", load.rate.is_some()),
-        ("requests", load.requests.is_some()),
-    ] {
-        if set {
-            let help = if key == "requests" {
-                "use `requests_per_step`"
-            } else {
-                "the search chooses it; set `min` and `max`"
-            };
-            out.push(format!("a search cannot set `{key}`: {help}"));
-        }
-    }
+    fixed_keys(load, &mut out);
     if var == SearchVariable::Concurrency
         && (load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some())
     {
@@ -104,6 +91,29 @@ pub fn search_problems(load: &LoadSpec) -> Vec<String> {
         }
     }
     out
+}
+
+/// Keys of a fixed load that a search sets itself or does not take.
+fn fixed_keys(load: &LoadSpec, out: &mut Vec<String>) {
+    let chosen = "the search chooses it; set `min` and `max`";
+    for (key, set, help) in [
+        ("concurrency", load.concurrency.is_some(), chosen),
+        ("rate", load.rate.is_some(), chosen),
+        (
+            "requests",
+            load.requests.is_some(),
+            "use `requests_per_step`",
+        ),
+        (
+            "repeat",
+            load.repeat.is_some(),
+            "a search is not a fixed load; use `trials` for runs per probed value",
+        ),
+    ] {
+        if set {
+            out.push(format!("a search cannot set `{key}`: {help}"));
+        }
+    }
 }
 
 /// Problems of the objectives (`output_tps = "max"`) of a search's `slo`.
@@ -222,6 +232,7 @@ pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
         arrivals: search.arrivals,
         burstiness: search.burstiness,
         max_in_flight: search.max_in_flight,
+        repeat: None,
         search: None,
         slo: Default::default(),
         min: None,

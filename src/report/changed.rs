@@ -77,7 +77,7 @@ fn exempt_paths(base: &StoredRun, new: &StoredRun, ignore: &[String]) -> Vec<Str
     for axis in &axes {
         match axis.as_str() {
             "endpoint" | "model" | "dataset" => out.push(format!("{axis}.name")),
-            "load" | "cache_state" | "tokenize_prompt" | "api" => out.push(axis.clone()),
+            "load" | "cache_state" | "tokenize_prompt" | "api" | "repeat" => out.push(axis.clone()),
             "extra" => out.push("request.extra".into()),
             other => {
                 out.push(format!("dataset.{other}"));
@@ -88,7 +88,7 @@ fn exempt_paths(base: &StoredRun, new: &StoredRun, ignore: &[String]) -> Vec<Str
     for axis in ignore {
         match axis.as_str() {
             "endpoint" | "model" | "dataset" | "load" | "cache_state" | "tokenize_prompt"
-            | "api" => out.push(axis.clone()),
+            | "api" | "repeat" => out.push(axis.clone()),
             "extra" => out.push("request.extra".into()),
             other => {
                 out.push(format!("dataset.{other}"));

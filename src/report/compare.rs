@@ -1,7 +1,10 @@
 //! Two suites side by side: runs matched by their axis values (never by position;
 //! ignored axes left out of the match), metrics with absolute and relative deltas,
 //! and a seeded bootstrap verdict on whether each delta is beyond noise and at least the
-//! metric's minimum effect (`min_effect`). Runs on one
+//! metric's minimum effect (`min_effect`). Repeated runs (`repeat = N`) are matched as
+//! groups; where both sides have two or more repeats, the deltas are of group means and
+//! the interval is Welch's t over the repeat values (the spread between runs, which one
+//! run's bootstrap cannot see), again with the minimum effect. Runs on one
 //! side only are listed, not dropped; a matched pair whose settings differ beyond its
 //! axes says so with each setting and both values (see `changed`).
 
@@ -14,9 +17,11 @@ use super::changed::{changed_settings, ChangedSetting};
 pub use super::compare_render::render;
 use super::min_effect::{pct_for, MinEffect};
 use super::pivot::Labels;
+use super::repeats::{group_leads, group_members, group_value, REPEAT_AXIS};
 use super::{unknown_metric, ReportData, ReportError, DEFAULT_METRICS};
 use crate::metrics::condition::relative_change;
 use crate::metrics::names;
+use crate::metrics::student::welch_interval;
 use crate::store::{Store, StoredRun};
 
 /// What `compare` looks at.
@@ -50,6 +55,9 @@ pub struct MetricDelta {
     pub beyond_noise: Option<bool>,
     /// The smallest change in percent called a change (`min_effect`).
     pub min_effect_pct: f64,
+    /// `(base, new)` repeat values the verdict came from, when both sides are groups of
+    /// repeats: then `base` and `new` are group means and `interval` is Welch's.
+    pub repeats: Option<(usize, usize)>,
 }
 
 impl MetricDelta {
@@ -194,6 +202,32 @@ fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String
     Ok(metrics)
 }
 
+/// One metric's delta of `(base, new)` values, judged by `interval` and the minimum effect.
+fn metric_delta(
+    m: &str,
+    (bv, nv): (Option<f64>, Option<f64>),
+    interval: Option<Interval>,
+    repeats: Option<(usize, usize)>,
+    opts: &CompareOptions,
+) -> MetricDelta {
+    let delta = bv.zip(nv).map(|(b, n)| n - b);
+    let delta_pct = bv.zip(nv).and_then(|(b, n)| relative_change(n, b));
+    let min_effect_pct = pct_for(m, &opts.min_effect);
+    let large =
+        delta.is_some_and(|d| d != 0.0) && delta_pct.is_none_or(|p| p.abs() >= min_effect_pct);
+    MetricDelta {
+        metric: m.to_string(),
+        base: bv,
+        new: nv,
+        delta,
+        delta_pct,
+        beyond_noise: interval.map(|iv| iv.excludes_zero() && large),
+        interval,
+        min_effect_pct,
+        repeats,
+    }
+}
+
 /// Compares the suite in `new` against the one in `base`.
 pub fn compare(
     base: &Store,
@@ -204,12 +238,18 @@ pub fn compare(
     let n = ReportData::load(new)?;
     let metrics = resolve_metrics(&n, opts)?;
     let judged = metrics.iter().any(|m| supports(m));
-    let (pairs, only_base, only_new) = match_runs(&b.runs, &n.runs, &opts.ignore);
+    // Repeats are matched as groups: each group by its first stored run, `repeat` ignored.
+    let mut ignore = opts.ignore.clone();
+    ignore.push(REPEAT_AXIS.to_string());
+    let (b_leads, n_leads) = (group_leads(&b.runs), group_leads(&n.runs));
+    let (pairs, only_base, only_new) = match_runs(&b_leads, &n_leads, &ignore);
     let labels = Labels::new(&[b.runs.as_slice(), n.runs.as_slice()].concat());
     let mut out = Vec::with_capacity(pairs.len());
     for (i, j) in pairs {
-        let (br, nr) = (&b.runs[i], &n.runs[j]);
-        let samples = if judged {
+        let (br, nr) = (&b_leads[i], &n_leads[j]);
+        let (bg, ng) = (group_members(&b.runs, br), group_members(&n.runs, nr));
+        let repeated = bg.runs.len() > 1 && ng.runs.len() > 1;
+        let samples = if judged && !repeated {
             Some((Sample::of_run(base, br)?, Sample::of_run(new, nr)?))
         } else {
             None
@@ -217,39 +257,32 @@ pub fn compare(
         let deltas = metrics
             .iter()
             .map(|m| {
-                let bv = br.metrics.get(m).copied().flatten();
-                let nv = nr.metrics.get(m).copied().flatten();
-                let interval = samples
-                    .as_ref()
-                    .and_then(|(bs, ns)| diff_interval(bs, ns, m, &opts.bootstrap));
-                let delta = bv.zip(nv).map(|(b, n)| n - b);
-                let delta_pct = bv.zip(nv).and_then(|(b, n)| relative_change(n, b));
-                let min_effect_pct = pct_for(m, &opts.min_effect);
-                let large = delta.is_some_and(|d| d != 0.0)
-                    && delta_pct.is_none_or(|p| p.abs() >= min_effect_pct);
-                MetricDelta {
-                    metric: m.clone(),
-                    base: bv,
-                    new: nv,
-                    delta,
-                    delta_pct,
-                    beyond_noise: interval.map(|iv| iv.excludes_zero() && large),
-                    interval,
-                    min_effect_pct,
-                }
+                let bv = group_value(&bg, br, m);
+                let nv = group_value(&ng, nr, m);
+                let (bvals, nvals) = (bg.values(m), ng.values(m));
+                let interval = if repeated {
+                    welch_interval(&bvals, &nvals, opts.bootstrap.confidence)
+                        .map(|(low, high)| Interval { low, high })
+                } else {
+                    samples
+                        .as_ref()
+                        .and_then(|(bs, ns)| diff_interval(bs, ns, m, &opts.bootstrap))
+                };
+                let repeats = repeated.then_some((bvals.len(), nvals.len()));
+                metric_delta(m, (bv, nv), interval, repeats, opts)
             })
             .collect();
         let key = match &nr.axes {
             Value::Object(map) => map
                 .iter()
-                .filter(|(k, _)| !opts.ignore.contains(k))
+                .filter(|(k, _)| !ignore.contains(k))
                 .map(|(k, v)| (k.clone(), labels.value(k, Some(v))))
                 .collect(),
             _ => Vec::new(),
         };
         out.push(PairDelta {
             key,
-            changed: changed_settings(br, nr, &opts.ignore),
+            changed: changed_settings(br, nr, &ignore),
             base: br.clone(),
             new: nr.clone(),
             deltas,
@@ -260,8 +293,8 @@ pub fn compare(
         new_name: n.suite.info.plan_name.clone(),
         metrics,
         pairs: out,
-        only_base: only_base.into_iter().map(|i| b.runs[i].clone()).collect(),
-        only_new: only_new.into_iter().map(|j| n.runs[j].clone()).collect(),
+        only_base: only_base.into_iter().map(|i| b_leads[i].clone()).collect(),
+        only_new: only_new.into_iter().map(|j| n_leads[j].clone()).collect(),
         allow_changed: opts.allow_changed.clone(),
     })
 }

@@ -84,6 +84,12 @@ fn grid(c: &Comparison) -> Grid {
             ]);
         }
     }
+    if c.pairs
+        .iter()
+        .any(|p| p.deltas.iter().any(|d| d.repeats.is_some()))
+    {
+        notes.push("Pairs with repeats on both sides compare group means: their noise verdict is Welch's t 95% interval over the repeats' values, which must exclude zero with at least the minimum effect; other pairs use the bootstrap of each run's requests.".into());
+    }
     for (side, runs) in [("base", &c.only_base), ("new", &c.only_new)] {
         for run in runs.iter() {
             notes.push(format!(
@@ -102,11 +108,16 @@ fn grid(c: &Comparison) -> Grid {
 }
 
 fn pair_label(pair: &PairDelta) -> String {
-    pair.key
+    let label = pair
+        .key
         .iter()
         .map(|(_, v)| v.as_str())
         .collect::<Vec<_>>()
-        .join(" · ")
+        .join(" · ");
+    match pair.deltas.iter().find_map(|d| d.repeats) {
+        Some((b, n)) => format!("{label} ({b} vs {n} repeats)"),
+        None => label,
+    }
 }
 
 /// Most changed settings named in one note; the rest are counted.
@@ -178,6 +189,7 @@ fn to_json(c: &Comparison) -> Value {
                         "ci_low": num(d.interval.map(|i| i.low)), "ci_high": num(d.interval.map(|i| i.high)),
                         "beyond_noise": d.beyond_noise,
                         "min_effect_pct": d.min_effect_pct,
+                        "repeats": d.repeats.map(|(b, n)| json!({"base": b, "new": n})),
                     }))
                 })
                 .collect();

@@ -224,6 +224,7 @@ pub fn render(
 ) -> Result<String, ReportError> {
     let data = ReportData::load(store)?;
     let layout = layout.resolve(&data.runs)?;
+    let groups = super::repeats::grid(&data.runs, &layout.metrics);
     let grid = pivot_grid(&data.runs, &Pivot::build(&data.runs, layout));
     // One run's per-request values at a time, each drawn down to its digest.
     let digests = data
@@ -235,6 +236,9 @@ pub fn render(
     let mut s = format!("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfplan: {name}</title><style>{STYLE}</style></head><body>");
     let _ = write!(s, "<h1>perfplan: {name}</h1>{}", facts(&data));
     let _ = write!(s, "<h2>Results</h2>{}", grid_html(&grid));
+    if let Some(groups) = groups {
+        let _ = write!(s, "<h2>Repeats</h2>{}", grid_html(&groups));
+    }
     if !gates.is_empty() {
         s.push_str(&gates_html(gates));
     }

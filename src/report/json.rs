@@ -54,6 +54,12 @@ pub fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
     obj.insert("warnings".into(), json!(run.warnings));
     obj.insert("error".into(), json!(run.error));
     obj.insert("gates".into(), Value::Array(verdicts));
+    if let Some(r) = super::repeats::repeat_of(run) {
+        obj.insert(
+            "repeat".into(),
+            json!({"group": r.group, "k": r.k, "of": r.of}),
+        );
+    }
     Value::Object(obj)
 }
 

@@ -8,6 +8,7 @@ use super::{Layout, ReportData, ReportError};
 /// The pivot of the suite's runs as Markdown, with a heading naming the suite.
 pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError> {
     let layout = layout.resolve(&data.runs)?;
+    let groups = super::repeats::grid(&data.runs, &layout.metrics);
     let pivot = Pivot::build(&data.runs, layout);
     let grid = pivot_grid(&data.runs, &pivot);
     let info = &data.suite.info;
@@ -19,6 +20,10 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
         info.perfplan_version
     ));
     out.push_str(&render_grid(&grid));
+    if let Some(groups) = groups {
+        out.push_str("\n### Repeats\n\n");
+        out.push_str(&render_grid(&groups));
+    }
     out.push_str(&super::health::markdown(data));
     Ok(out)
 }

@@ -20,8 +20,10 @@ pub mod junit;
 pub mod markdown;
 pub mod min_effect;
 mod over_time;
+pub mod paired;
 pub mod pivot;
 mod plots;
+pub mod repeats;
 mod sla_plots;
 pub mod slices;
 mod svg;
@@ -74,6 +76,8 @@ pub enum ReportError {
     Format(String),
     #[error("--slices writes CSV: leave out --format or give --format csv")]
     SlicesFormat,
+    #[error("--groups writes JSON or CSV: give --format json or --format csv")]
+    GroupsFormat,
     #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,

@@ -15,6 +15,7 @@ pub fn render(
     style: TableStyle,
 ) -> Result<String, ReportError> {
     let layout = layout.resolve(&data.runs)?;
+    let groups = super::repeats::grid(&data.runs, &layout.metrics);
     let pivot = Pivot::build(&data.runs, layout);
     let grid = pivot_grid(&data.runs, &pivot);
     let mut out = format!(
@@ -23,6 +24,10 @@ pub fn render(
         data.runs.len()
     );
     out.push_str(&render_grid(&grid, style));
+    if let Some(groups) = groups {
+        out.push('\n');
+        out.push_str(&render_grid(&groups, style));
+    }
     out.push_str(&super::health::text(data));
     Ok(out)
 }

@@ -7,6 +7,8 @@
 //! - each further token is due `itl_base + itl_slope × max(0, running − itl_knee)` after the
 //!   previous one (batch size read when the token is scheduled); a chunk of
 //!   `tokens_per_chunk` tokens is due when its last token is;
+//! - with `jitter`, both times are scaled by one seeded factor per generation, uniform on
+//!   [1 − jitter, 1 + jitter] (recorded in its truth);
 //! - deadlines are absolute (previous deadline + step), so timer jitter never accumulates; every
 //!   chunk already due when the server wakes goes out in the same write;
 //! - tokio timers have 1 ms resolution and round up, so the simulator sets them `TIMER_LEAD`
@@ -74,6 +76,20 @@ pub(crate) struct Generation {
     pub sent: u32,
     pub cached: u64,
     pub truth: TruthGuard,
+    /// The factor this generation's times are scaled by (`jitter_factor`).
+    pub jitter: f64,
+}
+
+/// The timing factor of the generation that arrived `seq`-th: uniform on
+/// [1 − jitter, 1 + jitter], seeded by the simulator's seed and `seq`; 1 without jitter.
+pub(crate) fn jitter_factor(st: &SimState, seq: u64) -> f64 {
+    let j = st.cfg.jitter;
+    if j <= 0.0 {
+        return 1.0;
+    }
+    let mut rng =
+        ChaCha8Rng::seed_from_u64(st.cfg.seed ^ 0x6a69_7474 ^ seq.wrapping_mul(0x9e37_79b9));
+    1.0 + j * rng.gen_range(-1.0..=1.0)
 }
 
 /// A running sequence's batch slot and the KV-cache blocks it holds (its prompt and its
@@ -148,8 +164,12 @@ impl Generation {
         let id = format!("{prefix}{}", record.request_id);
         let created = st.start_unix_us / 1_000_000 + st.start.elapsed().as_secs();
         let fmt = ChunkFormat::new(job.api, id.clone(), job.model.clone(), created);
+        let jitter = jitter_factor(&st, seq);
         let mut truth = TruthGuard::new(st.clone(), record);
-        truth.with(|r| r.request_id = id.clone());
+        truth.with(|r| {
+            r.request_id = id.clone();
+            r.jitter = jitter;
+        });
         let arrival = Instant::now();
         Generation {
             fmt,
@@ -165,6 +185,7 @@ impl Generation {
             truth,
             job,
             st,
+            jitter,
         }
     }
 
@@ -196,7 +217,8 @@ impl Generation {
         } else {
             Duration::ZERO
         };
-        self.next = tokio::time::Instant::from_std(admitted + self.st.cfg.ttft_base.0 + prefill);
+        let first = (self.st.cfg.ttft_base.0 + prefill).mul_f64(self.jitter);
+        self.next = tokio::time::Instant::from_std(admitted + first);
         let (at, cached) = (self.truth.us(admitted), self.cached);
         self.truth.with(|r| {
             r.admitted_us = Some(at);
@@ -216,7 +238,12 @@ impl Generation {
 
     /// Moves the next deadline past a chunk of `tokens` tokens.
     pub(crate) fn advance(&mut self, tokens: u32) {
-        self.next += self.st.itl() * tokens;
+        self.next += self.itl() * tokens;
+    }
+
+    /// The inter-token time now, scaled by this generation's jitter.
+    pub(crate) fn itl(&self) -> Duration {
+        self.st.itl().mul_f64(self.jitter)
     }
 
     /// Records that `tokens` tokens per choice went out at `now`.

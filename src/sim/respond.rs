@@ -49,7 +49,7 @@ pub(crate) async fn complete(mut gen: Generation) -> Response {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
     let first = gen.next;
-    let itl = gen.st.itl();
+    let itl = gen.itl();
     super::generate::sleep_until(first).await;
     let last = first + itl * gen.out_len.saturating_sub(1);
     super::generate::sleep_until(last).await;

@@ -54,6 +54,9 @@ pub struct TruthRecord {
     pub prompt_tokens: u64,
     pub cached_tokens: u64,
     pub finished: bool,
+    /// The timing factor this generation's first-token and inter-token times were scaled
+    /// by (`jitter`; 1 without jitter, 0 for a request that generated nothing).
+    pub jitter: f64,
 }
 
 /// The body of `GET /sim/truth`.
