@@ -1,7 +1,9 @@
 //! Repeats (`load = { ..., repeat = N }`) against the simulator with timing jitter on:
 //! the report's Student t interval over 5 repeats contains the simulator's true mean TTFT
 //! (from its truth); a suite of repeats compared with its own rerun says "no change" on
-//! every metric, and against a 20% slower server "worse" by the repeats' Welch interval.
+//! every metric, and against a 50% slower server "worse" by the repeats' Welch interval
+//! (20% sat at the edge of 5 repeats of 10 jittered requests when the machine was busy:
+//! latency_p50's interval held zero once in a full test run).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -181,8 +183,8 @@ async fn repeats_interval_contains_the_true_mean_and_compare_judges_groups() {
         "{json}"
     );
 
-    // A server 20% slower: worse, by the repeats' Welch interval.
-    let (slow, _) = suite(dir.path(), "slow", 1.2).await;
+    // A server 50% slower: worse, by the repeats' Welch interval.
+    let (slow, _) = suite(dir.path(), "slow", 1.5).await;
     let text = perfplan(&["compare", &base, &slow]);
     let line = |m: &str| {
         text.lines()

@@ -121,9 +121,15 @@ impl Sampler {
             store: store.clone(),
             run_id: run_id.to_string(),
         };
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let wait = plan.scrape_timeout() * plan.targets.len().max(1) as u32;
         let thread = std::thread::Builder::new()
             .name("perfplan-telemetry".into())
-            .spawn(move || job.run(rx, at))?;
+            .spawn(move || job.run(rx, at, ready_tx))?;
+        // The first round is the run's baseline (a histogram's or counter's increase is
+        // read from it): it must end before the first request is sent, so the caller
+        // waits for it, at most one scrape timeout per URL.
+        let _ = ready.recv_timeout(wait + Duration::from_millis(100));
         Ok(Sampler {
             stop: Some(tx),
             thread,
@@ -176,6 +182,7 @@ impl Job {
         self,
         mut stop: oneshot::Receiver<()>,
         origin: Instant,
+        ready: std::sync::mpsc::Sender<()>,
     ) -> (Vec<UrlRecord>, Option<TelemetryError>) {
         let mut urls: Vec<UrlRecord> = self
             .plan
@@ -204,7 +211,9 @@ impl Job {
         let store_error = rt.block_on(async {
             let mut next = origin;
             loop {
-                if let Err(e) = self.round(&mut urls, origin).await {
+                let round = self.round(&mut urls, origin).await;
+                let _ = ready.send(());
+                if let Err(e) = round {
                     return Some(e);
                 }
                 let now = Instant::now();
