@@ -49,8 +49,9 @@ pub struct RampSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 2, max = ranges::MAX_RAMP_STEPS))]
     pub steps: Option<u32>,
-    /// A rate series: each rate (req/s) held for `step`, in order.
+    /// A rate series: each rate (req/s, from 0.001 to 1000000) held for `step`, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1, max = ranges::MAX_RAMP_STEPS))]
     pub rates: Vec<f64>,
     /// A rate series: how long each rate is held.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -196,9 +196,9 @@ pub fn ramp_problems(spec: &RampSpec) -> Vec<String> {
         if spec.shape.is_some_and(|s| s != RampShape::Step) || spec.steps.is_some() {
             out.push("a rate series is a step shape of its own: drop `shape` and `steps`".into());
         }
-        if spec.rates.len() < 2 || spec.rates.len() > ranges::MAX_RAMP_STEPS as usize {
+        if spec.rates.len() > ranges::MAX_RAMP_STEPS as usize {
             out.push(format!(
-                "a rate series has from 2 to {} rates, got {} (one rate is `rate`)",
+                "a rate series has at most {} rates, got {}",
                 ranges::MAX_RAMP_STEPS,
                 spec.rates.len()
             ));

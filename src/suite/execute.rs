@@ -372,9 +372,7 @@ fn conclude(
     warnings.extend(super::cache::measured_against_planned(run, &summary));
     let defs = definitions(ctx.definitions);
     let window = (&tally.window, ctx.slice);
-    let (mut time, steady) =
-        super::steady::measure(&ctx.store, &run.id, window, defs, &mut summary);
-    warnings.extend(super::steps::measure(&ctx.store, run, defs, &mut time));
+    let (time, steady) = super::steady::measure(&ctx.store, run, window, defs, &mut summary);
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
     let all_failed =
         super::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
