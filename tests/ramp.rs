@@ -159,3 +159,33 @@ fn a_linear_ramps_sends_follow_its_planned_count() {
         .unwrap();
     assert!(last <= 3, "{last} of 30 in the second window");
 }
+
+#[test]
+fn expand_shows_a_ramp_and_rejects_a_bad_one_at_its_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    let good = r#"load = [{ ramp = { rates = [5, 20], step = "1s" } }, { ramp = { from = 1, to = 64, over = "60s", shape = "exponential" } }]"#;
+    std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{good}\n")).unwrap();
+    let o = perfplan(&["expand", plan.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("rates 5,20/s step 1s"), "{text}");
+    assert!(text.contains("ramp 1..64/s exponential over 60s"), "{text}");
+
+    let bad = r#"load = { ramp = { from = 1, over = "2s", shape = "step" }, concurrency = 4 }"#;
+    std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{bad}\n")).unwrap();
+    let o = perfplan(&["expand", plan.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    for said in [
+        "a ramp needs `to`",
+        "needs `steps`",
+        "drop `rate` and `concurrency`",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    // Located: the plan's file and the line of the load.
+    let text = std::fs::read_to_string(&plan).unwrap();
+    let line = text.lines().position(|l| l.starts_with("load =")).unwrap() + 1;
+    assert!(err.contains(&format!("plan.toml:{line}:8")), "{err}");
+}
