@@ -24,6 +24,7 @@ const PLACES: &[(&str, &[&str])] = &[
     ("DatasetSpec", &["datasets", "d"]),
     ("RequestSpec", &["defaults"]),
     ("LoadSpec", &["matrix", "load"]),
+    ("RampSpec", &["matrix", "load", "ramp"]),
     ("ReportSpec", &["report"]),
 ];
 
@@ -140,6 +141,8 @@ fn contexts(dir: &Path) -> Vec<Value> {
         json!({"concurrency": 1, "duration": "100ms"}),
         json!({"search": "concurrency", "slo": slo, "min": 1, "max": 2, "requests_per_step": 2}),
         json!({"search": "rate", "slo": slo, "min": 1, "max": 2, "requests_per_step": 2}),
+        json!({"ramp": {"from": 20, "to": 40, "over": "100ms"}}),
+        json!({"ramp": {"rates": [20, 40], "step": "1s"}}),
     ];
     let datasets = [
         (json!({"kind": "random", "input_tokens": 8}), None),
@@ -422,6 +425,7 @@ const README_TABLES: &[(&str, &str)] = &[
     ("DatasetSpec", "`[datasets.NAME]`"),
     ("RequestSpec", "`[defaults]`"),
     ("LoadSpec", "`load`"),
+    ("RampSpec", "`ramp`"),
     ("ReportSpec", "`[report]`"),
 ];
 

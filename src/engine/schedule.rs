@@ -62,6 +62,42 @@ pub fn balanced_poisson(rate: f64, n: usize, seed: u64) -> Option<Vec<Duration>>
     Some(times)
 }
 
+/// `n` send times of an arrival process whose rate changes over time, by time-rescaling:
+/// `n` unit-rate arrivals (a [`balanced_poisson`] draw, or evenly spaced when `constant`)
+/// spread over the cumulative count `total`, each mapped to its time by `time_of` (the
+/// inverse of the cumulative count, in seconds). The first is at zero; seeded. Holds 16
+/// bytes a request.
+pub fn rescaled(
+    total: f64,
+    n: usize,
+    constant: bool,
+    seed: u64,
+    time_of: impl Fn(f64) -> f64,
+) -> Vec<Duration> {
+    if n == 0 || !(total.is_finite() && total > 0.0) {
+        return Vec::new();
+    }
+    let unit = total / n as f64;
+    let counts: Vec<f64> = if constant {
+        (0..n).map(|i| i as f64 * unit).collect()
+    } else {
+        balanced_poisson(1.0, n, seed)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.as_secs_f64() * unit)
+            .collect()
+    };
+    let mut last = Duration::ZERO;
+    counts
+        .into_iter()
+        .map(|u| {
+            // Rounding keeps the times sorted, as the scheduled load needs.
+            last = last.max(crate::units::duration_from_secs(time_of(u)));
+            last
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -92,6 +128,39 @@ mod tests {
         }
         assert!(balanced_poisson(0.0, 10, 1).is_none());
         assert!(balanced_poisson(5.0, 0, 1).is_none());
+    }
+
+    #[test]
+    fn rescaled_times_follow_the_cumulative_count() {
+        // A linear ramp 10 → 90 req/s over 2 s: Λ(t) = 10 t + 20 t², 100 arrivals.
+        let time_of = |u: f64| 2.0 * u / (10.0 + (100.0 + 80.0 * u).sqrt());
+        let lambda = |t: f64| 10.0 * t + 20.0 * t * t;
+        for constant in [true, false] {
+            let t = rescaled(100.0, 100, constant, 7, time_of);
+            assert_eq!(t.len(), 100);
+            assert_eq!(t[0], Duration::ZERO);
+            assert!(t.windows(2).all(|w| w[0] <= w[1]));
+            assert!(t[99].as_secs_f64() < 2.0);
+            // Arrivals before time s, at every tenth of the ramp: within 1.5 of Λ(s) when
+            // evenly spaced; for Poisson ones, given their total of 100, a binomial count
+            // √(100 p (1 − p)) deep (p = Λ(s) / 100): within 3.5 of those.
+            for k in 1..10 {
+                let s = 0.2 * f64::from(k);
+                let seen = t.iter().filter(|x| x.as_secs_f64() < s).count() as f64;
+                let p = lambda(s) / 100.0;
+                let margin = if constant {
+                    1.5
+                } else {
+                    3.5 * (100.0 * p * (1.0 - p)).sqrt()
+                };
+                assert!((seen - lambda(s)).abs() <= margin, "{constant} {s}: {seen}");
+            }
+        }
+        assert_eq!(
+            rescaled(100.0, 100, false, 7, time_of),
+            rescaled(100.0, 100, false, 7, time_of)
+        );
+        assert!(rescaled(0.0, 5, true, 1, time_of).is_empty());
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod sla_objective;
 pub mod slices;
 pub mod stats;
 pub mod steady;
+pub mod steps;
 pub mod student;
 mod summary;
 #[cfg(test)]

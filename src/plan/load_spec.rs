@@ -56,6 +56,12 @@ pub struct LoadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.01, max = 100))]
     pub burstiness: Option<f64>,
+    /// Open loop whose rate changes within the run, instead of `rate`: a curve
+    /// (`{ from = 1, to = 64, over = "60s", shape = "linear" }`) or a rate series
+    /// (`{ rates = [5, 20, 60], step = "10s" }`). Its requests are its planned arrivals
+    /// (`requests`, when set, takes the first ones); no warmup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<super::RampSpec>,
     /// Open loop: most requests in flight at once (unbounded when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]

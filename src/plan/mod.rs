@@ -5,6 +5,7 @@
 pub mod access;
 pub mod load_spec;
 pub mod matrix;
+pub mod ramp_spec;
 pub mod request_spec;
 pub mod spec;
 pub mod telemetry_spec;
@@ -12,6 +13,7 @@ pub mod telemetry_spec;
 pub use access::{PathsSpec, TlsSpec};
 pub use load_spec::*;
 pub use matrix::MatrixSpec;
+pub use ramp_spec::{RampShape, RampSpec};
 pub use request_spec::*;
 pub use spec::*;
 pub use telemetry_spec::TelemetrySpec;

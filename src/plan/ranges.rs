@@ -21,6 +21,8 @@ pub const MAX_RATE: f64 = 1_000_000.0;
 pub const MAX_STEP_MULTIPLE: f64 = 1000.0;
 /// Smallest absolute search `precision`.
 pub const MIN_PRECISION: f64 = 0.001;
+/// Most steps of one load ramp (`steps`, `rates` entries).
+pub const MAX_RAMP_STEPS: u32 = 1000;
 /// Most shared prefixes of one `random` dataset (`prefix_groups`, `prefix_weights` entries).
 pub const MAX_PREFIX_GROUPS: u32 = 4096;
 /// Most tokens of all of a dataset's group prefixes together (`prefix_groups` ×

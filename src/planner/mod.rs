@@ -8,6 +8,7 @@
 mod entries;
 mod locate;
 pub mod matrix;
+pub mod ramp;
 pub mod repeat;
 mod request_checks;
 mod resolve;
@@ -17,6 +18,7 @@ mod select;
 
 pub use crate::plan::{DatasetPlan, FileSelect, MultiTurn, TracePlan};
 pub use crate::request::{OutputLen, RequestPlan};
+pub use ramp::{RampStep, RateCurve};
 pub use resolve::{load_problems, parse_share, warmup_count};
 pub use run::{
     canonical_json, is_secret_header, run_id, ArrivalProcess, Load, Named, RepeatOf, RunSettings,
@@ -166,7 +168,8 @@ pub fn display_value(value: &Value) -> String {
         Value::Object(map)
             if map.contains_key("concurrency")
                 || map.contains_key("rate")
-                || map.contains_key("search") =>
+                || map.contains_key("search")
+                || map.contains_key("ramp") =>
         {
             load_label(map)
         }
@@ -209,6 +212,9 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
     if let Some(r) = map.get("rate") {
         parts.push(format!("rate={r}/s"));
     }
+    if let Some(ramp) = map.get("ramp").and_then(Value::as_object) {
+        parts.push(ramp_label(ramp));
+    }
     if let Some(n) = map.get("requests") {
         parts.push(format!("n={n}"));
     }
@@ -216,4 +222,27 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
         parts.push(format!("for {d}"));
     }
     parts.join(" ")
+}
+
+/// A ramp as `expand` shows it: `ramp 1..64/s linear over 60s` or `rates 5,20,60/s step 1s`.
+fn ramp_label(ramp: &serde_json::Map<String, Value>) -> String {
+    let num = |v: &Value| match v.as_f64() {
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
+        _ => display_value(v),
+    };
+    let text = |k: &str| ramp.get(k).map(num).unwrap_or_default();
+    if let Some(rates) = ramp.get("rates").and_then(Value::as_array) {
+        let list: Vec<String> = rates.iter().map(num).collect();
+        return format!("rates {}/s step {}", list.join(","), text("step"));
+    }
+    let shape = ramp.get("shape").map_or("linear".into(), display_value);
+    let steps = ramp
+        .get("steps")
+        .map_or(String::new(), |n| format!(" steps={}", display_value(n)));
+    format!(
+        "ramp {}..{}/s {shape} over {}{steps}",
+        text("from"),
+        text("to"),
+        text("over")
+    )
 }

@@ -80,8 +80,7 @@ impl Resolver<'_> {
         super::request_checks::check_template(self.plan, api, &request, dataset.kind, diags);
         super::request_checks::check_dataset_api(self.plan, point, api, dataset.kind, diags);
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
-        let trace = dataset.kind == crate::plan::DatasetKind::Trace;
-        let load = self.load(point, trace, diags)?;
+        let load = self.load(point, dataset.kind, diags)?;
         // Settings that make no typed plan were reported above (missing or misplaced keys).
         let typed = DatasetPlan::from_spec(&dataset).ok()?;
         let settings = RunSettings {
@@ -285,7 +284,14 @@ impl Resolver<'_> {
     }
 
     /// A run's load; a trace replay needs no concurrency or rate (the trace sets the times).
-    fn load(&self, point: &Point, trace: bool, diags: &mut Vec<Diagnostic>) -> Option<LoadSpec> {
+    fn load(
+        &self,
+        point: &Point,
+        kind: crate::plan::DatasetKind,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<LoadSpec> {
+        use crate::plan::DatasetKind;
+        let trace = kind == DatasetKind::Trace;
         let Some(value) = point.get("load") else {
             if trace {
                 // Every record, at its recorded time.
@@ -320,6 +326,14 @@ impl Resolver<'_> {
         for problem in problems {
             diags.push(Diagnostic::error(problem, Some(at)));
         }
+        let timed_elsewhere = matches!(
+            kind,
+            DatasetKind::Trace | DatasetKind::RandomMultiTurn | DatasetKind::Conversations
+        );
+        if load.ramp.is_some() && timed_elsewhere {
+            let why = "a ramp times single requests: a trace keeps its recorded times and a multi-turn dataset its conversations (use a `random` or file dataset)";
+            diags.push(Diagnostic::error(why, Some(at)));
+        }
         if let Some(w) = warmup_warning(&load) {
             diags.push(w.clone_with_span(at));
         }
@@ -342,7 +356,12 @@ impl WithSpan for Diagnostic {
 /// Impossible load settings.
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     let mut out = super::search::search_problems(load);
-    if load.search.is_some() {
+    if load.search.is_some() && load.ramp.is_none() {
+        return out;
+    }
+    if let Some(ramp) = &load.ramp {
+        out.extend(super::ramp::ramp_load_problems(load, ramp));
+        out.extend(burstiness_problem(load));
         return out;
     }
     match (load.concurrency, load.rate) {

@@ -86,6 +86,13 @@ pub enum Load {
     /// A trace replayed at its recorded times (a `concurrency` or `rate` the load also
     /// names is not used: the trace's clock is), at most `max_in_flight` in flight.
     Trace { max_in_flight: Option<u32> },
+    /// An open loop whose rate follows a ramp (`RunSpec::ramp`), its arrivals Poisson
+    /// or, when `constant`, evenly spaced in the ramp's cumulative count; at most
+    /// `max_in_flight` in flight.
+    Ramp {
+        constant: bool,
+        max_in_flight: Option<u32>,
+    },
     /// An SLA search over `variable`: its trials are runs of their own
     /// (`planner::search::probe_run`), each closed or open.
     Search { variable: SearchVariable },
@@ -115,6 +122,12 @@ impl Load {
                 max_in_flight: load.max_in_flight,
             };
         }
+        if load.ramp.is_some() {
+            return Load::Ramp {
+                constant: load.arrivals == Some(Arrivals::Constant),
+                max_in_flight: load.max_in_flight,
+            };
+        }
         match (load.concurrency, load.rate) {
             (Some(concurrency), _) => Load::Closed { concurrency },
             (None, Some(rate)) => Load::Open {
@@ -136,7 +149,9 @@ impl Load {
     pub fn in_flight(&self) -> Option<u32> {
         match *self {
             Load::Closed { concurrency } => Some(concurrency),
-            Load::Open { max_in_flight, .. } | Load::Trace { max_in_flight } => max_in_flight,
+            Load::Open { max_in_flight, .. }
+            | Load::Trace { max_in_flight }
+            | Load::Ramp { max_in_flight, .. } => max_in_flight,
             Load::Search { .. } => None,
         }
     }
@@ -146,6 +161,15 @@ impl RunSpec {
     /// How this run sends its requests (see [`Load`]).
     pub fn load(&self) -> Load {
         Load::of(&self.settings.load, self.settings.dataset.spec.kind)
+    }
+
+    /// The rate curve of a ramped load (`None` for any other load).
+    pub fn ramp(&self) -> Option<super::RateCurve> {
+        self.settings
+            .load
+            .ramp
+            .as_ref()
+            .and_then(super::RateCurve::of)
     }
 
     /// The model name sent in requests.

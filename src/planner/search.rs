@@ -224,6 +224,7 @@ pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
         (None, false) => None,
     };
     LoadSpec {
+        ramp: None,
         concurrency: concurrency.then_some(value as u32),
         rate: (!concurrency).then_some(value),
         requests: Some(requests),

@@ -239,6 +239,12 @@ pub fn render(
     if let Some(groups) = groups {
         let _ = write!(s, "<h2>Repeats</h2>{}", grid_html(&groups));
     }
+    if let Some(steps) = super::ramp_steps::grid(&data.runs) {
+        let _ = write!(s, "<h2>Ramp steps</h2>{}", grid_html(&steps));
+        for chart in super::ramp_steps::charts(&data.runs) {
+            let _ = write!(s, "<figure>{}</figure>", super::svg::line_chart(&chart));
+        }
+    }
     if !gates.is_empty() {
         s.push_str(&gates_html(gates));
     }

@@ -4,7 +4,8 @@
 //! followed by the run's health and verdicts: `failed_requests` (number|null),
 //! `failures` ({class: count}, HTTP split by status), `client_bound` (reason|null),
 //! `warnings` ([text]), `error` (text|null) and `gates` ([{gate, condition, passed,
-//! value, baseline, message}], the verdicts of this report on this run).
+//! value, baseline, message}], the verdicts of this report on this run); a ramped run
+//! adds `steps` ([{rate, start_s, end_s, metrics}], `report::ramp_steps`).
 
 use serde_json::{json, Map, Value};
 
@@ -54,6 +55,9 @@ pub fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
     obj.insert("warnings".into(), json!(run.warnings));
     obj.insert("error".into(), json!(run.error));
     obj.insert("gates".into(), Value::Array(verdicts));
+    if let Some(steps) = super::ramp_steps::steps_of(run) {
+        obj.insert("steps".into(), Value::Array(steps.clone()));
+    }
     if let Some(r) = super::repeats::repeat_of(run) {
         obj.insert(
             "repeat".into(),

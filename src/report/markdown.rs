@@ -24,6 +24,10 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
         out.push_str("\n### Repeats\n\n");
         out.push_str(&render_grid(&groups));
     }
+    if let Some(steps) = super::ramp_steps::grid(&data.runs) {
+        out.push_str("\n### Ramp steps\n\n");
+        out.push_str(&render_grid(&steps));
+    }
     out.push_str(&super::health::markdown(data));
     Ok(out)
 }

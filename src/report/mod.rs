@@ -23,6 +23,7 @@ mod over_time;
 pub mod paired;
 pub mod pivot;
 mod plots;
+pub mod ramp_steps;
 pub mod repeats;
 mod sla_plots;
 pub mod slices;

@@ -162,7 +162,7 @@ impl Labels {
                         .all(|b| sub(a, k) != sub(b, k) || whole(a) == whole(b))
                 })
             };
-            keys.sort_by_key(|k| !matches!(k.as_str(), "concurrency" | "rate" | "search"));
+            keys.sort_by_key(|k| !matches!(k.as_str(), "concurrency" | "rate" | "ramp" | "search"));
             if let Some(k) = keys.iter().find(|k| distinct(k)).cloned() {
                 keys = vec![k];
             }

@@ -28,6 +28,10 @@ pub fn render(
         out.push('\n');
         out.push_str(&render_grid(&groups, style));
     }
+    if let Some(steps) = super::ramp_steps::grid(&data.runs) {
+        out.push_str("\nramp steps\n");
+        out.push_str(&render_grid(&steps, style));
+    }
     out.push_str(&super::health::text(data));
     Ok(out)
 }

@@ -119,7 +119,9 @@ pub fn engine_load(run: &RunSpec) -> Load {
             seed: run.dataset_seed,
             max_in_flight,
         },
-        planner::Load::Trace { max_in_flight } => Load::Scheduled { max_in_flight },
+        planner::Load::Trace { max_in_flight } | planner::Load::Ramp { max_in_flight, .. } => {
+            Load::Scheduled { max_in_flight }
+        }
         planner::Load::Search { .. } => Load::Closed { concurrency: 1 },
     }
 }
@@ -370,7 +372,7 @@ fn conclude(
     warnings.extend(super::cache::measured_against_planned(run, &summary));
     let defs = definitions(ctx.definitions);
     let window = (&tally.window, ctx.slice);
-    let (time, steady) = super::steady::measure(&ctx.store, &run.id, window, defs, &mut summary);
+    let (time, steady) = super::steady::measure(&ctx.store, run, window, defs, &mut summary);
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
     let all_failed =
         super::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);

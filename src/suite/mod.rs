@@ -27,6 +27,7 @@ pub mod shard_env;
 pub mod share;
 pub mod start_at;
 mod steady;
+mod steps;
 mod tally;
 mod targets;
 mod telemetry;

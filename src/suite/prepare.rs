@@ -64,7 +64,22 @@ pub use super::targets::Targets;
 /// How many measured requests a load asks for; `None` for a load bounded only by its
 /// duration (its requests are built as they are sent, however many that takes).
 pub fn measured_count(run: &RunSpec) -> Option<usize> {
-    run.settings.load.requests.map(|n| n as usize)
+    let load = &run.settings.load;
+    if let Some(curve) = run.ramp() {
+        return Some(
+            ramp_count(&curve, load).min(load.requests.map_or(usize::MAX, |n| n as usize)),
+        );
+    }
+    load.requests.map(|n| n as usize)
+}
+
+/// A ramp's requests: its planned arrivals, or those planned before its `duration`.
+fn ramp_count(curve: &planner::RateCurve, load: &crate::plan::LoadSpec) -> usize {
+    let all = curve.planned_requests() as usize;
+    match load.duration {
+        Some(d) => all.min(curve.cumulative(d.0.as_secs_f64()).round().max(1.0) as usize),
+        None => all,
+    }
 }
 
 /// What needs a run's whole request list before it starts, so that its requests cannot
@@ -165,8 +180,11 @@ pub fn prepare(
         dataset: s.dataset.name.clone(),
         source,
     })?;
-    let listed =
-        needs.list || sharded || poisson_schedule(run, 1).is_some() || count <= PREBUILT_MAX;
+    let listed = needs.list
+        || sharded
+        || poisson_schedule(run, 1).is_some()
+        || run.ramp().is_some()
+        || count <= PREBUILT_MAX;
     if measured.is_none() || !listed {
         let production = super::produce::Production::start(run, ctx, builder)?;
         let mut out = empty(production.warnings().to_vec());
@@ -330,6 +348,9 @@ impl BodyBuilder {
 /// constant arrivals, and loads bounded only by their duration, keep the engine's clock.
 fn poisson_schedule(run: &RunSpec, n: usize) -> Option<Vec<std::time::Duration>> {
     let load = &run.settings.load;
+    if let (Some(curve), planner::Load::Ramp { constant, .. }) = (run.ramp(), run.load()) {
+        return Some(ramp_schedule(&curve, constant, n, run.dataset_seed));
+    }
     let planner::Load::Open {
         rate,
         process: planner::ArrivalProcess::Poisson,
@@ -347,4 +368,20 @@ fn poisson_schedule(run: &RunSpec, n: usize) -> Option<Vec<std::time::Duration>>
         _ => n,
     };
     crate::engine::schedule::balanced_poisson(rate, n, run.dataset_seed)
+}
+
+/// The send times of a ramp's first `n` requests: the whole ramp's planned arrivals
+/// drawn by time-rescaling (`engine::schedule::rescaled`), so that `requests` or
+/// `duration` cut the ramp short without changing its shape.
+fn ramp_schedule(
+    curve: &planner::RateCurve,
+    constant: bool,
+    n: usize,
+    seed: u64,
+) -> Vec<std::time::Duration> {
+    let all = curve.planned_requests() as usize;
+    let mut times =
+        crate::engine::schedule::rescaled(curve.total(), all, constant, seed, |u| curve.time_of(u));
+    times.truncate(n);
+    times
 }

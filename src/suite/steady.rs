@@ -3,7 +3,8 @@
 //! the requests inside it (flat memory, whatever the run's size). The metrics join the
 //! run's summary; the window and the slice width go to its extras (`time`), where the
 //! report's slices read them; a run without a window says why in its extras (`time.steady_missing`), and
-//! one of ten slices or more also warns.
+//! one of ten slices or more also warns. A ramped run's per-step metrics join them
+//! (`suite::steps`, `time.steps`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,8 +20,21 @@ const LONG_RUN_SLICES: f64 = 10.0;
 
 /// The run's time facts for its extras (`{"slice_s", "steady": {"start_s", "end_s"} |
 /// null}`, seconds on the records' time base), and the warning of a run without a
-/// window. Writes the `*_steady` metrics into `summary` (null without a window).
+/// window (or of per-step metrics that could not be read). Writes the `*_steady`
+/// metrics into `summary` (null without a window).
 pub(super) fn measure(
+    store: &Arc<Mutex<Store>>,
+    run: &crate::planner::RunSpec,
+    (finder, slice): (&WindowFinder, Duration),
+    definitions: MetricDefinitions,
+    summary: &mut RunSummary,
+) -> (Value, Option<String>) {
+    let (mut time, warning) = window_metrics(store, &run.id, (finder, slice), definitions, summary);
+    let steps = super::steps::measure(store, run, definitions, &mut time);
+    (time, warning.or(steps))
+}
+
+fn window_metrics(
     store: &Arc<Mutex<Store>>,
     run_id: &str,
     (finder, slice): (&WindowFinder, Duration),

@@ -1,0 +1,171 @@
+//! Ramps in reports: the per-step metrics of a ramped run (README, "Ramps"), read from
+//! its extras (`time.steps`: each step's planned rate, its window and its metrics, as
+//! the suite stored them; a run without steps shows none). Shown after the pivot as one
+//! table row per step in the table and Markdown, with two charts in the HTML (TTFT p50
+//! and output tok/s against each step's rate), and as `steps` in the JSON.
+
+use serde_json::Value;
+
+use super::format::{display_for, number};
+use super::grid::{Grid, UNKNOWN};
+use super::pivot::Labels;
+use super::svg::{Chart, Series};
+use crate::metrics::steps::STEP_METRICS;
+use crate::store::StoredRun;
+
+/// The stored steps of a run (`None` without a ramp or from a database before them).
+pub fn steps_of(run: &StoredRun) -> Option<&Vec<Value>> {
+    run.extras
+        .pointer("/time/steps")
+        .and_then(Value::as_array)
+        .filter(|s| !s.is_empty())
+}
+
+fn metric(step: &Value, name: &str) -> Option<f64> {
+    step.get("metrics")?.get(name)?.as_f64()
+}
+
+fn at(step: &Value, key: &str) -> Option<f64> {
+    step.get(key)?.as_f64()
+}
+
+/// One row per step of every ramped run: the run, the step's planned rate and window,
+/// then each of `STEP_METRICS` in its display unit.
+pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
+    let ramped: Vec<(&StoredRun, &Vec<Value>)> = runs
+        .iter()
+        .filter_map(|r| steps_of(r).map(|s| (r, s)))
+        .collect();
+    if ramped.is_empty() {
+        return None;
+    }
+    let labels = Labels::new(runs);
+    let displays: Vec<_> = STEP_METRICS
+        .iter()
+        .map(|m| {
+            let values: Vec<f64> = ramped
+                .iter()
+                .flat_map(|(_, s)| s.iter().filter_map(|st| metric(st, m)))
+                .collect();
+            (*m, display_for(m, &values))
+        })
+        .collect();
+    let mut header: Vec<String> = ["run", "step", "rate (req/s)", "from (s)", "to (s)"]
+        .map(String::from)
+        .to_vec();
+    header.extend(displays.iter().map(|(m, d)| d.header(m)));
+    let mut rows = Vec::new();
+    for (run, steps) in ramped {
+        for (k, step) in steps.iter().enumerate() {
+            let text = |v: Option<f64>| v.map_or(UNKNOWN.to_string(), number);
+            let mut row = vec![
+                format!("#{} {}", run.ordinal, labels.run(run)),
+                (k + 1).to_string(),
+                text(at(step, "rate")),
+                text(at(step, "start_s")),
+                text(at(step, "end_s")),
+            ];
+            row.extend(
+                displays
+                    .iter()
+                    .map(|(m, d)| metric(step, m).map_or(UNKNOWN.to_string(), |v| d.value(v))),
+            );
+            rows.push(row);
+        }
+    }
+    Some(Grid {
+        header,
+        rows,
+        label_cols: 2,
+        notes: vec![
+            "each step: the requests planned in it (TTFT, TPOT, latency, ok/failed); rps and output tok/s from what ended in it".into(),
+        ],
+    })
+}
+
+/// TTFT p50 and output tok/s against each step's planned rate, one line per ramped run.
+pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
+    let labels = Labels::new(runs);
+    let series = |name: &str| -> Vec<Series> {
+        runs.iter()
+            .filter_map(|r| {
+                let points = steps_of(r)?
+                    .iter()
+                    .filter_map(|s| at(s, "rate").zip(metric(s, name)))
+                    .collect::<Vec<_>>();
+                (!points.is_empty()).then(|| Series {
+                    name: format!("#{} {}", r.ordinal, labels.run(r)),
+                    points,
+                    markers: true,
+                    labels: Vec::new(),
+                })
+            })
+            .collect()
+    };
+    let chart = |title: &str, y: &str, name: &str| Chart {
+        title: title.into(),
+        x_label: "step rate (req/s)".into(),
+        y_label: y.into(),
+        series: series(name),
+        x_range: None,
+    };
+    let out = vec![
+        chart("TTFT p50 per ramp step", "TTFT p50 (ms)", "ttft_p50"),
+        chart(
+            "Output tokens/s per ramp step",
+            "output tok/s",
+            "output_tps",
+        ),
+    ];
+    if out.iter().all(|c| c.series.is_empty()) {
+        return Vec::new();
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(steps: Value) -> StoredRun {
+        StoredRun {
+            id: "a".into(),
+            ordinal: 1,
+            axes: json!({"load": "rates 5,20/s step 1s"}),
+            settings: json!({}),
+            status: crate::store::RunStatus::Done,
+            started_unix_ms: None,
+            finished_unix_ms: None,
+            warnings: Vec::new(),
+            extras: json!({"time": {"steps": steps}}),
+            error: None,
+            metrics: Default::default(),
+        }
+    }
+
+    #[test]
+    fn steps_become_rows_and_chart_points() {
+        let steps = json!([
+            {"rate": 5.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"rps": 5.0, "ttft_p50": 10.5, "output_tps": 40.0, "requests_ok": 5}},
+            {"rate": 20.0, "start_s": 1.0, "end_s": 2.0, "metrics": {"rps": 19.0, "ttft_p50": 30.0, "output_tps": null}},
+        ]);
+        let runs = [run(steps)];
+        let g = grid(&runs).unwrap();
+        assert_eq!(g.rows.len(), 2);
+        assert_eq!(g.header[2], "rate (req/s)");
+        let ttft = g.header.iter().position(|h| h == "ttft_p50 (ms)").unwrap();
+        assert_eq!(g.rows[1][ttft], "30");
+        let tps = g
+            .header
+            .iter()
+            .position(|h| h == "output_tps (tok/s)")
+            .unwrap();
+        assert_eq!(g.rows[1][tps], UNKNOWN);
+        let c = charts(&runs);
+        assert_eq!(c[0].series[0].points, [(5.0, 10.5), (20.0, 30.0)]);
+        assert_eq!(c[1].series[0].points, [(5.0, 40.0)]);
+        assert!(grid(&[run(json!([]))]).is_none());
+    }
+}
