@@ -76,6 +76,7 @@ fn client_efficiency_against_a_running_sim() {
                 client_input_tokens: None,
                 max_output_tokens: None,
                 headers: Vec::new(),
+                session: None,
             })
             .collect();
         let rate: Option<f64> = std::env::var("BENCH_RATE").ok().and_then(|r| r.parse().ok());

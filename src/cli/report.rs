@@ -73,6 +73,11 @@ pub struct ReportArgs {
     /// With `--slices`: their width (default: the plan's `[report] slice`, else 1s).
     #[arg(long, value_name = "DURATION", requires = "slices", value_parser = parse_slice)]
     pub slice: Option<std::time::Duration>,
+    /// Print every run's metrics per replica as CSV instead of the pivot (endpoints with
+    /// several `urls` or simulated `replicas`; `--metrics` picks the columns; README,
+    /// "Replicas").
+    #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices"])]
+    pub by_replica: bool,
 }
 
 /// A `--slice` width, in `[report] slice`'s range.
@@ -126,9 +131,23 @@ pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportErro
     }
 }
 
+/// `--by-replica`: every run's metrics per replica as CSV.
+fn by_replica(args: &ReportArgs) -> Result<(), ReportError> {
+    if !matches!(args.format, FormatArg::Table | FormatArg::Csv) {
+        return Err(ReportError::ByReplicaFormat);
+    }
+    let store = Store::open(&args.db)?;
+    let text = report::replicas::render_csv(&store, &args.metrics)?;
+    write_out(args.out.as_deref(), &text)
+}
+
 fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     if args.slices {
         slices(args)?;
+        return Ok(gates::verdict_of(&[]));
+    }
+    if args.by_replica {
+        by_replica(args)?;
         return Ok(gates::verdict_of(&[]));
     }
     let mut store = Store::open(&args.db)?;

@@ -188,14 +188,14 @@ impl H1Client {
     }
 
     /// Writes `POST target` of `req` (its own headers and body) on `conn`; `target` is the
-    /// request URL's path and query (`control::request_target`); `id` (prefix, index) adds
-    /// an `x-request-id` header (see `request_id`).
+    /// request URL's path and query (`control::request_target`); `ids` add an `x-request-id`
+    /// header (see `request_id`) and the session header.
     pub(crate) async fn send(
         &self,
         conn: &mut Conn,
         target: &str,
         req: &PreparedRequest,
-        id: Option<(&str, u64)>,
+        ids: super::request_id::Ids<'_>,
     ) -> io::Result<()> {
         let body = &req.body;
         let w = &mut conn.wbuf;
@@ -208,7 +208,10 @@ impl H1Client {
             let _ = write!(w, "{name}: {value}\r\n");
         }
         // Writing into a Vec cannot fail.
-        if let Some((prefix, index)) = id {
+        if let Some((name, session)) = ids.session {
+            let _ = write!(w, "{name}: {}\r\n", super::request_id::session_id(session));
+        }
+        if let Some((prefix, index)) = ids.request {
             let _ = write!(
                 w,
                 "x-request-id: {}\r\n",

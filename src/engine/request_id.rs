@@ -3,6 +3,20 @@
 //! `PPPPPPPP-PPPP-4000-8000-NNNNNNNNNNNN`, P the first 12 hex digits of the prefix (a run id
 //! is 12 hex digits; another prefix is hashed), N the request's index in hex.
 
+/// The ids a request carries in its headers: `x-request-id` (run prefix, index) and the
+/// session header (its name, the session id).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Ids<'a> {
+    pub request: Option<(&'a str, u64)>,
+    pub session: Option<(&'a str, u64)>,
+}
+
+/// The session header's value of session `key`: 16 hex digits. Not a secret: a hash of
+/// the plan's seed and the conversation (or group), the same in every run of a suite.
+pub fn session_id(key: u64) -> String {
+    format!("{key:016x}")
+}
+
 /// The request id of request `index` of the run `prefix`.
 pub fn request_id(prefix: &str, index: u64) -> String {
     let hex = if prefix.len() >= 12 && prefix.bytes().take(12).all(|b| b.is_ascii_hexdigit()) {

@@ -26,6 +26,7 @@ pub mod limits;
 pub mod load;
 pub mod node;
 pub mod ranges;
+pub mod replicas;
 pub mod secrets;
 pub mod semantic;
 pub mod set;

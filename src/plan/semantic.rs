@@ -29,8 +29,11 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
     }
     for (name, ep) in &spec.endpoints {
         let url = &ep.base_url;
-        let ok =
-            url.starts_with("http://") || url.starts_with("https://") || url.starts_with("sim://");
+        let ok = url.is_empty()
+            || url.starts_with("http://")
+            || url.starts_with("https://")
+            || url.starts_with("sim://");
+        diags.extend(super::replicas::check(name, ep, tree));
         if !ok {
             let at = tree.locate(&key(&["endpoints", name, "base_url"]));
             diags.push(

@@ -195,6 +195,18 @@ pub struct SimConfig {
     #[arg(long, value_name = "PATH")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mount: Option<String>,
+
+    /// Replicas of a `sim://NAME` endpoint (1 to 64): that many simulators, each on its own
+    /// port with its own prefix cache and truth, that the endpoint's requests are spread
+    /// over by its `balance`. A plan setting only (`perfplan sim` serves one).
+    #[arg(skip = 1u32)]
+    #[serde(skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1, max = 64))]
+    pub replicas: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for SimConfig {
@@ -230,6 +242,7 @@ impl Default for SimConfig {
             fault_slow_headers: 0.0,
             fault_headers_delay: ms(2000),
             mount: None,
+            replicas: 1,
         }
     }
 }
@@ -287,6 +300,12 @@ impl SimConfig {
                     reason: "must be at least 1".into(),
                 });
             }
+        }
+        if !(1..=64).contains(&self.replicas) {
+            return Err(SettingError {
+                setting: "replicas",
+                reason: format!("{} is not between 1 and 64", self.replicas),
+            });
         }
         if let Some(mount) = &self.mount {
             check_mount(mount)?;

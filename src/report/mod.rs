@@ -22,6 +22,7 @@ pub mod min_effect;
 mod over_time;
 pub mod pivot;
 mod plots;
+pub mod replicas;
 mod sla_plots;
 pub mod slices;
 mod svg;
@@ -74,6 +75,8 @@ pub enum ReportError {
     Format(String),
     #[error("--slices writes CSV: leave out --format or give --format csv")]
     SlicesFormat,
+    #[error("--by-replica writes CSV: leave out --format or give --format csv")]
+    ByReplicaFormat,
     #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,

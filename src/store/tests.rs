@@ -45,6 +45,7 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         request_bytes: 1000,
         response_bytes: 2000,
         raw: Vec::new(),
+        replica: None,
     }
 }
 
@@ -288,7 +289,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
              DROP TABLE request_bodies; DROP TABLE response_texts;
              ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; PRAGMA user_version = 4;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 4;",
         )
         .unwrap();
     drop(store);
@@ -339,7 +340,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
          ALTER TABLE requests DROP COLUMN output_bytes;
-         DROP TABLE telemetry; PRAGMA user_version = 5;",
+         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 5;",
     )
     .unwrap();
     drop(conn);
@@ -369,7 +370,7 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
         .execute_batch(
             "ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; PRAGMA user_version = 7;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 7;",
         )
         .unwrap();
     drop(store);

@@ -246,6 +246,8 @@ pub struct BodyBuilder {
     rng: ChaCha8Rng,
     /// Items before this one are warmup requests.
     pub warmup: usize,
+    /// The plan's seed: each item's session id derives from it (`session`).
+    session_seed: u64,
 }
 
 impl BodyBuilder {
@@ -262,6 +264,7 @@ impl BodyBuilder {
                 .transpose()?,
             rng: ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574),
             warmup: warmup_count(&s.load) as usize,
+            session_seed: s.seed,
         })
     }
 
@@ -310,6 +313,10 @@ impl BodyBuilder {
             client_input_tokens: item.client_input_tokens,
             max_output_tokens,
             headers: Vec::new(),
+            session: Some(super::session::session_key(
+                self.session_seed,
+                super::session::item_group(i),
+            )),
         })
     }
 }
