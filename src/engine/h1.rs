@@ -207,17 +207,8 @@ impl H1Client {
         for (name, value) in &req.headers {
             let _ = write!(w, "{name}: {value}\r\n");
         }
+        ids.write(w);
         // Writing into a Vec cannot fail.
-        if let Some((name, session)) = ids.session {
-            let _ = write!(w, "{name}: {}\r\n", super::request_id::session_id(session));
-        }
-        if let Some((prefix, index)) = ids.request {
-            let _ = write!(
-                w,
-                "x-request-id: {}\r\n",
-                super::request_id::request_id(prefix, index)
-            );
-        }
         let _ = write!(w, "Content-Length: {}\r\n\r\n", body.len());
         w.extend_from_slice(body);
         conn.answered = false;

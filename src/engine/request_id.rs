@@ -11,6 +11,20 @@ pub(crate) struct Ids<'a> {
     pub session: Option<(&'a str, u64)>,
 }
 
+impl Ids<'_> {
+    /// Appends the header lines (`name: value\r\n`) to a request head.
+    pub(crate) fn write(&self, w: &mut Vec<u8>) {
+        use std::io::Write;
+        // Writing into a Vec cannot fail.
+        if let Some((name, session)) = self.session {
+            let _ = write!(w, "{name}: {}\r\n", session_id(session));
+        }
+        if let Some((prefix, index)) = self.request {
+            let _ = write!(w, "x-request-id: {}\r\n", request_id(prefix, index));
+        }
+    }
+}
+
 /// The session header's value of session `key`: 16 hex digits. Not a secret: a hash of
 /// the plan's seed and the conversation (or group), the same in every run of a suite.
 pub fn session_id(key: u64) -> String {

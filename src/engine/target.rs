@@ -156,7 +156,6 @@ impl Endpoint {
             first.others.push(Self::one(&replica, pool)?);
         }
         first.balance = target.balance;
-        first.session_header = target.session_header.as_deref().map(Arc::from);
         Ok(first)
     }
 
@@ -194,7 +193,7 @@ impl Endpoint {
             raw_responses: false,
             others: Vec::new(),
             balance: Balance::RoundRobin,
-            session_header: None,
+            session_header: target.session_header.as_deref().map(Arc::from),
             own_request_id: target
                 .headers
                 .iter()

@@ -162,6 +162,7 @@ pub struct EndpointSpec {
     /// Replicas with no balancer in front: the base URL of each (http:// or https://), at
     /// least two, instead of `base_url`. Requests are spread over them by `balance`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 2))]
     pub urls: Vec<String>,
     /// How requests are spread over `urls` (or a simulator's `replicas`): `round_robin`
     /// (default), `random` (seeded), or `session` (by the session id's hash, so a
