@@ -128,15 +128,17 @@ fn round_robin_gives_each_replica_its_exact_share_and_rows_keep_it() {
     let sims = sims(&rt, 3, &quick());
     let dir = tempfile::tempdir().unwrap();
     let endpoint = format!(
-        "urls = {}\nbalance = \"round_robin\"\nsession_header = \"x-session-id\"",
+        "urls = {}\nbalance = \"round_robin\"\nsession_header = \"x-session-id\"\n\
+         reset_cache_before = \"each_run\"",
         urls(&sims)
     );
     let load = "{ concurrency = 3, requests = 30, warmup = 3 }";
     run(dir.path(), &plan(&endpoint, PROMPT, load), &[]);
     // Every replica got its third of the 33 requests (warmup included), was probed by the
-    // connection test and scraped.
+    // connection test, had its cache reset and was scraped.
     for s in &sims {
         assert_eq!(posts(s).len(), 11);
+        assert_eq!(s.cache_resets(), 1);
         assert!(s.received().iter().any(|r| r.path.ends_with("/v1/models")));
         assert!(s.scrapes() > 0, "each replica's /metrics is scraped");
     }
