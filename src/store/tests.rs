@@ -382,3 +382,31 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
     assert_eq!((rows[0].ttfo(), rows[0].output_bytes), (None, None));
     assert!(!rows[0].no_output());
 }
+
+/// A row keeps its replica; a database written before migration 10 (no `replica`) is
+/// migrated when opened and its rows read as sent to an endpoint with one URL.
+#[test]
+fn replicas_are_kept_and_rows_before_them_have_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let rec = RequestRecord {
+        replica: Some(3),
+        ..record(1, 20, 3)
+    };
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    assert_eq!(store.request_rows("run1").unwrap()[0].replica, Some(3));
+    store
+        .conn
+        .execute_batch("ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 9;")
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let rows = store.request_rows("run1").unwrap();
+    assert_eq!((rows.len(), rows[0].replica), (1, None));
+    assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
+}
