@@ -196,10 +196,10 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mount: Option<String>,
 
-    /// Replicas of a `sim://NAME` endpoint (1 to 64): that many simulators, each on its own
-    /// port with its own prefix cache and truth, that the endpoint's requests are spread
-    /// over by its `balance`. A plan setting only (`perfplan sim` serves one).
-    #[arg(skip = 1u32)]
+    /// Replicas (1 to 64): that many simulators, each on its own port with its own prefix
+    /// cache, queue and truth (`perfplan sim`: on `--port`, `--port`+1, …, each printed; in
+    /// a plan, a `sim://NAME` endpoint's requests are spread over them by its `balance`).
+    #[arg(long, default_value_t = 1, value_name = "N")]
     #[serde(skip_serializing_if = "is_one")]
     #[schemars(range(min = 1, max = 64))]
     pub replicas: u32,
