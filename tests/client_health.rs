@@ -51,6 +51,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 client_input_tokens: None,
                 max_output_tokens: None,
                 headers: Vec::new(),
+                session: None,
             }
         })
         .collect()

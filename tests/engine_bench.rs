@@ -7,6 +7,8 @@
 //!   cargo test --release --test engine_bench -- --ignored --nocapture
 //! ```
 //!
+//! `BENCH_SESSION=1` sends every request with its session id in `x-session-id` (the cost
+//! of `session_header`).
 //! `BENCH_RATE=50` runs an open loop (Poisson, seed 42) instead of the closed loop.
 //! Prints requests/s, client CPU seconds per 1,000 requests, and the TTFT error against
 //! the simulator's truth (`GET /sim/truth?reset=true` before and after).
@@ -65,6 +67,7 @@ fn client_efficiency_against_a_running_sim() {
             reject_fields: &[],
         };
         let (path, body) = build_body(ApiKind::Chat, &input).unwrap();
+        let sessions = env("BENCH_SESSION", "0") == "1";
         let reqs: Vec<PreparedRequest> = (0..n + c as usize)
             .map(|i| PreparedRequest {
                 item: i as u64,
@@ -76,6 +79,7 @@ fn client_efficiency_against_a_running_sim() {
                 client_input_tokens: None,
                 max_output_tokens: None,
                 headers: Vec::new(),
+                session: sessions.then_some(i as u64),
             })
             .collect();
         let rate: Option<f64> = std::env::var("BENCH_RATE").ok().and_then(|r| r.parse().ok());
@@ -84,7 +88,8 @@ fn client_efficiency_against_a_running_sim() {
             None => Load::Closed { concurrency: c },
         };
         let cfg = RunConfig { load, duration: None, grace: Duration::from_secs(1) };
-        let ep = Endpoint::new(&Target { base_url: base.clone(), ..Target::default() }, c as usize).unwrap();
+        let session_header = sessions.then(|| "x-session-id".to_string());
+        let ep = Endpoint::new(&Target { base_url: base.clone(), session_header, ..Target::default() }, c as usize).unwrap();
         truth(&base, true).await;
         let out = run_kept(&ep, &mut VecSource::new(reqs), &cfg, &CancelHandle::new(), |_: &RequestRecord| {})
             .await

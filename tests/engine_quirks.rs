@@ -145,6 +145,7 @@ async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
         client_input_tokens: Some(4),
         max_output_tokens: None,
         headers: Vec::new(),
+        session: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },
@@ -250,6 +251,7 @@ async fn refused(ep: &Endpoint) {
         client_input_tokens: None,
         max_output_tokens: None,
         headers: Vec::new(),
+        session: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

@@ -54,6 +54,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
             client_input_tokens: Some(3),
             max_output_tokens: None,
             headers: Vec::new(),
+            session: None,
         })
         .collect()
 }

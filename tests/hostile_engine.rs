@@ -70,6 +70,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         stream,
         client_input_tokens: None,
         headers: Vec::new(),
+        session: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

@@ -221,3 +221,18 @@ fn an_exclude_emptied_by_set_is_a_warning_and_a_trace_mapping_under_an_override_
     );
     insta::assert_snapshot!("mapping_under_override", invalid("validate", &trace, &[]));
 }
+
+#[test]
+fn replica_and_session_keys_are_checked_where_they_are_written() {
+    let plan = PLAN
+        .replace(
+            "base_url = \"sim://on\"",
+            "base_url = \"http://127.0.0.1:1\"\nurls = [\"http://127.0.0.1:2\", \"sim://x\", \"http://127.0.0.1:2\"]\nsession_header = \"x request\"",
+        )
+        .replace(
+            "base_url = \"sim://off\"",
+            "base_url = \"sim://off\"\nbalance = \"session\"\nsim = { replicas = 1 }",
+        )
+        .replace("[models.m]", "[endpoints.none]\nprefix_cache = \"on\"\n\n[models.m]");
+    insta::assert_snapshot!("replicas", invalid("validate", &plan, &[]));
+}

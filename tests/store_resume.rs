@@ -49,6 +49,7 @@ fn record(index: u64) -> RequestRecord {
         request_bytes: 100,
         response_bytes: 200,
         raw: Vec::new(),
+        replica: None,
     }
 }
 

@@ -261,6 +261,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         client_input_tokens: None,
         max_output_tokens: None,
         headers: Vec::new(),
+        session: None,
     }
 }
 

@@ -78,6 +78,11 @@ pub struct ReportArgs {
     /// "Repeats").
     #[arg(long, conflicts_with_all = ["rows", "columns", "metrics", "gates", "baseline", "junit", "slices"])]
     pub groups: bool,
+    /// Print every run's metrics per replica as CSV instead of the pivot (endpoints with
+    /// several `urls` or simulated `replicas`; `--metrics` picks the columns; README,
+    /// "Replicas").
+    #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices", "groups"])]
+    pub by_replica: bool,
 }
 
 /// A `--slice` width, in `[report] slice`'s range.
@@ -148,6 +153,16 @@ pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportErro
     }
 }
 
+/// `--by-replica`: every run's metrics per replica as CSV.
+fn by_replica(args: &ReportArgs) -> Result<(), ReportError> {
+    if !matches!(args.format, FormatArg::Table | FormatArg::Csv) {
+        return Err(ReportError::ByReplicaFormat);
+    }
+    let store = Store::open(&args.db)?;
+    let text = report::replicas::render_csv(&store, &args.metrics)?;
+    write_out(args.out.as_deref(), &text)
+}
+
 fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     if args.slices {
         slices(args)?;
@@ -155,6 +170,10 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     }
     if args.groups {
         groups(args)?;
+        return Ok(gates::verdict_of(&[]));
+    }
+    if args.by_replica {
+        by_replica(args)?;
         return Ok(gates::verdict_of(&[]));
     }
     let mut store = Store::open(&args.db)?;

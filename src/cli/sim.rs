@@ -1,5 +1,6 @@
 //! `perfplan sim`: runs the built-in simulator as a standalone server until Ctrl-C.
-//! Prints `listening on http://ADDR` as the first line of stdout. Knows only `sim`.
+//! Prints `listening on http://ADDR` as the first line of stdout (with `--replicas N`, one
+//! such line per replica, in order). Knows only `sim`.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -64,19 +65,29 @@ async fn serve(args: SimArgs) -> u8 {
         eprintln!("error: {}", chain(&e));
         return exit::INVALID;
     }
-    let addr = SocketAddr::new(args.host, args.port);
-    let listener = match sim::bind(addr) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: cannot listen on {addr}: {}", chain(&e));
-            return exit::INVALID;
-        }
-    };
-    let bound = listener.local_addr().unwrap_or(addr);
     let mount = args.config.mount.as_deref().unwrap_or_default();
-    println!("listening on http://{bound}{mount}");
+    let mut servers = Vec::new();
+    for i in 0..args.config.replicas.max(1) {
+        // Port 0: a free port each; otherwise consecutive ports from `--port`.
+        let port = match args.port {
+            0 => 0,
+            p => p.saturating_add(u16::try_from(i).unwrap_or(u16::MAX)),
+        };
+        let addr = SocketAddr::new(args.host, port);
+        let listener = match sim::bind(addr) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("error: cannot listen on {addr}: {}", chain(&e));
+                return exit::INVALID;
+            }
+        };
+        let bound = listener.local_addr().unwrap_or(addr);
+        println!("listening on http://{bound}{mount}");
+        servers.push(sim::serve(args.config.clone(), listener));
+    }
+    let all = futures_util::future::try_join_all(servers);
     tokio::select! {
-        r = sim::serve(args.config, listener) => match r {
+        r = all => match r.map(|_| ()) {
             Ok(()) => exit::OK,
             Err(e) => {
                 eprintln!("error: {}", chain(&e));

@@ -57,6 +57,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         client_input_tokens: req.client_input_tokens,
         request_bytes: req.body.len() as u64,
         response_bytes: 0,
+        replica: None,
         raw: Vec::new(),
     }
 }
@@ -72,6 +73,8 @@ pub(crate) async fn exchange(
     mut cancel: oneshot::Receiver<()>,
 ) -> RequestRecord {
     let mut rec = new_record(&req, index, intended);
+    let (replica, ep) = ep.pick(index, req.session);
+    rec.replica = replica;
     // When the exchange began: the timeouts count from it. `sent` moves to the write on
     // an established connection when the request had to open one (or was retried).
     let sent_at = Instant::now();
@@ -161,7 +164,7 @@ async fn open_h1(
     h1: &H1Client,
     target: &str,
     req: &PreparedRequest,
-    id: Option<(&str, u64)>,
+    ids: super::request_id::Ids<'_>,
     rec: &mut RequestRecord,
     t0: Instant,
 ) -> Result<(Conn, Head), Failure> {
@@ -170,7 +173,7 @@ async fn open_h1(
         let reused = conn.reused;
         rec.connect = (!reused).then_some(conn.setup);
         rec.sent = Instant::now() - t0;
-        let result = match h1.send(&mut conn, target, req, id).await {
+        let result = match h1.send(&mut conn, target, req, ids).await {
             Ok(()) => conn.read_head().await,
             Err(e) => Err(e),
         };
@@ -239,8 +242,12 @@ async fn drive_h1(
         .request_ids
         .as_ref()
         .map(|(p, first)| (&**p, first + rec.index));
+    let ids = super::request_id::Ids {
+        request: id,
+        session: ep.session_header.as_deref().zip(req.session),
+    };
     let target = crate::control::request_target(ep.url(req.kind));
-    let opened = open_h1(h1, target, req, id, rec, t0);
+    let opened = open_h1(h1, target, req, ids, rec, t0);
     let (mut conn, head) = until_head(opened, sleep.as_mut(), ep, sent_at).await?;
     rec.http_status = Some(head.status);
     let streamed = head.status == 200 && (head.event_stream || (req.stream && !head.json));

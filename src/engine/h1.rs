@@ -188,14 +188,14 @@ impl H1Client {
     }
 
     /// Writes `POST target` of `req` (its own headers and body) on `conn`; `target` is the
-    /// request URL's path and query (`control::request_target`); `id` (prefix, index) adds
-    /// an `x-request-id` header (see `request_id`).
+    /// request URL's path and query (`control::request_target`); `ids` add an `x-request-id`
+    /// header (see `request_id`) and the session header.
     pub(crate) async fn send(
         &self,
         conn: &mut Conn,
         target: &str,
         req: &PreparedRequest,
-        id: Option<(&str, u64)>,
+        ids: super::request_id::Ids<'_>,
     ) -> io::Result<()> {
         let body = &req.body;
         let w = &mut conn.wbuf;
@@ -207,14 +207,8 @@ impl H1Client {
         for (name, value) in &req.headers {
             let _ = write!(w, "{name}: {value}\r\n");
         }
+        ids.write(w);
         // Writing into a Vec cannot fail.
-        if let Some((prefix, index)) = id {
-            let _ = write!(
-                w,
-                "x-request-id: {}\r\n",
-                super::request_id::request_id(prefix, index)
-            );
-        }
         let _ = write!(w, "Content-Length: {}\r\n\r\n", body.len());
         w.extend_from_slice(body);
         conn.answered = false;

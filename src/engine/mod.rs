@@ -13,6 +13,7 @@
 //! flight get `RunConfig::grace`, then end as `Outcome::Cancelled`.
 
 pub mod arrivals;
+pub mod balance;
 pub mod bounds;
 mod connect_times;
 pub mod cpu;
@@ -36,7 +37,7 @@ pub use arrivals::{ArrivalClock, ArrivalError, Arrivals};
 pub use bounds::ResponseLimits;
 pub use cpu::process_cpu_time;
 pub use preconnect::Preconnect;
-pub use request_id::request_id;
+pub use request_id::{request_id, session_id};
 pub use run::{run, CancelHandle, Load, RecordSink, RunConfig, RunError, RunOutput};
 pub use source::{Next, PreparedRequest, RequestSource, VecSource};
-pub use target::{Endpoint, EngineError, Target, Timeouts};
+pub use target::{Balance, Endpoint, EngineError, Target, Timeouts};

@@ -82,6 +82,17 @@ impl Preconnect {
         }
     }
 
+    /// This pre-connect and `other`'s, done one after the other on another replica.
+    pub fn beside(self, other: Option<Preconnect>) -> Preconnect {
+        let Some(o) = other else {
+            return self;
+        };
+        Preconnect {
+            wanted: self.wanted + o.wanted,
+            ..self.then(Some(o))
+        }
+    }
+
     /// The run's extras entry.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({

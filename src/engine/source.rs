@@ -29,6 +29,9 @@ pub struct PreparedRequest {
     pub max_output_tokens: Option<u32>,
     /// Headers of this request besides the endpoint's (a trace's recorded ones).
     pub headers: Vec<(String, String)>,
+    /// The conversation's (or group's) session id: sent in the endpoint's session header,
+    /// and what `balance = "session"` picks the replica by.
+    pub session: Option<u64>,
 }
 
 /// The answer of [`RequestSource::next`].

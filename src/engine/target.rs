@@ -12,6 +12,7 @@ use reqwest::header::{
 };
 use reqwest::Url;
 
+pub use super::balance::Balance;
 use super::bounds::ResponseLimits;
 use super::connect_times::{ConnectTimes, TimeConnects};
 use super::h1::H1Client;
@@ -45,8 +46,15 @@ impl Default for Timeouts {
 #[derive(Clone, Default)]
 pub struct Target {
     /// `http://host:port`, with a path prefix if the server has one (a trailing `/v1` is
-    /// accepted once; see `control::urls`).
+    /// accepted once; see `control::urls`). With replicas: the first one's.
     pub base_url: String,
+    /// Every replica's base URL when the endpoint lists `urls` (the first is `base_url`);
+    /// empty: `base_url` alone.
+    pub replicas: Vec<String>,
+    /// How requests are spread over `replicas`.
+    pub balance: Balance,
+    /// The header that carries each request's session id (`session_header`), if any.
+    pub session_header: Option<String>,
     /// Routes that replace an API's default one (`paths` of the plan).
     pub paths: Vec<(Route, String)>,
     /// How the server's certificate is checked.
@@ -76,6 +84,9 @@ impl fmt::Debug for Target {
             .collect();
         f.debug_struct("Target")
             .field("base_url", &self.base_url)
+            .field("replicas", &self.replicas)
+            .field("balance", &self.balance)
+            .field("session_header", &self.session_header)
             .field("paths", &self.paths)
             .field("tls", &self.tls)
             .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
@@ -123,6 +134,12 @@ pub struct Endpoint {
     own_request_id: bool,
     /// Keep each response as received in its record (`raw`), for `--debug`.
     pub(crate) raw_responses: bool,
+    /// With several replicas: replicas 1.. (this endpoint is replica 0), and the rule that
+    /// picks one per request.
+    others: Vec<Endpoint>,
+    balance: Balance,
+    /// `session_header`: its name, sent with each request's session id.
+    pub(crate) session_header: Option<Arc<str>>,
 }
 
 impl Endpoint {
@@ -130,6 +147,20 @@ impl Endpoint {
     /// (closed loop: the concurrency; open loop: `max_in_flight` or an estimate), 0 with
     /// `fresh_connections`.
     pub fn new(target: &Target, pool: usize) -> Result<Endpoint, EngineError> {
+        let mut first = Self::one(target, pool)?;
+        for url in target.replicas.iter().skip(1) {
+            let replica = Target {
+                base_url: url.clone(),
+                ..target.clone()
+            };
+            first.others.push(Self::one(&replica, pool)?);
+        }
+        first.balance = target.balance;
+        Ok(first)
+    }
+
+    /// The endpoint of `target.base_url` alone.
+    fn one(target: &Target, pool: usize) -> Result<Endpoint, EngineError> {
         let urls = Urls::new(&target.base_url, &target.paths)?;
         let pool = if target.fresh_connections {
             0
@@ -160,6 +191,9 @@ impl Endpoint {
             limits: target.limits,
             request_ids: None,
             raw_responses: false,
+            others: Vec::new(),
+            balance: Balance::RoundRobin,
+            session_header: target.session_header.as_deref().map(Arc::from),
             own_request_id: target
                 .headers
                 .iter()
@@ -173,19 +207,57 @@ impl Endpoint {
         if !self.own_request_id {
             self.request_ids = Some((Arc::from(prefix), first));
         }
+        self.others = std::mem::take(&mut self.others)
+            .into_iter()
+            .map(|e| e.with_request_ids(prefix, first))
+            .collect();
         self
     }
 
     /// Keeps every response as received in its record's `raw` (costly: for debugging).
     pub fn with_raw_responses(mut self, on: bool) -> Endpoint {
         self.raw_responses = on;
+        self.others = std::mem::take(&mut self.others)
+            .into_iter()
+            .map(|e| e.with_raw_responses(on))
+            .collect();
         self
+    }
+
+    /// How many replicas requests are spread over (1 without `urls`).
+    pub fn replicas(&self) -> usize {
+        1 + self.others.len()
+    }
+
+    /// The replica request `index` with session id `session` goes to: its number (`None`
+    /// with one replica) and its endpoint.
+    pub(crate) fn pick(&self, index: u64, session: Option<u64>) -> (Option<u32>, &Endpoint) {
+        if self.others.is_empty() {
+            return (None, self);
+        }
+        let at = self.balance.pick(self.replicas(), index, session);
+        let ep = match at {
+            0 => self,
+            i => &self.others[i - 1],
+        };
+        (Some(at as u32), ep)
     }
 
     /// Opens the connections a load of `connections` keeps open before its first request
     /// (see `preconnect`); `None` on the reqwest path, which cannot, and with
     /// `fresh_connections`, which keeps none.
+    /// With replicas, each gets its share of the connections, one replica after another.
     pub async fn preconnect(&self, connections: usize) -> Option<Preconnect> {
+        let share = connections.div_ceil(self.replicas());
+        let mut done = self.preconnect_one(share).await?;
+        for other in &self.others {
+            let more = other.preconnect_one(share).await;
+            done = done.beside(more);
+        }
+        Some(done)
+    }
+
+    async fn preconnect_one(&self, connections: usize) -> Option<Preconnect> {
         let h1 = self.h1.as_deref().filter(|h| h.pools())?;
         Some(preconnect::fill(h1, connections).await)
     }
@@ -205,6 +277,23 @@ impl Endpoint {
 }
 
 impl Target {
+    /// One target per replica (each its URL as `base_url`, no replicas of its own); the
+    /// target itself when it has one URL. What runs per URL (the connection test,
+    /// readiness, cache resets, telemetry scrapes) runs on each of these.
+    pub fn each_replica(&self) -> Vec<Target> {
+        if self.replicas.is_empty() {
+            return vec![self.clone()];
+        }
+        self.replicas
+            .iter()
+            .map(|url| Target {
+                base_url: url.clone(),
+                replicas: Vec::new(),
+                ..self.clone()
+            })
+            .collect()
+    }
+
     /// The control-plane client of this server (connection test, `check`, readiness,
     /// scrapes, cache resets): the same URLs, TLS, key and headers as the load.
     pub fn control(&self, timeout: Duration) -> Result<control::Client, control::ControlError> {

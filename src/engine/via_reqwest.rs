@@ -98,6 +98,9 @@ async fn post(
     for (name, value) in &req.headers {
         post = post.header(name.as_str(), value.as_str());
     }
+    if let Some((name, session)) = ep.session_header.as_deref().zip(req.session) {
+        post = post.header(name, super::request_id::session_id(session));
+    }
     if let Some((prefix, first)) = &ep.request_ids {
         post = post.header(
             "x-request-id",

@@ -42,6 +42,7 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
         request_bytes: 0,
         response_bytes: 0,
         raw: Vec::new(),
+        replica: None,
     }
 }
 

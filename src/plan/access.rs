@@ -81,6 +81,7 @@ fn key(path: &[&str]) -> Vec<Step> {
 /// Whether any request of the endpoint goes over https (its base URL or an override).
 fn uses_https(ep: &EndpointSpec) -> bool {
     ep.base_url.starts_with("https://")
+        || ep.urls.iter().any(|u| u.starts_with("https://"))
         || ep
             .paths
             .entries()
@@ -92,12 +93,16 @@ fn uses_https(ep: &EndpointSpec) -> bool {
 pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     for (name, ep) in &spec.endpoints {
-        let url = &ep.base_url;
-        if url.starts_with("http://") || url.starts_with("https://") {
+        let urls =
+            std::iter::once((&ep.base_url, "base_url")).chain(ep.urls.iter().map(|u| (u, "urls")));
+        for (url, field) in urls {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                continue;
+            }
             // `{port}` is filled when the server is launched; any port checks the form.
             let filled = url.replace("{port}", "1");
             if let Err(e) = control::Urls::new(&filled, &[]) {
-                let at = tree.value_span(&key(&["endpoints", name, "base_url"]));
+                let at = tree.value_span(&key(&["endpoints", name, field]));
                 let text = control::chain(&e).replace(&filled, url);
                 diags.push(Diagnostic::error(format!("endpoint `{name}`: {text}"), at));
             }

@@ -29,6 +29,7 @@ pub mod load;
 pub mod node;
 pub mod prefix_groups;
 pub mod ranges;
+pub mod replicas;
 pub mod secrets;
 pub mod semantic;
 pub mod set;

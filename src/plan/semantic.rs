@@ -29,20 +29,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
     }
     for (name, ep) in &spec.endpoints {
         let url = &ep.base_url;
-        let ok =
-            url.starts_with("http://") || url.starts_with("https://") || url.starts_with("sim://");
-        if !ok {
-            let at = tree.locate(&key(&["endpoints", name, "base_url"]));
-            diags.push(
-                Diagnostic::error(
-                    format!(
-                        "endpoint `{name}`: base_url `{url}` is not http://, https:// or sim://"
-                    ),
-                    Some(at),
-                )
-                .with_help("write e.g. \"http://127.0.0.1:8000/v1\" or \"sim://NAME\""),
-            );
-        }
+        diags.extend(super::replicas::check(name, ep, tree));
         diags.extend(super::limits::check(name, &ep.limits, tree));
         if ep.sim.is_some() && !url.starts_with("sim://") {
             let at = tree.locate(&key(&["endpoints", name, "sim"]));

@@ -206,6 +206,18 @@ pub struct SimConfig {
     #[arg(long, value_name = "PATH")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mount: Option<String>,
+
+    /// Replicas (1 to 64): that many simulators, each on its own port with its own prefix
+    /// cache, queue and truth (`perfplan sim`: on `--port`, `--port`+1, …, each printed; in
+    /// a plan, a `sim://NAME` endpoint's requests are spread over them by its `balance`).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[serde(skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1, max = 64))]
+    pub replicas: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for SimConfig {
@@ -242,6 +254,7 @@ impl Default for SimConfig {
             fault_slow_headers: 0.0,
             fault_headers_delay: ms(2000),
             mount: None,
+            replicas: 1,
         }
     }
 }
@@ -310,6 +323,12 @@ impl SimConfig {
                     reason: "must be at least 1".into(),
                 });
             }
+        }
+        if !(1..=64).contains(&self.replicas) {
+            return Err(SettingError {
+                setting: "replicas",
+                reason: format!("{} is not between 1 and 64", self.replicas),
+            });
         }
         if let Some(mount) = &self.mount {
             check_mount(mount)?;

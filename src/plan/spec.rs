@@ -137,13 +137,43 @@ pub enum ResetCacheBefore {
     EachCacheState,
 }
 
+/// How an endpoint's requests are spread over its replicas.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Balance {
+    /// Request N goes to replica N mod the replicas: exact shares.
+    #[default]
+    RoundRobin,
+    /// Each request to a replica drawn from the plan's seed.
+    Random,
+    /// By the hash of the request's session id: a conversation (or group) sticks to one.
+    Session,
+}
+
 /// `[endpoints.NAME]`: one server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointSpec {
     /// `http://host:port`, with the server's path prefix if it has one (a trailing `/v1` is
-    /// accepted once), or `sim://NAME` for the built-in simulator.
+    /// accepted once), or `sim://NAME` for the built-in simulator. Exactly one of
+    /// `base_url` and `urls`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub base_url: String,
+    /// Replicas with no balancer in front: the base URL of each (http:// or https://), at
+    /// least two, instead of `base_url`. Requests are spread over them by `balance`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 2))]
+    pub urls: Vec<String>,
+    /// How requests are spread over `urls` (or a simulator's `replicas`): `round_robin`
+    /// (default), `random` (seeded), or `session` (by the session id's hash, so a
+    /// conversation sticks to one replica).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<Balance>,
+    /// A header sent with each request carrying its session id: stable per conversation
+    /// (multi-turn) or per item's group (single-turn), for routers that pin sessions
+    /// (`"x-session-id"`). Absent: no header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_header: Option<String>,
     /// Routes that replace an API's default one (`rerank = "/v2/rerank"`).
     #[serde(default, skip_serializing_if = "super::access::PathsSpec::is_empty")]
     pub paths: super::access::PathsSpec,

@@ -163,6 +163,10 @@ pub struct RequestRecord {
     pub client_input_tokens: Option<u32>,
     pub request_bytes: u64,
     pub response_bytes: u64,
+    /// Which of the endpoint's replicas (`urls`, in the order written) the request went to;
+    /// `None` for an endpoint with one URL (and in rows written before replicas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
     /// With `Endpoint::with_raw_responses`: the response as received, each SSE event's
     /// data (or the whole body). Never stored; `run --debug` logs it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -195,6 +199,7 @@ impl Default for RequestRecord {
             client_input_tokens: None,
             request_bytes: 0,
             response_bytes: 0,
+            replica: None,
             raw: Vec::new(),
         }
     }
@@ -236,6 +241,7 @@ impl RequestRecord {
             client_input_tokens: _,
             request_bytes: _,
             response_bytes: _,
+            replica: _,
             raw: _,
         } = self;
         *intended = f(*intended);

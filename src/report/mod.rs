@@ -25,6 +25,7 @@ pub mod pivot;
 mod plots;
 pub mod ramp_steps;
 pub mod repeats;
+pub mod replicas;
 mod sla_plots;
 pub mod slices;
 mod svg;
@@ -79,6 +80,8 @@ pub enum ReportError {
     SlicesFormat,
     #[error("--groups writes JSON or CSV: give --format json or --format csv")]
     GroupsFormat,
+    #[error("--by-replica writes CSV: leave out --format or give --format csv")]
+    ByReplicaFormat,
     #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,

@@ -64,6 +64,7 @@ impl Servers {
             ]
             .into_iter()
             .flatten()
+            .chain(&spec.urls)
             .any(|t| t.contains(PORT_PLACEHOLDER));
         if !wants {
             return Ok(None);
@@ -77,12 +78,13 @@ impl Servers {
     }
 
     /// Makes sure the endpoint's server is up: launches it on first use and waits until it
-    /// is ready; an error when it exited or never became ready (with its log tail).
+    /// is ready (every replica of `servers`, one per URL, within `ready_timeout`); an error
+    /// when it exited or never became ready (with its log tail).
     pub async fn ensure(
         &mut self,
         endpoint: &str,
         spec: &EndpointSpec,
-        server: control::ClientSpec<'_>,
+        servers: &[control::ClientSpec<'_>],
     ) -> Result<(), LifecycleError> {
         let Some(launch) = &spec.launch else {
             return Ok(());
@@ -95,7 +97,7 @@ impl Servers {
         }
         let port = self.port(endpoint, spec)?;
         let result = self
-            .launch(endpoint, spec, &fill_port(launch, port), server, port)
+            .launch(endpoint, spec, &fill_port(launch, port), servers, port)
             .await;
         if let Err(e) = &result {
             self.failed
@@ -109,14 +111,19 @@ impl Servers {
         endpoint: &str,
         spec: &EndpointSpec,
         command: &str,
-        server: control::ClientSpec<'_>,
+        servers: &[control::ClientSpec<'_>],
         port: Option<u16>,
     ) -> Result<(), LifecycleError> {
-        let client = control::Client::new(&control::ClientSpec {
-            timeout: READY_POLL,
-            ..server
-        })
-        .map_err(LifecycleError::Control)?;
+        let clients = servers
+            .iter()
+            .map(|server| {
+                control::Client::new(&control::ClientSpec {
+                    timeout: READY_POLL,
+                    ..*server
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(LifecycleError::Control)?;
         let log = self.log_path(endpoint);
         let file = open_log(&log)?;
         let spawn = |source| LifecycleError::Spawn {
@@ -144,10 +151,18 @@ impl Servers {
             },
         );
         let timeout = spec.ready_timeout.map_or(READY_LAUNCHED, |d| d.0);
-        let ready = match ready_url(spec, &client, port) {
-            Ok(url) => self.wait_ready(endpoint, &client, &url, timeout).await,
-            Err(e) => Err(e),
-        };
+        let began = std::time::Instant::now();
+        let mut ready = Ok(());
+        for client in &clients {
+            let left = timeout.saturating_sub(began.elapsed());
+            ready = match ready_url(spec, client, port) {
+                Ok(url) => self.wait_ready(endpoint, client, &url, left).await,
+                Err(e) => Err(e),
+            };
+            if ready.is_err() {
+                break;
+            }
+        }
         if ready.is_err() {
             self.stop(endpoint).await;
         }

@@ -11,41 +11,65 @@ use crate::plan::EndpointSpec;
 /// The reset used when `reset_cache_before` is set without `reset_cache` (vLLM's route).
 pub const DEFAULT_RESET: &str = "POST /reset_prefix_cache";
 
-/// Resets the endpoint's prefix cache (`reset_cache`, or vLLM's route); the run warning
-/// when that failed.
+/// Resets the endpoint's prefix cache (`reset_cache`, or vLLM's route) on every replica
+/// (`servers`: one per URL; a shell command runs once); the run warning when that failed.
 pub async fn reset_warning(
     spec: &EndpointSpec,
     port: Option<u16>,
-    server: control::ClientSpec<'_>,
+    servers: &[control::ClientSpec<'_>],
 ) -> Option<String> {
     let reset = spec
         .reset_cache
         .as_deref()
         .map_or_else(|| DEFAULT_RESET.to_string(), |r| fill_port(r, port));
-    let done = match control::Client::new(&control::ClientSpec {
-        timeout: control::timeouts::RESET,
-        ..server
-    }) {
-        Ok(client) => reset_cache(&reset, &client).await,
-        Err(e) => Err(chain(&e)),
-    };
-    done.err()
-        .map(|msg| format!("cache_reset_failed: {msg}; this run may not start from an empty cache"))
+    let once = !is_http(&reset);
+    let mut failed = Vec::new();
+    for (i, server) in servers.iter().enumerate() {
+        let done = match control::Client::new(&control::ClientSpec {
+            timeout: control::timeouts::RESET,
+            ..*server
+        }) {
+            Ok(client) => reset_cache(&reset, &client).await,
+            Err(e) => Err(chain(&e)),
+        };
+        if let Err(msg) = done {
+            failed.push(match servers.len() {
+                1 => msg,
+                _ => format!("replica {i} ({}): {msg}", server.base_url),
+            });
+        }
+        if once {
+            break;
+        }
+    }
+    (!failed.is_empty()).then(|| {
+        format!(
+            "cache_reset_failed: {}; this run may not start from an empty cache",
+            failed.join("; ")
+        )
+    })
+}
+
+/// Whether `reset` is an HTTP call (`"POST /path"`, `"POST http://…"`), not a shell command.
+fn is_http(reset: &str) -> bool {
+    let mut words = reset.split_whitespace();
+    let method = words.next().unwrap_or_default();
+    let target = words.next().unwrap_or_default();
+    matches!(method, "POST" | "GET" | "PUT" | "DELETE")
+        && words.next().is_none()
+        && (target.starts_with('/') || target.starts_with("http"))
 }
 
 /// Empties the server's prefix cache: `"POST /path"` (a server path, joined to `base_url`
 /// by the one URL rule) or `"POST http://…"` as an HTTP call, anything else as a shell
 /// command. The error says what went wrong.
 pub async fn reset_cache(reset: &str, client: &control::Client) -> Result<(), String> {
+    if !is_http(reset) {
+        return reset_by_shell(reset).await;
+    }
     let mut words = reset.split_whitespace();
     let method = words.next().unwrap_or_default();
     let target = words.next().unwrap_or_default();
-    let is_http = matches!(method, "POST" | "GET" | "PUT" | "DELETE")
-        && words.next().is_none()
-        && (target.starts_with('/') || target.starts_with("http"));
-    if !is_http {
-        return reset_by_shell(reset).await;
-    }
     let url = client
         .urls()
         .server(target)

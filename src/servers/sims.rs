@@ -20,10 +20,10 @@ pub enum SimsError {
     },
 }
 
-/// The simulators of a suite, by `sim://` name.
+/// The simulators of a suite, by `sim://` name (with `sim.replicas`, one per replica).
 pub struct Sims {
     runtime: Option<tokio::runtime::Runtime>,
-    servers: BTreeMap<String, SimServer>,
+    servers: BTreeMap<String, Vec<SimServer>>,
 }
 
 impl Sims {
@@ -57,13 +57,18 @@ impl Sims {
             .map_err(SimsError::Runtime)?;
         let mut servers = BTreeMap::new();
         for (name, (endpoint, config)) in wanted {
-            let server = runtime
-                .block_on(SimServer::start(config))
-                .map_err(|source| SimsError::Sim {
-                    endpoint: endpoint.clone(),
-                    source,
-                })?;
-            servers.insert(name, server);
+            let mut replicas = Vec::new();
+            for _ in 0..config.replicas.max(1) {
+                let server =
+                    runtime
+                        .block_on(SimServer::start(config.clone()))
+                        .map_err(|source| SimsError::Sim {
+                            endpoint: endpoint.clone(),
+                            source,
+                        })?;
+                replicas.push(server);
+            }
+            servers.insert(name, replicas);
         }
         Ok(Sims {
             runtime: Some(runtime),
@@ -71,14 +76,28 @@ impl Sims {
         })
     }
 
-    /// The real URL of a base URL: `sim://NAME` → `http://127.0.0.1:PORT`.
+    /// The real URL of a base URL: `sim://NAME` → `http://127.0.0.1:PORT` (the first
+    /// replica's).
     pub fn resolve(&self, base_url: &str) -> String {
         match base_url
             .strip_prefix("sim://")
             .and_then(|name| self.servers.get(name))
+            .and_then(|r| r.first())
         {
             Some(server) => server.base_url(),
             None => base_url.to_string(),
+        }
+    }
+
+    /// Every replica's URL of a `sim://NAME` with `sim.replicas` of 2 or more; empty
+    /// otherwise (one URL: `resolve`).
+    pub fn replicas(&self, base_url: &str) -> Vec<String> {
+        match base_url
+            .strip_prefix("sim://")
+            .and_then(|name| self.servers.get(name))
+        {
+            Some(r) if r.len() > 1 => r.iter().map(SimServer::base_url).collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -87,7 +106,7 @@ impl Sims {
         if let Some(rt) = self.runtime.take() {
             let servers = std::mem::take(&mut self.servers);
             rt.block_on(async {
-                for (_, s) in servers {
+                for s in servers.into_values().flatten() {
                     s.shutdown().await;
                 }
             });

@@ -24,7 +24,7 @@ use super::requests::RequestRow;
 use crate::record::{excerpt, Outcome, Phase, RequestRecord, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 30] = [
+pub(super) const COLUMNS: [&str; 31] = [
     "request_index",
     "item",
     "phase",
@@ -50,6 +50,7 @@ pub(super) const COLUMNS: [&str; 30] = [
     "response_bytes",
     "output_bytes",
     "shard",
+    "replica",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
     "latency_us",
@@ -161,6 +162,7 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         int(r.response_bytes),                                           // response_bytes
         opt(r.output_bytes, int),                                        // output_bytes
         opt(meta.shard, text),                                           // shard
+        opt(r.replica, |n| Value::Integer(i64::from(n))),                // replica
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
         int(r.content_times.len() as u64),                               // chunk_count
@@ -251,6 +253,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         client_input_tokens: get(r, "client_input_tokens")?,
         request_bytes: count(r, "request_bytes")?,
         response_bytes: count(r, "response_bytes")?,
+        replica: get(r, "replica")?,
         raw: Vec::new(),
     };
     Ok(RequestRow {

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 9] = [
+const MIGRATIONS: [&str; 10] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -198,6 +198,11 @@ CREATE TABLE telemetry (
     value REAL NOT NULL
 );
 CREATE INDEX telemetry_by_run ON telemetry (run_id, name, t_ms);
+"#,
+    // 10: which replica (`urls` of the endpoint, from 0) a request went to; NULL for an
+    // endpoint with one URL and in rows written before.
+    r#"
+ALTER TABLE requests ADD COLUMN replica INTEGER;
 "#,
 ];
 

@@ -45,6 +45,7 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         request_bytes: 1000,
         response_bytes: 2000,
         raw: Vec::new(),
+        replica: None,
     }
 }
 
@@ -288,7 +289,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
              DROP TABLE request_bodies; DROP TABLE response_texts;
              ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; PRAGMA user_version = 4;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 4;",
         )
         .unwrap();
     drop(store);
@@ -339,7 +340,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
          ALTER TABLE requests DROP COLUMN output_bytes;
-         DROP TABLE telemetry; PRAGMA user_version = 5;",
+         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 5;",
     )
     .unwrap();
     drop(conn);
@@ -369,7 +370,7 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
         .execute_batch(
             "ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; PRAGMA user_version = 7;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 7;",
         )
         .unwrap();
     drop(store);
@@ -380,4 +381,32 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
     assert!(store.telemetry_series("run1").unwrap().is_empty());
     assert_eq!((rows[0].ttfo(), rows[0].output_bytes), (None, None));
     assert!(!rows[0].no_output());
+}
+
+/// A row keeps its replica; a database written before migration 10 (no `replica`) is
+/// migrated when opened and its rows read as sent to an endpoint with one URL.
+#[test]
+fn replicas_are_kept_and_rows_before_them_have_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let rec = RequestRecord {
+        replica: Some(3),
+        ..record(1, 20, 3)
+    };
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    assert_eq!(store.request_rows("run1").unwrap()[0].replica, Some(3));
+    store
+        .conn
+        .execute_batch("ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 9;")
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let rows = store.request_rows("run1").unwrap();
+    assert_eq!((rows.len(), rows[0].replica), (1, None));
+    assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
 }

@@ -10,8 +10,17 @@ use super::RunnerError;
 use crate::control::{self, Route};
 use crate::engine::Target;
 
-/// Probes `target`; `Ok` when the server answers 2xx (or a 5xx: the server is up).
+/// Probes every replica of `target` (its one URL, or each of `urls`), within one deadline.
 pub async fn test(endpoint: &str, target: &Target, deadline: Duration) -> Result<(), RunnerError> {
+    let start = Instant::now();
+    for replica in target.each_replica() {
+        test_one(endpoint, &replica, deadline.saturating_sub(start.elapsed())).await?;
+    }
+    Ok(())
+}
+
+/// Probes `target`; `Ok` when the server answers 2xx (or a 5xx: the server is up).
+async fn test_one(endpoint: &str, target: &Target, deadline: Duration) -> Result<(), RunnerError> {
     let client = target
         .control(
             target

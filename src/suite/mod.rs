@@ -23,6 +23,7 @@ mod priming;
 mod produce;
 mod progress;
 pub use progress::parse_every as parse_progress_every;
+pub mod session;
 pub mod shard_env;
 pub mod share;
 pub mod start_at;

@@ -275,6 +275,10 @@ pub struct BodyBuilder {
     rng: ChaCha8Rng,
     /// Items before this one are warmup requests.
     pub warmup: usize,
+    /// The plan's seed: each item's session id derives from it (`session`).
+    session_seed: u64,
+    /// Which session group each item is in (its prefix group, if any).
+    sessions: super::session::ItemGroups,
 }
 
 impl BodyBuilder {
@@ -291,6 +295,8 @@ impl BodyBuilder {
                 .transpose()?,
             rng: ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574),
             warmup: warmup_count(&s.load) as usize,
+            session_seed: s.seed,
+            sessions: super::session::ItemGroups::of(run),
         })
     }
 
@@ -339,6 +345,10 @@ impl BodyBuilder {
             client_input_tokens: item.client_input_tokens,
             max_output_tokens,
             headers: Vec::new(),
+            session: Some(super::session::session_key(
+                self.session_seed,
+                self.sessions.group(i),
+            )),
         })
     }
 }

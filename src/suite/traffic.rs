@@ -98,6 +98,10 @@ fn trace(
             client_input_tokens,
             max_output_tokens,
             headers,
+            session: Some(super::session::session_key(
+                s.seed,
+                super::session::item_group(i as u64),
+            )),
         });
         offsets.push(t.offset);
         out.trace_ids.push(t.request_id);
@@ -144,6 +148,7 @@ fn conversation(
             request: run.request.clone(),
             reject_fields: s.endpoint.spec.reject_fields.clone(),
             seed: run.dataset_seed,
+            session_seed: s.seed,
             body_template: run
                 .request
                 .body_template

@@ -237,11 +237,13 @@ pub enum TelemetryError {
     Store(#[from] crate::store::StoreError),
 }
 
-/// One server's counters, scraped around a run's measured pass.
+/// One server's counters, scraped around a run's measured pass; with replicas, every
+/// replica's, summed (the hit ratio of all of them together).
 #[derive(Debug, Clone)]
 pub struct ServerScrape {
     pub candidates: Vec<CounterNames>,
     client: control::Client,
+    others: Vec<control::Client>,
 }
 
 impl ServerScrape {
@@ -254,7 +256,36 @@ impl ServerScrape {
             timeout: control::timeouts::SCRAPE,
             ..server
         })?;
-        Ok(ServerScrape { candidates, client })
+        Ok(ServerScrape {
+            candidates,
+            client,
+            others: Vec::new(),
+        })
+    }
+
+    /// Scrapes `server` too (another replica), and adds its counters to the first's.
+    pub fn with_replica(
+        mut self,
+        server: control::ClientSpec<'_>,
+    ) -> Result<ServerScrape, control::ControlError> {
+        self.others.push(control::Client::new(&control::ClientSpec {
+            timeout: control::timeouts::SCRAPE,
+            ..server
+        })?);
+        Ok(self)
+    }
+
+    /// Every replica's counters summed; `None` when any replica has none (a sum that
+    /// misses a replica would be a wrong ratio).
+    async fn scrape_all(&self) -> Option<BTreeMap<String, f64>> {
+        let (_, mut values) = scrape(&self.client, &self.candidates).await?;
+        for other in &self.others {
+            let (_, more) = scrape(other, &self.candidates).await?;
+            for (name, v) in more {
+                *values.entry(name).or_insert(0.0) += v;
+            }
+        }
+        Some(values)
     }
 
     /// Scrapes and stores the counters under `phase`; `None` when the server has none.
@@ -264,7 +295,7 @@ impl ServerScrape {
         run_id: &str,
         phase: ServerPhase,
     ) -> Result<Option<BTreeMap<String, f64>>, TelemetryError> {
-        let Some((_, values)) = scrape(&self.client, &self.candidates).await else {
+        let Some(values) = self.scrape_all().await else {
             return Ok(None);
         };
         store

@@ -252,6 +252,7 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
             client_input_tokens: Some(4),
             max_output_tokens: None,
             headers: Vec::new(),
+            session: None,
         })
         .collect()
 }

@@ -108,6 +108,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 request_bytes: 600,
                 response_bytes: 4000,
                 raw: Vec::new(),
+                replica: None,
             }
         })
         .collect()

@@ -31,6 +31,8 @@ pub struct TurnTemplate {
     pub request: RequestPlan,
     pub reject_fields: Vec<String>,
     pub seed: u64,
+    /// The plan's seed: each conversation's session id derives from it (`session`).
+    pub session_seed: u64,
     /// The compiled `body_template`, when the plan sets one: every turn's body.
     pub body_template: Option<Arc<minijinja::Environment<'static>>>,
 }
@@ -229,6 +231,10 @@ impl ConversationSource {
             client_input_tokens: None,
             max_output_tokens,
             headers: Vec::new(),
+            session: Some(super::session::session_key(
+                self.plan.template.session_seed,
+                self.ids[slot] as u64,
+            )),
         })
     }
 

@@ -23,6 +23,7 @@ fn plan(total: usize, max_active: usize, think_ms: u64) -> ConversationPlan {
             reject_fields: Vec::new(),
             seed: 1,
             body_template: None,
+            session_seed: 0,
         },
         warmup: 1,
         total,

@@ -94,7 +94,7 @@ impl Suite<'_> {
             keep: self.plan.spec.plan.store,
             slice: self.plan.spec.report.slice_width(),
         };
-        let result = match execute::execute(&ctx, run, prepared).await {
+        let mut result = match execute::execute(&ctx, run, prepared).await {
             Ok(result) => result,
             Err(e @ RunnerError::Barrier { .. }) => {
                 self.finish_failed(run, &e)?;
@@ -102,6 +102,13 @@ impl Suite<'_> {
             }
             Err(e) => return Err(e),
         };
+        if !target.replicas.is_empty() {
+            // The URL of each replica number the rows keep (`report --by-replica`).
+            let traffic = result.traffic.get_or_insert_with(|| serde_json::json!({}));
+            if let Value::Object(map) = traffic {
+                map.insert("replicas".into(), serde_json::json!(target.replicas));
+            }
+        }
         self.finish(run, total, warnings, &result)
     }
 
@@ -249,17 +256,36 @@ fn server_scrapes(
         endpoint: run.settings.endpoint.name.clone(),
         source,
     };
-    let server = ServerScrape::new(
+    let replicas = target.each_replica();
+    let mut server = ServerScrape::new(
         target.control_spec(),
         CounterNames::candidates(spec.metrics.as_ref()),
     )
     .map_err(control)?;
-    let telemetry = crate::telemetry::plan(
-        target.control_spec(),
-        spec.telemetry.as_ref(),
-        spec.metrics.as_ref(),
-    )
-    .map_err(control)?;
+    for other in replicas.iter().skip(1) {
+        server = server.with_replica(other.control_spec()).map_err(control)?;
+    }
+    // Every replica's pages (each stored under its own URL).
+    let mut telemetry: Option<TelemetryPlan> = None;
+    for replica in &replicas {
+        let more = crate::telemetry::plan(
+            replica.control_spec(),
+            spec.telemetry.as_ref(),
+            spec.metrics.as_ref(),
+        )
+        .map_err(control)?;
+        telemetry = match (telemetry, more) {
+            (Some(mut all), Some(more)) => {
+                for t in more.targets {
+                    if !all.targets.iter().any(|a| a.url == t.url) {
+                        all.targets.push(t);
+                    }
+                }
+                Some(all)
+            }
+            (all, more) => all.or(more),
+        };
+    }
     Ok((server, telemetry))
 }
 

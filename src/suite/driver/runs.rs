@@ -125,7 +125,9 @@ impl Suite<'_> {
         };
         let mut notes = Vec::new();
         if cache::wants_reset(run, seen.previous.get(&ep.name).copied()) {
-            notes.extend(servers::reset_warning(&ep.spec, port, target.control_spec()).await);
+            let replicas = target.each_replica();
+            let specs: Vec<_> = replicas.iter().map(Target::control_spec).collect();
+            notes.extend(servers::reset_warning(&ep.spec, port, &specs).await);
         }
         seen.previous.insert(ep.name.clone(), run);
         if ep.spec.connection_test && seen.tested.insert(ep.name.clone()) {
@@ -256,8 +258,18 @@ pub(crate) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> 
         ca_file: t.ca_file.as_ref().map(|f| base_dir.join(f)),
         insecure: t.insecure,
     });
+    let replicas: Vec<String> = match ep.urls.is_empty() {
+        true => sims.replicas(&ep.base_url),
+        false => ep.urls.clone(),
+    };
     Target {
-        base_url: sims.resolve(&ep.base_url),
+        base_url: replicas
+            .first()
+            .cloned()
+            .unwrap_or_else(|| sims.resolve(&ep.base_url)),
+        replicas,
+        balance: balance(ep.balance.unwrap_or_default(), run.settings.seed),
+        session_header: ep.session_header.clone(),
         paths,
         tls,
         api_key,
@@ -270,6 +282,15 @@ pub(crate) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> 
         fresh_connections: ep.fresh_connections,
         limits: response_limits(&ep.limits),
         ..Target::default()
+    }
+}
+
+/// The engine's rule of an endpoint's `balance` (`random` draws from the plan's seed).
+fn balance(spec: crate::plan::Balance, seed: u64) -> crate::engine::Balance {
+    match spec {
+        crate::plan::Balance::RoundRobin => crate::engine::Balance::RoundRobin,
+        crate::plan::Balance::Random => crate::engine::Balance::Random { seed },
+        crate::plan::Balance::Session => crate::engine::Balance::Session,
     }
 }
 
@@ -311,11 +332,16 @@ pub(crate) async fn server_up(
     };
     let port = servers.port(&ep.name, &ep.spec).map_err(err)?;
     target.base_url = servers::fill_port(&target.base_url, port);
+    for url in &mut target.replicas {
+        *url = servers::fill_port(url, port);
+    }
     for (_, path) in &mut target.paths {
         *path = servers::fill_port(path, port);
     }
+    let replicas = target.each_replica();
+    let specs: Vec<_> = replicas.iter().map(Target::control_spec).collect();
     servers
-        .ensure(&ep.name, &ep.spec, target.control_spec())
+        .ensure(&ep.name, &ep.spec, &specs)
         .await
         .map_err(err)?;
     Ok(port)

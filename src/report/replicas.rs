@@ -1,0 +1,86 @@
+//! `perfplan report --by-replica`: every run's metrics broken down by the replica (`urls`
+//! of its endpoint, or a simulator's `replicas`) each request went to, as CSV. Each
+//! replica's measured rows are folded by the one metric fold (`metrics::Fold`), so any
+//! metric of the vocabulary can be asked for; rates count over that replica's own
+//! requests (first send to last end). Runs of one-URL endpoints have no replica rows.
+//!
+//! Columns: `run`, `replica` (0-based, in the order of `urls`), `url` (from the run's
+//! extras; empty in a database that did not keep it), `requests`, then the metrics
+//! (default [`DEFAULT_METRICS`]; durations in ms, as everywhere in CSV).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::ReportError;
+use crate::metrics::{names, Fold, MetricDefinitions, SummaryOptions};
+use crate::store::Store;
+
+/// The metrics of each replica's row when `--metrics` names none.
+pub const DEFAULT_METRICS: [&str; 6] = [
+    "requests_ok",
+    "requests_failed",
+    "rps",
+    "ttft_p50",
+    "ttft_p99",
+    "cache_hit_ratio",
+];
+
+fn cell(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(String::new, |v| v.to_string())
+}
+
+/// Every run's per-replica rows, the metrics of `metrics` (empty: the defaults).
+pub fn render_csv(store: &Store, metrics: &[String]) -> Result<String, ReportError> {
+    let metrics: Vec<String> = match metrics.is_empty() {
+        true => DEFAULT_METRICS.iter().map(|m| m.to_string()).collect(),
+        false => metrics.to_vec(),
+    };
+    if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
+        return Err(ReportError::Format(format!(
+            "--by-replica: `{bad}` is not a metric name (see `perfplan report --help`)"
+        )));
+    }
+    let mut out = format!("run,replica,url,requests,{}\n", metrics.join(","));
+    for run in store.runs()? {
+        let definitions = run
+            .extras
+            .get("metric_definitions")
+            .and_then(Value::as_str)
+            .and_then(MetricDefinitions::parse)
+            .unwrap_or_default();
+        let urls: Vec<&str> = run
+            .extras
+            .get("replicas")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut folds: BTreeMap<u32, (u64, Fold)> = BTreeMap::new();
+        store.each_measured_row_by_end(&run.id, |row| {
+            if let Some(r) = row.record.replica {
+                let (n, fold) = folds
+                    .entry(r)
+                    .or_insert_with(|| (0, Fold::new(definitions, &[])));
+                *n += 1;
+                fold.add(&row.record);
+            }
+        })?;
+        let opts = SummaryOptions {
+            definitions,
+            ..SummaryOptions::default()
+        };
+        for (replica, (n, fold)) in folds {
+            let summary = fold.finish(&opts);
+            let url = urls.get(replica as usize).copied().unwrap_or_default();
+            let mut fields = vec![run.id.clone(), replica.to_string(), url.to_string()];
+            fields.push(n.to_string());
+            for m in &metrics {
+                fields.push(cell(summary.values.get(m).copied().flatten()));
+            }
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
