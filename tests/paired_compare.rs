@@ -6,13 +6,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cli_support;
+
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use perfplan::sim::{SimConfig, SimServer};
 use perfplan::units::HumanDuration;
 use serde_json::Value;
+
+use cli_support::stdout_of as perfplan;
 
 fn plan(name: &str, base_url: &str) -> String {
     let tokenizer = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/smollm2");
@@ -35,19 +38,6 @@ ignore_eos = true
 load = {{ concurrency = 4, requests = 24, warmup = 4 }}
 "#
     )
-}
-
-fn perfplan(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_perfplan"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 async fn suite(dir: &Path, name: &str, ttft_ms: u64) -> String {

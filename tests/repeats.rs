@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cli_support;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -14,6 +16,8 @@ use std::time::Duration;
 use perfplan::sim::{SimConfig, SimServer, TruthRecord};
 use perfplan::units::HumanDuration;
 use serde_json::Value;
+
+use cli_support::stdout_of as perfplan;
 
 const OUTPUT_TOKENS: u64 = 3;
 const REQUESTS: u64 = 10;
@@ -40,19 +44,6 @@ load = {{ concurrency = 1, requests = {REQUESTS}, warmup = 1, repeat = {REPEATS}
 metrics = ["ttft_mean", "ttft_p50", "latency_p50", "tpot_mean", "output_tps"]
 "#
     )
-}
-
-fn perfplan(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_perfplan"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Runs the plan against a fresh simulator (TTFT 20 ms × `slow`, jitter ±30%); returns

@@ -13,6 +13,17 @@ pub fn perfplan(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// The binary's standard output; fails the test, with its stderr, when it does not succeed.
+pub fn stdout_of(args: &[&str]) -> String {
+    let out = perfplan(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Runs a plan into `out` and returns the database path.
 pub fn run(plan: &Path, out: &Path) -> PathBuf {
     let o = perfplan(&[
