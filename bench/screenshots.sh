@@ -7,7 +7,7 @@
 #   bash bench/screenshots.sh                 # every scenario against the simulator
 #   SCENARIOS="quickstart sla-search" DOCS=1 bash bench/screenshots.sh
 #
-# BIN: the perfplan binary (default target/release/perfplan, else target/debug/perfplan).
+# BIN: the perfplan binary (default the newer of target/release and target/debug).
 # OUT: where the suites and pages go, kept (default a temporary folder, removed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +17,12 @@ if [[ -z "$CHROMIUM" ]]; then
     echo "screenshots: skipped (no chromium; apt-get install chromium to run it)"
     exit 0
 fi
-BIN=${BIN:-target/release/perfplan}
-[[ -x "$BIN" ]] || BIN=target/debug/perfplan
+# The newer of the release and debug builds (a stale release build would not know the
+# scenarios' newest keys).
+if [[ -z "${BIN:-}" ]]; then
+    BIN=target/debug/perfplan
+    [[ -x target/release/perfplan && target/release/perfplan -nt "$BIN" ]] && BIN=target/release/perfplan
+fi
 [[ -x "$BIN" ]] || { echo "screenshots: no perfplan binary (cargo build first)" >&2; exit 2; }
 if [[ -n "${OUT:-}" ]]; then
     mkdir -p "$OUT"
