@@ -50,6 +50,9 @@ pub enum LoadShape {
     },
     /// An open loop or a trace: arrivals on a schedule.
     Open,
+    /// A ramp or a rate series: the load changes throughout, so no window is steady (its
+    /// steps, `time.steps`, are its figures).
+    Ramp,
 }
 
 /// A span of a run, on its records' time base.
@@ -87,6 +90,11 @@ pub struct WindowFinder {
 }
 
 impl WindowFinder {
+    /// Whether the load can have a steady window at all (a ramp cannot).
+    pub fn can_be_steady(&self) -> bool {
+        self.shape != LoadShape::Ramp
+    }
+
     pub fn new(shape: LoadShape) -> WindowFinder {
         WindowFinder {
             shape,
@@ -136,6 +144,13 @@ impl WindowFinder {
                 self.earliest.peek().copied().unwrap_or(first)
             }
             LoadShape::Open => self.first_end.unwrap_or(last),
+            LoadShape::Ramp => {
+                return Err(
+                    "a ramp's load changes throughout, so it has no steady state: \
+                            its steps are its figures (README, \"Ramps\")"
+                        .into(),
+                )
+            }
         };
         let window = Window {
             start: opened.max(first),
@@ -322,5 +337,22 @@ mod tests {
             .unwrap_err();
         assert!(why.contains("no measured request"), "{why}");
         assert!(unknown().values().all(Option::is_none) && unknown().len() == 10);
+    }
+
+    #[test]
+    fn a_ramp_has_no_steady_window() {
+        let mut f = WindowFinder::new(LoadShape::Ramp);
+        for i in 0..100 {
+            f.add(&RequestRecord {
+                index: i,
+                phase: crate::record::Phase::Measured,
+                sent: Duration::from_millis(i * 10),
+                end: Duration::from_millis(i * 10 + 5),
+                ..RequestRecord::default()
+            });
+        }
+        assert!(!f.can_be_steady());
+        let why = f.finish(Duration::from_millis(100)).unwrap_err();
+        assert!(why.contains("no steady state"), "{why}");
     }
 }

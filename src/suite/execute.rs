@@ -415,6 +415,7 @@ fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -
             planner::Load::Closed { concurrency } => LoadShape::Closed {
                 concurrency: concurrency.max(1) as usize,
             },
+            planner::Load::Ramp { .. } => LoadShape::Ramp,
             _ => LoadShape::Open,
         },
         turns: prepared.conversation.is_some(),

@@ -55,7 +55,8 @@ fn window_metrics(
                 .get("duration_s")
                 .copied()
                 .flatten()
-                .is_some_and(|d| d >= LONG_RUN_SLICES * slice.as_secs_f64());
+                .is_some_and(|d| d >= LONG_RUN_SLICES * slice.as_secs_f64())
+                && finder.can_be_steady();
             time["steady_missing"] = Value::from(why.clone());
             return (
                 time,
