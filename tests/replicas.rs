@@ -344,3 +344,49 @@ load = {{ concurrency = 2, requests = 24, warmup = 2 }}
     assert_eq!(where_.len(), 4, "{where_:?}");
     assert!(where_.values().all(|at| at.len() == 1), "{where_:?}");
 }
+
+#[test]
+fn check_asks_every_replica_for_the_model() {
+    let rt = runtime();
+    let sims = sims(&rt, 2, &quick());
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let list = format!(
+        "urls = [\"{}\", \"{}\", \"{dead}\"]",
+        sims[0].base_url(),
+        sims[1].base_url()
+    );
+    let path = dir.path().join("plan.toml");
+    let load = "{ concurrency = 1, requests = 2 }";
+    std::fs::write(&path, plan(&list, PROMPT, load)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_perfplan"))
+        .args(["check", path.to_str().unwrap()])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    // Replicas 1 and 2 (0 is the endpoint's own rows): the live one passes, the dead fails.
+    let verdict = |k: usize| {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("replica {k} model listed")))
+            .unwrap_or_else(|| panic!("no row for replica {k}: {text}"));
+        if line.contains(" pass ") {
+            "pass"
+        } else if line.contains(" FAIL ") || line.contains(" fail ") {
+            "fail"
+        } else {
+            "?"
+        }
+    };
+    assert_eq!(verdict(1), "pass", "{text}");
+    assert_eq!(verdict(2), "fail", "{text}");
+    assert!(
+        !o.status.success(),
+        "a replica that does not answer fails the check"
+    );
+}

@@ -228,6 +228,7 @@ impl Ctx<'_> {
             return Ok(rows);
         }
         rows.push(models);
+        rows.extend(self.replica_rows(first, &target).await);
         rows.push(counters(first, &client).await);
         rows.extend(telemetry_rows::rows(first, &target).await);
         let mut seen: Vec<String> = Vec::new();
@@ -244,6 +245,32 @@ impl Ctx<'_> {
             rows.extend(probe(run, &mode, &client, req).await);
         }
         Ok(rows)
+    }
+
+    /// Every replica after the first (`urls`): whether it answers and lists the model
+    /// (the first replica's rows are the endpoint's own).
+    async fn replica_rows(&self, run: &RunSpec, target: &crate::engine::Target) -> Vec<CheckRow> {
+        let mut rows = Vec::new();
+        for (k, url) in target.replicas.iter().enumerate().skip(1) {
+            let one = crate::engine::Target {
+                base_url: url.clone(),
+                ..target.clone()
+            };
+            let timeout = one
+                .timeouts
+                .read
+                .min(crate::control::timeouts::CHECK_REQUEST);
+            let mut r = match one.control(timeout) {
+                Ok(c) => self.models(run, &c).await.0,
+                Err(e) => row(run, "server", "", Verdict::Fail, chain(&e)),
+            };
+            r.check = format!("replica {k} model listed");
+            if !r.detail.contains(url.as_str()) {
+                r.detail = format!("{url}: {}", r.detail);
+            }
+            rows.push(r);
+        }
+        rows
     }
 
     /// The model-list row, and what failed in words when the TLS handshake did.
