@@ -21,6 +21,7 @@ pub mod student;
 mod summary;
 #[cfg(test)]
 mod tests;
+pub mod window_fold;
 
 pub use definitions::{timing, MetricDefinitions, Timing};
 pub use fold::Fold;

@@ -17,16 +17,15 @@
 //! measured requests *sent* inside the window (each met the whole load when it was sent);
 //! the rates count the successful requests that *ended* inside it and the output tokens
 //! that arrived inside it (`slices::token_times`, the slices' rule), over its length.
-//! Memory is O(concurrency) to find the window and one `Fold` to read it.
+//! Memory is O(concurrency) to find the window and one `Fold` to read it
+//! (`window_fold`, the rule a ramp's steps share).
 
 use std::collections::{BTreeMap, BinaryHeap};
 use std::time::Duration;
 
 use super::definitions::MetricDefinitions;
-use super::fold::Fold;
-use super::slices::token_times;
-use super::summary::SummaryOptions;
-use crate::record::{Outcome, Phase, RequestRecord};
+use super::window_fold::{Span, WindowFold};
+use crate::record::{Phase, RequestRecord};
 
 /// A window shorter than this many time slices has no steady metrics.
 pub const MIN_SLICES: u32 = 2;
@@ -70,9 +69,16 @@ impl Window {
     pub fn is_empty(&self) -> bool {
         self.len().is_zero()
     }
+}
 
+/// The steady window is closed: a request sent at its last send is in it.
+impl Span for Window {
     fn holds(&self, t: Duration) -> bool {
         self.start <= t && t <= self.end
+    }
+
+    fn length(&self) -> Duration {
+        self.len()
     }
 }
 
@@ -170,55 +176,32 @@ impl WindowFinder {
 }
 
 /// The steady metrics of a run, folded from its records (any order) once its window is
-/// known.
+/// known: `window_fold`'s rule, a request counted by its send.
 #[derive(Debug, Clone)]
-pub struct SteadyFold {
-    window: Window,
-    fold: Fold,
-    ended_ok: u64,
-    output_tokens: f64,
-}
+pub struct SteadyFold(WindowFold<Window>);
 
 impl SteadyFold {
     pub fn new(window: Window, definitions: MetricDefinitions) -> SteadyFold {
-        SteadyFold {
-            window,
-            fold: Fold::new(definitions, &[]),
-            ended_ok: 0,
-            output_tokens: 0.0,
-        }
+        SteadyFold(WindowFold::new(window, definitions))
     }
 
     pub fn add(&mut self, r: &RequestRecord) {
-        if r.phase != Phase::Measured {
-            return;
-        }
-        if self.window.holds(r.sent) {
-            self.fold.add(r);
-        }
-        if r.outcome == Outcome::Ok {
-            self.ended_ok += u64::from(self.window.holds(r.end));
-            token_times(r, |t, n| {
-                if self.window.holds(t) {
-                    self.output_tokens += n;
-                }
-            });
-        }
+        self.0.add(r, r.sent);
     }
 
     /// Every steady metric (`unknown()`'s names), in the vocabulary's units.
     pub fn finish(self) -> BTreeMap<String, Option<f64>> {
-        let len = self.window.len().as_secs_f64();
-        let opts = SummaryOptions::default();
-        let run = self.fold.finish(&opts);
+        let figures = self.0.finish();
         let mut out = unknown();
         for (steady, name) in FROM_RUN {
-            out.insert(steady.into(), run.values.get(name).copied().flatten());
+            out.insert(
+                steady.into(),
+                figures.run.values.get(name).copied().flatten(),
+            );
         }
-        let per_s = |x: f64| (len > 0.0).then(|| x / len);
-        out.insert("steady_s".into(), Some(len));
-        out.insert("rps_steady".into(), per_s(self.ended_ok as f64));
-        out.insert("output_tps_steady".into(), per_s(self.output_tokens));
+        out.insert("steady_s".into(), Some(figures.len_s));
+        out.insert("rps_steady".into(), figures.rps);
+        out.insert("output_tps_steady".into(), figures.output_tps);
         out
     }
 }
@@ -237,7 +220,7 @@ pub fn unknown() -> BTreeMap<String, Option<f64>> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::record::Usage;
+    use crate::record::{Outcome, Usage};
 
     fn ms(x: u64) -> Duration {
         Duration::from_millis(x)

@@ -3,17 +3,16 @@
 //! span [start, end): the distributions and counts are those of the measured requests
 //! *planned* (intended send time) inside the step, so each request meets the step's
 //! load once; the rates count the successful requests that *ended* inside it and the
-//! output tokens that arrived inside it (`slices::token_times`), over its length. One
-//! `Fold` per step: the memory of the run's own summary, whatever the run's size.
+//! output tokens that arrived inside it (`slices::token_times`), over its length
+//! (`window_fold`, the rule the steady window shares). One `Fold` per step: the memory of
+//! the run's own summary, whatever the run's size.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::definitions::MetricDefinitions;
-use super::fold::Fold;
-use super::slices::token_times;
-use super::summary::SummaryOptions;
-use crate::record::{Outcome, Phase, RequestRecord};
+use super::window_fold::{Span, WindowFold};
+use crate::record::RequestRecord;
 
 /// The per-step metrics, by their names in the one vocabulary (`metrics::names`).
 pub const STEP_METRICS: [&str; 9] = [
@@ -36,9 +35,14 @@ pub struct StepWindow {
     pub end: Duration,
 }
 
-impl StepWindow {
+/// A step is half-open, so a request planned on a boundary is in one step only.
+impl Span for StepWindow {
     fn holds(&self, t: Duration) -> bool {
         self.start <= t && t < self.end
+    }
+
+    fn length(&self) -> Duration {
+        self.end.saturating_sub(self.start)
     }
 }
 
@@ -50,72 +54,42 @@ pub struct StepMetrics {
     pub values: BTreeMap<String, Option<f64>>,
 }
 
-#[derive(Debug, Clone)]
-struct Step {
-    window: StepWindow,
-    fold: Fold,
-    ended_ok: u64,
-    output_tokens: f64,
-}
-
-/// Folds a run's records (any order) into its steps.
+/// Folds a run's records (any order) into its steps: `window_fold`'s rule per step, a
+/// request counted by its planned send.
 #[derive(Debug, Clone)]
 pub struct StepFold {
-    steps: Vec<Step>,
+    steps: Vec<WindowFold<StepWindow>>,
 }
 
 impl StepFold {
     pub fn new(windows: &[StepWindow], definitions: MetricDefinitions) -> StepFold {
         let steps = windows
             .iter()
-            .map(|&window| Step {
-                window,
-                fold: Fold::new(definitions, &[]),
-                ended_ok: 0,
-                output_tokens: 0.0,
-            })
+            .map(|&window| WindowFold::new(window, definitions))
             .collect();
         StepFold { steps }
     }
 
     pub fn add(&mut self, r: &RequestRecord) {
-        if r.phase != Phase::Measured {
-            return;
-        }
         for s in &mut self.steps {
-            if s.window.holds(r.intended) {
-                s.fold.add(r);
-            }
-            if r.outcome == Outcome::Ok {
-                s.ended_ok += u64::from(s.window.holds(r.end));
-                token_times(r, |t, n| {
-                    if s.window.holds(t) {
-                        s.output_tokens += n;
-                    }
-                });
-            }
+            s.add(r, r.intended);
         }
     }
 
     /// Every step's metrics, in order.
     pub fn finish(self) -> Vec<StepMetrics> {
-        let opts = SummaryOptions::default();
         self.steps
             .into_iter()
             .map(|s| {
-                let len = s.window.end.saturating_sub(s.window.start).as_secs_f64();
-                let per_s = |x: f64| (len > 0.0).then(|| x / len);
-                let run = s.fold.finish(&opts);
+                let window = s.window;
+                let figures = s.finish();
                 let mut values: BTreeMap<String, Option<f64>> = STEP_METRICS
                     .iter()
-                    .map(|n| (n.to_string(), run.values.get(*n).copied().flatten()))
+                    .map(|n| (n.to_string(), figures.run.values.get(*n).copied().flatten()))
                     .collect();
-                values.insert("rps".into(), per_s(s.ended_ok as f64));
-                values.insert("output_tps".into(), per_s(s.output_tokens));
-                StepMetrics {
-                    window: s.window,
-                    values,
-                }
+                values.insert("rps".into(), figures.rps);
+                values.insert("output_tps".into(), figures.output_tps);
+                StepMetrics { window, values }
             })
             .collect()
     }
@@ -125,7 +99,7 @@ impl StepFold {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::record::Usage;
+    use crate::record::{Outcome, Phase, Usage};
 
     fn ms(x: u64) -> Duration {
         Duration::from_millis(x)
