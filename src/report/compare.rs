@@ -85,6 +85,15 @@ impl PairDelta {
     pub fn unlike<'a>(&'a self, allow: &[String]) -> Vec<&'a ChangedSetting> {
         super::changed::judged(&self.changed, allow)
     }
+
+    /// The matched axes' values, `a · b`: the pair's name in every rendering.
+    pub fn key_label(&self) -> String {
+        self.key
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
 }
 
 /// The whole comparison.

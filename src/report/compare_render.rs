@@ -108,12 +108,7 @@ fn grid(c: &Comparison) -> Grid {
 }
 
 fn pair_label(pair: &PairDelta) -> String {
-    let label = pair
-        .key
-        .iter()
-        .map(|(_, v)| v.as_str())
-        .collect::<Vec<_>>()
-        .join(" · ");
+    let label = pair.key_label();
     match pair.deltas.iter().find_map(|d| d.repeats) {
         Some((b, n)) => format!("{label} ({b} vs {n} repeats)"),
         None => label,

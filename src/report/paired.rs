@@ -128,12 +128,7 @@ pub fn paired(
     let (base_runs, new_runs) = (base.runs()?, new.runs()?);
     let mut out = Vec::new();
     for pair in &comparison.pairs {
-        let label = pair
-            .key
-            .iter()
-            .map(|(_, v)| v.as_str())
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let label = pair.key_label();
         let refused = (!pair.unlike(&comparison.allow_changed).is_empty()).then(|| {
             "settings differ beyond the endpoint, so the prompts are not the same".to_string()
         });
