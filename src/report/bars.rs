@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::format::number;
 use super::pivot::Labels;
 use super::plots::LOAD_AXES;
-use super::svg::{escape, open, PALETTE};
+use super::svg::{escape, open, PALETTE, W};
 use crate::store::StoredRun;
 
 /// Most values an axis may have to be drawn as bars (more is a sweep, not a comparison).
@@ -99,7 +99,6 @@ fn chart_of(
     }
 }
 
-const W: f64 = 1000.0;
 const LEFT: f64 = 300.0;
 const RIGHT: f64 = 90.0;
 const TOP: f64 = 52.0;

@@ -30,12 +30,12 @@ pub(crate) const PALETTE: [&str; 10] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf",
 ];
-const W: f64 = 1000.0;
+pub(crate) const W: f64 = 1000.0;
 const H: f64 = 380.0;
-const LEFT: f64 = 70.0;
+pub(crate) const LEFT: f64 = 70.0;
 /// The widest legend, beside the plot (a shorter one leaves the plot more room).
-const RIGHT: f64 = 380.0;
-const TOP: f64 = 36.0;
+pub(crate) const RIGHT: f64 = 380.0;
+pub(crate) const TOP: f64 = 36.0;
 const BOTTOM: f64 = 50.0;
 
 /// An `<svg>` element's opening, `W` wide and `height` high (scaled down to the page's
@@ -46,6 +46,21 @@ pub(crate) fn open(title: &str, height: f64, title_x: f64) -> String {
     format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" style="max-width:100%;height:auto" role="img" font-family="sans-serif" font-size="12"><title>{t}</title><rect width="{W}" height="{height}" fill="white"/><text x="{title_x}" y="20" font-size="15" font-weight="bold">{t}</text>"#
     )
+}
+
+/// The x axis's round ticks over `lo..=hi`: a grid line down a plot `plot_h` high (from
+/// `TOP`) and the tick's label under it; `sx` places a value.
+pub(crate) fn x_grid(s: &mut String, (lo, hi): (f64, f64), sx: &dyn Fn(f64) -> f64, plot_h: f64) {
+    for t in ticks(lo, hi) {
+        let x = sx(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eee"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            TOP + plot_h,
+            TOP + plot_h + 16.0,
+            tick_label(t)
+        );
+    }
 }
 
 /// Escapes text for XML.
@@ -124,16 +139,7 @@ pub fn line_chart(chart: &Chart) -> String {
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
     let mut s = String::new();
     s.push_str(&open(&chart.title, height, LEFT));
-    for t in ticks(x0, x1) {
-        let x = sx(t);
-        let _ = write!(
-            s,
-            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eee"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            TOP + ph,
-            TOP + ph + 16.0,
-            tick_label(t)
-        );
-    }
+    x_grid(&mut s, (x0, x1), &sx, ph);
     for t in ticks(y0, y1) {
         let y = sy(t);
         let _ = write!(

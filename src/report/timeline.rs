@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::svg::{escape, open, tick_label, ticks};
+use super::svg::{escape, open, x_grid, LEFT, RIGHT, TOP, W};
 use crate::record::{Outcome, Phase, RequestRecord};
 
 /// Most requests one timeline draws.
@@ -88,10 +88,6 @@ impl Timeline {
     }
 }
 
-const W: f64 = 1000.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 380.0;
-const TOP: f64 = 36.0;
 const PLOT_H: f64 = 320.0;
 
 /// The timeline as an `<svg>` element, on `0..span` seconds (`span` shared with the
@@ -105,16 +101,7 @@ pub fn timeline_svg(title: &str, t: &Timeline, span: f64) -> String {
     let row = PLOT_H / bars.len().max(1) as f64;
     let sx = |x: f64| LEFT + x / span * pw;
     let mut s = open(title, height, LEFT);
-    for tick in ticks(0.0, span) {
-        let x = sx(tick);
-        let _ = write!(
-            s,
-            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eee"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            TOP + PLOT_H,
-            TOP + PLOT_H + 16.0,
-            tick_label(tick)
-        );
-    }
+    x_grid(&mut s, (0.0, span), &sx, PLOT_H);
     // One path per colour (a request is `M x y H x`, about 20 bytes), not an element each.
     let width = (row * 0.7).clamp(0.6, 4.0);
     let mut paths: [(String, &str); 4] = [
