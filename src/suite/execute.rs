@@ -1,7 +1,6 @@
 //! One run: the priming pass of a warm run, the measured load, records streamed to the
 //! database, and the summary stored with the run.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,16 +8,17 @@ use serde_json::{json, Value};
 
 use super::prepare::PreparedRun;
 use super::progress::RunProgress;
+use super::run_terms::definitions;
+pub use super::run_terms::{engine_load, slos_of};
 use super::tally::{Tally, TallySettings};
 use super::turn_inputs::TurnInputs;
 use super::writer::{Writer, WriterContext};
 use super::RunnerError;
 use crate::engine::{
-    self, CancelHandle, Endpoint, Load, Preconnect, RequestSource, RunConfig, RunOutput,
+    self, CancelHandle, Endpoint, Preconnect, RequestSource, RunConfig, RunOutput,
 };
-use crate::metrics::condition::{parse_condition, Op, Threshold};
 use crate::metrics::steady::LoadShape;
-use crate::metrics::{MetricDefinitions, RunSummary, Slo, SloQuantity, SummaryOptions};
+use crate::metrics::{RunSummary, Slo, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
 use crate::record::RequestRecord;
@@ -76,71 +76,6 @@ fn record_warnings(summary: &RunSummary) -> Vec<String> {
         ));
     }
     out
-}
-
-/// The plan's `[slo]` as thresholds for goodput.
-pub fn slos_of(slo: &BTreeMap<String, String>) -> Result<Vec<Slo>, RunnerError> {
-    let mut out = Vec::new();
-    for (quantity, text) in slo {
-        let bad = |reason: &str| RunnerError::Slo {
-            text: format!("{quantity} = \"{text}\""),
-            reason: reason.to_string(),
-        };
-        let q = SloQuantity::parse(quantity)
-            .ok_or_else(|| bad("per-request SLOs are ttft, tpot, itl and latency"))?;
-        let cond =
-            parse_condition(&format!("{quantity}_max"), text).map_err(|e| bad(&e.to_string()))?;
-        let max_ms = match (cond.op, cond.threshold) {
-            (Op::Le | Op::Lt, Threshold::Absolute(v)) => v,
-            _ => return Err(bad("an SLO is an upper bound: write \"<= 2s\"")),
-        };
-        out.push(Slo {
-            quantity: q,
-            max_ms,
-        });
-    }
-    Ok(out)
-}
-
-/// The engine's load of a run (its mode from the planner's typed [`planner::Load`]): a
-/// trace is sent on its recorded schedule; a search's trials are runs of their own, so a
-/// search run itself is never sent (it maps to its gentlest trial, a closed loop of one,
-/// for the pool size only).
-pub fn engine_load(run: &RunSpec) -> Load {
-    match run.load() {
-        planner::Load::Closed { concurrency } => Load::Closed { concurrency },
-        planner::Load::Open {
-            rate,
-            process,
-            max_in_flight,
-        } => Load::Open {
-            rate,
-            arrivals: arrivals(process),
-            seed: run.dataset_seed,
-            max_in_flight,
-        },
-        planner::Load::Trace { max_in_flight } | planner::Load::Ramp { max_in_flight, .. } => {
-            Load::Scheduled { max_in_flight }
-        }
-        planner::Load::Search { .. } => Load::Closed { concurrency: 1 },
-    }
-}
-
-/// The engine's arrival process of a planned one.
-pub fn arrivals(process: planner::ArrivalProcess) -> engine::Arrivals {
-    match process {
-        planner::ArrivalProcess::Poisson => engine::Arrivals::Poisson,
-        planner::ArrivalProcess::Gamma { burstiness } => engine::Arrivals::Gamma { burstiness },
-        planner::ArrivalProcess::Constant => engine::Arrivals::Constant,
-    }
-}
-
-fn definitions(d: plan::MetricDefinitions) -> MetricDefinitions {
-    match d {
-        plan::MetricDefinitions::Perfplan => MetricDefinitions::Perfplan,
-        plan::MetricDefinitions::Evalscope => MetricDefinitions::Evalscope,
-        plan::MetricDefinitions::Vllm => MetricDefinitions::Vllm,
-    }
 }
 
 /// Everything a run needs from its suite.
