@@ -82,16 +82,28 @@ impl Resolver<'_> {
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let load = self.load(point, dataset.kind, diags)?;
         // Settings that make no typed plan were reported above (missing or misplaced keys).
-        let typed = DatasetPlan::from_spec(&dataset).ok()?;
+        let mut typed = DatasetPlan::from_spec(&dataset).ok()?;
+        let model = Named {
+            name: model,
+            spec: model_spec,
+        };
+        let mut mix = None;
+        if dataset.kind == crate::plan::DatasetKind::Mix {
+            let run = super::mix::MixRun {
+                dataset: &dataset_name,
+                api,
+                tokenize_prompt,
+                model: &model,
+            };
+            let (classes, plan) = self.mix(&run, &dataset, point, diags)?;
+            (mix, typed) = (Some(classes), plan);
+        }
         let settings = RunSettings {
             endpoint: Named {
                 name: endpoint,
                 spec: endpoint_spec,
             },
-            model: Named {
-                name: model,
-                spec: model_spec,
-            },
+            model,
             dataset: Named {
                 name: dataset_name,
                 spec: dataset,
@@ -103,6 +115,7 @@ impl Resolver<'_> {
             load,
             seed: spec.plan.seed,
             repeat: None,
+            mix,
         };
         Some((settings, typed))
     }
@@ -148,7 +161,7 @@ impl Resolver<'_> {
 
     /// A run whose prompts need exact token counts and whose model has no tokenizer cannot
     /// be prepared: say so now, not when the run starts.
-    fn check_tokenizer(
+    pub(super) fn check_tokenizer(
         &self,
         model: &str,
         model_spec: &crate::plan::ModelSpec,

@@ -7,6 +7,7 @@
 mod bars;
 pub mod bootstrap;
 pub mod changed;
+pub mod classes;
 pub mod compare;
 mod compare_render;
 pub mod csv;

@@ -132,6 +132,7 @@ pub(super) fn dataset_context(
         first: 0,
         count,
         template_kwargs: run.request.template_kwargs(),
+        classes: Vec::new(),
     }
 }
 
@@ -154,7 +155,8 @@ pub fn prepare(
         None => (None, None),
     };
     let count = measured.map_or(usize::MAX, |m| warmup + m);
-    let ctx = dataset_context(run, base_dir, tokenizer.clone(), count);
+    let mut ctx = dataset_context(run, base_dir, tokenizer.clone(), count);
+    ctx.classes = super::mix::class_contexts(run, base_dir, cache, &ctx)?;
     let empty = |warnings| PreparedRun {
         requests: Vec::new(),
         priming: Vec::new(),
@@ -270,6 +272,8 @@ pub fn missed_target_warning(stats: &dataset::DatasetStats) -> Option<String> {
 /// requests are built before it or as they are sent.
 pub struct BodyBuilder {
     request: RequestPlan,
+    /// A mix: each class's request plan (an item's class picks its own).
+    classes: Vec<RequestPlan>,
     reject_fields: Vec<String>,
     template: Option<minijinja::Environment<'static>>,
     rng: ChaCha8Rng,
@@ -286,6 +290,7 @@ impl BodyBuilder {
         let s = &run.settings;
         Ok(BodyBuilder {
             request: run.request.clone(),
+            classes: super::mix::class_requests(run),
             reject_fields: s.endpoint.spec.reject_fields.clone(),
             template: run
                 .request
@@ -302,7 +307,10 @@ impl BodyBuilder {
 
     /// The request of item `i` (called for every item in order).
     pub fn build(&mut self, i: u64, item: &PromptItem) -> Result<PreparedRequest, RunnerError> {
-        let req = &self.request;
+        let req = item
+            .class
+            .and_then(|c| self.classes.get(usize::from(c)))
+            .unwrap_or(&self.request);
         let kind = req.api;
         let fields = req.fields_with(req.output.draw(item.output_tokens, &mut self.rng));
         let input = BodyInput {
@@ -349,6 +357,7 @@ impl BodyBuilder {
                 self.session_seed,
                 self.sessions.group(i),
             )),
+            class: item.class,
         })
     }
 }
