@@ -144,3 +144,86 @@ pub(super) fn materialize(
         stats: stream.stats(),
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::api::Prompt;
+    use crate::plan::{DatasetPlan, FileSelect, MixClassPlan};
+
+    fn class(name: &str, weight: f64) -> MixClassPlan {
+        MixClassPlan {
+            name: name.into(),
+            weight,
+            dataset: DatasetPlan::Prompt {
+                text: format!("prompt of {name}"),
+                select: FileSelect::default(),
+            },
+        }
+    }
+
+    fn text(item: &PromptItem) -> String {
+        match &item.prompt {
+            Prompt::Text(t) => t.clone(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn classes_are_drawn_by_weight_and_the_same_in_any_window() {
+        let plan = MixPlan {
+            classes: vec![class("a", 0.7), class("b", 0.2), class("c", 0.1)],
+        };
+        let ctx = DatasetContext {
+            seed: 5,
+            count: 2000,
+            classes: vec![DatasetContext::default(); 3],
+            ..DatasetContext::default()
+        };
+        let all = materialize(&plan, &ctx).unwrap().items;
+        assert_eq!(all.len(), 2000);
+        let mut counts = [0usize; 3];
+        for item in &all {
+            let c = usize::from(item.class.unwrap());
+            counts[c] += 1;
+            assert_eq!(text(item), format!("prompt of {}", plan.classes[c].name));
+        }
+        for (n, w) in counts.iter().zip([0.7, 0.2, 0.1]) {
+            let share = *n as f64 / 2000.0;
+            assert!((share - w).abs() < 0.03, "{counts:?}");
+        }
+        // Built window by window (as a run's requests are built as they are sent).
+        let mut stream = MixStream::new(&plan, &ctx);
+        let mut windows = Vec::new();
+        for n in [1, 7, 256, 1736] {
+            windows.extend(stream.next_window(n).unwrap());
+        }
+        assert_eq!(windows, all);
+        // Items from the middle on are the same items.
+        let tail = materialize(
+            &plan,
+            &DatasetContext {
+                first: 1500,
+                count: 500,
+                ..ctx.clone()
+            },
+        )
+        .unwrap()
+        .items;
+        assert_eq!(tail, all[1500..]);
+        // Another seed draws other classes.
+        let other = materialize(&plan, &DatasetContext { seed: 6, ..ctx }).unwrap();
+        let classes = |items: &[PromptItem]| items.iter().map(|i| i.class).collect::<Vec<_>>();
+        assert_ne!(classes(&other.items), classes(&all));
+    }
+
+    #[test]
+    fn a_mix_without_its_class_contexts_is_an_error_not_a_panic() {
+        let plan = MixPlan {
+            classes: vec![class("a", 1.0)],
+        };
+        let err = materialize(&plan, &DatasetContext::default()).unwrap_err();
+        assert!(err.to_string().contains("1 classes"), "{err}");
+    }
+}

@@ -72,8 +72,26 @@ impl Resolver<'_> {
         self.plan.locate(&path)
     }
 
+    /// The run's typed dataset settings, and a mix's classes resolved (`None` for any
+    /// other kind). Settings that make no typed plan were reported before (missing or
+    /// misplaced keys).
+    pub(super) fn typed_dataset(
+        &self,
+        run: &MixRun<'_>,
+        spec: &DatasetSpec,
+        point: &Point,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<(Option<Vec<MixClass>>, DatasetPlan)> {
+        let typed = DatasetPlan::from_spec(spec).ok()?;
+        if spec.kind != DatasetKind::Mix {
+            return Some((None, typed));
+        }
+        let (classes, plan) = self.mix(run, spec, point, diags)?;
+        Some((Some(classes), plan))
+    }
+
     /// The classes of the run's mix (`spec`), resolved; `None` after reporting a problem.
-    pub(super) fn mix(
+    fn mix(
         &self,
         run: &MixRun<'_>,
         spec: &DatasetSpec,
@@ -106,6 +124,47 @@ impl Resolver<'_> {
         Some((classes, DatasetPlan::Mix(MixPlan { classes: plans })))
     }
 
+    /// The model a class names.
+    fn class_model(
+        &self,
+        owner: &str,
+        i: usize,
+        name: &str,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<Named<ModelSpec>> {
+        let models = &self.plan.spec.models;
+        if let Some(m) = models.get(name) {
+            return Some(Named {
+                name: name.to_string(),
+                spec: m.clone(),
+            });
+        }
+        let names: Vec<&str> = models.keys().map(String::as_str).collect();
+        diags.push(self.unknown(owner, i, ("model", name), names));
+        None
+    }
+
+    /// `name` is not a defined `what` (a dataset or model), with did-you-mean.
+    fn unknown(
+        &self,
+        owner: &str,
+        i: usize,
+        (what, name): (&str, &str),
+        names: Vec<&str>,
+    ) -> Diagnostic {
+        let mut d = Diagnostic::error(
+            format!(
+                "dataset `{owner}`, class {}: `{name}` is not a defined {what} ([{what}s.{name}] is missing)",
+                i + 1
+            ),
+            Some(self.class_at(owner, Some(i), Some(what))),
+        );
+        if let Some(s) = suggest(name, names) {
+            d = d.with_help(format!("did you mean `{s}`?"));
+        }
+        d
+    }
+
     fn class(
         &self,
         run: &MixRun<'_>,
@@ -116,19 +175,9 @@ impl Resolver<'_> {
     ) -> Option<(MixClass, MixClassPlan)> {
         let spec = &self.plan.spec;
         let owner = run.dataset;
-        let unknown = |what: &str, name: &str, names: Vec<&str>, key: &str| {
-            let mut d = Diagnostic::error(
-                format!("dataset `{owner}`, class {}: `{name}` is not a defined {what} ([{what}s.{name}] is missing)", i + 1),
-                Some(self.class_at(owner, Some(i), Some(key))),
-            );
-            if let Some(s) = suggest(name, names) {
-                d = d.with_help(format!("did you mean `{s}`?"));
-            }
-            d
-        };
         let Some(dataset) = spec.datasets.get(&class.dataset) else {
             let names = spec.datasets.keys().map(String::as_str).collect();
-            diags.push(unknown("dataset", &class.dataset, names, "dataset"));
+            diags.push(self.unknown(owner, i, ("dataset", &class.dataset), names));
             return None;
         };
         if let Some(why) = refused(dataset.kind) {
@@ -145,17 +194,7 @@ impl Resolver<'_> {
         }
         let model = match &class.model {
             None => None,
-            Some(name) => match spec.models.get(name) {
-                Some(m) => Some(Named {
-                    name: name.clone(),
-                    spec: m.clone(),
-                }),
-                None => {
-                    let names = spec.models.keys().map(String::as_str).collect();
-                    diags.push(unknown("model", name, names, "model"));
-                    return None;
-                }
-            },
+            Some(name) => Some(self.class_model(owner, i, name, diags)?),
         };
         let uses = model.as_ref().unwrap_or(run.model);
         self.check_tokenizer(&uses.name, &uses.spec, dataset, run.tokenize_prompt, diags);

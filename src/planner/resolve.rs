@@ -81,23 +81,17 @@ impl Resolver<'_> {
         super::request_checks::check_dataset_api(self.plan, point, api, dataset.kind, diags);
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let load = self.load(point, dataset.kind, diags)?;
-        // Settings that make no typed plan were reported above (missing or misplaced keys).
-        let mut typed = DatasetPlan::from_spec(&dataset).ok()?;
         let model = Named {
             name: model,
             spec: model_spec,
         };
-        let mut mix = None;
-        if dataset.kind == crate::plan::DatasetKind::Mix {
-            let run = super::mix::MixRun {
-                dataset: &dataset_name,
-                api,
-                tokenize_prompt,
-                model: &model,
-            };
-            let (classes, plan) = self.mix(&run, &dataset, point, diags)?;
-            (mix, typed) = (Some(classes), plan);
-        }
+        let run = super::mix::MixRun {
+            dataset: &dataset_name,
+            api,
+            tokenize_prompt,
+            model: &model,
+        };
+        let (mix, typed) = self.typed_dataset(&run, &dataset, point, diags)?;
         let settings = RunSettings {
             endpoint: Named {
                 name: endpoint,

@@ -83,6 +83,8 @@ pub enum ReportError {
     GroupsFormat,
     #[error("--by-replica writes CSV: leave out --format or give --format csv")]
     ByReplicaFormat,
+    #[error("--by-class writes CSV: leave out --format or give --format csv")]
+    ByClassFormat,
     #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,
