@@ -63,19 +63,7 @@ impl Resolver<'_> {
         let cache_state: CacheState =
             self.axis_or(point, "cache_state", CacheState::Cold, diags)?;
         let tokenize_prompt: bool = self.axis_or(point, "tokenize_prompt", false, diags)?;
-        let default_api = if tokenize_prompt {
-            ApiSpec::Completions
-        } else {
-            endpoint_spec.api.unwrap_or(ApiSpec::Chat)
-        };
-        let api: ApiSpec = self.axis_or(point, "api", default_api, diags)?;
-        if tokenize_prompt && api != ApiSpec::Completions {
-            diags.push(
-                Diagnostic::error("`tokenize_prompt = true` sends token ids, which only the completions API takes", Some(self.at("api")))
-                    .with_help("use api = \"completions\" for token-id runs (exclude the other combinations)"),
-            );
-            return None;
-        }
+        let api = self.api(point, tokenize_prompt, endpoint_spec.api, diags)?;
         super::request_checks::check(self.plan, point, api, &request, diags);
         super::request_checks::check_template(self.plan, api, &request, dataset.kind, diags);
         super::request_checks::check_dataset_api(self.plan, point, api, dataset.kind, diags);
@@ -112,6 +100,31 @@ impl Resolver<'_> {
             mix,
         };
         Some((settings, typed))
+    }
+
+    /// The run's API: the axis's, else the endpoint's, else chat (completions for token
+    /// ids, which only it takes).
+    fn api(
+        &self,
+        point: &Point,
+        tokenize_prompt: bool,
+        endpoint_api: Option<ApiSpec>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<ApiSpec> {
+        let default_api = if tokenize_prompt {
+            ApiSpec::Completions
+        } else {
+            endpoint_api.unwrap_or(ApiSpec::Chat)
+        };
+        let api: ApiSpec = self.axis_or(point, "api", default_api, diags)?;
+        if tokenize_prompt && api != ApiSpec::Completions {
+            diags.push(
+                Diagnostic::error("`tokenize_prompt = true` sends token ids, which only the completions API takes", Some(self.at("api")))
+                    .with_help("use api = \"completions\" for token-id runs (exclude the other combinations)"),
+            );
+            return None;
+        }
+        Some(api)
     }
 
     /// The run's dataset and request settings (as JSON) with the point's values applied;
