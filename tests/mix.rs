@@ -270,3 +270,54 @@ fn a_mix_that_cannot_be_sent_is_a_located_error() {
     ));
     assert!(err.contains("unknown key `mix` in `matrix`"), "{err}");
 }
+
+#[test]
+fn sharded_mix_runs_merge_into_the_same_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        &format!(
+            "{PROD}[matrix]\nmodel = \"base\"\ndataset = \"prod\"\n\
+             load = {{ concurrency = 2, requests = 60, warmup = 2 }}\n"
+        ),
+    );
+    let whole = dir.path().join("whole");
+    assert!(run_plan(&plan, &whole).status.success());
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        let out = dir.path().join(format!("shard{k}"));
+        let o = perfplan(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--shard",
+            &format!("{k}/2"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        shards.push(out);
+    }
+    let merged = dir.path().join("merged");
+    let o = perfplan(&[
+        "merge",
+        merged.to_str().unwrap(),
+        shards[0].to_str().unwrap(),
+        shards[1].to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (whole, merged) = (
+        report_json(&whole.join("results.db")),
+        report_json(&merged.join("results.db")),
+    );
+    // The shards sent the one request list between them: the same requests per class,
+    // each with its class's own output length.
+    for class in ["chat", "rag", "support"] {
+        let (a, b) = (&whole[0]["classes"][class], &merged[0]["classes"][class]);
+        assert_eq!(a["requests"], b["requests"], "{class}: {a} vs {b}");
+        assert_eq!(
+            a["metrics"]["output_tokens_mean"], b["metrics"]["output_tokens_mean"],
+            "{class}"
+        );
+        assert!(b["metrics"]["ttft_p50"].as_f64().is_some(), "{class}: {b}");
+    }
+}
