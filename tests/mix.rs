@@ -320,4 +320,26 @@ fn sharded_mix_runs_merge_into_the_same_classes() {
         );
         assert!(b["metrics"]["ttft_p50"].as_f64().is_some(), "{class}: {b}");
     }
+    // `compare` takes a class's metrics by name, judged on that class's own rows.
+    let o = perfplan(&[
+        "compare",
+        dir.path().join("whole").to_str().unwrap(),
+        dir.path().join("merged").to_str().unwrap(),
+        "--metrics",
+        "ttft_p50,ttft_p50@rag,output_tokens_mean@rag",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cmp: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let deltas = &cmp["pairs"][0]["metrics"];
+    let rag = &deltas["ttft_p50@rag"];
+    // The class's own TTFT (48 ms of prefill more than the run's median request), with a
+    // bootstrap interval from the class's rows on each side.
+    assert!(rag["base"].as_f64().unwrap() > deltas["ttft_p50"]["base"].as_f64().unwrap() + 30.0);
+    assert!(
+        rag["ci_low"].as_f64().is_some() && rag["beyond_noise"] == false,
+        "{rag}"
+    );
+    assert_eq!(deltas["output_tokens_mean@rag"]["delta"], 0.0);
 }
