@@ -343,3 +343,53 @@ fn sharded_mix_runs_merge_into_the_same_classes() {
     );
     assert_eq!(deltas["output_tokens_mean@rag"]["delta"], 0.0);
 }
+
+/// A tokenizer of one token per character, in `dir`.
+fn word_tokenizer(dir: &Path) -> PathBuf {
+    let folder = dir.join("words");
+    std::fs::create_dir_all(&folder).unwrap();
+    let json = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "."}, "behavior": "Isolated", "invert": false},
+        "post_processor": null, "decoder": null,
+        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "hello": 1}, "unk_token": "[UNK]"}
+    });
+    std::fs::write(folder.join("tokenizer.json"), json.to_string()).unwrap();
+    folder
+}
+
+#[test]
+fn a_class_of_another_model_counts_unreported_output_with_its_own_tokenizer() {
+    let dir = tempfile::tempdir().unwrap();
+    let words = word_tokenizer(dir.path());
+    let plan = write(
+        dir.path(),
+        &format!(
+            "[models.words]\nserved_name = \"words\"\ntokenizer = \"{}\"\n\
+             [datasets.hello]\nkind = \"prompt\"\ntext = \"hello\"\n\
+             [datasets.two]\nkind = \"mix\"\nmix = [{{ dataset = \"chat\", weight = 1 }}, \
+             {{ dataset = \"hello\", weight = 1, model = \"words\" }}]\n\
+             [matrix]\nmodel = \"base\"\ndataset = \"two\"\n\
+             load = {{ concurrency = 2, requests = 40, warmup = 2 }}\n",
+            words.display()
+        ),
+    );
+    // The simulator sends no usage: every output is counted by the client.
+    let text = std::fs::read_to_string(&plan).unwrap().replace(
+        "prefix_cache = false\n",
+        "prefix_cache = false\nusage = \"never\"\n",
+    );
+    std::fs::write(&plan, text).unwrap();
+    let out = dir.path().join("out");
+    let o = run_plan(&plan, &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = report_json(&out.join("results.db"));
+    let classes = &runs[0]["classes"];
+    let chat = class_metric(classes, "chat", "output_tokens_mean");
+    let hello = class_metric(classes, "hello", "output_tokens_mean");
+    // The run's model counts the 24 tokens the simulator sent; the class's own model's
+    // tokenizer (a token per character) counts the same kind of text as many more.
+    assert_eq!(chat, 24.0);
+    assert!(hello > 60.0, "hello: {hello}");
+}

@@ -141,6 +141,7 @@ fn start_writer(
         store: ctx.store.clone(),
         run_id: run.id.clone(),
         tokenizer: prepared.tokenizer.clone(),
+        class_tokenizers: prepared.class_tokenizers.clone(),
         targets: prepared.targets.clone(),
         log: ctx.log.clone(),
         cancel: ctx.cancel.clone(),

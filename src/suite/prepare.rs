@@ -57,6 +57,9 @@ pub struct PreparedRun {
     /// What the run's prompts share as the server sees them (kind `random`), for the
     /// planned hit ratio.
     pub sharing: Option<dataset::Sharing>,
+    /// A mix: each class's tokenizer (its model's), by class index, for counting the
+    /// output of a response without usage; empty for any other run.
+    pub class_tokenizers: Vec<Option<Arc<Tokenizer>>>,
 }
 
 pub use super::targets::Targets;
@@ -157,6 +160,7 @@ pub fn prepare(
     let count = measured.map_or(usize::MAX, |m| warmup + m);
     let mut ctx = dataset_context(run, base_dir, tokenizer.clone(), count);
     ctx.classes = super::mix::class_contexts(run, base_dir, cache, &ctx)?;
+    let class_tokenizers: Vec<_> = ctx.classes.iter().map(|c| c.tokenizer.clone()).collect();
     let empty = |warnings| PreparedRun {
         requests: Vec::new(),
         priming: Vec::new(),
@@ -169,6 +173,7 @@ pub fn prepare(
         built_as_sent: None,
         duration_cap,
         sharing: None,
+        class_tokenizers: class_tokenizers.clone(),
     };
     if let Some(mut special) = super::traffic::prepare(run, &ctx, empty)? {
         // A trace has no limit of its own: it ends with its records.
