@@ -179,6 +179,12 @@ fn a_class_gate_holds_one_class_to_its_own_objective() {
              [report]\nmetrics = [\"ttft_p50\", \"ttft_p50@rag\"]\n"
         ),
     );
+    // `expand` shows each mix run's classes.
+    let expanded = cli_support::stdout_of(&["expand", plan.to_str().unwrap()]);
+    assert!(
+        expanded.contains("chat 0.6, rag 0.3 (out 8), support 0.1 (chat, lora)"),
+        "{expanded}"
+    );
     let out = dir.path().join("out");
     let o = run_plan(&plan, &out);
     let stdout = String::from_utf8_lossy(&o.stdout);

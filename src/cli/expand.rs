@@ -62,6 +62,10 @@ fn table(runs: &[RunSpec]) -> Table {
     let mut header = vec!["#".to_string(), "id".to_string()];
     header.extend(axes.iter().cloned());
     header.push("load".into());
+    let mixed = runs.iter().any(|r| r.settings.mix.is_some());
+    if mixed {
+        header.push("mix".into());
+    }
     t.set_header(header);
     for run in runs {
         let mut row = vec![run.ordinal.to_string(), run.id.clone()];
@@ -74,7 +78,39 @@ fn table(runs: &[RunSpec]) -> Table {
         }
         let load = serde_json::to_value(&run.settings.load).unwrap_or(Value::Null);
         row.push(display_value(&load));
+        if mixed {
+            row.push(mix_label(run));
+        }
         t.add_row(row);
     }
     t
+}
+
+/// A mix's classes as the table shows them: `chat 0.6, rag 0.3 (rag-2k, out 16), …`
+/// (each class's name and weight, then its dataset when named apart, its output length
+/// and its model when its own); `—` for a run that is not a mix.
+fn mix_label(run: &RunSpec) -> String {
+    let Some(classes) = &run.settings.mix else {
+        return "—".into();
+    };
+    let list: Vec<String> = classes
+        .iter()
+        .map(|c| {
+            let mut own = Vec::new();
+            if c.dataset.name != c.name {
+                own.push(c.dataset.name.clone());
+            }
+            if let Some(out) = c.output_tokens {
+                own.push(format!("out {}", display_value(&json!(out))));
+            }
+            if let Some(model) = &c.model {
+                own.push(model.name.clone());
+            }
+            match own.is_empty() {
+                true => format!("{} {}", c.name, c.weight),
+                false => format!("{} {} ({})", c.name, c.weight, own.join(", ")),
+            }
+        })
+        .collect();
+    list.join(", ")
 }
