@@ -156,25 +156,12 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
     })
 }
 
-fn cell(v: Option<f64>) -> String {
-    v.filter(|v| v.is_finite())
-        .map_or_else(String::new, |v| v.to_string())
-}
-
 /// `report --by-class`: one CSV row per class of every mix run: `run`, `class`,
 /// `dataset`, `model` (empty: the run's), `weight`, `planned_share`, `measured_share`,
 /// `requests`, then `metrics` (default [`CLASS_METRICS`]; durations in ms, as everywhere
 /// in CSV).
 pub fn render_csv(runs: &[StoredRun], metrics: &[String]) -> Result<String, ReportError> {
-    let metrics: Vec<String> = match metrics.is_empty() {
-        true => CLASS_METRICS.iter().map(|m| m.to_string()).collect(),
-        false => metrics.to_vec(),
-    };
-    if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
-        return Err(ReportError::Format(format!(
-            "--by-class: `{bad}` is not a metric name (see `perfplan report --help`)"
-        )));
-    }
+    let metrics = super::csv::breakdown_metrics("--by-class", metrics, &CLASS_METRICS)?;
     let mut out = format!(
         "run,class,dataset,model,weight,planned_share,measured_share,requests,{}\n",
         metrics.join(",")
@@ -189,10 +176,14 @@ pub fn render_csv(runs: &[StoredRun], metrics: &[String]) -> Result<String, Repo
                 super::csv::quote(class.model.as_deref().unwrap_or_default()),
                 class.weight.to_string(),
                 class.planned_share.to_string(),
-                cell(measured_share(&classes, class)),
+                super::csv::cell(measured_share(&classes, class)),
                 class.requests.to_string(),
             ];
-            fields.extend(metrics.iter().map(|m| cell(value(run, m, &class.name))));
+            fields.extend(
+                metrics
+                    .iter()
+                    .map(|m| super::csv::cell(value(run, m, &class.name))),
+            );
             out.push_str(&fields.join(","));
             out.push('\n');
         }

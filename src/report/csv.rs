@@ -14,6 +14,31 @@ use super::ReportData;
 use crate::metrics::names;
 use crate::store::StoredRun;
 
+/// A number as a CSV cell: empty when unknown or not finite.
+pub(crate) fn cell(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(String::new, |v| v.to_string())
+}
+
+/// The metrics of a breakdown's rows (`--by-replica`, `--by-class`): those `--metrics`
+/// gave, else `defaults`; a name outside the vocabulary is an error naming `flag`.
+pub(crate) fn breakdown_metrics(
+    flag: &str,
+    given: &[String],
+    defaults: &[&str],
+) -> Result<Vec<String>, super::ReportError> {
+    let metrics: Vec<String> = match given.is_empty() {
+        true => defaults.iter().map(|m| m.to_string()).collect(),
+        false => given.to_vec(),
+    };
+    if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
+        return Err(super::ReportError::Format(format!(
+            "{flag}: `{bad}` is not a metric name (see `perfplan report --help`)"
+        )));
+    }
+    Ok(metrics)
+}
+
 pub(crate) fn quote(field: &str) -> String {
     if field.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", field.replace('"', "\"\""))

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::ReportError;
-use crate::metrics::{names, Fold, MetricDefinitions, SummaryOptions};
+use crate::metrics::{Fold, MetricDefinitions, SummaryOptions};
 use crate::store::Store;
 
 /// The metrics of each replica's row when `--metrics` names none.
@@ -26,22 +26,9 @@ pub const DEFAULT_METRICS: [&str; 6] = [
     "cache_hit_ratio",
 ];
 
-fn cell(v: Option<f64>) -> String {
-    v.filter(|v| v.is_finite())
-        .map_or_else(String::new, |v| v.to_string())
-}
-
 /// Every run's per-replica rows, the metrics of `metrics` (empty: the defaults).
 pub fn render_csv(store: &Store, metrics: &[String]) -> Result<String, ReportError> {
-    let metrics: Vec<String> = match metrics.is_empty() {
-        true => DEFAULT_METRICS.iter().map(|m| m.to_string()).collect(),
-        false => metrics.to_vec(),
-    };
-    if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
-        return Err(ReportError::Format(format!(
-            "--by-replica: `{bad}` is not a metric name (see `perfplan report --help`)"
-        )));
-    }
+    let metrics = super::csv::breakdown_metrics("--by-replica", metrics, &DEFAULT_METRICS)?;
     let mut out = format!("run,replica,url,requests,{}\n", metrics.join(","));
     for run in store.runs()? {
         let definitions = run
@@ -76,7 +63,7 @@ pub fn render_csv(store: &Store, metrics: &[String]) -> Result<String, ReportErr
             let mut fields = vec![run.id.clone(), replica.to_string(), url.to_string()];
             fields.push(n.to_string());
             for m in &metrics {
-                fields.push(cell(summary.values.get(m).copied().flatten()));
+                fields.push(super::csv::cell(summary.values.get(m).copied().flatten()));
             }
             out.push_str(&fields.join(","));
             out.push('\n');
