@@ -294,9 +294,6 @@ pub fn ramp_load_problems(load: &LoadSpec, spec: &RampSpec) -> Vec<String> {
             "a ramp has no warmup: its first requests meet the lowest rate (drop `warmup`)".into(),
         );
     }
-    if load.repeat.is_some_and(|n| n > 1) {
-        out.push("`repeat` is not yet supported with a ramp".into());
-    }
     if let Some(curve) = RateCurve::of(spec) {
         let n = curve.total();
         if n < 0.5 || n > f64::from(ranges::MAX_REQUESTS) {
