@@ -66,7 +66,10 @@ fn max_in_flight(reqs: &[(i64, i64, String)], from: i64, to: i64) -> usize {
         }
     }
     // In flight at `from` itself (sent before, ending after).
-    let at_start = reqs.iter().filter(|(s, e, _)| *s < from && *e > from).count() as i32;
+    let at_start = reqs
+        .iter()
+        .filter(|(s, e, _)| *s < from && *e > from)
+        .count() as i32;
     most.max(at_start) as usize
 }
 
@@ -97,7 +100,10 @@ fn in_flight_follows_a_rising_series_and_ttft_rises_with_it() {
     }
     // Every request is done and sent before the ramp's end; the run ends with the ramp.
     assert!(reqs.iter().all(|r| r.2 == "ok"), "{reqs:?}");
-    assert!(reqs.iter().all(|r| r.0 < 2_000_000), "a request sent after 2 s");
+    assert!(
+        reqs.iter().all(|r| r.0 < 2_000_000),
+        "a request sent after 2 s"
+    );
     let last_end = reqs.iter().map(|r| r.1).max().unwrap();
     assert!(last_end < 2_600_000, "ended at {last_end} µs");
     // Counts agree: the steps' requests are the run's.
@@ -107,9 +113,15 @@ fn in_flight_follows_a_rising_series_and_ttft_rises_with_it() {
     // throughput stops growing once the slots are full.
     let ttft: Vec<f64> = steps.iter().map(|s| metric(s, "ttft_p50")).collect();
     assert!(ttft[1] < 1.5 * ttft[0], "TTFT {ttft:?}");
-    assert!(ttft[2] > 2.0 * ttft[1] && ttft[3] > 1.5 * ttft[2], "TTFT {ttft:?}");
+    assert!(
+        ttft[2] > 2.0 * ttft[1] && ttft[3] > 1.5 * ttft[2],
+        "TTFT {ttft:?}"
+    );
     let tps: Vec<f64> = steps.iter().map(|s| metric(s, "output_tps")).collect();
-    assert!(tps[1] > 1.5 * tps[0] && tps[3] < 1.3 * tps[2], "tok/s {tps:?}");
+    assert!(
+        tps[1] > 1.5 * tps[0] && tps[3] < 1.3 * tps[2],
+        "tok/s {tps:?}"
+    );
 
     // The per-step table in the text report, and its charts in the HTML one.
     let out = dir.path().join("out");

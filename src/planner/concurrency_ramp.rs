@@ -44,7 +44,8 @@ pub fn slot_levels(curve: &RateCurve) -> Vec<(Duration, u32)> {
                 push(k as f64 * width, whole(*r));
             }
         }
-        RateCurve::Linear { from, to, over, .. } | RateCurve::Exponential { from, to, over, .. } => {
+        RateCurve::Linear { from, to, over, .. }
+        | RateCurve::Exponential { from, to, over, .. } => {
             let linear = matches!(curve, RateCurve::Linear { .. });
             // The time at which the curve is worth `v` (from < v < to, or to < v < from).
             let time_at = |v: f64| {
@@ -187,10 +188,16 @@ mod tests {
     fn levels_change_where_the_curve_crosses_a_half() {
         // Linear 1 → 5 over 8 s: worth k − ½ at 2 (k − 1.5) s.
         let lin = slot_levels(&ramp(1, 5, RampShape::Linear, None));
-        assert_eq!(ms(&lin), [(0, 1), (1000, 2), (3000, 3), (5000, 4), (7000, 5)]);
+        assert_eq!(
+            ms(&lin),
+            [(0, 1), (1000, 2), (3000, 3), (5000, 4), (7000, 5)]
+        );
         // Falling 5 → 1: 4 once below 4.5 (at 1 s), 1 below 1.5 (at 7 s).
         let down = slot_levels(&ramp(5, 1, RampShape::Linear, None));
-        assert_eq!(ms(&down), [(0, 5), (1000, 4), (3000, 3), (5000, 2), (7000, 1)]);
+        assert_eq!(
+            ms(&down),
+            [(0, 5), (1000, 4), (3000, 3), (5000, 2), (7000, 1)]
+        );
         // Exponential 1 → 4 over 8 s: worth v at 8 · log4 v s (1.5: 2.340 s; 2.5: 5.288; 3.5: 7.229).
         let exp = slot_levels(&ramp(1, 4, RampShape::Exponential, None));
         assert_eq!(ms(&exp), [(0, 1), (2339, 2), (5287, 3), (7229, 4)]);

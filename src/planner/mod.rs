@@ -5,10 +5,10 @@
 //! request fields (`RequestPlan`); no stage after it reads the optional keys again.
 //! Knows nothing about HTTP or storage.
 
+pub mod concurrency_ramp;
 mod entries;
 mod locate;
 pub mod matrix;
-pub mod concurrency_ramp;
 pub mod ramp;
 pub mod repeat;
 mod request_checks;

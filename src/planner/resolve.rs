@@ -361,7 +361,9 @@ impl WithSpan for Diagnostic {
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     let mut out = super::search::search_problems(load);
     if let Some(ramp) = &load.concurrency_ramp {
-        out.extend(super::concurrency_ramp::concurrency_ramp_problems(load, ramp));
+        out.extend(super::concurrency_ramp::concurrency_ramp_problems(
+            load, ramp,
+        ));
         return out;
     }
     if load.search.is_some() && load.ramp.is_none() {

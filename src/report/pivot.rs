@@ -189,7 +189,11 @@ impl Labels {
             (Some(Value::Object(map)), Some(keys)) if !keys.is_empty() => {
                 // The varying keys this value has (all of them, `—` each, when it has none).
                 let own: Vec<&String> = keys.iter().filter(|k| map.contains_key(*k)).collect();
-                let shown = if own.is_empty() { keys.iter().collect() } else { own };
+                let shown = if own.is_empty() {
+                    keys.iter().collect()
+                } else {
+                    own
+                };
                 shown
                     .iter()
                     .map(|k| format!("{k}={}", axis_label(map.get(*k))))

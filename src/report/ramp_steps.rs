@@ -226,18 +226,25 @@ mod tests {
             {"concurrency": 8.0, "start_s": 1.0, "end_s": 2.0, "metrics": {"ttft_p50": 50.0, "output_tps": 200.0}},
         ]));
         let g = grid(std::slice::from_ref(&conc)).unwrap();
-        assert_eq!((g.header[2].as_str(), g.rows[1][2].as_str()), ("concurrency", "8"));
+        assert_eq!(
+            (g.header[2].as_str(), g.rows[1][2].as_str()),
+            ("concurrency", "8")
+        );
         let c = charts(std::slice::from_ref(&conc));
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].title, "TTFT p50 per concurrency step");
         assert_eq!(c[0].x_label, "step concurrency");
         assert_eq!(c[0].series[0].points, [(1.0, 10.0), (8.0, 50.0)]);
         // Both kinds: one load column that says which, and a pair of charts per kind.
-        let rate = run(json!([{"rate": 5.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"ttft_p50": 9.0}}]));
+        let rate =
+            run(json!([{"rate": 5.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"ttft_p50": 9.0}}]));
         let both = [rate, conc];
         let g = grid(&both).unwrap();
         assert_eq!(g.header[2], "load");
-        assert_eq!((g.rows[0][2].as_str(), g.rows[2][2].as_str()), ("5/s", "c=8"));
+        assert_eq!(
+            (g.rows[0][2].as_str(), g.rows[2][2].as_str()),
+            ("5/s", "c=8")
+        );
         let c = charts(&both);
         assert_eq!(c.len(), 4);
         assert_eq!(c[0].title, "TTFT p50 per ramp step");
