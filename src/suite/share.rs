@@ -395,6 +395,11 @@ mod tests {
             Shard { k: 2, n: 4 }.within(Load::Closed { concurrency: 5 }),
             Ok(Shard { k: 2, n: 4 })
         );
+        // A concurrency ramp is not split: the first shard runs all of it.
+        let ramp = Load::ClosedRamp { first: 1, most: 8 };
+        assert_eq!(Shard { k: 1, n: 3 }.within(ramp), Ok(Shard { k: 1, n: 1 }));
+        let note = Shard { k: 2, n: 3 }.within(ramp).unwrap_err();
+        assert!(note.contains("first shard only"), "{note}");
         let open = LoadSpec {
             rate: Some(10.0),
             requests: Some(2),
