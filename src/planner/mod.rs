@@ -9,6 +9,7 @@ pub mod concurrency_ramp;
 mod entries;
 mod locate;
 pub mod matrix;
+pub mod mix;
 pub mod ramp;
 pub mod repeat;
 mod request_checks;
