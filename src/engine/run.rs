@@ -266,8 +266,16 @@ impl<'a> Driver<'a> {
         sink.record(rec);
     }
 
-    /// The next slot level of a closed ramp, now due: new slots free from its instant;
-    /// on a fall, slots freed but not yet refilled beyond the new count are dropped.
+    /// A closed ramp's slot levels now due (before anything starts, so a request never
+    /// starts under a level already past): new slots free from the level's instant; on a
+    /// fall, slots freed but not yet refilled beyond the new count are dropped.
+    fn due_levels(&mut self) {
+        let now = Instant::now();
+        while self.levels.front().is_some_and(|l| self.t0 + l.0 <= now) {
+            self.next_level();
+        }
+    }
+
     fn next_level(&mut self) {
         let Some((at, slots)) = self.levels.pop_front() else {
             return;
@@ -398,6 +406,7 @@ async fn drive(
     tokio::pin!(stop_sleep, grace_sleep, wake_sleep, level_sleep);
     let mut armed = false;
     loop {
+        d.due_levels();
         d.fill(source);
         if let (false, Some(at)) = (armed, d.stop_at) {
             stop_sleep.as_mut().reset(at.into());
@@ -418,7 +427,7 @@ async fn drive(
             biased;
             Some(rec) = d.in_flight.next(), if !d.in_flight.is_empty() => d.complete(rec, source, sink),
             () = &mut wake_sleep, if d.wake.is_some() && !d.stopping => d.wake = None,
-            () = &mut level_sleep, if level_at.is_some() && !d.stopping => d.next_level(),
+            () = &mut level_sleep, if level_at.is_some() && !d.stopping => d.due_levels(),
             tick = next_tick(&mut d.ticker), if wants_tick => {
                 d.due = tick;
                 d.stopping |= tick.is_none();
