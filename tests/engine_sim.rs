@@ -558,3 +558,56 @@ async fn every_api_works_end_to_end() {
     assert_eq!(out.records[2].content_times.len(), 3);
     sim.shutdown().await;
 }
+
+/// A closed ramp's slots: a fall to 1 starts nothing until every request over the new
+/// count has ended (none cancelled); a rise to 3 starts two at once, each planned at the
+/// level's instant (so their lateness is the driver's own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_ramp_falls_without_refilling_and_rises_at_once() {
+    let sim = SimServer::start(SimConfig {
+        ttft_base: ms(5),
+        itl_base: ms(5),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let at = Duration::from_millis;
+    let cfg = RunConfig {
+        load: Load::ClosedRamp {
+            levels: vec![(at(0), 4), (at(150), 1), (at(300), 3)].into(),
+        },
+        duration: Some(at(450)),
+        grace: Duration::from_secs(1),
+    };
+    assert_eq!(cfg.pool_size(), 4);
+    let out = go(&sim, prepare(&chat(4), 0, 100_000), cfg).await;
+    assert!(out.records.iter().all(|r| r.outcome == Outcome::Ok));
+    assert!(out.records.iter().all(|r| r.sent < at(451)));
+    let before: Vec<&RequestRecord> = out
+        .records
+        .iter()
+        .filter(|r| r.intended < at(150))
+        .collect();
+    let between: Vec<&RequestRecord> = out
+        .records
+        .iter()
+        .filter(|r| r.intended >= at(150) && r.intended < at(300))
+        .collect();
+    let last_before = before.iter().map(|r| r.end).max().unwrap();
+    let first_after = between.iter().map(|r| r.intended).min().unwrap();
+    assert!(
+        first_after >= last_before,
+        "{first_after:?} < {last_before:?}"
+    );
+    for r in &between {
+        let beside = between
+            .iter()
+            .filter(|o| o.sent < r.sent && o.end > r.sent)
+            .count();
+        assert_eq!(beside, 0, "two in flight at level 1");
+    }
+    let risen = out.records.iter().filter(|r| r.intended == at(300)).count();
+    assert_eq!(risen, 2);
+    assert_eq!(sim.received().len(), out.records.len());
+    sim.shutdown().await;
+}

@@ -25,6 +25,10 @@ const PLACES: &[(&str, &[&str])] = &[
     ("RequestSpec", &["defaults"]),
     ("LoadSpec", &["matrix", "load"]),
     ("RampSpec", &["matrix", "load", "ramp"]),
+    (
+        "ConcurrencyRampSpec",
+        &["matrix", "load", "concurrency_ramp"],
+    ),
     ("ReportSpec", &["report"]),
     ("MixClassSpec", &["datasets", "d", "mix", "0"]),
 ];
@@ -144,6 +148,8 @@ fn contexts(dir: &Path) -> Vec<Value> {
         json!({"search": "rate", "slo": slo, "min": 1, "max": 2, "requests_per_step": 2}),
         json!({"ramp": {"from": 20, "to": 40, "over": "100ms"}}),
         json!({"ramp": {"rates": [20, 40], "step": "1s"}}),
+        json!({"concurrency_ramp": {"from": 1, "to": 2, "over": "100ms"}}),
+        json!({"concurrency_ramp": {"concurrencies": [1, 2], "step": "100ms"}}),
     ];
     let datasets = [
         (json!({"kind": "random", "input_tokens": 8}), None),
@@ -457,6 +463,7 @@ const README_TABLES: &[(&str, &str)] = &[
     ("RequestSpec", "`[defaults]`"),
     ("LoadSpec", "`load`"),
     ("RampSpec", "`ramp`"),
+    ("ConcurrencyRampSpec", "`concurrency_ramp`"),
     ("ReportSpec", "`[report]`"),
     ("MixClassSpec", "`mix` class"),
 ];

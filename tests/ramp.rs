@@ -189,3 +189,30 @@ fn expand_shows_a_ramp_and_rejects_a_bad_one_at_its_load() {
     let line = text.lines().position(|l| l.starts_with("load =")).unwrap() + 1;
     assert!(err.contains(&format!("plan.toml:{line}:8")), "{err}");
 }
+
+#[test]
+fn a_repeated_ramp_is_a_group_whose_cold_repeats_send_at_fresh_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    let load = r#"load = { ramp = { rates = [10, 30], step = "300ms" }, repeat = 2 }"#;
+    std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{load}\n")).unwrap();
+    let db = run(&plan, &dir.path().join("out"));
+    let runs = report_json(&db);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let times = |k: usize| -> Vec<Option<i64>> {
+        let id = runs[k]["id"].as_str().unwrap();
+        let q =
+            format!("SELECT intended_us FROM requests WHERE run_id = '{id}' ORDER BY intended_us");
+        query(&db, &q).into_iter().map(|r| r[0]).collect()
+    };
+    // Each repeat is a ramp of its own, with its steps; a cold repeat draws its own
+    // Poisson schedule from its own seed.
+    for run in &runs {
+        assert_eq!(run["steps"].as_array().map(Vec::len), Some(2), "{run}");
+    }
+    assert_ne!(times(0), times(1));
+    // The groups table holds them as one group of two.
+    let o = perfplan(&["report", dir.path().join("out").to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("2/2"), "{text}");
+}

@@ -9,6 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -24,12 +25,17 @@ use super::ticker::{next_tick, Ticker};
 use crate::record::{Phase, RequestRecord};
 
 /// How requests are sent.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Load {
     /// `concurrency` requests in flight; each next one starts when one ends. Warmup
     /// requests come first from the source, so each finished warmup hands its slot to a
     /// measured request.
     Closed { concurrency: u32 },
+    /// A closed loop whose slots change over time: `levels[i] = (at, slots)`, from `at`
+    /// (an offset from the run's start; the first at zero) `slots` requests in flight
+    /// until the next level. A rise starts requests at once; on a fall no request is
+    /// cancelled, a finished one is not replaced while the loop is over its slots.
+    ClosedRamp { levels: Arc<[(Duration, u32)]> },
     /// Arrivals at `rate` per second regardless of responses; at most `max_in_flight`
     /// in flight when set (a late start is recorded as send lateness).
     Open {
@@ -59,6 +65,9 @@ impl RunConfig {
     pub fn pool_size(&self) -> usize {
         match self.load {
             Load::Closed { concurrency } => concurrency as usize,
+            Load::ClosedRamp { ref levels } => {
+                levels.iter().map(|l| l.1 as usize).max().unwrap_or(1)
+            }
             Load::Open {
                 max_in_flight: Some(n),
                 ..
@@ -177,6 +186,8 @@ struct Driver<'a> {
     by_duration: bool,
     /// When the source asked to be asked again (a think time), if it did.
     wake: Option<Instant>,
+    /// A closed ramp's slot levels still to come (`Load::ClosedRamp`), the next first.
+    levels: VecDeque<(Duration, u32)>,
 }
 
 impl<'a> Driver<'a> {
@@ -243,12 +254,39 @@ impl<'a> Driver<'a> {
         // Every consumer (the source, the store, the live metrics) sees the stored times.
         rec.truncate_to_resolution();
         self.cancels.remove(&rec.index);
-        if self.ticker.is_none() && !self.stopping {
+        // A slot freed while the loop is over its (ramped-down) slots is not refilled.
+        if self.ticker.is_none()
+            && !self.stopping
+            && self.in_flight.len() + self.freed.len() < self.limit
+        {
             self.freed.push_back(rec.end);
         }
         source.completed(&rec);
         self.sent += 1;
         sink.record(rec);
+    }
+
+    /// A closed ramp's slot levels now due (before anything starts, so a request never
+    /// starts under a level already past): new slots free from the level's instant; on a
+    /// fall, slots freed but not yet refilled beyond the new count are dropped.
+    fn due_levels(&mut self) {
+        let now = Instant::now();
+        while self.levels.front().is_some_and(|l| self.t0 + l.0 <= now) {
+            self.next_level();
+        }
+    }
+
+    fn next_level(&mut self) {
+        let Some((at, slots)) = self.levels.pop_front() else {
+            return;
+        };
+        let slots = slots.max(1) as usize;
+        for _ in self.limit..slots {
+            self.freed.push_back(at);
+        }
+        self.limit = slots;
+        self.freed
+            .truncate(slots.saturating_sub(self.in_flight.len()));
     }
 
     fn wants_tick(&self) -> bool {
@@ -262,6 +300,7 @@ impl<'a> Driver<'a> {
 fn limit_of(load: &Load) -> usize {
     match *load {
         Load::Closed { concurrency } => concurrency as usize,
+        Load::ClosedRamp { ref levels } => levels.first().map_or(1, |l| l.1.max(1) as usize),
         Load::Open { max_in_flight, .. } | Load::Scheduled { max_in_flight } => {
             max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize)
         }
@@ -278,7 +317,7 @@ pub async fn run(
 ) -> Result<RunOutput, RunError> {
     let clock = match cfg.load {
         Load::Closed { concurrency: 0 } => return Err(RunError::Concurrency),
-        Load::Closed { .. } => None,
+        Load::Closed { .. } | Load::ClosedRamp { .. } => None,
         Load::Open {
             rate,
             arrivals,
@@ -321,6 +360,10 @@ pub async fn run(
         exhausted: false,
         by_duration: false,
         wake: None,
+        levels: match &cfg.load {
+            Load::ClosedRamp { levels } => levels.iter().skip(1).copied().collect(),
+            _ => VecDeque::new(),
+        },
     };
     drive(&mut d, source, cfg.grace, cancel, sink).await;
     d.ticker = None;
@@ -359,9 +402,11 @@ async fn drive(
     let stop_sleep = tokio::time::sleep_until(far.into());
     let grace_sleep = tokio::time::sleep_until(far.into());
     let wake_sleep = tokio::time::sleep_until(far.into());
-    tokio::pin!(stop_sleep, grace_sleep, wake_sleep);
+    let level_sleep = tokio::time::sleep_until(far.into());
+    tokio::pin!(stop_sleep, grace_sleep, wake_sleep, level_sleep);
     let mut armed = false;
     loop {
+        d.due_levels();
         d.fill(source);
         if let (false, Some(at)) = (armed, d.stop_at) {
             stop_sleep.as_mut().reset(at.into());
@@ -374,10 +419,15 @@ async fn drive(
         if let Some(at) = d.wake {
             wake_sleep.as_mut().reset(at.into());
         }
+        let level_at = d.levels.front().map(|l| d.t0 + l.0);
+        if let Some(at) = level_at {
+            level_sleep.as_mut().reset(at.into());
+        }
         tokio::select! {
             biased;
             Some(rec) = d.in_flight.next(), if !d.in_flight.is_empty() => d.complete(rec, source, sink),
             () = &mut wake_sleep, if d.wake.is_some() && !d.stopping => d.wake = None,
+            () = &mut level_sleep, if level_at.is_some() && !d.stopping => d.due_levels(),
             tick = next_tick(&mut d.ticker), if wants_tick => {
                 d.due = tick;
                 d.stopping |= tick.is_none();

@@ -27,7 +27,8 @@ pub const STEP_METRICS: [&str; 9] = [
     "latency_p50",
 ];
 
-/// One step's window on the records' time base, and its planned rate (req/s).
+/// One step's window on the records' time base, and its planned load: a rate ramp's
+/// mean rate (req/s), a concurrency ramp's mean slots (requests in flight).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepWindow {
     pub rate: f64,

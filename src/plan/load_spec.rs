@@ -62,6 +62,12 @@ pub struct LoadSpec {
     /// (`requests`, when set, takes the first ones); no warmup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<super::RampSpec>,
+    /// Closed loop whose concurrency changes within the run, instead of `concurrency`: a
+    /// curve (`{ from = 1, to = 64, over = "60s", shape = "step", steps = 4 }`) or a series
+    /// (`{ concurrencies = [1, 4, 16], step = "10s" }`). The run ends with the ramp;
+    /// `requests` or `duration` may end it sooner. No warmup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_ramp: Option<super::ConcurrencyRampSpec>,
     /// Open loop: most requests in flight at once (unbounded when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]

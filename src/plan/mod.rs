@@ -14,7 +14,7 @@ pub mod telemetry_spec;
 pub use access::{PathsSpec, TlsSpec};
 pub use load_spec::*;
 pub use matrix::MatrixSpec;
-pub use ramp_spec::{RampShape, RampSpec};
+pub use ramp_spec::{ConcurrencyRampSpec, RampShape, RampSpec};
 pub use request_spec::*;
 pub use spec::*;
 pub use telemetry_spec::TelemetrySpec;

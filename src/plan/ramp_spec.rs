@@ -58,3 +58,59 @@ pub struct RampSpec {
     #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "168h"))]
     pub step: Option<HumanDuration>,
 }
+
+/// A closed loop whose concurrency changes within the run
+/// (`load = { concurrency_ramp = { ... } }`): the number of requests in flight follows a
+/// curve (`from`, `to`, `over`, `shape`, and `steps` for a step shape), rounded to whole
+/// slots, or a series (`concurrencies`, `step`). A rise starts new requests at once; a fall
+/// lets requests in flight finish. The run ends with the curve (or its `duration`, or
+/// `requests`); its prompts are drawn as they are sent, as for a `duration` closed loop.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConcurrencyRampSpec {
+    /// Requests in flight at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
+    pub from: Option<u32>,
+    /// Requests in flight at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
+    pub to: Option<u32>,
+    /// How long the ramp lasts: the run ends with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "168h"))]
+    pub over: Option<HumanDuration>,
+    /// `linear` (the default), `exponential` or `step`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<RampShape>,
+    /// A step shape: how many concurrencies (at least 2), evenly spaced and rounded. A
+    /// linear or exponential ramp: how many equal windows its per-step metrics cut it into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 2, max = ranges::MAX_RAMP_STEPS))]
+    pub steps: Option<u32>,
+    /// A concurrency series: each held for `step`, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1, max = ranges::MAX_RAMP_STEPS))]
+    #[schemars(inner(range(min = 1, max = ranges::MAX_CONCURRENCY)))]
+    pub concurrencies: Vec<u32>,
+    /// A concurrency series: how long each concurrency is held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "168h"))]
+    pub step: Option<HumanDuration>,
+}
+
+impl ConcurrencyRampSpec {
+    /// The same curve as a ramp table with numbers for values (the planner's one curve
+    /// type reads both).
+    pub fn as_curve(&self) -> RampSpec {
+        RampSpec {
+            from: self.from.map(f64::from),
+            to: self.to.map(f64::from),
+            over: self.over,
+            shape: self.shape,
+            steps: self.steps,
+            rates: self.concurrencies.iter().map(|&c| f64::from(c)).collect(),
+            step: self.step,
+        }
+    }
+}

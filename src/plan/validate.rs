@@ -81,6 +81,9 @@ impl<'a> Checker<'a> {
         if let Some(options) = schema.get("enum").and_then(Value::as_array) {
             self.enumeration(node, options, path);
         }
+        if let Some(value) = schema.get("const") {
+            self.enumeration(node, std::slice::from_ref(value), path);
+        }
         match &node.kind {
             NodeKind::Map(_) => self.object(node, schema, path),
             NodeKind::Seq(items) => self.array(node, items, schema, path),
@@ -250,6 +253,14 @@ impl<'a> Checker<'a> {
     }
 
     fn any_of(&mut self, node: &Node, branches: &'a [Value], path: &[Step]) {
+        // An enum whose variants carry their own docs is a `oneOf` of `const`s (and
+        // `enum`s): one list of its values, with a did-you-mean, not a branch per value.
+        if let Some(options) = self.options(branches) {
+            if matches!(node.kind, NodeKind::Str(_)) {
+                self.enumeration(node, &options, path);
+                return;
+            }
+        }
         let mut compatible = Vec::new();
         for b in branches {
             let mut trial = Checker {
@@ -280,8 +291,25 @@ impl<'a> Checker<'a> {
         ));
     }
 
+    /// Every value the branches allow, when each is a `const` or an `enum`.
+    fn options(&self, branches: &[Value]) -> Option<Vec<Value>> {
+        let mut out = Vec::new();
+        for b in branches {
+            let b = self.resolve(b);
+            match (b.get("const"), b.get("enum").and_then(Value::as_array)) {
+                (Some(c), _) => out.push(c.clone()),
+                (None, Some(list)) => out.extend(list.iter().cloned()),
+                (None, None) => return None,
+            }
+        }
+        Some(out)
+    }
+
     fn describe(&self, schema: &Value) -> String {
         let s = self.resolve(schema);
+        if let Some(c) = s.get("const") {
+            return c.as_str().map_or(c.to_string(), |x| format!("`{x}`"));
+        }
         if let Some(options) = s.get("enum").and_then(Value::as_array) {
             let names: Vec<String> = options
                 .iter()

@@ -5,6 +5,7 @@
 //! request fields (`RequestPlan`); no stage after it reads the optional keys again.
 //! Knows nothing about HTTP or storage.
 
+pub mod concurrency_ramp;
 mod entries;
 mod locate;
 pub mod matrix;
@@ -170,7 +171,8 @@ pub fn display_value(value: &Value) -> String {
             if map.contains_key("concurrency")
                 || map.contains_key("rate")
                 || map.contains_key("search")
-                || map.contains_key("ramp") =>
+                || map.contains_key("ramp")
+                || map.contains_key("concurrency_ramp") =>
         {
             load_label(map)
         }
@@ -214,7 +216,10 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
         parts.push(format!("rate={r}/s"));
     }
     if let Some(ramp) = map.get("ramp").and_then(Value::as_object) {
-        parts.push(ramp_label(ramp));
+        parts.push(ramp_label(ramp, "rates", "/s"));
+    }
+    if let Some(ramp) = map.get("concurrency_ramp").and_then(Value::as_object) {
+        parts.push(ramp_label(ramp, "concurrencies", ""));
     }
     if let Some(n) = map.get("requests") {
         parts.push(format!("n={n}"));
@@ -225,23 +230,26 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
     parts.join(" ")
 }
 
-/// A ramp as `expand` shows it: `ramp 1..64/s linear over 60s` or `rates 5,20,60/s step 1s`.
-fn ramp_label(ramp: &serde_json::Map<String, Value>) -> String {
+/// A ramp as `expand` shows it: `ramp 1..64/s linear over 60s` or `rates 5,20,60/s step 1s`
+/// (a concurrency ramp: `c=1..64 step over 60s steps=4` or `c=1,4,16 step 10s`).
+fn ramp_label(ramp: &serde_json::Map<String, Value>, series: &str, unit: &str) -> String {
     let num = |v: &Value| match v.as_f64() {
         Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
         _ => display_value(v),
     };
     let text = |k: &str| ramp.get(k).map(num).unwrap_or_default();
-    if let Some(rates) = ramp.get("rates").and_then(Value::as_array) {
+    if let Some(rates) = ramp.get(series).and_then(Value::as_array) {
         let list: Vec<String> = rates.iter().map(num).collect();
-        return format!("rates {}/s step {}", list.join(","), text("step"));
+        let head = if series == "rates" { "rates " } else { "c=" };
+        return format!("{head}{}{unit} step {}", list.join(","), text("step"));
     }
     let shape = ramp.get("shape").map_or("linear".into(), display_value);
     let steps = ramp
         .get("steps")
         .map_or(String::new(), |n| format!(" steps={}", display_value(n)));
+    let head = if series == "rates" { "ramp " } else { "c=" };
     format!(
-        "ramp {}..{}/s {shape} over {}{steps}",
+        "{head}{}..{}{unit} {shape} over {}{steps}",
         text("from"),
         text("to"),
         text("over")

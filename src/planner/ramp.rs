@@ -179,67 +179,99 @@ impl RateCurve {
     }
 }
 
-/// What is wrong with a ramp table itself (its ranges are the schema's, checked before).
+/// How a ramp's errors name its keys: a rate ramp's or a concurrency ramp's.
+#[derive(Debug, Clone, Copy)]
+pub struct RampWords {
+    /// The load key (`ramp`, `concurrency_ramp`).
+    pub key: &'static str,
+    /// What it varies (`rate`, `concurrency`), and the series key (`rates`, `concurrencies`).
+    pub noun: &'static str,
+    pub series: &'static str,
+    /// A curve's and a series' values as written in the examples.
+    pub example: (&'static str, &'static str),
+}
+
+/// A rate ramp's words.
+pub const RATE_WORDS: RampWords = RampWords {
+    key: "ramp",
+    noun: "rate",
+    series: "rates",
+    example: ("from = 1, to = 64", "[1, 2, 4]"),
+};
+
+/// What is wrong with a rate ramp table itself (its ranges are the schema's, checked before).
 pub fn ramp_problems(spec: &RampSpec) -> Vec<String> {
+    let mut out = curve_problems(spec, &RATE_WORDS);
+    if let Some(r) = spec
+        .rates
+        .iter()
+        .find(|r| !(ranges::MIN_RATE..=ranges::MAX_RATE).contains(*r))
+    {
+        out.push(format!(
+            "ramp rate {r} is out of range: each rate is from {} to {} req/s",
+            ranges::MIN_RATE,
+            ranges::MAX_RATE
+        ));
+    }
+    out
+}
+
+/// What is wrong with a ramp's curve or series, in the words of its kind (`w`).
+pub fn curve_problems(spec: &RampSpec, w: &RampWords) -> Vec<String> {
     let mut out = Vec::new();
+    let RampWords {
+        key,
+        noun,
+        series,
+        example: (curve_ex, series_ex),
+    } = *w;
     let curve = spec.from.is_some() || spec.to.is_some() || spec.over.is_some();
     if !spec.rates.is_empty() {
         if curve {
-            out.push("a ramp is a curve (`from`, `to`, `over`) or a rate series (`rates`, `step`), not both: keep one".into());
+            out.push(format!("a {key} is a curve (`from`, `to`, `over`) or a {noun} series (`{series}`, `step`), not both: keep one"));
         }
         if spec.step.is_none() {
-            out.push(
-                "a rate series needs `step`, how long each rate is held (like `step = \"10s\"`)"
-                    .into(),
-            );
+            out.push(format!(
+                "a {noun} series needs `step`, how long each {noun} is held (like `step = \"10s\"`)"
+            ));
         }
         if spec.shape.is_some_and(|s| s != RampShape::Step) || spec.steps.is_some() {
-            out.push("a rate series is a step shape of its own: drop `shape` and `steps`".into());
+            out.push(format!(
+                "a {noun} series is a step shape of its own: drop `shape` and `steps`"
+            ));
         }
         if spec.rates.len() > ranges::MAX_RAMP_STEPS as usize {
             out.push(format!(
-                "a rate series has at most {} rates, got {}",
+                "a {noun} series has at most {} {series}, got {}",
                 ranges::MAX_RAMP_STEPS,
                 spec.rates.len()
-            ));
-        }
-        if let Some(r) = spec
-            .rates
-            .iter()
-            .find(|r| !(ranges::MIN_RATE..=ranges::MAX_RATE).contains(*r))
-        {
-            out.push(format!(
-                "ramp rate {r} is out of range: each rate is from {} to {} req/s",
-                ranges::MIN_RATE,
-                ranges::MAX_RATE
             ));
         }
         return out;
     }
     if spec.step.is_some() {
-        out.push(
-            "`step` belongs to a rate series (`rates = [...]`); a curve's steps are `steps = N`"
-                .into(),
-        );
+        out.push(format!(
+            "`step` belongs to a {noun} series (`{series} = [...]`); a curve's steps are `steps = N`"
+        ));
     }
-    for (key, set) in [
+    for (k, set) in [
         ("from", spec.from.is_some()),
         ("to", spec.to.is_some()),
         ("over", spec.over.is_some()),
     ] {
         if !set {
             out.push(format!(
-                "a ramp needs `{key}`: write `ramp = {{ from = 1, to = 64, over = \"60s\" }}` or a rate series `ramp = {{ rates = [1, 2, 4], step = \"10s\" }}`"
+                "a {key} needs `{k}`: write `{key} = {{ {curve_ex}, over = \"60s\" }}` or a {noun} series `{key} = {{ {series} = {series_ex}, step = \"10s\" }}`"
             ));
         }
     }
     if spec.over.is_some_and(|d| d.0.is_zero()) {
-        out.push("a ramp's `over` must be longer than zero".into());
+        out.push(format!("a {key}'s `over` must be longer than zero"));
     }
     if spec.shape == Some(RampShape::Step) && spec.steps.is_none() {
-        out.push(
-            "a step ramp needs `steps`, how many rates from `from` to `to` (at least 2)".into(),
-        );
+        out.push(format!(
+            "a step {key} needs `steps`, how many {series} from `from` to `to` (at least 2)"
+        ));
     }
     out
 }
@@ -261,9 +293,6 @@ pub fn ramp_load_problems(load: &LoadSpec, spec: &RampSpec) -> Vec<String> {
         out.push(
             "a ramp has no warmup: its first requests meet the lowest rate (drop `warmup`)".into(),
         );
-    }
-    if load.repeat.is_some_and(|n| n > 1) {
-        out.push("`repeat` is not yet supported with a ramp".into());
     }
     if let Some(curve) = RateCurve::of(spec) {
         let n = curve.total();

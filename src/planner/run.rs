@@ -97,6 +97,9 @@ pub enum Load {
         constant: bool,
         max_in_flight: Option<u32>,
     },
+    /// A closed loop whose slots follow a concurrency ramp (`RunSpec::concurrency_ramp`),
+    /// from `first` requests in flight and at most `most`, ending with the ramp.
+    ClosedRamp { first: u32, most: u32 },
     /// An SLA search over `variable`: its trials are runs of their own
     /// (`planner::search::probe_run`), each closed or open.
     Search { variable: SearchVariable },
@@ -126,6 +129,15 @@ impl Load {
                 max_in_flight: load.max_in_flight,
             };
         }
+        if let Some(spec) = &load.concurrency_ramp {
+            let levels = super::concurrency_ramp::curve_of(spec)
+                .map(|c| super::concurrency_ramp::slot_levels(&c))
+                .unwrap_or_default();
+            return Load::ClosedRamp {
+                first: levels.first().map_or(1, |l| l.1),
+                most: levels.iter().map(|l| l.1).max().unwrap_or(1),
+            };
+        }
         if load.ramp.is_some() {
             return Load::Ramp {
                 constant: load.arrivals == Some(Arrivals::Constant),
@@ -153,6 +165,7 @@ impl Load {
     pub fn in_flight(&self) -> Option<u32> {
         match *self {
             Load::Closed { concurrency } => Some(concurrency),
+            Load::ClosedRamp { most, .. } => Some(most),
             Load::Open { max_in_flight, .. }
             | Load::Trace { max_in_flight }
             | Load::Ramp { max_in_flight, .. } => max_in_flight,
@@ -174,6 +187,16 @@ impl RunSpec {
             .ramp
             .as_ref()
             .and_then(super::RateCurve::of)
+    }
+
+    /// The curve of a concurrency ramp (`None` for any other load): requests in flight
+    /// over time (`planner::concurrency_ramp`).
+    pub fn concurrency_ramp(&self) -> Option<super::RateCurve> {
+        self.settings
+            .load
+            .concurrency_ramp
+            .as_ref()
+            .and_then(super::concurrency_ramp::curve_of)
     }
 
     /// The model name sent in requests.

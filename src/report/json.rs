@@ -5,7 +5,7 @@
 //! `failures` ({class: count}, HTTP split by status), `client_bound` (reason|null),
 //! `warnings` ([text]), `error` (text|null) and `gates` ([{gate, condition, passed,
 //! value, baseline, message}], the verdicts of this report on this run); a ramped run
-//! adds `steps` ([{rate, start_s, end_s, metrics}], `report::ramp_steps`).
+//! adds `steps` ([{rate or concurrency, start_s, end_s, metrics}], `report::ramp_steps`).
 
 use serde_json::{json, Map, Value};
 

@@ -156,13 +156,22 @@ impl Labels {
             // One key that tells every value apart is label enough (`concurrency=8`
             // rather than `concurrency=8 requests=256 warmup=8`).
             let whole = |r: &StoredRun| axis_label(r.axes.get(&axis));
+            // ... when every run has it: `concurrency=4` beside `rate=5` is no label for
+            // the second; those keep every varying key, each run showing the ones it has.
             let distinct = |k: &String| {
                 runs.iter().all(|a| {
-                    runs.iter()
-                        .all(|b| sub(a, k) != sub(b, k) || whole(a) == whole(b))
+                    a.axes.get(&axis).and_then(|v| v.get(k)).is_some()
+                        && runs
+                            .iter()
+                            .all(|b| sub(a, k) != sub(b, k) || whole(a) == whole(b))
                 })
             };
-            keys.sort_by_key(|k| !matches!(k.as_str(), "concurrency" | "rate" | "ramp" | "search"));
+            keys.sort_by_key(|k| {
+                !matches!(
+                    k.as_str(),
+                    "concurrency" | "rate" | "ramp" | "concurrency_ramp" | "search"
+                )
+            });
             if let Some(k) = keys.iter().find(|k| distinct(k)).cloned() {
                 keys = vec![k];
             }
@@ -177,11 +186,20 @@ impl Labels {
     /// The label of one axis value.
     pub fn value(&self, axis: &str, value: Option<&Value>) -> String {
         match (value, self.varying_keys.get(axis)) {
-            (Some(Value::Object(map)), Some(keys)) if !keys.is_empty() => keys
-                .iter()
-                .map(|k| format!("{k}={}", axis_label(map.get(k))))
-                .collect::<Vec<_>>()
-                .join(" "),
+            (Some(Value::Object(map)), Some(keys)) if !keys.is_empty() => {
+                // The varying keys this value has (all of them, `—` each, when it has none).
+                let own: Vec<&String> = keys.iter().filter(|k| map.contains_key(*k)).collect();
+                let shown = if own.is_empty() {
+                    keys.iter().collect()
+                } else {
+                    own
+                };
+                shown
+                    .iter()
+                    .map(|k| format!("{k}={}", axis_label(map.get(*k))))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
             _ => axis_label(value),
         }
     }

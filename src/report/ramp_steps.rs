@@ -1,8 +1,9 @@
 //! Ramps in reports: the per-step metrics of a ramped run (README, "Ramps"), read from
-//! its extras (`time.steps`: each step's planned rate, its window and its metrics, as
-//! the suite stored them; a run without steps shows none). Shown after the pivot as one
-//! table row per step in the table and Markdown, with two charts in the HTML (TTFT p50
-//! and output tok/s against each step's rate), and as `steps` in the JSON.
+//! its extras (`time.steps`: each step's planned rate, or a concurrency ramp's
+//! concurrency, its window and its metrics, as the suite stored them; a run without steps
+//! shows none). Shown after the pivot as one table row per step in the table and
+//! Markdown, with two charts in the HTML per kind of ramp (TTFT p50 and output tok/s
+//! against each step's rate or concurrency), and as `steps` in the JSON.
 
 use serde_json::Value;
 
@@ -29,6 +30,44 @@ fn at(step: &Value, key: &str) -> Option<f64> {
     step.get(key)?.as_f64()
 }
 
+/// What a run's steps are planned by: a rate ramp's rate or a concurrency ramp's slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Rate,
+    Concurrency,
+}
+
+impl Kind {
+    fn of(steps: &[Value]) -> Kind {
+        match steps.first().and_then(|s| s.get("concurrency")) {
+            Some(_) => Kind::Concurrency,
+            None => Kind::Rate,
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Rate => "rate",
+            Kind::Concurrency => "concurrency",
+        }
+    }
+
+    fn header(self) -> &'static str {
+        match self {
+            Kind::Rate => "rate (req/s)",
+            Kind::Concurrency => "concurrency",
+        }
+    }
+
+    /// A step's load in a column both kinds share: `5/s`, `c=4`.
+    fn mixed(self, v: &str) -> String {
+        match self {
+            Kind::Rate => format!("{v}/s"),
+            Kind::Concurrency => format!("c={v}"),
+        }
+    }
+}
+
 /// One row per step of every ramped run: the run, the step's planned rate and window,
 /// then each of `STEP_METRICS` in its display unit.
 pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
@@ -50,18 +89,25 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
             (*m, display_for(m, &values))
         })
         .collect();
-    let mut header: Vec<String> = ["run", "step", "rate (req/s)", "from (s)", "to (s)"]
+    let kinds: Vec<Kind> = ramped.iter().map(|(_, s)| Kind::of(s)).collect();
+    let one_kind = kinds.windows(2).all(|w| w[0] == w[1]);
+    let load_header = if one_kind { kinds[0].header() } else { "load" };
+    let mut header: Vec<String> = ["run", "step", load_header, "from (s)", "to (s)"]
         .map(String::from)
         .to_vec();
     header.extend(displays.iter().map(|(m, d)| d.header(m)));
     let mut rows = Vec::new();
-    for (run, steps) in ramped {
+    for ((run, steps), kind) in ramped.into_iter().zip(kinds) {
         for (k, step) in steps.iter().enumerate() {
             let text = |v: Option<f64>| v.map_or(UNKNOWN.to_string(), number);
+            let load = match (text(at(step, kind.key())), one_kind) {
+                (v, true) => v,
+                (v, false) => kind.mixed(&v),
+            };
             let mut row = vec![
                 format!("#{} {}", run.ordinal, labels.run(run)),
                 (k + 1).to_string(),
-                text(at(step, "rate")),
+                load,
                 text(at(step, "start_s")),
                 text(at(step, "end_s")),
             ];
@@ -83,15 +129,17 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
     })
 }
 
-/// TTFT p50 and output tok/s against each step's planned rate, one line per ramped run.
+/// TTFT p50 and output tok/s against each step's planned rate, one line per rate-ramped
+/// run; then the same against each step's concurrency, one line per concurrency ramp.
 pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
     let labels = Labels::new(runs);
-    let series = |name: &str| -> Vec<Series> {
+    let series = |kind: Kind, name: &str| -> Vec<Series> {
         runs.iter()
             .filter_map(|r| {
-                let points = steps_of(r)?
+                let steps = steps_of(r).filter(|s| Kind::of(s) == kind)?;
+                let points = steps
                     .iter()
-                    .filter_map(|s| at(s, "rate").zip(metric(s, name)))
+                    .filter_map(|s| at(s, kind.key()).zip(metric(s, name)))
                     .collect::<Vec<_>>();
                 (!points.is_empty()).then(|| Series {
                     name: format!("#{} {}", r.ordinal, labels.run(r)),
@@ -102,23 +150,25 @@ pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
             })
             .collect()
     };
-    let chart = |title: &str, y: &str, name: &str| Chart {
-        title: title.into(),
-        x_label: "step rate (req/s)".into(),
-        y_label: y.into(),
-        series: series(name),
-        x_range: None,
-    };
-    let out = vec![
-        chart("TTFT p50 per ramp step", "TTFT p50 (ms)", "ttft_p50"),
-        chart(
-            "Output tokens/s per ramp step",
-            "output tok/s",
-            "output_tps",
-        ),
-    ];
-    if out.iter().all(|c| c.series.is_empty()) {
-        return Vec::new();
+    let mut out = Vec::new();
+    for (kind, per, x_label) in [
+        (Kind::Rate, "ramp step", "step rate (req/s)"),
+        (Kind::Concurrency, "concurrency step", "step concurrency"),
+    ] {
+        let chart = |title: &str, y: &str, name: &str| Chart {
+            title: format!("{title} per {per}"),
+            x_label: x_label.into(),
+            y_label: y.into(),
+            series: series(kind, name),
+            x_range: None,
+        };
+        let pair = [
+            chart("TTFT p50", "TTFT p50 (ms)", "ttft_p50"),
+            chart("Output tokens/s", "output tok/s", "output_tps"),
+        ];
+        if pair.iter().any(|c| !c.series.is_empty()) {
+            out.extend(pair);
+        }
     }
     out
 }
@@ -167,5 +217,36 @@ mod tests {
         assert_eq!(c[0].series[0].points, [(5.0, 10.5), (20.0, 30.0)]);
         assert_eq!(c[1].series[0].points, [(5.0, 40.0)]);
         assert!(grid(&[run(json!([]))]).is_none());
+    }
+
+    #[test]
+    fn concurrency_steps_have_their_own_column_and_charts() {
+        let conc = run(json!([
+            {"concurrency": 1.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"ttft_p50": 10.0, "output_tps": 80.0}},
+            {"concurrency": 8.0, "start_s": 1.0, "end_s": 2.0, "metrics": {"ttft_p50": 50.0, "output_tps": 200.0}},
+        ]));
+        let g = grid(std::slice::from_ref(&conc)).unwrap();
+        assert_eq!(
+            (g.header[2].as_str(), g.rows[1][2].as_str()),
+            ("concurrency", "8")
+        );
+        let c = charts(std::slice::from_ref(&conc));
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].title, "TTFT p50 per concurrency step");
+        assert_eq!(c[0].x_label, "step concurrency");
+        assert_eq!(c[0].series[0].points, [(1.0, 10.0), (8.0, 50.0)]);
+        // Both kinds: one load column that says which, and a pair of charts per kind.
+        let rate =
+            run(json!([{"rate": 5.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"ttft_p50": 9.0}}]));
+        let both = [rate, conc];
+        let g = grid(&both).unwrap();
+        assert_eq!(g.header[2], "load");
+        assert_eq!(
+            (g.rows[0][2].as_str(), g.rows[2][2].as_str()),
+            ("5/s", "c=8")
+        );
+        let c = charts(&both);
+        assert_eq!(c.len(), 4);
+        assert_eq!(c[0].title, "TTFT p50 per ramp step");
     }
 }

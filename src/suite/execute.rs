@@ -121,9 +121,7 @@ fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
         load: super::traffic::load(prepared, engine_load(run), load.max_in_flight),
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
-        duration: load
-            .duration
-            .map(|d| d.0)
+        duration: super::run_terms::engine_duration(run)
             .filter(|_| prepared.conversation.is_none()),
         grace: GRACE,
     }
@@ -169,7 +167,7 @@ async fn prime(
     sink: &mut (impl FnMut(RequestRecord) + Send),
 ) -> Result<(u64, Vec<String>), RunnerError> {
     let Some((mut source, load, duration)) =
-        super::priming::take(run, prepared, cfg.load, &ctx.log)?
+        super::priming::take(run, prepared, cfg.load.clone(), &ctx.log)?
     else {
         return Ok((0, Vec::new()));
     };
@@ -354,13 +352,14 @@ fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -
         slos: ctx.slos.to_vec(),
         first_wave: match run.load() {
             planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
+            planner::Load::ClosedRamp { first, .. } => first.max(1) as usize,
             _ => 1,
         },
         shape: match run.load() {
             planner::Load::Closed { concurrency } => LoadShape::Closed {
                 concurrency: concurrency.max(1) as usize,
             },
-            planner::Load::Ramp { .. } => LoadShape::Ramp,
+            planner::Load::Ramp { .. } | planner::Load::ClosedRamp { .. } => LoadShape::Ramp,
             _ => LoadShape::Open,
         },
         turns: prepared.conversation.is_some(),

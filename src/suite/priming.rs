@@ -31,7 +31,7 @@ pub(super) fn take(
     }
     if let Some(production) = &mut prepared.built_as_sent {
         let source = production.source(super::produce::Pass::Priming, Some(log.clone()))?;
-        let duration = run.settings.load.duration.map(|d| d.0);
+        let duration = super::run_terms::engine_duration(run);
         return Ok(Some((Source::Built(source), planned, duration)));
     }
     Ok(list_pass(run, prepared, planned))

@@ -42,6 +42,13 @@ pub fn slos_of(slo: &BTreeMap<String, String>) -> Result<Vec<Slo>, RunnerError> 
 pub fn engine_load(run: &RunSpec) -> Load {
     match run.load() {
         planner::Load::Closed { concurrency } => Load::Closed { concurrency },
+        planner::Load::ClosedRamp { .. } => Load::ClosedRamp {
+            levels: run
+                .concurrency_ramp()
+                .map(|c| planner::concurrency_ramp::slot_levels(&c))
+                .unwrap_or_default()
+                .into(),
+        },
         planner::Load::Open {
             rate,
             process,
@@ -56,6 +63,16 @@ pub fn engine_load(run: &RunSpec) -> Load {
             Load::Scheduled { max_in_flight }
         }
         planner::Load::Search { .. } => Load::Closed { concurrency: 1 },
+    }
+}
+
+/// The engine's soft stop of a run's passes: the load's `duration`; a concurrency ramp
+/// ends with its curve (or its `duration`, when shorter).
+pub fn engine_duration(run: &RunSpec) -> Option<std::time::Duration> {
+    let load = &run.settings.load;
+    match run.concurrency_ramp() {
+        Some(curve) => Some(planner::concurrency_ramp::run_span(&curve, load)),
+        None => load.duration.map(|d| d.0),
     }
 }
 

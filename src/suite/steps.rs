@@ -1,9 +1,11 @@
 //! A ramped run's per-step metrics, at its end: the steps of its rate curve
-//! (`planner::RateCurve::steps`), then one streaming pass over the stored rows to fold
-//! them (`metrics::steps`; flat memory, whatever the run's size). They go to the run's
-//! extras as `time.steps`: `[{"rate", "start_s", "end_s", "metrics": {...}}]`, where
-//! the report reads them. A run without a ramp, or a linear or exponential ramp
-//! without `steps`, has none.
+//! (`planner::RateCurve::steps`) or concurrency curve
+//! (`planner::concurrency_ramp::concurrency_steps`), then one streaming pass over the
+//! stored rows to fold them (`metrics::steps`; flat memory, whatever the run's size). They
+//! go to the run's extras as `time.steps`: `[{"rate", "start_s", "end_s", "metrics":
+//! {...}}]` (`"concurrency"` instead of `"rate"` for a concurrency ramp), where the report
+//! reads them. A run without a ramp, or a linear or exponential ramp without `steps`, has
+//! none.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,6 +13,7 @@ use serde_json::{json, Map, Value};
 
 use crate::metrics::steps::{StepFold, StepWindow};
 use crate::metrics::MetricDefinitions;
+use crate::planner::concurrency_ramp::concurrency_steps;
 use crate::planner::RunSpec;
 use crate::store::Store;
 
@@ -21,9 +24,12 @@ pub(super) fn measure(
     definitions: MetricDefinitions,
     time: &mut Value,
 ) -> Option<String> {
-    let windows: Vec<StepWindow> = run
-        .ramp()?
-        .steps()
+    let (steps, key) = match (run.ramp(), run.concurrency_ramp()) {
+        (Some(rate), _) => (rate.steps(), "rate"),
+        (None, Some(c)) => (concurrency_steps(&c), "concurrency"),
+        (None, None) => return None,
+    };
+    let windows: Vec<StepWindow> = steps
         .into_iter()
         .map(|s| StepWindow {
             rate: s.rate,
@@ -62,12 +68,12 @@ pub(super) fn measure(
                     (name, value)
                 })
                 .collect();
-            json!({
-                "rate": s.window.rate,
-                "start_s": s.window.start.as_secs_f64(),
-                "end_s": s.window.end.as_secs_f64(),
-                "metrics": metrics,
-            })
+            let mut step = Map::new();
+            step.insert(key.into(), json!(s.window.rate));
+            step.insert("start_s".into(), json!(s.window.start.as_secs_f64()));
+            step.insert("end_s".into(), json!(s.window.end.as_secs_f64()));
+            step.insert("metrics".into(), Value::Object(metrics));
+            Value::Object(step)
         })
         .collect();
     time["steps"] = Value::from(steps);
