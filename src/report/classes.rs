@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::format::{display_for, number};
+use super::format::{displays_of, number};
 use super::grid::{Grid, UNKNOWN};
 use super::pivot::Labels;
 use super::ReportError;
@@ -112,16 +112,12 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
         return None;
     }
     let labels = Labels::new(runs);
-    let displays: Vec<_> = CLASS_METRICS
-        .iter()
-        .map(|m| {
-            let values: Vec<f64> = mixed
-                .iter()
-                .flat_map(|(r, cs)| cs.iter().filter_map(|c| value(r, m, &c.name)))
-                .collect();
-            (*m, display_for(m, &values))
-        })
-        .collect();
+    let displays = displays_of(&CLASS_METRICS, |m| {
+        mixed
+            .iter()
+            .flat_map(|(r, cs)| cs.iter().filter_map(|c| value(r, m, &c.name)))
+            .collect()
+    });
     let mut header: Vec<String> = ["run", "class", "dataset", "share planned", "share measured"]
         .map(String::from)
         .to_vec();

@@ -11,6 +11,18 @@ pub struct Display {
 }
 
 /// Chooses the display unit of `metric` for a column holding `values`.
+/// Each of `metrics` with its display, chosen for the values `values_of` gives it (the
+/// one rule of a table's columns: a unit every value of the column reads well in).
+pub fn displays_of<'m>(
+    metrics: &[&'m str],
+    values_of: impl Fn(&str) -> Vec<f64>,
+) -> Vec<(&'m str, Display)> {
+    metrics
+        .iter()
+        .map(|m| (*m, display_for(m, &values_of(m))))
+        .collect()
+}
+
 pub fn display_for(metric: &str, values: &[f64]) -> Display {
     let max = values.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
     let (suffix, scale) = match unit_of(metric) {

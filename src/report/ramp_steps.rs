@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::format::{display_for, number};
+use super::format::{displays_of, number};
 use super::grid::{Grid, UNKNOWN};
 use super::pivot::Labels;
 use super::svg::{Chart, Series};
@@ -79,16 +79,12 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
         return None;
     }
     let labels = Labels::new(runs);
-    let displays: Vec<_> = STEP_METRICS
-        .iter()
-        .map(|m| {
-            let values: Vec<f64> = ramped
-                .iter()
-                .flat_map(|(_, s)| s.iter().filter_map(|st| metric(st, m)))
-                .collect();
-            (*m, display_for(m, &values))
-        })
-        .collect();
+    let displays = displays_of(&STEP_METRICS, |m| {
+        ramped
+            .iter()
+            .flat_map(|(_, s)| s.iter().filter_map(|st| metric(st, m)))
+            .collect()
+    });
     let kinds: Vec<Kind> = ramped.iter().map(|(_, s)| Kind::of(s)).collect();
     let one_kind = kinds.windows(2).all(|w| w[0] == w[1]);
     let load_header = if one_kind { kinds[0].header() } else { "load" };
