@@ -103,13 +103,18 @@ fn url_problems(name: &str, ep: &EndpointSpec, tree: &Node) -> Vec<Diagnostic> {
     diags
 }
 
+/// Whether `h` is a valid HTTP header name (an RFC 9110 token).
+pub fn is_header_name(h: &str) -> bool {
+    !h.is_empty()
+        && h.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
 fn session_problems(name: &str, ep: &EndpointSpec, tree: &Node) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let err = |msg: String, path: &[&str]| Diagnostic::error(msg, Some(at(tree, path)));
     if let Some(h) = &ep.session_header {
-        let token = !h.is_empty()
-            && h.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        let token = is_header_name(h);
         let taken = h.eq_ignore_ascii_case("x-request-id")
             || ep.headers.keys().any(|k| k.eq_ignore_ascii_case(h));
         if !token || taken {
