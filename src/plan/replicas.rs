@@ -130,6 +130,26 @@ fn session_problems(name: &str, ep: &EndpointSpec, tree: &Node) -> Vec<Diagnosti
                 .with_help("use a name such as \"x-session-id\""),
             );
         }
+        // A simulator that routes its workers by session reads one header name: an
+        // endpoint sending its id under another would be routed round robin, unawares.
+        let routes = ep.sim.as_ref().filter(|s| {
+            s.workers > 1 && s.route.unwrap_or_default() == super::sim_settings::RouteRule::Session
+        });
+        if let Some(sim) = routes.filter(|s| !s.session_header().eq_ignore_ascii_case(h)) {
+            let reads = sim.session_header();
+            diags.push(
+                err(
+                    format!(
+                        "endpoint `{name}`: session_header `{h}` is not the header its \
+                         simulator routes by (`{reads}`)"
+                    ),
+                    &["endpoints", name, "session_header"],
+                )
+                .with_help(format!(
+                    "send `{reads}`, or set the simulator's `session_header = \"{h}\"`"
+                )),
+            );
+        }
     }
     diags
 }
