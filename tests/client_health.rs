@@ -52,6 +52,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 max_output_tokens: None,
                 headers: Vec::new(),
                 session: None,
+                class: None,
             }
         })
         .collect()

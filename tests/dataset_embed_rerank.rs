@@ -30,6 +30,7 @@ fn run(tok: &Arc<Tokenizer>, spec: serde_json::Value, count: usize) -> Materiali
         first: 0,
         count,
         template_kwargs: Default::default(),
+        classes: Vec::new(),
     };
     materialize(&spec, &ctx).unwrap()
 }
@@ -98,6 +99,7 @@ fn rerank_needs_query_tokens() {
         first: 0,
         count: 1,
         template_kwargs: Default::default(),
+        classes: Vec::new(),
     };
     let err = materialize(&spec, &ctx).unwrap_err();
     assert!(err.to_string().contains("query_tokens"), "{err}");
@@ -124,6 +126,7 @@ fn embedding_and_rerank_files() {
         first: 0,
         count,
         template_kwargs: Default::default(),
+        classes: Vec::new(),
     };
     let spec = |v| serde_json::from_value::<DatasetSpec>(v).unwrap();
     let m = materialize(

@@ -41,6 +41,7 @@ fn ctx(
         first: 0,
         count,
         template_kwargs: Default::default(),
+        classes: Vec::new(),
     }
 }
 

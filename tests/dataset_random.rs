@@ -41,6 +41,7 @@ fn ctx(tok: &Arc<Tokenizer>, chat: bool, ids: bool, seed: u64, count: usize) -> 
         first: 0,
         count,
         template_kwargs: Default::default(),
+        classes: Vec::new(),
     }
 }
 

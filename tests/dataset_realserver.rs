@@ -72,6 +72,7 @@ fn random_prompts_are_exactly_as_long_by_the_servers_count() {
             first: 0,
             count: 3,
             template_kwargs: Default::default(),
+            classes: Vec::new(),
         };
         let m = materialize(&spec, &ctx).unwrap();
         for item in &m.items {

@@ -80,6 +80,7 @@ fn client_efficiency_against_a_running_sim() {
                 max_output_tokens: None,
                 headers: Vec::new(),
                 session: sessions.then_some(i as u64),
+                class: None,
             })
             .collect();
         let rate: Option<f64> = std::env::var("BENCH_RATE").ok().and_then(|r| r.parse().ok());

@@ -146,6 +146,7 @@ async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
         max_output_tokens: None,
         headers: Vec::new(),
         session: None,
+        class: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },
@@ -252,6 +253,7 @@ async fn refused(ep: &Endpoint) {
         max_output_tokens: None,
         headers: Vec::new(),
         session: None,
+        class: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

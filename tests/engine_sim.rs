@@ -55,6 +55,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
             max_output_tokens: None,
             headers: Vec::new(),
             session: None,
+            class: None,
         })
         .collect()
 }

@@ -71,6 +71,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         client_input_tokens: None,
         headers: Vec::new(),
         session: None,
+        class: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

@@ -128,6 +128,7 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         response_bytes: rng.gen_range(0..1 << 24),
         raw: Vec::new(),
         replica: some(rng, 0.5, |r| r.gen_range(0..8)),
+        class: some(rng, 0.5, |r| r.gen_range(0..64)),
     }
 }
 

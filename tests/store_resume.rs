@@ -50,6 +50,7 @@ fn record(index: u64) -> RequestRecord {
         response_bytes: 200,
         raw: Vec::new(),
         replica: None,
+        class: None,
     }
 }
 

@@ -262,6 +262,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         max_output_tokens: None,
         headers: Vec::new(),
         session: None,
+        class: None,
     }
 }
 

@@ -83,6 +83,10 @@ pub struct ReportArgs {
     /// "Replicas").
     #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices", "groups"])]
     pub by_replica: bool,
+    /// Print every mix run's metrics per class as CSV instead of the pivot (datasets of
+    /// `kind = "mix"`; `--metrics` picks the columns; README, "Mixes").
+    #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices", "groups", "by_replica"])]
+    pub by_class: bool,
 }
 
 /// A `--slice` width, in `[report] slice`'s range.
@@ -163,6 +167,16 @@ fn by_replica(args: &ReportArgs) -> Result<(), ReportError> {
     write_out(args.out.as_deref(), &text)
 }
 
+/// `--by-class`: every mix run's metrics per class as CSV.
+fn by_class(args: &ReportArgs) -> Result<(), ReportError> {
+    if !matches!(args.format, FormatArg::Table | FormatArg::Csv) {
+        return Err(ReportError::ByClassFormat);
+    }
+    let store = Store::open(&args.db)?;
+    let text = report::classes::render_csv(&store.runs()?, &args.metrics)?;
+    write_out(args.out.as_deref(), &text)
+}
+
 fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     if args.slices {
         slices(args)?;
@@ -174,6 +188,10 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     }
     if args.by_replica {
         by_replica(args)?;
+        return Ok(gates::verdict_of(&[]));
+    }
+    if args.by_class {
+        by_class(args)?;
         return Ok(gates::verdict_of(&[]));
     }
     let mut store = Store::open(&args.db)?;

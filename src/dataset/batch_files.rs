@@ -147,6 +147,7 @@ fn item(
         target_input_tokens: None,
         client_input_tokens,
         output_tokens: None,
+        class: None,
     })
 }
 

@@ -48,6 +48,7 @@ pub(crate) fn item(prompt: Prompt, client_input_tokens: Option<u32>) -> PromptIt
         target_input_tokens: None,
         client_input_tokens,
         output_tokens: None,
+        class: None,
     }
 }
 

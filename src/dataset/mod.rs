@@ -13,6 +13,7 @@ mod fixed;
 mod jsonl;
 mod lines;
 mod measure;
+pub mod mix;
 mod prefix_file;
 mod prefix_fill;
 mod prefix_groups;
@@ -75,6 +76,9 @@ pub struct DatasetContext {
     /// Extra chat-template variables, as the run sends them in `chat_template_kwargs`
     /// (e.g. `enable_thinking = false`), so that client counts match the server's.
     pub template_kwargs: Map<String, Value>,
+    /// A mix: each class's own context (its seed, and its model's tokenizer and chat
+    /// template), in the order of the mix's classes; empty for every other kind.
+    pub classes: Vec<DatasetContext>,
 }
 
 /// One request's input, with its lengths.
@@ -87,6 +91,8 @@ pub struct PromptItem {
     pub client_input_tokens: Option<u32>,
     /// The recorded answer length (ShareGPT), usable as the request's output length.
     pub output_tokens: Option<u32>,
+    /// A mix: the class (its index in the mix) the item was drawn from.
+    pub class: Option<u16>,
 }
 
 /// How well the prompts met their targets, and what the sources held.
@@ -178,6 +184,9 @@ impl DatasetContext {
 pub fn materialize(plan: &DatasetPlan, ctx: &DatasetContext) -> Result<Materialized, DatasetError> {
     // Random embedding/rerank texts are exact with a tokenizer, approximate without one.
     let exact = ctx.tokenizer.is_some();
+    if let DatasetPlan::Mix(mix) = plan {
+        return mix::materialize(mix, ctx);
+    }
     match *plan {
         DatasetPlan::RandomEmbedding { input, batch_size } if exact => {
             return random_batch::embedding(input, batch_size, ctx)

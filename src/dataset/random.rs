@@ -231,6 +231,7 @@ impl<'a> RandomText<'a> {
             target_input_tokens: Some(target),
             client_input_tokens,
             output_tokens: None,
+            class: None,
         })
     }
 

@@ -110,6 +110,7 @@ fn item(prompt: Prompt, target: u32, client: u32) -> PromptItem {
         target_input_tokens: Some(target),
         client_input_tokens: Some(client),
         output_tokens: None,
+        class: None,
     }
 }
 

@@ -225,6 +225,7 @@ impl<'a> Shaping<'a> {
             target_input_tokens,
             client_input_tokens,
             output_tokens,
+            class: None,
         }))
     }
 

@@ -23,6 +23,8 @@ pub struct PromptStream {
     fresh: Vec<String>,
     seen: Vec<String>,
     stats: DatasetStats,
+    /// A mix: its classes' streams (every other field then unused).
+    mix: Option<Box<super::mix::MixStream>>,
 }
 
 impl PromptStream {
@@ -41,11 +43,22 @@ impl PromptStream {
             fresh: Vec::new(),
             seen: Vec::new(),
             stats: DatasetStats::default(),
+            mix: plan
+                .mix()
+                .map(|m| Box::new(super::mix::MixStream::new(m, ctx))),
         }
     }
 
     /// The next `n` items.
     pub fn next_window(&mut self, n: usize) -> Result<Vec<PromptItem>, DatasetError> {
+        if let Some(mix) = &mut self.mix {
+            let items = mix.next_window(n)?;
+            let warnings = mix.take_warnings();
+            self.stats = mix.stats();
+            self.note(warnings);
+            self.next += items.len();
+            return Ok(items);
+        }
         // The file kinds (those with length rules) shape a file's prompts and cycle them.
         let items = if self.plan.select().is_some() {
             self.file_window(n)?

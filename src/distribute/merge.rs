@@ -225,13 +225,16 @@ fn merge_run(
         .map(|(i, r)| (inputs[*i].shard.to_string(), r))
         .collect();
     let (verdict, facts) = shard_facts::of_shards(&named, &fold.first_of, base.unwrap_or(0));
-    let (mut summary, input_lengths) = fold.finish(parts, &opts);
+    let (mut summary, input_lengths, class_requests) = fold.finish(parts, &opts);
     summary.client_bound = verdict;
     let mut extras = execute::extras(&summary, rows);
     if let Value::Object(map) = &mut extras {
         map.insert("measured_start_unix_us".into(), json!(base));
         map.insert("input_lengths".into(), input_lengths);
         map.extend(facts);
+        if let Some(mix) = super::merge_metrics::merged_mix(parts, &class_requests) {
+            map.insert("mix".into(), mix);
+        }
     }
     let warnings = merged_warnings(&named, summary.client_bound.as_deref());
     let errors: Vec<String> = named

@@ -30,6 +30,8 @@ pub(super) struct MergeFold {
     /// Each shard's first measured send (µs on the merged time base).
     pub first_of: BTreeMap<String, u64>,
     pub rows: u64,
+    /// A mix: each class's name and fold, by class index (from the first shard's extras).
+    classes: Vec<(String, Fold)>,
 }
 
 impl MergeFold {
@@ -50,6 +52,10 @@ impl MergeFold {
             samples: Vec::new(),
             first_of: BTreeMap::new(),
             rows: 0,
+            classes: class_names(parts)
+                .into_iter()
+                .map(|n| (n, Fold::new(opts.definitions, &opts.slos)))
+                .collect(),
         }
     }
 
@@ -58,6 +64,9 @@ impl MergeFold {
         let r = &row.record;
         self.rows += 1;
         self.fold.add(r);
+        if let Some((_, fold)) = r.class.and_then(|c| self.classes.get_mut(usize::from(c))) {
+            fold.add(r);
+        }
         if r.phase == Phase::Measured && r.outcome == Outcome::Ok {
             self.lengths.add_counts(Counts {
                 server: r.usage.prompt_tokens,
@@ -79,13 +88,29 @@ impl MergeFold {
         }
     }
 
-    /// The merged run's metrics (per-turn ones included) and its input lengths.
+    /// The merged run's metrics (per-turn and a mix's per-class ones included), its
+    /// input lengths, and each class's measured requests.
     pub fn finish(
         self,
         parts: &[(usize, StoredRun)],
         opts: &SummaryOptions,
-    ) -> (RunSummary, Value) {
+    ) -> (RunSummary, Value, Vec<u64>) {
         let mut summary = self.fold.finish(opts);
+        let class_opts = SummaryOptions {
+            definitions: opts.definitions,
+            slos: opts.slos.clone(),
+            inputs_per_request: opts.inputs_per_request,
+            ..SummaryOptions::default()
+        };
+        let mut class_requests = Vec::new();
+        for (name, fold) in self.classes {
+            let class = fold.finish(&class_opts);
+            class_requests.push(class.requests);
+            for (metric, value) in class.values.into_iter().filter(|(_, v)| v.is_some()) {
+                let stored = crate::metrics::names::class_metric(&metric, &name);
+                summary.values.insert(stored, value);
+            }
+        }
         if let Some((turns, _)) = &self.turns {
             for (name, value) in turn_metrics_of(&self.samples, turns) {
                 summary.values.insert(name.to_string(), value);
@@ -104,8 +129,38 @@ impl MergeFold {
             summary.values.insert(name.into(), carried(parts, name));
         }
         summary.client_bound = None;
-        (summary, self.lengths.finish().0)
+        (summary, self.lengths.finish().0, class_requests)
     }
+}
+
+/// The classes of a mix run, by index, from its first shard's extras (none otherwise).
+fn class_names(parts: &[(usize, StoredRun)]) -> Vec<String> {
+    parts
+        .first()
+        .and_then(|(_, run)| run.extras.get("mix"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .map(|c| {
+                    c.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A merged mix run's `mix` extras: the first shard's, each class's requests the merged.
+pub(super) fn merged_mix(parts: &[(usize, StoredRun)], requests: &[u64]) -> Option<Value> {
+    let mut list = parts.first()?.1.extras.get("mix")?.as_array()?.clone();
+    for (class, n) in list.iter_mut().zip(requests) {
+        if let Value::Object(map) = class {
+            map.insert("requests".into(), (*n).into());
+        }
+    }
+    Some(Value::Array(list))
 }
 
 /// The largest value of `name` among the shards' own metrics.

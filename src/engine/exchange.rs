@@ -58,6 +58,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         request_bytes: req.body.len() as u64,
         response_bytes: 0,
         replica: None,
+        class: req.class,
         raw: Vec::new(),
     }
 }

@@ -32,6 +32,8 @@ pub struct PreparedRequest {
     /// The conversation's (or group's) session id: sent in the endpoint's session header,
     /// and what `balance = "session"` picks the replica by.
     pub session: Option<u64>,
+    /// A mix's class of the request (copied to the record).
+    pub class: Option<u16>,
 }
 
 /// The answer of [`RequestSource::next`].

@@ -23,8 +23,14 @@ pub enum MetricUnit {
     JoulesPerToken,
 }
 
-/// The unit of a metric of the vocabulary, or `None` for an unknown name.
+/// The unit of a metric of the vocabulary (or of a mix class's, `NAME@CLASS`), or
+/// `None` for an unknown name.
 pub fn unit_of(metric: &str) -> Option<MetricUnit> {
+    let metric = match names::split_class(metric) {
+        (name, Some(class)) if names::valid_class_name(class) => name,
+        (_, Some(_)) => return None,
+        (name, None) => name,
+    };
     if !names::is_metric(metric) {
         return None;
     }
@@ -157,7 +163,12 @@ fn hint(suggestion: &Option<String>) -> String {
 
 fn nearest_metric(metric: &str) -> Option<String> {
     let all = names::all_names();
-    crate::suggest::nearest(metric, all.iter().map(String::as_str)).map(str::to_string)
+    let (name, class) = names::split_class(metric);
+    let near = crate::suggest::nearest(name, all.iter().map(String::as_str))?;
+    Some(match class {
+        Some(class) => names::class_metric(near, class),
+        None => near.to_string(),
+    })
 }
 
 /// Parses `text` as a condition on `metric`.

@@ -137,6 +137,29 @@ pub fn all_names() -> Vec<String> {
     names
 }
 
+/// A mix class's value of metric `name`: `NAME@CLASS` (`ttft_p99@rag`), stored beside
+/// the run's own metrics and read by gates and reports under that name.
+pub fn class_metric(name: &str, class: &str) -> String {
+    format!("{name}@{class}")
+}
+
+/// Whether `name` may name a class (it follows `@` in a class's metric names).
+pub fn valid_class_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// A metric name split into the vocabulary's name and the mix class it is of, if any.
+pub fn split_class(metric: &str) -> (&str, Option<&str>) {
+    match metric.split_once('@') {
+        Some((name, class)) => (name, Some(class)),
+        None => (metric, None),
+    }
+}
+
 /// Whether `name` is in the vocabulary.
 pub fn is_metric(name: &str) -> bool {
     if scalars().any(|s| s == name) {

@@ -43,6 +43,7 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
         response_bytes: 0,
         raw: Vec::new(),
         replica: None,
+        class: None,
     }
 }
 

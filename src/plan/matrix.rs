@@ -30,8 +30,9 @@ pub const RUN_AXES: [&str; 7] = [
     "load",
 ];
 
-/// Dataset keys that cannot be axes (they choose the dataset rather than tune it).
-const DATASET_NOT_AXES: [&str; 1] = ["kind"];
+/// Dataset keys that cannot be axes (they choose the dataset rather than tune it; a mix's
+/// classes are compared as datasets of their own: `dataset = ["chat", "prod-mix"]`).
+const DATASET_NOT_AXES: [&str; 2] = ["kind", "mix"];
 /// Request keys that cannot be axes. (`extra` is one: each value is a table merged into
 /// `[defaults].extra`.)
 const REQUEST_NOT_AXES: [&str; 1] = ["body_template"];

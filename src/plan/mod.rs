@@ -5,6 +5,7 @@
 pub mod access;
 pub mod load_spec;
 pub mod matrix;
+pub mod mix_spec;
 pub mod ramp_spec;
 pub mod request_spec;
 pub mod spec;
@@ -38,5 +39,7 @@ pub mod toml_src;
 pub mod validate;
 pub mod yaml_src;
 
-pub use dataset_plan::{DatasetPlan, DatasetPlanError, FileSelect, MultiTurn, TracePlan};
+pub use dataset_plan::{
+    DatasetPlan, DatasetPlanError, FileSelect, MixClassPlan, MixPlan, MultiTurn, TracePlan,
+};
 pub use load::{load_plan, plan_schema, process_env, LoadOptions, LoadedPlan};

@@ -2,7 +2,7 @@
 //! kind, unknown metric names. Matrix references are checked by the planner, which
 //! knows the runs.
 
-use super::diag::{suggest, Diagnostic};
+use super::diag::{suggest, Diagnostic, Span};
 use super::node::{Node, Step};
 use super::spec::{DatasetSpec, InputLenMode, PlanSpec};
 use crate::metrics::condition::{parse_condition, Op};
@@ -146,9 +146,16 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
             diags.push(d);
         }
     };
-    for (metric, text) in &spec.gates {
-        unknown(diags, "gates", metric, key(&["gates", metric]));
-        if names::is_metric(metric) {
+    for (written, text) in &spec.gates {
+        // A mix class's gate (`ttft_p99@rag`) is its metric's, for a class some mix has.
+        let (metric, class) = names::split_class(written);
+        unknown(diags, "gates", metric, key(&["gates", written]));
+        if let Some(class) = class {
+            let at = tree.locate(&key(&["gates", written]));
+            diags.extend(unknown_class(spec, written, class, at));
+        }
+        let metric = written.as_str();
+        if names::is_metric(names::split_class(metric).0) {
             if let Err(e) = parse_condition(metric, text) {
                 let at = tree.value_span(&key(&["gates", metric]));
                 diags.push(Diagnostic::error(format!("gate `{metric}`: {e}"), at));
@@ -185,6 +192,32 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
             );
         }
     }
+}
+
+/// A gate on class `class` of a mix that no mix of the plan has.
+fn unknown_class(spec: &PlanSpec, gate: &str, class: &str, at: Span) -> Option<Diagnostic> {
+    let classes: Vec<&str> = spec
+        .datasets
+        .values()
+        .filter_map(|d| d.mix.as_deref())
+        .flatten()
+        .map(super::mix_spec::MixClassSpec::label)
+        .collect();
+    if classes.contains(&class) {
+        return None;
+    }
+    let d = Diagnostic::error(
+        format!(
+            "gate `{gate}`: no mix in [datasets] has a class `{class}` (a gate `METRIC@CLASS` \
+             checks one class of a `kind = \"mix\"` dataset)"
+        ),
+        Some(at),
+    );
+    Some(match suggest(class, classes.iter().copied()) {
+        Some(s) => d.with_help(format!("did you mean `@{s}`?")),
+        None if classes.is_empty() => d.with_help("the plan has no mix: remove the `@` part"),
+        None => d.with_help(format!("its classes are: {}", classes.join(", "))),
+    })
 }
 
 /// Problems of one dataset (as written, or as resolved for a run): `(key, message)`.

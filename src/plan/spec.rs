@@ -357,6 +357,8 @@ pub enum DatasetKind {
     Embedding,
     RandomRerank,
     Rerank,
+    /// Weighted workload classes, each a dataset of its own (`mix`).
+    Mix,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -482,4 +484,9 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.01, max = 100))]
     pub document_length_ratio: Option<f64>,
+    /// `mix`: the workload classes, each `{ dataset, weight }` with optional `name`,
+    /// `output_tokens` and `model`; each request is drawn from one class by weight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub mix: Option<Vec<super::mix_spec::MixClassSpec>>,
 }

@@ -8,6 +8,7 @@
 mod entries;
 mod locate;
 pub mod matrix;
+pub mod mix;
 pub mod ramp;
 pub mod repeat;
 mod request_checks;

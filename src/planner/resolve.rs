@@ -63,35 +63,29 @@ impl Resolver<'_> {
         let cache_state: CacheState =
             self.axis_or(point, "cache_state", CacheState::Cold, diags)?;
         let tokenize_prompt: bool = self.axis_or(point, "tokenize_prompt", false, diags)?;
-        let default_api = if tokenize_prompt {
-            ApiSpec::Completions
-        } else {
-            endpoint_spec.api.unwrap_or(ApiSpec::Chat)
-        };
-        let api: ApiSpec = self.axis_or(point, "api", default_api, diags)?;
-        if tokenize_prompt && api != ApiSpec::Completions {
-            diags.push(
-                Diagnostic::error("`tokenize_prompt = true` sends token ids, which only the completions API takes", Some(self.at("api")))
-                    .with_help("use api = \"completions\" for token-id runs (exclude the other combinations)"),
-            );
-            return None;
-        }
+        let api = self.api(point, tokenize_prompt, endpoint_spec.api, diags)?;
         super::request_checks::check(self.plan, point, api, &request, diags);
         super::request_checks::check_template(self.plan, api, &request, dataset.kind, diags);
         super::request_checks::check_dataset_api(self.plan, point, api, dataset.kind, diags);
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let load = self.load(point, dataset.kind, diags)?;
-        // Settings that make no typed plan were reported above (missing or misplaced keys).
-        let typed = DatasetPlan::from_spec(&dataset).ok()?;
+        let model = Named {
+            name: model,
+            spec: model_spec,
+        };
+        let run = super::mix::MixRun {
+            dataset: &dataset_name,
+            api,
+            tokenize_prompt,
+            model: &model,
+        };
+        let (mix, typed) = self.typed_dataset(&run, &dataset, point, diags)?;
         let settings = RunSettings {
             endpoint: Named {
                 name: endpoint,
                 spec: endpoint_spec,
             },
-            model: Named {
-                name: model,
-                spec: model_spec,
-            },
+            model,
             dataset: Named {
                 name: dataset_name,
                 spec: dataset,
@@ -103,8 +97,34 @@ impl Resolver<'_> {
             load,
             seed: spec.plan.seed,
             repeat: None,
+            mix,
         };
         Some((settings, typed))
+    }
+
+    /// The run's API: the axis's, else the endpoint's, else chat (completions for token
+    /// ids, which only it takes).
+    fn api(
+        &self,
+        point: &Point,
+        tokenize_prompt: bool,
+        endpoint_api: Option<ApiSpec>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<ApiSpec> {
+        let default_api = if tokenize_prompt {
+            ApiSpec::Completions
+        } else {
+            endpoint_api.unwrap_or(ApiSpec::Chat)
+        };
+        let api: ApiSpec = self.axis_or(point, "api", default_api, diags)?;
+        if tokenize_prompt && api != ApiSpec::Completions {
+            diags.push(
+                Diagnostic::error("`tokenize_prompt = true` sends token ids, which only the completions API takes", Some(self.at("api")))
+                    .with_help("use api = \"completions\" for token-id runs (exclude the other combinations)"),
+            );
+            return None;
+        }
+        Some(api)
     }
 
     /// The run's dataset and request settings (as JSON) with the point's values applied;
@@ -148,7 +168,7 @@ impl Resolver<'_> {
 
     /// A run whose prompts need exact token counts and whose model has no tokenizer cannot
     /// be prepared: say so now, not when the run starts.
-    fn check_tokenizer(
+    pub(super) fn check_tokenizer(
         &self,
         model: &str,
         model_spec: &crate::plan::ModelSpec,

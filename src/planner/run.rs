@@ -29,6 +29,10 @@ pub struct RunSettings {
     /// out of the JSON when none, so a run without repeats keeps its id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<RepeatOf>,
+    /// A mix's classes, each with its dataset and model as resolved (none for any other
+    /// dataset, and left out of the JSON then, so other runs keep their ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<Vec<super::mix::MixClass>>,
 }
 
 /// A run's place among the repeats of its load: its group's id (the id the run would

@@ -167,6 +167,9 @@ pub struct RequestRecord {
     /// `None` for an endpoint with one URL (and in rows written before replicas).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<u32>,
+    /// A mix's class of the request (its index in the run's mix); `None` for a run that is
+    /// not a mix (and in rows written before mixes).
+    pub class: Option<u16>,
     /// With `Endpoint::with_raw_responses`: the response as received, each SSE event's
     /// data (or the whole body). Never stored; `run --debug` logs it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -200,6 +203,7 @@ impl Default for RequestRecord {
             request_bytes: 0,
             response_bytes: 0,
             replica: None,
+            class: None,
             raw: Vec::new(),
         }
     }
@@ -242,6 +246,7 @@ impl RequestRecord {
             request_bytes: _,
             response_bytes: _,
             replica: _,
+            class: _,
             raw: _,
         } = self;
         *intended = f(*intended);

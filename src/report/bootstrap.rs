@@ -170,6 +170,18 @@ impl Sample {
         Ok(builder.finish())
     }
 
+    /// The sample of one class of a mix run (its index in the run's mix): the rows drawn
+    /// from that class, as the class's own metrics were folded.
+    pub fn of_class(store: &Store, run: &StoredRun, class: u16) -> Result<Sample, StoreError> {
+        let mut builder = SampleBuilder::new(definitions_of(run));
+        store.each_request_row(&run.id, |row| {
+            if row.record.class == Some(class) {
+                builder.add(&row);
+            }
+        })?;
+        Ok(builder.finish())
+    }
+
     /// The sample of `rows`, timed by the metrics' own `timing` under `defs`.
     pub fn from_rows(rows: &[RequestRow], defs: MetricDefinitions) -> Sample {
         let mut builder = SampleBuilder::new(defs);

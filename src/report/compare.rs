@@ -237,10 +237,46 @@ fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String
         metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
         super::pivot::lead_with_search_results(&mut metrics, &new.runs);
     }
-    if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
+    // A mix class's metric (`ttft_p99@rag`) is compared like its metric.
+    let known = |m: &str| match names::split_class(m) {
+        (name, Some(class)) => names::is_metric(name) && names::valid_class_name(class),
+        (name, None) => names::is_metric(name),
+    };
+    if let Some(bad) = metrics.iter().find(|m| !known(m)) {
         return Err(unknown_metric(bad));
     }
     Ok(metrics)
+}
+
+/// The bootstrap interval of `metric` for one pair: over the runs' samples, or for a mix
+/// class's metric over that class's rows on each side (`None` when either run lacks
+/// the class).
+fn pair_interval(
+    stores: (&Store, &Store),
+    runs: (&StoredRun, &StoredRun),
+    samples: Option<&(Sample, Sample)>,
+    metric: &str,
+    opts: &CompareOptions,
+) -> Result<Option<Interval>, ReportError> {
+    let (name, class) = names::split_class(metric);
+    let Some(class) = class else {
+        return Ok(samples.and_then(|(bs, ns)| diff_interval(bs, ns, metric, &opts.bootstrap)));
+    };
+    if !supports(name) {
+        return Ok(None);
+    }
+    let index = |run: &StoredRun| {
+        super::classes::of_run(run)
+            .iter()
+            .position(|c| c.name == class)
+            .and_then(|i| u16::try_from(i).ok())
+    };
+    let (Some(bi), Some(ni)) = (index(runs.0), index(runs.1)) else {
+        return Ok(None);
+    };
+    let bs = Sample::of_class(stores.0, runs.0, bi)?;
+    let ns = Sample::of_class(stores.1, runs.1, ni)?;
+    Ok(diff_interval(&bs, &ns, name, &opts.bootstrap))
 }
 
 /// One metric's delta of `(base, new)` values, judged by `interval` and the minimum effect.
@@ -278,7 +314,9 @@ pub fn compare(
     let b = ReportData::load(base)?;
     let n = ReportData::load(new)?;
     let metrics = resolve_metrics(&n, opts)?;
-    let judged = metrics.iter().any(|m| supports(m));
+    let judged = metrics
+        .iter()
+        .any(|m| names::split_class(m).1.is_none() && supports(m));
     let GroupMatch {
         base_leads: b_leads,
         new_leads: n_leads,
@@ -298,24 +336,20 @@ pub fn compare(
         } else {
             None
         };
-        let deltas = metrics
-            .iter()
-            .map(|m| {
-                let bv = group_value(&bg, br, m);
-                let nv = group_value(&ng, nr, m);
-                let (bvals, nvals) = (bg.values(m), ng.values(m));
-                let interval = if repeated {
-                    welch_interval(&bvals, &nvals, opts.bootstrap.confidence)
-                        .map(|(low, high)| Interval { low, high })
-                } else {
-                    samples
-                        .as_ref()
-                        .and_then(|(bs, ns)| diff_interval(bs, ns, m, &opts.bootstrap))
-                };
-                let repeats = repeated.then_some((bvals.len(), nvals.len()));
-                metric_delta(m, (bv, nv), interval, repeats, opts)
-            })
-            .collect();
+        let mut deltas = Vec::with_capacity(metrics.len());
+        for m in &metrics {
+            let bv = group_value(&bg, br, m);
+            let nv = group_value(&ng, nr, m);
+            let (bvals, nvals) = (bg.values(m), ng.values(m));
+            let interval = if repeated {
+                welch_interval(&bvals, &nvals, opts.bootstrap.confidence)
+                    .map(|(low, high)| Interval { low, high })
+            } else {
+                pair_interval((base, new), (br, nr), samples.as_ref(), m, opts)?
+            };
+            let repeats = repeated.then_some((bvals.len(), nvals.len()));
+            deltas.push(metric_delta(m, (bv, nv), interval, repeats, opts));
+        }
         let key = match &nr.axes {
             Value::Object(map) => map
                 .iter()

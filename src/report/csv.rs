@@ -14,7 +14,7 @@ use super::ReportData;
 use crate::metrics::names;
 use crate::store::StoredRun;
 
-fn quote(field: &str) -> String {
+pub(crate) fn quote(field: &str) -> String {
     if field.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", field.replace('"', "\"\""))
     } else {

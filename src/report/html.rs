@@ -245,6 +245,9 @@ pub fn render(
             let _ = write!(s, "<figure>{}</figure>", super::svg::line_chart(&chart));
         }
     }
+    if let Some(classes) = super::classes::grid(&data.runs) {
+        let _ = write!(s, "<h2>Mix classes</h2>{}", grid_html(&classes));
+    }
     if !gates.is_empty() {
         s.push_str(&gates_html(gates));
     }

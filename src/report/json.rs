@@ -58,6 +58,9 @@ pub fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
     if let Some(steps) = super::ramp_steps::steps_of(run) {
         obj.insert("steps".into(), Value::Array(steps.clone()));
     }
+    if let Some(classes) = super::classes::json_of(run) {
+        obj.insert("classes".into(), classes);
+    }
     if let Some(r) = super::repeats::repeat_of(run) {
         obj.insert(
             "repeat".into(),

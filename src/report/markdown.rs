@@ -28,6 +28,10 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
         out.push_str("\n### Ramp steps\n\n");
         out.push_str(&render_grid(&steps));
     }
+    if let Some(classes) = super::classes::grid(&data.runs) {
+        out.push_str("\n### Mix classes\n\n");
+        out.push_str(&render_grid(&classes));
+    }
     out.push_str(&super::health::markdown(data));
     Ok(out)
 }

@@ -70,6 +70,8 @@ impl std::str::FromStr for MinEffect {
 
 /// The default minimum effect of `metric`, in percent (see the module's table).
 pub fn default_pct(metric: &str) -> f64 {
+    // A mix class's metric (`ttft_p99@rag`) has its metric's minimum effect.
+    let metric = crate::metrics::names::split_class(metric).0;
     let statistic = metric.rsplit('_').next().unwrap_or("");
     let quantity = metric.strip_suffix(&format!("_{statistic}"));
     let is_distribution = quantity.is_some_and(|q| {

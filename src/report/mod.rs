@@ -7,6 +7,7 @@
 mod bars;
 pub mod bootstrap;
 pub mod changed;
+pub mod classes;
 pub mod compare;
 mod compare_render;
 pub mod csv;
@@ -82,6 +83,8 @@ pub enum ReportError {
     GroupsFormat,
     #[error("--by-replica writes CSV: leave out --format or give --format csv")]
     ByReplicaFormat,
+    #[error("--by-class writes CSV: leave out --format or give --format csv")]
+    ByClassFormat,
     #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,

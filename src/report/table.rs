@@ -32,6 +32,10 @@ pub fn render(
         out.push_str("\nramp steps\n");
         out.push_str(&render_grid(&steps, style));
     }
+    if let Some(classes) = super::classes::grid(&data.runs) {
+        out.push_str("\nmix classes\n");
+        out.push_str(&render_grid(&classes, style));
+    }
     out.push_str(&super::health::text(data));
     Ok(out)
 }

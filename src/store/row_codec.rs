@@ -24,7 +24,7 @@ use super::requests::RequestRow;
 use crate::record::{excerpt, Outcome, Phase, RequestRecord, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 31] = [
+pub(super) const COLUMNS: [&str; 32] = [
     "request_index",
     "item",
     "phase",
@@ -51,6 +51,7 @@ pub(super) const COLUMNS: [&str; 31] = [
     "output_bytes",
     "shard",
     "replica",
+    "class",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
     "latency_us",
@@ -163,6 +164,7 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         opt(r.output_bytes, int),                                        // output_bytes
         opt(meta.shard, text),                                           // shard
         opt(r.replica, |n| Value::Integer(i64::from(n))),                // replica
+        opt(r.class, |n| Value::Integer(i64::from(n))),                  // class
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
         int(r.content_times.len() as u64),                               // chunk_count
@@ -254,6 +256,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         request_bytes: count(r, "request_bytes")?,
         response_bytes: count(r, "response_bytes")?,
         replica: get(r, "replica")?,
+        class: get(r, "class")?,
         raw: Vec::new(),
     };
     Ok(RequestRow {

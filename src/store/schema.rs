@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 10] = [
+const MIGRATIONS: [&str; 11] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -203,6 +203,11 @@ CREATE INDEX telemetry_by_run ON telemetry (run_id, name, t_ms);
     // endpoint with one URL and in rows written before.
     r#"
 ALTER TABLE requests ADD COLUMN replica INTEGER;
+"#,
+    // 11: which class of a mix (`kind = "mix"`, its index in the mix) a request was drawn
+    // from; NULL for a run that is not a mix and in rows written before.
+    r#"
+ALTER TABLE requests ADD COLUMN class INTEGER;
 "#,
 ];
 

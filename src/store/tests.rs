@@ -46,6 +46,7 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         response_bytes: 2000,
         raw: Vec::new(),
         replica: None,
+        class: None,
     }
 }
 
@@ -289,7 +290,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
              DROP TABLE request_bodies; DROP TABLE response_texts;
              ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 4;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 4;",
         )
         .unwrap();
     drop(store);
@@ -340,7 +341,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
          ALTER TABLE requests DROP COLUMN output_bytes;
-         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 5;",
+         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 5;",
     )
     .unwrap();
     drop(conn);
@@ -370,7 +371,7 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
         .execute_batch(
             "ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 7;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 7;",
         )
         .unwrap();
     drop(store);
@@ -402,7 +403,7 @@ fn replicas_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].replica, Some(3));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 9;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 9;")
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();

@@ -49,6 +49,8 @@ pub struct RunResult {
     pub preconnect: Option<Preconnect>,
     /// The slice width and steady-state window, kept with the run's extras (`time`).
     pub time: Value,
+    /// A mix: each class's metrics, by class index (empty for any other run).
+    pub classes: Vec<RunSummary>,
 }
 
 /// Warnings about the records themselves: estimated token counts, truncated streams.
@@ -139,6 +141,7 @@ fn start_writer(
         store: ctx.store.clone(),
         run_id: run.id.clone(),
         tokenizer: prepared.tokenizer.clone(),
+        class_tokenizers: prepared.class_tokenizers.clone(),
         targets: prepared.targets.clone(),
         log: ctx.log.clone(),
         cancel: ctx.cancel.clone(),
@@ -303,6 +306,12 @@ fn conclude(
     let planned = tally.planned.planned();
     warnings.extend(tally.leak.warning(run, planned.prefix_share));
     let mut summary = summarize_output(ctx, run, (&output, tally), passes.server_ratio);
+    let classes = tally.class_summaries(&SummaryOptions {
+        definitions: definitions(ctx.definitions),
+        slos: ctx.slos.to_vec(),
+        inputs_per_request: run.inputs_per_request(),
+        ..SummaryOptions::default()
+    });
     super::telemetry::apply(&passes.telemetry, &mut summary, &mut warnings);
     warnings.extend(super::cache::measured_against_planned(run, &summary));
     let defs = definitions(ctx.definitions);
@@ -333,6 +342,7 @@ fn conclude(
         started: output.started,
         preconnect: output.preconnect,
         time,
+        classes,
     }
 }
 
@@ -357,6 +367,7 @@ fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -
         targets: prepared.targets.clone(),
         sharing: prepared.sharing.clone(),
         warm: run.settings.cache_state == crate::plan::CacheState::Warm,
+        classes: run.settings.mix.as_ref().map_or(0, Vec::len),
     }
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod execute;
 mod failures;
 pub(crate) mod lengths;
 mod log;
+pub(crate) mod mix;
 mod planned;
 pub(crate) mod prepare;
 mod priming;

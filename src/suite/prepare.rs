@@ -57,6 +57,9 @@ pub struct PreparedRun {
     /// What the run's prompts share as the server sees them (kind `random`), for the
     /// planned hit ratio.
     pub sharing: Option<dataset::Sharing>,
+    /// A mix: each class's tokenizer (its model's), by class index, for counting the
+    /// output of a response without usage; empty for any other run.
+    pub class_tokenizers: Vec<Option<Arc<Tokenizer>>>,
 }
 
 pub use super::targets::Targets;
@@ -132,6 +135,7 @@ pub(super) fn dataset_context(
         first: 0,
         count,
         template_kwargs: run.request.template_kwargs(),
+        classes: Vec::new(),
     }
 }
 
@@ -154,7 +158,9 @@ pub fn prepare(
         None => (None, None),
     };
     let count = measured.map_or(usize::MAX, |m| warmup + m);
-    let ctx = dataset_context(run, base_dir, tokenizer.clone(), count);
+    let mut ctx = dataset_context(run, base_dir, tokenizer.clone(), count);
+    ctx.classes = super::mix::class_contexts(run, base_dir, cache, &ctx)?;
+    let class_tokenizers: Vec<_> = ctx.classes.iter().map(|c| c.tokenizer.clone()).collect();
     let empty = |warnings| PreparedRun {
         requests: Vec::new(),
         priming: Vec::new(),
@@ -167,6 +173,7 @@ pub fn prepare(
         built_as_sent: None,
         duration_cap,
         sharing: None,
+        class_tokenizers: class_tokenizers.clone(),
     };
     if let Some(mut special) = super::traffic::prepare(run, &ctx, empty)? {
         // A trace has no limit of its own: it ends with its records.
@@ -270,6 +277,8 @@ pub fn missed_target_warning(stats: &dataset::DatasetStats) -> Option<String> {
 /// requests are built before it or as they are sent.
 pub struct BodyBuilder {
     request: RequestPlan,
+    /// A mix: each class's request plan (an item's class picks its own).
+    classes: Vec<RequestPlan>,
     reject_fields: Vec<String>,
     template: Option<minijinja::Environment<'static>>,
     rng: ChaCha8Rng,
@@ -286,6 +295,7 @@ impl BodyBuilder {
         let s = &run.settings;
         Ok(BodyBuilder {
             request: run.request.clone(),
+            classes: super::mix::class_requests(run),
             reject_fields: s.endpoint.spec.reject_fields.clone(),
             template: run
                 .request
@@ -302,7 +312,10 @@ impl BodyBuilder {
 
     /// The request of item `i` (called for every item in order).
     pub fn build(&mut self, i: u64, item: &PromptItem) -> Result<PreparedRequest, RunnerError> {
-        let req = &self.request;
+        let req = item
+            .class
+            .and_then(|c| self.classes.get(usize::from(c)))
+            .unwrap_or(&self.request);
         let kind = req.api;
         let fields = req.fields_with(req.output.draw(item.output_tokens, &mut self.rng));
         let input = BodyInput {
@@ -349,6 +362,7 @@ impl BodyBuilder {
                 self.session_seed,
                 self.sessions.group(i),
             )),
+            class: item.class,
         })
     }
 }

@@ -32,6 +32,8 @@ pub struct TallySettings {
     /// priming pass sent them all before.
     pub sharing: Option<crate::dataset::Sharing>,
     pub warm: bool,
+    /// A mix's classes (0 for a run that is not a mix): each gets its own fold.
+    pub classes: usize,
 }
 
 impl Default for TallySettings {
@@ -45,6 +47,7 @@ impl Default for TallySettings {
             targets: Arc::default(),
             sharing: None,
             warm: false,
+            classes: 0,
         }
     }
 }
@@ -62,6 +65,8 @@ pub struct Tally {
     pub window: WindowFinder,
     /// Measured successful turns of a multi-turn run.
     pub turns: Option<Vec<TurnSample>>,
+    /// A mix: each class's own fold, by class index.
+    classes: Vec<Fold>,
 }
 
 /// The first errors of the measured requests, in the order their records arrived.
@@ -102,6 +107,9 @@ impl Tally {
             errors: FirstErrors::default(),
             window: WindowFinder::new(settings.shape),
             turns: settings.turns.then(Vec::new),
+            classes: (0..settings.classes)
+                .map(|_| Fold::new(settings.definitions, &settings.slos))
+                .collect(),
         }
     }
 
@@ -111,6 +119,9 @@ impl Tally {
             return;
         }
         self.fold.add(r);
+        if let Some(fold) = r.class.and_then(|c| self.classes.get_mut(usize::from(c))) {
+            fold.add(r);
+        }
         self.leak.add(r);
         self.planned.add(r);
         self.lengths.add(r, &self.targets);
@@ -125,6 +136,15 @@ impl Tally {
     pub fn summary(&mut self, opts: &SummaryOptions) -> RunSummary {
         let fold = std::mem::replace(&mut self.fold, Fold::new(opts.definitions, &opts.slos));
         fold.finish(opts)
+    }
+
+    /// Each class's metrics, by class index (empty for a run that is not a mix). Rates
+    /// count over the class's own requests, first send to last end.
+    pub fn class_summaries(&mut self, opts: &SummaryOptions) -> Vec<RunSummary> {
+        std::mem::take(&mut self.classes)
+            .into_iter()
+            .map(|fold| fold.finish(opts))
+            .collect()
     }
 
     /// The three-way input lengths and their warning (see `lengths`).

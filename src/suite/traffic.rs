@@ -102,6 +102,7 @@ fn trace(
                 s.seed,
                 super::session::item_group(i as u64),
             )),
+            class: None,
         });
         offsets.push(t.offset);
         out.trace_ids.push(t.request_id);

@@ -99,6 +99,8 @@ pub struct WriterContext {
     pub store: Arc<Mutex<Store>>,
     pub run_id: String,
     pub tokenizer: Option<Arc<Tokenizer>>,
+    /// A mix: each class's tokenizer, which counts its responses' output instead.
+    pub class_tokenizers: Vec<Option<Arc<Tokenizer>>>,
     pub targets: Arc<super::prepare::Targets>,
     pub log: Arc<super::log::SuiteLog>,
     /// Cancelled when a write fails, so the load stops instead of running on unstored.
@@ -212,7 +214,12 @@ fn write_loop(
         let wait = oldest.map_or(FLUSH_EVERY, |t| FLUSH_EVERY.saturating_sub(t.elapsed()));
         let closed = match rx.recv_timeout(wait) {
             Ok(mut record) => {
-                count_output(&mut record, ctx.tokenizer.as_deref());
+                let class = record.class.map(usize::from);
+                let tokenizer = match class.and_then(|c| ctx.class_tokenizers.get(c)) {
+                    Some(own) => own.as_deref(),
+                    None => ctx.tokenizer.as_deref(),
+                };
+                count_output(&mut record, tokenizer);
                 if let Some(t) = &ctx.turn_inputs {
                     t.fill(&mut record);
                 }
@@ -316,6 +323,7 @@ mod tests {
             store: store.clone(),
             run_id: "r".into(),
             tokenizer: None,
+            class_tokenizers: Vec::new(),
             targets: Arc::default(),
             log: Arc::new(super::super::log::SuiteLog::open(dir, false, None)),
             cancel: cancel.clone(),

@@ -253,6 +253,7 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
             max_output_tokens: None,
             headers: Vec::new(),
             session: None,
+            class: None,
         })
         .collect()
 }

@@ -109,6 +109,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 response_bytes: 4000,
                 raw: Vec::new(),
                 replica: None,
+                class: None,
             }
         })
         .collect()

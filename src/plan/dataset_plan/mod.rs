@@ -90,6 +90,23 @@ pub enum DatasetPlan {
         path: String,
         num_documents: Option<u32>,
     },
+    /// Weighted workload classes. `from_spec` gives one with no classes: the planner
+    /// resolves each class's dataset by name (`planner::mix`).
+    Mix(MixPlan),
+}
+
+/// `mix`: the classes, in the order written, each request drawn from one by weight.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MixPlan {
+    pub classes: Vec<MixClassPlan>,
+}
+
+/// One class of a mix: its name, its weight and its dataset's typed settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MixClassPlan {
+    pub name: String,
+    pub weight: f64,
+    pub dataset: DatasetPlan,
 }
 
 /// The length rules of the file kinds (`prompt`, `lines`, `jsonl`, `sharegpt`).
@@ -194,6 +211,7 @@ impl DatasetPlan {
             DatasetPlan::Embedding { .. } => DatasetKind::Embedding,
             DatasetPlan::RandomRerank { .. } => DatasetKind::RandomRerank,
             DatasetPlan::Rerank { .. } => DatasetKind::Rerank,
+            DatasetPlan::Mix(_) => DatasetKind::Mix,
         }
     }
 
@@ -204,6 +222,14 @@ impl DatasetPlan {
             | DatasetPlan::Lines { select, .. }
             | DatasetPlan::Jsonl { select, .. }
             | DatasetPlan::Sharegpt { select, .. } => Some(select),
+            _ => None,
+        }
+    }
+
+    /// The classes of a mix (`None` for every other kind).
+    pub fn mix(&self) -> Option<&MixPlan> {
+        match self {
+            DatasetPlan::Mix(mix) => Some(mix),
             _ => None,
         }
     }
@@ -303,6 +329,10 @@ fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan
             think_time,
             max_turns: s.turns.map(TokenRange::max),
         },
+        DatasetKind::Mix => {
+            need(&s.mix, "mix", missing)?;
+            DatasetPlan::Mix(MixPlan::default())
+        }
         _ => return traffic(s, missing),
     })
 }
@@ -365,7 +395,8 @@ fn traffic(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPl
         | DatasetKind::Jsonl
         | DatasetKind::Sharegpt
         | DatasetKind::RandomMultiTurn
-        | DatasetKind::Conversations => return build(s, missing),
+        | DatasetKind::Conversations
+        | DatasetKind::Mix => return build(s, missing),
     })
 }
 

@@ -1,7 +1,7 @@
 use super::*;
 use serde_json::{json, Value};
 
-const KINDS: [DatasetKind; 14] = [
+const KINDS: [DatasetKind; 15] = [
     DatasetKind::Random,
     DatasetKind::Prompt,
     DatasetKind::Lines,
@@ -16,6 +16,7 @@ const KINDS: [DatasetKind; 14] = [
     DatasetKind::Embedding,
     DatasetKind::RandomRerank,
     DatasetKind::Rerank,
+    DatasetKind::Mix,
 ];
 
 /// The smallest table of each kind: its required keys and nothing else (a new kind
@@ -24,6 +25,7 @@ fn minimal(kind: DatasetKind) -> Value {
     let required = match kind {
         DatasetKind::Random | DatasetKind::RandomEmbedding => json!({"input_tokens": 8}),
         DatasetKind::Prompt => json!({"text": "hi"}),
+        DatasetKind::Mix => json!({"mix": [{"dataset": "d", "weight": 1}]}),
         DatasetKind::RandomMultiTurn => json!({"turns": 2}),
         DatasetKind::RandomImages => json!({"width": 4, "height": 3}),
         DatasetKind::RandomRerank => json!({"query_tokens": 5}),

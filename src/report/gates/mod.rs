@@ -224,8 +224,13 @@ fn unlike_reason(
 
 /// A gate on an SLA search's result applies only to runs that search that variable:
 /// `sla_max_concurrency` to limit searches, `sla_best_concurrency` to searches with an
-/// objective (`output_tps = "max"`); every other gate applies to every run.
+/// objective (`output_tps = "max"`); a class's gate to runs of a mix with that class;
+/// every other gate applies to every run.
 fn applies(gate: &Condition, run: &StoredRun) -> bool {
+    // A mix class's gate (`ttft_p99@rag`) applies to the runs whose mix has that class.
+    if let (_, Some(class)) = crate::metrics::names::split_class(&gate.metric) {
+        return super::classes::of_run(run).iter().any(|c| c.name == class);
+    }
     let (var, objective) = match (
         gate.metric.strip_prefix("sla_max_"),
         gate.metric.strip_prefix("sla_best_"),

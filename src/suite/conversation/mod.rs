@@ -235,6 +235,7 @@ impl ConversationSource {
                 self.plan.template.session_seed,
                 self.ids[slot] as u64,
             )),
+            class: None,
         })
     }
 

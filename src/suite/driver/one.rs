@@ -155,11 +155,17 @@ impl Suite<'_> {
         if let Some(reason) = &result.summary.client_bound {
             all_warnings.push(format!("client_bound: {reason}"));
         }
+        let metrics = crate::suite::mix::stored_metrics(run, &result.summary, &result.classes);
+        if let (Value::Object(map), Some(mix)) =
+            (&mut extras, crate::suite::mix::extras(run, &result.classes))
+        {
+            map.insert("mix".into(), mix);
+        }
         self.lock()?.finish_run(
             &run.id,
             &RunFinish {
                 status,
-                metrics: &result.summary.values,
+                metrics: &metrics,
                 extras: &extras,
                 warnings: &all_warnings,
                 error: result.all_failed.as_deref(),

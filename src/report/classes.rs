@@ -1,0 +1,201 @@
+//! Mixes in reports: each class of a mix run (`kind = "mix"`) with its own metrics, read
+//! from the run's extras (`mix`: each class's name, dataset, model, weight, planned share
+//! and measured requests) and its stored metrics (`NAME@CLASS`, the same vocabulary as
+//! the run's). Shown after the pivot as one table row per class in the table, Markdown
+//! and HTML, and as `classes` in the JSON; a run that is not a mix shows none.
+
+use serde_json::{json, Map, Value};
+
+use super::format::{display_for, number};
+use super::grid::{Grid, UNKNOWN};
+use super::pivot::Labels;
+use super::ReportError;
+use crate::metrics::names::{self, class_metric};
+use crate::store::StoredRun;
+
+/// The metrics of each class's row, after its share.
+pub const CLASS_METRICS: [&str; 7] = [
+    "requests_ok",
+    "requests_failed",
+    "ttft_p50",
+    "ttft_p99",
+    "tpot_p50",
+    "latency_p50",
+    "output_tps",
+];
+
+/// One class of a mix run, as its extras keep it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassInfo {
+    pub name: String,
+    pub dataset: String,
+    pub model: Option<String>,
+    pub weight: f64,
+    pub planned_share: f64,
+    pub requests: u64,
+}
+
+/// The classes of a run (empty for a run that is not a mix, and in databases before).
+pub fn of_run(run: &StoredRun) -> Vec<ClassInfo> {
+    let Some(list) = run.extras.get("mix").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|c| {
+            Some(ClassInfo {
+                name: c.get("name")?.as_str()?.to_string(),
+                dataset: c.get("dataset")?.as_str()?.to_string(),
+                model: c.get("model").and_then(Value::as_str).map(String::from),
+                weight: c.get("weight")?.as_f64()?,
+                planned_share: c.get("planned_share")?.as_f64()?,
+                requests: c.get("requests")?.as_u64()?,
+            })
+        })
+        .collect()
+}
+
+/// A class's value of `metric` in `run`.
+pub fn value(run: &StoredRun, metric: &str, class: &str) -> Option<f64> {
+    run.metrics
+        .get(&class_metric(metric, class))
+        .copied()
+        .flatten()
+}
+
+/// A class's measured share of its run's measured requests.
+fn measured_share(all: &[ClassInfo], class: &ClassInfo) -> Option<f64> {
+    let total: u64 = all.iter().map(|c| c.requests).sum();
+    (total > 0).then(|| class.requests as f64 / total as f64)
+}
+
+/// The JSON of a mix run's classes: `{NAME: {dataset, model, weight, planned_share,
+/// measured_share, requests, metrics: {every metric of the vocabulary}}}`.
+pub fn json_of(run: &StoredRun) -> Option<Value> {
+    let classes = of_run(run);
+    if classes.is_empty() {
+        return None;
+    }
+    let mut out = Map::new();
+    for class in &classes {
+        let metrics: Map<String, Value> = names::all_names()
+            .into_iter()
+            .map(|m| {
+                let v = value(run, &m, &class.name);
+                (m, v.map_or(Value::Null, |v| json!(v)))
+            })
+            .collect();
+        out.insert(
+            class.name.clone(),
+            json!({
+                "dataset": class.dataset,
+                "model": class.model,
+                "weight": class.weight,
+                "planned_share": class.planned_share,
+                "measured_share": measured_share(&classes, class),
+                "requests": class.requests,
+                "metrics": metrics,
+            }),
+        );
+    }
+    Some(Value::Object(out))
+}
+
+/// One row per class of every mix run: the run, the class, its dataset (and model when
+/// its own), its planned and measured share, then each of `CLASS_METRICS`.
+pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
+    let mixed: Vec<(&StoredRun, Vec<ClassInfo>)> = runs
+        .iter()
+        .map(|r| (r, of_run(r)))
+        .filter(|(_, c)| !c.is_empty())
+        .collect();
+    if mixed.is_empty() {
+        return None;
+    }
+    let labels = Labels::new(runs);
+    let displays: Vec<_> = CLASS_METRICS
+        .iter()
+        .map(|m| {
+            let values: Vec<f64> = mixed
+                .iter()
+                .flat_map(|(r, cs)| cs.iter().filter_map(|c| value(r, m, &c.name)))
+                .collect();
+            (*m, display_for(m, &values))
+        })
+        .collect();
+    let mut header: Vec<String> = ["run", "class", "dataset", "share planned", "share measured"]
+        .map(String::from)
+        .to_vec();
+    header.extend(displays.iter().map(|(m, d)| d.header(m)));
+    let mut rows = Vec::new();
+    for (run, classes) in &mixed {
+        for class in classes {
+            let dataset = match &class.model {
+                Some(model) => format!("{} ({model})", class.dataset),
+                None => class.dataset.clone(),
+            };
+            let mut row = vec![
+                format!("#{} {}", run.ordinal, labels.run(run)),
+                class.name.clone(),
+                dataset,
+                number(class.planned_share),
+                measured_share(classes, class).map_or(UNKNOWN.to_string(), number),
+            ];
+            row.extend(displays.iter().map(|(m, d)| {
+                value(run, m, &class.name).map_or(UNKNOWN.to_string(), |v| d.value(v))
+            }));
+            rows.push(row);
+        }
+    }
+    Some(Grid {
+        header,
+        rows,
+        label_cols: 2,
+        notes: vec![
+            "each class: its own measured requests, folded as the run's are (rates over the class's own first send to last end); gate one as METRIC@CLASS".into(),
+        ],
+    })
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(String::new, |v| v.to_string())
+}
+
+/// `report --by-class`: one CSV row per class of every mix run: `run`, `class`,
+/// `dataset`, `model` (empty: the run's), `weight`, `planned_share`, `measured_share`,
+/// `requests`, then `metrics` (default [`CLASS_METRICS`]; durations in ms, as everywhere
+/// in CSV).
+pub fn render_csv(runs: &[StoredRun], metrics: &[String]) -> Result<String, ReportError> {
+    let metrics: Vec<String> = match metrics.is_empty() {
+        true => CLASS_METRICS.iter().map(|m| m.to_string()).collect(),
+        false => metrics.to_vec(),
+    };
+    if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
+        return Err(ReportError::Format(format!(
+            "--by-class: `{bad}` is not a metric name (see `perfplan report --help`)"
+        )));
+    }
+    let mut out = format!(
+        "run,class,dataset,model,weight,planned_share,measured_share,requests,{}\n",
+        metrics.join(",")
+    );
+    for run in runs {
+        let classes = of_run(run);
+        for class in &classes {
+            let mut fields = vec![
+                run.id.clone(),
+                super::csv::quote(&class.name),
+                super::csv::quote(&class.dataset),
+                super::csv::quote(class.model.as_deref().unwrap_or_default()),
+                class.weight.to_string(),
+                class.planned_share.to_string(),
+                cell(measured_share(&classes, class)),
+                class.requests.to_string(),
+            ];
+            fields.extend(metrics.iter().map(|m| cell(value(run, m, &class.name))));
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,120 @@
+//! A mix's run-side parts: each class's dataset context (the run's, with the class's
+//! own seed and its model's tokenizer and chat template) and each class's request plan
+//! (the run's request settings with the class's output length and model).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::RunnerError;
+use crate::dataset::DatasetContext;
+use crate::metrics::{names, RunSummary};
+use crate::planner::{run::request_plan, RunSpec};
+use crate::request::RequestPlan;
+use crate::tokenize::TokenizerCache;
+
+/// The seed of class `c`'s prompts: the run's request-set seed moved by the class, so no
+/// two classes share a prompt stream (and runs that differ only by endpoint still send
+/// byte-identical requests).
+fn class_seed(seed: u64, c: usize) -> u64 {
+    seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Each class's dataset context (empty for a run that is not a mix).
+pub fn class_contexts(
+    run: &RunSpec,
+    base_dir: &Path,
+    cache: &TokenizerCache,
+    ctx: &DatasetContext,
+) -> Result<Vec<DatasetContext>, RunnerError> {
+    let Some(classes) = &run.settings.mix else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::with_capacity(classes.len());
+    for (c, class) in classes.iter().enumerate() {
+        let mut one = DatasetContext {
+            seed: class_seed(ctx.seed, c),
+            classes: Vec::new(),
+            ..ctx.clone()
+        };
+        if let Some(model) = &class.model {
+            one.chat_template = model.spec.chat_template;
+            one.tokenizer = match model.spec.tokenizer.as_deref() {
+                None => None,
+                Some(path) => Some(cache.load(&base_dir.join(path)).map_err(|source| {
+                    RunnerError::Tokenizer {
+                        model: model.name.clone(),
+                        source,
+                    }
+                })?),
+            };
+        }
+        out.push(one);
+    }
+    Ok(out)
+}
+
+/// Each class's request plan, in the mix's order (empty for a run that is not a mix).
+pub fn class_requests(run: &RunSpec) -> Vec<RequestPlan> {
+    let Some(classes) = &run.settings.mix else {
+        return Vec::new();
+    };
+    classes
+        .iter()
+        .map(|class| {
+            let mut settings = run.settings.clone();
+            settings.mix = None;
+            if let Some(model) = &class.model {
+                settings.model = model.clone();
+            }
+            if class.output_tokens.is_some() {
+                settings.request.output_tokens = class.output_tokens;
+            }
+            request_plan(&settings)
+        })
+        .collect()
+}
+
+/// The metrics stored with a run: the run's own, and for a mix each class's known ones
+/// as `NAME@CLASS` (`names::class_metric`), which gates and reports read by that name.
+pub fn stored_metrics(
+    run: &RunSpec,
+    summary: &RunSummary,
+    classes: &[RunSummary],
+) -> BTreeMap<String, Option<f64>> {
+    let mut out = summary.values.clone();
+    let Some(mix) = &run.settings.mix else {
+        return out;
+    };
+    for (class, s) in mix.iter().zip(classes) {
+        for (name, value) in &s.values {
+            if value.is_some() {
+                out.insert(names::class_metric(name, &class.name), *value);
+            }
+        }
+    }
+    out
+}
+
+/// A mix's classes as kept in the run's extras (`mix`): each class's name, dataset,
+/// model (when its own), weight, planned share and measured requests.
+pub fn extras(run: &RunSpec, classes: &[RunSummary]) -> Option<Value> {
+    let mix = run.settings.mix.as_ref()?;
+    let total: f64 = mix.iter().map(|c| c.weight).sum();
+    let list = mix
+        .iter()
+        .enumerate()
+        .map(|(c, class)| {
+            json!({
+                "name": class.name,
+                "dataset": class.dataset.name,
+                "model": class.model.as_ref().map(|m| m.name.clone()),
+                "weight": class.weight,
+                "planned_share": class.weight / total,
+                "requests": classes.get(c).map_or(0, |s| s.requests),
+            })
+        })
+        .collect();
+    Some(Value::Array(list))
+}
