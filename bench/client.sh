@@ -33,7 +33,7 @@ BIN=${BIN:-}
 # SIM_EXTRA="--threads 2" to see the multi-threaded simulator's figures).
 sim_flags() {
   case $1 in
-    rps-1tok|tokens-512) echo "--ttft-base 0ms --itl-base 0ms --max-num-seqs 8192" ;;
+    rps-1tok|tokens-512|mix-1tok) echo "--ttft-base 0ms --itl-base 0ms --max-num-seqs 8192" ;;
     ttft-c64|poisson-50) echo "--ttft-base 20ms --itl-base 5ms --max-num-seqs 8192 --threads 1" ;;
     ttft-c256|ttft-c256-cold) echo "--ttft-base 50ms --itl-base 10ms --max-num-seqs 8192 --threads 1" ;;
     ttft-c1024) echo "--ttft-base 500ms --itl-base 50ms --max-num-seqs 8192 --threads 1" ;;

@@ -175,13 +175,16 @@ fn a_class_gate_holds_one_class_to_its_own_objective() {
         &format!(
             "{PROD}[matrix]\nmodel = \"base\"\ndataset = [\"chat\", \"prod\"]\n\
              load = {{ concurrency = 2, requests = 40, warmup = 2 }}\n\
-             [gates]\n\"ttft_p50@chat\" = \"<= 1s\"\n\"ttft_p50@rag\" = \"<= 5ms\"\n"
+             [gates]\n\"ttft_p50@chat\" = \"<= 1s\"\n\"ttft_p50@rag\" = \"<= 5ms\"\n\
+             [report]\nmetrics = [\"ttft_p50\", \"ttft_p50@rag\"]\n"
         ),
     );
     let out = dir.path().join("out");
     let o = run_plan(&plan, &out);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(!o.status.success(), "the rag gate must fail: {stdout}");
+    // A class's metric is a column of the pivot like any other (empty for the chat run).
+    assert!(stdout.contains("ttft_p50@rag (ms)"), "{stdout}");
     // Each class gate checks the mix run only, against its class's own value.
     let lines: Vec<&str> = stdout
         .lines()
@@ -260,7 +263,8 @@ fn a_mix_that_cannot_be_sent_is_a_located_error() {
         "{PROD}{matrix}[gates]\n\"ttft_p99@ragg\" = \"<= 1s\"\n"
     ));
     assert!(
-        err.contains("no mix in [datasets] has a class `ragg`") && err.contains("`@rag`"),
+        err.contains("`ttft_p99@ragg`: no mix in [datasets] has a class `ragg`")
+            && err.contains("`@rag`"),
         "{err}"
     );
     // `mix` chooses the dataset, so it is no axis.

@@ -26,6 +26,7 @@ const PLACES: &[(&str, &[&str])] = &[
     ("LoadSpec", &["matrix", "load"]),
     ("RampSpec", &["matrix", "load", "ramp"]),
     ("ReportSpec", &["report"]),
+    ("MixClassSpec", &["datasets", "d", "mix", "0"]),
 ];
 
 /// What a key's value may be.
@@ -166,6 +167,11 @@ fn contexts(dir: &Path) -> Vec<Value> {
         ),
         (json!({"kind": "trace", "path": trace}), None),
     ];
+    // A mix of one class (of the prompt dataset `c`), its steps `mix.0` an array's item.
+    let mut mix = base.clone();
+    mix["datasets"]["d"] = json!({"kind": "mix", "mix": [{"dataset": "c", "weight": 1}]});
+    mix["datasets"]["c"] = json!({"kind": "prompt", "text": "hello"});
+    mix["matrix"]["dataset"] = json!("d");
     let mut out = vec![base.clone()];
     for load in loads {
         let mut plan = base.clone();
@@ -180,12 +186,20 @@ fn contexts(dir: &Path) -> Vec<Value> {
         }
         out.push(plan);
     }
+    out.push(mix);
     out
 }
 
 fn set(plan: &mut Value, place: &[&str], key: &str, value: Value) {
     let mut node = plan;
     for step in place {
+        // A number steps into an array that has that item (a mix's class).
+        if let (Ok(i), Some(items)) = (step.parse::<usize>(), node.as_array()) {
+            if i < items.len() {
+                node = &mut node[i];
+                continue;
+            }
+        }
         if node.get(*step).is_none() {
             node[*step] = json!({});
         }
@@ -217,7 +231,23 @@ fn entry_places(text: &str, path: &[&str]) -> (std::ops::Range<usize>, usize) {
     let tree = perfplan::plan::yaml_src::parse(0, text).unwrap();
     let (parents, last) = path.split_at(path.len() - 1);
     let (grand, parent_key) = parents.split_at(parents.len() - 1);
-    let grand = grand.iter().fold(&tree, |n, k| n.get(k).unwrap());
+    let step = |n: &'_ perfplan::plan::node::Node, k: &str| -> perfplan::plan::node::Node {
+        match (k.parse::<usize>(), &n.kind) {
+            (Ok(i), perfplan::plan::node::NodeKind::Seq(items)) => items[i].clone(),
+            _ => n.get(k).unwrap().clone(),
+        }
+    };
+    let grand = grand.iter().fold(tree.clone(), |n, k| step(&n, k));
+    // An array's item has no key: its table's place is the item itself.
+    if let (Ok(i), perfplan::plan::node::NodeKind::Seq(items)) =
+        (parent_key[0].parse::<usize>(), &grand.kind)
+    {
+        let entry = items[i].entry(last[0]).unwrap();
+        return (
+            entry.key_span.start..entry.value.span.end,
+            items[i].span.start,
+        );
+    }
     let parent = grand.entry(parent_key[0]).unwrap();
     let entry = parent.value.entry(last[0]).unwrap();
     (
@@ -397,7 +427,8 @@ fn every_numeric_key_rejects_or_survives_extreme_values() {
 
 /// A dataset or request key rejected in its table is rejected as a matrix axis too.
 fn axis_form_agrees(dir: &Path, key: &Key, plan: &Value, value: &Value, what: &str) {
-    if !matches!(key.place.first(), Some(&"datasets") | Some(&"defaults")) {
+    // A mix class's keys (`datasets.d.mix.0`) are no axes.
+    if !matches!(key.place.first(), Some(&"datasets") | Some(&"defaults")) || key.place.len() > 2 {
         return;
     }
     let mut plan = plan.clone();
@@ -427,6 +458,7 @@ const README_TABLES: &[(&str, &str)] = &[
     ("LoadSpec", "`load`"),
     ("RampSpec", "`ramp`"),
     ("ReportSpec", "`[report]`"),
+    ("MixClassSpec", "`mix` class"),
 ];
 
 /// The README's range table has a row for every numeric key, with the schema's range.

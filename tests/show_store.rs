@@ -167,7 +167,7 @@ fn without_store_nothing_is_kept_and_old_databases_still_show() {
             "DROP TABLE request_bodies; DROP TABLE response_texts; \
              ALTER TABLE requests DROP COLUMN first_answer_us; \
              ALTER TABLE requests DROP COLUMN output_bytes; DROP TABLE telemetry; \
-             ALTER TABLE requests DROP COLUMN replica; \
+             ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; \
              PRAGMA user_version = 6;",
         )
         .unwrap();

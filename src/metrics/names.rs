@@ -160,6 +160,15 @@ pub fn split_class(metric: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// Whether `name` is a run's stored metric: one of the vocabulary, or a mix class's
+/// (`NAME@CLASS`, a valid class name after a metric of the vocabulary).
+pub fn is_metric_or_class(name: &str) -> bool {
+    match split_class(name) {
+        (metric, Some(class)) => valid_class_name(class) && is_metric(metric),
+        (metric, None) => is_metric(metric),
+    }
+}
+
 /// Whether `name` is in the vocabulary.
 pub fn is_metric(name: &str) -> bool {
     if scalars().any(|s| s == name) {

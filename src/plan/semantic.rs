@@ -135,7 +135,7 @@ fn telemetry_problems(
 fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>) {
     let all = names::all_names();
     let unknown = |diags: &mut Vec<Diagnostic>, section: &str, metric: &str, at: Vec<Step>| {
-        if !names::is_metric(metric) && !metric.starts_with("sla_") {
+        if !names::is_metric_or_class(metric) && !metric.starts_with("sla_") {
             let mut d = Diagnostic::error(
                 format!("unknown metric `{metric}` in [{section}]"),
                 Some(tree.locate(&at)),
@@ -165,6 +165,9 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
     for (i, metric) in spec.report.metrics.iter().enumerate() {
         let mut at = key(&["report", "metrics"]);
         at.push(Step::Index(i));
+        if let (_, Some(class)) = names::split_class(metric) {
+            diags.extend(unknown_class(spec, metric, class, tree.locate(&at)));
+        }
         unknown(diags, "report", metric, at);
     }
     for (quantity, text) in &spec.slo {
@@ -194,7 +197,7 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
     }
 }
 
-/// A gate on class `class` of a mix that no mix of the plan has.
+/// A gate or report metric of class `class` of a mix that no mix of the plan has.
 fn unknown_class(spec: &PlanSpec, gate: &str, class: &str, at: Span) -> Option<Diagnostic> {
     let classes: Vec<&str> = spec
         .datasets
@@ -208,8 +211,8 @@ fn unknown_class(spec: &PlanSpec, gate: &str, class: &str, at: Span) -> Option<D
     }
     let d = Diagnostic::error(
         format!(
-            "gate `{gate}`: no mix in [datasets] has a class `{class}` (a gate `METRIC@CLASS` \
-             checks one class of a `kind = \"mix\"` dataset)"
+            "`{gate}`: no mix in [datasets] has a class `{class}` (`METRIC@CLASS` is one class's \
+             metric of a `kind = \"mix\"` dataset)"
         ),
         Some(at),
     );

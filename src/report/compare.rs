@@ -238,11 +238,7 @@ fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String
         super::pivot::lead_with_search_results(&mut metrics, &new.runs);
     }
     // A mix class's metric (`ttft_p99@rag`) is compared like its metric.
-    let known = |m: &str| match names::split_class(m) {
-        (name, Some(class)) => names::is_metric(name) && names::valid_class_name(class),
-        (name, None) => names::is_metric(name),
-    };
-    if let Some(bad) = metrics.iter().find(|m| !known(m)) {
+    if let Some(bad) = metrics.iter().find(|m| !names::is_metric_or_class(m)) {
         return Err(unknown_metric(bad));
     }
     Ok(metrics)

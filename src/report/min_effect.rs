@@ -42,7 +42,7 @@ impl std::str::FromStr for MinEffect {
             .split_once('=')
             .ok_or_else(|| MinEffectError::Form(s.to_string()))?;
         let metric = metric.trim();
-        if !crate::metrics::names::is_metric(metric) {
+        if !crate::metrics::names::is_metric_or_class(metric) {
             let all = crate::metrics::names::all_names();
             let hint = crate::suggest::nearest(metric, all.iter().map(String::as_str));
             return Err(MinEffectError::Metric {

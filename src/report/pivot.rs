@@ -48,7 +48,7 @@ impl Layout {
             metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
             lead_with_search_results(&mut metrics, runs);
         }
-        if let Some(bad) = metrics.iter().find(|m| !names::is_metric(m)) {
+        if let Some(bad) = metrics.iter().find(|m| !names::is_metric_or_class(m)) {
             return Err(unknown_metric(bad));
         }
         let mut rows = self.rows.clone();

@@ -411,3 +411,44 @@ fn replicas_are_kept_and_rows_before_them_have_none() {
     assert_eq!((rows.len(), rows[0].replica), (1, None));
     assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
 }
+
+/// A row keeps its mix class; a database written before migration 11 (no `class`) is
+/// migrated when opened and its rows read as not drawn from a mix; a read-only one of
+/// that schema is read unmigrated, with the same answer.
+#[test]
+fn classes_are_kept_and_rows_before_them_have_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let rec = RequestRecord {
+        class: Some(2),
+        ..record(1, 20, 3)
+    };
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    assert_eq!(store.request_rows("run1").unwrap()[0].class, Some(2));
+    store
+        .conn
+        .execute_batch("ALTER TABLE requests DROP COLUMN class; PRAGMA user_version = 10;")
+        .unwrap();
+    drop(store);
+    let db = dir.path().join("results.db");
+    let mut perms = std::fs::metadata(&db).unwrap().permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&db, perms.clone()).unwrap();
+    if let Ok(store) = Store::open(dir.path()) {
+        // Read-only (unless running as root, who may write anyway): read as it is.
+        let rows = store.request_rows("run1").unwrap();
+        assert_eq!((rows.len(), rows[0].class), (1, None));
+    }
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&db, perms).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let rows = store.request_rows("run1").unwrap();
+    assert_eq!((rows.len(), rows[0].class), (1, None));
+    assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
+}
