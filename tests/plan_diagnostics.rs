@@ -109,6 +109,29 @@ fn settings_checked_with_their_neighbours() {
     );
     insta::assert_snapshot!("sim_faults", invalid("validate", &plan, &[]));
     let plan = PLAN.replace(
+        "[models.m]",
+        "[endpoints.on.sim]\nreplicas = 2\nroute = \"random\"\n\n[models.m]",
+    );
+    insta::assert_snapshot!("sim_route_alone", invalid("validate", &plan, &[]));
+    let plan = PLAN.replace(
+        "[models.m]",
+        "[endpoints.on.sim]\nworkers = 4\nsession_header = \"x session\"\n\n[models.m]",
+    );
+    insta::assert_snapshot!("sim_session_header", invalid("validate", &plan, &[]));
+    let plan = PLAN
+        .replace(
+            "[models.m]",
+            "[endpoints.on.sim]\nworkers = 2\n\n[models.m]",
+        )
+        .replace(
+            "base_url = \"sim://on\"",
+            "base_url = \"sim://on\"\nsession_header = \"x-conversation\"",
+        );
+    insta::assert_snapshot!(
+        "sim_routes_by_another_header",
+        invalid("validate", &plan, &[])
+    );
+    let plan = PLAN.replace(
         "load = [{ concurrency = 1, requests = 2, warmup = 1 }, { concurrency = 2, requests = 2, warmup = 2 }]",
         "load = [{ search = \"concurrency\", max = 200000, slo = { ttft_p99 = \"<= 2s\" }, requests_per_step = \"5000x\", precision = \"0%\" }, { concurrency = 1, requests = 2, warmup = \"2000%\" }]",
     );

@@ -201,6 +201,30 @@ fn random_balance_spreads_within_a_margin_and_repeats_from_the_seed() {
     assert!(!round_robin, "random is not round robin");
 }
 
+#[test]
+fn random_balance_draws_its_own_sequence_in_each_run_of_a_suite() {
+    let rt = runtime();
+    let sims = sims(&rt, 4, &quick());
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = format!("urls = {}\nbalance = \"random\"", urls(&sims));
+    // Two runs (two loads) of the same 40 requests: each run draws its own replicas.
+    let load = "[{ concurrency = 4, requests = 40, warmup = 0 }, { concurrency = 2, requests = 40, warmup = 0 }]";
+    run(dir.path(), &plan(&endpoint, PROMPT, load), &[]);
+    let store = Store::open(&dir.path().join("out")).unwrap();
+    let orders: Vec<Vec<u32>> = store
+        .runs()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let mut rows = store.request_rows(&r.id).unwrap();
+            rows.sort_by_key(|row| row.index);
+            rows.iter().map(|row| row.replica.unwrap()).collect()
+        })
+        .collect();
+    assert_eq!(orders.len(), 2);
+    assert_ne!(orders[0], orders[1], "each run its own draws");
+}
+
 fn multi_turn(turns: u32) -> String {
     format!(
         "kind = \"random_multi_turn\"\nturns = {turns}\nuser_tokens = 120\nassistant_tokens = 8"

@@ -34,7 +34,9 @@ const AFTER_HELP: &str = "\
 Routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings, /v1/rerank;
 GET /v1/models, /health, /metrics (vLLM metric names); POST /reset_prefix_cache;
 GET /sim/truth (per-request ground truth, ?reset=true) and DELETE /sim/truth;
-all under --mount PATH when given.
+all under --mount PATH when given. --workers N: N workers behind the one address, each
+with its own prefix cache, slots and queue, routed by --route (session: by the
+--session-header value, round robin without it).
 
 Example:
   perfplan sim --port 8000 --ttft-base 200ms --itl-base 20ms &

@@ -103,13 +103,18 @@ fn url_problems(name: &str, ep: &EndpointSpec, tree: &Node) -> Vec<Diagnostic> {
     diags
 }
 
+/// Whether `h` is a valid HTTP header name (an RFC 9110 token).
+pub fn is_header_name(h: &str) -> bool {
+    !h.is_empty()
+        && h.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
 fn session_problems(name: &str, ep: &EndpointSpec, tree: &Node) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let err = |msg: String, path: &[&str]| Diagnostic::error(msg, Some(at(tree, path)));
     if let Some(h) = &ep.session_header {
-        let token = !h.is_empty()
-            && h.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        let token = is_header_name(h);
         let taken = h.eq_ignore_ascii_case("x-request-id")
             || ep.headers.keys().any(|k| k.eq_ignore_ascii_case(h));
         if !token || taken {
@@ -123,6 +128,26 @@ fn session_problems(name: &str, ep: &EndpointSpec, tree: &Node) -> Vec<Diagnosti
                     &["endpoints", name, "session_header"],
                 )
                 .with_help("use a name such as \"x-session-id\""),
+            );
+        }
+        // A simulator that routes its workers by session reads one header name: an
+        // endpoint sending its id under another would be routed round robin, unawares.
+        let routes = ep.sim.as_ref().filter(|s| {
+            s.workers > 1 && s.route.unwrap_or_default() == super::sim_settings::RouteRule::Session
+        });
+        if let Some(sim) = routes.filter(|s| !s.session_header().eq_ignore_ascii_case(h)) {
+            let reads = sim.session_header();
+            diags.push(
+                err(
+                    format!(
+                        "endpoint `{name}`: session_header `{h}` is not the header its \
+                         simulator routes by (`{reads}`)"
+                    ),
+                    &["endpoints", name, "session_header"],
+                )
+                .with_help(format!(
+                    "send `{reads}`, or set the simulator's `session_header = \"{h}\"`"
+                )),
             );
         }
     }

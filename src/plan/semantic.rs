@@ -56,7 +56,8 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
         }
         diags.extend(telemetry_problems(name, ep.telemetry.as_ref(), tree));
         if let Some(Err(e)) = ep.sim.as_ref().map(|s| s.validate()) {
-            let at = tree.locate(&key(&["endpoints", name, "sim"]));
+            // At the setting itself when it is written (`fault_*` names several: the table).
+            let at = tree.locate(&key(&["endpoints", name, "sim", e.setting]));
             diags.push(Diagnostic::error(
                 format!("endpoint `{name}`: {e}"),
                 Some(at),

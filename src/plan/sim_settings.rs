@@ -214,6 +214,55 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_one")]
     #[schemars(range(min = 1, max = 64))]
     pub replicas: u32,
+
+    /// Workers (1 to 64) behind this simulator's one URL, as behind a KV-aware router
+    /// (llm-d, Dynamo, SGLang's router): each its own prefix cache, batch slots, queue and
+    /// ground truth, and `route` picks a worker for each inference request. `/metrics`
+    /// then has one series per worker (label `engine`, as vLLM's data-parallel engines).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[serde(skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1, max = 64))]
+    pub workers: u32,
+
+    /// How requests are routed over `workers`: `session` (the default) by the hash of the
+    /// `session_header` value, round robin for requests without it; `round_robin`; `random`
+    /// (seeded by `seed` and the arrival order). Only with `workers` above 1.
+    #[arg(long, value_enum, value_name = "RULE")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteRule>,
+
+    /// The header `route = "session"` reads (default `x-session-id`, the one perfplan's
+    /// endpoint `session_header` usually names). Only with `workers` above 1.
+    #[arg(long, value_name = "NAME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_header: Option<String>,
+}
+
+/// How a simulator with `workers` routes a request to one of them.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteRule {
+    /// By the hash of the session header's value (sticky); round robin without it.
+    #[default]
+    Session,
+    /// Request N (in arrival order) to worker N mod `workers`.
+    RoundRobin,
+    /// A seeded hash of the arrival order.
+    Random,
+}
+
+/// The header `route = "session"` reads when `session_header` is not set.
+pub const DEFAULT_SESSION_HEADER: &str = "x-session-id";
+
+impl SimConfig {
+    /// The header the session route reads.
+    pub fn session_header(&self) -> &str {
+        self.session_header
+            .as_deref()
+            .unwrap_or(DEFAULT_SESSION_HEADER)
+    }
 }
 
 fn is_one(n: &u32) -> bool {
@@ -255,6 +304,9 @@ impl Default for SimConfig {
             fault_headers_delay: ms(2000),
             mount: None,
             replicas: 1,
+            workers: 1,
+            route: None,
+            session_header: None,
         }
     }
 }
@@ -333,6 +385,42 @@ impl SimConfig {
         if let Some(mount) = &self.mount {
             check_mount(mount)?;
         }
+        self.check_workers()
+    }
+
+    /// `workers` in range; `route` and `session_header` only with workers to route over,
+    /// and the header a valid name.
+    fn check_workers(&self) -> Result<(), SettingError> {
+        if !(1..=64).contains(&self.workers) {
+            return Err(SettingError {
+                setting: "workers",
+                reason: format!("{} is not between 1 and 64", self.workers),
+            });
+        }
+        let alone = |setting| SettingError {
+            setting,
+            reason: "has no effect with one worker: set `workers` to 2 or more".into(),
+        };
+        if self.workers == 1 && self.route.is_some() {
+            return Err(alone("route"));
+        }
+        if let Some(h) = &self.session_header {
+            if self.workers == 1 {
+                return Err(alone("session_header"));
+            }
+            if !super::replicas::is_header_name(h) {
+                return Err(SettingError {
+                    setting: "session_header",
+                    reason: format!("`{h}` is not a valid HTTP header name"),
+                });
+            }
+            if self.route.is_some_and(|r| r != RouteRule::Session) {
+                return Err(SettingError {
+                    setting: "session_header",
+                    reason: "is read only by `route = \"session\"`".into(),
+                });
+            }
+        }
         Ok(())
     }
 }
@@ -371,6 +459,9 @@ mod tests {
     fn jitter_off_is_not_in_the_settings() {
         let off = serde_json::to_value(SimConfig::default()).unwrap();
         assert!(off.get("jitter").is_none(), "{off}");
+        for key in ["workers", "route", "session_header", "replicas"] {
+            assert!(off.get(key).is_none(), "{key}: {off}");
+        }
         let on = SimConfig {
             jitter: 0.1,
             ..SimConfig::default()

@@ -228,49 +228,33 @@ impl Ctx<'_> {
             return Ok(rows);
         }
         rows.push(models);
-        rows.extend(self.replica_rows(first, &target).await);
+        // From here on, what every replica is asked too (`replicas::rows` compares).
+        let own = rows.len();
         rows.push(counters(first, &client).await);
         rows.extend(telemetry_rows::rows(first, &target).await);
-        let mut seen: Vec<String> = Vec::new();
-        for run in runs {
-            let mode = mode_of(run);
-            if seen.contains(&mode) {
-                continue;
-            }
-            seen.push(mode.clone());
-            let prepared = prepare::prepare(&small(run), &self.plan.base_dir, self.cache, LIST)?;
-            let Some(req) = prepared.requests.into_iter().next() else {
-                continue;
-            };
-            rows.extend(probe(run, &mode, &client, req).await);
+        let probes = self.probes(runs)?;
+        for p in &probes {
+            rows.extend(probe(p.run, &p.mode, &client, p.req.clone()).await);
         }
+        let first_rows = rows[own..].to_vec();
+        rows.extend(replicas::rows(self, first, &target, &probes, &first_rows).await);
         Ok(rows)
     }
 
-    /// Every replica after the first (`urls`): whether it answers and lists the model
-    /// (the first replica's rows are the endpoint's own).
-    async fn replica_rows(&self, run: &RunSpec, target: &crate::engine::Target) -> Vec<CheckRow> {
-        let mut rows = Vec::new();
-        for (k, url) in target.replicas.iter().enumerate().skip(1) {
-            let one = crate::engine::Target {
-                base_url: url.clone(),
-                ..target.clone()
-            };
-            let timeout = one
-                .timeouts
-                .read
-                .min(crate::control::timeouts::CHECK_REQUEST);
-            let mut r = match one.control(timeout) {
-                Ok(c) => self.models(run, &c).await.0,
-                Err(e) => row(run, "server", "", Verdict::Fail, chain(&e)),
-            };
-            r.check = format!("replica {k} model listed");
-            if !r.detail.contains(url.as_str()) {
-                r.detail = format!("{url}: {}", r.detail);
+    /// The first request of each API and prompt mode of the endpoint's runs.
+    fn probes<'r>(&self, runs: &[&'r RunSpec]) -> Result<Vec<replicas::Probe<'r>>, RunnerError> {
+        let mut out: Vec<replicas::Probe<'r>> = Vec::new();
+        for run in runs {
+            let mode = mode_of(run);
+            if out.iter().any(|p| p.mode == mode) {
+                continue;
             }
-            rows.push(r);
+            let prepared = prepare::prepare(&small(run), &self.plan.base_dir, self.cache, LIST)?;
+            if let Some(req) = prepared.requests.into_iter().next() {
+                out.push(replicas::Probe { run, mode, req });
+            }
         }
-        rows
+        Ok(out)
     }
 
     /// The model-list row, and what failed in words when the TLS handshake did.
@@ -409,5 +393,6 @@ async fn counters(run: &RunSpec, client: &control::Client) -> CheckRow {
 }
 
 mod probe;
+mod replicas;
 mod telemetry_rows;
 use probe::probe;

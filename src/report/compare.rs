@@ -196,6 +196,38 @@ pub fn match_runs(
     (pairs, only_base, only_new)
 }
 
+/// Runs matched as groups: the one rule of `compare` and of relative gates. Each side's
+/// groups of repeats stand by their first stored run (a run not repeated by itself), and
+/// are matched by axis values with `repeat` and `ignore` left out, so repeat k is never
+/// held against repeat k: group means are.
+#[derive(Debug, Clone)]
+pub struct GroupMatch {
+    pub base_leads: Vec<StoredRun>,
+    pub new_leads: Vec<StoredRun>,
+    /// `(base lead, new lead)` indices.
+    pub pairs: Vec<(usize, usize)>,
+    pub only_base: Vec<usize>,
+    pub only_new: Vec<usize>,
+    /// `ignore` with `repeat` added: the axes the pairs were matched without.
+    pub ignore: Vec<String>,
+}
+
+/// The groups of `base` and `new` matched (see `GroupMatch`).
+pub fn match_groups(base: &[StoredRun], new: &[StoredRun], ignore: &[String]) -> GroupMatch {
+    let mut ignore = ignore.to_vec();
+    ignore.push(REPEAT_AXIS.to_string());
+    let (base_leads, new_leads) = (group_leads(base), group_leads(new));
+    let (pairs, only_base, only_new) = match_runs(&base_leads, &new_leads, &ignore);
+    GroupMatch {
+        base_leads,
+        new_leads,
+        pairs,
+        only_base,
+        only_new,
+        ignore,
+    }
+}
+
 fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String>, ReportError> {
     let mut metrics = opts.metrics.clone();
     if metrics.is_empty() {
@@ -281,11 +313,14 @@ pub fn compare(
     let judged = metrics
         .iter()
         .any(|m| names::split_class(m).1.is_none() && supports(m));
-    // Repeats are matched as groups: each group by its first stored run, `repeat` ignored.
-    let mut ignore = opts.ignore.clone();
-    ignore.push(REPEAT_AXIS.to_string());
-    let (b_leads, n_leads) = (group_leads(&b.runs), group_leads(&n.runs));
-    let (pairs, only_base, only_new) = match_runs(&b_leads, &n_leads, &ignore);
+    let GroupMatch {
+        base_leads: b_leads,
+        new_leads: n_leads,
+        pairs,
+        only_base,
+        only_new,
+        ignore,
+    } = match_groups(&b.runs, &n.runs, &opts.ignore);
     let labels = Labels::new(&[b.runs.as_slice(), n.runs.as_slice()].concat());
     let mut out = Vec::with_capacity(pairs.len());
     for (i, j) in pairs {

@@ -122,6 +122,27 @@ pub fn delta_text(disp: &Display, delta: f64, values: &[Option<f64>]) -> String 
     }
 }
 
+/// A mean and the half-width of its interval, both to the half-width's precision: its
+/// two significant digits (`25.96 ± 0.43`, `1230 ± 230`), as a careful scientist prints
+/// them, not the mean's four digits beside a half-width that makes two of them noise. A
+/// half-width of 0 (every repeat alike) leaves the mean as `value` shows it.
+pub fn mean_pm(disp: &Display, mean: f64, half: f64) -> String {
+    let (m, h) = (mean * disp.scale, half.abs() * disp.scale);
+    if !(h.is_finite() && m.is_finite()) || h == 0.0 {
+        return format!("{} ± 0", disp.value(mean));
+    }
+    // The place of the half-width's second significant digit, after rounding to it
+    // (0.0996 rounds to 0.10, whose second digit is one place up).
+    let mut place = h.log10().floor() as i32 - 1;
+    if (h / 10f64.powi(place)).round() >= 100.0 {
+        place += 1;
+    }
+    let unit = 10f64.powi(place);
+    let round = |x: f64| (x / unit).round() * unit;
+    let decimals = (-place).max(0) as usize;
+    format!("{:.decimals$} ± {:.decimals$}", round(m), round(h))
+}
+
 /// A signed relative change: `+12.3%`.
 pub fn percent(x: f64) -> String {
     format!("{x:+.1}%")
@@ -130,6 +151,19 @@ pub fn percent(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mean_is_shown_to_its_half_widths_two_digits() {
+        let ms = display_for("ttft_p50", &[25.0]);
+        assert_eq!(mean_pm(&ms, 25.9612, 0.4321), "25.96 ± 0.43");
+        assert_eq!(mean_pm(&ms, 25.9612, 4.321), "26.0 ± 4.3");
+        assert_eq!(mean_pm(&ms, 1234.5, 234.5), "1230 ± 230");
+        assert_eq!(mean_pm(&ms, 0.51234, 0.012345), "0.512 ± 0.012");
+        assert_eq!(mean_pm(&ms, 2.71234, 0.0996), "2.71 ± 0.10");
+        assert_eq!(mean_pm(&ms, 42.0, 0.0), "42 ± 0");
+        let pct = display_for("cache_hit_ratio", &[0.5]);
+        assert_eq!(mean_pm(&pct, 0.51234, 0.00321), "51.23 ± 0.32");
+    }
 
     #[test]
     fn units_and_precision() {

@@ -183,7 +183,9 @@ impl Labels {
         }
     }
 
-    /// The label of one axis value.
+    /// The label of one axis value. A load's ramp reads as `expand` shows it and
+    /// `--only` matches it (`ramp 1..64/s linear over 60s`, `rates 5,20/s step 1s`: the
+    /// planner's one rule), not as its table (`ramp=from=1 to=64 over=60s`).
     pub fn value(&self, axis: &str, value: Option<&Value>) -> String {
         match (value, self.varying_keys.get(axis)) {
             (Some(Value::Object(map)), Some(keys)) if !keys.is_empty() => {
@@ -196,7 +198,12 @@ impl Labels {
                 };
                 shown
                     .iter()
-                    .map(|k| format!("{k}={}", axis_label(map.get(*k))))
+                    .map(|k| match (k.as_str(), map.get(*k)) {
+                        (key @ ("ramp" | "concurrency_ramp"), Some(ramp)) => {
+                            crate::planner::display_value(&serde_json::json!({ key: ramp }))
+                        }
+                        _ => format!("{k}={}", axis_label(map.get(*k))),
+                    })
                     .collect::<Vec<_>>()
                     .join(" ")
             }
@@ -320,6 +327,23 @@ mod tests {
             error: None,
             metrics: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_ramp_reads_as_expand_shows_it() {
+        let ramp = json!({"ramp": {"from": 5, "to": 60, "over": "2s", "shape": "exponential",
+            "steps": 4}, "requests": 100});
+        let rates = json!({"ramp": {"rates": [5, 15, 30], "step": "500ms"}, "requests": 100});
+        let runs = vec![
+            run(0, json!({ "load": ramp })),
+            run(1, json!({ "load": rates })),
+        ];
+        let labels = Labels::new(&runs);
+        assert_eq!(
+            labels.run(&runs[0]),
+            "load=ramp 5..60/s exponential over 2s steps=4"
+        );
+        assert_eq!(labels.short(&runs[1], &[]), "rates 5,15,30/s step 500ms");
     }
 
     #[test]

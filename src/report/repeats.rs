@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::format::display_for;
+use super::format::{display_for, mean_pm};
 use super::grid::{Grid, UNKNOWN};
 use super::pivot::Labels;
 use crate::metrics::names;
@@ -127,9 +127,7 @@ pub fn grid(runs: &[StoredRun], metrics: &[String]) -> Option<Grid> {
                 row.push(match g.stat(m) {
                     None => UNKNOWN.into(),
                     Some((mean, None)) => d.value(mean),
-                    Some((_, Some(iv))) => {
-                        format!("{} ± {}", d.value(iv.mean), d.value(iv.half_width()))
-                    }
+                    Some((_, Some(iv))) => mean_pm(d, iv.mean, iv.half_width()),
                 });
             }
             row

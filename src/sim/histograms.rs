@@ -52,10 +52,15 @@ impl Histogram {
         self.count += times;
     }
 
-    fn render(&self, out: &mut String, model: &str) {
+    fn render_header(&self, out: &mut String) {
         let name = self.name;
         let _ = writeln!(out, "# HELP {name} {}", self.help);
         let _ = writeln!(out, "# TYPE {name} histogram");
+    }
+
+    /// The samples, each with `labels` (e.g. `model_name="m"`) after `le`.
+    fn render_samples(&self, out: &mut String, labels: &str) {
+        let name = self.name;
         let mut cum = 0;
         for (i, c) in self.counts.iter().enumerate() {
             cum += c;
@@ -63,17 +68,10 @@ impl Histogram {
                 .bounds
                 .get(i)
                 .map_or("+Inf".to_string(), |b| format!("{b:?}"));
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{le=\"{le}\",model_name=\"{model}\"}} {cum}.0"
-            );
+            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\",{labels}}} {cum}.0");
         }
-        let _ = writeln!(out, "{name}_sum{{model_name=\"{model}\"}} {:?}", self.sum);
-        let _ = writeln!(
-            out,
-            "{name}_count{{model_name=\"{model}\"}} {}.0",
-            self.count
-        );
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {:?}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}.0", self.count);
     }
 }
 
@@ -139,11 +137,20 @@ impl Histograms {
         }
     }
 
-    /// The exposition text of all four.
-    pub(crate) fn render(&self, out: &mut String, model: &str) {
-        let h = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        for one in h.iter() {
-            one.render(out, model);
+    /// The exposition text of all four, each family's header once and then the samples
+    /// of every set (a worker's histograms and its labels).
+    pub(crate) fn render_all(out: &mut String, sets: &[(&Histograms, &str)]) {
+        let guards: Vec<_> = sets
+            .iter()
+            .map(|(h, _)| h.inner.lock().unwrap_or_else(|p| p.into_inner()))
+            .collect();
+        for family in 0..4 {
+            if let Some(first) = guards.first() {
+                first[family].render_header(out);
+            }
+            for (g, (_, labels)) in guards.iter().zip(sets) {
+                g[family].render_samples(out, labels);
+            }
         }
     }
 }
@@ -172,7 +179,7 @@ mod tests {
             ..TruthRecord::default()
         });
         let mut out = String::new();
-        h.render(&mut out, "m");
+        Histograms::render_all(&mut out, &[(&h, "model_name=\"m\"")]);
         // TTFT 30 ms: in (0.02, 0.04].
         assert!(out
             .contains("vllm:time_to_first_token_seconds_bucket{le=\"0.02\",model_name=\"m\"} 0.0"));

@@ -6,78 +6,42 @@
 //! and of the KV-cache blocks running sequences hold (`kv_cache_usage_perc`, 0..1, as
 //! vLLM counts it: a finished request's blocks kept for prefix reuse are free), preemptions (the
 //! simulator never preempts: 0), and the latency histograms of `histograms`, fed from its
-//! ground truth, so a client reading them reads real numbers. Knows nothing about routing.
+//! ground truth, so a client reading them reads real numbers. Knows nothing about HTTP routing.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
+use super::histograms::Histograms;
 use super::state::SimState;
 
-/// The exposition text.
-pub(crate) fn render(st: &SimState) -> String {
-    let model = st
+/// The exposition text of a simulator's workers: with one, vLLM's series as they are;
+/// with several, one series per worker labelled `engine="K"` (as vLLM's data-parallel
+/// engines are), so a reader summing a family's series (perfplan's telemetry, a
+/// Prometheus `sum`) reads the whole simulator's counters.
+pub(crate) fn render(workers: &[Arc<SimState>]) -> String {
+    let Some(first) = workers.first() else {
+        return String::new();
+    };
+    let model = first
         .cfg
         .models
         .first()
         .map_or("sim-model", String::as_str)
         .replace(['\\', '"'], "_");
-    let c = &st.counters;
-    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    let rows: [(&str, &str, &str, u64); 8] = [
-        (
-            "vllm:num_requests_running",
-            "gauge",
-            "Number of requests in model execution batches.",
-            st.running(),
-        ),
-        (
-            "vllm:num_requests_waiting",
-            "gauge",
-            "Number of requests waiting to be processed.",
-            st.waiting.load(Ordering::Relaxed),
-        ),
-        (
-            "vllm:prompt_tokens_total",
-            "counter",
-            "Number of prefill tokens processed.",
-            load(&c.prompt_tokens),
-        ),
-        (
-            "vllm:generation_tokens_total",
-            "counter",
-            "Number of generation tokens processed.",
-            load(&c.generation_tokens),
-        ),
-        (
-            "vllm:prefix_cache_queries_total",
-            "counter",
-            "Prefix cache queries, in terms of number of queried tokens.",
-            load(&c.cache_queries),
-        ),
-        (
-            "vllm:prefix_cache_hits_total",
-            "counter",
-            "Prefix cache hits, in terms of number of cached tokens.",
-            load(&c.cache_hits),
-        ),
-        (
-            "vllm:num_preemptions_total",
-            "counter",
-            "Cumulative number of preemption from the engine.",
-            0,
-        ),
-        (
-            "vllm:request_success_total",
-            "counter",
-            "Count of successfully processed requests.",
-            load(&c.requests_ok),
-        ),
-    ];
-    let mut out = String::with_capacity(8192);
-    for (name, kind, help, value) in rows {
+    let labels: Vec<String> = match workers.len() {
+        1 => vec![format!("model_name=\"{model}\"")],
+        _ => (0..workers.len())
+            .map(|k| format!("engine=\"{k}\",model_name=\"{model}\""))
+            .collect(),
+    };
+    let mut out = String::with_capacity(8192 * workers.len());
+    for (name, kind, help, value) in FAMILIES {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");
-        let _ = writeln!(out, "{name}{{model_name=\"{model}\"}} {value}.0");
+        for (st, labels) in workers.iter().zip(&labels) {
+            let _ = writeln!(out, "{name}{{{labels}}} {}.0", value(st));
+        }
     }
     let kv = "vllm:kv_cache_usage_perc";
     let _ = writeln!(
@@ -85,7 +49,77 @@ pub(crate) fn render(st: &SimState) -> String {
         "# HELP {kv} KV-cache usage. 1 means 100 percent usage."
     );
     let _ = writeln!(out, "# TYPE {kv} gauge");
-    let _ = writeln!(out, "{kv}{{model_name=\"{model}\"}} {:?}", st.kv_usage());
-    st.histograms.render(&mut out, &model);
+    for (st, labels) in workers.iter().zip(&labels) {
+        let _ = writeln!(out, "{kv}{{{labels}}} {:?}", st.kv_usage());
+    }
+    let histograms: Vec<(&Histograms, &str)> = workers
+        .iter()
+        .zip(&labels)
+        .map(|(st, l)| (&st.histograms, l.as_str()))
+        .collect();
+    Histograms::render_all(&mut out, &histograms);
     out
 }
+
+type Family = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&SimState) -> u64,
+);
+
+fn load(a: &std::sync::atomic::AtomicU64) -> u64 {
+    a.load(Ordering::Relaxed)
+}
+
+/// The gauges and counters: name, type, help, and a worker's value.
+const FAMILIES: [Family; 8] = [
+    (
+        "vllm:num_requests_running",
+        "gauge",
+        "Number of requests in model execution batches.",
+        |st| st.running(),
+    ),
+    (
+        "vllm:num_requests_waiting",
+        "gauge",
+        "Number of requests waiting to be processed.",
+        |st| load(&st.waiting),
+    ),
+    (
+        "vllm:prompt_tokens_total",
+        "counter",
+        "Number of prefill tokens processed.",
+        |st| load(&st.counters.prompt_tokens),
+    ),
+    (
+        "vllm:generation_tokens_total",
+        "counter",
+        "Number of generation tokens processed.",
+        |st| load(&st.counters.generation_tokens),
+    ),
+    (
+        "vllm:prefix_cache_queries_total",
+        "counter",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        |st| load(&st.counters.cache_queries),
+    ),
+    (
+        "vllm:prefix_cache_hits_total",
+        "counter",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        |st| load(&st.counters.cache_hits),
+    ),
+    (
+        "vllm:num_preemptions_total",
+        "counter",
+        "Cumulative number of preemption from the engine.",
+        |_| 0,
+    ),
+    (
+        "vllm:request_success_total",
+        "counter",
+        "Count of successfully processed requests.",
+        |st| load(&st.counters.requests_ok),
+    ),
+];

@@ -11,6 +11,9 @@
 //! last content chunk, then a usage chunk (`choices: []`) per `UsageMode`, then
 //! `data: [DONE]`. Responses API streams send typed events and end with `response.completed`.
 //!
+//! With `workers` above 1 one URL fronts that many workers (see `front`), each its own
+//! `SimState`; `/metrics` then labels each worker's series `engine="K"`.
+//!
 //! Token counting (see `tokens`), the timing model (see `generate`), the prefix cache (see
 //! `cache`), faults (see `faults`) and the ground-truth JSON (see `truth`) are documented in
 //! their modules. Embeddings and rerank take `ttft_base` plus prefill time and use no batch
@@ -21,6 +24,7 @@
 mod cache;
 mod faults;
 mod format;
+mod front;
 mod generate;
 mod histograms;
 mod metrics;
@@ -40,7 +44,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use crate::plan::sim_settings::{SimConfig, UsageMode};
+pub use crate::plan::sim_settings::{RouteRule, SimConfig, UsageMode};
 
 /// Checks settings that would make the simulator misbehave.
 pub fn validate(cfg: &SimConfig) -> Result<(), SimError> {
@@ -50,6 +54,7 @@ pub use faults::Fault;
 pub use state::ReceivedRequest;
 pub use truth::{TruthRecord, TruthReport};
 
+use front::Front;
 use rx_stamp::{RxInfo, StampedListener};
 use state::SimState;
 
@@ -78,11 +83,16 @@ pub fn check(config: &SimConfig) -> Result<(), SimError> {
     Ok(())
 }
 
-fn build_state(config: SimConfig, record_bodies: bool) -> Result<Arc<SimState>, SimError> {
+/// The simulator behind one URL: its first worker and `workers - 1` more.
+fn build_state(config: SimConfig, record_bodies: bool) -> Result<Arc<Front>, SimError> {
     validate(&config)?;
     let tokens =
         tokens::TokenCounter::load(config.tokenizer.as_deref()).map_err(SimError::Tokenizer)?;
-    Ok(Arc::new(SimState::new(config, tokens, record_bodies)))
+    Ok(Arc::new(Front::new(SimState::new(
+        config,
+        tokens,
+        record_bodies,
+    ))))
 }
 
 /// Pending connections the listener queues (the kernel caps it at `net.core.somaxconn`).
@@ -116,7 +126,7 @@ pub async fn serve(config: SimConfig, listener: TcpListener) -> Result<(), SimEr
 /// A running in-process simulator (tests and `sim://` endpoints).
 pub struct SimServer {
     addr: SocketAddr,
-    state: Arc<SimState>,
+    state: Arc<Front>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), std::io::Error>>>,
 }
@@ -158,41 +168,43 @@ impl SimServer {
 
     /// `http://127.0.0.1:PORT`, followed by the mount when there is one.
     pub fn base_url(&self) -> String {
-        let mount = self.state.cfg.mount.as_deref().unwrap_or_default();
+        let mount = self.state.main().cfg.mount.as_deref().unwrap_or_default();
         format!("http://{}{mount}", self.addr)
     }
 
     /// `METHOD path` of every request that no route served (outside the mount).
     pub fn unserved(&self) -> Vec<String> {
-        self.state.unserved()
+        self.state.main().unserved()
     }
 
     /// `GET /metrics` requests served.
     pub fn scrapes(&self) -> u64 {
         self.state
+            .main()
             .scrapes
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `POST /reset_prefix_cache` requests served.
     pub fn cache_resets(&self) -> u64 {
-        self.state.resets.load(std::sync::atomic::Ordering::Relaxed)
+        let resets = &self.state.main().resets;
+        resets.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every request received on the API routes (`/v1/...`, `/rerank`, `/v2/rerank`), in
     /// arrival order, with its JSON body (`null` for GET or a body that is not JSON).
     pub fn received(&self) -> Vec<ReceivedRequest> {
-        self.state.received()
+        self.state.main().received()
     }
 
-    /// Ground truth of every finished response so far.
+    /// Ground truth of every finished response so far (every worker's, in arrival order).
     pub fn truth(&self) -> Vec<TruthRecord> {
         self.state.truth(false).records
     }
 
     /// The server's start as Unix epoch microseconds (truth times are relative to it).
     pub fn start_unix_us(&self) -> u64 {
-        self.state.start_unix_us
+        self.state.main().start_unix_us
     }
 
     /// Stops accepting, ends open streams (stalled ones too) and waits up to a second.

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::faults::Fault;
+use super::front::Front;
 use super::generate::Generation;
 use super::request::{parse_job, texts_tokens, Api, ApiError};
 use super::respond::{complete, embedding, encode_time, error_response, json_response, relevance};
@@ -22,12 +23,12 @@ use super::state::{ReceivedRequest, SimState};
 use super::stream::sse_body;
 use super::truth::TruthRecord;
 
-type St = State<Arc<SimState>>;
+type St = State<Arc<Front>>;
 
 /// The simulator's router, every route under `cfg.mount` when set (requests outside it
 /// are answered 404, remembered and printed).
-pub(crate) fn router(st: Arc<SimState>) -> Router {
-    let mount = st.cfg.mount.clone().unwrap_or_default();
+pub(crate) fn router(st: Arc<Front>) -> Router {
+    let mount = st.main().cfg.mount.clone().unwrap_or_default();
     let at = |route: &str| format!("{mount}{route}");
     let router = Router::new()
         .route(&at("/v1/chat/completions"), post(chat))
@@ -51,7 +52,8 @@ pub(crate) fn router(st: Arc<SimState>) -> Router {
 }
 
 /// A request outside the mount: 404, remembered, and said on stderr.
-async fn unserved(State(st): St, method: Method, uri: Uri) -> Response {
+async fn unserved(State(front): St, method: Method, uri: Uri) -> Response {
+    let st = front.main();
     let what = format!("{method} {}", uri.path());
     eprintln!(
         "perfplan sim: {what} is outside the mount {}: answered 404",
@@ -170,16 +172,18 @@ fn queue_full(st: &SimState) -> bool {
     })
 }
 
-/// Answers a generation request that arrived (its first bytes were received) at `arrival`.
+/// Answers a generation request that arrived (its first bytes were received) at `arrival`,
+/// on the worker the front routes it to.
 async fn generate(
-    st: Arc<SimState>,
+    front: Arc<Front>,
     api: Api,
     arrival: Instant,
     headers: &HeaderMap,
     uri: &Uri,
     body: Bytes,
 ) -> Response {
-    let job = match read_body(&st, headers, uri, &body)
+    let (worker, st) = front.pick(headers);
+    let job = match read_body(front.main(), headers, uri, &body)
         .and_then(|v| parse_job(api, &st.cfg, &v, &st.tokens))
     {
         Ok(job) => job,
@@ -202,6 +206,7 @@ async fn generate(
         status: fault.status().unwrap_or(200),
         arrival_us: st.micros(arrival),
         prompt_tokens: job.prompt_tokens(),
+        worker: front.routes().then_some(worker),
         ..TruthRecord::default()
     };
     if let Some(answer) = fault_answer(&st, fault).await {
@@ -241,8 +246,9 @@ fn sse_response(gen: Generation) -> Response {
     r
 }
 
-async fn embeddings(State(st): St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    let v = match read_body(&st, &headers, &uri, &body)
+async fn embeddings(State(front): St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    let st = front.pick(&headers).1;
+    let v = match read_body(front.main(), &headers, &uri, &body)
         .and_then(|v| super::request::check_common(&st.cfg, &v).map(|()| v))
     {
         Ok(v) => v,
@@ -279,8 +285,9 @@ async fn embeddings(State(st): St, headers: HeaderMap, uri: Uri, body: Bytes) ->
     }))
 }
 
-async fn rerank(State(st): St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
-    let v = match read_body(&st, &headers, &uri, &body)
+async fn rerank(State(front): St, headers: HeaderMap, uri: Uri, body: Bytes) -> Response {
+    let st = front.pick(&headers).1;
+    let v = match read_body(front.main(), &headers, &uri, &body)
         .and_then(|v| super::request::check_common(&st.cfg, &v).map(|()| v))
     {
         Ok(v) => v,
@@ -332,7 +339,8 @@ async fn rerank(State(st): St, headers: HeaderMap, uri: Uri, body: Bytes) -> Res
     }))
 }
 
-async fn models(State(st): St, headers: HeaderMap, uri: Uri) -> Response {
+async fn models(State(front): St, headers: HeaderMap, uri: Uri) -> Response {
+    let st = front.main();
     st.record_request(ReceivedRequest {
         method: "GET".into(),
         path: uri.path().to_string(),
@@ -352,10 +360,12 @@ async fn models(State(st): St, headers: HeaderMap, uri: Uri) -> Response {
     json_response(&json!({"object": "list", "data": data}))
 }
 
-async fn metrics(State(st): St) -> Response {
-    st.scrapes
+async fn metrics(State(front): St) -> Response {
+    front
+        .main()
+        .scrapes
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut r = Response::new(Body::from(super::metrics::render(&st)));
+    let mut r = Response::new(Body::from(super::metrics::render(front.workers())));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
@@ -363,9 +373,10 @@ async fn metrics(State(st): St) -> Response {
     r
 }
 
-async fn reset_prefix_cache(State(st): St) -> Response {
-    st.resets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    st.reset_cache();
+async fn reset_prefix_cache(State(front): St) -> Response {
+    let resets = &front.main().resets;
+    resets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    front.reset_cache();
     StatusCode::OK.into_response()
 }
 

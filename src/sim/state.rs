@@ -49,7 +49,9 @@ pub(crate) struct SimState {
     pub histograms: Histograms,
     pub start: Instant,
     pub start_unix_us: u64,
-    seq: AtomicU64,
+    /// Arrival order of inference requests, shared by the workers of one simulator so
+    /// that faults, seeds and request ids follow the order at its one URL.
+    seq: Arc<AtomicU64>,
     cache: Mutex<PrefixCache>,
     received: Option<Mutex<Vec<ReceivedRequest>>>,
     truth: Mutex<VecDeque<TruthRecord>>,
@@ -91,7 +93,7 @@ impl SimState {
             histograms: Histograms::default(),
             start: Instant::now(),
             start_unix_us,
-            seq: AtomicU64::new(0),
+            seq: Arc::new(AtomicU64::new(0)),
             received: record_bodies.then(|| Mutex::new(Vec::new())),
             truth: Mutex::new(VecDeque::new()),
             scrapes: AtomicU64::new(0),
@@ -102,6 +104,17 @@ impl SimState {
             tokens,
             cfg,
         }
+    }
+
+    /// Another worker of the same simulator: its own batch slots, queue, prefix cache,
+    /// counters and truth; the same settings, tokenizer, clock and arrival order. Requests
+    /// are recorded by the first worker only, so a worker keeps none.
+    pub(crate) fn sibling(&self) -> Self {
+        let mut st = SimState::new(self.cfg.clone(), self.tokens.clone(), false);
+        st.start = self.start;
+        st.start_unix_us = self.start_unix_us;
+        st.seq = self.seq.clone();
+        st
     }
 
     pub(crate) fn next_seq(&self) -> u64 {

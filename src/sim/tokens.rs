@@ -30,6 +30,7 @@ pub struct TokenizerError {
 /// Turns text into token ids: the approximation above, or a real tokenizer (a folder with
 /// tokenizer.json and, for chats, the chat template of tokenizer_config.json, counted the
 /// way servers count: rendered, then encoded without special tokens).
+#[derive(Clone)]
 pub(crate) struct TokenCounter {
     exact: Option<Arc<Tokenizer>>,
 }

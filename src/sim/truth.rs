@@ -57,6 +57,9 @@ pub struct TruthRecord {
     /// The timing factor this generation's first-token and inter-token times were scaled
     /// by (`jitter`; 1 without jitter, 0 for a request that generated nothing).
     pub jitter: f64,
+    /// The worker that served it, in a simulator with `workers` above 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u32>,
 }
 
 /// The body of `GET /sim/truth`.

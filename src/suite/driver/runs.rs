@@ -268,7 +268,7 @@ pub(crate) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> 
             .cloned()
             .unwrap_or_else(|| sims.resolve(&ep.base_url)),
         replicas,
-        balance: balance(ep.balance.unwrap_or_default(), run.settings.seed),
+        balance: balance(ep.balance.unwrap_or_default(), run.dataset_seed),
         session_header: ep.session_header.clone(),
         paths,
         tls,
@@ -285,7 +285,10 @@ pub(crate) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> 
     }
 }
 
-/// The engine's rule of an endpoint's `balance` (`random` draws from the plan's seed).
+/// The engine's rule of an endpoint's `balance`. `random` draws from the run's request-set
+/// seed (`dataset_seed`): each run of a suite its own sequence, the same on rerun, and runs
+/// that differ only by endpoint (same prompts) also the same replica draws, so comparing
+/// endpoints compares like with like; a warm repeat (same requests) keeps its draws too.
 fn balance(spec: crate::plan::Balance, seed: u64) -> crate::engine::Balance {
     match spec {
         crate::plan::Balance::RoundRobin => crate::engine::Balance::RoundRobin,

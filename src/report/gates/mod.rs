@@ -3,15 +3,18 @@
 //! value, a run that did not finish or a missing baseline fails its gate: a sign-off
 //! never passes on what was not measured. Nor on what was measured differently: a
 //! relative gate fails when its baseline run differs in a setting beyond the axes (an
-//! output length, a dataset, a seed) that `--allow-changed` does not name.
+//! output length, a dataset, a seed) that `--allow-changed` does not name. Repeats are
+//! matched as groups, as `compare` matches them: a relative gate holds a group's mean
+//! against the baseline group's mean, once per group.
 
 use std::collections::BTreeMap;
 
 use super::changed::{changed_settings, describe, judged};
-use super::compare::match_runs;
+use super::compare::match_groups;
 use super::format::{display_for, percent};
 use super::grid::Grid;
 use super::pivot::Labels;
+use super::repeats::{group_leads, group_members, group_value, Group, REPEAT_AXIS};
 use super::{markdown, table, Format, ReportError, TableStyle};
 use crate::metrics::condition::{parse_condition, relative_change, Condition};
 use crate::store::{GateRecord, RunStatus, StoredRun, SuiteRow};
@@ -96,35 +99,63 @@ pub fn collect_gates(suite: &SuiteRow, cli: &[String]) -> Result<Vec<Condition>,
 }
 
 /// Checks every gate on every run. `baseline` supplies the values relative gates
-/// compare with, from the run matched by axis values.
+/// compare with, matched as `compare` matches (`compare::match_groups`): a group of
+/// repeats is one relative verdict, its mean against the baseline group's mean (a run
+/// not repeated is a group of one); absolute gates are checked on every repeat.
 pub fn evaluate(
     runs: &[StoredRun],
     gates: &[Condition],
     baseline: Option<Baseline<'_>>,
 ) -> Vec<GateOutcome> {
-    let base_of: BTreeMap<usize, usize> = baseline
-        .map(|b| {
-            match_runs(b.runs, runs, b.ignore)
-                .0
-                .into_iter()
-                .map(|(i, j)| (j, i))
+    let matched = baseline.map(|b| match_groups(b.runs, runs, b.ignore));
+    let base_of: BTreeMap<&str, &StoredRun> = matched
+        .as_ref()
+        .map(|m| {
+            m.pairs
+                .iter()
+                .map(|&(i, j)| (m.new_leads[j].id.as_str(), &m.base_leads[i]))
                 .collect()
         })
         .unwrap_or_default();
+    let leads = group_leads(runs);
     let mut out = Vec::new();
     let labels = Labels::new(runs);
-    for (j, run) in runs.iter().enumerate() {
-        let base_run = baseline.and_then(|b| base_of.get(&j).map(|&i| &b.runs[i]));
-        let unlike = match (baseline, base_run) {
-            (Some(b), Some(base)) => unlike_reason(base, run, b),
+    for run in runs {
+        let lead = leads.iter().any(|l| l.id == run.id);
+        let group = group_members(runs, run);
+        // The baseline group of the run's group (its lead is its first stored run).
+        let base_lead = group
+            .runs
+            .first()
+            .and_then(|first| base_of.get(first.id.as_str()).copied());
+        let unlike = match (baseline, base_lead, &matched) {
+            (Some(b), Some(base), Some(m)) => unlike_reason(base, run, &m.ignore, b),
             _ => None,
         };
-        let label = format!("#{} {}", run.ordinal, labels.run(run));
         for gate in gates {
-            if !applies(gate, run) {
+            if !applies(gate, run) || (gate.is_relative() && !lead) {
                 continue;
             }
-            let mut outcome = check(run, gate, base_run, baseline.is_some(), &label);
+            let base = baseline.zip(base_lead).map(|(b, lead)| {
+                let bg = group_members(b.runs, lead);
+                Measured::of_group(&bg, lead, &gate.metric)
+            });
+            let mut outcome = if gate.is_relative() {
+                let own = Measured::of_group(&group, run, &gate.metric);
+                let label = match group.runs.len() {
+                    1 => format!("#{} {}", run.ordinal, labels.run(run)),
+                    n => {
+                        let axes = labels.run_without(run, &[REPEAT_AXIS]);
+                        let axes = if axes.is_empty() { axes } else { axes + " " };
+                        format!("#{} {axes}(mean of {n} repeats)", run.ordinal)
+                    }
+                };
+                check(run, gate, (own, base), baseline.is_some(), &label)
+            } else {
+                let own = Measured::of_run(run, &gate.metric);
+                let label = format!("#{} {}", run.ordinal, labels.run(run));
+                check(run, gate, (own, base), baseline.is_some(), &label)
+            };
             if let (true, Some(why)) = (gate.is_relative(), &unlike) {
                 outcome.passed = false;
                 outcome.unlike_baseline = true;
@@ -136,9 +167,46 @@ pub fn evaluate(
     out
 }
 
-/// Why a run's baseline run is unlike it, when its settings differ beyond the axes.
-fn unlike_reason(base: &StoredRun, run: &StoredRun, b: Baseline<'_>) -> Option<String> {
-    let changes = changed_settings(base, run, b.ignore);
+/// What a gate reads of one side: a run's value, or a group's mean over its done repeats.
+#[derive(Debug, Clone)]
+struct Measured {
+    value: Option<f64>,
+    /// Repeats the value is the mean of (1: one run's own value).
+    repeats: usize,
+    /// Why nothing can be read: the run (or every repeat) did not finish.
+    not_done: Option<String>,
+}
+
+impl Measured {
+    fn of_run(run: &StoredRun, metric: &str) -> Measured {
+        Measured {
+            value: run.metrics.get(metric).copied().flatten(),
+            repeats: 1,
+            not_done: (run.status != RunStatus::Done).then(|| format!("run is {}", run.status)),
+        }
+    }
+
+    fn of_group(group: &Group<'_>, lead: &StoredRun, metric: &str) -> Measured {
+        if group.runs.len() <= 1 {
+            return Measured::of_run(lead, metric);
+        }
+        Measured {
+            value: group_value(group, lead, metric),
+            repeats: group.values(metric).len(),
+            not_done: (group.done() == 0).then(|| "no repeat of the group finished".to_string()),
+        }
+    }
+}
+
+/// Why a run's baseline run is unlike it, when its settings differ beyond the axes
+/// (`ignore`: the axes the two were matched without).
+fn unlike_reason(
+    base: &StoredRun,
+    run: &StoredRun,
+    ignore: &[String],
+    b: Baseline<'_>,
+) -> Option<String> {
+    let changes = changed_settings(base, run, ignore);
     let judged = judged(&changes, b.allow_changed);
     if judged.is_empty() {
         return None;
@@ -187,22 +255,29 @@ fn applies(gate: &Condition, run: &StoredRun) -> bool {
         && has_objective == objective
 }
 
+/// One gate's verdict on `own` (and, for a relative gate, `base`): a group's row says
+/// that its values are means, and of how many repeats.
 fn check(
     run: &StoredRun,
     gate: &Condition,
-    base_run: Option<&StoredRun>,
+    (own, base): (Measured, Option<Measured>),
     has_baseline: bool,
     label: &str,
 ) -> GateOutcome {
-    let value = run.metrics.get(&gate.metric).copied().flatten();
-    let baseline = base_run.and_then(|b| b.metrics.get(&gate.metric).copied().flatten());
+    let (value, baseline) = (own.value, base.as_ref().and_then(|b| b.value));
     let disp = display_for(
         &gate.metric,
         &[value, baseline].into_iter().flatten().collect::<Vec<_>>(),
     );
     let shown = |v: f64| disp.with_unit(v);
-    let (passed, message) = if run.status != RunStatus::Done {
-        (false, format!("run is {}", run.status))
+    // An absolute gate shows the baseline as context only (its group's mean, if repeated).
+    let means = match (own.repeats, base.as_ref().map_or(1, |b| b.repeats)) {
+        (1, 1) => String::new(),
+        _ if !gate.is_relative() => String::new(),
+        (n, m) => format!(" (means: {n} repeats against {m} of the baseline)"),
+    };
+    let (passed, message) = if let Some(why) = own.not_done {
+        (false, why)
     } else {
         match (value, gate.is_relative()) {
             (None, _) => (false, format!("{} is unknown", gate.metric)),
@@ -221,7 +296,7 @@ fn check(
                     (
                         ok,
                         format!(
-                            "{} = {}{change}, needs {}",
+                            "{} = {}{change}, needs {}{means}",
                             gate.metric,
                             shown(v),
                             gate.text
@@ -383,3 +458,6 @@ pub fn check_suite(
     }
     Ok(outcomes)
 }
+
+#[cfg(test)]
+mod tests;
