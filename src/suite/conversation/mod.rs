@@ -82,6 +82,17 @@ struct Active {
     ready_at: Option<Instant>,
 }
 
+impl Active {
+    /// Turns still to hand out (the one in flight, if any, already handed).
+    fn remaining(&self) -> usize {
+        let in_flight = usize::from(self.ready_at.is_none());
+        self.script
+            .turns
+            .len()
+            .saturating_sub(self.next_turn + in_flight)
+    }
+}
+
 /// The multi-turn source.
 pub struct ConversationSource {
     plan: ConversationPlan,
@@ -127,6 +138,19 @@ impl ConversationSource {
             (Some(limit), Some(at)) => now < at + limit,
             _ => true,
         }
+    }
+
+    /// Whether the turn budget (`requests`, in turns) leaves a turn for the conversation
+    /// at `slot` (`active.len()`: a new one) once every older conversation has the turns
+    /// it still needs: the older a conversation, the earlier its claim, so a run of N
+    /// whole conversations' turns sends N whole conversations, whatever order the
+    /// answers come back in, and a new one starts only on turns no other needs.
+    fn budget_allows(&self, slot: usize) -> bool {
+        let claimed: usize = self.active[..slot.min(self.active.len())]
+            .iter()
+            .map(Active::remaining)
+            .sum();
+        self.handed.saturating_add(claimed) < self.plan.total
     }
 
     /// The turn index of every item sent, by item.
@@ -251,9 +275,9 @@ impl ConversationSource {
     }
 
     fn ready_slot(&self, now: Instant) -> Option<usize> {
-        self.active
-            .iter()
-            .position(|c| c.ready_at.is_some_and(|r| r <= now))
+        (0..self.active.len()).find(|&slot| {
+            self.active[slot].ready_at.is_some_and(|r| r <= now) && self.budget_allows(slot)
+        })
     }
 }
 
@@ -276,6 +300,7 @@ impl RequestSource for ConversationSource {
         }
         if self.active.len() < self.plan.max_active
             && self.may_start(now)
+            && self.budget_allows(self.active.len())
             && self.start_conversation()
         {
             let slot = self.active.len() - 1;
@@ -286,7 +311,9 @@ impl RequestSource for ConversationSource {
         }
         // Only thinking conversations: ask again when the first is ready (the driver
         // waits without blocking its thread, so Ctrl-C and the duration are heard).
-        match self.active.iter().filter_map(|c| c.ready_at).min() {
+        // (Those the budget allows: the oldest always is while turns are left.)
+        let waits = (0..self.active.len()).filter(|&slot| self.budget_allows(slot));
+        match waits.filter_map(|slot| self.active[slot].ready_at).min() {
             Some(at) => Next::Wait(at),
             None => Next::Done,
         }

@@ -101,9 +101,38 @@ fn conversations_in_flight_are_bounded_and_answers_carry_over() {
     assert_eq!(s.turn_of_item(), [0, 0, 1, 2, 0]);
     s.completed(&answer(&b1, "y"));
     s.completed(&answer(&c1, "z"));
-    take(&mut s);
+    let b2 = take(&mut s);
+    // B, the older, has first claim on the 2 turns left: C waits although it is ready.
+    assert!(matches!(s.next(), Next::Pending), "C's turn is B's");
+    s.completed(&answer(&b2, "y"));
     take(&mut s);
     assert!(matches!(s.next(), Next::Done), "7 turns in all");
+    assert_eq!(s.turn_of_item(), [0, 0, 1, 2, 0, 1, 2]);
+}
+
+/// A conversation that answers slowly is not cut short by a new one started on the
+/// turns it still needs: `requests` of whole conversations sends whole conversations,
+/// whatever order the answers come back in (a new conversation used to take the last
+/// turns while an older one waited for its answer, so the run's conversations depended
+/// on timing).
+#[test]
+fn older_conversations_keep_the_turns_they_still_need() {
+    let mut s = ConversationSource::new(plan(6, 2, 0));
+    let a1 = take(&mut s);
+    let mut b = take(&mut s);
+    for _ in 0..2 {
+        s.completed(&answer(&b, "y"));
+        b = take(&mut s);
+    }
+    s.completed(&answer(&b, "y"));
+    // B is over while A's first turn is still in flight: A needs the 2 turns left.
+    assert!(matches!(s.next(), Next::Pending), "no third conversation");
+    s.completed(&answer(&a1, "x"));
+    let a2 = take(&mut s);
+    s.completed(&answer(&a2, "x"));
+    take(&mut s);
+    assert!(matches!(s.next(), Next::Done));
+    assert_eq!(s.turn_of_item(), [0, 0, 1, 2, 1, 2]);
 }
 
 #[test]
