@@ -118,6 +118,16 @@ fn each_class_sends_its_own_requests_and_gets_its_own_metrics() {
             "{chat} {run_ttft} {rag}"
         );
     }
+    // The page shows the classes' table and a CDF line per class.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Mix classes</h2>"), "no classes table");
+    for chart in ["TTFT CDF by mix class", "latency CDF by mix class"] {
+        assert!(html.contains(chart), "no {chart}");
+    }
+    assert!(
+        html.contains("· rag") && html.contains("· support"),
+        "a line per class"
+    );
     // `report --by-class`: a CSV row per class of each run, any metric as its column.
     let csv = cli_support::stdout_of(&[
         "report",

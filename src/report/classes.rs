@@ -9,6 +9,8 @@ use serde_json::{json, Map, Value};
 use super::format::{displays_of, number};
 use super::grid::{Grid, UNKNOWN};
 use super::pivot::Labels;
+use super::plots::{ClassCdfs, Digest};
+use super::svg::{Chart, Series};
 use super::ReportError;
 use crate::metrics::names::{self, class_metric};
 use crate::store::StoredRun;
@@ -185,4 +187,48 @@ pub fn render_csv(runs: &[StoredRun], metrics: &[String]) -> Result<String, Repo
         }
     }
     Ok(out)
+}
+
+/// TTFT and latency CDFs of every mix run's classes, one line per (run, class)
+/// (`digests[i]` belongs to `runs[i]`); none without a mix run.
+pub fn charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
+    type Pick = fn(&ClassCdfs) -> &Vec<(f64, f64)>;
+    let labels = Labels::new(runs);
+    let picks: [(&str, Pick); 2] = [("TTFT", |c| &c.ttft), ("latency", |c| &c.latency)];
+    let mut out = Vec::new();
+    for (quantity, pick) in picks {
+        let mut series = Vec::new();
+        for (run, digest) in runs.iter().zip(digests) {
+            let classes = of_run(run);
+            for (c, cdfs) in &digest.classes {
+                let Some(class) = classes.get(usize::from(*c)) else {
+                    continue;
+                };
+                if pick(cdfs).is_empty() {
+                    continue;
+                }
+                series.push(Series {
+                    name: format!(
+                        "#{} {} · {}",
+                        run.ordinal,
+                        labels.short(run, &[]),
+                        class.name
+                    ),
+                    points: pick(cdfs).clone(),
+                    markers: false,
+                    labels: Vec::new(),
+                });
+            }
+        }
+        if !series.is_empty() {
+            out.push(Chart {
+                title: format!("{quantity} CDF by mix class"),
+                x_label: format!("{quantity} (ms)"),
+                y_label: "share of requests".into(),
+                series,
+                x_range: None,
+            });
+        }
+    }
+    out
 }

@@ -247,6 +247,11 @@ pub fn render(
     }
     if let Some(classes) = super::classes::grid(&data.runs) {
         let _ = write!(s, "<h2>Mix classes</h2>{}", grid_html(&classes));
+        s.push_str("<div class=\"charts\">");
+        for chart in super::classes::charts(&data.runs, &digests) {
+            let _ = write!(s, "<figure>{}</figure>", super::svg::line_chart(&chart));
+        }
+        s.push_str("</div>");
     }
     if !gates.is_empty() {
         s.push_str(&gates_html(gates));

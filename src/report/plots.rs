@@ -2,6 +2,8 @@
 //! rate) with one line per variant, latency against throughput (one labelled point per
 //! tier), and TTFT, TPOT and latency CDFs per run from the stored request rows.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::pivot::Labels;
@@ -187,6 +189,15 @@ pub struct Digest {
     pub input_means: (Option<f64>, Option<f64>, Option<f64>),
     /// The run's requests on its time axis (thinned to a bounded sample).
     pub timeline: super::timeline::Timeline,
+    /// A mix run: each class's TTFT and latency CDFs, by class index.
+    pub classes: BTreeMap<u16, ClassCdfs>,
+}
+
+/// One mix class's CDFs (at most `CDF_POINTS` points each).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClassCdfs {
+    pub ttft: Vec<(f64, f64)>,
+    pub latency: Vec<(f64, f64)>,
 }
 
 impl Digest {
@@ -199,6 +210,7 @@ impl Digest {
             (Times::default(), Times::default(), Times::default());
         let mut means = super::bootstrap::InputMeans::default();
         let mut timeline = super::timeline::Timeline::default();
+        let mut classes: BTreeMap<u16, (Times, Times)> = BTreeMap::new();
         store.each_request_row(&run.id, |row| {
             let r = &row.record;
             timeline.push(r);
@@ -209,6 +221,13 @@ impl Digest {
             let t = timing(r, defs);
             if let Some(x) = t.ttft {
                 ttft.push(x);
+            }
+            if let Some(c) = r.class {
+                let (ct, cl) = classes.entry(c).or_default();
+                if let Some(x) = t.ttft {
+                    ct.push(x);
+                }
+                cl.push(t.latency);
             }
             if let Some(x) = r.output_tokens().and_then(|(n, _)| t.tpot(n)) {
                 tpot.push(x);
@@ -225,6 +244,16 @@ impl Digest {
             latency_cdf: curve(latency),
             input_means: means.get(),
             timeline,
+            classes: classes
+                .into_iter()
+                .map(|(c, (t, l))| {
+                    let cdfs = ClassCdfs {
+                        ttft: curve(t),
+                        latency: curve(l),
+                    };
+                    (c, cdfs)
+                })
+                .collect(),
         })
     }
 }
