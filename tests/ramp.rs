@@ -216,3 +216,70 @@ fn a_repeated_ramp_is_a_group_whose_cold_repeats_send_at_fresh_times() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("2/2"), "{text}");
 }
+
+/// A sharded ramp merges with its per-step metrics: the shards sent the one schedule
+/// between them (every other send each, both started at one instant), so the merged
+/// run's steps hold the unsharded run's planned requests, step by step.
+#[test]
+fn a_merged_ramp_keeps_its_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    let load = r#"load = { ramp = { rates = [10, 30], step = "1s" }, arrivals = "constant" }"#;
+    std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{load}\n")).unwrap();
+    let whole = report_json(&run(&plan, &dir.path().join("whole")));
+    let start = std::time::SystemTime::now() + std::time::Duration::from_secs(3);
+    let start_s = start
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let shards: Vec<_> = (1..=2)
+        .map(|k| {
+            let out = dir.path().join(format!("shard{k}"));
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_perfplan"))
+                .args([
+                    "run",
+                    plan.to_str().unwrap(),
+                    "--out",
+                    out.to_str().unwrap(),
+                ])
+                .args(["--shard", &format!("{k}/2"), "--start-at"])
+                .arg(format!("{start_s:.3}"))
+                .args(["--barrier", "off"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (out, child)
+        })
+        .collect();
+    let shards: Vec<_> = shards
+        .into_iter()
+        .map(|(out, child)| {
+            let o = child.wait_with_output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            out
+        })
+        .collect();
+    let merged = dir.path().join("merged");
+    let o = perfplan(&[
+        "merge",
+        merged.to_str().unwrap(),
+        shards[0].to_str().unwrap(),
+        shards[1].to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let merged = report_json(&merged.join("results.db"));
+    let (a, b) = (
+        whole[0]["steps"].as_array().unwrap(),
+        merged[0]["steps"]
+            .as_array()
+            .expect("the merged run's steps"),
+    );
+    assert_eq!(a.len(), b.len());
+    for (sa, sb) in a.iter().zip(b) {
+        assert_eq!(sa["rate"], sb["rate"]);
+        let sent = |s: &serde_json::Value| metric(s, "requests_ok") + metric(s, "requests_failed");
+        assert_eq!(sent(sa), sent(sb), "{sa} vs {sb}");
+        assert!(metric(sb, "ttft_p50") > 0.0);
+    }
+}

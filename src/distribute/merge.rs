@@ -225,6 +225,7 @@ fn merge_run(
         .map(|(i, r)| (inputs[*i].shard.to_string(), r))
         .collect();
     let (verdict, facts) = shard_facts::of_shards(&named, &fold.first_of, base.unwrap_or(0));
+    let steps = fold.take_steps();
     let (mut summary, input_lengths, class_requests) = fold.finish(parts, &opts);
     summary.client_bound = verdict;
     let mut extras = execute::extras(&summary, rows);
@@ -234,6 +235,9 @@ fn merge_run(
         map.extend(facts);
         if let Some(mix) = super::merge_metrics::merged_mix(parts, &class_requests) {
             map.insert("mix".into(), mix);
+        }
+        if let Some(steps) = steps {
+            map.insert("time".into(), json!({ "steps": steps }));
         }
     }
     let warnings = merged_warnings(&named, summary.client_bound.as_deref());

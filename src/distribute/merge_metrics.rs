@@ -8,12 +8,15 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::distribute::inputs::Input;
+use crate::metrics::steps::StepFold;
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, SummaryOptions};
+use crate::plan::LoadSpec;
 use crate::plan::ServerMetricsSpec;
 use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, StoredRun};
 use crate::suite::conversation::{turn_metrics_of, TurnSample};
 use crate::suite::lengths::{Counts, Lengths};
+use crate::suite::steps::windows_of;
 use crate::telemetry::{first_ratio, CounterNames};
 
 /// A merged run's metrics and the facts its extras keep, folded row by row as the
@@ -32,6 +35,8 @@ pub(super) struct MergeFold {
     pub rows: u64,
     /// A mix: each class's name and fold, by class index (from the first shard's extras).
     classes: Vec<(String, Fold)>,
+    /// A ramp: its steps' fold and the key of a step's level (`rate`, `concurrency`).
+    steps: Option<(StepFold, &'static str)>,
 }
 
 impl MergeFold {
@@ -56,6 +61,12 @@ impl MergeFold {
                 .into_iter()
                 .map(|n| (n, Fold::new(opts.definitions, &opts.slos)))
                 .collect(),
+            steps: parts
+                .first()
+                .and_then(|(_, run)| run.settings.get("load"))
+                .and_then(|load| serde_json::from_value::<LoadSpec>(load.clone()).ok())
+                .and_then(|load| windows_of(&load))
+                .map(|(windows, key)| (StepFold::new(&windows, opts.definitions), key)),
         }
     }
 
@@ -66,6 +77,9 @@ impl MergeFold {
         self.fold.add(r);
         if let Some((_, fold)) = r.class.and_then(|c| self.classes.get_mut(usize::from(c))) {
             fold.add(r);
+        }
+        if let Some((steps, _)) = &mut self.steps {
+            steps.add(r);
         }
         if r.phase == Phase::Measured && r.outcome == Outcome::Ok {
             self.lengths.add_counts(Counts {
@@ -86,6 +100,14 @@ impl MergeFold {
                 self.samples.push(sample);
             }
         }
+    }
+
+    /// A ramp's steps, folded from the merged rows (the shards sent the one schedule
+    /// between them, so the merged time base is the ramp's), as `time.steps` keeps them.
+    pub fn take_steps(&mut self) -> Option<Value> {
+        self.steps
+            .take()
+            .map(|(fold, key)| crate::suite::steps::steps_json(fold, key))
     }
 
     /// The merged run's metrics (per-turn and a mix's per-class ones included), its

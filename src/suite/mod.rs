@@ -30,7 +30,7 @@ pub mod shard_env;
 pub mod share;
 pub mod start_at;
 mod steady;
-mod steps;
+pub(crate) mod steps;
 mod tally;
 mod targets;
 mod telemetry;

@@ -13,18 +13,20 @@ use serde_json::{json, Map, Value};
 
 use crate::metrics::steps::{StepFold, StepWindow};
 use crate::metrics::MetricDefinitions;
+use crate::plan::LoadSpec;
 use crate::planner::concurrency_ramp::concurrency_steps;
-use crate::planner::RunSpec;
+use crate::planner::{RateCurve, RunSpec};
 use crate::store::Store;
 
-/// Adds `steps` to the run's time facts; a warning when the rows could not be read.
-pub(super) fn measure(
-    store: &Arc<Mutex<Store>>,
-    run: &RunSpec,
-    definitions: MetricDefinitions,
-    time: &mut Value,
-) -> Option<String> {
-    let (steps, key) = match (run.ramp(), run.concurrency_ramp()) {
+/// The step windows of a load with a ramp, and the key each step's level goes under
+/// (`rate` or `concurrency`); `None` for any other load, or a curve without steps.
+pub fn windows_of(load: &LoadSpec) -> Option<(Vec<StepWindow>, &'static str)> {
+    let rate = load.ramp.as_ref().and_then(RateCurve::of);
+    let concurrency = load
+        .concurrency_ramp
+        .as_ref()
+        .and_then(crate::planner::concurrency_ramp::curve_of);
+    let (steps, key) = match (rate, concurrency) {
         (Some(rate), _) => (rate.steps(), "rate"),
         (None, Some(c)) => (concurrency_steps(&c), "concurrency"),
         (None, None) => return None,
@@ -37,9 +39,17 @@ pub(super) fn measure(
             end: s.end,
         })
         .collect();
-    if windows.is_empty() {
-        return None;
-    }
+    (!windows.is_empty()).then_some((windows, key))
+}
+
+/// Adds `steps` to the run's time facts; a warning when the rows could not be read.
+pub(super) fn measure(
+    store: &Arc<Mutex<Store>>,
+    run: &RunSpec,
+    definitions: MetricDefinitions,
+    time: &mut Value,
+) -> Option<String> {
+    let (windows, key) = windows_of(&run.settings.load)?;
     let mut fold = StepFold::new(&windows, definitions);
     let read = match store.lock() {
         Ok(store) => store.each_request_row(&run.id, |row| fold.add(&row.record)),
@@ -51,6 +61,12 @@ pub(super) fn measure(
             crate::control::chain(&e)
         ));
     }
+    time["steps"] = steps_json(fold, key);
+    None
+}
+
+/// The folded steps as `time.steps` keeps them.
+pub fn steps_json(fold: StepFold, key: &str) -> Value {
     let steps: Vec<Value> = fold
         .finish()
         .into_iter()
@@ -76,6 +92,5 @@ pub(super) fn measure(
             Value::Object(step)
         })
         .collect();
-    time["steps"] = Value::from(steps);
-    None
+    Value::from(steps)
 }
