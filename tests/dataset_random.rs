@@ -349,6 +349,9 @@ fn prefix_groups_share_their_own_prefix_and_group_zero_is_the_one_prefix() {
     let sharing = perfplan::dataset::sharing(&plan, &ctx(&tok, true, false, 5, 12))
         .unwrap()
         .unwrap();
+    let perfplan::dataset::RunSharing::One(sharing) = sharing else {
+        panic!("one dataset's sharing");
+    };
     assert_eq!(sharing.prefixes, [128, 128, 128]);
     // SmolLM2's template: 24 tokens of system prompt and role markers before the user text.
     assert_eq!(sharing.lead, 24);

@@ -413,3 +413,56 @@ fn a_class_of_another_model_counts_unreported_output_with_its_own_tokenizer() {
     assert_eq!(chat, 24.0);
     assert!(hello > 60.0, "hello: {hello}");
 }
+
+/// A mix of `random` classes plans its hit ratio class by class (each class's shared
+/// prefix after its first request, the chat template's opening in every prompt after
+/// the first of its class), and a cache-on simulator with the SmolLM2 template measures
+/// it: the run's and each class's.
+#[test]
+fn a_mix_of_random_classes_gets_its_planned_hit_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        "[datasets.sys]\nkind = \"random\"\ninput_tokens = 256\nprefix_tokens = 128\n\
+         [datasets.long]\nkind = \"random\"\ninput_tokens = 512\nprefix_tokens = 384\n\
+         prefix_groups = 2\n\
+         [datasets.both]\nkind = \"mix\"\nmix = [{ dataset = \"sys\", weight = 2 }, \
+         { dataset = \"long\", weight = 1 }]\n\
+         [matrix]\nmodel = \"base\"\ndataset = \"both\"\n\
+         load = { concurrency = 1, requests = 48, warmup = 0 }\n",
+    );
+    let text = std::fs::read_to_string(&plan).unwrap().replace(
+        "prefix_cache = false\n",
+        "prefix_cache = true\nblock_size = 16\n",
+    );
+    std::fs::write(&plan, text).unwrap();
+    let out = dir.path().join("out");
+    let o = run_plan(&plan, &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = report_json(&out.join("results.db"));
+    let m = &runs[0]["metrics"];
+    let planned = m["planned_prefix_share"].as_f64().expect("a planned share");
+    let measured = m["server_cache_hit_ratio"]
+        .as_f64()
+        .expect("the server's ratio");
+    // The margin of tests/prefix_groups.rs (whole 16-token blocks cached; a class's
+    // first request finds the opening another class's request cached, which the plan
+    // does not count).
+    assert!(
+        (planned - measured).abs() < 0.02,
+        "planned {planned}, measured {measured}"
+    );
+    let classes = &runs[0]["classes"];
+    for c in ["sys", "long"] {
+        let metric = |name: &str| classes[c]["metrics"][name].as_f64().unwrap();
+        let (p, m) = (metric("planned_prefix_share"), metric("cache_hit_ratio"));
+        assert!((p - m).abs() < 0.02, "{c}: planned {p}, measured {m}");
+    }
+    let long = classes["long"]["metrics"]["planned_prefix_share"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        long > planned + 0.05,
+        "the long class shares more: {long} vs {planned}"
+    );
+}

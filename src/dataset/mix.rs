@@ -14,7 +14,7 @@ use crate::plan::MixPlan;
 const CLASS_DRAW_SALT: u64 = 0x6d69_785f_636c_6173;
 
 /// The classes of request `index`..: which class each request takes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClassDraw {
     weights: PrefixGroups,
     seed: u64,

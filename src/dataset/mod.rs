@@ -224,9 +224,45 @@ pub fn materialize(plan: &DatasetPlan, ctx: &DatasetContext) -> Result<Materiali
     Ok(out)
 }
 
-/// What the prompts of `plan` share as the server sees them, for the planned hit ratio:
-/// `Some` for kind `random`, whose sharing perfplan builds; `None` for every other kind.
-pub fn sharing(plan: &DatasetPlan, ctx: &DatasetContext) -> Result<Option<Sharing>, DatasetError> {
+/// What a run's prompts share as the server sees them, for the planned hit ratio: one
+/// dataset's `Sharing`, or each class's of a mix (request `i`'s class by the mix's draw,
+/// its group by its index within its class).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunSharing {
+    One(Sharing),
+    Mix {
+        draw: mix::ClassDraw,
+        classes: Vec<Sharing>,
+    },
+}
+
+/// What the prompts of `plan` share as the server sees them: `Some` for kind `random`,
+/// whose sharing perfplan builds, and for a mix of `random` classes; `None` for every
+/// other kind, and for a mix with a class of another kind (its share is not planned).
+pub fn sharing(
+    plan: &DatasetPlan,
+    ctx: &DatasetContext,
+) -> Result<Option<RunSharing>, DatasetError> {
+    let DatasetPlan::Mix(mix) = plan else {
+        return Ok(one_sharing(plan, ctx)?.map(RunSharing::One));
+    };
+    if mix.classes.len() != ctx.classes.len() {
+        return Ok(None);
+    }
+    let mut classes = Vec::with_capacity(mix.classes.len());
+    for (class, class_ctx) in mix.classes.iter().zip(&ctx.classes) {
+        match one_sharing(&class.dataset, class_ctx)? {
+            Some(s) => classes.push(s),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(RunSharing::Mix {
+        draw: mix::ClassDraw::new(mix, ctx.seed),
+        classes,
+    }))
+}
+
+fn one_sharing(plan: &DatasetPlan, ctx: &DatasetContext) -> Result<Option<Sharing>, DatasetError> {
     let DatasetPlan::Random {
         prefix_tokens,
         groups,

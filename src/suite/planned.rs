@@ -11,22 +11,55 @@
 //!   sent at once (concurrency) can find less cached than this counts.
 //! - warm run: the priming pass sent every measured prompt before, whole.
 //!
-//! `None` for datasets whose sharing perfplan does not build (every kind but `random`).
+//! - a mix: each class as above by its requests' indices within the class (its own
+//!   prompts, groups and seed), summed over the classes; a class's first request counts
+//!   nothing shared, though another class's request may have sent the same opening.
+//!
+//! `None` for datasets whose sharing perfplan does not build (every kind but `random`,
+//! and a mix with a class of another kind).
 
-use crate::dataset::Sharing;
+use std::collections::HashMap;
+
+use crate::dataset::mix::ClassDraw;
+use crate::dataset::{RunSharing, Sharing};
 use crate::record::{Outcome, Phase, RequestRecord};
 
 /// The planned shares of a run, folded from its records.
 #[derive(Debug)]
 pub struct PlannedWatch {
-    sharing: Option<Sharing>,
     warm: bool,
-    /// Per group: the first request (item) that takes it, found up to `scanned`.
+    kind: Option<Kind>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    One(GroupWatch),
+    Mix(MixWatch),
+}
+
+/// The planned shares of one dataset's prompts, by each prompt's index in it.
+#[derive(Debug)]
+struct GroupWatch {
+    sharing: Sharing,
+    /// Per group: the first request (index) that takes it, found up to `scanned`.
     first_use: Vec<Option<u64>>,
     scanned: u64,
     shared: u64,
     template: u64,
     total: u64,
+}
+
+/// A mix: each class's watch, fed each request by its index within its class (the
+/// order its class's prompts were built in). The run's items are walked in order once,
+/// each given its class and index; an item's entry waits in `pending` until its record
+/// comes (every item sent ends in one record, so it holds the requests in flight).
+#[derive(Debug)]
+struct MixWatch {
+    draw: ClassDraw,
+    classes: Vec<GroupWatch>,
+    counts: Vec<u64>,
+    scanned: u64,
+    pending: HashMap<u64, (usize, u64)>,
 }
 
 /// A run's planned shares (`None` where the dataset's sharing is not planned).
@@ -37,12 +70,95 @@ pub struct Planned {
 }
 
 impl PlannedWatch {
-    pub fn new(sharing: Option<Sharing>, warm: bool) -> PlannedWatch {
-        let groups = sharing.as_ref().map_or(0, |s| s.prefixes.len());
-        PlannedWatch {
+    pub fn new(sharing: Option<RunSharing>, warm: bool) -> PlannedWatch {
+        let kind = sharing.map(|s| match s {
+            RunSharing::One(one) => Kind::One(GroupWatch::new(one)),
+            RunSharing::Mix { draw, classes } => Kind::Mix(MixWatch {
+                draw,
+                counts: vec![0; classes.len()],
+                classes: classes.into_iter().map(GroupWatch::new).collect(),
+                scanned: 0,
+                pending: HashMap::new(),
+            }),
+        });
+        PlannedWatch { warm, kind }
+    }
+
+    pub fn add(&mut self, r: &RequestRecord) {
+        let warm = self.warm;
+        let (watch, index) = match &mut self.kind {
+            None => return,
+            Some(Kind::One(one)) => (one, r.item),
+            Some(Kind::Mix(mix)) => {
+                // Every record clears its item's entry, whatever its outcome.
+                let Some((class, index)) = mix.place(r.item) else {
+                    return;
+                };
+                match mix.classes.get_mut(class) {
+                    Some(watch) => (watch, index),
+                    None => return,
+                }
+            }
+        };
+        if r.outcome != Outcome::Ok || r.phase != Phase::Measured {
+            return;
+        }
+        if let Some(tokens) = r.client_input_tokens {
+            watch.add(index, u64::from(tokens), warm);
+        }
+    }
+
+    /// The run's planned shares (a mix's over all its classes).
+    pub fn planned(&self) -> Planned {
+        match &self.kind {
+            None => Planned::default(),
+            Some(Kind::One(one)) => one.planned(),
+            Some(Kind::Mix(mix)) => {
+                let sum = |f: fn(&GroupWatch) -> u64| mix.classes.iter().map(f).sum::<u64>();
+                ratios(sum(|w| w.shared), sum(|w| w.template), sum(|w| w.total))
+            }
+        }
+    }
+
+    /// A mix class's own planned shares (none for any other run).
+    pub fn class_planned(&self, class: usize) -> Planned {
+        match &self.kind {
+            Some(Kind::Mix(mix)) => mix
+                .classes
+                .get(class)
+                .map_or_else(Planned::default, GroupWatch::planned),
+            _ => Planned::default(),
+        }
+    }
+}
+
+fn ratios(shared: u64, template: u64, total: u64) -> Planned {
+    let ratio = |part: u64| (total > 0).then(|| part as f64 / total as f64);
+    Planned {
+        prefix_share: ratio(shared),
+        template_share: ratio(template),
+    }
+}
+
+impl MixWatch {
+    /// Item `item`'s class and index within it.
+    fn place(&mut self, item: u64) -> Option<(usize, u64)> {
+        while self.scanned <= item {
+            let class = self.draw.class_of(self.scanned as usize);
+            let count = self.counts.get_mut(class)?;
+            self.pending.insert(self.scanned, (class, *count));
+            *count += 1;
+            self.scanned += 1;
+        }
+        self.pending.remove(&item)
+    }
+}
+
+impl GroupWatch {
+    fn new(sharing: Sharing) -> GroupWatch {
+        GroupWatch {
+            first_use: vec![None; sharing.prefixes.len()],
             sharing,
-            warm,
-            first_use: vec![None; groups],
             scanned: 0,
             shared: 0,
             template: 0,
@@ -50,39 +166,30 @@ impl PlannedWatch {
         }
     }
 
-    pub fn add(&mut self, r: &RequestRecord) {
-        if r.outcome != Outcome::Ok || r.phase != Phase::Measured {
-            return;
-        }
-        let (Some(sharing), Some(tokens)) = (&self.sharing, r.client_input_tokens) else {
-            return;
-        };
-        let tokens = u64::from(tokens);
-        let lead = u64::from(sharing.lead).min(tokens);
+    /// Request `index` (of this dataset's prompts), `tokens` long, measured and answered.
+    fn add(&mut self, index: u64, tokens: u64, warm: bool) {
+        let lead = u64::from(self.sharing.lead).min(tokens);
         self.total += tokens;
-        if self.warm {
+        if warm {
             self.shared += tokens;
             self.template += lead;
             return;
         }
-        if r.item == 0 {
+        if index == 0 {
             return;
         }
-        let group = sharing.group_of(r.item as usize);
-        let prefix = u64::from(sharing.prefix(group)).min(tokens);
-        let seen_before = self.used_before(group, r.item);
+        let group = self.sharing.group_of(index as usize);
+        let prefix = u64::from(self.sharing.prefix(group)).min(tokens);
+        let seen_before = self.used_before(group, index);
         self.template += lead;
         self.shared += if seen_before { prefix.max(lead) } else { lead };
     }
 
-    /// Whether a request before `item` took `group`: items are scanned in order, each
-    /// once over the run, never beyond the largest item asked about.
-    fn used_before(&mut self, group: usize, item: u64) -> bool {
-        let Some(sharing) = &self.sharing else {
-            return false;
-        };
-        while self.scanned < item && self.first_use.get(group).is_some_and(Option::is_none) {
-            let g = sharing.group_of(self.scanned as usize);
+    /// Whether a request before `index` took `group`: indices are scanned in order, each
+    /// once over the run, never beyond the largest index asked about.
+    fn used_before(&mut self, group: usize, index: u64) -> bool {
+        while self.scanned < index && self.first_use.get(group).is_some_and(Option::is_none) {
+            let g = self.sharing.group_of(self.scanned as usize);
             if let Some(slot) = self.first_use.get_mut(g) {
                 slot.get_or_insert(self.scanned);
             }
@@ -92,18 +199,11 @@ impl PlannedWatch {
             .get(group)
             .copied()
             .flatten()
-            .is_some_and(|first| first < item)
+            .is_some_and(|first| first < index)
     }
 
-    /// The run's planned shares.
-    pub fn planned(&self) -> Planned {
-        let ratio = |part: u64| {
-            (self.sharing.is_some() && self.total > 0).then(|| part as f64 / self.total as f64)
-        };
-        Planned {
-            prefix_share: ratio(self.shared),
-            template_share: ratio(self.template),
-        }
+    fn planned(&self) -> Planned {
+        ratios(self.shared, self.template, self.total)
     }
 }
 
@@ -123,7 +223,7 @@ mod tests {
     }
 
     fn fold(sharing: Sharing, warm: bool, records: &[RequestRecord]) -> Planned {
-        let mut watch = PlannedWatch::new(Some(sharing), warm);
+        let mut watch = PlannedWatch::new(Some(RunSharing::One(sharing)), warm);
         records.iter().for_each(|r| watch.add(r));
         watch.planned()
     }
@@ -167,5 +267,53 @@ mod tests {
         let mut none = PlannedWatch::new(None, false);
         records.iter().for_each(|r| none.add(r));
         assert_eq!(none.planned(), Planned::default());
+    }
+
+    /// A mix's planned shares are each class's, by its requests' indices within the
+    /// class, whatever order the records come in.
+    #[test]
+    fn a_mix_plans_each_class_by_its_own_requests() {
+        use crate::plan::{DatasetPlan, FileSelect, MixClassPlan, MixPlan};
+        let class = |name: &str| MixClassPlan {
+            name: name.into(),
+            weight: 1.0,
+            dataset: DatasetPlan::Prompt {
+                text: String::new(),
+                select: FileSelect::default(),
+            },
+        };
+        let plan = MixPlan {
+            classes: vec![class("a"), class("b")],
+        };
+        let draw = ClassDraw::new(&plan, 7);
+        let a = Sharing::new(10, vec![50], PrefixGroups::default(), 1);
+        let b = Sharing::new(10, vec![30], PrefixGroups::default(), 1);
+        let sharing = RunSharing::Mix {
+            draw: draw.clone(),
+            classes: vec![a, b],
+        };
+        let records: Vec<_> = (0..20).map(|i| rec(i, Phase::Measured, 100)).collect();
+        let n_a = (0..20).filter(|&i| draw.class_of(i) == 0).count() as f64;
+        let n_b = 20.0 - n_a;
+        assert!(n_a > 0.0 && n_b > 0.0);
+        // Each class's first request shares nothing; its later ones share its prefix.
+        let expected = ((n_a - 1.0) * 50.0 + (n_b - 1.0) * 30.0) / 2000.0;
+        let mut watch = PlannedWatch::new(Some(sharing.clone()), false);
+        records.iter().for_each(|r| watch.add(r));
+        assert_eq!(watch.planned().prefix_share, Some(expected));
+        assert_eq!(
+            watch.class_planned(0).prefix_share,
+            Some((n_a - 1.0) * 50.0 / (n_a * 100.0))
+        );
+        // Records in another order (requests in flight end out of order): the same.
+        let mut shuffled = PlannedWatch::new(Some(sharing), false);
+        for chunk in records.chunks(4) {
+            chunk.iter().rev().for_each(|r| shuffled.add(r));
+        }
+        assert_eq!(shuffled.planned(), watch.planned());
+        let Some(Kind::Mix(mix)) = &shuffled.kind else {
+            panic!("a mix");
+        };
+        assert!(mix.pending.is_empty(), "every record cleared its item");
     }
 }

@@ -56,7 +56,7 @@ pub struct PreparedRun {
     pub duration_cap: Option<usize>,
     /// What the run's prompts share as the server sees them (kind `random`), for the
     /// planned hit ratio.
-    pub sharing: Option<dataset::Sharing>,
+    pub sharing: Option<dataset::RunSharing>,
     /// A mix: each class's tokenizer (its model's), by class index, for counting the
     /// output of a response without usage; empty for any other run.
     pub class_tokenizers: Vec<Option<Arc<Tokenizer>>>,

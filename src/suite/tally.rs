@@ -30,7 +30,7 @@ pub struct TallySettings {
     pub targets: Arc<Targets>,
     /// What the run's prompts share (the planned hit ratio's inputs), and whether a
     /// priming pass sent them all before.
-    pub sharing: Option<crate::dataset::Sharing>,
+    pub sharing: Option<crate::dataset::RunSharing>,
     pub warm: bool,
     /// A mix's classes (0 for a run that is not a mix): each gets its own fold.
     pub classes: usize,
@@ -138,12 +138,21 @@ impl Tally {
         fold.finish(opts)
     }
 
-    /// Each class's metrics, by class index (empty for a run that is not a mix). Rates
-    /// count over the class's own requests, first send to last end.
+    /// Each class's metrics, by class index (empty for a run that is not a mix), its
+    /// planned shares its own. Rates count over the class's own requests, first send to
+    /// last end.
     pub fn class_summaries(&mut self, opts: &SummaryOptions) -> Vec<RunSummary> {
         std::mem::take(&mut self.classes)
             .into_iter()
-            .map(|fold| fold.finish(opts))
+            .enumerate()
+            .map(|(c, fold)| {
+                let planned = self.planned.class_planned(c);
+                fold.finish(&SummaryOptions {
+                    planned_prefix_share: planned.prefix_share,
+                    planned_template_share: planned.template_share,
+                    ..opts.clone()
+                })
+            })
             .collect()
     }
 
