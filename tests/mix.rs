@@ -466,3 +466,30 @@ fn a_mix_of_random_classes_gets_its_planned_hit_ratio() {
         "the long class shares more: {long} vs {planned}"
     );
 }
+
+/// `perfplan check` asks the server's model list for every model the runs send, a mix
+/// class's too: a LoRA adapter the server does not serve is named before the run.
+#[test]
+fn check_names_a_class_model_the_server_does_not_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        &format!(
+            "{PROD}[matrix]\nmodel = \"base\"\ndataset = \"prod\"\n\
+             load = {{ concurrency = 1, requests = 4 }}\n"
+        ),
+    );
+    let text = std::fs::read_to_string(&plan).unwrap().replace(
+        "prefix_cache = false\n",
+        "prefix_cache = false\nmodels = [\"smollm2\"]\n",
+    );
+    std::fs::write(&plan, text).unwrap();
+    let o = perfplan(&["check", plan.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(out.contains("`smollm2` is served"), "{out}");
+    assert!(out.contains("`smollm2-lora` is not among smollm2"), "{out}");
+    assert!(out.contains("served_name of model `lora`"), "{out}");
+}

@@ -228,6 +228,7 @@ impl Ctx<'_> {
             return Ok(rows);
         }
         rows.push(models);
+        rows.extend(self.other_models(first, runs, &client).await);
         // From here on, what every replica is asked too (`replicas::rows` compares).
         let own = rows.len();
         rows.push(counters(first, &client).await);
@@ -274,35 +275,100 @@ impl Ctx<'_> {
     }
 
     async fn listed(&self, run: &RunSpec, model: &str, resp: reqwest::Response) -> CheckRow {
-        let url = resp.url().clone();
-        let r = |v, d| row(run, "server", "model listed", v, d);
-        let status = resp.status();
-        let body: Value =
-            serde_json::from_str(&resp.text().await.unwrap_or_default()).unwrap_or(Value::Null);
-        if !status.is_success() {
-            return r(Verdict::Fail, format!("GET {url} answered HTTP {status}"));
+        let table = &run.settings.model.name;
+        match model_ids(resp).await {
+            Ok((url, ids)) => listed_row(run, (model, table), &url, &ids),
+            Err(detail) => row(run, "server", "model listed", Verdict::Fail, detail),
         }
-        let ids: Vec<&str> = body
-            .get("data")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|m| m.get("id")?.as_str()).collect())
-            .unwrap_or_default();
-        if ids.contains(&model) {
-            r(Verdict::Pass, format!("`{model}` is served"))
-        } else if ids.is_empty() {
-            r(Verdict::Warn, format!("GET {url} lists no model"))
-        } else {
-            advise(
-                r(
-                    Verdict::Warn,
-                    format!("`{model}` is not among {}", ids.join(", ")),
-                ),
-                format!(
-                    "if requests are refused, set served_name of model `{}` to one of them",
-                    run.settings.model.name
-                ),
-            )
+    }
+
+    /// A row for every other model the endpoint's runs name (another run's model, a mix
+    /// class's), from one more read of the model list.
+    async fn other_models(
+        &self,
+        first: &RunSpec,
+        runs: &[&RunSpec],
+        client: &control::Client,
+    ) -> Vec<CheckRow> {
+        let mut wanted: Vec<(&RunSpec, String, String)> = Vec::new();
+        for run in runs {
+            let mut names = vec![(
+                run.served_model().to_string(),
+                run.settings.model.name.clone(),
+            )];
+            for (class, plan) in run
+                .settings
+                .mix
+                .iter()
+                .flatten()
+                .zip(crate::suite::mix::class_requests(run))
+            {
+                let table = class
+                    .model
+                    .as_ref()
+                    .map_or(&run.settings.model.name, |m| &m.name);
+                names.push((plan.model, table.clone()));
+            }
+            for (served, table) in names {
+                let known = served == first.served_model() || wanted.iter().any(|w| w.1 == served);
+                if !known {
+                    wanted.push((run, served, table));
+                }
+            }
         }
+        if wanted.is_empty() {
+            return Vec::new();
+        }
+        let listed = match client.get(Route::Models).send().await {
+            Ok(resp) => model_ids(resp).await,
+            Err(e) => Err(explain(&e)),
+        };
+        wanted
+            .iter()
+            .map(|(run, served, table)| match &listed {
+                Ok((url, ids)) => listed_row(run, (served, table), url, ids),
+                Err(detail) => row(run, "server", "model listed", Verdict::Fail, detail.clone()),
+            })
+            .collect()
+    }
+}
+
+/// The model ids the server lists (with the URL that answered), or why it listed none.
+async fn model_ids(resp: reqwest::Response) -> Result<(String, Vec<String>), String> {
+    let url = resp.url().to_string();
+    let status = resp.status();
+    let body: Value =
+        serde_json::from_str(&resp.text().await.unwrap_or_default()).unwrap_or(Value::Null);
+    if !status.is_success() {
+        return Err(format!("GET {url} answered HTTP {status}"));
+    }
+    let ids = body
+        .get("data")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| Some(m.get("id")?.as_str()?.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((url, ids))
+}
+
+/// Whether `model` (sent by the runs of model table `table`) is among the listed `ids`.
+fn listed_row(run: &RunSpec, (model, table): (&str, &str), url: &str, ids: &[String]) -> CheckRow {
+    let r = |v, d| row(run, "server", "model listed", v, d);
+    if ids.iter().any(|i| i == model) {
+        r(Verdict::Pass, format!("`{model}` is served"))
+    } else if ids.is_empty() {
+        r(Verdict::Warn, format!("GET {url} lists no model"))
+    } else {
+        advise(
+            r(
+                Verdict::Warn,
+                format!("`{model}` is not among {}", ids.join(", ")),
+            ),
+            format!("if requests are refused, set served_name of model `{table}` to one of them"),
+        )
     }
 }
 
