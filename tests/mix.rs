@@ -493,3 +493,29 @@ fn check_names_a_class_model_the_server_does_not_list() {
     assert!(out.contains("`smollm2-lora` is not among smollm2"), "{out}");
     assert!(out.contains("served_name of model `lora`"), "{out}");
 }
+
+/// A class drawn for no measured request is said with the run: its metrics are unknown.
+#[test]
+fn a_class_with_no_request_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        "[datasets.thin]\nkind = \"mix\"\nmix = [{ dataset = \"chat\", weight = 1 }, \
+         { dataset = \"rag\", name = \"rare\", weight = 0.0001 }]\n\
+         [matrix]\nmodel = \"base\"\ndataset = \"thin\"\n\
+         load = { concurrency = 1, requests = 6 }\n",
+    );
+    let out = dir.path().join("out");
+    let o = run_plan(&plan, &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = report_json(&out.join("results.db"));
+    let warnings = runs[0]["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "mix class `rare` (weight 0.0001 of 1.0001) was drawn for none of the run's 6"
+        ),
+        "{warnings}"
+    );
+    assert_eq!(runs[0]["classes"]["rare"]["requests"], 0);
+    assert!(runs[0]["classes"]["rare"]["metrics"]["ttft_p50"].is_null());
+}

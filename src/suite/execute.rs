@@ -310,6 +310,7 @@ fn conclude(
         inputs_per_request: run.inputs_per_request(),
         ..SummaryOptions::default()
     });
+    warnings.extend(super::mix::warnings(run, &classes));
     super::telemetry::apply(&passes.telemetry, &mut summary, &mut warnings);
     warnings.extend(super::cache::measured_against_planned(run, &summary));
     let defs = definitions(ctx.definitions);

@@ -118,3 +118,25 @@ pub fn extras(run: &RunSpec, classes: &[RunSummary]) -> Option<Value> {
         .collect();
     Some(Value::Array(list))
 }
+
+/// A class the run measured no request of: its metrics (and gates) are unknown, which a
+/// person should hear about with the run, not only at a failed gate.
+pub fn warnings(run: &RunSpec, classes: &[RunSummary]) -> Vec<String> {
+    let Some(mix) = &run.settings.mix else {
+        return Vec::new();
+    };
+    let measured: u64 = classes.iter().map(|s| s.requests).sum();
+    let total: f64 = mix.iter().map(|c| c.weight).sum();
+    mix.iter()
+        .zip(classes)
+        .filter(|(_, s)| s.requests == 0)
+        .map(|(class, _)| {
+            format!(
+                "mix class `{}` (weight {} of {total}) was drawn for none of the run's {measured} \
+                 measured requests: its metrics and gates are unknown; give it more weight or \
+                 the run more requests",
+                class.name, class.weight
+            )
+        })
+        .collect()
+}
