@@ -42,6 +42,10 @@ fn four_workers() -> SimConfig {
 /// `unrouted` not; 4 prefix groups of 256 tokens drawn with equal weights (a seeded draw,
 /// not in turn, so a round robin does not pin them by accident).
 fn plan(url: &str) -> String {
+    plan_seeded(url, 31)
+}
+
+fn plan_seeded(url: &str, seed: u64) -> String {
     let endpoint = |name: &str, header: &str| {
         format!(
             "[endpoints.{name}]\nbase_url = \"{url}\"\nprefix_cache = \"on\"\n\
@@ -52,7 +56,7 @@ fn plan(url: &str) -> String {
         r#"
 [plan]
 name = "workers"
-seed = 31
+seed = {seed}
 {}{}
 [models.m]
 served_name = "sim-model"
@@ -193,4 +197,43 @@ fn perfplan_sim_serves_workers_and_refuses_a_route_without_them() {
     let (code, err) = sim_text(&["--port", "0", "--workers", "65"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("`workers`"), "{err}");
+}
+
+/// `route = "sticky"` spreads new sessions over the workers holding the fewest: with
+/// seed 11, where hashing puts three of the four groups on one worker, each group gets a
+/// worker of its own and the hit ratio is the pinned one.
+#[test]
+fn a_sticky_route_gives_each_session_its_own_worker() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ratio = |route| {
+        let cfg = SimConfig {
+            route: Some(route),
+            ..four_workers()
+        };
+        let sim = rt.block_on(SimServer::start(cfg)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.toml");
+        let text = plan_seeded(&sim.base_url(), 11).replace(
+            "endpoint = [\"routed\", \"unrouted\"]",
+            "endpoint = \"routed\"",
+        );
+        std::fs::write(&path, text).unwrap();
+        let out = dir.path().join("out");
+        cli_support::run(&path, &out);
+        let runs = Store::open(&out).unwrap().runs().unwrap();
+        let workers: BTreeSet<u32> = sim.truth().iter().filter_map(|t| t.worker).collect();
+        (
+            runs[0].metrics["server_cache_hit_ratio"].unwrap(),
+            workers.len(),
+        )
+    };
+    let (sticky, used) = ratio(perfplan::plan::sim_settings::RouteRule::Sticky);
+    let (hashed, _) = ratio(perfplan::plan::sim_settings::RouteRule::Session);
+    eprintln!("seed 11: sticky {sticky:.3} over {used} workers, hashed {hashed:.3}");
+    assert_eq!(used, 4, "every worker holds a session");
+    assert!(sticky > hashed + 0.1, "sticky {sticky} vs hashed {hashed}");
 }

@@ -132,9 +132,10 @@ fn session_problems(name: &str, ep: &EndpointSpec, tree: &Node) -> Vec<Diagnosti
         }
         // A simulator that routes its workers by session reads one header name: an
         // endpoint sending its id under another would be routed round robin, unawares.
-        let routes = ep.sim.as_ref().filter(|s| {
-            s.workers > 1 && s.route.unwrap_or_default() == super::sim_settings::RouteRule::Session
-        });
+        let routes = ep
+            .sim
+            .as_ref()
+            .filter(|s| s.workers > 1 && s.route.unwrap_or_default().reads_session());
         if let Some(sim) = routes.filter(|s| !s.session_header().eq_ignore_ascii_case(h)) {
             let reads = sim.session_header();
             diags.push(

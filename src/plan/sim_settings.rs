@@ -251,6 +251,18 @@ pub enum RouteRule {
     RoundRobin,
     /// A seeded hash of the arrival order.
     Random,
+    /// A new session to the worker holding the fewest sessions (ties to the lowest
+    /// number), then kept there: sessions spread evenly and stick, as a router that
+    /// balances load and keeps KV affinity (the newest 65,536 sessions remembered);
+    /// round robin without the header.
+    Sticky,
+}
+
+impl RouteRule {
+    /// Whether the rule routes by the session header.
+    pub fn reads_session(self) -> bool {
+        matches!(self, RouteRule::Session | RouteRule::Sticky)
+    }
 }
 
 /// The header `route = "session"` reads when `session_header` is not set.
@@ -414,10 +426,10 @@ impl SimConfig {
                     reason: format!("`{h}` is not a valid HTTP header name"),
                 });
             }
-            if self.route.is_some_and(|r| r != RouteRule::Session) {
+            if self.route.is_some_and(|r| !r.reads_session()) {
                 return Err(SettingError {
                     setting: "session_header",
-                    reason: "is read only by `route = \"session\"`".into(),
+                    reason: "is read only by `route = \"session\"` and `\"sticky\"`".into(),
                 });
             }
         }

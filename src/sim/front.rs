@@ -6,8 +6,9 @@
 //! every worker's cache, the truth is every worker's in arrival order. Knows nothing about
 //! HTTP routing beyond reading one header.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::http::HeaderMap;
 
@@ -23,6 +24,42 @@ pub(crate) struct Front {
     turn: AtomicU64,
     /// Requests routed so far (the draw of `random`).
     routed: AtomicU64,
+    /// `sticky`: each session's worker, and how many sessions each holds.
+    sticky: Mutex<Sticky>,
+}
+
+/// Sessions remembered by `route = "sticky"`; the oldest is forgotten first.
+const STICKY_SESSIONS: usize = 65_536;
+
+#[derive(Default)]
+struct Sticky {
+    worker_of: HashMap<u64, u32>,
+    /// Sessions in the order they were first seen.
+    order: VecDeque<u64>,
+    /// Sessions each worker holds.
+    held: Vec<u64>,
+}
+
+impl Sticky {
+    /// The worker of session `key`: its own, or (a new one) the one holding the fewest.
+    fn worker(&mut self, key: u64, workers: usize) -> u32 {
+        if let Some(&w) = self.worker_of.get(&key) {
+            return w;
+        }
+        self.held.resize(workers, 0);
+        if self.order.len() >= STICKY_SESSIONS {
+            if let Some(old) = self.order.pop_front() {
+                if let Some(w) = self.worker_of.remove(&old) {
+                    self.held[w as usize] = self.held[w as usize].saturating_sub(1);
+                }
+            }
+        }
+        let w = (0..workers).min_by_key(|&w| (self.held[w], w)).unwrap_or(0);
+        self.held[w] += 1;
+        self.worker_of.insert(key, w as u32);
+        self.order.push_back(key);
+        w as u32
+    }
 }
 
 impl Front {
@@ -42,6 +79,7 @@ impl Front {
             header,
             turn: AtomicU64::new(0),
             routed: AtomicU64::new(0),
+            sticky: Mutex::new(Sticky::default()),
         }
     }
 
@@ -67,11 +105,15 @@ impl Front {
             _ => {
                 let draw = self.routed.fetch_add(1, Ordering::Relaxed);
                 let session = match self.rule {
-                    RouteRule::Session => headers.get(self.header.as_str()),
+                    r if r.reads_session() => headers.get(self.header.as_str()),
                     _ => None,
                 };
                 match (self.rule, session) {
                     (RouteRule::Session, Some(v)) => mix(fnv1a(v.as_bytes())) % n,
+                    (RouteRule::Sticky, Some(v)) => match self.sticky.lock() {
+                        Ok(mut t) => u64::from(t.worker(fnv1a(v.as_bytes()), n as usize)),
+                        Err(_) => mix(fnv1a(v.as_bytes())) % n,
+                    },
                     (RouteRule::Random, _) => mix(self.main().cfg.seed ^ mix(draw)) % n,
                     _ => self.turn.fetch_add(1, Ordering::Relaxed) % n,
                 }
@@ -172,5 +214,27 @@ mod tests {
         assert_eq!(a, b, "seeded");
         assert!(a.windows(2).any(|w| w[0] == w[1]), "not round robin: {a:?}");
         assert_eq!(a.iter().collect::<std::collections::BTreeSet<_>>().len(), 4);
+    }
+
+    #[test]
+    fn sticky_spreads_new_sessions_evenly_and_keeps_them() {
+        let f = front(Some(RouteRule::Sticky));
+        let first: Vec<u32> = (0..8)
+            .map(|k| f.pick(&with_session(&format!("{k:016x}"))).0)
+            .collect();
+        assert_eq!(first, [0, 1, 2, 3, 0, 1, 2, 3], "the fewest sessions first");
+        for (k, worker) in first.iter().enumerate() {
+            let again = f.pick(&with_session(&format!("{k:016x}"))).0;
+            assert_eq!(again, *worker, "session {k} sticks");
+        }
+        assert_eq!(f.pick(&HeaderMap::new()).0, 0, "no header: round robin");
+        // The table is bounded: the oldest session is forgotten, and its worker's count.
+        let mut t = Sticky::default();
+        for key in 0..(STICKY_SESSIONS as u64 + 3) {
+            t.worker(key, 4);
+        }
+        assert_eq!(t.worker_of.len(), STICKY_SESSIONS);
+        assert_eq!(t.held.iter().sum::<u64>(), STICKY_SESSIONS as u64);
+        assert!(!t.worker_of.contains_key(&0));
     }
 }
