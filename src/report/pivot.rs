@@ -115,10 +115,22 @@ pub fn axis_label(value: Option<&Value>) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Object(map)) => map
             .iter()
-            .map(|(k, v)| format!("{k}={}", axis_label(Some(v))))
+            .map(|(k, v)| key_label(k, Some(v)))
             .collect::<Vec<_>>()
             .join(" "),
         Some(other) => other.to_string(),
+    }
+}
+
+/// One key of a table-valued axis: `key=value`, but a load's ramp as `expand` prints it
+/// and `--only` matches it (`ramp 1..64/s linear over 60s`, `c=1,4,16 step 10s`: the
+/// planner's one rule), not as its table.
+fn key_label(key: &str, value: Option<&Value>) -> String {
+    match (key, value) {
+        (key @ ("ramp" | "concurrency_ramp"), Some(ramp)) => {
+            crate::planner::display_value(&serde_json::json!({ key: ramp }))
+        }
+        _ => format!("{key}={}", axis_label(value)),
     }
 }
 
@@ -198,12 +210,7 @@ impl Labels {
                 };
                 shown
                     .iter()
-                    .map(|k| match (k.as_str(), map.get(*k)) {
-                        (key @ ("ramp" | "concurrency_ramp"), Some(ramp)) => {
-                            crate::planner::display_value(&serde_json::json!({ key: ramp }))
-                        }
-                        _ => format!("{k}={}", axis_label(map.get(*k))),
-                    })
+                    .map(|k| key_label(k, map.get(*k)))
                     .collect::<Vec<_>>()
                     .join(" ")
             }
@@ -420,5 +427,21 @@ mod tests {
         .resolve(&runs)
         .unwrap_err();
         assert!(err.to_string().contains("did you mean"), "{err}");
+    }
+
+    /// A load's ramp reads as the planner prints it whether or not its keys vary (a
+    /// suite of one ramped run used to label it `concurrency_ramp=concurrencies=[1,2,4] …`).
+    #[test]
+    fn a_ramp_reads_as_the_planner_prints_it_in_any_label() {
+        let c = json!({"concurrency_ramp": {"concurrencies": [1, 2, 4], "step": "8s"}});
+        assert_eq!(axis_label(Some(&c)), "c=1,2,4 step 8s");
+        let r = json!({"ramp": {"rates": [5, 20], "step": "1s"}, "arrivals": "constant"});
+        assert_eq!(
+            axis_label(Some(&r)),
+            "rates 5,20/s step 1s arrivals=constant"
+        );
+        let one = [run(1, json!({"load": c.clone()}))];
+        let labels = Labels::new(&one);
+        assert_eq!(labels.value("load", Some(&c)), "c=1,2,4 step 8s");
     }
 }
