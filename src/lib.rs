@@ -15,6 +15,7 @@ pub mod dataset;
 pub mod distribute;
 pub mod engine;
 pub mod evalscope;
+pub mod hash;
 pub mod metrics;
 pub mod plan;
 pub mod planner;

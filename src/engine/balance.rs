@@ -2,6 +2,8 @@
 //! request's index and session id, so shares are exact (round robin), reproducible
 //! (random, from the seed) or sticky (session).
 
+use crate::hash::mix64;
+
 /// How requests are spread over an endpoint's replicas.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Balance {
@@ -26,14 +28,6 @@ impl Balance {
         };
         at as usize
     }
-}
-
-/// SplitMix64's finalizer: a cheap, well-spread hash of a `u64`.
-pub fn mix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -37,9 +37,7 @@ pub fn request_id(prefix: &str, index: u64) -> String {
         prefix[..12].to_ascii_lowercase()
     } else {
         // FNV-1a, so any prefix maps to 12 stable hex digits.
-        let hash = prefix.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        let hash = crate::hash::fnv1a(prefix.as_bytes());
         format!("{:012x}", hash & 0xffff_ffff_ffff)
     };
     format!(

@@ -6,6 +6,7 @@
 //! token is computed, so the hit is the longest run of cached full blocks within the first
 //! `prompt_len - 1` tokens (a 1,024-token prompt seen before with 16-token blocks: 1,008).
 
+use crate::hash::mix64 as mix;
 use std::collections::{BTreeMap, HashMap};
 
 /// Hashes of the prompt's full blocks, each covering the whole prefix up to its end.
@@ -20,13 +21,6 @@ pub(crate) fn block_hashes(tokens: &[u32], block_size: usize) -> Vec<u64> {
         out.push(h);
     }
     out
-}
-
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// LRU set of block hashes.

@@ -14,6 +14,7 @@ use axum::http::HeaderMap;
 
 use super::state::SimState;
 use super::truth::TruthReport;
+use crate::hash::{fnv1a, mix64 as mix};
 use crate::plan::sim_settings::RouteRule;
 
 pub(crate) struct Front {
@@ -145,21 +146,6 @@ impl Front {
             w.close();
         }
     }
-}
-
-/// FNV-1a over bytes: a session id of any form as a number.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-/// SplitMix64's finalizer.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! HTTP routes of the simulator (axum): reading requests, recording them, dealing faults and
 //! handing off to `stream` or `respond`. Knows nothing about plans or the engine.
 
+use crate::hash::mix64 as mix;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -147,14 +148,6 @@ async fn fault_answer(st: &SimState, fault: Fault) -> Option<Response> {
         tokio::time::sleep(st.cfg.fault_headers_delay.0).await;
     }
     None
-}
-
-/// A 64-bit mix (splitmix64 finaliser) for ids that look random but are deterministic.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// The next request number and its fault.

@@ -15,7 +15,7 @@ use crate::planner::RunSpec;
 
 /// The session id of group `group` under the plan's `seed`.
 pub fn session_key(seed: u64, group: u64) -> u64 {
-    use crate::engine::balance::mix64;
+    use crate::hash::mix64;
     mix64(mix64(seed ^ 0x7365_7373_696f_6e73) ^ group)
 }
 
