@@ -46,8 +46,12 @@ impl MixClassSpec {
     }
 }
 
-/// Problems of a mix as written that need no other table: `(index or None, message)`.
-pub fn problems(classes: &[MixClassSpec]) -> Vec<(Option<usize>, String)> {
+/// Where a problem of a mix stands: the class (its index) and the key at fault; `None`
+/// for the mix as a whole.
+pub type ClassKey = Option<(usize, &'static str)>;
+
+/// Problems of a mix as written that need no other table: `(where, message)`.
+pub fn problems(classes: &[MixClassSpec]) -> Vec<(ClassKey, String)> {
     let mut out = Vec::new();
     if classes.is_empty() {
         out.push((None, "a mix needs at least one class".to_string()));
@@ -64,14 +68,23 @@ pub fn problems(classes: &[MixClassSpec]) -> Vec<(Option<usize>, String)> {
     for (i, class) in classes.iter().enumerate() {
         if !(class.weight.is_finite() && class.weight > 0.0) {
             out.push((
-                Some(i),
+                Some((i, "weight")),
                 format!("weight must be a positive number; {} is not", class.weight),
             ));
         }
         let name = class.label();
+        // A name from the class's dataset is at fault at `dataset`.
+        let at = Some((
+            i,
+            if class.name.is_some() {
+                "name"
+            } else {
+                "dataset"
+            },
+        ));
         if !valid_class_name(name) {
             out.push((
-                Some(i),
+                at,
                 format!(
                     "class name `{name}` may hold only letters, digits, `_`, `-` and `.` (at \
                      most 64): set `name`"
@@ -80,7 +93,7 @@ pub fn problems(classes: &[MixClassSpec]) -> Vec<(Option<usize>, String)> {
         }
         if classes[..i].iter().any(|c| c.label() == name) {
             out.push((
-                Some(i),
+                at,
                 format!(
                     "two classes are named `{name}`: give each a distinct `name` (a class's \
                      metrics and gates are read by its name)"

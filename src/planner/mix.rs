@@ -100,11 +100,8 @@ impl Resolver<'_> {
     ) -> Option<(Vec<MixClass>, DatasetPlan)> {
         let written = spec.mix.as_deref().unwrap_or_default();
         let before = diags.len();
-        for (i, message) in mix_spec::problems(written) {
-            let key = i
-                .map(|_| "weight")
-                .filter(|_| message.starts_with("weight"));
-            let at = self.class_at(run.dataset, i, key);
+        for (place, message) in mix_spec::problems(written) {
+            let at = self.class_at(run.dataset, place.map(|p| p.0), place.map(|p| p.1));
             diags.push(Diagnostic::error(
                 format!("dataset `{}`: {message}", run.dataset),
                 Some(at),

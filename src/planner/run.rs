@@ -250,9 +250,16 @@ fn sha256_hex(text: &str) -> String {
 /// The request plan of `settings`: the fields, limit, streaming and output length every
 /// request of the run sends, for the model name the server knows.
 pub fn request_plan(settings: &RunSettings) -> RequestPlan {
-    let model = &settings.model;
-    let served = model.spec.served_name.as_deref().unwrap_or(&model.name);
-    RequestPlan::resolve(&settings.request, settings.api, served)
+    RequestPlan::resolve(
+        &settings.request,
+        settings.api,
+        served_name(&settings.model),
+    )
+}
+
+/// The name the server knows `model` by: its `served_name`, else its table's name.
+pub fn served_name(model: &Named<ModelSpec>) -> &str {
+    model.spec.served_name.as_deref().unwrap_or(&model.name)
 }
 
 /// The stable id of a run: the first 12 hex digits of the SHA-256 of its canonical settings.

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::RunnerError;
 use crate::dataset::DatasetContext;
 use crate::metrics::{names, RunSummary};
-use crate::planner::{run::request_plan, RunSpec};
+use crate::planner::{run::served_name, RunSpec};
 use crate::request::RequestPlan;
 use crate::tokenize::TokenizerCache;
 
@@ -63,15 +63,12 @@ pub fn class_requests(run: &RunSpec) -> Vec<RequestPlan> {
     classes
         .iter()
         .map(|class| {
-            let mut settings = run.settings.clone();
-            settings.mix = None;
-            if let Some(model) = &class.model {
-                settings.model = model.clone();
-            }
+            let model = class.model.as_ref().unwrap_or(&run.settings.model);
+            let mut request = run.settings.request.clone();
             if class.output_tokens.is_some() {
-                settings.request.output_tokens = class.output_tokens;
+                request.output_tokens = class.output_tokens;
             }
-            request_plan(&settings)
+            RequestPlan::resolve(&request, run.settings.api, served_name(model))
         })
         .collect()
 }
