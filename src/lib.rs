@@ -32,4 +32,5 @@ pub mod suggest;
 pub mod suite;
 pub mod telemetry;
 pub mod tokenize;
+pub mod trust;
 pub mod units;

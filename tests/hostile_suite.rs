@@ -32,7 +32,9 @@ fn plan(server: &HostileServer, routes: &[Route]) -> String {
          [datasets.p]\nkind = \"prompt\"\ntext = \"Say hi.\"\n\n\
          [datasets.conv]\nkind = \"random_multi_turn\"\nturns = 3\nuser_tokens = 12\n\n\
          [datasets.trace]\nkind = \"trace\"\npath = \"trace.jsonl\"\n\n\
-         [defaults]\noutput_tokens = 16\n\n",
+         [defaults]\noutput_tokens = 16\n\n\
+         # The routes answer in one write: what this suite checks is parsing, not streaming.\n\
+         [trust]\nburst_share = 1.0\n\n",
         fixture_tokenizer().display()
     );
     for r in routes {

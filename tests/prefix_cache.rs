@@ -79,6 +79,7 @@ fn on_off_scenario_runs_from_one_command() {
         assert!(
             r.warnings
                 .iter()
+                .map(ToString::to_string)
                 .all(|w| !w.starts_with("cache_setting") && !w.starts_with("cache_shortfall")),
             "{r:?}"
         );
@@ -88,7 +89,9 @@ fn on_off_scenario_runs_from_one_command() {
         );
         assert!((usage - counters).abs() < 0.02, "{usage} vs {counters}");
         assert!(
-            r.warnings.iter().all(|w| !w.contains("cache_leak")),
+            r.warnings
+                .iter()
+                .all(|w| w.code != perfplan::trust::Code::CacheLeak),
             "{r:?}"
         );
     }
@@ -156,6 +159,7 @@ fn leak_warnings(plan: &Path, out: &Path) -> Vec<String> {
     runs(out)
         .into_iter()
         .flat_map(|r| r.warnings)
+        .map(|w| w.to_string())
         .filter(|w| w.starts_with("cache_leak"))
         .collect()
 }
@@ -348,4 +352,135 @@ load = [{ concurrency = 1, requests = 2, warmup = 1 }, { concurrency = 2, reques
         .iter()
         .filter(|r| r.axes["endpoint"] == "ok")
         .all(|r| r.status == RunStatus::Done));
+}
+
+/// A plan's one cold run against `url`, with prefix caching labelled on.
+fn cold_plan(dir: &Path, url: &str) -> PathBuf {
+    let path = dir.join("cold.toml");
+    let plan = format!(
+        r#"[plan]
+name = "cold"
+seed = 5
+[endpoints.srv]
+base_url = "{url}"
+prefix_cache = "on"
+[models.smollm2]
+tokenizer = "{}"
+[datasets.r]
+kind = "random"
+input_tokens = 512
+prefix_tokens = 128
+[defaults]
+output_tokens = 4
+ignore_eos = true
+[matrix]
+cache_state = "cold"
+load = [{{ concurrency = 2, requests = 8, warmup = 2 }}]
+"#,
+        root().join("tests/fixtures/smollm2").display()
+    );
+    std::fs::write(&path, plan).unwrap();
+    path
+}
+
+fn verdict_codes(run: &StoredRun) -> Vec<String> {
+    run.verdict
+        .weighing()
+        .iter()
+        .map(|r| r.code.as_str().to_string())
+        .collect()
+}
+
+#[test]
+fn a_cold_rerun_with_the_same_seed_is_invalid_and_compare_does_not_judge_it() {
+    // Prefill slow enough that a cached prefix shows in TTFT.
+    let sim = SimProcess::start(&[
+        "--ttft-base",
+        "5ms",
+        "--itl-base",
+        "1ms",
+        "--prefill-tokens-per-s",
+        "20000",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = cold_plan(dir.path(), &sim.url);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for out in [&a, &b] {
+        let o = perfplan(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    let first = &runs(&a)[0];
+    assert_eq!(
+        first.verdict.status.as_str(),
+        "valid",
+        "{:?}",
+        first.verdict
+    );
+    let again = &runs(&b)[0];
+    assert_eq!(
+        again.verdict.status.as_str(),
+        "invalid",
+        "{:?}",
+        again.verdict
+    );
+    assert!(verdict_codes(again).contains(&"cache_leak".to_string()));
+    let advice = &again.verdict.reasons[0].text;
+    assert!(advice.contains("--set plan.seed=N"), "{advice}");
+    // The leak made TTFT faster; compare must not call that an improvement.
+    let o = perfplan(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--metrics",
+        "ttft_p50,output_tokens_mean",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(!out.contains("better (beyond noise)"), "{out}");
+    assert!(
+        out.contains("not judged (new invalid: cache_leak)"),
+        "{out}"
+    );
+    assert!(out.contains("valid · invalid"), "{out}");
+    // A gate on the leaked run fails whatever its value, named apart (exit 12).
+    let o = perfplan(&["report", b.to_str().unwrap(), "--gate", "ttft_p50=<= 10s"]);
+    assert_eq!(o.status.code(), Some(12), "{}", text(&o));
+    let o = perfplan(&[
+        "report",
+        b.to_str().unwrap(),
+        "--gate",
+        "ttft_p50=<= 10s",
+        "--accept",
+        "cache_leak",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn check_never_warms_the_prefix_a_cold_run_then_measures() {
+    let sim = SimProcess::start(&["--ttft-base", "1ms", "--itl-base", "1ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = cold_plan(dir.path(), &sim.url);
+    let o = perfplan(&["check", plan.to_str().unwrap()]);
+    assert!(o.status.code() == Some(0), "{}", text(&o));
+    let out = dir.path().join("out");
+    let o = perfplan(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = &runs(&out)[0];
+    assert!(
+        !verdict_codes(run).contains(&"cache_leak".to_string()),
+        "check warmed the cold run's prefix: {:?}",
+        run.verdict
+    );
+    assert_eq!(run.verdict.status.as_str(), "valid", "{:?}", run.verdict);
 }

@@ -55,9 +55,10 @@ fn metric(run: &StoredRun, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} of {}: {:?}", run.id, run.metrics))
 }
 
-fn warned<'a>(run: &'a StoredRun, kind: &str) -> Vec<&'a String> {
+fn warned(run: &StoredRun, kind: &str) -> Vec<String> {
     run.warnings
         .iter()
+        .map(ToString::to_string)
         .filter(|w| w.starts_with(kind))
         .collect()
 }

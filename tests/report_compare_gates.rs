@@ -169,9 +169,10 @@ fn passing_gates_exit_zero() {
         extras: &serde_json::json!({}),
         warnings: &[],
         error: None,
+        verdict: None,
     };
     store.finish_run("cache-off-warm-c8", &finish).unwrap();
-    let verdicts = gates::check_suite(&mut store, "report", &[], None).unwrap();
+    let verdicts = gates::check_suite(&mut store, "report", (&[], &[]), None).unwrap();
     assert_eq!(verdicts.len(), 2 * report_support::points().len());
     assert!(gates::all_passed(&verdicts), "{verdicts:?}");
     drop(store);
@@ -210,7 +211,7 @@ fn compare_and_gate_markdown_snapshots() {
     let verdicts = gates::check_suite(
         &mut slow,
         "compare",
-        &["output_tps=>=-5%".into()],
+        (&["output_tps=>=-5%".into()], &[]),
         Some(gates::BaselineSuite::new(&base)),
     )
     .unwrap();

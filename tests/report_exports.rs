@@ -13,7 +13,7 @@ fn render(store: &perfplan::store::Store, format: Format) -> String {
     report::render(
         store,
         format,
-        &Layout::default(),
+        (&Layout::default(), &[]),
         TableStyle::default(),
         &[],
     )

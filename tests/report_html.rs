@@ -15,7 +15,7 @@ fn html_report_is_self_contained_with_every_plot() {
     let _ = std::fs::remove_file(dir.join("results.db"));
     let mut store = report_support::build_suite(&dir, 1.0);
     let verdicts =
-        gates::check_suite(&mut store, "run", &["ttft_p50=<=100ms".into()], None).unwrap();
+        gates::check_suite(&mut store, "run", (&["ttft_p50=<=100ms".into()], &[]), None).unwrap();
     let written = report::write_outputs(&store, &dir, &verdicts).unwrap();
     assert_eq!(
         written,

@@ -139,3 +139,67 @@ async fn sigkill_then_resume_finishes_without_repeating_runs() {
     }
     sim.shutdown().await;
 }
+
+/// `--resume` continues the stored suite only with the plan it ran: another seed (by
+/// `--set`) or another file is refused before anything is sent, naming the setting.
+#[test]
+fn resume_refuses_a_different_plan_naming_the_first_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n[endpoints.sim.sim]\nttft_base = \"1ms\"\nitl_base = \"1ms\"\n",
+            plan("sim://sim")
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let bin = env!("CARGO_BIN_EXE_perfplan");
+    let run = |args: &[&str]| Command::new(bin).args(args).output().unwrap();
+    let p = path.to_str().unwrap();
+    let o = run(&[
+        "run",
+        p,
+        "--out",
+        out.to_str().unwrap(),
+        "--only",
+        "load=c=1 n=20",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&[
+        "run",
+        p,
+        "--resume",
+        out.to_str().unwrap(),
+        "--set",
+        "plan.seed=7",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("`plan.seed` was 0, is 7"), "{err}");
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("hello there", "bye"),
+    )
+    .unwrap();
+    let o = run(&["run", p, "--resume", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("datasets.d.text"), "{err}");
+    let runs = Store::open(&out).unwrap().runs().unwrap();
+    assert_eq!(runs.len(), 1, "no run of another plan was added");
+    // The same plan resumes.
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("bye", "hello there"),
+    )
+    .unwrap();
+    let o = run(&["run", p, "--resume", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(done_runs(&out), 3);
+}

@@ -417,7 +417,10 @@ fn health_shard(dir: &Path, k: u32, cpu: f64, lateness: f64, bound: Option<&str>
     ]
     .into_iter()
     .collect();
-    let warnings: Vec<String> = bound.iter().map(|b| format!("client_bound: {b}")).collect();
+    let warnings: Vec<perfplan::trust::RunWarning> = bound
+        .iter()
+        .map(|b| perfplan::trust::RunWarning::new(perfplan::trust::Code::ClientBound, *b))
+        .collect();
     let extras = serde_json::json!({
         "client_bound": bound,
         "measured_start_unix_us": 1_000_000 + u64::from(k) * 500,
@@ -428,6 +431,7 @@ fn health_shard(dir: &Path, k: u32, cpu: f64, lateness: f64, bound: Option<&str>
         extras: &extras,
         warnings: &warnings,
         error: None,
+        verdict: None,
     };
     store.finish_run("r1", &finish).unwrap();
     path

@@ -96,7 +96,15 @@ fn max_objective_finds_the_best_passing_concurrency_and_reports_it() {
     assert_eq!(runs[0].metrics["sla_max_concurrency"], None);
     assert_eq!(runs[0].metrics["output_tps"], Some(tps(winner)));
 
-    let render = |f| report::render(&store, f, &Layout::default(), TableStyle::default(), &[]);
+    let render = |f| {
+        report::render(
+            &store,
+            f,
+            (&Layout::default(), &[]),
+            TableStyle::default(),
+            &[],
+        )
+    };
     let md = render(Format::Md).unwrap();
     assert!(md.contains("sla_best_concurrency"), "{md}");
     let html = render(Format::Html).unwrap();
@@ -110,13 +118,17 @@ fn max_objective_finds_the_best_passing_concurrency_and_reports_it() {
     );
 
     let gate = ["sla_best_concurrency=>= -10%".to_string()];
-    let same =
-        gates::evaluate_suite(&store, &gate, Some(gates::BaselineSuite::new(&store))).unwrap();
+    let same = gates::evaluate_suite(
+        &store,
+        (&gate, &[]),
+        Some(gates::BaselineSuite::new(&store)),
+    )
+    .unwrap();
     assert_eq!(same.len(), 1);
     assert!(gates::all_passed(&same), "{same:?}");
     // A gate on the limit search's result does not apply to an objective search.
     let limit = ["sla_max_concurrency=>= 1".to_string()];
-    assert!(gates::evaluate_suite(&store, &limit, None)
+    assert!(gates::evaluate_suite(&store, (&limit, &[]), None)
         .unwrap()
         .is_empty());
     let cmp = report::compare::compare(&store, &store, &Default::default()).unwrap();

@@ -51,6 +51,7 @@ fn record(index: u64) -> RequestRecord {
         raw: Vec::new(),
         replica: None,
         class: None,
+        unstreamed: false,
     }
 }
 
@@ -97,6 +98,7 @@ fn child(dir: &Path) {
                 extras: &json!({}),
                 warnings: &[],
                 error: None,
+                verdict: None,
             },
         )
         .unwrap();

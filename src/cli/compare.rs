@@ -66,11 +66,16 @@ pub struct CompareArgs {
     /// latency differences with 95% intervals of their mean and median (README, "Repeats").
     #[arg(long)]
     pub paired: bool,
+    /// Accept a verdict reason by its code on both sides (it is shown, but a change it
+    /// touches is judged again); comma-separated or repeated.
+    #[arg(long = "accept", value_name = "REASON", value_delimiter = ',')]
+    pub accept: Vec<String>,
 }
 
 fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError> {
     let base = Store::open(&args.base)?;
     let mut new = Store::open(&args.new)?;
+    let accept = crate::trust::Code::parse_list(&args.accept).map_err(ReportError::Format)?;
     let opts = CompareOptions {
         ignore: args.ignore.clone(),
         metrics: args.metrics.clone(),
@@ -81,6 +86,7 @@ fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError>
         },
         allow_changed: args.allow_changed.clone(),
         min_effect: args.min_effect.clone(),
+        accept: accept.clone(),
     };
     let comparison = compare::compare(&base, &new, &opts)?;
     let baseline = gates::BaselineSuite {
@@ -88,7 +94,7 @@ fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError>
         ignore: &args.ignore,
         allow_changed: &args.allow_changed,
     };
-    let verdicts = gates::evaluate_suite(&new, &args.gates, Some(baseline))?;
+    let verdicts = gates::evaluate_suite(&new, (&args.gates, &accept), Some(baseline))?;
     if let Err(e) = new.write_gate_results("compare", &gates::to_records(&verdicts)) {
         eprintln!("warning: gate verdicts not stored in the database");
         print_error(&e);

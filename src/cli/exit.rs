@@ -37,8 +37,13 @@ pub fn of_gates(verdict: crate::report::gates::GateVerdict) -> u8 {
         GateVerdict::Passed => OK,
         GateVerdict::Failed => GATE_FAILED,
         GateVerdict::UnlikeBaseline => UNLIKE_BASELINE,
+        GateVerdict::InvalidRun => INVALID_RUN,
     }
 }
+/// A gate was on a run whose verdict is `invalid` (or `suspect` under `[trust] strict`):
+/// the numbers cannot be signed off whatever their value (the verdict's reasons say why
+/// and what to do; `--accept REASON` accepts a known one).
+pub const INVALID_RUN: u8 = 12;
 /// `import evalscope --from-script`: the script could not be run, failed, or called no
 /// `evalscope perf`.
 pub const IMPORT: u8 = 10;

@@ -13,6 +13,7 @@ mod plan_args;
 mod quick;
 pub mod report;
 mod rerun;
+mod resume_check;
 pub mod run;
 mod schema;
 mod shard;

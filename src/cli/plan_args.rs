@@ -62,3 +62,29 @@ pub fn runs(plan: &LoadedPlan, only: &[String]) -> Option<Vec<RunSpec>> {
         }
     }
 }
+
+/// `--accept` codes, each a verdict reason's code; an unknown one is printed with the
+/// nearest code. `None`: exit with INVALID.
+pub fn accepted(codes: &[String]) -> Option<Vec<crate::trust::Code>> {
+    crate::trust::Code::parse_list(codes)
+        .map_err(|e| eprintln!("error: {e}"))
+        .ok()
+}
+
+/// Whether the plan's and `--gate`'s relative gates have the baseline they need (a
+/// located error for each that has none is printed). `false`: exit with INVALID.
+pub fn baseline_for_gates(plan: &LoadedPlan, cli_gates: &[String], has_baseline: bool) -> bool {
+    let cli: Vec<(String, String)> = cli_gates
+        .iter()
+        .filter_map(|g| crate::report::gates::parse_gate_arg(g).ok())
+        .collect();
+    let diags =
+        crate::plan::baseline_gates::without_baseline(&plan.spec, &plan.tree, &cli, has_baseline);
+    if diags.is_empty() {
+        return true;
+    }
+    let mut report = plan.report.clone();
+    report.diagnostics = diags;
+    eprint!("{}", report.render());
+    false
+}

@@ -67,6 +67,10 @@ pub struct ReportArgs {
     /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Accept a verdict reason by its code (it is shown, but no longer makes a run
+    /// suspect or invalid, here and in the gates); comma-separated or repeated.
+    #[arg(long = "accept", value_name = "REASON", value_delimiter = ',')]
+    pub accept: Vec<String>,
     /// Print every run's time slices as CSV instead of the pivot (README, "Time").
     #[arg(long, conflicts_with_all = ["rows", "columns", "metrics", "gates", "baseline", "junit"])]
     pub slices: bool,
@@ -201,7 +205,8 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
         ignore: &args.ignore,
         allow_changed: &args.allow_changed,
     });
-    let verdicts = gates::evaluate_suite(&store, &args.gates, baseline)?;
+    let accept = crate::trust::Code::parse_list(&args.accept).map_err(ReportError::Format)?;
+    let verdicts = gates::evaluate_suite(&store, (&args.gates, &accept), baseline)?;
     if let Err(e) = store.write_gate_results("report", &gates::to_records(&verdicts)) {
         eprintln!("warning: gate verdicts not stored in the database");
         print_error(&e);
@@ -221,12 +226,12 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
         report::render(
             &store,
             Format::Md,
-            &layout,
+            (&layout, &accept),
             TableStyle::default(),
             &verdicts,
         )
     });
-    let text = report::render(&store, format, &layout, style, &verdicts)?;
+    let text = report::render(&store, format, (&layout, &accept), style, &verdicts)?;
     let out = match (&args.out, format) {
         (None, Format::Html) => Some(store.path().with_file_name("report.html")),
         (out, _) => out.clone(),
@@ -321,19 +326,14 @@ fn after_run_inner(
         ignore: &[],
         allow_changed,
     });
-    let verdicts = gates::check_suite(&mut store, "run", gates_cli, baseline)?;
+    let verdicts = gates::check_suite(&mut store, "run", (gates_cli, &[]), baseline)?;
     sign.write_junit(&store, "run", &verdicts)?;
+    let plain = (&Layout::default(), &[] as &[crate::trust::Code]);
     super::signoff::step_summary(|| {
-        report::render(
-            &store,
-            Format::Md,
-            &Layout::default(),
-            TableStyle::default(),
-            &verdicts,
-        )
+        report::render(&store, Format::Md, plain, TableStyle::default(), &verdicts)
     });
     let final_tables = |style: TableStyle| -> Result<String, ReportError> {
-        let mut text = report::render(&store, Format::Table, &Layout::default(), style, &verdicts)?;
+        let mut text = report::render(&store, Format::Table, plain, style, &verdicts)?;
         if !verdicts.is_empty() {
             text.push('\n');
             text.push_str(&gates::render(&verdicts, Format::Table, style));

@@ -75,6 +75,7 @@ pub fn run(args: &RerunArgs) -> u8 {
         progress_every: None,
         search: Some(&crate::search::DRIVER),
         barrier: None,
+        accept: Vec::new(),
     };
     match suite::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),

@@ -49,6 +49,11 @@ pub struct RunArgs {
     /// gates (see `perfplan compare --allow-changed`); comma-separated or repeated.
     #[arg(long = "allow-changed", value_name = "SETTING", value_delimiter = ',')]
     pub allow_changed: Vec<String>,
+    /// Accept a verdict reason by its code (`counts_estimated`, `client_bound`, …): it is
+    /// shown and recorded, but no longer makes a run suspect or invalid; comma-separated
+    /// or repeated; added to the plan's `[trust] accept`.
+    #[arg(long = "accept", value_name = "REASON", value_delimiter = ',')]
+    pub accept: Vec<String>,
     /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -100,6 +105,27 @@ fn load_plan(args: &RunArgs) -> Result<crate::plan::LoadedPlan, u8> {
     }
 }
 
+/// What is checked before anything is sent: the `--accept` codes (returned), relative
+/// gates' baseline, and that `--resume` continues this very plan.
+fn before_anything(
+    args: &RunArgs,
+    plan: &crate::plan::LoadedPlan,
+) -> Result<Vec<crate::trust::Code>, u8> {
+    let accept = plan_args::accepted(&args.accept).ok_or(exit::INVALID)?;
+    if !plan_args::baseline_for_gates(plan, &args.gates, args.baseline.is_some()) {
+        return Err(exit::INVALID);
+    }
+    if let Some(why) = args
+        .resume
+        .as_deref()
+        .and_then(|dir| super::resume_check::refusal(plan, dir))
+    {
+        eprintln!("error: {why}");
+        return Err(exit::INVALID);
+    }
+    Ok(accept)
+}
+
 pub fn run(args: &RunArgs) -> u8 {
     let shard = match super::shard::resolve(args) {
         Ok(s) => s,
@@ -111,6 +137,10 @@ pub fn run(args: &RunArgs) -> u8 {
     };
     let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
         return exit::INVALID;
+    };
+    let accept = match before_anything(args, &plan) {
+        Ok(accept) => accept,
+        Err(code) => return code,
     };
     if !super::shard::usable(args, shard.map(|s| s.0), &runs) {
         return exit::INVALID;
@@ -138,6 +168,7 @@ pub fn run(args: &RunArgs) -> u8 {
         progress_every: args.progress_every,
         search: Some(&crate::search::DRIVER),
         barrier: barrier.clone().map(|b| b as _),
+        accept,
     };
     let sharding = suite::ShardOptions {
         shard: shard.map(|s| s.0),

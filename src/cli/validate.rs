@@ -9,6 +9,10 @@ use super::plan_args::{self, PlanArgs};
 pub struct ValidateArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
+    /// The baseline suite the plan's relative gates (`">= -5%"`) will be held against;
+    /// without it, a relative gate is an error (as it is for `run`).
+    #[arg(long, value_name = "DB")]
+    pub baseline: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: &ValidateArgs) -> u8 {
@@ -18,6 +22,9 @@ pub fn run(args: &ValidateArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &[]) else {
         return exit::INVALID;
     };
+    if !plan_args::baseline_for_gates(&plan, &[], args.baseline.is_some()) {
+        return exit::INVALID;
+    }
     println!(
         "{}: valid, {} run{}",
         args.plan.plan.display(),

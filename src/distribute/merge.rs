@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::distribute::inputs::{check_inputs, expand, open_input, Input};
 use crate::distribute::merge_metrics::{options, server_ratio, MergeFold};
+use crate::distribute::merge_verdict;
 use crate::distribute::shard_facts::{self, start_us};
 use crate::store::{db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun};
 use crate::suite::execute;
@@ -240,7 +241,8 @@ fn merge_run(
             map.insert("time".into(), json!({ "steps": steps }));
         }
     }
-    let warnings = merged_warnings(&named, summary.client_bound.as_deref());
+    let trust = &inputs[0].suite.info.trust;
+    let (warnings, judged) = merge_verdict::merged(&named, &summary, trust, &mut extras);
     let errors: Vec<String> = named
         .iter()
         .filter_map(|(s, r)| r.error.as_ref().map(|e| format!("shard {s}: {e}")))
@@ -253,6 +255,9 @@ fn merge_run(
         extras,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         metrics: summary.values,
+        verdict: judged
+            .filter(|_| merged_status(parts) == RunStatus::Done)
+            .unwrap_or_default(),
         ..first.clone()
     };
     out.finish_merged_run(&merged)?;
@@ -291,27 +296,6 @@ fn copy_rows(
         return Err(e);
     }
     out.insert_merged_rows(run_id, &batch)
-}
-
-/// Every shard's warnings, named, once each; a shard's own `client_bound` gives way to
-/// the merged verdict, which names the worst shard (every shard's is in
-/// `client_by_shard`).
-fn merged_warnings(named: &[(String, &StoredRun)], verdict: Option<&str>) -> Vec<String> {
-    let mut warnings: Vec<String> = Vec::new();
-    for (shard, run) in named {
-        for w in run
-            .warnings
-            .iter()
-            .filter(|w| !w.starts_with("client_bound: "))
-        {
-            let w = format!("shard {shard}: {w}");
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
-        }
-    }
-    warnings.extend(verdict.map(|v| format!("client_bound: {v}")));
-    warnings
 }
 
 /// Whether every shard ran against a server of its own: a `sim://` endpoint or one the
@@ -380,6 +364,7 @@ mod tests {
             extras: json!({}),
             error: None,
             metrics: BTreeMap::new(),
+            verdict: Default::default(),
         }
     }
 

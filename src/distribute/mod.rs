@@ -9,6 +9,7 @@ mod inputs;
 pub mod k8s;
 pub mod merge;
 mod merge_metrics;
+mod merge_verdict;
 mod shard_facts;
 
 pub use merge::{merge_shards, MergeError, MergeOutcome};

@@ -59,6 +59,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         response_bytes: 0,
         replica: None,
         class: req.class,
+        unstreamed: false,
         raw: Vec::new(),
     }
 }

@@ -158,6 +158,8 @@ fn merge_usage(into: &mut Usage, u: Usage) {
 pub(crate) struct Reading {
     pub status: u16,
     pub streamed: bool,
+    /// The request asked for a stream (a whole body then is `RequestRecord::unstreamed`).
+    pub asked_stream: bool,
     pub state: StreamState,
     pub decoder: SseDecoder,
     pub body: Vec<u8>,
@@ -180,6 +182,7 @@ impl Reading {
         Reading {
             status,
             streamed,
+            asked_stream: req.stream,
             state: StreamState {
                 kind: req.kind,
                 t0,
@@ -267,6 +270,7 @@ impl Reading {
         if self.streamed {
             return stream_outcome(&self.state, rec);
         }
+        rec.unstreamed = self.asked_stream;
         whole_body(self.state.kind, &self.body, rec, &self.state.limits)
     }
 }

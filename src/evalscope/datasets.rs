@@ -175,6 +175,9 @@ pub(super) fn dataset(
     if kind == "random" && api == ApiSpec::Chat {
         notes.push("`random` prompts: perfplan counts `input_tokens` as the server sees them, chat template included; EvalScope's lengths leave the template out".into());
     }
+    if kind == "random" {
+        notes.push("`random` prompts come from the plan's seed: running the plan again against the same server sends the same prompts, which its prefix cache then holds (the run's verdict says `cache_leak`); give each suite its own seed (`--set plan.seed=N`) or reset the cache between suites".into());
+    }
     Ok((mode.replace('_', "-"), d))
 }
 

@@ -64,6 +64,8 @@ pub struct SummaryOptions {
     pub inputs_per_request: Option<u32>,
     /// Send lateness p99 above this flags the run `client_bound`.
     pub lateness_limit_ms: f64,
+    /// Client CPU above this share of its cores flags the run `client_bound`.
+    pub cpu_share_limit: f64,
 }
 
 impl Default for SummaryOptions {
@@ -79,6 +81,7 @@ impl Default for SummaryOptions {
             planned_template_share: None,
             inputs_per_request: None,
             lateness_limit_ms: 5.0,
+            cpu_share_limit: 0.9,
         }
     }
 }
@@ -119,6 +122,9 @@ pub fn summarize(records: &[RequestRecord], opts: &SummaryOptions) -> RunSummary
     fold.finish(opts)
 }
 
+/// The shortest run whose client CPU share can say the client was saturated.
+pub const MIN_CPU_WALL_S: f64 = 1.0;
+
 pub(super) fn client_bound(s: &RunSummary, opts: &SummaryOptions) -> Option<String> {
     let mut reasons = Vec::new();
     if let Some(p99) = s.values.get("lateness_p99").copied().flatten() {
@@ -129,10 +135,16 @@ pub(super) fn client_bound(s: &RunSummary, opts: &SummaryOptions) -> Option<Stri
             ));
         }
     }
-    // The engine drives every request from one task: one core is its ceiling.
+    // The engine drives every request from one task: one core is its ceiling. A run of
+    // a few milliseconds is mostly the engine's start: its CPU share says nothing.
     let cores = opts.cpu_cores.unwrap_or(1.0);
-    if let Some(ratio) = s.values.get("client_cpu_ratio").copied().flatten() {
-        if ratio >= 0.9 * cores {
+    let wall = opts
+        .client_wall_s
+        .or_else(|| s.values.get("duration_s").copied().flatten())
+        .unwrap_or(0.0);
+    let ratio = s.values.get("client_cpu_ratio").copied().flatten();
+    if let Some(ratio) = ratio.filter(|_| wall >= MIN_CPU_WALL_S) {
+        if ratio >= opts.cpu_share_limit * cores {
             reasons.push(format!(
                 "client used {ratio:.2} of {cores} CPU cores: the client was saturated"
             ));

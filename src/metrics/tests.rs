@@ -41,6 +41,7 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
         client_input_tokens: None,
         request_bytes: 0,
         response_bytes: 0,
+        unstreamed: false,
         raw: Vec::new(),
         replica: None,
         class: None,

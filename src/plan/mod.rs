@@ -10,6 +10,7 @@ pub mod ramp_spec;
 pub mod request_spec;
 pub mod spec;
 pub mod telemetry_spec;
+pub mod trust_spec;
 
 pub use access::{PathsSpec, TlsSpec};
 pub use load_spec::*;
@@ -18,6 +19,8 @@ pub use ramp_spec::{ConcurrencyRampSpec, RampShape, RampSpec};
 pub use request_spec::*;
 pub use spec::*;
 pub use telemetry_spec::TelemetrySpec;
+pub use trust_spec::TrustSpec;
+pub mod baseline_gates;
 pub mod bounds;
 pub mod dataset_keys;
 pub mod dataset_plan;

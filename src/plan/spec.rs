@@ -42,6 +42,12 @@ pub struct PlanSpec {
     /// Sign-off gates: metric name → condition (`"<= 2s"`, `">= 0.999"`, `">= -5%"` against a baseline).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub gates: BTreeMap<String, String>,
+    /// The thresholds of each run's verdict (`valid`, `suspect`, `invalid`).
+    #[serde(
+        default,
+        skip_serializing_if = "super::trust_spec::TrustSpec::is_default"
+    )]
+    pub trust: super::trust_spec::TrustSpec,
 }
 
 /// `[plan]`: the suite's identity.

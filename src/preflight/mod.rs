@@ -82,6 +82,7 @@ pub fn check_plan(
                 plan,
                 cache: &cache,
                 sims: &sims,
+                salt: salt::fresh(),
             };
             rows.extend(ctx.endpoint(&mine, &mut servers).await?);
             servers.stop(name).await;
@@ -120,6 +121,8 @@ struct Ctx<'a> {
     plan: &'a LoadedPlan,
     cache: &'a TokenizerCache,
     sims: &'a Sims,
+    /// This check's salt, put before every probe's prompt (`salt`).
+    salt: String,
 }
 
 /// Longest detail shown in the table (server errors can be pages of validation output).
@@ -251,7 +254,12 @@ impl Ctx<'_> {
                 continue;
             }
             let prepared = prepare::prepare(&small(run), &self.plan.base_dir, self.cache, LIST)?;
-            if let Some(req) = prepared.requests.into_iter().next() {
+            let tokenizer = prepared.tokenizer.clone();
+            if let Some(mut req) = prepared.requests.into_iter().next() {
+                // Never the run's own prompt: a probe must not warm a cold run's prefix.
+                if let Some(body) = salt::salted(&req.body, &self.salt, tokenizer.as_deref()) {
+                    req.body = body.into();
+                }
                 out.push(replicas::Probe { run, mode, req });
             }
         }
@@ -460,5 +468,6 @@ async fn counters(run: &RunSpec, client: &control::Client) -> CheckRow {
 
 mod probe;
 mod replicas;
+mod salt;
 mod telemetry_rows;
 use probe::probe;

@@ -170,6 +170,10 @@ pub struct RequestRecord {
     /// A mix's class of the request (its index in the run's mix); `None` for a run that is
     /// not a mix (and in rows written before mixes).
     pub class: Option<u16>,
+    /// A stream was asked for and the server answered HTTP 200 with a whole body: no chunk
+    /// was timed (the run's verdict says the stream was not observed). Not stored in rows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unstreamed: bool,
     /// With `Endpoint::with_raw_responses`: the response as received, each SSE event's
     /// data (or the whole body). Never stored; `run --debug` logs it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -204,6 +208,7 @@ impl Default for RequestRecord {
             response_bytes: 0,
             replica: None,
             class: None,
+            unstreamed: false,
             raw: Vec::new(),
         }
     }
@@ -247,6 +252,7 @@ impl RequestRecord {
             response_bytes: _,
             replica: _,
             class: _,
+            unstreamed: _,
             raw: _,
         } = self;
         *intended = f(*intended);
@@ -309,6 +315,18 @@ impl RequestRecord {
             (Some(n), _) => Some((n, false)),
             (None, Some(n)) => Some((n, true)),
             (None, None) => None,
+        }
+    }
+
+    /// The client's own count of the output tokens it received: its tokenizer's count of
+    /// the text, or the number of content chunks when that is more (a chunk carries at
+    /// least one token); `None` when it has neither.
+    pub fn received_output_tokens(&self) -> Option<u32> {
+        let chunks = u32::try_from(self.content_times.len()).unwrap_or(u32::MAX);
+        match (self.client_output_tokens, chunks) {
+            (Some(n), c) => Some(n.max(c)),
+            (None, 0) => None,
+            (None, c) => Some(c),
         }
     }
 

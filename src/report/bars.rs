@@ -200,6 +200,7 @@ mod tests {
             extras: serde_json::Value::Null,
             error: None,
             metrics: [("ttft_p50".to_string(), Some(ttft))].into(),
+            verdict: Default::default(),
         }
     }
 

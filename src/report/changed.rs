@@ -159,6 +159,7 @@ mod tests {
             extras: Value::Null,
             error: None,
             metrics: Default::default(),
+            verdict: Default::default(),
         }
     }
 

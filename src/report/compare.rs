@@ -36,6 +36,8 @@ pub struct CompareOptions {
     pub allow_changed: Vec<String>,
     /// `--min-effect`: a metric's smallest change called a change (else the default).
     pub min_effect: Vec<MinEffect>,
+    /// `--accept`: verdict reasons accepted on both sides.
+    pub accept: Vec<crate::trust::Code>,
 }
 
 /// One metric of one matched pair.
@@ -58,6 +60,9 @@ pub struct MetricDelta {
     /// `(base, new)` repeat values the verdict came from, when both sides are groups of
     /// repeats: then `base` and `new` are group means and `interval` is Welch's.
     pub repeats: Option<(usize, usize)>,
+    /// Why the change is not judged although it could be: a side is invalid for a
+    /// reason that touches the metric (`new invalid: cache_leak`).
+    pub untrusted: Option<String>,
 }
 
 impl MetricDelta {
@@ -298,6 +303,7 @@ fn metric_delta(
         interval,
         min_effect_pct,
         repeats,
+        untrusted: None,
     }
 }
 
@@ -307,8 +313,8 @@ pub fn compare(
     new: &Store,
     opts: &CompareOptions,
 ) -> Result<Comparison, ReportError> {
-    let b = ReportData::load(base)?;
-    let n = ReportData::load(new)?;
+    let b = ReportData::load_accepting(base, &opts.accept)?;
+    let n = ReportData::load_accepting(new, &opts.accept)?;
     let metrics = resolve_metrics(&n, opts)?;
     let judged = metrics
         .iter()
@@ -344,7 +350,12 @@ pub fn compare(
                 pair_interval((base, new), (br, nr), samples.as_ref(), m, opts)?
             };
             let repeats = repeated.then_some((bvals.len(), nvals.len()));
-            deltas.push(metric_delta(m, (bv, nv), interval, repeats, opts));
+            let mut d = metric_delta(m, (bv, nv), interval, repeats, opts);
+            d.untrusted = super::compare_trust::why_not_judged(br, nr, m);
+            if d.untrusted.is_some() {
+                d.beyond_noise = None;
+            }
+            deltas.push(d);
         }
         let key = match &nr.axes {
             Value::Object(map) => map

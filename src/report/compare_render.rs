@@ -22,6 +22,9 @@ fn verdict(d: &MetricDelta, unlike: bool) -> String {
 }
 
 fn noise_verdict(d: &MetricDelta) -> String {
+    if let Some(why) = &d.untrusted {
+        return format!("not judged ({why})");
+    }
     match d.beyond_noise {
         Some(true) => match (higher_is_better(&d.metric), d.delta.unwrap_or(0.0) > 0.0) {
             (Some(h), up) if h == up => "better (beyond noise)".into(),
@@ -59,9 +62,11 @@ fn grid(c: &Comparison) -> Grid {
             display_for(m, &values)
         })
         .collect();
-    let header = ["run", "metric", "base", "new", "Δ", "Δ%", "noise"]
-        .map(String::from)
-        .to_vec();
+    let header = [
+        "run", "metric", "base", "new", "Δ", "Δ%", "noise", "verdicts",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     for pair in &c.pairs {
@@ -81,6 +86,7 @@ fn grid(c: &Comparison) -> Grid {
                 ),
                 d.delta_pct.map_or_else(|| UNKNOWN.to_string(), percent),
                 verdict(d, unlike),
+                super::compare_trust::sides(&pair.base, &pair.new),
             ]);
         }
     }
@@ -185,12 +191,14 @@ fn to_json(c: &Comparison) -> Value {
                         "beyond_noise": d.beyond_noise,
                         "min_effect_pct": d.min_effect_pct,
                         "repeats": d.repeats.map(|(b, n)| json!({"base": b, "new": n})),
+                        "not_judged_because": d.untrusted,
                     }))
                 })
                 .collect();
             let axes: Map<String, Value> = p.key.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect();
             let changed: Vec<Value> = p.changed.iter().map(|x| changed_json(x, &c.allow_changed)).collect();
-            json!({"axes": axes, "base_id": p.base.id, "new_id": p.new.id, "metrics": metrics,
+            json!({"axes": axes, "base_id": p.base.id, "new_id": p.new.id,
+                   "base_verdict": p.base.verdict, "new_verdict": p.new.verdict, "metrics": metrics,
                    "changed": changed, "unlike": !p.unlike(&c.allow_changed).is_empty()})
         })
         .collect();

@@ -1,5 +1,6 @@
 //! The CSV export (RFC 4180), one row per run, by ordinal. Columns, in this order:
-//! `id`, `ordinal`, `status`; then one column per axis of the suite (named as the
+//! `id`, `ordinal`, `status`, `verdict` (`valid`, `suspect`, `invalid`, `not_judged`),
+//! `verdict_reasons` (the codes of the reasons that weigh, `;`-joined); then one column per axis of the suite (named as the
 //! axis, in order of first appearance; a table value such as `load` is written as
 //! compact JSON); then every metric name of the vocabulary, in vocabulary order; then the
 //! run's health: `failed_requests`, `failure_classes` (`http_500=8 stream_broken=4`),
@@ -82,7 +83,9 @@ fn health_fields(run: &StoredRun) -> [String; 4] {
 pub fn render(data: &ReportData) -> String {
     let axes = axis_names(&data.runs);
     let metrics = names::all_names();
-    let mut header: Vec<String> = vec!["id".into(), "ordinal".into(), "status".into()];
+    let mut header: Vec<String> = ["id", "ordinal", "status", "verdict", "verdict_reasons"]
+        .map(String::from)
+        .to_vec();
     header.extend(axes.iter().cloned());
     header.extend(metrics.iter().cloned());
     header.extend(HEALTH_COLUMNS.map(String::from));
@@ -97,6 +100,8 @@ pub fn render(data: &ReportData) -> String {
             run.id.clone(),
             run.ordinal.to_string(),
             run.status.as_str().to_string(),
+            run.verdict.status.as_str().to_string(),
+            super::verdicts::codes(run),
         ];
         fields.extend(axes.iter().map(|a| axis_field(run.axes.get(a))));
         fields.extend(metrics.iter().map(|m| {

@@ -21,6 +21,29 @@ pub struct Grid {
     pub notes: Vec<String>,
 }
 
+/// One cell's text, and what its note needs.
+enum Cell {
+    Missing,
+    Value(String),
+    /// A value a reason of the run's verdict touches (`✗`, `?`).
+    Marked(String),
+    /// A value of a run that did not finish (`*`).
+    NotDone(String),
+}
+
+fn cell_of(run: &StoredRun, m: &str, d: &Display) -> Cell {
+    let done = run.status == RunStatus::Done;
+    match run.metrics.get(m).copied().flatten() {
+        Some(v) if done => match super::verdicts::mark(run, m) {
+            Some(mark) => Cell::Marked(format!("{} {mark}", d.value(v))),
+            None => Cell::Value(d.value(v)),
+        },
+        Some(v) => Cell::NotDone(format!("{}*", d.value(v))),
+        None if done => Cell::Value(UNKNOWN.into()),
+        None => Cell::Value(run.status.as_str().into()),
+    }
+}
+
 /// The pivot's cells formatted with one display unit per metric. With column axes and
 /// several metrics, metrics become rows (one column per variant reads far better than
 /// variants × metrics side by side).
@@ -38,19 +61,19 @@ pub fn pivot_grid(runs: &[StoredRun], pivot: &Pivot) -> Grid {
         })
         .collect();
     let metrics_as_rows = !layout.columns.is_empty() && layout.metrics.len() > 1;
-    let mut not_done = false;
-    let mut cell_text = |cell: Option<usize>, m: &str, d: &Display| match cell.map(|i| &runs[i]) {
-        None => MISSING.to_string(),
-        Some(run) => {
-            let done = run.status == RunStatus::Done;
-            match run.metrics.get(m).copied().flatten() {
-                Some(v) if done => d.value(v),
-                Some(v) => {
-                    not_done = true;
-                    format!("{}*", d.value(v))
-                }
-                None if done => UNKNOWN.into(),
-                None => run.status.as_str().into(),
+    let (mut not_done, mut marked) = (false, false);
+    let mut cell_text = |cell: Option<usize>, m: &str, d: &Display| {
+        let text = cell.map_or(Cell::Missing, |i| cell_of(&runs[i], m, d));
+        match text {
+            Cell::Missing => MISSING.to_string(),
+            Cell::Value(t) => t,
+            Cell::Marked(t) => {
+                marked = true;
+                t
+            }
+            Cell::NotDone(t) => {
+                not_done = true;
+                t
             }
         }
     };
@@ -89,6 +112,9 @@ pub fn pivot_grid(runs: &[StoredRun], pivot: &Pivot) -> Grid {
         }
     }
     let mut notes = Vec::new();
+    if marked {
+        notes.push(super::verdicts::mark_note());
+    }
     if not_done {
         notes.push("* from a run that did not finish (failed or interrupted)".to_string());
     }

@@ -59,7 +59,8 @@ impl RunHealth {
             .or_else(|| {
                 run.warnings
                     .iter()
-                    .find_map(|w| w.strip_prefix("client_bound: ").map(str::to_string))
+                    .find(|w| w.code == crate::trust::Code::ClientBound)
+                    .map(|w| w.text.clone())
             });
         RunHealth {
             requests,
@@ -142,7 +143,9 @@ pub fn entries(data: &ReportData) -> Vec<HealthEntry> {
                 .collect();
             lines.extend(shard_lines(run));
             lines.extend(run.error.iter().map(|e| format!("error: {e}")));
-            lines.extend(run.warnings.iter().map(|w| format!("warning: {w}")));
+            // Reasons of the verdict are shown with it, before the table.
+            let notes = run.warnings.iter().filter(|w| !w.is_reason());
+            lines.extend(notes.map(|w| format!("warning: {w}")));
             if lines.is_empty() {
                 return None;
             }
@@ -206,10 +209,14 @@ mod tests {
             status: RunStatus::Done,
             started_unix_ms: None,
             finished_unix_ms: None,
-            warnings,
+            warnings: warnings
+                .iter()
+                .map(|w| crate::trust::RunWarning::from_legacy(w))
+                .collect(),
             extras,
             error: None,
             metrics: BTreeMap::new(),
+            verdict: Default::default(),
         }
     }
 

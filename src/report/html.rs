@@ -22,7 +22,43 @@ th{background:#f3f3f3;vertical-align:bottom}td.n{text-align:right;font-variant-n
 .pass{color:#17803d;font-weight:bold}.fail{color:#c0262d;font-weight:bold}\
 .facts{color:#555;font-size:13px}figure{margin:8px 0}pre{background:#f7f7f7;padding:8px;overflow:auto}\
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:8px 16px}\
-details.run{margin:8px 0}details.run>summary{cursor:pointer;font-weight:bold}";
+details.run{margin:8px 0}details.run>summary{cursor:pointer;font-weight:bold}\
+.verdicts{border-left:6px solid #c0262d;background:#fdf0f0;padding:8px 14px;margin:12px 0;font-size:14px}\
+.verdicts.suspect{border-color:#b7791f;background:#fdf8ec}.verdicts.valid{border-color:#17803d;background:#f0f9f3}\
+.verdicts li{margin:4px 0}.verdicts .invalid{color:#c0262d;font-weight:bold}.verdicts .suspect{color:#8a5a00;font-weight:bold}";
+
+/// The runs' verdicts as a banner above everything else: red when a run is invalid,
+/// amber when one is suspect, green when all are valid; each run that is not valid with
+/// its reasons. Nothing for a suite stored before verdicts.
+fn verdicts_html(data: &ReportData) -> String {
+    use crate::trust::Status;
+    let worst = data.runs.iter().map(|r| r.verdict.status).max();
+    let class = match worst {
+        None | Some(Status::NotJudged) => return String::new(),
+        Some(Status::Invalid) => "invalid",
+        Some(Status::Suspect) => "suspect",
+        Some(Status::Valid) => "valid",
+    };
+    let mut s = format!(
+        "<section class=\"verdicts {class}\"><strong>{}</strong><ul>",
+        escape(&super::verdicts::count_line(&data.runs))
+    );
+    for e in super::verdicts::entries(data) {
+        let _ = write!(
+            s,
+            "<li><span class=\"{}\">{}</span> {}<ul>",
+            e.verdict.status.as_str(),
+            escape(e.verdict.status.as_str()),
+            escape(&e.run)
+        );
+        for r in &e.verdict.reasons {
+            let _ = write!(s, "<li>{}</li>", escape(&super::verdicts::reason_line(r)));
+        }
+        s.push_str("</ul></li>");
+    }
+    s.push_str("</ul></section>");
+    s
+}
 
 /// `2026-11-29 08:56:05 UTC`.
 pub fn utc(unix_ms: i64) -> String {
@@ -169,7 +205,7 @@ fn runs_html(data: &ReportData, digests: &[Digest]) -> String {
             input_lengths(digest),
             client_and_server_ttft(r),
             escape(&super::health::RunHealth::of(r).failures_text().unwrap_or_else(|| "none".into())),
-            escape(&r.error.iter().map(|e| format!("error: {e}")).chain(r.warnings.iter().cloned()).collect::<Vec<_>>().join("; "))
+            escape(&r.error.iter().map(|e| format!("error: {e}")).chain(r.warnings.iter().map(ToString::to_string)).collect::<Vec<_>>().join("; "))
         );
     }
     s.push_str("</tbody></table>");
@@ -219,10 +255,10 @@ fn lines_of(labels: &Labels) -> String {
 /// The whole page.
 pub fn render(
     store: &Store,
-    layout: &Layout,
+    (layout, accept): (&Layout, &[crate::trust::Code]),
     gates: &[GateOutcome],
 ) -> Result<String, ReportError> {
-    let data = ReportData::load(store)?;
+    let data = ReportData::load_accepting(store, accept)?;
     let layout = layout.resolve(&data.runs)?;
     let groups = super::repeats::grid(&data.runs, &layout.metrics);
     let grid = pivot_grid(&data.runs, &Pivot::build(&data.runs, layout));
@@ -235,6 +271,7 @@ pub fn render(
     let name = escape(&data.suite.info.plan_name);
     let mut s = format!("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfplan: {name}</title><style>{STYLE}</style></head><body>");
     let _ = write!(s, "<h1>perfplan: {name}</h1>{}", facts(&data));
+    s.push_str(&verdicts_html(&data));
     let _ = write!(s, "<h2>Results</h2>{}", grid_html(&grid));
     if let Some(groups) = groups {
         let _ = write!(s, "<h2>Repeats</h2>{}", grid_html(&groups));
@@ -275,7 +312,7 @@ pub fn write(
     gates: &[GateOutcome],
     path: &Path,
 ) -> Result<(), ReportError> {
-    let page = render(store, layout, gates)?;
+    let page = render(store, (layout, &[]), gates)?;
     std::fs::write(path, page).map_err(|source| ReportError::Write {
         path: path.to_path_buf(),
         source,

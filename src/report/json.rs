@@ -1,5 +1,7 @@
 //! The JSON export: an array with one object per run, DESIGN.md's shape
-//! `{"id", "ordinal", "status", "axes": {axis: value}, "metrics": {name: number|null}}`
+//! `{"id", "ordinal", "status", "verdict", "axes": {axis: value}, "metrics": {name: number|null}}`
+//! (`verdict`: `{"status": "valid"|"suspect"|"invalid"|"not_judged", "reasons": [{"code",
+//! "severity", "accepted", "text"}]}`)
 //! (every metric name of the vocabulary present, null when unknown, in vocabulary order)
 //! followed by the run's health and verdicts: `failed_requests` (number|null),
 //! `failures` ({class: count}, HTTP split by status), `client_bound` (reason|null),
@@ -47,12 +49,14 @@ pub fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
     obj.insert("id".into(), Value::from(run.id.clone()));
     obj.insert("ordinal".into(), Value::from(run.ordinal));
     obj.insert("status".into(), Value::from(run.status.as_str()));
+    obj.insert("verdict".into(), super::verdicts::json(run));
     obj.insert("axes".into(), run.axes.clone());
     obj.insert("metrics".into(), Value::Object(metrics));
     obj.insert("failed_requests".into(), json!(health.failed));
     obj.insert("failures".into(), json!(health.failures));
     obj.insert("client_bound".into(), json!(health.client_bound));
-    obj.insert("warnings".into(), json!(run.warnings));
+    let warnings: Vec<String> = run.warnings.iter().map(ToString::to_string).collect();
+    obj.insert("warnings".into(), json!(warnings));
     obj.insert("error".into(), json!(run.error));
     obj.insert("gates".into(), Value::Array(verdicts));
     if let Some(steps) = super::ramp_steps::steps_of(run) {

@@ -1,5 +1,5 @@
 //! Markdown (GitHub-flavoured) tables, fit for a release note or a CI job summary: the
-//! pivot, then the health of every run with failures, an error or warnings.
+//! runs' verdicts, the pivot (cells a verdict's reason touches marked), then the health of every run with failures, an error or warnings.
 
 use super::grid::{pivot_grid, Grid};
 use super::pivot::Pivot;
@@ -19,6 +19,7 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
         &data.suite.plan_sha256[..data.suite.plan_sha256.len().min(12)],
         info.perfplan_version
     ));
+    out.push_str(&super::verdicts::markdown(data));
     out.push_str(&render_grid(&grid));
     if let Some(groups) = groups {
         out.push_str("\n### Repeats\n\n");

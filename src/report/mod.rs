@@ -10,6 +10,7 @@ pub mod changed;
 pub mod classes;
 pub mod compare;
 mod compare_render;
+pub mod compare_trust;
 pub mod csv;
 pub mod format;
 pub mod gates;
@@ -32,6 +33,7 @@ pub mod slices;
 mod svg;
 pub mod table;
 mod timeline;
+pub mod verdicts;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -149,11 +151,23 @@ pub struct ReportData {
 }
 
 impl ReportData {
+    /// The suite and its runs, their verdicts under the suite's `[trust]` policy.
     pub fn load(store: &Store) -> Result<ReportData, ReportError> {
-        Ok(ReportData {
+        ReportData::load_accepting(store, &[])
+    }
+
+    /// `load`, with `accept` (`--accept`) added to the reasons each verdict accepts.
+    pub fn load_accepting(
+        store: &Store,
+        accept: &[crate::trust::Code],
+    ) -> Result<ReportData, ReportError> {
+        let mut data = ReportData {
             suite: store.suite()?,
             runs: store.runs()?,
-        })
+        };
+        let policy = data.suite.info.trust.policy().accepting(accept);
+        verdicts::accept(&mut data, &policy.accept);
+        Ok(data)
     }
 
     /// The plan's `[report]` section as stored in the suite.
@@ -207,11 +221,11 @@ pub(crate) fn unknown_metric(name: &str) -> ReportError {
 pub fn render(
     store: &Store,
     format: Format,
-    layout: &Layout,
+    (layout, accept): (&Layout, &[crate::trust::Code]),
     style: TableStyle,
     gates: &[gates::GateOutcome],
 ) -> Result<String, ReportError> {
-    let data = ReportData::load(store)?;
+    let data = ReportData::load_accepting(store, accept)?;
     let layout = data.plan_layout()?.overridden_by(layout);
     match format {
         Format::Table => table::render(&data, &layout, style),
@@ -225,7 +239,7 @@ pub fn render(
         }
         Format::Csv => Ok(csv::render(&data)),
         Format::Json => json::render(&data, gates),
-        Format::Html => html::render(store, &layout, gates),
+        Format::Html => html::render(store, (&layout, accept), gates),
     }
 }
 
@@ -241,7 +255,7 @@ pub fn write_outputs(
         let text = render(
             store,
             format,
-            &Layout::default(),
+            (&Layout::default(), &[]),
             TableStyle::default(),
             gates,
         )?;

@@ -333,6 +333,7 @@ mod tests {
             extras: json!({}),
             error: None,
             metrics: Default::default(),
+            verdict: Default::default(),
         }
     }
 

@@ -188,6 +188,7 @@ mod tests {
             extras: json!({"time": {"steps": steps}}),
             error: None,
             metrics: Default::default(),
+            verdict: Default::default(),
         }
     }
 

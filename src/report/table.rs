@@ -1,6 +1,7 @@
 //! Human tables for a terminal (comfy-table with borders, bold headers when colour is
 //! allowed) or for a pipe (plain aligned columns, no colour); the pivot is followed by
-//! the health of every run with failures, an error or warnings.
+//! the health of every run with failures, an error or warnings; the runs' verdicts
+//! come first.
 
 use comfy_table::{presets, Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 
@@ -23,6 +24,7 @@ pub fn render(
         data.suite.info.plan_name,
         data.runs.len()
     );
+    out.push_str(&super::verdicts::text(data));
     out.push_str(&render_grid(&grid, style));
     if let Some(groups) = groups {
         out.push('\n');

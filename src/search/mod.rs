@@ -265,6 +265,10 @@ fn finish_search(
             extras,
             warnings: &[],
             error: None,
+            // Its probes are judged one by one; a step with an untrusted probe fails.
+            verdict: (status == RunStatus::Done)
+                .then(|| crate::trust::Verdict::judge(&[], &[]))
+                .as_ref(),
         },
     )?;
     Ok(())
@@ -287,6 +291,7 @@ async fn run_step(
         ..SummaryOptions::default()
     };
     let mut pool = sla::Pool::new(opts.definitions, &opts.slos);
+    let mut untrusted: Option<String> = None;
     for trial in 0..trials(&run.settings.load) {
         let probe =
             probe_run(run, value, trial).ok_or_else(|| invalid(run, "not a search".into()))?;
@@ -318,10 +323,22 @@ async fn run_step(
         }
         // The trial's rows are read as a stream, twice (its span, then its records).
         let store = suite.lock()?;
+        let judged = store.run_verdict(&probe.id)?;
+        if judged.blocks_gates(suite.trust.strict) && untrusted.is_none() {
+            untrusted = Some(judged.summary());
+        }
         pool.add_trial(|f| store.each_request_row(&probe.id, |row| f(&row.to_record())))?;
     }
     let summary = pool.finish(&opts);
-    let verdict = sla::verdict(&summary.values, conds);
+    let mut verdict = sla::verdict(&summary.values, conds);
+    if let Some(why) = untrusted {
+        // A probe whose run cannot be trusted does not pass, whatever its metrics.
+        verdict = sla::Verdict {
+            passed: false,
+            failed_metric: Some("verdict".into()),
+            detail: Some(format!("a trial's run is {why}")),
+        };
+    }
     suite.lock()?.write_search_step(&SearchStepRow {
         search_id: run.id.clone(),
         step,

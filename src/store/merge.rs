@@ -109,7 +109,7 @@ impl Store {
         let tx = self.conn.transaction().doing("writing a merged run")?;
         tx.execute(
             "UPDATE runs SET status = ?2, started_unix_ms = ?3, finished_unix_ms = ?4,
-             warnings_json = ?5, extras_json = ?6, error = ?7 WHERE id = ?1",
+             warnings_json = ?5, extras_json = ?6, error = ?7, verdict_json = ?8 WHERE id = ?1",
             params![
                 run.id,
                 run.status.as_str(),
@@ -118,6 +118,9 @@ impl Store {
                 warnings,
                 run.extras.to_string(),
                 run.error,
+                super::runs::verdict_text(
+                    Some(&run.verdict).filter(|v| v.status != crate::trust::Status::NotJudged)
+                )?,
             ],
         )
         .doing("writing a merged run")?;

@@ -257,6 +257,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         response_bytes: count(r, "response_bytes")?,
         replica: get(r, "replica")?,
         class: get(r, "class")?,
+        unstreamed: false,
         raw: Vec::new(),
     };
     Ok(RequestRow {

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::suite::json_column;
 use super::{now_unix_ms, SqlContext, Store, StoreError};
+use crate::trust::{RunWarning, Verdict};
 
 /// Where a run is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,7 +71,9 @@ pub struct RunFinish<'a> {
     pub metrics: &'a BTreeMap<String, Option<f64>>,
     /// Anything else worth keeping (client_bound flag, estimated-token flags, …).
     pub extras: &'a Value,
-    pub warnings: &'a [String],
+    pub warnings: &'a [RunWarning],
+    /// The run's verdict (`None`: not judged, e.g. a shard's empty share).
+    pub verdict: Option<&'a Verdict>,
     /// Why the run failed, when it did.
     pub error: Option<&'a str>,
 }
@@ -85,10 +88,12 @@ pub struct StoredRun {
     pub status: RunStatus,
     pub started_unix_ms: Option<i64>,
     pub finished_unix_ms: Option<i64>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<RunWarning>,
     pub extras: Value,
     pub error: Option<String>,
     pub metrics: BTreeMap<String, Option<f64>>,
+    /// `not_judged` for runs stored before verdicts, and for runs not finished.
+    pub verdict: Verdict,
 }
 
 /// Which scrape of the server's `/metrics` a value comes from.
@@ -125,6 +130,28 @@ pub struct GateRecord {
 /// `value` with secret-looking values replaced (the one rule: `secrets::redact_settings`).
 pub(crate) fn redact_secrets(value: &Value) -> Value {
     crate::secrets::redact_settings(value)
+}
+
+/// A verdict as stored (`NULL` for none).
+pub(crate) fn verdict_text(verdict: Option<&Verdict>) -> Result<Option<String>, StoreError> {
+    verdict
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|source| StoreError::Json {
+            what: "run verdict",
+            source,
+        })
+}
+
+/// The stored verdict at `idx` (`NULL`: not judged).
+pub(crate) fn verdict_column(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Verdict> {
+    let text: Option<String> = row.get(idx)?;
+    match text {
+        None => Ok(Verdict::not_judged()),
+        Some(t) => serde_json::from_str(&t).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+        }),
+    }
 }
 
 fn status_of(text: &str) -> Result<RunStatus, StoreError> {
@@ -173,6 +200,17 @@ impl Store {
         }
     }
 
+    /// A run's verdict (`not_judged` when none is stored).
+    pub fn run_verdict(&self, id: &str) -> Result<Verdict, StoreError> {
+        let sql = format!("SELECT {} FROM runs WHERE id = ?1", self.verdict_column()?);
+        let verdict = self
+            .conn
+            .query_row(&sql, [id], |r| verdict_column(r, 0))
+            .optional()
+            .doing("reading a run's verdict")?;
+        verdict.ok_or_else(|| StoreError::UnknownRun { id: id.into() })
+    }
+
     /// One stored metric of a run (`None`: not stored, or unknown).
     pub fn run_metric(&self, id: &str, name: &str) -> Result<Option<f64>, StoreError> {
         let value: Option<Option<f64>> = self
@@ -208,7 +246,8 @@ impl Store {
         }
         tx.execute(
             "UPDATE runs SET status = 'running', started_unix_ms = ?2, finished_unix_ms = NULL,
-             warnings_json = '[]', extras_json = '{}', error = NULL WHERE id = ?1",
+             warnings_json = '[]', extras_json = '{}', error = NULL, verdict_json = NULL
+             WHERE id = ?1",
             params![id, now_unix_ms()],
         )
         .doing("beginning a run")?;
@@ -256,14 +295,15 @@ impl Store {
         }
         tx.execute(
             "UPDATE runs SET status = ?2, finished_unix_ms = ?3, warnings_json = ?4,
-             extras_json = ?5, error = ?6 WHERE id = ?1",
+             extras_json = ?5, error = ?6, verdict_json = ?7 WHERE id = ?1",
             params![
                 id,
                 finish.status.as_str(),
                 now_unix_ms(),
                 warnings,
                 finish.extras.to_string(),
-                finish.error
+                finish.error,
+                verdict_text(finish.verdict)?,
             ],
         )
         .doing("finishing a run")?;
@@ -275,11 +315,12 @@ impl Store {
     pub fn runs(&self) -> Result<Vec<StoredRun>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT id, ordinal, axes_json, settings_json, status, started_unix_ms,
-                 finished_unix_ms, warnings_json, extras_json, error FROM runs
-                 WHERE id NOT IN (SELECT run_id FROM search_probes) ORDER BY ordinal, id",
-            )
+                     finished_unix_ms, warnings_json, extras_json, error, {} FROM runs
+                     WHERE id NOT IN (SELECT run_id FROM search_probes) ORDER BY ordinal, id",
+                self.verdict_column()?
+            ))
             .doing("reading runs")?;
         let mut runs = stmt
             .query_map([], |r| {
@@ -302,6 +343,7 @@ impl Store {
                     extras: json_column(r, 8)?,
                     error: r.get(9)?,
                     metrics: BTreeMap::new(),
+                    verdict: verdict_column(r, 10)?,
                 })
             })
             .doing("reading runs")?
@@ -312,6 +354,16 @@ impl Store {
             run.metrics = metrics.remove(&run.id).unwrap_or_default();
         }
         Ok(runs)
+    }
+
+    /// `verdict_json`, or `NULL` in an older database read unmigrated (read-only).
+    pub(crate) fn verdict_column(&self) -> Result<&'static str, StoreError> {
+        let have = self.table_columns("runs")?;
+        Ok(if have.iter().any(|c| c == "verdict_json") {
+            "verdict_json"
+        } else {
+            "NULL"
+        })
     }
 
     fn all_run_metrics(

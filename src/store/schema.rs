@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 11] = [
+const MIGRATIONS: [&str; 12] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -208,6 +208,15 @@ ALTER TABLE requests ADD COLUMN replica INTEGER;
     // from; NULL for a run that is not a mix and in rows written before.
     r#"
 ALTER TABLE requests ADD COLUMN class INTEGER;
+"#,
+    // 12: the run verdict (`{"status", "reasons"}`; NULL: not judged, as every run stored
+    // before), and the suite's `[trust]` policy (`{"strict", "accept"}`) that reports and
+    // gates apply. Warnings are now stored as `{"code", "severity", "text"}` objects in
+    // the same column; bare strings of earlier runs still read (with the code their
+    // prefix names).
+    r#"
+ALTER TABLE runs ADD COLUMN verdict_json TEXT;
+ALTER TABLE suites ADD COLUMN trust_json TEXT NOT NULL DEFAULT '{}';
 "#,
 ];
 

@@ -126,6 +126,10 @@ pub struct SuiteInfo {
     pub plan_dir: Option<String>,
     /// Literal secrets of the plan, held in the stored texts as `${variable}`.
     pub secrets: Vec<StoredSecret>,
+    /// The verdict thresholds the suite was judged by (`[trust]`, with `run --accept`);
+    /// reports and gates apply its `strict` and `accept`, merges judge with it. The
+    /// defaults for suites stored before verdicts.
+    pub trust: crate::trust::Thresholds,
 }
 
 impl SuiteInfo {
@@ -146,6 +150,7 @@ impl SuiteInfo {
             slo: Value::Object(Default::default()),
             plan_dir: None,
             secrets: Vec::new(),
+            trust: crate::trust::Thresholds::default(),
         }
     }
 
@@ -193,9 +198,9 @@ impl Store {
                 "INSERT INTO suites (id, plan_name, plan_path, plan_text, imports_json, plan_sha256,
                  set_overrides_json, seed, perfplan_version, git_revision, git_dirty, host_os,
                  host_cpu_model, host_cores, host_name, report_json, gates_json, slo_json,
-                 created_unix_ms, plan_dir, secrets_json)
+                 created_unix_ms, plan_dir, secrets_json, trust_json)
                  VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                 ?19, ?20)",
+                 ?19, ?20, ?21)",
                 params![
                     s.plan_name,
                     s.plan_path,
@@ -217,6 +222,7 @@ impl Store {
                     now_unix_ms(),
                     s.plan_dir,
                     to_json("secrets", &s.secrets)?,
+                    to_json("trust", &s.trust)?,
                 ],
             )
             .doing("writing the suite")?;
@@ -234,7 +240,12 @@ impl Store {
         } else {
             "'[]'"
         };
-        Ok(format!("{dir}, {secrets}"))
+        let trust = if has("trust_json") {
+            "trust_json"
+        } else {
+            "'{}'"
+        };
+        Ok(format!("{dir}, {secrets}, {trust}"))
     }
 
     /// The suite this database holds.
@@ -276,6 +287,7 @@ impl Store {
                         slo: json_column(r, 16)?,
                         plan_dir: r.get(18)?,
                         secrets: json_column(r, 19)?,
+                        trust: json_column(r, 20)?,
                     };
                     Ok(SuiteRow {
                         info,

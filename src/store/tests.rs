@@ -44,6 +44,7 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         last_chunk: None,
         request_bytes: 1000,
         response_bytes: 2000,
+        unstreamed: false,
         raw: Vec::new(),
         replica: None,
         class: None,
@@ -167,7 +168,11 @@ fn interrupted_run_is_rerun_from_scratch_and_done_run_never() {
         ("ttft_p50".to_string(), Some(10.0)),
         ("cache_hit_ratio".to_string(), None),
     ]);
-    let warnings = vec!["w".to_string()];
+    let warnings = vec![crate::trust::RunWarning::new(
+        crate::trust::Code::CacheLeak,
+        "w",
+    )];
+    let verdict = crate::trust::Verdict::judge(&warnings, &[]);
     store
         .finish_run(
             "run0",
@@ -177,6 +182,7 @@ fn interrupted_run_is_rerun_from_scratch_and_done_run_never() {
                 extras: &json!({"client_bound": false}),
                 warnings: &warnings,
                 error: None,
+                verdict: Some(&verdict),
             },
         )
         .unwrap();
@@ -201,6 +207,9 @@ fn interrupted_run_is_rerun_from_scratch_and_done_run_never() {
     let all = store.runs().unwrap();
     assert_eq!(all[0].metrics, metrics);
     assert_eq!(all[0].warnings, warnings);
+    assert_eq!(all[0].verdict, verdict);
+    assert_eq!(all[0].verdict.status, crate::trust::Status::Invalid);
+    assert_eq!(all[1].verdict.status, crate::trust::Status::NotJudged);
     assert_eq!(all[1].status, RunStatus::Running);
     assert!(matches!(
         store.run_status("nope"),
@@ -290,7 +299,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
              DROP TABLE request_bodies; DROP TABLE response_texts;
              ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 4;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 4;",
         )
         .unwrap();
     drop(store);
@@ -341,7 +350,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
          ALTER TABLE requests DROP COLUMN output_bytes;
-         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 5;",
+         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 5;",
     )
     .unwrap();
     drop(conn);
@@ -371,7 +380,7 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
         .execute_batch(
             "ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 7;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 7;",
         )
         .unwrap();
     drop(store);
@@ -403,7 +412,7 @@ fn replicas_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].replica, Some(3));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 9;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 9;")
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();
@@ -432,7 +441,7 @@ fn classes_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].class, Some(2));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN class; PRAGMA user_version = 10;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN class; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 10;")
         .unwrap();
     drop(store);
     let db = dir.path().join("results.db");

@@ -13,12 +13,11 @@ use crate::metrics::RunSummary;
 use crate::plan::{CacheSetting, CacheState, ResetCacheBefore};
 use crate::planner::RunSpec;
 use crate::record::{Outcome, Phase, RequestRecord};
+use crate::trust::{Code, RunWarning, Thresholds};
 
 /// Tokens a cold run's first request may find cached without a leak (a chat template's
 /// fixed header), or a tenth of its prompt if that is more.
 const FIRST_REQUEST_SLACK: u32 = 64;
-/// How far above the planned shared-prefix share a cold run's hit ratio may be.
-const RATIO_SLACK: f64 = 0.15;
 
 /// The execution order: the matrix order, except that when any endpoint has a `launch`
 /// command, runs are grouped by endpoint (in the order endpoints first appear, keeping the
@@ -55,18 +54,20 @@ pub fn wants_reset(run: &RunSpec, previous: Option<&RunSpec>) -> bool {
     }
 }
 
-/// How far (absolute) a run's measured hit ratio may fall below its planned share on an
-/// endpoint labelled `prefix_cache = "on"` before it is warned about: 10 points.
-pub const SHORTFALL_MARGIN: f64 = 0.10;
 /// A measured hit ratio at most this is "no hits" (1% of the prompt tokens).
 pub const NO_HITS: f64 = 0.01;
 
 /// The endpoint's `prefix_cache` label and the run's planned share held against the hit
 /// ratio measured (from usage, else from the server's counters): a cache-off endpoint
 /// whose server reports hits, a cache-on endpoint whose warm run shows none, and a
-/// cache-on run that falls short of its planned share by more than `SHORTFALL_MARGIN`.
-/// An `unknown` label is held against nothing. Each warning names both figures.
-pub fn measured_against_planned(run: &RunSpec, summary: &RunSummary) -> Vec<String> {
+/// cache-on run that falls short of its planned share by more than `[trust]
+/// cache_shortfall_margin`. An `unknown` label is held against nothing. Each warning names
+/// both figures.
+pub fn measured_against_planned(
+    run: &RunSpec,
+    summary: &RunSummary,
+    trust: &Thresholds,
+) -> Vec<RunWarning> {
     let value = |name: &str| summary.values.get(name).copied().flatten();
     let Some((measured, source)) = value("cache_hit_ratio")
         .map(|m| (m, "cache_hit_ratio (usage)"))
@@ -79,29 +80,38 @@ pub fn measured_against_planned(run: &RunSpec, summary: &RunSummary) -> Vec<Stri
     let endpoint = &run.settings.endpoint.name;
     let warm = run.settings.cache_state == CacheState::Warm;
     match run.settings.endpoint.spec.prefix_cache {
-        CacheSetting::Off if measured > NO_HITS => vec![format!(
-            "cache_setting: endpoint `{endpoint}` is labelled prefix_cache = \"off\" but its \
+        CacheSetting::Off if measured > NO_HITS => vec![RunWarning::new(
+            Code::CacheSetting,
+            format!(
+                "endpoint `{endpoint}` is labelled prefix_cache = \"off\" but its \
              server reports prefix-cache hits ({source} {measured:.2}{of_planned}): the \
              server caches, so this run does not measure a cache-off server; start it \
              without prefix caching, or label the endpoint prefix_cache = \"on\""
+            ),
         )],
-        CacheSetting::On if warm && measured <= NO_HITS => vec![format!(
-            "cache_setting: endpoint `{endpoint}` is labelled prefix_cache = \"on\" but this \
+        CacheSetting::On if warm && measured <= NO_HITS => vec![RunWarning::new(
+            Code::CacheSetting,
+            format!(
+                "endpoint `{endpoint}` is labelled prefix_cache = \"on\" but this \
              warm run found no cached tokens ({source} {measured:.2}{of_planned}): the \
              server does not cache, does not report it, or keeps too little to hold the \
              run's prompts; check how it was started, or label the endpoint \
              prefix_cache = \"off\""
+            ),
         )],
         CacheSetting::On => planned
-            .filter(|p| p - measured > SHORTFALL_MARGIN)
+            .filter(|p| p - measured > trust.cache_shortfall_margin)
             .map(|p| {
-                format!(
-                    "cache_shortfall: the measured hit ratio ({source} {measured:.2}) is more \
+                RunWarning::new(
+                    Code::CacheShortfall,
+                    format!(
+                        "the measured hit ratio ({source} {measured:.2}) is more \
                      than {} points below the planned share {p:.2} on endpoint `{endpoint}` \
                      (prefix_cache = \"on\"): the server cached less than the prompts share; \
                      a cache smaller than the run's prefixes, evictions, whole-block caching \
                      of short prompts, or a balancer spreading requests over replicas",
-                    (SHORTFALL_MARGIN * 100.0).round()
+                        (trust.cache_shortfall_margin * 100.0).round()
+                    ),
                 )
             })
             .into_iter()
@@ -145,7 +155,12 @@ impl LeakWatch {
     /// The warning of a cold run whose usage shows more cache hits than its own shared
     /// prefix explains: the first requests found cached tokens, or the hit ratio is
     /// clearly above the planned share (`planned`). `None` for warm runs and clean cold runs.
-    pub fn warning(&self, run: &RunSpec, planned: Option<f64>) -> Option<String> {
+    pub fn warning(
+        &self,
+        run: &RunSpec,
+        planned: Option<f64>,
+        trust: &Thresholds,
+    ) -> Option<RunWarning> {
         if run.settings.cache_state != CacheState::Cold {
             return None;
         }
@@ -160,7 +175,7 @@ impl LeakWatch {
         let share = planned;
         let too_high = ratio
             .zip(share)
-            .filter(|(r, s)| *r > s + RATIO_SLACK)
+            .filter(|(r, s)| *r > s + trust.cache_leak_margin)
             .is_some();
         if first_hit.is_none() && !too_high {
             return None;
@@ -176,12 +191,18 @@ impl LeakWatch {
                 "its hit ratio {r:.2} is above the planned shared-prefix share {s:.2}"
             ));
         }
-        Some(format!(
-            "cache_leak: this cold run found a warm prefix cache ({}); an earlier run or suite left \
-             these prompts in the server's cache, so the run is not cold. Set reset_cache_before = \
-             \"each_run\" (with reset_cache) on endpoint `{}`",
-            why.join("; "),
-            run.settings.endpoint.name
+        Some(RunWarning::new(
+            Code::CacheLeak,
+            format!(
+                "this cold run found a warm prefix cache ({}): these prompts were already in \
+                 the server's cache (an earlier run or suite with the same seed sent them, or \
+                 another client), so the run is not cold and its TTFT and throughput are not a \
+                 cold server's. Ways out: a seed no earlier suite used (`--set plan.seed=N`), \
+                 a cache reset before each run (`reset_cache` with `reset_cache_before = \
+                 \"each_run\"` on endpoint `{}`), or a restarted server",
+                why.join("; "),
+                run.settings.endpoint.name
+            ),
         ))
     }
 }
@@ -265,7 +286,9 @@ mod tests {
         };
         let mut watch = LeakWatch::new(first_k);
         records.iter().for_each(|r| watch.add(r));
-        watch.warning(run, Some(0.25))
+        watch
+            .warning(run, Some(0.25), &Thresholds::default())
+            .map(|w| w.to_string())
     }
 
     fn runs(extra: &str) -> Vec<RunSpec> {
@@ -364,7 +387,14 @@ mod tests {
         let labelled = |label: &str| runs(&format!("prefix_cache = \"{label}\""));
         let (on, off, unknown) = (labelled("on"), labelled("off"), runs(""));
         let (cold, warm) = (0, 2);
-        let said = |run: &RunSpec, s: &RunSummary| measured_against_planned(run, s).join("|");
+        let said = |run: &RunSpec, s: &RunSummary| {
+            let t = Thresholds::default();
+            let all: Vec<String> = measured_against_planned(run, s, &t)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            all.join("|")
+        };
         // Off, yet hits: named with both figures; from the counters when usage has none.
         let w = said(&off[cold], &summary(None, Some(0.31), 0.42));
         assert!(w.starts_with("cache_setting: endpoint `a` is labelled prefix_cache = \"off\""));

@@ -56,6 +56,8 @@ pub struct RunOptions {
     /// A shard's start barrier (`distribute::barrier`): every run's load starts when all
     /// shards have met it.
     pub barrier: Option<Arc<dyn StartBarrier>>,
+    /// `run --accept CODE`: verdict reasons accepted besides the plan's `[trust] accept`.
+    pub accept: Vec<crate::trust::Code>,
 }
 
 /// Runs one SLA-search run of a suite: each trial a run of its own through
@@ -150,6 +152,7 @@ fn run_in(
         barrier: opts.barrier.clone(),
         met: std::cell::RefCell::new(None),
         lead: std::cell::Cell::new(std::time::Duration::ZERO),
+        trust: trust_of(plan, opts),
     };
     let result = rt.block_on(async {
         let result = suite.run_all(runs, dir, &mut servers).await;
@@ -159,6 +162,17 @@ fn run_in(
     watcher.abort();
     sims.shutdown();
     result
+}
+
+/// The verdict thresholds of the suite: the plan's `[trust]`, with `--accept`'s codes.
+pub(crate) fn trust_of(plan: &LoadedPlan, opts: &RunOptions) -> crate::trust::Thresholds {
+    let mut t = plan.spec.trust.thresholds();
+    for c in &opts.accept {
+        if !t.accept.contains(c) {
+            t.accept.push(*c);
+        }
+    }
+    t
 }
 
 /// The plan's secret header values and the API keys its endpoints read, for the log.
@@ -229,6 +243,8 @@ pub struct Suite<'a> {
     met: std::cell::RefCell<Option<serde_json::Value>>,
     /// The current run's lead on this shard (see `ShardShare::lead`).
     lead: std::cell::Cell<std::time::Duration>,
+    /// `[trust]` and `--accept`: how each run's verdict is judged.
+    pub(crate) trust: crate::trust::Thresholds,
 }
 
 impl Suite<'_> {

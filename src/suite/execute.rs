@@ -23,6 +23,8 @@ use crate::plan;
 use crate::planner::{self, RunSpec};
 use crate::record::RequestRecord;
 use crate::store::{ServerPhase, Store};
+use crate::trust::warning::all_as;
+use crate::trust::{Code, RunWarning};
 
 /// After Ctrl-C, how long requests in flight may still finish.
 const GRACE: Duration = Duration::from_secs(5);
@@ -35,8 +37,10 @@ pub struct RunResult {
     pub stored: u64,
     /// Requests the engine sent (priming included).
     pub sent: u64,
-    /// Warnings found in the records (a cold run that met a warm cache).
-    pub warnings: Vec<String>,
+    /// Everything said about the run, typed (its verdict's reasons among them).
+    pub warnings: Vec<RunWarning>,
+    /// What the records said of the run's trustworthiness (stored with its extras).
+    pub evidence: crate::trust::Evidence,
     /// Kept with the run's extras (multi-turn: the turn of every item).
     pub traffic: Option<Value>,
     /// When no measured request succeeded: why (classes and the first error).
@@ -53,28 +57,28 @@ pub struct RunResult {
     pub classes: Vec<RunSummary>,
 }
 
-/// Warnings about the records themselves: estimated token counts, truncated streams.
-fn record_warnings(summary: &RunSummary) -> Vec<String> {
+/// Warnings about the records themselves: truncated streams, successes with no output
+/// (estimated counts are a reason the verdict's rules give).
+fn record_warnings(summary: &RunSummary) -> Vec<RunWarning> {
     let mut out = Vec::new();
-    if summary.estimated_input + summary.estimated_output > 0 {
-        out.push(format!(
-            "the server sent no usage for some requests: {} input and {} output token counts are \
-             the client's tokenizer estimates",
-            summary.estimated_input, summary.estimated_output
-        ));
-    }
     if summary.truncated > 0 {
-        out.push(format!(
-            "{} streams ended with [DONE] but no finish_reason (cut short?)",
-            summary.truncated
+        out.push(RunWarning::new(
+            Code::Truncated,
+            format!(
+                "{} streams ended with [DONE] but no finish_reason (cut short?)",
+                summary.truncated
+            ),
         ));
     }
     if summary.no_output > 0 {
-        out.push(format!(
-            "{} successful requests carried no output at all (no content, reasoning or tool \
-             call): they count as successes without a TTFT; check the server's log and the \
-             request's stop, max_tokens and template settings",
-            summary.no_output
+        out.push(RunWarning::new(
+            Code::NoOutput,
+            format!(
+                "{} successful requests carried no output at all (no content, reasoning or \
+                 tool call): they count as successes without a TTFT; check the server's log \
+                 and the request's stop, max_tokens and template settings",
+                summary.no_output
+            ),
         ));
     }
     out
@@ -103,6 +107,8 @@ pub struct RunContext<'a> {
     pub keep: plan::StoreSpec,
     /// `[report] slice`: the width of the run's time slices.
     pub slice: Duration,
+    /// `[trust]`: the thresholds of the run's verdict.
+    pub trust: &'a crate::trust::Thresholds,
 }
 
 /// The endpoint of one pass: an `x-request-id` made of the run id and the stored index
@@ -165,7 +171,7 @@ async fn prime(
     prepared: &mut PreparedRun,
     cfg: &RunConfig,
     sink: &mut (impl FnMut(RequestRecord) + Send),
-) -> Result<(u64, Vec<String>), RunnerError> {
+) -> Result<(u64, Vec<RunWarning>), RunnerError> {
     let Some((mut source, load, duration)) =
         super::priming::take(run, prepared, cfg.load.clone(), &ctx.log)?
     else {
@@ -183,12 +189,8 @@ async fn prime(
             run: run.id.clone(),
             source,
         })?;
-    let mut warnings: Vec<String> = out
-        .preconnect
-        .and_then(|p| p.warning())
-        .into_iter()
-        .collect();
-    warnings.extend(source.finish_building());
+    let mut warnings = all_as(Code::Connections, out.preconnect.and_then(|p| p.warning()));
+    warnings.extend(all_as(Code::Dataset, source.finish_building()));
     Ok((out.sent, warnings))
 }
 
@@ -257,8 +259,11 @@ pub async fn execute(
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
-    warnings.extend(source.finish_building());
-    warnings.extend(cap_warning(prepared.duration_cap, &source, &output));
+    warnings.extend(all_as(Code::Dataset, source.finish_building()));
+    warnings.extend(all_as(
+        Code::Load,
+        cap_warning(prepared.duration_cap, &source, &output),
+    ));
     let server_ratio = match &ctx.server {
         Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await,
         None => Ok(None),
@@ -298,11 +303,11 @@ fn conclude(
     source: &super::traffic::Source,
     output: RunOutput,
     mut passes: Passes,
-    mut warnings: Vec<String>,
+    mut warnings: Vec<RunWarning>,
 ) -> RunResult {
     let tally = &mut passes.tally;
     let planned = tally.planned.planned();
-    warnings.extend(tally.leak.warning(run, planned.prefix_share));
+    warnings.extend(tally.leak.warning(run, planned.prefix_share, ctx.trust));
     let mut summary = summarize_output(ctx, run, (&output, tally), passes.server_ratio);
     let classes = tally.class_summaries(&SummaryOptions {
         definitions: definitions(ctx.definitions),
@@ -310,9 +315,13 @@ fn conclude(
         inputs_per_request: run.inputs_per_request(),
         ..SummaryOptions::default()
     });
-    warnings.extend(super::mix::warnings(run, &classes));
-    super::telemetry::apply(&passes.telemetry, &mut summary, &mut warnings);
-    warnings.extend(super::cache::measured_against_planned(run, &summary));
+    warnings.extend(all_as(Code::Mix, super::mix::warnings(run, &classes)));
+    let mut said = Vec::new();
+    super::telemetry::apply(&passes.telemetry, &mut summary, &mut said);
+    warnings.extend(all_as(Code::Telemetry, said));
+    warnings.extend(super::cache::measured_against_planned(
+        run, &summary, ctx.trust,
+    ));
     let defs = definitions(ctx.definitions);
     let window = (&tally.window, ctx.slice);
     let (time, steady) = super::steady::measure(&ctx.store, run, window, defs, &mut summary);
@@ -320,21 +329,32 @@ fn conclude(
     let all_failed =
         super::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
     let (input_lengths, length_warning) = tally.input_lengths();
-    warnings.extend(output.preconnect.as_ref().and_then(Preconnect::warning));
-    warnings.extend(passes.late);
-    warnings.extend(length_warning);
+    let preconnect = output.preconnect.as_ref().and_then(Preconnect::warning);
+    warnings.extend(all_as(Code::Connections, preconnect));
+    warnings.extend(all_as(Code::LateStart, passes.late));
+    warnings.extend(all_as(Code::InputLengths, length_warning));
     warnings.extend(record_warnings(&summary));
-    warnings.extend(steady);
-    warnings.extend(super::failures::partial_failure_warning(
-        &summary,
-        &tally.errors,
+    warnings.extend(all_as(Code::SteadyWindow, steady));
+    warnings.extend(all_as(
+        Code::PartialFailures,
+        super::failures::partial_failure_warning(&summary, &tally.errors),
     ));
+    let evidence = tally.evidence();
+    let server = super::judge::server_counts(traffic.as_ref());
+    super::judge::reasons(
+        run,
+        &mut summary,
+        &evidence,
+        &mut warnings,
+        (server, ctx.trust),
+    );
     RunResult {
         summary,
         cancelled: output.cancelled,
         stored: passes.stored,
         sent: passes.primed + output.sent,
         warnings,
+        evidence,
         traffic,
         all_failed,
         input_lengths,
@@ -368,6 +388,7 @@ fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -
         sharing: prepared.sharing.clone(),
         warm: run.settings.cache_state == crate::plan::CacheState::Warm,
         classes: run.settings.mix.as_ref().map_or(0, Vec::len),
+        trust: ctx.trust.clone(),
     }
 }
 
@@ -422,6 +443,8 @@ fn summarize_output(
         server_cache_hit_ratio,
         planned_prefix_share: tally.planned.planned().prefix_share,
         planned_template_share: tally.planned.planned().template_share,
+        lateness_limit_ms: ctx.trust.lateness_p99_ms,
+        cpu_share_limit: ctx.trust.client_cpu_share,
         ..SummaryOptions::default()
     };
     tally.summary(&opts)

@@ -15,6 +15,7 @@ mod counts;
 pub(crate) mod driver;
 pub(crate) mod execute;
 mod failures;
+mod judge;
 pub(crate) mod lengths;
 mod log;
 pub(crate) mod mix;

@@ -14,6 +14,7 @@ use super::prepare::Targets;
 use crate::metrics::steady::{LoadShape, WindowFinder};
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, Slo, SummaryOptions};
 use crate::record::{Outcome, Phase, RequestRecord};
+use crate::trust::{Evidence, EvidenceFold};
 
 /// How a run's records are folded.
 #[derive(Debug, Clone)]
@@ -34,6 +35,8 @@ pub struct TallySettings {
     pub warm: bool,
     /// A mix's classes (0 for a run that is not a mix): each gets its own fold.
     pub classes: usize,
+    /// The thresholds the run's evidence is folded under (`[trust]`).
+    pub trust: crate::trust::Thresholds,
 }
 
 impl Default for TallySettings {
@@ -48,6 +51,7 @@ impl Default for TallySettings {
             sharing: None,
             warm: false,
             classes: 0,
+            trust: crate::trust::Thresholds::default(),
         }
     }
 }
@@ -67,6 +71,8 @@ pub struct Tally {
     pub turns: Option<Vec<TurnSample>>,
     /// A mix: each class's own fold, by class index.
     classes: Vec<Fold>,
+    /// What the records say of the run's trustworthiness (the verdict's evidence).
+    evidence: EvidenceFold,
 }
 
 /// The first errors of the measured requests, in the order their records arrived.
@@ -110,6 +116,7 @@ impl Tally {
             classes: (0..settings.classes)
                 .map(|_| Fold::new(settings.definitions, &settings.slos))
                 .collect(),
+            evidence: EvidenceFold::new(&settings.trust),
         }
     }
 
@@ -119,6 +126,7 @@ impl Tally {
             return;
         }
         self.fold.add(r);
+        self.evidence.add(r);
         if let Some(fold) = r.class.and_then(|c| self.classes.get_mut(usize::from(c))) {
             fold.add(r);
         }
@@ -154,6 +162,12 @@ impl Tally {
                 })
             })
             .collect()
+    }
+
+    /// The run's evidence (folding starts over).
+    pub fn evidence(&mut self) -> Evidence {
+        let rules = EvidenceFold::new(&crate::trust::Thresholds::default());
+        std::mem::replace(&mut self.evidence, rules).finish()
     }
 
     /// The three-way input lengths and their warning (see `lengths`).

@@ -27,12 +27,17 @@ pub struct Observed {
 
 /// Starts watching: the run's sampler, if its endpoint has telemetry (one that cannot
 /// start is a warning), and the launched server's log from its current end.
-pub fn start(ctx: &RunContext<'_>, run_id: &str, warnings: &mut Vec<String>) -> Watch {
+pub fn start(
+    ctx: &RunContext<'_>,
+    run_id: &str,
+    warnings: &mut Vec<crate::trust::RunWarning>,
+) -> Watch {
     let sampler = ctx.telemetry.as_ref().and_then(|plan| {
         Sampler::start(plan, ctx.store.clone(), run_id)
             .map_err(|e| {
-                warnings.push(format!(
-                    "telemetry: cannot start the sampler thread ({e}); the run has no telemetry"
+                warnings.push(crate::trust::RunWarning::new(
+                    crate::trust::Code::Telemetry,
+                    format!("cannot start the sampler thread ({e}); the run has no telemetry"),
                 ));
             })
             .ok()

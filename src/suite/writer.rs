@@ -185,11 +185,19 @@ impl Writer {
     }
 }
 
-/// The client's output token count, used when the server sent no usage. Text beyond the
-/// endpoint's `limits.max_text` was counted but not kept: the kept text's tokens are
-/// scaled by all output bytes over the kept bytes.
+/// The client's output token count: used when the server sent no usage, and held
+/// against the server's usage when it differs from the content chunks received (a server
+/// that sends one token per chunk and says so is not tokenized again: the verdict's
+/// conservation check needs no more). Text beyond the endpoint's `limits.max_text` was
+/// counted but not kept: the kept text's tokens are scaled by all output bytes over the
+/// kept bytes.
 pub fn count_output(record: &mut RequestRecord, tokenizer: Option<&Tokenizer>) {
-    if record.usage.completion_tokens.is_some() || record.output_text.is_empty() {
+    let chunks = record.content_times.len() as u64;
+    let consistent = record
+        .usage
+        .completion_tokens
+        .is_some_and(|u| u64::from(u) == chunks);
+    if consistent || record.output_text.is_empty() {
         return;
     }
     if let Some(t) = tokenizer {

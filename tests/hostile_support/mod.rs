@@ -13,6 +13,7 @@
 
 pub mod failures;
 pub mod shapes;
+pub mod trust;
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -54,7 +55,7 @@ pub enum Reply {
     /// These bytes; the connection then serves the next request.
     KeepAlive(Vec<u8>),
     /// Pieces written and flushed one at a time, `pause` apart, until the iterator ends or
-    /// the client hangs up; then the connection is closed.
+    /// the client hangs up; then (no pause after the last) the connection is closed.
     Pieces {
         pieces: Box<dyn Iterator<Item = Vec<u8>> + Send>,
         pause: Duration,
@@ -114,9 +115,14 @@ pub struct HostileServer {
 
 impl HostileServer {
     pub fn start() -> HostileServer {
+        HostileServer::start_with(routes())
+    }
+
+    /// A server of `routes` only (e.g. `trust::ROUTES`, which make runs untrustworthy).
+    pub fn start_with(routes: Vec<Route>) -> HostileServer {
         let seen = Arc::new(Mutex::new(HashMap::new()));
         let mut addrs = HashMap::new();
-        for route in routes() {
+        for route in routes {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             addrs.insert(route.name, listener.local_addr().unwrap());
             let seen = seen.clone();
@@ -186,11 +192,13 @@ fn serve(mut conn: TcpStream, route: &Route, seen: &Seen) {
                 return;
             }
             Reply::Pieces { pieces, pause } => {
-                for piece in pieces {
+                // The pause is between pieces: the connection closes right after the last.
+                let mut pieces = pieces.peekable();
+                while let Some(piece) = pieces.next() {
                     if conn.write_all(&piece).and_then(|()| conn.flush()).is_err() {
                         return;
                     }
-                    if !pause.is_zero() {
+                    if !pause.is_zero() && pieces.peek().is_some() {
                         std::thread::sleep(pause);
                     }
                 }

@@ -107,6 +107,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 client_output_tokens: Some(OUTPUT_TOKENS),
                 request_bytes: 600,
                 response_bytes: 4000,
+                unstreamed: false,
                 raw: Vec::new(),
                 replica: None,
                 class: None,
@@ -194,6 +195,7 @@ pub fn build_suite(dir: &Path, slow: f64) -> Store {
                     extras: &json!({}),
                     warnings: &[],
                     error: None,
+                    verdict: Some(&perfplan::trust::Verdict::judge(&[], &[])),
                 },
             )
             .unwrap();

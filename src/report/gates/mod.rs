@@ -33,6 +33,11 @@ pub struct GateOutcome {
     pub message: String,
     /// Failed because its baseline run differs in settings beyond the axes.
     pub unlike_baseline: bool,
+    /// The baseline run a relative gate compared with.
+    pub baseline_run: Option<String>,
+    /// Failed because the run (or its baseline run) is invalid (or suspect under
+    /// `[trust] strict`): its value was not signed off.
+    pub invalid_run: bool,
 }
 
 /// The baseline relative gates compare with: its runs, the axes left out of the
@@ -48,6 +53,9 @@ pub struct Baseline<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GateVerdict {
     Passed,
+    /// A gate was on a run whose verdict is invalid (or suspect under strict): named
+    /// apart, the numbers themselves cannot be signed off.
+    InvalidRun,
     /// A gate failed on its value.
     Failed,
     /// A relative gate compared with a baseline run whose settings differ beyond the
@@ -55,9 +63,12 @@ pub enum GateVerdict {
     UnlikeBaseline,
 }
 
-/// The suite's verdict: unlike baselines first (their values mean nothing), then failures.
+/// The suite's verdict: gates on invalid runs first, then unlike baselines (their values
+/// mean nothing), then failures.
 pub fn verdict_of(outcomes: &[GateOutcome]) -> GateVerdict {
-    if outcomes.iter().any(|o| o.unlike_baseline) {
+    if outcomes.iter().any(|o| o.invalid_run) {
+        GateVerdict::InvalidRun
+    } else if outcomes.iter().any(|o| o.unlike_baseline) {
         GateVerdict::UnlikeBaseline
     } else if all_passed(outcomes) {
         GateVerdict::Passed
@@ -156,6 +167,7 @@ pub fn evaluate(
                 let label = format!("#{} {}", run.ordinal, labels.run(run));
                 check(run, gate, (own, base), baseline.is_some(), &label)
             };
+            outcome.baseline_run = base_lead.map(|b| b.id.clone());
             if let (true, Some(why)) = (gate.is_relative(), &unlike) {
                 outcome.passed = false;
                 outcome.unlike_baseline = true;
@@ -316,6 +328,8 @@ fn check(
         passed,
         message,
         unlike_baseline: false,
+        baseline_run: None,
+        invalid_run: false,
     }
 }
 
@@ -426,10 +440,11 @@ impl<'a> BaselineSuite<'a> {
 /// (relative ones against `baseline`). No gates: no verdicts.
 pub fn evaluate_suite(
     store: &crate::store::Store,
-    cli: &[String],
+    (cli, accept): (&[String], &[crate::trust::Code]),
     baseline: Option<BaselineSuite<'_>>,
 ) -> Result<Vec<GateOutcome>, ReportError> {
-    let gates = collect_gates(&store.suite()?, cli)?;
+    let suite = store.suite()?;
+    let gates = collect_gates(&suite, cli)?;
     if gates.is_empty() {
         return Ok(Vec::new());
     }
@@ -442,14 +457,17 @@ pub fn evaluate_suite(
             ignore: b.ignore,
             allow_changed: b.allow_changed,
         });
-    Ok(evaluate(&runs, &gates, base))
+    let mut outcomes = evaluate(&runs, &gates, base);
+    let policy = suite.info.trust.policy().accepting(accept);
+    trusted::apply(&mut outcomes, &runs, base_runs.as_deref(), &policy);
+    Ok(outcomes)
 }
 
 /// `evaluate_suite`, then the verdicts stored under `source` (`run`, `report`, `compare`).
 pub fn check_suite(
     store: &mut crate::store::Store,
     source: &str,
-    cli: &[String],
+    cli: (&[String], &[crate::trust::Code]),
     baseline: Option<BaselineSuite<'_>>,
 ) -> Result<Vec<GateOutcome>, ReportError> {
     let outcomes = evaluate_suite(store, cli, baseline)?;
@@ -461,3 +479,4 @@ pub fn check_suite(
 
 #[cfg(test)]
 mod tests;
+mod trusted;

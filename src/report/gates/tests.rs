@@ -18,6 +18,7 @@ fn repeat(group: &str, k: u32, ttft: f64) -> StoredRun {
         extras: Value::Null,
         error: None,
         metrics: [("ttft_p50".to_string(), Some(ttft))].into_iter().collect(),
+        verdict: Default::default(),
     }
 }
 

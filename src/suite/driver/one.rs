@@ -21,6 +21,8 @@ use crate::suite::start_at::{Meet, Start};
 use crate::suite::RunnerError;
 use crate::telemetry::sampler::TelemetryPlan;
 use crate::telemetry::{CounterNames, ServerScrape};
+use crate::trust::warning::all_as;
+use crate::trust::{Code, RunWarning, Status, Verdict};
 
 /// How a run ended: completed (not interrupted), and how many of its requests failed.
 pub struct Ended {
@@ -65,9 +67,7 @@ impl Suite<'_> {
             endpoint: run.settings.endpoint.name.clone(),
             source,
         })?;
-        let mut warnings = notes;
-        warnings.extend(prepared.warnings.iter().cloned());
-        warnings.extend(crate::engine::limits::connection_limit_problem(pool as u64));
+        let warnings = first_warnings(&notes, &prepared, pool);
         self.begin(run, total, &warnings)?;
         let (server, telemetry) = server_scrapes(run, target)?;
         let ctx = RunContext {
@@ -93,6 +93,7 @@ impl Suite<'_> {
             },
             keep: self.plan.spec.plan.store,
             slice: self.plan.spec.report.slice_width(),
+            trust: &self.trust,
         };
         let mut result = match execute::execute(&ctx, run, prepared).await {
             Ok(result) => result,
@@ -113,7 +114,12 @@ impl Suite<'_> {
     }
 
     /// Prints the run's warnings so far, begins the run in the store and says so.
-    fn begin(&self, run: &RunSpec, total: usize, warnings: &[String]) -> Result<(), RunnerError> {
+    fn begin(
+        &self,
+        run: &RunSpec,
+        total: usize,
+        warnings: &[RunWarning],
+    ) -> Result<(), RunnerError> {
         for w in warnings {
             self.log
                 .say(&format!("warning: {}: {w}", run_label(run, total)));
@@ -132,7 +138,7 @@ impl Suite<'_> {
         &self,
         run: &RunSpec,
         total: usize,
-        warnings: Vec<String>,
+        warnings: Vec<RunWarning>,
         result: &RunResult,
     ) -> Result<Ended, RunnerError> {
         let status = status_of(result);
@@ -152,8 +158,9 @@ impl Suite<'_> {
                 .say(&format!("warning: {}: {w}", run_label(run, total)));
         }
         all_warnings.extend(result.warnings.iter().cloned());
-        if let Some(reason) = &result.summary.client_bound {
-            all_warnings.push(format!("client_bound: {reason}"));
+        let verdict = Verdict::judge(&all_warnings, &self.trust.accept);
+        if let Value::Object(map) = &mut extras {
+            map.insert("evidence".into(), serde_json::json!(result.evidence));
         }
         let metrics = crate::suite::mix::stored_metrics(run, &result.summary, &result.classes);
         if let (Value::Object(map), Some(mix)) =
@@ -169,6 +176,7 @@ impl Suite<'_> {
                 extras: &extras,
                 warnings: &all_warnings,
                 error: result.all_failed.as_deref(),
+                verdict: Some(&verdict).filter(|_| status == RunStatus::Done),
             },
         )?;
         let sent = Sent {
@@ -182,13 +190,20 @@ impl Suite<'_> {
             return Err(e);
         }
         self.log.say(&summary_line(run, total, &result.summary));
+        if status == RunStatus::Done && verdict.status > Status::Valid {
+            self.log.say(&format!(
+                "verdict: {}: {}",
+                run_label(run, total),
+                verdict.summary()
+            ));
+        }
         if let Some(why) = &result.all_failed {
             self.log
                 .say(&format!("error: {}: {why}", run_label(run, total)));
         }
         self.log.event(serde_json::json!({
             "event": "run_end", "run": run.id, "status": status.as_str(),
-            "metrics": result.summary.values,
+            "verdict": verdict, "metrics": result.summary.values,
         }));
         Ok(Ended {
             completed: !result.cancelled,
@@ -210,8 +225,9 @@ impl Suite<'_> {
                 status: RunStatus::Done,
                 metrics: &Default::default(),
                 extras: &serde_json::json!({ "shard": shard, "shard_share": 0 }),
-                warnings: &[note.to_string()],
+                warnings: &[RunWarning::new(Code::Shards, note)],
                 error: None,
+                verdict: None,
             },
         )?;
         Ok(Ended {
@@ -220,6 +236,18 @@ impl Suite<'_> {
             failed_run: false,
         })
     }
+}
+
+/// The warnings a run has before it starts: the suite's notes (a failed cache reset),
+/// the dataset's, and the client's connection limit.
+fn first_warnings(notes: &[String], prepared: &PreparedRun, pool: usize) -> Vec<RunWarning> {
+    let mut warnings: Vec<RunWarning> = notes.iter().map(|n| RunWarning::from_legacy(n)).collect();
+    warnings.extend(all_as(Code::Dataset, prepared.warnings.iter().cloned()));
+    warnings.extend(all_as(
+        Code::Connections,
+        crate::engine::limits::connection_limit_problem(pool as u64),
+    ));
+    warnings
 }
 
 /// The stored status of an executed run: interrupted, failed (no measured request

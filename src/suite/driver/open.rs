@@ -55,7 +55,7 @@ pub fn fingerprint(plan: &LoadedPlan) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
+fn suite_info(plan: &LoadedPlan, opts: &RunOptions) -> SuiteInfo {
     let mut info = plan_texts(plan);
     info.plan_path = Some(plan.path.display().to_string());
     info.set_overrides = plan.stored_sets();
@@ -80,6 +80,7 @@ fn suite_info(plan: &LoadedPlan) -> SuiteInfo {
     info.report = serde_json::to_value(&plan.spec.report).unwrap_or(Value::Null);
     info.gates = serde_json::to_value(&plan.spec.gates).unwrap_or(Value::Null);
     info.slo = serde_json::to_value(&plan.spec.slo).unwrap_or(Value::Null);
+    info.trust = super::trust_of(plan, opts);
     info
 }
 
@@ -125,7 +126,7 @@ pub(super) fn open_store(
         path: dir.clone(),
         source,
     })?;
-    let store = Store::create(&dir, &suite_info(plan)).map_err(failed_write(&dir))?;
+    let store = Store::create(&dir, &suite_info(plan, opts)).map_err(failed_write(&dir))?;
     Ok((store, dir))
 }
 

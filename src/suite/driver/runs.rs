@@ -232,6 +232,7 @@ impl Suite<'_> {
                 extras: &Value::Null,
                 warnings: &[],
                 error: Some(&msg),
+                verdict: None,
             },
         )?;
         Ok(())

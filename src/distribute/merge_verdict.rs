@@ -1,0 +1,67 @@
+//! The verdict of a merged run: what the merged rows say anew (the merged client-bound
+//! flag, the share of failures and of estimated counts, values that cannot be) judged
+//! with the suite's thresholds, and every other reason a shard found carried with its
+//! shard's name (a cache leak or a buffered stream on one shard taints the whole run);
+//! the shards' evidence added up. Knows stored runs, not how shards ran.
+
+use serde_json::Value;
+
+use crate::metrics::RunSummary;
+use crate::store::StoredRun;
+use crate::trust::{self, Code, Evidence, RunFacts, RunWarning, Thresholds, Verdict};
+
+/// Codes the merged rows judge again; a shard's own are dropped for them.
+const REJUDGED: &[Code] = &[
+    Code::ClientBound,
+    Code::Failures,
+    Code::CountsEstimated,
+    Code::ImpossibleValues,
+    Code::PartialFailures,
+];
+
+/// The merged run's warnings and its verdict; its evidence goes to `extras`.
+pub fn merged(
+    named: &[(String, &StoredRun)],
+    summary: &RunSummary,
+    trust: &Thresholds,
+    extras: &mut Value,
+) -> (Vec<RunWarning>, Option<Verdict>) {
+    let mut warnings: Vec<RunWarning> = Vec::new();
+    let mut evidence = Evidence::default();
+    for (shard, run) in named {
+        if let Some(e) = run.extras.get("evidence").cloned() {
+            evidence.add(&serde_json::from_value::<Evidence>(e).unwrap_or_default());
+        }
+        for w in run.warnings.iter().filter(|w| !REJUDGED.contains(&w.code)) {
+            let w = RunWarning {
+                text: format!("shard {shard}: {}", w.text),
+                ..w.clone()
+            };
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    if let Some(why) = &summary.client_bound {
+        warnings.push(RunWarning::new(Code::ClientBound, why.clone()));
+    }
+    let failed: u64 = summary.failures.values().sum();
+    let facts = RunFacts {
+        values: Some(&summary.values),
+        requests: summary.requests,
+        failed,
+        estimated: summary.estimated_input.max(summary.estimated_output),
+        ..RunFacts::default()
+    };
+    warnings.extend(
+        trust::judge(&facts, trust)
+            .into_iter()
+            .filter(|w| REJUDGED.contains(&w.code)),
+    );
+    let verdict = Verdict::judge(&warnings, &trust.accept);
+    if let Value::Object(map) = extras {
+        let e = serde_json::to_value(&evidence).unwrap_or(Value::Null);
+        map.insert("evidence".into(), e);
+    }
+    (warnings, Some(verdict))
+}

@@ -1,0 +1,69 @@
+//! A finished run's reasons: its client-bound flag as a typed warning, the verdict rules
+//! of `trust` run over its summary, evidence and the server's counters, and the timings
+//! a stream that was not observed did not measure, nulled. The verdict itself is judged
+//! from the whole list of warnings when the run is stored (`Verdict::judge`).
+
+use serde_json::Value;
+
+use crate::metrics::RunSummary;
+use crate::planner::RunSpec;
+use crate::request::OutputLen;
+use crate::trust::judge_stream::not_measured;
+use crate::trust::{self, Code, Evidence, RunFacts, RunWarning, ServerCounts, Thresholds};
+
+/// The most output tokens a request of `run` may get when `ignore_eos` makes the limit
+/// exact (`None` otherwise, or with no limit).
+fn exact_limit(run: &RunSpec) -> Option<u32> {
+    let ignore_eos = run.request.fields.get("ignore_eos") == Some(&Value::Bool(true));
+    match run.request.output {
+        OutputLen::Fixed(n) if ignore_eos => Some(n),
+        OutputLen::Drawn { max, .. } if ignore_eos => Some(max),
+        _ => None,
+    }
+}
+
+/// The server's counters around the run, from its traffic facts (`server_counts`).
+pub fn server_counts(traffic: Option<&Value>) -> Option<ServerCounts> {
+    let counts = traffic?.get("server_counts")?;
+    serde_json::from_value(counts.clone()).ok()
+}
+
+/// Adds the verdict's reasons the run's numbers give to `warnings`, and nulls the
+/// timings of a run whose stream was not observed.
+pub fn reasons(
+    run: &RunSpec,
+    summary: &mut RunSummary,
+    evidence: &Evidence,
+    warnings: &mut Vec<RunWarning>,
+    (server, trust): (Option<ServerCounts>, &Thresholds),
+) {
+    if let Some(why) = &summary.client_bound {
+        warnings.push(RunWarning::new(
+            Code::ClientBound,
+            format!(
+                "{why}; the timings measure the client, not the server: give perfplan more \
+                 CPU (or a machine of its own), fewer streams per process (`--shard`), or \
+                 raise [trust] lateness_p99 / client_cpu_share if this is known"
+            ),
+        ));
+    }
+    let failed: u64 = summary.failures.values().sum();
+    let facts = RunFacts {
+        values: Some(&summary.values),
+        requests: summary.requests,
+        failed,
+        estimated: summary.estimated_input.max(summary.estimated_output),
+        streamed: run.request.stream,
+        output_limit: exact_limit(run),
+        evidence: evidence.clone(),
+        server,
+    };
+    warnings.extend(trust::judge(&facts, trust));
+    if warnings.iter().any(|w| w.code == Code::StreamNotObserved) {
+        for (name, value) in summary.values.iter_mut() {
+            if not_measured(name) {
+                *value = None;
+            }
+        }
+    }
+}

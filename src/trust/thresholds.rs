@@ -1,0 +1,102 @@
+//! The thresholds a verdict is judged by: the `[trust]` table resolved (its keys, their
+//! defaults and ranges are the plan's `TrustSpec`; the README's verdict table lists them).
+//! Plain numbers here: this module knows no plan syntax.
+
+use serde::{Deserialize, Serialize};
+
+use super::code::Code;
+
+/// Every threshold of the run verdict. Stored with the suite (merges judge with it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Thresholds {
+    /// A `suspect` run fails its gates too.
+    pub strict: bool,
+    /// Reasons shown but not weighed.
+    pub accept: Vec<Code>,
+    /// A request's usage and the client's count of what it received may differ by this
+    /// share of the client's count …
+    pub token_tolerance: f64,
+    /// … or by this many tokens, whichever is more.
+    pub token_slack: u32,
+    /// More than this share of the checked requests disagreeing makes the run invalid.
+    pub token_mismatch_share: f64,
+    /// A streamed answer of at least `burst_min_tokens` tokens whose tokens arrived
+    /// faster than one per this many milliseconds (after the first) arrived in one burst.
+    pub burst_token_gap_ms: f64,
+    pub burst_min_tokens: u32,
+    /// More than this share of such answers in bursts: the stream was not observed.
+    pub burst_share: f64,
+    /// More than this share of measured requests failed: invalid.
+    pub max_failed_share: f64,
+    /// More than this share of successes without server usage: suspect.
+    pub max_estimated_share: f64,
+    /// Requests the server counted beyond the client's before it is not alone.
+    pub foreign_requests: u64,
+    /// Send lateness p99 above this (ms): client bound.
+    pub lateness_p99_ms: f64,
+    /// Client CPU above this share of its cores: client bound.
+    pub client_cpu_share: f64,
+    /// A cold run's hit ratio above the planned share by more than this: a leak.
+    pub cache_leak_margin: f64,
+    /// A cache-on run's hit ratio below the planned share by more than this: a shortfall.
+    pub cache_shortfall_margin: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            strict: false,
+            accept: Vec::new(),
+            token_tolerance: 0.05,
+            token_slack: 2,
+            token_mismatch_share: 0.01,
+            burst_token_gap_ms: 0.1,
+            burst_min_tokens: 4,
+            burst_share: 0.5,
+            max_failed_share: 0.01,
+            max_estimated_share: 0.0,
+            foreign_requests: 0,
+            lateness_p99_ms: 5.0,
+            client_cpu_share: 0.9,
+            cache_leak_margin: 0.15,
+            cache_shortfall_margin: 0.10,
+        }
+    }
+}
+
+impl Thresholds {
+    /// What of these thresholds reports and gates apply later.
+    pub fn policy(&self) -> super::verdict::Policy {
+        super::verdict::Policy {
+            strict: self.strict,
+            accept: self.accept.clone(),
+        }
+    }
+
+    /// Whether `client` and `server` counts of the same tokens agree: within
+    /// `token_tolerance` of the larger, or `token_slack` tokens (`per` requests' worth).
+    pub fn tokens_agree(&self, client: u64, server: u64, per: u64) -> bool {
+        let diff = client.abs_diff(server) as f64;
+        let allowed = (self.token_tolerance * client.max(server) as f64)
+            .max(f64::from(self.token_slack) * per.max(1) as f64);
+        diff <= allowed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_agree_within_the_tolerance_or_the_slack() {
+        let t = Thresholds::default();
+        assert!(t.tokens_agree(32, 32, 1));
+        assert!(t.tokens_agree(30, 32, 1));
+        assert!(!t.tokens_agree(27, 32, 1));
+        assert!(t.tokens_agree(1000, 1040, 1));
+        assert!(!t.tokens_agree(8, 800, 1));
+        assert!(!t.tokens_agree(800, 8, 1));
+        assert!(t.tokens_agree(100, 110, 10));
+    }
+}
