@@ -71,23 +71,36 @@ load = { rate = 4000, duration = "1500ms", requests = 6000 }
         "{}",
         String::from_utf8_lossy(&status.stderr)
     );
-    let (warnings, extras) = run_row(&out.join("results.db"));
+    let (warnings, extras, verdict) = run_row(&out.join("results.db"));
     assert!(
-        warnings.iter().any(|w| w.starts_with("client_bound: ")),
+        warnings.iter().any(|w| w["code"] == "client_bound"),
         "{warnings:?}"
     );
     assert!(extras["client_bound"].is_string(), "{extras}");
+    // A client-bound run measures the client: its verdict says so.
+    assert_eq!(verdict["status"], "invalid", "{verdict}");
+    assert!(
+        verdict["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "client_bound"),
+        "{verdict}"
+    );
 }
 
-fn run_row(db: &Path) -> (Vec<String>, Value) {
+fn run_row(db: &Path) -> (Vec<Value>, Value, Value) {
     let conn = rusqlite::Connection::open(db).unwrap();
-    let (w, e): (String, String) = conn
-        .query_row("SELECT warnings_json, extras_json FROM runs", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+    let (w, e, v): (String, String, String) = conn
+        .query_row(
+            "SELECT warnings_json, extras_json, verdict_json FROM runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
         .unwrap();
     (
         serde_json::from_str(&w).unwrap(),
         serde_json::from_str(&e).unwrap(),
+        serde_json::from_str(&v).unwrap(),
     )
 }

@@ -25,6 +25,8 @@ fn write(dir: &Path, body: &str) -> PathBuf {
          [endpoints.sim]\nbase_url = \"sim://mix\"\n\
          [endpoints.sim.sim]\nttft_base = \"1ms\"\nitl_base = \"0ms\"\n\
          prefill_tokens_per_s = 20000\nprefix_cache = false\ntokenizer = \"{tok}\"\n\
+         # The simulator answers at once (itl 0) and shares the test machine's cores.\n\
+         [trust]\naccept = [\"stream_not_observed\", \"client_bound\"]\n\
          [models.base]\nserved_name = \"smollm2\"\ntokenizer = \"{tok}\"\n\
          [models.lora]\nserved_name = \"smollm2-lora\"\ntokenizer = \"{tok}\"\n\
          [datasets.chat]\nkind = \"random\"\ninput_tokens = 64\n\

@@ -30,6 +30,7 @@ const PLACES: &[(&str, &[&str])] = &[
         &["matrix", "load", "concurrency_ramp"],
     ),
     ("ReportSpec", &["report"]),
+    ("TrustSpec", &["trust"]),
     ("MixClassSpec", &["datasets", "d", "mix", "0"]),
 ];
 
@@ -465,6 +466,7 @@ const README_TABLES: &[(&str, &str)] = &[
     ("RampSpec", "`ramp`"),
     ("ConcurrencyRampSpec", "`concurrency_ramp`"),
     ("ReportSpec", "`[report]`"),
+    ("TrustSpec", "`[trust]`"),
     ("MixClassSpec", "`mix` class"),
 ];
 

@@ -55,6 +55,7 @@ fn json_has_designs_shape_and_every_metric() {
                 "id",
                 "ordinal",
                 "status",
+                "verdict",
                 "axes",
                 "metrics",
                 "failed_requests",
@@ -131,10 +132,19 @@ fn csv_and_json_round_trip_the_stored_numbers() {
     assert_eq!(json_numbers.len(), runs.len() * per_run);
     let mut lines = csv.split("\r\n").filter(|l| !l.is_empty());
     let header = fields(lines.next().unwrap());
-    let mut expected = vec!["id", "ordinal", "status", "endpoint", "cache_state", "load"]
-        .into_iter()
-        .map(String::from)
-        .collect::<Vec<_>>();
+    let mut expected = vec![
+        "id",
+        "ordinal",
+        "status",
+        "verdict",
+        "verdict_reasons",
+        "endpoint",
+        "cache_state",
+        "load",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
     expected.extend(names::all_names());
     expected.extend(
         [
@@ -149,8 +159,10 @@ fn csv_and_json_round_trip_the_stored_numbers() {
     for ((line, run), numbers) in lines.zip(&runs).zip(json_numbers.chunks(per_run)) {
         let f = fields(line);
         assert_eq!(f[0], run.id);
-        assert_eq!(f[5], run.axes["load"].to_string());
-        for ((name, cell), from_json) in header.iter().zip(&f).skip(6).zip(numbers) {
+        assert_eq!(f[3], run.verdict.status.as_str());
+        assert_eq!(f[4], "");
+        assert_eq!(f[7], run.axes["load"].to_string());
+        for ((name, cell), from_json) in header.iter().zip(&f).skip(8).zip(numbers) {
             let stored = run.metrics.get(name).copied().flatten();
             let from_csv = (!cell.is_empty()).then(|| cell.parse::<f64>().unwrap());
             assert_eq!(from_csv, stored, "csv {name} of {}", run.id);

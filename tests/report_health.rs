@@ -48,6 +48,11 @@ output_tokens = 2
 [matrix]
 load = {{ concurrency = 4, requests = 40 }}
 
+# The failures are what this test reads; a run with 30% failed is invalid by default.
+[trust]
+max_failed_share = 0.5
+accept = ["client_bound"]
+
 {gates}
 "#
     )
@@ -141,7 +146,11 @@ fn json_and_csv_carry_run_health() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys[..5], ["id", "ordinal", "status", "axes", "metrics"]);
+    assert_eq!(
+        keys[..6],
+        ["id", "ordinal", "status", "verdict", "axes", "metrics"]
+    );
+    assert_eq!(run["verdict"]["status"], "valid", "{run}");
     assert_eq!(run["status"], "done");
     // The reason, or null: a 40-request run against an in-process simulator may well keep
     // the client's thread busy on a loaded machine, so either is right here.

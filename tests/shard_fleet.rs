@@ -489,7 +489,7 @@ fn merge_keeps_each_shards_client_and_names_the_worst() {
         "{text}"
     );
     assert!(
-        text.contains("warning: client_bound: shard 2/3 (the worst"),
+        text.contains("client_bound: shard 2/3 (the worst"),
         "{text}"
     );
 }

@@ -43,7 +43,8 @@ pub fn merged(
         }
     }
     if let Some(why) = &summary.client_bound {
-        warnings.push(RunWarning::new(Code::ClientBound, why.clone()));
+        let severity = trust.client_bound_severity(&summary.values);
+        warnings.push(RunWarning::new(Code::ClientBound, why.clone()).with_severity(severity));
     }
     let failed: u64 = summary.failures.values().sum();
     let facts = RunFacts {

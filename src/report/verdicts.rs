@@ -124,7 +124,8 @@ pub fn markdown(data: &ReportData) -> String {
             .replace('|', "\\|")
     };
     let mut out = format!("**{}**\n\n", count_line(&data.runs));
-    for e in entries(data) {
+    let entries = entries(data);
+    for e in &entries {
         out.push_str(&format!(
             "- **{}**: {}\n",
             esc(&e.run),
@@ -134,7 +135,9 @@ pub fn markdown(data: &ReportData) -> String {
             out.push_str(&format!("  - {}\n", esc(&reason_line(r))));
         }
     }
-    out.push('\n');
+    if !entries.is_empty() {
+        out.push('\n');
+    }
     out
 }
 

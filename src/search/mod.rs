@@ -323,7 +323,10 @@ async fn run_step(
         }
         // The trial's rows are read as a stream, twice (its span, then its records).
         let store = suite.lock()?;
-        let judged = store.run_verdict(&probe.id)?;
+        // Failures are the search's own success floor's to judge, not the verdict's.
+        let judged = store
+            .run_verdict(&probe.id)?
+            .accepting(&[crate::trust::Code::Failures]);
         if judged.blocks_gates(suite.trust.strict) && untrusted.is_none() {
             untrusted = Some(judged.summary());
         }
@@ -331,8 +334,9 @@ async fn run_step(
     }
     let summary = pool.finish(&opts);
     let mut verdict = sla::verdict(&summary.values, conds);
-    if let Some(why) = untrusted {
-        // A probe whose run cannot be trusted does not pass, whatever its metrics.
+    if let Some(why) = untrusted.filter(|_| verdict.passed) {
+        // A probe whose run cannot be trusted does not pass, whatever its metrics (a
+        // step that failed its SLO says that first).
         verdict = sla::Verdict {
             passed: false,
             failed_metric: Some("verdict".into()),

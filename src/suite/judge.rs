@@ -38,14 +38,18 @@ pub fn reasons(
     (server, trust): (Option<ServerCounts>, &Thresholds),
 ) {
     if let Some(why) = &summary.client_bound {
-        warnings.push(RunWarning::new(
-            Code::ClientBound,
-            format!(
-                "{why}; the timings measure the client, not the server: give perfplan more \
-                 CPU (or a machine of its own), fewer streams per process (`--shard`), or \
-                 raise [trust] lateness_p99 / client_cpu_share if this is known"
-            ),
-        ));
+        let severity = trust.client_bound_severity(&summary.values);
+        warnings.push(
+            RunWarning::new(
+                Code::ClientBound,
+                format!(
+                    "{why}; the client, not the server, limited the run: give perfplan more \
+                     CPU (or a machine of its own), fewer streams per process (`--shard`), \
+                     or raise [trust] lateness_p99 / client_cpu_share if this is known"
+                ),
+            )
+            .with_severity(severity),
+        );
     }
     let failed: u64 = summary.failures.values().sum();
     let facts = RunFacts {
@@ -59,7 +63,9 @@ pub fn reasons(
         server,
     };
     warnings.extend(trust::judge(&facts, trust));
-    if warnings.iter().any(|w| w.code == Code::StreamNotObserved) {
+    // Accepted ("this server answers at once, I know"), the timings stand.
+    let accepted = trust.accept.contains(&Code::StreamNotObserved);
+    if !accepted && warnings.iter().any(|w| w.code == Code::StreamNotObserved) {
         for (name, value) in summary.values.iter_mut() {
             if not_measured(name) {
                 *value = None;

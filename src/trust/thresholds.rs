@@ -33,7 +33,8 @@ pub struct Thresholds {
     pub max_estimated_share: f64,
     /// Requests the server counted beyond the client's before it is not alone.
     pub foreign_requests: u64,
-    /// Send lateness p99 above this (ms): client bound.
+    /// Send lateness p99 above this (ms): client bound, `suspect`; above
+    /// `HARD_LATENESS` times this, or with the client's CPU saturated, `invalid`.
     pub lateness_p99_ms: f64,
     /// Client CPU above this share of its cores: client bound.
     pub client_cpu_share: f64,
@@ -65,7 +66,30 @@ impl Default for Thresholds {
     }
 }
 
+/// How many times `lateness_p99` makes a client-bound run invalid, not just suspect.
+pub const HARD_LATENESS: f64 = 4.0;
+
 impl Thresholds {
+    /// The severity of a client-bound run: `invalid` when its send lateness p99 is past
+    /// `HARD_LATENESS` × the limit or its client's CPU was saturated (over a run of a
+    /// second or more, one core being the engine's ceiling), else `suspect` (a few
+    /// milliseconds late: the load offered was a little off, each timing still starts
+    /// at its own send).
+    pub fn client_bound_severity(
+        &self,
+        values: &std::collections::BTreeMap<String, Option<f64>>,
+    ) -> super::code::Severity {
+        let v = |k: &str| values.get(k).copied().flatten();
+        let late = v("lateness_p99").is_some_and(|l| l > HARD_LATENESS * self.lateness_p99_ms);
+        let saturated = v("duration_s").is_some_and(|d| d >= 1.0)
+            && v("client_cpu_ratio").is_some_and(|c| c >= self.client_cpu_share);
+        if late || saturated {
+            super::code::Severity::Invalid
+        } else {
+            super::code::Severity::Suspect
+        }
+    }
+
     /// What of these thresholds reports and gates apply later.
     pub fn policy(&self) -> super::verdict::Policy {
         super::verdict::Policy {
