@@ -47,7 +47,14 @@ fn new_suite(dir: &Path) -> PathBuf {
     let out = dir.join("new");
     let plan = fixture().join("plan.toml");
     // The simulator shares the test machine: a late send is not what this tests.
-    let o = perfplan(&["run", s(&plan), "--out", s(&out), "--accept", "client_bound"]);
+    let o = perfplan(&[
+        "run",
+        s(&plan),
+        "--out",
+        s(&out),
+        "--accept",
+        "client_bound",
+    ]);
     assert!(o.status.success(), "{}", err(&o));
     out.join("results.db")
 }

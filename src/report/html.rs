@@ -25,6 +25,7 @@ th{background:#f3f3f3;vertical-align:bottom}td.n{text-align:right;font-variant-n
 details.run{margin:8px 0}details.run>summary{cursor:pointer;font-weight:bold}\
 .verdicts{border-left:6px solid #c0262d;background:#fdf0f0;padding:8px 14px;margin:12px 0;font-size:14px}\
 .verdicts.suspect{border-color:#b7791f;background:#fdf8ec}.verdicts.valid{border-color:#17803d;background:#f0f9f3}\
+td.invalid{background:#fbe3e4;color:#a3161c}td.suspect{background:#fdf3dc}\
 .verdicts li{margin:4px 0}.verdicts .invalid{color:#c0262d;font-weight:bold}.verdicts .suspect{color:#8a5a00;font-weight:bold}";
 
 /// The runs' verdicts as a banner above everything else: red when a run is invalid,
@@ -75,10 +76,15 @@ fn grid_html(grid: &Grid) -> String {
     for row in &grid.rows {
         s.push_str("<tr>");
         for (i, cell) in row.iter().enumerate() {
-            let class = if i >= grid.label_cols {
-                " class=\"n\""
-            } else {
+            let marked = |m: &str| cell.ends_with(&format!(" {m}"));
+            let class = if i < grid.label_cols {
                 ""
+            } else if marked(super::verdicts::INVALID_MARK) {
+                " class=\"n invalid\""
+            } else if marked(super::verdicts::SUSPECT_MARK) {
+                " class=\"n suspect\""
+            } else {
+                " class=\"n\""
             };
             let _ = write!(s, "<td{class}>{}</td>", escape(cell));
         }
