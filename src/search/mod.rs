@@ -323,12 +323,8 @@ async fn run_step(
         }
         // The trial's rows are read as a stream, twice (its span, then its records).
         let store = suite.lock()?;
-        // Failures are the search's own success floor's to judge, not the verdict's.
-        let judged = store
-            .run_verdict(&probe.id)?
-            .accepting(&[crate::trust::Code::Failures]);
-        if judged.blocks_gates(suite.trust.strict) && untrusted.is_none() {
-            untrusted = Some(judged.summary());
+        if untrusted.is_none() {
+            untrusted = untrusted_probe(suite, &store, &probe.id)?;
         }
         pool.add_trial(|f| store.each_request_row(&probe.id, |row| f(&row.to_record())))?;
     }
@@ -356,6 +352,21 @@ async fn run_step(
         summary,
         verdict,
     }))
+}
+
+/// Why a probe's run cannot pass a step whatever its metrics (its verdict, failures
+/// aside: those are the search's own success floor's to judge), if it cannot.
+fn untrusted_probe(
+    suite: &Suite<'_>,
+    store: &crate::store::Store,
+    probe: &str,
+) -> Result<Option<String>, RunnerError> {
+    let judged = store
+        .run_verdict(probe)?
+        .accepting(&[crate::trust::Code::Failures]);
+    Ok(judged
+        .blocks_gates(suite.trust.strict)
+        .then(|| judged.summary()))
 }
 
 /// Registers and links a probe run; whether it is already done.

@@ -43,7 +43,7 @@ pub fn reasons(
             RunWarning::new(
                 Code::ClientBound,
                 format!(
-                    "{why}; the client, not the server, limited the run: give perfplan more \
+                    "{why}; the client, not the server, held the run back: give perfplan more \
                      CPU (or a machine of its own), fewer streams per process (`--shard`), \
                      or raise [trust] lateness_p99 / client_cpu_share if this is known"
                 ),
