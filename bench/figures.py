@@ -11,6 +11,8 @@ over measured requests that ended ok. Python standard library only.
 
 usage: figures.py run RESULTS_DB TRUTH_JSON TIME_OUTPUT   (one JSON line)
        figures.py table DIR    (the issue's table from DIR/SCENARIO.jsonl, median of runs)
+       figures.py tls DIR      (issue 34: HTTPS against HTTP, DIR/SCENARIO-https.jsonl
+                                beside DIR/SCENARIO.jsonl, median of runs)
 """
 
 import json
@@ -121,6 +123,12 @@ def run(db_path, truth_path, time_path):
         "schedule_cv": gap_cv([x[0] for x in intended]),
         "lateness_p99_ms": metrics.get("lateness_p99"),
         "client_bound": [w for w in warnings if w.startswith("client_bound")],
+        # Connections: opened before the clock (TLS handshakes among them) and by measured
+        # requests during the run.
+        "preconnect_opened": (extras.get("preconnect") or {}).get("opened"),
+        "preconnect_tls_handshakes": (extras.get("preconnect") or {}).get("tls_handshakes"),
+        "preconnect_tls_handshake_mean_ms": (extras.get("preconnect") or {}).get("tls_handshake_mean_ms"),
+        "connections_opened_in_run": (extras.get("connections") or {}).get("opened"),
     }
     print(json.dumps(out))
 
@@ -206,10 +214,45 @@ def table(dir_):
                  if scenario.startswith("ttft") else ""))
 
 
+def tls_table(dir_):
+    """Issue 34: TTFT error and client CPU over HTTPS against the same runs over HTTP."""
+    print("| c | figure | http | https | https - http | target | met |")
+    print("|---|---|---|---|---|---|---|")
+    for c in ("64", "256"):
+        plain, tls = load(dir_, f"ttft-c{c}"), load(dir_, f"ttft-c{c}-https")
+        if not plain or not tls:
+            continue
+        for key, label, fmt, limit in (
+            ("ttft_err_mean_ms", "TTFT error mean (ms)", "{:+.2f}", 0.5),
+            ("ttft_err_p99_ms", "TTFT error p99 (ms)", "{:+.2f}", 2.0),
+        ):
+            (a, ma), (b, mb) = fig(plain, key, fmt), fig(tls, key, fmt)
+            d = None if ma is None or mb is None else mb - ma
+            met = "?" if d is None else ("yes" if d <= limit else "NO")
+            print(f"| {c} | {label} | {a} | {b} | {'?' if d is None else f'{d:+.2f}'} | <= +{limit} | {met} |")
+        (a, ma), (b, mb) = fig(plain, "cpu_s_per_1k_requests", "{:.4f}"), fig(tls, "cpu_s_per_1k_requests", "{:.4f}")
+        ratio = None if not ma or mb is None else mb / ma
+        met = "?" if ratio is None else ("yes" if ratio <= 1.2 else "NO")
+        print(f"| {c} | client CPU-s per 1,000 requests | {a} | {b} | {'?' if ratio is None else f'x{ratio:.2f}'} | <= x1.20 | {met} |")
+    print()
+    for c in ("64", "256"):
+        tls = load(dir_, f"ttft-c{c}-https")
+        if not tls:
+            continue
+        med = lambda k: statistics.median([r[k] for r in tls if r.get(k) is not None] or [float("nan")])
+        loads = [r[k] for r in load(dir_, f"ttft-c{c}") + tls for k in ("load_before", "load_after") if r.get(k) is not None]
+        print(f"- c={c} over https (medians): {med('preconnect_tls_handshakes'):.0f} TLS handshakes before the clock, "
+              f"{med('preconnect_tls_handshake_mean_ms'):.2f} ms each on average; {med('connections_opened_in_run'):.0f} "
+              f"connections opened by measured requests; way in {med('ttft_err_in_mean_ms'):+.2f} ms, way out "
+              f"{med('ttft_err_out_mean_ms'):+.2f} ms; load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "run":
         run(*sys.argv[2:5])
     elif len(sys.argv) == 3 and sys.argv[1] == "table":
         table(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "tls":
+        tls_table(sys.argv[2])
     else:
         sys.exit(__doc__)

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 11] = [
+const MIGRATIONS: [&str; 12] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -208,6 +208,14 @@ ALTER TABLE requests ADD COLUMN replica INTEGER;
     // from; NULL for a run that is not a mix and in rows written before.
     r#"
 ALTER TABLE requests ADD COLUMN class INTEGER;
+"#,
+    // 12: the TLS handshake of the connection a request opened (the lean client's https://
+    // connections): its time (a part of `connect_us`) and whether the server resumed an
+    // earlier session (1) or did a full handshake (0); NULL for requests that opened no
+    // TLS connection, on the reqwest path, and in rows written before.
+    r#"
+ALTER TABLE requests ADD COLUMN tls_handshake_us INTEGER;
+ALTER TABLE requests ADD COLUMN tls_resumed INTEGER;
 "#,
 ];
 

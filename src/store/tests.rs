@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::record::{Outcome, Phase, RequestRecord, Usage};
+use crate::record::{Outcome, Phase, RequestRecord, TlsHandshake, Usage};
 
 pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
     let sent = Duration::from_millis(index * 10);
@@ -24,6 +24,10 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         intended: sent,
         sent,
         connect: (index == 1).then(|| Duration::from_micros(2_500)),
+        tls: (index == 1).then_some(TlsHandshake {
+            took: Duration::from_micros(1_900),
+            resumed: true,
+        }),
         first_chunk: content_times.first().copied(),
         first_answer: content_times.first().copied(),
         end: content_times.last().copied().unwrap_or(sent) + Duration::from_micros(300),
@@ -290,7 +294,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
              DROP TABLE request_bodies; DROP TABLE response_texts;
              ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 4;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 4;",
         )
         .unwrap();
     drop(store);
@@ -341,7 +345,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
          ALTER TABLE requests DROP COLUMN output_bytes;
-         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 5;",
+         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 5;",
     )
     .unwrap();
     drop(conn);
@@ -371,7 +375,7 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
         .execute_batch(
             "ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 7;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 7;",
         )
         .unwrap();
     drop(store);
@@ -403,7 +407,7 @@ fn replicas_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].replica, Some(3));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 9;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; PRAGMA user_version = 9;")
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();
@@ -432,7 +436,7 @@ fn classes_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].class, Some(2));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN class; PRAGMA user_version = 10;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; PRAGMA user_version = 10;")
         .unwrap();
     drop(store);
     let db = dir.path().join("results.db");
@@ -451,4 +455,40 @@ fn classes_are_kept_and_rows_before_them_have_none() {
     let rows = store.request_rows("run1").unwrap();
     assert_eq!((rows.len(), rows[0].class), (1, None));
     assert_eq!(rows[0].ttft(), Some(Duration::from_millis(20)));
+}
+
+/// A row keeps the TLS handshake of the connection it opened; a database written before
+/// migration 12 (no `tls_handshake_us`, `tls_resumed`) is migrated when opened and its
+/// rows read as having opened no TLS connection.
+#[test]
+fn tls_handshakes_are_kept_and_rows_before_them_have_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let rec = record(1, 20, 3);
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    let tls = store.request_rows("run1").unwrap()[0].tls;
+    assert_eq!(
+        tls,
+        Some(TlsHandshake {
+            took: Duration::from_micros(1_900),
+            resumed: true
+        })
+    );
+    store
+        .conn
+        .execute_batch(
+            "ALTER TABLE requests DROP COLUMN tls_handshake_us; \
+             ALTER TABLE requests DROP COLUMN tls_resumed; PRAGMA user_version = 11;",
+        )
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let rows = store.request_rows("run1").unwrap();
+    assert_eq!((rows.len(), rows[0].tls), (1, None));
+    assert_eq!(rows[0].connect, Some(Duration::from_micros(2_500)));
 }

@@ -321,6 +321,7 @@ fn conclude(
         super::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
     let (input_lengths, length_warning) = tally.input_lengths();
     warnings.extend(output.preconnect.as_ref().and_then(Preconnect::warning));
+    warnings.extend(reconnect_warning(run, &output, &summary));
     warnings.extend(passes.late);
     warnings.extend(length_warning);
     warnings.extend(record_warnings(&summary));
@@ -427,6 +428,35 @@ fn summarize_output(
     tally.summary(&opts)
 }
 
+/// A closed loop whose connections were opened before the clock, yet whose measured
+/// requests opened more: the server closed kept-alive connections (or one failed). How
+/// many, how long they took, and how many TLS handshakes resumed a session.
+fn reconnect_warning(run: &RunSpec, output: &RunOutput, summary: &RunSummary) -> Option<String> {
+    let closed = matches!(
+        run.load(),
+        planner::Load::Closed { .. } | planner::Load::ClosedRamp { .. }
+    );
+    let c = summary.connections;
+    if !closed || output.preconnect.is_none() || c.opened == 0 {
+        return None;
+    }
+    let value = |k: &str| summary.values.get(k).copied().flatten().unwrap_or(0.0);
+    let tls = match c.tls_handshakes {
+        0 => String::new(),
+        n => format!(
+            "; TLS handshakes {} resumed of {n}, mean {:.1} ms (tls_handshake_*)",
+            c.tls_resumed,
+            value("tls_handshake_mean")
+        ),
+    };
+    Some(format!(
+        "{} measured requests opened a new connection although the run's connections were          opened before its clock: the server closed kept-alive connections (a keep-alive          timeout or a request limit per connection); their setup took {:.1} ms on average,          {:.1} ms at most (connect_*), kept out of TTFT{tls}",
+        c.opened,
+        value("connect_mean"),
+        value("connect_max"),
+    ))
+}
+
 /// The extras stored with a run: the counts behind its metrics and its flags.
 pub fn extras(summary: &RunSummary, stored: u64) -> Value {
     json!({
@@ -442,5 +472,6 @@ pub fn extras(summary: &RunSummary, stored: u64) -> Value {
         "client_bound": summary.client_bound,
         "metric_definitions": summary.definitions.as_str(),
         "itl_bounded": summary.itl_bounded,
+        "connections": summary.connections.to_json(),
     })
 }
