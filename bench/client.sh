@@ -69,7 +69,7 @@ trap stop_sim EXIT
 make_cert() { # a self-signed certificate for 127.0.0.1 in $OUT/tls
   mkdir -p "$OUT/tls"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:FALSE \
     -keyout "$OUT/tls/key.pem" -out "$OUT/tls/cert.pem" 2>/dev/null
 }
 

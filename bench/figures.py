@@ -13,6 +13,9 @@ usage: figures.py run RESULTS_DB TRUTH_JSON TIME_OUTPUT   (one JSON line)
        figures.py table DIR    (the issue's table from DIR/SCENARIO.jsonl, median of runs)
        figures.py tls DIR      (issue 34: HTTPS against HTTP, DIR/SCENARIO-https.jsonl
                                 beside DIR/SCENARIO.jsonl, median of runs)
+       figures.py buckets RESULTS_DB  (issue 34: the client's TTFT of every request of the
+                                first run, counted in the buckets of the server's own
+                                TTFT histogram over the run, beside the server's counts)
 """
 
 import json
@@ -247,6 +250,42 @@ def tls_table(dir_):
               f"{med('ttft_err_out_mean_ms'):+.2f} ms; load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f}")
 
 
+def buckets(db_path):
+    """Client TTFTs in vLLM's TTFT histogram buckets, beside the server's own counts."""
+    db = sqlite3.connect(db_path)
+    run_id, = db.execute("SELECT id FROM runs ORDER BY ordinal LIMIT 1").fetchone()
+    rows = db.execute(
+        "SELECT name, le, t_ms, value FROM telemetry WHERE run_id = ? AND le IS NOT NULL "
+        "AND name LIKE '%time_to_first_token_seconds_bucket%' ORDER BY t_ms",
+        (run_id,),
+    ).fetchall()
+    first, last = {}, {}
+    for name, le, t, v in rows:
+        first.setdefault((name, le), v)
+        last[(name, le)] = v
+    server = {}
+    for (name, le), v in last.items():
+        server[le] = server.get(le, 0) + v - first[(name, le)]
+    client = [r[0] / 1e6 for r in db.execute(
+        "SELECT ttft_us FROM requests WHERE run_id = ? AND ttft_us IS NOT NULL", (run_id,))]
+    bounds = sorted(server)
+    metrics = dict(db.execute("SELECT name, value FROM run_metrics WHERE run_id = ?", (run_id,)))
+    print(f"client TTFT (all {len(client)} requests, warmup included): p50 {1e3 * pct(client, 50):.1f} ms, "
+          f"max {1e3 * max(client):.1f} ms; perfplan ttft_p50 {metrics.get('ttft_p50')} ms, "
+          f"server_ttft_p50 {metrics.get('server_ttft_p50')} ms, server_ttft_p99 {metrics.get('server_ttft_p99')} ms")
+    print("| bucket (s) | server: requests | client: requests |")
+    print("|---|---|---|")
+    lo, prev_s, same = 0.0, 0.0, True
+    for le in bounds:
+        ns = server[le] - prev_s
+        nc = sum(1 for c in client if lo < c <= le)
+        same &= round(ns) == nc
+        if ns or nc:
+            print(f"| ({lo:g}, {le:g}] | {ns:.0f} | {nc} |")
+        lo, prev_s = le, server[le]
+    print(f"every request in the server's bucket: {'yes' if same else 'NO'}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "run":
         run(*sys.argv[2:5])
@@ -254,5 +293,7 @@ if __name__ == "__main__":
         table(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "tls":
         tls_table(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "buckets":
+        buckets(sys.argv[2])
     else:
         sys.exit(__doc__)

@@ -361,3 +361,28 @@ load = {{ concurrency = 4, requests = 24 }}
         "{warnings}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_certificate_serving_as_a_server_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (identity, pem) = tls_support::self_signed_ca(&["127.0.0.1"]);
+    let ca_file = dir.path().join("cert.pem");
+    std::fs::write(&ca_file, pem).unwrap();
+    let server = serve_tls(
+        Arc::new(tls_support::server(identity)),
+        Duration::ZERO,
+        answer,
+    )
+    .await;
+    let tls = Tls {
+        ca_file: Some(ca_file),
+        ..Tls::default()
+    };
+    let load = closed_loop(1, 1);
+    let out = run(&endpoint(&server.url, &tls, &load), &load).await;
+    let e = out.records[0].error.clone().unwrap();
+    assert!(
+        e.contains("is a CA certificate") && e.contains("CA:FALSE"),
+        "{e}"
+    );
+}

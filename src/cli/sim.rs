@@ -43,10 +43,12 @@ const AFTER_HELP: &str = "\
 Routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings, /v1/rerank;
 GET /v1/models, /health, /metrics (vLLM metric names); POST /reset_prefix_cache;
 GET /sim/truth (per-request ground truth, ?reset=true) and DELETE /sim/truth;
-all under --mount PATH when given. --tls-cert/--tls-key: HTTPS instead of HTTP (e.g. a
-self-signed certificate: openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256
--nodes -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 -keyout key.pem -out
-cert.pem; then trust it with the endpoint's tls.ca_file). --workers N: N workers behind the one address, each
+all under --mount PATH when given. --tls-cert/--tls-key: HTTPS instead of HTTP, e.g. with
+a self-signed certificate, trusted by the plan's `tls = { ca_file = \"cert.pem\" }`:
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \\
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \\
+    -addext basicConstraints=critical,CA:FALSE -keyout key.pem -out cert.pem
+--workers N: N workers behind the one address, each
 with its own prefix cache, slots and queue, routed by --route (session: by the
 --session-header value, round robin without it).
 

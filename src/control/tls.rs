@@ -251,6 +251,14 @@ fn certificate_words(c: &CertificateError) -> String {
         CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
             "the server's certificate is not meant for a TLS server".into()
         }
+        // A self-signed certificate made as a CA (`openssl req -x509` marks it `CA:TRUE`
+        // unless told otherwise): trusted, yet no server certificate.
+        other if format!("{other:?}").contains("CaUsedAsEndEntity") => {
+            "the server's certificate is a CA certificate (basicConstraints CA:TRUE), which \
+             cannot identify a server: make it with `-addext basicConstraints=critical,CA:FALSE`, \
+             or have that CA sign a server certificate"
+                .into()
+        }
         other => format!("the server's certificate was refused ({other:?}); {TRUST_HINT}"),
     }
 }

@@ -31,6 +31,7 @@ use super::h1_head::{bad, parse_head};
 pub(crate) use super::h1_head::{Framing, Head};
 use super::h1_wire::{TlsDial, Wire};
 use crate::api::SseDecoder;
+use crate::either_io::EitherIo;
 use crate::engine::PreparedRequest;
 use crate::record::TlsHandshake;
 
@@ -154,7 +155,7 @@ impl H1Client {
         let began = Instant::now();
         let tcp = self.connect_tcp().await?;
         let (stream, tls) = match &self.tls {
-            None => (Wire::Plain(tcp), None),
+            None => (EitherIo::Plain(tcp), None),
             Some(dial) => {
                 let left = self.connect_timeout.saturating_sub(began.elapsed());
                 let (wire, handshake) = tokio::time::timeout(left, dial.handshake(tcp))

@@ -1,36 +1,28 @@
 //! The wire under the lean HTTP/1.1 client: a plain TCP stream (`http://`) or a TLS one
-//! (`https://`, rustls through tokio-rustls), read and written alike; the TLS handshake of
+//! (`https://`, rustls through tokio-rustls), read and written alike (`EitherIo`); the TLS handshake of
 //! a new connection, timed, with whether the server resumed an earlier session; and the
 //! check of an idle connection for a close by the server. Knows nothing about HTTP.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::Instant;
 
 use rustls::pki_types::ServerName;
 use rustls::HandshakeKind;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::either_io::EitherIo;
 use crate::record::TlsHandshake;
 
-/// One connection's byte stream.
-pub(crate) enum Wire {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
+/// One connection's byte stream: plain TCP, or TLS over it.
+pub(crate) type Wire = EitherIo<TcpStream, Box<TlsStream<TcpStream>>>;
 
 impl Wire {
-    /// A TLS connection: bytes written may wait in the TLS layer until flushed, and a
-    /// close without `close_notify` is reported as an error.
-    pub(crate) fn is_tls(&self) -> bool {
-        matches!(self, Wire::Tls(_))
-    }
-
     /// An idle connection is still usable: neither a close nor stray bytes have arrived.
     /// Plain: one non-blocking read, no system call unless the socket became readable.
     /// TLS: the TLS stream polled once, so that session tickets the server sent after the
@@ -39,56 +31,16 @@ impl Wire {
     pub(crate) fn idle_and_open(&mut self) -> bool {
         let mut probe = [0u8; 1];
         match self {
-            Wire::Plain(tcp) => {
+            EitherIo::Plain(tcp) => {
                 matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
             }
-            Wire::Tls(tls) => {
+            EitherIo::Tls(tls) => {
                 let mut buf = ReadBuf::new(&mut probe);
                 let mut cx = Context::from_waker(Waker::noop());
                 Pin::new(&mut **tls)
                     .poll_read(&mut cx, &mut buf)
                     .is_pending()
             }
-        }
-    }
-}
-
-impl AsyncRead for Wire {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Wire::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Wire::Tls(s) => Pin::new(&mut **s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Wire {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Wire::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Wire::Tls(s) => Pin::new(&mut **s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Wire::Plain(s) => Pin::new(s).poll_flush(cx),
-            Wire::Tls(s) => Pin::new(&mut **s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Wire::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Wire::Tls(s) => Pin::new(&mut **s).poll_shutdown(cx),
         }
     }
 }
@@ -128,6 +80,6 @@ impl TlsDial {
         let tls = self.connector.connect(self.name.clone(), tcp).await?;
         let took = began.elapsed();
         let resumed = tls.get_ref().1.handshake_kind() == Some(HandshakeKind::Resumed);
-        Ok((Wire::Tls(Box::new(tls)), TlsHandshake { took, resumed }))
+        Ok((EitherIo::Tls(Box::new(tls)), TlsHandshake { took, resumed }))
     }
 }

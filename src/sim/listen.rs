@@ -9,16 +9,13 @@
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::connect_info::Connected;
 use axum::serve::{IncomingStream, Listener};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -26,6 +23,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 use super::rx_stamp::{RxInfo, StampedListener, StampedStream};
+use crate::either_io::EitherIo;
 
 /// Longest TLS handshake the simulator waits for.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -94,16 +92,13 @@ pub fn server_config(
 }
 
 /// One accepted connection, plain or TLS.
-pub(crate) enum SimIo {
-    Plain(StampedStream),
-    Tls(Box<TlsStream<StampedStream>>),
-}
+pub(crate) type SimIo = EitherIo<StampedStream, Box<TlsStream<StampedStream>>>;
 
 impl SimIo {
     fn stamped(&self) -> &StampedStream {
         match self {
-            SimIo::Plain(s) => s,
-            SimIo::Tls(s) => s.get_ref().0,
+            EitherIo::Plain(s) => s,
+            EitherIo::Tls(s) => s.get_ref().0,
         }
     }
 }
@@ -138,7 +133,7 @@ impl SimListener {
                     let shake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
                     // A refused or abandoned handshake is the client's to report.
                     if let Ok(Ok(tls)) = shake.await {
-                        let _ = tx.send((SimIo::Tls(Box::new(tls)), addr)).await;
+                        let _ = tx.send((EitherIo::Tls(Box::new(tls)), addr)).await;
                     }
                 });
             }
@@ -167,7 +162,7 @@ impl Listener for SimListener {
         match self {
             SimListener::Plain(l) => {
                 let (io, addr) = l.accept().await;
-                (SimIo::Plain(io), addr)
+                (EitherIo::Plain(io), addr)
             }
             SimListener::Tls { ready, .. } => match ready.recv().await {
                 Some(next) => next,
@@ -188,63 +183,5 @@ impl Listener for SimListener {
 impl Connected<IncomingStream<'_, SimListener>> for RxInfo {
     fn connect_info(stream: IncomingStream<'_, SimListener>) -> Self {
         RxInfo::of(stream.io().stamped())
-    }
-}
-
-impl AsyncRead for SimIo {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            SimIo::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            SimIo::Tls(s) => Pin::new(&mut **s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for SimIo {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            SimIo::Plain(s) => Pin::new(s).poll_write(cx, data),
-            SimIo::Tls(s) => Pin::new(&mut **s).poll_write(cx, data),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            SimIo::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            SimIo::Tls(s) => Pin::new(&mut **s).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            SimIo::Plain(s) => s.is_write_vectored(),
-            SimIo::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            SimIo::Plain(s) => Pin::new(s).poll_flush(cx),
-            SimIo::Tls(s) => Pin::new(&mut **s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            SimIo::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            SimIo::Tls(s) => Pin::new(&mut **s).poll_shutdown(cx),
-        }
     }
 }

@@ -86,3 +86,15 @@ pub fn server_requiring_client_certificates(
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config
 }
+
+/// A self-signed certificate for `names` that is also a CA (as `openssl req -x509` makes
+/// by default): its identity and PEM.
+pub fn self_signed_ca(names: &[&str]) -> (Identity, String) {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut params = CertificateParams::new(names).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let key = KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+    ((cert.der().clone(), der), cert.pem())
+}
