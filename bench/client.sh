@@ -14,6 +14,7 @@
 #   SIM_EXTRA="--threads 2" bench/client.sh   # extra simulator flags for every scenario
 #   RUN_EXTRA="--progress-every 1s" bench/client.sh   # extra `perfplan run` flags
 #   BIN=path/to/perfplan bench/client.sh  # measure that binary (no build), e.g. an older one
+#   SIM_BIN=path/to/perfplan ...          # serve with that binary's simulator (default: BIN's)
 #   TLS=1 SCENARIOS="ttft-c64 ttft-c256" bench/client.sh   # HTTPS against HTTP (issue 34)
 #
 # TLS=1: every run of a scenario is made twice, interleaved (http, https, http, ...): once
@@ -77,7 +78,7 @@ start_sim() { # scenario dir mode -> sets SIM_URL
   local tls_flags=()
   if [[ $3 == https ]]; then tls_flags=(--tls-cert "$OUT/tls/cert.pem" --tls-key "$OUT/tls/key.pem"); fi
   # shellcheck disable=SC2046
-  "${pin_sim[@]}" "$BIN" sim --port 0 $(sim_flags "$1") "${tls_flags[@]}" ${SIM_EXTRA:-} >"$2/sim.out" 2>"$2/sim.err" &
+  "${pin_sim[@]}" "${SIM_BIN:-$BIN}" sim --port 0 $(sim_flags "$1") "${tls_flags[@]}" ${SIM_EXTRA:-} >"$2/sim.out" 2>"$2/sim.err" &
   SIM_PID=$!
   for _ in $(seq 100); do
     SIM_URL=$(sed -n 's/^listening on //p' "$2/sim.out" 2>/dev/null || true)

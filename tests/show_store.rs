@@ -168,6 +168,8 @@ fn without_store_nothing_is_kept_and_old_databases_still_show() {
              ALTER TABLE requests DROP COLUMN first_answer_us; \
              ALTER TABLE requests DROP COLUMN output_bytes; DROP TABLE telemetry; \
              ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; \
+             ALTER TABLE requests DROP COLUMN tls_handshake_us; \
+             ALTER TABLE requests DROP COLUMN tls_resumed; \
              PRAGMA user_version = 6;",
         )
         .unwrap();
