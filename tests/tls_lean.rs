@@ -28,7 +28,12 @@ use perfplan::units::HumanDuration;
 use tokio_rustls::rustls::ServerConfig;
 
 /// A slow TLS server: each handshake starts this long after the TCP accept.
-const SLOW_HANDSHAKE: Duration = Duration::from_millis(150);
+const SLOW_HANDSHAKE: Duration = Duration::from_millis(300);
+
+/// Below the slow handshake with a wide margin either way: a handshake the client timed
+/// takes longer (its clock may start a little after the server's, when the client's task
+/// runs late), an answer of the scripted server arrives sooner.
+const HALFWAY: Duration = Duration::from_millis(200);
 
 /// A server configuration for 127.0.0.1 and the PEM file of the CA that signed it, in `dir`.
 fn certified(dir: &Path, refuse_resumption: bool) -> (ServerConfig, Tls) {
@@ -123,12 +128,12 @@ async fn https_connections_are_handshaken_before_the_clock_by_the_lean_client() 
     let pre = out.output.preconnect.clone().expect("pre-connected");
     assert_eq!((pre.wanted, pre.opened, pre.error.clone()), (6, 6, None));
     assert_eq!(pre.tls_handshakes, 6);
-    assert!(pre.tls_handshake_max >= SLOW_HANDSHAKE, "{pre:?}");
-    assert!(pre.slowest < SLOW_HANDSHAKE, "the TCP part alone: {pre:?}");
+    assert!(pre.tls_handshake_max >= HALFWAY, "{pre:?}");
+    assert!(pre.slowest < HALFWAY, "the TCP part alone: {pre:?}");
     let json = pre.to_json();
     assert_eq!(json["tls_handshakes"], 6);
     assert!(
-        json["tls_handshake_mean_ms"].as_f64().unwrap() >= 150.0,
+        json["tls_handshake_mean_ms"].as_f64().unwrap() >= 200.0,
         "{json}"
     );
     assert_eq!(server.connections(), 6);
@@ -139,7 +144,7 @@ async fn https_connections_are_handshaken_before_the_clock_by_the_lean_client() 
             "sent on an open connection"
         );
         let ttft = r.ttft().unwrap();
-        assert!(ttft < SLOW_HANDSHAKE, "no handshake inside TTFT: {ttft:?}");
+        assert!(ttft < HALFWAY, "no handshake inside TTFT: {ttft:?}");
     }
     let heads = server.seen.heads.lock().unwrap().clone();
     assert!(heads[0].contains("User-Agent: perfplan/"), "{}", heads[0]);
@@ -172,9 +177,9 @@ async fn connections_the_server_closes_are_reopened_counted_timed_and_resumed() 
     assert!(reopened.len() >= 4, "{}", reopened.len());
     for r in &reopened {
         let tls = r.tls.expect("a TLS handshake per new connection");
-        assert!(tls.took >= SLOW_HANDSHAKE, "{tls:?}");
+        assert!(tls.took >= HALFWAY, "{tls:?}");
         assert!(r.connect.unwrap() >= tls.took);
-        assert!(r.ttft().unwrap() < SLOW_HANDSHAKE, "not inside TTFT");
+        assert!(r.ttft().unwrap() < HALFWAY, "not inside TTFT");
     }
     let resumed = reopened.iter().filter(|r| r.tls.unwrap().resumed).count();
     assert!(
@@ -186,7 +191,7 @@ async fn connections_the_server_closes_are_reopened_counted_timed_and_resumed() 
     assert_eq!(s.connections.tls_handshakes, reopened.len() as u64);
     assert_eq!(s.connections.tls_resumed, resumed as u64);
     let min = s.values["tls_handshake_min"].unwrap();
-    assert!(min >= 150.0, "tls_handshake_min {min} ms");
+    assert!(min >= 200.0, "tls_handshake_min {min} ms");
 }
 
 /// Reconnects of a tier whose every connection the server closes after one answer: the
