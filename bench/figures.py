@@ -256,7 +256,7 @@ def buckets(db_path):
     run_id, = db.execute("SELECT id FROM runs ORDER BY ordinal LIMIT 1").fetchone()
     rows = db.execute(
         "SELECT name, le, t_ms, value FROM telemetry WHERE run_id = ? AND le IS NOT NULL "
-        "AND name LIKE '%time_to_first_token_seconds_bucket%' ORDER BY t_ms",
+        "AND name = 'server_ttft_seconds_bucket' ORDER BY t_ms",
         (run_id,),
     ).fetchall()
     first, last = {}, {}
