@@ -11,6 +11,11 @@ over measured requests that ended ok. Python standard library only.
 
 usage: figures.py run RESULTS_DB TRUTH_JSON TIME_OUTPUT   (one JSON line)
        figures.py table DIR    (the issue's table from DIR/SCENARIO.jsonl, median of runs)
+       figures.py tls DIR      (issue 34: HTTPS against HTTP, DIR/SCENARIO-https.jsonl
+                                beside DIR/SCENARIO.jsonl, median of runs)
+       figures.py buckets RESULTS_DB  (issue 34: the client's TTFT of every request of the
+                                first run, counted in the buckets of the server's own
+                                TTFT histogram over the run, beside the server's counts)
 """
 
 import json
@@ -121,6 +126,12 @@ def run(db_path, truth_path, time_path):
         "schedule_cv": gap_cv([x[0] for x in intended]),
         "lateness_p99_ms": metrics.get("lateness_p99"),
         "client_bound": [w for w in warnings if w.startswith("client_bound")],
+        # Connections: opened before the clock (TLS handshakes among them) and by measured
+        # requests during the run.
+        "preconnect_opened": (extras.get("preconnect") or {}).get("opened"),
+        "preconnect_tls_handshakes": (extras.get("preconnect") or {}).get("tls_handshakes"),
+        "preconnect_tls_handshake_mean_ms": (extras.get("preconnect") or {}).get("tls_handshake_mean_ms"),
+        "connections_opened_in_run": (extras.get("connections") or {}).get("opened"),
     }
     print(json.dumps(out))
 
@@ -206,10 +217,83 @@ def table(dir_):
                  if scenario.startswith("ttft") else ""))
 
 
+def tls_table(dir_):
+    """Issue 34: TTFT error and client CPU over HTTPS against the same runs over HTTP."""
+    print("| c | figure | http | https | https - http | target | met |")
+    print("|---|---|---|---|---|---|---|")
+    for c in ("64", "256"):
+        plain, tls = load(dir_, f"ttft-c{c}"), load(dir_, f"ttft-c{c}-https")
+        if not plain or not tls:
+            continue
+        for key, label, fmt, limit in (
+            ("ttft_err_mean_ms", "TTFT error mean (ms)", "{:+.2f}", 0.5),
+            ("ttft_err_p99_ms", "TTFT error p99 (ms)", "{:+.2f}", 2.0),
+        ):
+            (a, ma), (b, mb) = fig(plain, key, fmt), fig(tls, key, fmt)
+            d = None if ma is None or mb is None else mb - ma
+            met = "?" if d is None else ("yes" if d <= limit else "NO")
+            print(f"| {c} | {label} | {a} | {b} | {'?' if d is None else f'{d:+.2f}'} | <= +{limit} | {met} |")
+        (a, ma), (b, mb) = fig(plain, "cpu_s_per_1k_requests", "{:.4f}"), fig(tls, "cpu_s_per_1k_requests", "{:.4f}")
+        ratio = None if not ma or mb is None else mb / ma
+        met = "?" if ratio is None else ("yes" if ratio <= 1.2 else "NO")
+        print(f"| {c} | client CPU-s per 1,000 requests | {a} | {b} | {'?' if ratio is None else f'x{ratio:.2f}'} | <= x1.20 | {met} |")
+    print()
+    for c in ("64", "256"):
+        tls = load(dir_, f"ttft-c{c}-https")
+        if not tls:
+            continue
+        med = lambda k: statistics.median([r[k] for r in tls if r.get(k) is not None] or [float("nan")])
+        loads = [r[k] for r in load(dir_, f"ttft-c{c}") + tls for k in ("load_before", "load_after") if r.get(k) is not None]
+        print(f"- c={c} over https (medians): {med('preconnect_tls_handshakes'):.0f} TLS handshakes before the clock, "
+              f"{med('preconnect_tls_handshake_mean_ms'):.2f} ms each on average; {med('connections_opened_in_run'):.0f} "
+              f"connections opened by measured requests; way in {med('ttft_err_in_mean_ms'):+.2f} ms, way out "
+              f"{med('ttft_err_out_mean_ms'):+.2f} ms; load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f}")
+
+
+def buckets(db_path):
+    """Client TTFTs in vLLM's TTFT histogram buckets, beside the server's own counts."""
+    db = sqlite3.connect(db_path)
+    run_id, = db.execute("SELECT id FROM runs ORDER BY ordinal LIMIT 1").fetchone()
+    rows = db.execute(
+        "SELECT name, le, t_ms, value FROM telemetry WHERE run_id = ? AND le IS NOT NULL "
+        "AND name = 'server_ttft_seconds_bucket' ORDER BY t_ms",
+        (run_id,),
+    ).fetchall()
+    first, last = {}, {}
+    for name, le, t, v in rows:
+        first.setdefault((name, le), v)
+        last[(name, le)] = v
+    server = {}
+    for (name, le), v in last.items():
+        server[le] = server.get(le, 0) + v - first[(name, le)]
+    client = [r[0] / 1e6 for r in db.execute(
+        "SELECT ttft_us FROM requests WHERE run_id = ? AND ttft_us IS NOT NULL", (run_id,))]
+    bounds = sorted(server)
+    metrics = dict(db.execute("SELECT name, value FROM run_metrics WHERE run_id = ?", (run_id,)))
+    print(f"client TTFT (all {len(client)} requests, warmup included): p50 {1e3 * pct(client, 50):.1f} ms, "
+          f"max {1e3 * max(client):.1f} ms; perfplan ttft_p50 {metrics.get('ttft_p50')} ms, "
+          f"server_ttft_p50 {metrics.get('server_ttft_p50')} ms, server_ttft_p99 {metrics.get('server_ttft_p99')} ms")
+    print("| bucket (s) | server: requests | client: requests |")
+    print("|---|---|---|")
+    lo, prev_s, same = 0.0, 0.0, True
+    for le in bounds:
+        ns = server[le] - prev_s
+        nc = sum(1 for c in client if lo < c <= le)
+        same &= round(ns) == nc
+        if ns or nc:
+            print(f"| ({lo:g}, {le:g}] | {ns:.0f} | {nc} |")
+        lo, prev_s = le, server[le]
+    print(f"every request in the server's bucket: {'yes' if same else 'NO'}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "run":
         run(*sys.argv[2:5])
     elif len(sys.argv) == 3 and sys.argv[1] == "table":
         table(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "tls":
+        tls_table(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "buckets":
+        buckets(sys.argv[2])
     else:
         sys.exit(__doc__)

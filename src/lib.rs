@@ -13,6 +13,7 @@ pub mod cli;
 pub mod control;
 pub mod dataset;
 pub mod distribute;
+pub mod either_io;
 pub mod engine;
 pub mod evalscope;
 pub mod hash;

@@ -91,6 +91,11 @@ const ONLY: &[(&str, &[&str], &str)] = &[
         "suggest is a leaf: the one did-you-mean rule imports nothing of the crate",
     ),
     (
+        "either_io",
+        &[],
+        "either_io is a leaf: the plain-or-TLS stream imports nothing of the crate",
+    ),
+    (
         "control",
         &["api", "units", "secrets"],
         "control imports no stage (it knows APIs' paths, nothing else)",

@@ -15,7 +15,7 @@ use perfplan::metrics::names::all_names;
 use perfplan::metrics::sla::pool;
 use perfplan::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity};
 use perfplan::metrics::{SummaryOptions, Timing};
-use perfplan::record::{Outcome, Phase, RequestRecord, Usage};
+use perfplan::record::{Outcome, Phase, RequestRecord, TlsHandshake, Usage};
 use perfplan::store::{RunRow, Store, StoredRequest, SuiteInfo};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -97,6 +97,10 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         sent,
         connect: some(rng, 0.3, |r| {
             Duration::from_nanos(r.gen_range(0..5_000_000))
+        }),
+        tls: some(rng, 0.2, |r| TlsHandshake {
+            took: Duration::from_nanos(r.gen_range(0..5_000_000)),
+            resumed: r.gen_bool(0.5),
         }),
         first_chunk,
         content_times,

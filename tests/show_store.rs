@@ -168,6 +168,8 @@ fn without_store_nothing_is_kept_and_old_databases_still_show() {
              ALTER TABLE requests DROP COLUMN first_answer_us; \
              ALTER TABLE requests DROP COLUMN output_bytes; DROP TABLE telemetry; \
              ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; \
+             ALTER TABLE requests DROP COLUMN tls_handshake_us; \
+             ALTER TABLE requests DROP COLUMN tls_resumed; \
              ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; \
              PRAGMA user_version = 6;",
         )

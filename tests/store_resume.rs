@@ -25,6 +25,7 @@ fn record(index: u64) -> RequestRecord {
         intended: sent,
         sent,
         connect: None,
+        tls: None,
         first_chunk: Some(sent + Duration::from_millis(5)),
         content_times: vec![
             sent + Duration::from_millis(5),

@@ -31,6 +31,7 @@ fn record(index: u64, chunks: u64, itl_us: u64, rng: &mut ChaCha8Rng) -> Request
         intended: sent,
         sent,
         connect: None,
+        tls: None,
         first_chunk: content_times.first().copied(),
         end: last.unwrap_or(sent) + Duration::from_micros(300),
         last_chunk: last,

@@ -1,11 +1,14 @@
 //! TLS through the CLI: a local HTTPS server (rustls, a certificate made here with rcgen)
 //! in front of the simulator mounted under a prefix. An untrusted, misnamed or expired
 //! certificate stops the suite at once with its cause in words, `tls.ca_file` trusts a
-//! private CA, `tls.insecure` skips verification with a warning. https endpoints go
-//! through reqwest, so these runs also hold the URL rule on that client.
+//! private CA, `tls.insecure` skips verification with a warning. The load of https
+//! endpoints goes through the lean HTTP/1.1 client (each failed request's record names the
+//! refusal in the same words), the connection test and `check` through reqwest: both hold
+//! the URL rule, and both take their TLS from the one rustls configuration.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
+mod tls_support;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -15,52 +18,23 @@ use std::time::{Duration, Instant};
 use cli_support::{perfplan, query};
 use perfplan::sim::{SimConfig, SimServer};
 use perfplan::units::HumanDuration;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use tls_support::{ca, leaf, Identity};
 use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::TlsAcceptor;
 
 const MOUNT: &str = "/gateway/openai";
 
-/// A private CA: its PEM and what signs with it.
-fn ca() -> (String, Issuer<'static, KeyPair>) {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "perfplan test CA");
-    let key = KeyPair::generate().unwrap();
-    let cert = params.self_signed(&key).unwrap();
-    (cert.pem(), Issuer::new(params, key))
-}
-
-/// A server certificate for `names` signed by `issuer`; `expired`: valid in 2000 only.
-fn leaf(
-    issuer: &Issuer<'static, KeyPair>,
-    names: &[&str],
-    expired: bool,
-) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
-    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let mut params = CertificateParams::new(names).unwrap();
-    if expired {
-        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
-        params.not_after = rcgen::date_time_ymd(2000, 12, 31);
-    }
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, issuer).unwrap();
-    let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    (cert.der().clone(), der)
-}
-
 /// An HTTPS front for `backend` on 127.0.0.1: TLS ends here, bytes go on as they are.
-async fn https_front(
-    cert: (CertificateDer<'static>, PrivateKeyDer<'static>),
+async fn https_front(cert: Identity, backend: SocketAddr) -> SocketAddr {
+    https_front_with(tls_support::server(cert), backend).await
+}
+
+/// `https_front` with the server configuration `config`.
+async fn https_front_with(
+    config: tokio_rustls::rustls::ServerConfig,
     backend: SocketAddr,
 ) -> SocketAddr {
-    let config = tokio_rustls::rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.0], cert.1)
-        .unwrap();
     let acceptor = TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -280,4 +254,98 @@ fn a_ca_file_that_holds_no_certificate_is_a_located_error() {
         String::from_utf8_lossy(&o.stderr).replace(&dir.path().display().to_string(), "[DIR]");
     assert_eq!(o.status.code(), Some(2), "{err}");
     insta::assert_snapshot!("ca_file_without_certificate", err);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_is_presented_from_cert_file_and_key_file() {
+    let sim = mounted_sim().await;
+    let (ca_pem, issuer) = ca();
+    let (client_ca_pem, client_issuer) = ca();
+    let client_ca =
+        tokio_rustls::rustls::pki_types::CertificateDer::from_pem_slice(client_ca_pem.as_bytes())
+            .unwrap();
+    let config = tls_support::server_requiring_client_certificates(
+        leaf(&issuer, &["127.0.0.1"], false),
+        client_ca,
+    );
+    let port = https_front_with(config, sim.addr()).await.port();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ca.pem"), &ca_pem).unwrap();
+    let (_, cert_pem, key_pem) = tls_support::leaf_pem(&client_issuer, &["perfplan"], false);
+    std::fs::write(dir.path().join("client.pem"), cert_pem).unwrap();
+    std::fs::write(dir.path().join("client.key"), key_pem).unwrap();
+
+    // Without a client certificate the server's refusal is named, at once.
+    let without = plan(dir.path(), port, "tls = { ca_file = \"ca.pem\" }");
+    let r = run(&without, &dir.path().join("without"));
+    assert_refused_at_once(&r, &["TLS handshake failed", "client certificate"]);
+    // The load meets the same refusal without the connection test: each record says so.
+    let untested = plan(
+        dir.path(),
+        port,
+        "connection_test = false\ntls = { ca_file = \"ca.pem\" }",
+    );
+    let out = dir.path().join("untested");
+    let r = run(&untested, &out);
+    assert_eq!(r.code, Some(4), "{}", r.text);
+    let errors: Vec<Vec<Option<String>>> =
+        query(&out.join("results.db"), "SELECT error FROM requests");
+    assert!(!errors.is_empty());
+    for e in errors.iter().map(|row| row[0].clone().unwrap_or_default()) {
+        assert!(e.contains("client certificate"), "{e}");
+    }
+
+    let with = plan(
+        dir.path(),
+        port,
+        "tls = { ca_file = \"ca.pem\", cert_file = \"client.pem\", key_file = \"client.key\" }",
+    );
+    let r = run(&with, &dir.path().join("with"));
+    assert_eq!(r.code, Some(0), "{}", r.text);
+    let c = check(&with);
+    assert_eq!(c.code, Some(0), "{}", c.text);
+    assert!(c.text.contains("clientcertificate"), "{}", c.text);
+}
+
+#[test]
+fn a_half_client_identity_and_a_key_file_without_a_key_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("junk.pem"), "not a key\n").unwrap();
+    let half = plan(dir.path(), 1, "tls = { cert_file = \"junk.pem\" }");
+    let o = perfplan(&["validate", &half]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`tls.cert_file` needs `tls.key_file`"),
+        "{err}"
+    );
+    let keyless = plan(
+        dir.path(),
+        1,
+        "tls = { cert_file = \"junk.pem\", key_file = \"junk.pem\" }",
+    );
+    let o = perfplan(&["validate", &keyless]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds no PEM private key"), "{err}");
+    assert!(err.contains("holds no PEM certificate"), "{err}");
+    // A key that is not the certificate's.
+    let (_, issuer) = ca();
+    let (_, cert, _) = tls_support::leaf_pem(&issuer, &["a"], false);
+    let (_, _, other_key) = tls_support::leaf_pem(&issuer, &["b"], false);
+    std::fs::write(dir.path().join("c.pem"), cert).unwrap();
+    std::fs::write(dir.path().join("k.pem"), other_key).unwrap();
+    let mismatched = plan(
+        dir.path(),
+        1,
+        "tls = { cert_file = \"c.pem\", key_file = \"k.pem\" }",
+    );
+    let o = perfplan(&["validate", &mismatched]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("do not make a client certificate")
+            && err.contains("private key of cert_file"),
+        "{err}"
+    );
 }

@@ -1,8 +1,10 @@
 //! `perfplan sim`: runs the built-in simulator as a standalone server until Ctrl-C.
-//! Prints `listening on http://ADDR` as the first line of stdout (with `--replicas N`, one
-//! such line per replica, in order). Knows only `sim`.
+//! Prints `listening on http://ADDR` (`https://` with `--tls-cert`) as the first line of
+//! stdout (with `--replicas N`, one such line per replica, in order). Knows only `sim`.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -25,6 +27,13 @@ pub struct SimArgs {
     /// thread, which wakes faster when it shares a small machine with the client.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..), overrides_with = "threads")]
     pub threads: Option<u16>,
+    /// Serve HTTPS with this certificate (a PEM file, the server's own certificate first;
+    /// needs --tls-key). TLS 1.3 and 1.2, ALPN http/1.1, session resumption offered.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (a PEM file: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 
     #[command(flatten)]
     pub config: SimConfig,
@@ -34,7 +43,12 @@ const AFTER_HELP: &str = "\
 Routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings, /v1/rerank;
 GET /v1/models, /health, /metrics (vLLM metric names); POST /reset_prefix_cache;
 GET /sim/truth (per-request ground truth, ?reset=true) and DELETE /sim/truth;
-all under --mount PATH when given. --workers N: N workers behind the one address, each
+all under --mount PATH when given. --tls-cert/--tls-key: HTTPS instead of HTTP, e.g. with
+a self-signed certificate, trusted by the plan's `tls = { ca_file = \"cert.pem\" }`:
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \\
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \\
+    -addext basicConstraints=critical,CA:FALSE -keyout key.pem -out cert.pem
+--workers N: N workers behind the one address, each
 with its own prefix cache, slots and queue, routed by --route (session: by the
 --session-header value, round robin without it).
 
@@ -67,6 +81,17 @@ async fn serve(args: SimArgs) -> u8 {
         eprintln!("error: {}", chain(&e));
         return exit::INVALID;
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => match sim::tls_config(cert, key) {
+            Ok(config) => Some(Arc::new(config)),
+            Err(e) => {
+                eprintln!("error: {}", chain(&e));
+                return exit::INVALID;
+            }
+        },
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let mount = args.config.mount.as_deref().unwrap_or_default();
     let mut servers = Vec::new();
     for i in 0..args.config.replicas.max(1) {
@@ -84,8 +109,8 @@ async fn serve(args: SimArgs) -> u8 {
             }
         };
         let bound = listener.local_addr().unwrap_or(addr);
-        println!("listening on http://{bound}{mount}");
-        servers.push(sim::serve(args.config.clone(), listener));
+        println!("listening on {scheme}://{bound}{mount}");
+        servers.push(sim::serve(args.config.clone(), listener, tls.clone()));
     }
     let all = futures_util::future::try_join_all(servers);
     tokio::select! {

@@ -1,9 +1,11 @@
 //! The control plane's one HTTP helper, used by every request perfplan sends: the URL
 //! rule (`urls`: `base_url` with its path kept, a trailing `/v1` accepted once, joined with
 //! each API's path or the endpoint's `paths` override), TLS settings and failures told in
-//! words (`tls`), every timeout default (`timeouts`), the shared reqwest settings and the client of the connection test,
-//! `check`, readiness, scrapes and cache resets (`client`), and the one error-chain format
-//! (`chain`). The engine builds its load clients from the same rule and settings.
+//! words (`tls`), the one rustls configuration of every client (`tls_config`), every
+//! timeout default (`timeouts`), the shared reqwest settings and the client of the
+//! connection test, `check`, readiness, scrapes and cache resets (`client`), and the one
+//! error-chain format (`chain`). The engine builds its load clients from the same rule
+//! and settings.
 //!
 //! It must not know plans, runs, the engine, the store or the simulator: callers hand it
 //! plain values (a base URL, path overrides, a CA file, a key, headers).
@@ -12,6 +14,7 @@ pub mod chain;
 pub mod client;
 pub mod timeouts;
 pub mod tls;
+pub mod tls_config;
 pub mod urls;
 
 pub use chain::{chain, explain};

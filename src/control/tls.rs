@@ -1,87 +1,178 @@
 //! TLS of an endpoint: the certificates trusted besides the built-in roots (`ca_file`), or
-//! no verification at all (`insecure`), applied to every HTTP client perfplan builds; and a
-//! failed handshake told in words (unknown issuer, wrong host name, expired) from the
-//! rustls error inside an error chain.
+//! no verification at all (`insecure`), and a client certificate (`cert_file` + `key_file`),
+//! applied to every HTTP client perfplan builds through one rustls configuration
+//! (`tls_config`); and a failed handshake told in words (unknown issuer, wrong host name,
+//! expired) from the rustls error inside an error chain.
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::CertificateError;
 
-/// How the server's certificate is checked. By default against the built-in roots
-/// (Mozilla's, as shipped with webpki-roots).
+/// How the server's certificate is checked, and the client's own certificate. By default
+/// against the built-in roots (Mozilla's, as shipped with webpki-roots), no client
+/// certificate.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tls {
     /// PEM file with more CA certificates to trust (a private CA, a self-signed server).
     pub ca_file: Option<PathBuf>,
     /// Accept any certificate: the connection is encrypted but the server is not verified.
     pub insecure: bool,
+    /// PEM file of the client's certificate chain (its own certificate first), presented
+    /// to a server that asks for one (mutual TLS); set together with `key_file`.
+    pub cert_file: Option<PathBuf>,
+    /// PEM file of the private key of `cert_file`'s certificate (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: Option<PathBuf>,
 }
 
-/// Why the TLS settings could not be applied.
+/// One of the files of the `tls` settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsFile {
+    CaFile,
+    CertFile,
+    KeyFile,
+}
+
+impl TlsFile {
+    /// What the file holds, and its PEM label.
+    fn holds(self) -> (&'static str, &'static str) {
+        match self {
+            TlsFile::CaFile | TlsFile::CertFile => ("certificate", "CERTIFICATE"),
+            TlsFile::KeyFile => ("private key", "PRIVATE KEY"),
+        }
+    }
+}
+
+impl std::fmt::Display for TlsFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsFile::CaFile => "ca_file",
+            TlsFile::CertFile => "cert_file",
+            TlsFile::KeyFile => "key_file",
+        })
+    }
+}
+
+/// Why the TLS settings could not be applied. (Large causes are boxed: every error that
+/// carries one stays small.)
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read ca_file {}", path.display())]
+    #[error("cannot read {file} {}", path.display())]
     Read {
+        file: TlsFile,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("ca_file {} holds no PEM certificate (`-----BEGIN CERTIFICATE-----`)", path.display())]
-    Empty { path: PathBuf },
-    #[error("ca_file {} is not a valid PEM certificate bundle", path.display())]
+    #[error("{file} {} holds no PEM {} (`-----BEGIN {}-----`)", path.display(), file.holds().0, file.holds().1)]
+    Empty { file: TlsFile, path: PathBuf },
+    #[error("{file} {} is not a valid PEM file", path.display())]
     Parse {
+        file: TlsFile,
         path: PathBuf,
         #[source]
-        source: reqwest::Error,
+        source: Box<pem::Error>,
     },
+    #[error("ca_file {} holds a certificate that cannot be trusted as a CA", path.display())]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: Box<rustls::Error>,
+    },
+    #[error("`tls.cert_file` and `tls.key_file` go together: set both, or neither")]
+    HalfIdentity,
+    /// `files`: "cert_file X and key_file Y".
+    #[error("{files} do not make a client certificate")]
+    Identity {
+        files: String,
+        #[source]
+        source: Box<rustls::Error>,
+    },
+    #[error("the TLS configuration could not be built")]
+    Config(#[source] Box<rustls::Error>),
 }
 
-/// The certificates of a PEM file (at least one).
-pub fn read_ca_file(path: &Path) -> Result<Vec<reqwest::Certificate>, TlsError> {
-    let bytes = std::fs::read(path).map_err(|source| TlsError::Read {
+fn read(file: TlsFile, path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        file,
         path: path.to_path_buf(),
         source,
-    })?;
-    let certs =
-        reqwest::Certificate::from_pem_bundle(&bytes).map_err(|source| TlsError::Parse {
+    })
+}
+
+/// The certificates of the PEM file `path` (at least one).
+fn read_certs(file: TlsFile, path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bytes = read(file, path)?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| TlsError::Parse {
+            file,
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
     if certs.is_empty() {
         return Err(TlsError::Empty {
+            file,
             path: path.to_path_buf(),
         });
     }
     Ok(certs)
 }
 
+/// The certificates of a `ca_file` (at least one).
+pub fn read_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    read_certs(TlsFile::CaFile, path)
+}
+
+/// The client's certificate chain of a `cert_file` (at least one certificate).
+pub fn read_cert_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    read_certs(TlsFile::CertFile, path)
+}
+
+/// The private key of a `key_file` (the first one in it).
+pub fn read_key_file(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let file = TlsFile::KeyFile;
+    let bytes = read(file, path)?;
+    match PrivateKeyDer::from_pem_slice(&bytes) {
+        Ok(key) => Ok(key),
+        Err(pem::Error::NoItemsFound) => Err(TlsError::Empty {
+            file,
+            path: path.to_path_buf(),
+        }),
+        Err(source) => Err(TlsError::Parse {
+            file,
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        }),
+    }
+}
+
 impl Tls {
-    /// The builder with these settings.
+    /// The reqwest builder with these settings: the same rustls configuration as the lean
+    /// client's (`client_config`), with rustls's default session resumption.
     pub fn apply(
         &self,
-        mut builder: reqwest::ClientBuilder,
+        builder: reqwest::ClientBuilder,
     ) -> Result<reqwest::ClientBuilder, TlsError> {
-        if let Some(path) = &self.ca_file {
-            for cert in read_ca_file(path)? {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
-        if self.insecure {
-            builder = builder.danger_accept_invalid_certs(true);
-        }
-        Ok(builder)
+        let config = self.client_config(rustls::client::Resumption::default())?;
+        Ok(builder.use_preconfigured_tls(config))
     }
 
     /// How certificates are checked, in words (for `perfplan check`).
     pub fn describe(&self) -> String {
-        match (&self.ca_file, self.insecure) {
+        let server = match (&self.ca_file, self.insecure) {
             (_, true) => "not verified (insecure = true): any certificate is accepted".into(),
             (Some(p), false) => format!(
                 "verified against the built-in roots and ca_file {}",
                 p.display()
             ),
-            (None, false) => "verified against the built-in roots".into(),
+            (None, false) => "verified against the built-in roots".to_string(),
+        };
+        match &self.cert_file {
+            Some(cert) => format!("{server}; client certificate {}", cert.display()),
+            None => server,
         }
     }
 }
@@ -160,6 +251,14 @@ fn certificate_words(c: &CertificateError) -> String {
         CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
             "the server's certificate is not meant for a TLS server".into()
         }
+        // A self-signed certificate made as a CA (`openssl req -x509` marks it `CA:TRUE`
+        // unless told otherwise): trusted, yet no server certificate.
+        other if format!("{other:?}").contains("CaUsedAsEndEntity") => {
+            "the server's certificate is a CA certificate (basicConstraints CA:TRUE), which \
+             cannot identify a server: make it with `-addext basicConstraints=critical,CA:FALSE`, \
+             or have that CA sign a server certificate"
+                .into()
+        }
         other => format!("the server's certificate was refused ({other:?}); {TRUST_HINT}"),
     }
 }
@@ -208,5 +307,12 @@ mod tests {
             e.to_string().contains("junk.pem") && e.to_string().contains("no PEM"),
             "{e}"
         );
+        let e = read_key_file(&junk).unwrap_err();
+        assert!(
+            e.to_string().contains("key_file") && e.to_string().contains("no PEM private key"),
+            "{e}"
+        );
+        let e = read_cert_file(&missing).unwrap_err();
+        assert!(e.to_string().contains("cannot read cert_file"), "{e}");
     }
 }

@@ -41,6 +41,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         intended,
         sent: intended,
         connect: None,
+        tls: None,
         first_chunk: None,
         content_times: Vec::new(),
         last_chunk: None,
@@ -143,12 +144,19 @@ async fn drive(
     }
 }
 
-fn connect_failure(e: std::io::Error) -> Failure {
+/// A connection that could not be opened: refused, timed out, out of descriptors or
+/// ports (named), or a TLS handshake that failed (its cause in words, as on the reqwest
+/// path: an unknown issuer, a name mismatch, an expired certificate).
+pub(crate) fn connect_failure(e: &std::io::Error) -> Failure {
     let outcome = if e.kind() == std::io::ErrorKind::TimedOut {
         Outcome::Timeout
     } else {
         Outcome::Connect
     };
+    if crate::control::tls_problem(e).is_some() {
+        let words = crate::control::explain(e);
+        return Failure::new(outcome, format!("TLS handshake: {words}"));
+    }
     let hint = match e.raw_os_error() {
         Some(24) => " (too many open files: raise `ulimit -n` above the concurrency)",
         Some(99) => " (no free local port: too many connections in TIME_WAIT)",
@@ -158,10 +166,10 @@ fn connect_failure(e: std::io::Error) -> Failure {
 }
 
 /// Connects (or takes an idle connection), sends, and reads the response head; stamps
-/// `rec.sent` as the request is written on the established connection and `rec.connect`
-/// when the request opened it. A pooled connection that fails before any answer byte was
-/// closed by the server while idle: the request is sent once more on a fresh connection
-/// and timed from there (not a failure).
+/// `rec.sent` as the request is written on the established connection, and `rec.connect`
+/// and `rec.tls` when the request opened it. A pooled connection that fails before any
+/// answer byte was closed by the server while idle: the request is sent once more on a
+/// fresh connection and timed from there (not a failure).
 async fn open_h1(
     h1: &H1Client,
     target: &str,
@@ -170,10 +178,11 @@ async fn open_h1(
     rec: &mut RequestRecord,
     t0: Instant,
 ) -> Result<(Conn, Head), Failure> {
-    let mut conn = h1.checkout().await.map_err(connect_failure)?;
+    let mut conn = h1.checkout().await.map_err(|e| connect_failure(&e))?;
     loop {
         let reused = conn.reused;
         rec.connect = (!reused).then_some(conn.setup);
+        rec.tls = conn.tls.filter(|_| !reused);
         rec.sent = Instant::now() - t0;
         let result = match h1.send(&mut conn, target, req, ids).await {
             Ok(()) => conn.read_head().await,
@@ -181,11 +190,16 @@ async fn open_h1(
         };
         match result {
             Ok(Some(head)) => return Ok((conn, head)),
+            // A TLS alert before any answer (a client certificate the server refused once
+            // the handshake was over on this side): the connection's failure, in words.
+            Err(e) if !conn.answered() && crate::control::tls_problem(&e).is_some() => {
+                return Err(connect_failure(&e))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 return Err(Failure::new(Outcome::BadBody, e.to_string()))
             }
             Ok(None) | Err(_) if reused && !conn.answered() => {
-                conn = h1.connect().await.map_err(connect_failure)?
+                conn = h1.connect().await.map_err(|e| connect_failure(&e))?
             }
             Ok(None) => {
                 return Err(Failure::new(

@@ -1,8 +1,10 @@
-//! A minimal HTTP/1.1 client for plain `http://` endpoints, built for the benchmark's hot
-//! path: the request head is prepared once per path, connections are kept alive in a
-//! small pool, and the response body is de-chunked in place and handed to the caller as
-//! slices of the read buffer (no copy, no allocation per read). `https://` endpoints use
-//! reqwest instead. Knows nothing about OpenAI APIs or plans.
+//! A minimal HTTP/1.1 client for `http://` and `https://` endpoints, built for the
+//! benchmark's hot path: the request head is prepared once per path, connections are kept
+//! alive in a small pool (over TLS: handshaken when opened, sessions resumed on the next
+//! ones, `h1_wire`), and the response body is de-chunked in place and handed to the caller
+//! as slices of the read buffer (no copy, no allocation per read). Which endpoints it
+//! serves and which go through reqwest is `target::lean_client`'s one rule. Knows nothing
+//! about OpenAI APIs or plans.
 //!
 //! Why a client of our own rather than hyper's (issue 16, measured in `bench/RESULTS.md`,
 //! "the HTTP/1 client"): hyper's HTTP/1 connection API with the same pool, pre-connecting,
@@ -24,10 +26,14 @@ use std::io::Write as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+pub(crate) use super::h1_body::BodyState;
 use super::h1_head::{bad, parse_head};
 pub(crate) use super::h1_head::{Framing, Head};
+use super::h1_wire::{TlsDial, Wire};
 use crate::api::SseDecoder;
+use crate::either_io::EitherIo;
 use crate::engine::PreparedRequest;
+use crate::record::TlsHandshake;
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -45,11 +51,13 @@ pub(crate) struct H1Client {
     idle: Mutex<Vec<Conn>>,
     max_idle: usize,
     connect_timeout: Duration,
+    /// `https://`: how each new connection becomes a TLS one.
+    tls: Option<TlsDial>,
 }
 
 /// One keep-alive connection with its buffers.
 pub(crate) struct Conn {
-    stream: TcpStream,
+    stream: Wire,
     rbuf: Vec<u8>,
     start: usize,
     end: usize,
@@ -61,8 +69,10 @@ pub(crate) struct Conn {
     /// Was idle in the pool (served a request before, or was pre-connected): a failure
     /// before any answer byte may be a socket the server has closed meanwhile.
     pub(crate) reused: bool,
-    /// How long the TCP connect took.
+    /// How long opening the connection took: the TCP connect and any TLS handshake.
     pub(crate) setup: Duration,
+    /// The TLS handshake (`https://`).
+    pub(crate) tls: Option<TlsHandshake>,
     /// Bytes of an answer arrived since the last request was written.
     answered: bool,
 }
@@ -81,6 +91,7 @@ impl fmt::Debug for Conn {
         f.debug_struct("Conn")
             .field("reused", &self.reused)
             .field("setup", &self.setup)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
@@ -105,19 +116,26 @@ impl H1Client {
             idle: Mutex::new(Vec::new()),
             max_idle,
             connect_timeout,
+            tls: None,
         }
     }
 
-    /// An idle connection, or a new one.
+    /// Makes every new connection a TLS one (`https://`).
+    pub(crate) fn with_tls(mut self, dial: TlsDial) -> H1Client {
+        self.tls = Some(dial);
+        self
+    }
+
     /// An idle connection the server has not closed meanwhile, or a new one.
     pub(crate) async fn checkout(&self) -> io::Result<Conn> {
         loop {
             let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
             match idle {
-                Some(c) if c.filled_at.elapsed() < PROBE_AFTER || c.idle_and_open() => {
-                    return Ok(c)
+                Some(mut c) => {
+                    if c.filled_at.elapsed() < PROBE_AFTER || c.stream.idle_and_open() {
+                        return Ok(c);
+                    }
                 }
-                Some(_) => {}
                 None => return self.connect().await,
             }
         }
@@ -126,31 +144,51 @@ impl H1Client {
     /// Drops the idle connections the server has closed (before counting them).
     pub(crate) fn prune_idle(&self) {
         if let Ok(mut idle) = self.idle.lock() {
-            idle.retain(Conn::idle_and_open);
+            idle.retain_mut(|c| c.stream.idle_and_open());
         }
     }
 
-    /// Opens a new connection (trying each address in turn), timing its TCP connect.
+    /// Opens a new connection: its TCP connect (trying each address in turn) and, for
+    /// `https://`, its TLS handshake, both within `timeouts.connect` and timed together
+    /// (`setup`), the handshake also alone (`tls`).
     pub(crate) async fn connect(&self) -> io::Result<Conn> {
-        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
         let began = Instant::now();
+        let tcp = self.connect_tcp().await?;
+        let (stream, tls) = match &self.tls {
+            None => (EitherIo::Plain(tcp), None),
+            Some(dial) => {
+                let left = self.connect_timeout.saturating_sub(began.elapsed());
+                let (wire, handshake) = tokio::time::timeout(left, dial.handshake(tcp))
+                    .await
+                    .map_err(|_| {
+                        io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timeout")
+                    })??;
+                (wire, Some(handshake))
+            }
+        };
+        let setup = began.elapsed();
+        Ok(Conn {
+            stream,
+            rbuf: vec![0; READ_BUF],
+            start: 0,
+            end: 0,
+            wbuf: Vec::with_capacity(1024),
+            filled_at: Instant::now(),
+            sse: SseDecoder::new(),
+            reused: false,
+            setup,
+            tls,
+            answered: false,
+        })
+    }
+
+    async fn connect_tcp(&self) -> io::Result<TcpStream> {
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
         for addr in &self.addrs {
             match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
                 Ok(Ok(stream)) => {
-                    let setup = began.elapsed();
                     stream.set_nodelay(true)?;
-                    return Ok(Conn {
-                        stream,
-                        rbuf: vec![0; READ_BUF],
-                        start: 0,
-                        end: 0,
-                        wbuf: Vec::with_capacity(1024),
-                        filled_at: Instant::now(),
-                        sse: SseDecoder::new(),
-                        reused: false,
-                        setup,
-                        answered: false,
-                    });
+                    return Ok(stream);
                 }
                 Ok(Err(e)) => last = e,
                 Err(_) => last = io::Error::new(io::ErrorKind::TimedOut, "connect timeout"),
@@ -212,19 +250,15 @@ impl H1Client {
         let _ = write!(w, "Content-Length: {}\r\n\r\n", body.len());
         w.extend_from_slice(body);
         conn.answered = false;
-        conn.stream.write_all(&conn.wbuf).await
+        conn.stream.write_all(&conn.wbuf).await?;
+        if conn.stream.is_tls() {
+            conn.stream.flush().await?;
+        }
+        Ok(())
     }
 }
 
 impl Conn {
-    /// An idle connection is still usable: the runtime has seen neither its close nor
-    /// stray bytes (no system call unless the socket became readable). A close that
-    /// arrives later is met by the retry in `exchange`.
-    fn idle_and_open(&self) -> bool {
-        let mut probe = [0u8; 1];
-        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
-    }
-
     /// Whether any byte of an answer arrived since the request was written (a reused
     /// connection that fails before that is retried on a fresh one).
     pub(crate) fn answered(&self) -> bool {
@@ -246,7 +280,13 @@ impl Conn {
                 self.rbuf.resize(n, 0);
             }
         }
-        let n = self.stream.read(&mut self.rbuf[self.end..]).await?;
+        let n = match self.stream.read(&mut self.rbuf[self.end..]).await {
+            Ok(n) => n,
+            // A TLS server that closed without `close_notify` (common): the end of the
+            // stream, as over plain TCP; HTTP's framing still tells a body cut short.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && self.stream.is_tls() => 0,
+            Err(e) => return Err(e),
+        };
         self.filled_at = Instant::now();
         self.end += n;
         self.answered |= n > 0;
@@ -292,202 +332,12 @@ impl Conn {
             return Ok(false);
         }
         if self.start == self.end && self.fill().await? == 0 {
-            return match body.framing {
-                Framing::UntilClose => {
-                    body.ended = true;
-                    Ok(false)
-                }
-                _ => Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "connection closed inside the body",
-                )),
-            };
+            return body.at_close();
         }
         let input = &self.rbuf[self.start..self.end];
         let at = self.filled_at;
         let used = body.feed(input, |d| on_data(d, at))?;
         self.start += used;
         Ok(!body.done())
-    }
-}
-
-/// Where a body stands: framing and, for chunked bodies, the decoder state.
-#[derive(Debug)]
-pub(crate) struct BodyState {
-    framing: Framing,
-    remaining: u64,
-    chunk: ChunkState,
-    ended: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ChunkState {
-    Size { value: u64, digits: bool },
-    Ext(u64),
-    SizeLf(u64),
-    Data(u64),
-    DataCr,
-    DataLf,
-    TrailerStart,
-    TrailerLine,
-    TrailerLf { empty: bool },
-    Done,
-}
-
-impl BodyState {
-    pub(crate) fn new(framing: Framing) -> BodyState {
-        let remaining = match framing {
-            Framing::Length(n) => n,
-            _ => 0,
-        };
-        BodyState {
-            framing,
-            remaining,
-            chunk: ChunkState::Size {
-                value: 0,
-                digits: false,
-            },
-            ended: false,
-        }
-    }
-
-    /// The body has ended (the connection may serve another request unless `UntilClose`).
-    pub(crate) fn done(&self) -> bool {
-        match self.framing {
-            Framing::Length(_) => self.remaining == 0,
-            Framing::Chunked => self.chunk == ChunkState::Done,
-            Framing::UntilClose => self.ended,
-        }
-    }
-
-    /// Consumes framing from `input`, handing data to `on_data`; returns bytes used.
-    pub(crate) fn feed(
-        &mut self,
-        input: &[u8],
-        mut on_data: impl FnMut(&[u8]),
-    ) -> io::Result<usize> {
-        match self.framing {
-            Framing::UntilClose => {
-                on_data(input);
-                Ok(input.len())
-            }
-            Framing::Length(_) => {
-                let n = (self.remaining.min(input.len() as u64)) as usize;
-                if n > 0 {
-                    on_data(&input[..n]);
-                }
-                self.remaining -= n as u64;
-                Ok(n)
-            }
-            Framing::Chunked => self.feed_chunked(input, &mut on_data),
-        }
-    }
-
-    fn feed_chunked(&mut self, input: &[u8], on_data: &mut impl FnMut(&[u8])) -> io::Result<usize> {
-        use ChunkState::*;
-        let mut i = 0;
-        while i < input.len() && self.chunk != Done {
-            if let Data(rem) = self.chunk {
-                let n = rem.min((input.len() - i) as u64) as usize;
-                on_data(&input[i..i + n]);
-                i += n;
-                let left = rem - n as u64;
-                self.chunk = if left == 0 { DataCr } else { Data(left) };
-                continue;
-            }
-            let b = input[i];
-            i += 1;
-            self.chunk = match (self.chunk, b) {
-                (Size { value, .. }, b) if b.is_ascii_hexdigit() => {
-                    let d = u64::from((b as char).to_digit(16).unwrap_or(0));
-                    let v = value.checked_mul(16).and_then(|v| v.checked_add(d));
-                    Size {
-                        value: v.ok_or_else(|| bad("chunk size overflow"))?,
-                        digits: true,
-                    }
-                }
-                (
-                    Size {
-                        value,
-                        digits: true,
-                    },
-                    b'\r',
-                )
-                | (Ext(value), b'\r') => SizeLf(value),
-                (
-                    Size {
-                        value,
-                        digits: true,
-                    },
-                    b'\n',
-                )
-                | (Ext(value), b'\n') => after_size(value),
-                (
-                    Size {
-                        value,
-                        digits: true,
-                    },
-                    b';' | b' ' | b'\t',
-                ) => Ext(value),
-                (Ext(value), _) => Ext(value),
-                (SizeLf(value), b'\n') => after_size(value),
-                (DataCr, b'\r') => DataLf,
-                (DataCr, b'\n') | (DataLf, b'\n') => Size {
-                    value: 0,
-                    digits: false,
-                },
-                (TrailerStart, b'\r') => TrailerLf { empty: true },
-                (TrailerStart, b'\n') => Done,
-                (TrailerStart, _) | (TrailerLine, _) if b != b'\r' => TrailerLine,
-                (TrailerLine, b'\r') => TrailerLf { empty: false },
-                (TrailerLf { empty: true }, b'\n') => Done,
-                (TrailerLf { empty: false }, b'\n') => TrailerStart,
-                _ => return Err(bad("malformed chunked body")),
-            };
-        }
-        Ok(i)
-    }
-}
-
-fn after_size(value: u64) -> ChunkState {
-    if value == 0 {
-        ChunkState::TrailerStart
-    } else {
-        ChunkState::Data(value)
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-
-    const CHUNKED: &[u8] =
-        b"5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n";
-
-    fn decode(pieces: &[&[u8]]) -> (Vec<u8>, bool) {
-        let mut b = BodyState::new(Framing::Chunked);
-        let mut out = Vec::new();
-        for p in pieces {
-            let mut rest: &[u8] = p;
-            while !rest.is_empty() && !b.done() {
-                let n = b.feed(rest, |d| out.extend_from_slice(d)).unwrap();
-                rest = &rest[n..];
-            }
-        }
-        (out, b.done())
-    }
-
-    #[test]
-    fn chunked_any_split() {
-        for i in 0..=CHUNKED.len() {
-            let (out, done) = decode(&[&CHUNKED[..i], &CHUNKED[i..]]);
-            assert_eq!(out, b"hello 0123456789", "split {i}");
-            assert!(done);
-        }
-        let (_, done) = decode(&[b"0\r\n\r\n"]);
-        assert!(done);
-        let mut b = BodyState::new(Framing::Chunked);
-        assert!(b.feed(b"zz\r\n", |_| {}).is_err());
     }
 }

@@ -15,11 +15,14 @@
 pub mod arrivals;
 pub mod balance;
 pub mod bounds;
+mod client_rule;
 mod connect_times;
 pub mod cpu;
 mod exchange;
 mod h1;
+mod h1_body;
 mod h1_head;
+mod h1_wire;
 pub mod limits;
 pub mod preconnect;
 pub mod request_id;
@@ -29,6 +32,7 @@ pub mod schedule;
 pub mod source;
 pub mod target;
 mod ticker;
+mod tls_sessions;
 mod via_reqwest;
 
 pub use crate::record::{excerpt, ERROR_EXCERPT_BYTES};

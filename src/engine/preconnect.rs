@@ -33,14 +33,22 @@ pub struct Preconnect {
     pub wanted: usize,
     /// Connections opened now (the others were already open, or pre-connecting stopped).
     pub opened: usize,
-    /// Connects that took [`SLOW_CONNECT`] or longer.
+    /// TCP connects that took [`SLOW_CONNECT`] or longer.
     pub slow: usize,
-    /// The slowest connect.
+    /// The slowest TCP connect.
     pub slowest: Duration,
     /// From the first connect to the last.
     pub wall: Duration,
     /// The first failure, where pre-connecting stopped.
     pub error: Option<String>,
+    /// TLS handshakes completed (`https://`: one per connection opened) ...
+    pub tls_handshakes: usize,
+    /// ... of which the server resumed an earlier session ...
+    pub tls_resumed: usize,
+    /// ... their time together ...
+    pub tls_handshake_total: Duration,
+    /// ... and the slowest (each also inside its connection's connect time).
+    pub tls_handshake_max: Duration,
 }
 
 impl Preconnect {
@@ -79,6 +87,10 @@ impl Preconnect {
             slowest: self.slowest.max(l.slowest),
             wall: self.wall + l.wall,
             error: self.error.or(l.error),
+            tls_handshakes: self.tls_handshakes + l.tls_handshakes,
+            tls_resumed: self.tls_resumed + l.tls_resumed,
+            tls_handshake_total: self.tls_handshake_total + l.tls_handshake_total,
+            tls_handshake_max: self.tls_handshake_max.max(l.tls_handshake_max),
         }
     }
 
@@ -93,16 +105,28 @@ impl Preconnect {
         }
     }
 
-    /// The run's extras entry.
+    /// The run's extras entry (the TLS fields for `https://` only).
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let mut v = serde_json::json!({
             "wanted": self.wanted,
             "opened": self.opened,
             "slow": self.slow,
-            "slowest_ms": self.slowest.as_secs_f64() * 1e3,
-            "wall_ms": self.wall.as_secs_f64() * 1e3,
+            "slowest_ms": ms(self.slowest),
+            "wall_ms": ms(self.wall),
             "error": self.error,
-        })
+        });
+        if let (Some(map), true) = (v.as_object_mut(), self.tls_handshakes > 0) {
+            let mean = ms(self.tls_handshake_total) / self.tls_handshakes as f64;
+            map.insert("tls_handshakes".into(), self.tls_handshakes.into());
+            map.insert("tls_resumed".into(), self.tls_resumed.into());
+            map.insert("tls_handshake_mean_ms".into(), mean.into());
+            map.insert(
+                "tls_handshake_max_ms".into(),
+                ms(self.tls_handshake_max).into(),
+            );
+        }
+        v
     }
 }
 
@@ -128,12 +152,23 @@ pub(crate) async fn fill(h1: &H1Client, wanted: usize) -> Preconnect {
         match result {
             Ok(conn) => {
                 report.opened += 1;
-                report.slowest = report.slowest.max(conn.setup);
-                report.slow += usize::from(conn.setup >= SLOW_CONNECT);
+                // The TCP connect alone: a slow TLS handshake is no SYN retransmit.
+                let tcp = conn
+                    .setup
+                    .saturating_sub(conn.tls.map_or(Duration::ZERO, |t| t.took));
+                report.slowest = report.slowest.max(tcp);
+                report.slow += usize::from(tcp >= SLOW_CONNECT);
+                if let Some(tls) = conn.tls {
+                    report.tls_handshakes += 1;
+                    report.tls_resumed += usize::from(tls.resumed);
+                    report.tls_handshake_total += tls.took;
+                    report.tls_handshake_max = report.tls_handshake_max.max(tls.took);
+                }
                 h1.checkin(conn);
             }
             Err(e) => {
-                report.error.get_or_insert_with(|| format!("connect: {e}"));
+                let failure = super::exchange::connect_failure(&e);
+                report.error.get_or_insert(failure.error);
             }
         }
     }

@@ -3,17 +3,14 @@
 //! request URLs follow `control`'s one URL rule. Keys are never printed.
 
 use std::fmt;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{
-    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONNECTION, CONTENT_TYPE,
-};
 use reqwest::Url;
 
 pub use super::balance::Balance;
 use super::bounds::ResponseLimits;
+use super::client_rule::{default_headers, lean_client};
 use super::connect_times::{ConnectTimes, TimeConnects};
 use super::h1::H1Client;
 use super::preconnect::{self, Preconnect};
@@ -63,10 +60,12 @@ pub struct Target {
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub timeouts: Timeouts,
-    /// Use reqwest even for plain `http://` (the lean HTTP/1.1 client is the default there).
+    /// Use reqwest even where the lean HTTP/1.1 client would send the load
+    /// (`client_rule`).
     pub force_reqwest: bool,
     /// Measure the cold path: a new connection for every request (sent with
-    /// `Connection: close`), no pool and no pre-connecting; each record has its setup time.
+    /// `Connection: close`), no pool, no pre-connecting and, over TLS, no session
+    /// resumption (a full handshake each); each record has its setup time.
     pub fresh_connections: bool,
     /// How much of each response is read and kept.
     pub limits: ResponseLimits,
@@ -116,8 +115,10 @@ pub enum EngineError {
     },
 }
 
-/// One endpoint: its HTTP client (connection pool) and parsed request URLs. Plain
-/// `http://` endpoints use the lean built-in HTTP/1.1 client (`h1`); others reqwest.
+/// One endpoint: its HTTP client (connection pool) and parsed request URLs. The lean
+/// built-in HTTP/1.1 client (`h1`) sends the load of `http://` and `https://` endpoints;
+/// reqwest that of the others (proxies, `force_reqwest`, APIs on other hosts: the one
+/// rule of `client_rule`).
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     pub(crate) client: reqwest::Client,
@@ -318,92 +319,6 @@ impl Target {
     }
 }
 
-/// The built-in HTTP/1.1 client for a plain `http://` URL with no proxy to honour, when
-/// every API's URL is on the base URL's host and port.
-fn lean_client(
-    urls: &Urls,
-    target: &Target,
-    pool: usize,
-) -> Result<Option<Arc<H1Client>>, EngineError> {
-    let url = urls.root();
-    let Some(host) = url.host_str() else {
-        return Ok(None);
-    };
-    let proxied = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-    let one_origin = ApiKind::ALL
-        .into_iter()
-        .all(|k| urls.same_origin(urls.api(k)));
-    if url.scheme() != "http"
-        || (proxied && !control::client::is_loopback(url))
-        || target.force_reqwest
-        || !one_origin
-    {
-        return Ok(None);
-    }
-    let port = url.port_or_known_default().unwrap_or(80);
-    let mut addrs: Vec<SocketAddr> =
-        match (host.trim_start_matches('[').trim_end_matches(']'), port).to_socket_addrs() {
-            Ok(a) => a.collect(),
-            Err(_) => return Ok(None), // let reqwest report the resolution failure per request
-        };
-    // IPv4 first: `localhost` servers often listen on 127.0.0.1 only.
-    addrs.sort_by_key(SocketAddr::is_ipv6);
-    let mut headers = vec![
-        ("Host".to_string(), format!("{host}:{port}")),
-        ("Content-Type".to_string(), "application/json".to_string()),
-        (
-            "User-Agent".to_string(),
-            concat!("perfplan/", env!("CARGO_PKG_VERSION")).to_string(),
-        ),
-    ];
-    if let Some(key) = &target.api_key {
-        headers.push(("Authorization".to_string(), format!("Bearer {key}")));
-    }
-    if target.fresh_connections {
-        headers.push(("Connection".to_string(), "close".to_string()));
-    }
-    for (name, value) in &target.headers {
-        HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| EngineError::BadHeader { name: name.clone() })?;
-        HeaderValue::from_str(value).map_err(|_| EngineError::BadHeader { name: name.clone() })?;
-        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        headers.push((name.clone(), value.clone()));
-    }
-    Ok(Some(Arc::new(H1Client::new(
-        addrs,
-        &headers,
-        pool,
-        target.timeouts.connect,
-    ))))
-}
-
-fn default_headers(target: &Target) -> Result<HeaderMap, EngineError> {
-    let mut map = HeaderMap::new();
-    map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if target.fresh_connections {
-        map.insert(CONNECTION, HeaderValue::from_static("close"));
-    }
-    for (name, value) in &target.headers {
-        let bad = || EngineError::BadHeader { name: name.clone() };
-        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
-        let mut v = HeaderValue::from_str(value).map_err(|_| bad())?;
-        v.set_sensitive(is_secret_header(name));
-        map.insert(n, v);
-    }
-    if let Some(key) = &target.api_key {
-        let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-            EngineError::BadHeader {
-                name: "authorization".into(),
-            }
-        })?;
-        v.set_sensitive(true);
-        map.insert(AUTHORIZATION, v);
-    }
-    Ok(map)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -449,6 +364,16 @@ mod tests {
             );
             assert!(ep.h1.is_some(), "{base}");
         }
+        let https = Target {
+            base_url: "https://127.0.0.1:9/v1".into(),
+            ..Target::default()
+        };
+        assert!(Endpoint::new(&https, 1).unwrap().h1.is_some());
+        let forced = Target {
+            force_reqwest: true,
+            ..https
+        };
+        assert!(Endpoint::new(&forced, 1).unwrap().h1.is_none());
         let t = Target {
             base_url: "http://127.0.0.1:9/gw/v1".into(),
             paths: vec![(Route::Api(ApiKind::Rerank), "http://127.0.0.2:9/r".into())],

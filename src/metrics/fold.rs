@@ -12,7 +12,7 @@ use super::definitions::{timing, MetricDefinitions, Timing};
 use super::names::all_names;
 use super::rates::Rates;
 use super::stats::fill_from;
-use super::summary::{client_bound, RunSummary, Slo, SloQuantity, SummaryOptions};
+use super::summary::{client_bound, Connections, RunSummary, Slo, SloQuantity, SummaryOptions};
 use crate::record::{Outcome, Phase, RequestRecord};
 
 /// The running state of one run's metrics.
@@ -31,6 +31,7 @@ pub struct Fold {
     latency: Times,
     lateness: Times,
     connect: Times,
+    tls_handshake: Times,
     /// Per request: output tokens / latency, and (output tokens − 1) / (latency − TTFT).
     request_output_tps: Rates,
     decode_tps: Rates,
@@ -54,6 +55,7 @@ struct Tallies {
     unknown_output: u64,
     truncated: u64,
     no_output: u64,
+    connections: Connections,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -94,6 +96,7 @@ impl Fold {
             latency: Times::default(),
             lateness: Times::default(),
             connect: Times::default(),
+            tls_handshake: Times::default(),
             request_output_tps: Rates::default(),
             decode_tps: Rates::default(),
             itl: Gaps::default(),
@@ -119,6 +122,12 @@ impl Fold {
         self.lateness.push(r.lateness());
         if let Some(c) = r.connect {
             self.connect.push(c);
+            self.counts.connections.opened += 1;
+        }
+        if let Some(tls) = r.tls {
+            self.tls_handshake.push(tls.took);
+            self.counts.connections.tls_handshakes += 1;
+            self.counts.connections.tls_resumed += u64::from(tls.resumed);
         }
         if r.outcome == Outcome::Ok {
             self.add_ok(r);
@@ -213,6 +222,7 @@ impl Fold {
             unknown_output: c.unknown_output,
             truncated: c.truncated,
             no_output: c.no_output,
+            connections: c.connections,
             unmeasured: c.unmeasured,
             client_bound: None,
             definitions: self.definitions,
@@ -226,6 +236,7 @@ impl Fold {
             ("latency", self.latency),
             ("lateness", self.lateness),
             ("connect", self.connect),
+            ("tls_handshake", self.tls_handshake),
         ] {
             fill_from(v, name, &times.sorted());
         }

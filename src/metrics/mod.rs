@@ -26,4 +26,4 @@ pub mod window_fold;
 pub use definitions::{timing, MetricDefinitions, Timing};
 pub use fold::Fold;
 pub use stats::percentile;
-pub use summary::{summarize, RunSummary, Slo, SloQuantity, SummaryOptions};
+pub use summary::{summarize, Connections, RunSummary, Slo, SloQuantity, SummaryOptions};

@@ -2,7 +2,7 @@
 //! `[gates]`, `--metrics`, CSV columns and the JSON output.
 
 /// Distributions: `<quantity>_<statistic>`.
-pub const QUANTITIES: [&str; 12] = [
+pub const QUANTITIES: [&str; 13] = [
     "ttft",
     "tpot",
     "itl",
@@ -11,8 +11,8 @@ pub const QUANTITIES: [&str; 12] = [
     "output_tokens",
     "cached_tokens",
     "lateness",
-    // Connection setup (TCP connect, and TLS on the reqwest path) of the measured requests
-    // that opened a connection; requests sent on an open connection have none.
+    // Connection setup (TCP connect and, for https://, the TLS handshake) of the measured
+    // requests that opened a connection; requests sent on an open connection have none.
     "connect",
     // Time to the first answer token after any reasoning (AIPerf's "time to first output
     // token"): the first content or tool-call chunk; equal to `ttft` without reasoning.
@@ -22,6 +22,10 @@ pub const QUANTITIES: [&str; 12] = [
     // (1 / TPOT; requests of two or more output tokens).
     "request_output_tps",
     "decode_tps",
+    // The TLS handshake part of `connect` (the lean client's https:// connections opened
+    // by measured requests); the handshakes of connections opened before the clock are in
+    // the run's extras (`preconnect`).
+    "tls_handshake",
 ];
 
 pub const STATISTICS: [&str; 14] = [
@@ -119,7 +123,7 @@ pub fn is_rate_quantity(quantity: &str) -> bool {
 pub fn is_time_quantity(quantity: &str) -> bool {
     matches!(
         quantity,
-        "ttft" | "tpot" | "itl" | "latency" | "lateness" | "connect" | "ttfo"
+        "ttft" | "tpot" | "itl" | "latency" | "lateness" | "connect" | "ttfo" | "tls_handshake"
     )
 }
 
@@ -188,10 +192,11 @@ mod tests {
     #[test]
     fn vocabulary_is_consistent() {
         let names = all_names();
-        assert_eq!(names.len(), 12 * 14 + SCALARS.len() + SERVER_SCALARS.len());
+        assert_eq!(names.len(), 13 * 14 + SCALARS.len() + SERVER_SCALARS.len());
         assert!(is_metric("decode_tps_p99") && !is_time_quantity("decode_tps"));
         assert!(is_metric("ttft_p99_steady") && is_metric("steady_s"));
         assert!(is_metric("connect_p99"));
+        assert!(is_metric("tls_handshake_p99") && is_time_quantity("tls_handshake"));
         assert!(is_metric("ttfo_p99") && is_time_quantity("ttfo"));
         assert!(is_metric("requests_no_output"));
         assert!(names.iter().all(|n| is_metric(n)));

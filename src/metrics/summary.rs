@@ -106,12 +106,38 @@ pub struct RunSummary {
     pub truncated: u64,
     /// Successful requests with no output at all (`RequestRecord::no_output`).
     pub no_output: u64,
+    /// Connections the measured requests opened (see `Connections`).
+    pub connections: Connections,
     /// Requests sent but not measured.
     pub unmeasured: u64,
     pub client_bound: Option<String>,
     pub definitions: MetricDefinitions,
     /// The ITL percentiles come from the bounded histogram (see `columns::Gaps`).
     pub itl_bounded: bool,
+}
+
+/// The connections measured requests opened: none on a pooled endpoint whose connections
+/// were all opened before the clock; one per request with `fresh_connections`; others when
+/// the server closed kept-alive connections or an open loop outgrew its pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Connections {
+    /// Measured requests that opened their connection (`connect` set).
+    pub opened: u64,
+    /// Of those, the lean client's TLS connections (`tls` set) ...
+    pub tls_handshakes: u64,
+    /// ... and of these, the handshakes that resumed an earlier session.
+    pub tls_resumed: u64,
+}
+
+impl Connections {
+    /// The run's extras entry (`connections`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "opened": self.opened,
+            "tls_handshakes": self.tls_handshakes,
+            "tls_resumed": self.tls_resumed,
+        })
+    }
 }
 
 /// Computes every metric from `records` (all of a run's records; warmup is skipped here):

@@ -21,6 +21,7 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
         intended: d(sent),
         sent: d(sent),
         connect: None,
+        tls: None,
         first_chunk: content.first().map(|&c| d(c)),
         content_times: content.iter().map(|&c| d(c)).collect(),
         last_chunk: Some(d(last)),

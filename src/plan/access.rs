@@ -61,7 +61,8 @@ impl PathsSpec {
     }
 }
 
-/// `tls`: how the server's certificate is checked (by default against the built-in roots).
+/// `tls`: how the server's certificate is checked (by default against the built-in roots),
+/// and the client certificate perfplan presents to a server that asks for one.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlsSpec {
@@ -72,6 +73,14 @@ pub struct TlsSpec {
     /// Accept any certificate (encrypted, but the server is not verified); a warning.
     #[serde(default)]
     pub insecure: bool,
+    /// PEM file of the client certificate (its chain, the client's own first) for a server
+    /// that asks for one (mutual TLS), relative to the plan's folder; needs `key_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_file: Option<String>,
+    /// PEM file of `cert_file`'s private key (PKCS#8, PKCS#1 or SEC1), relative to the
+    /// plan's folder; needs `cert_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<String>,
 }
 
 fn key(path: &[&str]) -> Vec<Step> {
@@ -127,17 +136,16 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
 }
 
 fn tls_problems(name: &str, ep: &EndpointSpec, tls: &TlsSpec, tree: &Node) -> Vec<Diagnostic> {
-    let mut diags = Vec::new();
     let at = |k: &str| Some(tree.locate(&key(&["endpoints", name, "tls", k])));
     if !uses_https(ep) {
-        diags.push(
-            Diagnostic::error(
-                format!("endpoint `{name}`: `tls` has no effect: no request of it uses https://"),
-                Some(tree.locate(&key(&["endpoints", name, "tls"]))),
-            )
-            .with_help("remove `tls`, or use an https:// base_url"),
-        );
-    } else if tls.insecure && tls.ca_file.is_some() {
+        return vec![Diagnostic::error(
+            format!("endpoint `{name}`: `tls` has no effect: no request of it uses https://"),
+            Some(tree.locate(&key(&["endpoints", name, "tls"]))),
+        )
+        .with_help("remove `tls`, or use an https:// base_url")];
+    }
+    let mut diags = Vec::new();
+    if tls.insecure && tls.ca_file.is_some() {
         diags.push(
             Diagnostic::error(
                 format!(
@@ -159,29 +167,74 @@ fn tls_problems(name: &str, ep: &EndpointSpec, tls: &TlsSpec, tree: &Node) -> Ve
             .with_help("trust the server's CA with `tls.ca_file` instead"),
         );
     }
+    if tls.cert_file.is_some() != tls.key_file.is_some() {
+        let (set, missing) = match tls.cert_file {
+            Some(_) => ("cert_file", "key_file"),
+            None => ("key_file", "cert_file"),
+        };
+        diags.push(
+            Diagnostic::error(
+                format!("endpoint `{name}`: `tls.{set}` needs `tls.{missing}`"),
+                at(set),
+            )
+            .with_help("a client certificate is a certificate file and its key file: set both"),
+        );
+    }
     diags
 }
 
-/// A `tls.ca_file` that is missing or holds no certificate, located. Paths are relative to
-/// the plan's folder.
+/// A `tls` file (`ca_file`, `cert_file`, `key_file`) that is missing or holds no
+/// certificate or key, located. Paths are relative to the plan's folder.
 pub fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &Path) -> Vec<Diagnostic> {
+    type Reader = fn(&Path) -> Result<(), control::TlsError>;
+    let readers: [(&str, Reader, &str); 3] = [
+        (
+            "ca_file",
+            |p| control::tls::read_ca_file(p).map(drop),
+            "ca_file is a PEM file of CA certificates, relative to the plan file's folder",
+        ),
+        (
+            "cert_file",
+            |p| control::tls::read_cert_file(p).map(drop),
+            "cert_file is a PEM file of the client's certificate chain, relative to the plan file's folder",
+        ),
+        (
+            "key_file",
+            |p| control::tls::read_key_file(p).map(drop),
+            "key_file is a PEM file of the client certificate's private key, relative to the plan file's folder",
+        ),
+    ];
     let mut diags = Vec::new();
     for (name, ep) in &spec.endpoints {
-        let Some(file) = ep.tls.as_ref().and_then(|t| t.ca_file.as_deref()) else {
-            continue;
-        };
-        if let Err(e) = control::tls::read_ca_file(&base_dir.join(file)) {
-            let place = key(&["endpoints", name, "tls", "ca_file"]);
-            let at = tree
-                .value_span(&place)
-                .or_else(|| Some(tree.locate(&place)));
-            diags.push(
-                Diagnostic::error(format!("endpoint `{name}`: {}", control::chain(&e)), at)
-                    .with_help(
-                    "ca_file is a PEM file of CA certificates, relative to the plan file's folder",
-                ),
-            );
+        let Some(tls) = &ep.tls else { continue };
+        let files = [&tls.ca_file, &tls.cert_file, &tls.key_file];
+        for ((field, read, help), file) in readers.iter().zip(files) {
+            let Some(file) = file.as_deref() else {
+                continue;
+            };
+            if let Err(e) = read(&base_dir.join(file)) {
+                diags.push(file_error(tree, (name, field), &e).with_help(*help));
+            }
+        }
+        if let (Some(cert), Some(key_file)) = (&tls.cert_file, &tls.key_file) {
+            let (cert, key_path) = (base_dir.join(cert), base_dir.join(key_file));
+            if let Err(e @ control::TlsError::Identity { .. }) =
+                control::tls_config::client_identity(&cert, &key_path)
+            {
+                diags.push(file_error(tree, (name, "key_file"), &e).with_help(
+                    "key_file must hold the private key of cert_file's first certificate",
+                ));
+            }
         }
     }
     diags
+}
+
+/// An error about the file of `tls.FIELD` of endpoint `name`, located at its value.
+fn file_error(tree: &Node, (name, field): (&str, &str), e: &control::TlsError) -> Diagnostic {
+    let place = key(&["endpoints", name, "tls", field]);
+    let at = tree
+        .value_span(&place)
+        .or_else(|| Some(tree.locate(&place)));
+    Diagnostic::error(format!("endpoint `{name}`: {}", control::chain(e)), at)
 }

@@ -111,6 +111,17 @@ pub struct Usage {
     pub cached_tokens: Option<u32>,
 }
 
+/// The TLS handshake of a connection a request opened. The lean client times it apart
+/// from the TCP connect; on the reqwest path it is inside `connect` and not told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsHandshake {
+    /// From the established TCP connection to the handshake's end (a part of `connect`).
+    pub took: Duration,
+    /// The server took up a session of an earlier connection (session resumption): an
+    /// abbreviated handshake, no certificate sent or verified.
+    pub resumed: bool,
+}
+
 /// One request, as observed by the client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
@@ -124,10 +135,15 @@ pub struct RequestRecord {
     /// When the request was handed to an established connection (after its connection
     /// setup, if it opened one; a retry on a fresh connection is timed from the retry).
     pub sent: Duration,
-    /// How long setting up the connection took (TCP connect, and TLS on the reqwest path)
-    /// when this request opened one; `None` when it was sent on a connection already open.
+    /// How long setting up the connection took (TCP connect, and the TLS handshake of an
+    /// https:// connection) when this request opened one; `None` when it was sent on a
+    /// connection already open.
     #[serde(default)]
     pub connect: Option<Duration>,
+    /// The TLS handshake of the connection this request opened (the lean client's https://
+    /// connections); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsHandshake>,
     /// Arrival of the first chunk that carried any choice/delta (vLLM's and EvalScope's TTFT point).
     pub first_chunk: Option<Duration>,
     /// Arrival of every chunk with non-empty output content, in order. The first is perfplan's TTFT point.
@@ -190,6 +206,7 @@ impl Default for RequestRecord {
             intended: Duration::ZERO,
             sent: Duration::ZERO,
             connect: None,
+            tls: None,
             first_chunk: None,
             content_times: Vec::new(),
             last_chunk: None,
@@ -234,6 +251,7 @@ impl RequestRecord {
             intended,
             sent,
             connect: _, // a duration, not an instant
+            tls: _,     // a duration, not an instant
             first_chunk,
             content_times,
             last_chunk,
@@ -268,6 +286,9 @@ impl RequestRecord {
     pub fn truncate_to_resolution(&mut self) {
         self.map_times(truncate);
         self.connect = self.connect.map(truncate);
+        if let Some(tls) = &mut self.tls {
+            tls.took = truncate(tls.took);
+        }
     }
 
     /// Time to first token under perfplan's definition: the first non-empty content chunk.

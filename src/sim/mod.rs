@@ -11,6 +11,8 @@
 //! last content chunk, then a usage chunk (`choices: []`) per `UsageMode`, then
 //! `data: [DONE]`. Responses API streams send typed events and end with `response.completed`.
 //!
+//! HTTPS (`perfplan sim --tls-cert --tls-key`, `SimServer::start_tls`): see `listen`.
+//!
 //! With `workers` above 1 one URL fronts that many workers (see `front`), each its own
 //! `SimState`; `/metrics` then labels each worker's series `engine="K"`.
 //!
@@ -27,6 +29,7 @@ mod format;
 mod front;
 mod generate;
 mod histograms;
+mod listen;
 mod metrics;
 mod request;
 mod respond;
@@ -55,7 +58,9 @@ pub use state::ReceivedRequest;
 pub use truth::{TruthRecord, TruthReport};
 
 use front::Front;
-use rx_stamp::{RxInfo, StampedListener};
+use listen::SimListener;
+pub use listen::{server_config, tls_config, SimTlsError};
+use rx_stamp::RxInfo;
 use state::SimState;
 
 /// Why the simulator could not start or serve.
@@ -113,12 +118,17 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-/// Serves the simulator on `listener` until the process ends (for `perfplan sim`).
-/// Request bodies are not kept (a long-running server would grow without bound).
-pub async fn serve(config: SimConfig, listener: TcpListener) -> Result<(), SimError> {
+/// Serves the simulator on `listener` until the process ends (for `perfplan sim`), over
+/// TLS with `tls` when given (see `tls_config`). Request bodies are not kept (a
+/// long-running server would grow without bound).
+pub async fn serve(
+    config: SimConfig,
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> Result<(), SimError> {
     let st = build_state(config, false)?;
     let app = routes::router(st).into_make_service_with_connect_info::<RxInfo>();
-    axum::serve(StampedListener(listener), app)
+    axum::serve(SimListener::new(listener, tls), app)
         .await
         .map_err(SimError::Serve)
 }
@@ -126,6 +136,8 @@ pub async fn serve(config: SimConfig, listener: TcpListener) -> Result<(), SimEr
 /// A running in-process simulator (tests and `sim://` endpoints).
 pub struct SimServer {
     addr: SocketAddr,
+    /// Serves HTTPS (`start_tls`).
+    tls: bool,
     state: Arc<Front>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), std::io::Error>>>,
@@ -139,6 +151,23 @@ impl SimServer {
 
     /// Starts on `addr` (port 0: ephemeral).
     pub async fn start_on(config: SimConfig, addr: SocketAddr) -> Result<SimServer, SimError> {
+        Self::start_with(config, addr, None).await
+    }
+
+    /// Starts on 127.0.0.1 with an ephemeral port, serving HTTPS with `tls` (see
+    /// `server_config`).
+    pub async fn start_tls(
+        config: SimConfig,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> Result<SimServer, SimError> {
+        Self::start_with(config, SocketAddr::from(([127, 0, 0, 1], 0)), Some(tls)).await
+    }
+
+    async fn start_with(
+        config: SimConfig,
+        addr: SocketAddr,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Result<SimServer, SimError> {
         let state = build_state(config, true)?;
         let listener = bind(addr).map_err(|source| SimError::Bind { addr, source })?;
         let addr = listener
@@ -146,8 +175,10 @@ impl SimServer {
             .map_err(|source| SimError::Bind { addr, source })?;
         let (stop, stopped) = oneshot::channel::<()>();
         let app = routes::router(state.clone()).into_make_service_with_connect_info::<RxInfo>();
+        let https = tls.is_some();
+        let listener = SimListener::new(listener, tls);
         let task = tokio::spawn(async move {
-            axum::serve(StampedListener(listener), app)
+            axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     let _ = stopped.await;
                 })
@@ -155,6 +186,7 @@ impl SimServer {
         });
         Ok(SimServer {
             addr,
+            tls: https,
             state,
             stop: Some(stop),
             task: Some(task),
@@ -166,10 +198,12 @@ impl SimServer {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`, followed by the mount when there is one.
+    /// `http://127.0.0.1:PORT` (`https://` with `start_tls`), followed by the mount when
+    /// there is one.
     pub fn base_url(&self) -> String {
         let mount = self.state.main().cfg.mount.as_deref().unwrap_or_default();
-        format!("http://{}{mount}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{mount}", self.addr)
     }
 
     /// `METHOD path` of every request that no route served (outside the mount).

@@ -16,8 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
-use axum::extract::connect_info::Connected;
-use axum::serve::{IncomingStream, Listener};
+use axum::serve::Listener;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -65,15 +64,14 @@ impl RxClock {
 pub(crate) struct RxInfo(Arc<RxClock>);
 
 impl RxInfo {
+    /// The clock of the connection `stream` (under TLS or not).
+    pub(crate) fn of(stream: &StampedStream) -> RxInfo {
+        RxInfo(stream.clock.clone())
+    }
+
     /// The arrival of the request the connection is carrying (see `RxClock::arrival`).
     pub(crate) fn arrival(&self) -> Instant {
         self.0.arrival()
-    }
-}
-
-impl Connected<IncomingStream<'_, StampedListener>> for RxInfo {
-    fn connect_info(stream: IncomingStream<'_, StampedListener>) -> Self {
-        RxInfo(stream.io().clock.clone())
     }
 }
 

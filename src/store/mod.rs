@@ -275,6 +275,8 @@ impl Store {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tls;
 
 impl Store {
     /// The columns `table` has: fewer than this build writes in an older database read

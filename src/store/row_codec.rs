@@ -21,16 +21,18 @@ use std::time::Duration;
 use rusqlite::types::Value;
 
 use super::requests::RequestRow;
-use crate::record::{excerpt, Outcome, Phase, RequestRecord, Usage};
+use crate::record::{excerpt, Outcome, Phase, RequestRecord, TlsHandshake, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 32] = [
+pub(super) const COLUMNS: [&str; 34] = [
     "request_index",
     "item",
     "phase",
     "intended_us",
     "sent_us",
     "connect_us",
+    "tls_handshake_us",
+    "tls_resumed",
     "first_chunk_us",
     "last_chunk_us",
     "first_answer_us",
@@ -144,6 +146,8 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         us(r.intended),                                                  // intended_us
         us(r.sent),                                                      // sent_us
         opt(r.connect, us),                                              // connect_us
+        opt(r.tls.map(|t| t.took), us),                                  // tls_handshake_us
+        opt(r.tls, |t| Value::Integer(i64::from(t.resumed))),            // tls_resumed
         opt(r.first_chunk, us),                                          // first_chunk_us
         opt(r.last_chunk, us),                                           // last_chunk_us
         opt(r.first_answer, us),                                         // first_answer_us
@@ -211,6 +215,18 @@ fn count(r: &rusqlite::Row<'_>, column: &str) -> rusqlite::Result<u64> {
     Ok(get::<i64>(r, column)?.max(0) as u64)
 }
 
+/// The TLS handshake of the row's connection: both columns, or none (rows written before
+/// schema 12, and requests that opened no TLS connection).
+fn tls_handshake(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<TlsHandshake>> {
+    let resumed: Option<i64> = get(r, "tls_resumed")?;
+    Ok(opt_time(r, "tls_handshake_us")?
+        .zip(resumed)
+        .map(|(took, resumed)| TlsHandshake {
+            took,
+            resumed: resumed != 0,
+        }))
+}
+
 fn phase(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phase> {
     let t: String = get(r, "phase")?;
     [Phase::Warmup, Phase::Priming, Phase::Measured]
@@ -235,6 +251,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         intended: time(r, "intended_us")?,
         sent,
         connect: opt_time(r, "connect_us")?,
+        tls: tls_handshake(r)?,
         first_chunk: opt_time(r, "first_chunk_us")?,
         content_times: content_times(r, sent)?,
         last_chunk: opt_time(r, "last_chunk_us")?,

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 12] = [
+const MIGRATIONS: [&str; 13] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -210,13 +210,21 @@ ALTER TABLE requests ADD COLUMN replica INTEGER;
 ALTER TABLE requests ADD COLUMN class INTEGER;
 "#,
     // 12: the run verdict (`{"status", "reasons"}`; NULL: not judged, as every run stored
-    // before), and the suite's `[trust]` policy (`{"strict", "accept"}`) that reports and
-    // gates apply. Warnings are now stored as `{"code", "severity", "text"}` objects in
+    // before), and the suite's `[trust]` thresholds (`strict`, `accept` and the rest) that
+    // reports, gates and merges apply. Warnings are now stored as `{"code", "severity", "text"}` objects in
     // the same column; bare strings of earlier runs still read (with the code their
     // prefix names).
     r#"
 ALTER TABLE runs ADD COLUMN verdict_json TEXT;
 ALTER TABLE suites ADD COLUMN trust_json TEXT NOT NULL DEFAULT '{}';
+"#,
+    // 13: the TLS handshake of the connection a request opened (the lean client's https://
+    // connections): its time (a part of `connect_us`) and whether the server resumed an
+    // earlier session (1) or did a full handshake (0); NULL for requests that opened no
+    // TLS connection, on the reqwest path, and in rows written before.
+    r#"
+ALTER TABLE requests ADD COLUMN tls_handshake_us INTEGER;
+ALTER TABLE requests ADD COLUMN tls_resumed INTEGER;
 "#,
 ];
 

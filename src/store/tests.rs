@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::record::{Outcome, Phase, RequestRecord, Usage};
+use crate::record::{Outcome, Phase, RequestRecord, TlsHandshake, Usage};
 
 pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
     let sent = Duration::from_millis(index * 10);
@@ -24,6 +24,10 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         intended: sent,
         sent,
         connect: (index == 1).then(|| Duration::from_micros(2_500)),
+        tls: (index == 1).then_some(TlsHandshake {
+            took: Duration::from_micros(1_900),
+            resumed: true,
+        }),
         first_chunk: content_times.first().copied(),
         first_answer: content_times.first().copied(),
         end: content_times.last().copied().unwrap_or(sent) + Duration::from_micros(300),
@@ -62,7 +66,7 @@ fn runs() -> Vec<RunRow> {
         .collect()
 }
 
-fn store_in(dir: &Path) -> Store {
+pub(super) fn store_in(dir: &Path) -> Store {
     let mut suite = SuiteInfo::new("demo", "[plan]\nname = \"demo\"\n");
     suite.report = json!({"rows": ["load"]});
     suite.imports = vec![("base.toml".into(), "x = 1".into())];
@@ -299,7 +303,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
              DROP TABLE request_bodies; DROP TABLE response_texts;
              ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 4;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 4;",
         )
         .unwrap();
     drop(store);
@@ -350,7 +354,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
          ALTER TABLE requests DROP COLUMN output_bytes;
-         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 5;",
+         DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 5;",
     )
     .unwrap();
     drop(conn);
@@ -380,7 +384,7 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
         .execute_batch(
             "ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
-             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 7;",
+             DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 7;",
         )
         .unwrap();
     drop(store);
@@ -412,7 +416,7 @@ fn replicas_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].replica, Some(3));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 9;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 9;")
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();
@@ -441,7 +445,7 @@ fn classes_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].class, Some(2));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN class; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 10;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 10;")
         .unwrap();
     drop(store);
     let db = dir.path().join("results.db");

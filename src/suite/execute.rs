@@ -331,6 +331,8 @@ fn conclude(
     let (input_lengths, length_warning) = tally.input_lengths();
     let preconnect = output.preconnect.as_ref().and_then(Preconnect::warning);
     warnings.extend(all_as(Code::Connections, preconnect));
+    let reconnects = super::reconnects::warning(run, &output, &summary);
+    warnings.extend(all_as(Code::Connections, reconnects));
     warnings.extend(all_as(Code::LateStart, passes.late));
     warnings.extend(all_as(Code::InputLengths, length_warning));
     warnings.extend(record_warnings(&summary));
@@ -465,5 +467,6 @@ pub fn extras(summary: &RunSummary, stored: u64) -> Value {
         "client_bound": summary.client_bound,
         "metric_definitions": summary.definitions.as_str(),
         "itl_bounded": summary.itl_bounded,
+        "connections": summary.connections.to_json(),
     })
 }

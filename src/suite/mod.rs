@@ -24,6 +24,7 @@ pub(crate) mod prepare;
 mod priming;
 mod produce;
 mod progress;
+mod reconnects;
 mod run_terms;
 pub use progress::parse_every as parse_progress_every;
 pub mod session;

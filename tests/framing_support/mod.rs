@@ -15,8 +15,8 @@ use perfplan::engine::{
     run, CancelHandle, Endpoint, Load, PreparedRequest, RunConfig, Target, Timeouts, VecSource,
 };
 use perfplan::record::{Phase, RequestRecord};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 /// One thing the server does in answer to a request.
 #[derive(Debug, Clone)]
@@ -80,14 +80,50 @@ pub async fn serve(script: impl Fn(At) -> Vec<Step> + Send + Sync + 'static) -> 
                 return;
             };
             let conn = s.connections.fetch_add(1, Ordering::SeqCst);
+            sock.set_nodelay(true).unwrap();
             tokio::spawn(connection(sock, conn, script.clone(), s.clone()));
         }
     });
     Server { url, seen }
 }
 
-async fn connection(mut sock: TcpStream, conn: usize, script: Script, seen: Arc<Seen>) {
-    sock.set_nodelay(true).unwrap();
+/// `serve` over TLS (`https://127.0.0.1:PORT`) with `config`, each handshake begun
+/// `delay` after the connection was accepted (a slow TLS server). A connection counts
+/// when accepted, its handshake done or not.
+pub async fn serve_tls(
+    config: Arc<tokio_rustls::rustls::ServerConfig>,
+    delay: Duration,
+    script: impl Fn(At) -> Vec<Step> + Send + Sync + 'static,
+) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Seen::default());
+    let script: Script = Arc::new(script);
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let s = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((sock, _)) = listener.accept().await else {
+                return;
+            };
+            let conn = s.connections.fetch_add(1, Ordering::SeqCst);
+            sock.set_nodelay(true).unwrap();
+            let (acceptor, script, s) = (acceptor.clone(), script.clone(), s.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                if let Ok(tls) = acceptor.accept(sock).await {
+                    connection(tls, conn, script, s).await;
+                }
+            });
+        }
+    });
+    Server { url, seen }
+}
+
+async fn connection<S>(mut sock: S, conn: usize, script: Script, seen: Arc<Seen>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut buf = Vec::new();
     for request in 0.. {
         let Some(head) = read_request(&mut sock, &mut buf).await else {
@@ -97,7 +133,9 @@ async fn connection(mut sock: TcpStream, conn: usize, script: Script, seen: Arc<
         seen.heads.lock().unwrap().push(head);
         for step in script(At { conn, request }) {
             let ok = match step {
-                Step::Write(bytes) => sock.write_all(&bytes).await.is_ok(),
+                Step::Write(bytes) => {
+                    sock.write_all(&bytes).await.is_ok() && sock.flush().await.is_ok()
+                }
                 Step::Trickle(bytes, gap) => trickle(&mut sock, &bytes, gap).await,
                 Step::Sleep(d) => {
                     tokio::time::sleep(d).await;
@@ -113,9 +151,9 @@ async fn connection(mut sock: TcpStream, conn: usize, script: Script, seen: Arc<
     }
 }
 
-async fn trickle(sock: &mut TcpStream, bytes: &[u8], gap: Duration) -> bool {
+async fn trickle<S: AsyncWrite + Unpin>(sock: &mut S, bytes: &[u8], gap: Duration) -> bool {
     for b in bytes {
-        if sock.write_all(std::slice::from_ref(b)).await.is_err() {
+        if sock.write_all(std::slice::from_ref(b)).await.is_err() || sock.flush().await.is_err() {
             return false;
         }
         tokio::time::sleep(gap).await;
@@ -124,7 +162,7 @@ async fn trickle(sock: &mut TcpStream, bytes: &[u8], gap: Duration) -> bool {
 }
 
 /// Reads one request (head and `Content-Length` body); its head, or `None` at the end.
-async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+async fn read_request<S: AsyncRead + Unpin>(sock: &mut S, buf: &mut Vec<u8>) -> Option<String> {
     let mut tmp = [0u8; 8192];
     loop {
         if let Some(h) = buf.windows(4).position(|w| w == b"\r\n\r\n") {

@@ -87,6 +87,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 intended: sent,
                 sent,
                 connect: None,
+                tls: None,
                 first_chunk: content_times.first().copied(),
                 last_chunk: content_times.last().copied(),
                 first_answer: None,

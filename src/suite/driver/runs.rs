@@ -240,7 +240,7 @@ impl Suite<'_> {
 }
 
 /// The engine's target of a run's endpoint: its URL (a `sim://` one resolved), path
-/// overrides, TLS (`ca_file` relative to the plan's folder `base_dir`), API key, headers and
+/// overrides, TLS (its files relative to the plan's folder `base_dir`), API key, headers and
 /// timeouts.
 pub(crate) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> Target {
     let ep = &run.settings.endpoint.spec;
@@ -258,6 +258,8 @@ pub(crate) fn target(run: &RunSpec, sims: &Sims, base_dir: &std::path::Path) -> 
     let tls = ep.tls.as_ref().map_or_else(Tls::default, |t| Tls {
         ca_file: t.ca_file.as_ref().map(|f| base_dir.join(f)),
         insecure: t.insecure,
+        cert_file: t.cert_file.as_ref().map(|f| base_dir.join(f)),
+        key_file: t.key_file.as_ref().map(|f| base_dir.join(f)),
     });
     let replicas: Vec<String> = match ep.urls.is_empty() {
         true => sims.replicas(&ep.base_url),
