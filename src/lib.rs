@@ -31,5 +31,6 @@ pub mod store;
 pub mod suggest;
 pub mod suite;
 pub mod telemetry;
+pub mod text;
 pub mod tokenize;
 pub mod units;

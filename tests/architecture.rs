@@ -91,6 +91,11 @@ const ONLY: &[(&str, &[&str], &str)] = &[
         "suggest is a leaf: the one did-you-mean rule imports nothing of the crate",
     ),
     (
+        "text",
+        &[],
+        "text is a leaf: the one rule for reading a text file imports nothing of the crate",
+    ),
+    (
         "control",
         &["api", "units", "secrets"],
         "control imports no stage (it knows APIs' paths, nothing else)",

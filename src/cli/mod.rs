@@ -9,6 +9,7 @@ mod import;
 mod init;
 mod k8s;
 pub mod merge;
+mod metrics;
 mod plan_args;
 mod quick;
 pub mod report;
@@ -64,6 +65,8 @@ enum Command {
     Import(import::ImportArgs),
     /// One stored request: its body, the response text, timings and outcome.
     Show(show::ShowArgs),
+    /// Every metric name with its unit, direction and definition.
+    Metrics(metrics::MetricsArgs),
 }
 
 /// Entry point of the binary.
@@ -108,5 +111,6 @@ fn dispatch(command: Command) -> u8 {
         Command::Init(args) => init::run(&args),
         Command::Import(args) => import::run(&args),
         Command::Show(args) => show::run(&args),
+        Command::Metrics(args) => metrics::run(&args),
     }
 }

@@ -45,7 +45,7 @@ pub(crate) fn resolve(ctx: &DatasetContext, path: &str) -> PathBuf {
 
 /// A whole UTF-8 file; a missing, unreadable or blank file is an error naming it.
 pub(crate) fn read_text(path: &Path) -> Result<String, DatasetError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Read {
+    let text = crate::text::read(path).map_err(|source| DatasetError::Read {
         path: path.to_path_buf(),
         source,
     })?;

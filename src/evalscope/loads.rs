@@ -33,6 +33,9 @@ pub(super) fn loads(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, I
     if p.flag("--sla-auto-tune") == Some(true) {
         return searches(p, notes);
     }
+    if p.one("--dataset") == Some("workload_trace") {
+        return trace_loads(p, notes);
+    }
     let number = match p.nums::<u32>("--number")? {
         n if n.is_empty() => vec![1000],
         n => n,
@@ -89,6 +92,30 @@ pub(super) fn loads(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, I
         notes.push("`--rate` without `--open-loop`: Poisson arrivals at that rate with at most `--parallel` requests in flight, which is perfplan's open loop with `max_in_flight`".into());
     }
     Ok(out)
+}
+
+/// A trace replay's loads: the records at their recorded times, every one of them, or the
+/// first `--number` (EvalScope truncates the trace so). Pacing flags do not apply: the
+/// trace sets the send times.
+fn trace_loads(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, ImportError> {
+    let ignored: Vec<&str> = ["--parallel", "--rate", "--warmup-num", "--duration"]
+        .into_iter()
+        .filter(|f| p.has(f))
+        .collect();
+    if !ignored.is_empty() {
+        notes.push(format!(
+            "a trace replay sends each record at its recorded time: {} left out",
+            ignored
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(p.nums::<u32>("--number")?
+        .into_iter()
+        .map(|n| json!({ "requests": n }))
+        .collect())
 }
 
 fn tier(mut load: Value, warmup: u32, duration: &Option<String>) -> Value {

@@ -170,7 +170,10 @@ fn read_file(
     depth: usize,
 ) -> Option<Node> {
     let shown = path.display().to_string();
-    let given = opts.files.and_then(|f| f.get(&shown)).cloned().map(Ok);
+    let given = opts
+        .files
+        .and_then(|f| f.get(&shown))
+        .map(|t| Ok(crate::text::normalize(t.clone())));
     let text = match given.unwrap_or_else(|| read_text(path)) {
         Ok(text) => text,
         Err(msg) => {
@@ -250,12 +253,7 @@ fn read_text(path: &Path) -> Result<String, String> {
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })
+    crate::text::decode(bytes).map_err(|e| e.to_string())
 }
 
 fn deserialize(tree: &Node) -> Result<PlanSpec, Diagnostic> {

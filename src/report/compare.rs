@@ -110,27 +110,9 @@ pub struct Comparison {
 }
 
 /// Whether a larger value of `metric` is better (`Some(true)`), worse (`Some(false)`),
-/// or neither (token counts).
+/// or neither (token counts): the registry's direction.
 pub fn higher_is_better(metric: &str) -> Option<bool> {
-    use crate::metrics::condition::{unit_of, MetricUnit};
-    match metric {
-        "requests_failed" | "client_cpu_ratio" | "duration_s" => Some(false),
-        "queue_depth_mean"
-        | "queue_depth_max"
-        | "preemptions"
-        | "gpu_power_w_mean"
-        | "energy_j_per_output_token" => Some(false),
-        "kv_cache_usage_mean"
-        | "kv_cache_usage_max"
-        | "running_mean"
-        | "running_max"
-        | "gpu_utilization_mean" => None,
-        _ => match unit_of(metric)? {
-            MetricUnit::Millis => Some(false),
-            MetricUnit::Tokens => None,
-            _ => Some(true),
-        },
-    }
+    crate::metrics::registry::direction_of(metric)?.higher_is_better()
 }
 
 /// An axis value in a form that does not depend on key order.

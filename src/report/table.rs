@@ -15,6 +15,9 @@ pub fn render(
     style: TableStyle,
 ) -> Result<String, ReportError> {
     let layout = layout.resolve(&data.runs)?;
+    if layout.preset.is_some() {
+        return Ok(super::evalscope::table(data, style));
+    }
     let groups = super::repeats::grid(&data.runs, &layout.metrics);
     let pivot = Pivot::build(&data.runs, layout);
     let grid = pivot_grid(&data.runs, &pivot);
