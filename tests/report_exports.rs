@@ -131,10 +131,21 @@ fn csv_and_json_round_trip_the_stored_numbers() {
     assert_eq!(json_numbers.len(), runs.len() * per_run);
     let mut lines = csv.split("\r\n").filter(|l| !l.is_empty());
     let header = fields(lines.next().unwrap());
-    let mut expected = vec!["id", "ordinal", "status", "endpoint", "cache_state", "load"]
-        .into_iter()
-        .map(String::from)
-        .collect::<Vec<_>>();
+    let mut expected = vec![
+        "id",
+        "ordinal",
+        "status",
+        "endpoint",
+        "cache_state",
+        "load",
+        "concurrency",
+        "rate",
+        "requests",
+        "duration",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
     expected.extend(names::all_names());
     expected.extend(
         [
@@ -150,7 +161,11 @@ fn csv_and_json_round_trip_the_stored_numbers() {
         let f = fields(line);
         assert_eq!(f[0], run.id);
         assert_eq!(f[5], run.axes["load"].to_string());
-        for ((name, cell), from_json) in header.iter().zip(&f).skip(6).zip(numbers) {
+        // The load's own columns beside its JSON (kept for earlier readers).
+        assert_eq!(f[6], run.axes["load"]["concurrency"].to_string());
+        assert_eq!(f[8], report_support::REQUESTS.to_string());
+        assert_eq!((f[7].as_str(), f[9].as_str()), ("", ""));
+        for ((name, cell), from_json) in header.iter().zip(&f).skip(10).zip(numbers) {
             let stored = run.metrics.get(name).copied().flatten();
             let from_csv = (!cell.is_empty()).then(|| cell.parse::<f64>().unwrap());
             assert_eq!(from_csv, stored, "csv {name} of {}", run.id);
