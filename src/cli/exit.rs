@@ -46,6 +46,9 @@ pub const IMPORT: u8 = 10;
 /// at the start barrier in time (named), left it, or could not reach it; or shard 1
 /// could not listen for the others.
 pub const BARRIER: u8 = 11;
+/// `compare` matched no run of the new suite with one of the base suite (by axis values,
+/// nor by the load's shape): there is nothing to compare.
+pub const NOTHING_MATCHED: u8 = 12;
 /// perfplan itself failed (a bug).
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.
