@@ -148,3 +148,81 @@ fn a_trace_replay_imports_without_a_model() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["settings"]["load"]["requests"], 1);
 }
+
+/// Warnings about a plan that does not validate here yet name the file it goes to:
+/// `<stdout>`, or the `--out` file (not a `plan.toml` that does not exist).
+#[test]
+fn import_warnings_name_stdout_or_the_out_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "import",
+        "evalscope",
+        "--",
+        "--model",
+        "qwen2.5",
+        "--url",
+        "http://127.0.0.1:8000/v1/chat/completions",
+        "--dataset",
+        "openqa",
+    ];
+    let env = [("OPENQA_PATH", String::new())];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfplan"));
+    cmd.current_dir(dir.path())
+        .args(args)
+        .env_remove("OPENQA_PATH");
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("does not validate"), "{stderr}");
+    assert!(stderr.contains("<stdout>:"), "{stderr}");
+    assert!(!stderr.contains("plan.toml"), "{stderr}");
+    let mut with_out: Vec<&str> = args.to_vec();
+    with_out.splice(2..2, ["--out", "mine.toml"]);
+    let out = perfplan(dir.path(), &with_out, &env[..0]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("mine.toml:"), "{stderr}");
+}
+
+/// `--sla-auto-tune` names each load flag of the command it leaves out.
+#[test]
+fn an_sla_auto_tune_notes_each_flag_it_ignores() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = perfplan(
+        dir.path(),
+        &[
+            "import",
+            "evalscope",
+            "--",
+            "--model",
+            "m",
+            "--url",
+            "http://127.0.0.1:8000/v1/chat/completions",
+            "--dataset",
+            "random",
+            "--tokenizer-path",
+            env!("CARGO_MANIFEST_DIR"),
+            "--max-prompt-length",
+            "64",
+            "--min-prompt-length",
+            "64",
+            "--sla-auto-tune",
+            "--sla-params",
+            r#"[{"p99_latency": "<=2"}]"#,
+            "--parallel",
+            "4",
+            "--number",
+            "100",
+            "--warmup-num",
+            "4",
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for flag in ["--parallel", "--number", "--warmup-num"] {
+        assert!(
+            stderr.contains(&format!("`--sla-auto-tune`: `{flag}` is left out")),
+            "{flag}: {stderr}"
+        );
+    }
+    assert!(!stderr.contains("`--rate` is left out"), "{stderr}");
+}

@@ -24,6 +24,9 @@ pub struct LoadOptions<'a> {
     /// path as given, imports joined to their importer's folder): `rerun` loads the texts
     /// a suite stored.
     pub files: Option<&'a std::collections::BTreeMap<String, String>>,
+    /// The plan file's name in diagnostics, when it is not its path (`import` checks a
+    /// plan it writes to standard output as `<stdout>`).
+    pub shown_as: Option<&'a str>,
 }
 
 impl<'a> LoadOptions<'a> {
@@ -33,6 +36,7 @@ impl<'a> LoadOptions<'a> {
             sets,
             env,
             files: None,
+            shown_as: None,
         }
     }
 }
@@ -184,7 +188,11 @@ fn read_file(
             return None;
         }
     };
-    let file = sources.add(shown.clone(), text);
+    let name = match (depth, opts.shown_as) {
+        (0, Some(name)) => name.to_string(),
+        _ => shown.clone(),
+    };
+    let file = sources.add(name, text);
     let text = &sources.files[file].text;
     let parsed = match path.extension().and_then(|e| e.to_str()) {
         Some("toml") => toml_src::parse(file, text),
