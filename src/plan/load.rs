@@ -101,46 +101,114 @@ pub fn plan_schema() -> Value {
 
 /// Loads and checks a plan. On failure the report holds every error (and warning).
 pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Report> {
+    load_plan_partial(path, opts).map_err(|f| f.report)
+}
+
+/// A plan that did not load: every problem found, and what could still be read of it.
+#[derive(Debug)]
+pub struct Failed {
+    pub report: Report,
+    /// The plan with its faulty values left out (`prune`), when the rest deserializes:
+    /// the checks that come after loading (the planner's) can still run on it.
+    pub partial: Option<LoadedPlan>,
+    /// Where the values left out were written: a later problem at or around one of them
+    /// is a consequence, not a problem of its own (`prune::overlaps`).
+    pub pruned: Vec<Span>,
+}
+
+/// Most values left out, one at a time, of a tree the schema accepted but serde refused.
+const MAX_PRUNED: usize = 64;
+
+/// `load_plan`, keeping what could be read of a plan that did not load. Every phase
+/// runs whatever the earlier ones found (the schema's keys, types and ranges; the
+/// references; the semantic rules; the files), on the plan with its faulty values left
+/// out, so one pass reports every problem.
+pub fn load_plan_partial(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Box<Failed>> {
     let mut report = Report::default();
-    let tree = read_tree(path, opts, &mut report);
-    let Some((tree, secrets)) = tree.filter(|_| !report.has_errors()) else {
-        return Err(report);
+    let Some(read) = read_tree(path, opts, &mut report) else {
+        return Err(Box::new(Failed {
+            report,
+            partial: None,
+            pruned: Vec::new(),
+        }));
     };
-    let spec = match deserialize(&tree) {
-        Ok(spec) => spec,
+    let (tree, mut pruned) = super::prune::prune(&read.tree, &read.bad);
+    let spec = match deserialize(&read.tree) {
+        Ok(spec) => Some(spec),
         Err(d) => {
-            report.diagnostics.push(d);
-            return Err(report);
+            if !report.has_errors() {
+                report.diagnostics.push(d);
+            }
+            None
         }
     };
-    report.diagnostics.extend(semantic::check(&spec, &tree));
-    report.diagnostics.extend(access::check(&spec, &tree));
+    let lenient = match spec {
+        Some(spec) if read.bad.is_empty() => Some((spec, read.tree.clone())),
+        _ => lenient_spec(tree, &mut pruned),
+    };
+    let Some((spec, tree)) = lenient else {
+        return Err(Box::new(Failed {
+            report,
+            partial: None,
+            pruned,
+        }));
+    };
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    report
-        .diagnostics
-        .extend(semantic::check_files(&spec, &tree, &base_dir));
-    report
-        .diagnostics
-        .extend(access::check_files(&spec, &tree, &base_dir));
-    if report.has_errors() {
-        return Err(report);
-    }
-    Ok(LoadedPlan {
+    let later = later_checks(&spec, &tree, &base_dir);
+    report.diagnostics.extend(
+        later
+            .into_iter()
+            .filter(|d| !super::prune::overlaps(d, &pruned)),
+    );
+    let plan = LoadedPlan {
         spec,
         tree,
-        report,
+        report: report.clone(),
         path: path.to_path_buf(),
         base_dir,
         sets: opts.sets.clone(),
-        secrets,
-    })
+        secrets: read.secrets,
+    };
+    if report.has_errors() {
+        return Err(Box::new(Failed {
+            report,
+            partial: Some(plan),
+            pruned,
+        }));
+    }
+    Ok(plan)
 }
 
-fn read_tree(
-    path: &Path,
-    opts: &LoadOptions<'_>,
-    report: &mut Report,
-) -> Option<(Node, super::secrets::PlanSecrets)> {
+/// The checks of a deserialized plan: semantics, access, the files it names.
+fn later_checks(spec: &PlanSpec, tree: &Node, base_dir: &Path) -> Vec<Diagnostic> {
+    let mut diags = semantic::check(spec, tree);
+    diags.extend(access::check(spec, tree));
+    diags.extend(semantic::check_files(spec, tree, base_dir));
+    diags.extend(access::check_files(spec, tree, base_dir));
+    diags
+}
+
+/// The plan of a pruned tree, leaving out, one at a time, each further value serde
+/// refuses; `None` when what is left still does not deserialize.
+fn lenient_spec(mut tree: Node, pruned: &mut Vec<Span>) -> Option<(PlanSpec, Node)> {
+    for _ in 0..MAX_PRUNED {
+        match deserialize_at(&tree) {
+            Ok(spec) => return Some((spec, tree)),
+            Err((steps, _)) => pruned.push(super::prune::remove(&mut tree, &steps)?),
+        }
+    }
+    None
+}
+
+/// What `read_tree` read: the tree, its secrets, and the paths of the values the schema
+/// found at fault.
+struct Read {
+    tree: Node,
+    secrets: super::secrets::PlanSecrets,
+    bad: Vec<Vec<Step>>,
+}
+
+fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option<Read> {
     let mut diags = Vec::new();
     let tree = read_file(path, opts, &mut report.sources, &mut diags, 0);
     report.diagnostics.append(&mut diags);
@@ -161,9 +229,10 @@ fn read_tree(
     if report.has_errors() {
         return None;
     }
-    report.diagnostics.extend(validate::check(&schema, &tree));
+    let (diags, bad) = validate::check_with_paths(&schema, &tree);
+    report.diagnostics.extend(diags);
     report.diagnostics.extend(semantic::check_refs(&tree));
-    Some((tree, secrets))
+    Some(Read { tree, secrets, bad })
 }
 
 fn read_file(
@@ -265,6 +334,17 @@ fn read_text(path: &Path) -> Result<String, String> {
 }
 
 fn deserialize(tree: &Node) -> Result<PlanSpec, Diagnostic> {
+    deserialize_at(tree).map_err(|(steps, message)| {
+        let span = tree
+            .value_span(&steps)
+            .unwrap_or_else(|| tree.locate(&steps));
+        let at = super::node::path_text(&steps);
+        Diagnostic::error(format!("invalid value in `{at}`: {message}"), Some(span))
+    })
+}
+
+/// The plan of a tree, or the path serde refused and why.
+fn deserialize_at(tree: &Node) -> Result<PlanSpec, (Vec<Step>, String)> {
     let json = tree.to_json();
     serde_path_to_error::deserialize(json).map_err(|err| {
         let steps: Vec<Step> = err
@@ -277,13 +357,6 @@ fn deserialize(tree: &Node) -> Result<PlanSpec, Diagnostic> {
                 serde_path_to_error::Segment::Unknown => None,
             })
             .collect();
-        let span = tree
-            .value_span(&steps)
-            .unwrap_or_else(|| tree.locate(&steps));
-        let at = super::node::path_text(&steps);
-        Diagnostic::error(
-            format!("invalid value in `{at}`: {}", err.inner()),
-            Some(span),
-        )
+        (steps, err.inner().to_string())
     })
 }
