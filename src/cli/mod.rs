@@ -5,6 +5,7 @@ mod check;
 pub mod compare;
 pub mod exit;
 mod expand;
+mod files;
 mod import;
 mod init;
 mod k8s;

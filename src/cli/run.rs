@@ -115,6 +115,10 @@ pub fn run(args: &RunArgs) -> u8 {
     if !super::shard::usable(args, shard.map(|s| s.0), &runs) {
         return exit::INVALID;
     }
+    // Every dataset file the runs read, before any request or output folder.
+    if !super::files::check_files(&plan, &runs).ok {
+        return exit::INVALID;
+    }
     if args.check {
         let code = super::check::check_runs(&plan, &runs);
         if code != exit::OK {

@@ -1,4 +1,5 @@
-//! `perfplan validate PLAN`: load, check and expand a plan; report every problem.
+//! `perfplan validate PLAN`: load, check and expand a plan, and read every dataset file
+//! its runs use (unless `--no-files`); report every problem.
 
 use clap::Args;
 
@@ -9,6 +10,10 @@ use super::plan_args::{self, PlanArgs};
 pub struct ValidateArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
+    /// Do not open the dataset files (their existence is still checked): for a plan
+    /// written on a machine that does not hold its data.
+    #[arg(long)]
+    pub no_files: bool,
 }
 
 pub fn run(args: &ValidateArgs) -> u8 {
@@ -18,12 +23,22 @@ pub fn run(args: &ValidateArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &[]) else {
         return exit::INVALID;
     };
+    let files = match args.no_files {
+        true => None,
+        false => Some(super::files::check_files(&plan, &runs)),
+    };
+    if files.as_ref().is_some_and(|f| !f.ok) {
+        return exit::INVALID;
+    }
     println!(
         "{}: valid, {} run{}",
         args.plan.plan.display(),
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     );
+    for (dataset, path, n) in files.map(|f| f.counts).unwrap_or_default() {
+        println!("dataset `{dataset}`: {path}: {n} usable");
+    }
     for run in &runs {
         if let Some(floor) = crate::planner::search::success_floor(&run.settings.load) {
             println!(
