@@ -57,7 +57,9 @@ pub const INTERRUPTED: u8 = 130;
 /// The exit code for an error that stopped a suite.
 pub fn of_runner_error(e: &RunnerError) -> u8 {
     match e {
-        RunnerError::Connection { .. } | RunnerError::Sim { .. } => ENDPOINT,
+        RunnerError::Connection { .. }
+        | RunnerError::ModelNotServed { .. }
+        | RunnerError::Sim { .. } => ENDPOINT,
         RunnerError::Rows { .. }
         | RunnerError::StoreWrite { .. }
         | RunnerError::WriterBehind { .. } => STORE_WRITE,

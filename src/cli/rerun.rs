@@ -75,6 +75,8 @@ pub fn run(args: &RerunArgs) -> u8 {
         progress_every: None,
         search: Some(&crate::search::DRIVER),
         barrier: None,
+        // A rerun's plan is the stored text, not a file `run --resume` could name.
+        resume_args: None,
     };
     match suite::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),

@@ -142,6 +142,7 @@ pub fn run(args: &RunArgs) -> u8 {
         progress_every: args.progress_every,
         search: Some(&crate::search::DRIVER),
         barrier: barrier.clone().map(|b| b as _),
+        resume_args: Some(resume_args(std::env::args().skip(1))),
     };
     let sharding = suite::ShardOptions {
         shard: shard.map(|s| s.0),
@@ -169,6 +170,24 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(_) => code,
         Err(merge_code) => merge_code,
     }
+}
+
+/// The command line of this `run` without its output folder (`--out`, `--resume`), for
+/// the command that continues the suite: `perfplan` and every other word as given.
+fn resume_args(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = vec!["perfplan".to_string()];
+    let mut skip_next = false;
+    for a in args {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        match a.as_str() {
+            "--out" | "--resume" => skip_next = true,
+            _ if a.starts_with("--out=") || a.starts_with("--resume=") => {}
+            _ => out.push(a),
+        }
+    }
+    out
 }
 
 /// Prints how the suite ended and reports it, judging its gates (a shard's only as notes).
@@ -199,6 +218,9 @@ fn report_outcome(args: &RunArgs, outcome: &suite::SuiteOutcome) -> u8 {
     );
     let code = super::shard::gate_code(args, code);
     if outcome.interrupted {
+        let cmd =
+            crate::suite::resume_command(&resume_args(std::env::args().skip(1)), &outcome.dir);
+        eprintln!("perfplan: interrupted; continue the suite with:\n  {cmd}");
         return exit::INTERRUPTED;
     }
     if outcome.failed > 0 && code == exit::OK {

@@ -182,6 +182,7 @@ pub fn load_plan_partial(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPl
 /// The checks of a deserialized plan: semantics, access, the files it names.
 fn later_checks(spec: &PlanSpec, tree: &Node, base_dir: &Path) -> Vec<Diagnostic> {
     let mut diags = semantic::check(spec, tree);
+    diags.extend(super::path_names::check(spec, tree));
     diags.extend(access::check(spec, tree));
     diags.extend(semantic::check_files(spec, tree, base_dir));
     diags.extend(access::check_files(spec, tree, base_dir));

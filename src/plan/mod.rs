@@ -28,6 +28,7 @@ pub mod interp;
 pub mod limits;
 pub mod load;
 pub mod node;
+pub mod path_names;
 pub mod prefix_groups;
 pub mod prune;
 pub mod ranges;
