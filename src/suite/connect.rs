@@ -134,11 +134,13 @@ async fn test_one(
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
-            Err(e) => return Err(fail(format!(
+            Err(e) => {
+                return Err(fail(format!(
                 "{}, for {:.1} s (is the server running? `ready_timeout` sets how long to wait)",
                 control::cause(&e),
                 start.elapsed().as_secs_f64()
-            ))),
+            )))
+            }
         }
     }
 }
