@@ -282,9 +282,14 @@ pub fn match_groups(base: &[StoredRun], new: &[StoredRun], ignore: &[String]) ->
 }
 
 fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String>, ReportError> {
-    let mut metrics = opts.metrics.clone();
-    if metrics.is_empty() {
-        metrics = new.plan_layout()?.metrics;
+    // A preset (`--metrics evalscope`, or the plan's) stands for its metrics.
+    let mut layout = super::Layout::from_args(&[], &[], &opts.metrics);
+    if layout.metrics.is_empty() && layout.preset.is_none() {
+        layout = new.plan_layout()?;
+    }
+    let mut metrics = layout.metrics;
+    if let (true, Some(preset)) = (metrics.is_empty(), layout.preset) {
+        metrics = preset.metrics().iter().map(|m| m.to_string()).collect();
     }
     if metrics.is_empty() {
         metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();

@@ -145,6 +145,17 @@ async fn test_one(
     }
 }
 
+/// The line that names what a server lists (none when it lists no model).
+pub fn served_line(endpoint: &str, served: &Served) -> Option<String> {
+    (!served.models.is_empty()).then(|| {
+        format!(
+            "endpoint `{endpoint}`: {} lists {}",
+            served.url,
+            served.models.join(", ")
+        )
+    })
+}
+
 /// Every model the run sends whose name the server does not list: the first one is an
 /// error naming the nearest listed name (case aside) and every listed one. A server that
 /// lists no model is not judged.

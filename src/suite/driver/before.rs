@@ -77,6 +77,9 @@ async fn test_endpoints(
         }
         let target = super::runs::target(run, sims, &plan.base_dir);
         let served = connect::test(&ep.name, &target, deadline(run), say).await?;
+        if let Some(line) = connect::served_line(&ep.name, &served) {
+            say(&line);
+        }
         for same in runs.iter().filter(|r| r.settings.endpoint.name == ep.name) {
             connect::check_models(&ep.name, same, &served)?;
         }

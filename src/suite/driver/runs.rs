@@ -137,6 +137,9 @@ impl Suite<'_> {
             let say = |line: &str| self.log.say(line);
             let served =
                 connect::test(&ep.name, &target, super::before::deadline(run), &say).await?;
+            if let Some(line) = connect::served_line(&ep.name, &served) {
+                say(&line);
+            }
             connect::check_models(&ep.name, run, &served)?;
         }
         let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
