@@ -63,7 +63,7 @@ pub fn every_problem(failed: Failed) -> crate::plan::diag::Report {
             .diagnostics
             .iter()
             .any(|k| k.severity == d.severity && k.message == d.message);
-        if !crate::plan::prune::overlaps(&d, &pruned) && !known {
+        if !pruned.covers(&d, &plan.tree) && !known {
             report.diagnostics.push(d);
         }
     }

@@ -293,9 +293,18 @@ mod tests {
             1_795_938_471_000_000
         );
         assert_eq!(
-            timestamp_us(&json!("1970-01-01T01:00:00+01:00")).unwrap(),
-            0
+            timestamp_us(&json!("1970-01-01T01:00:01+01:00")).unwrap(),
+            1_000_000
         );
+        // An instant at or before the epoch, or past the year 9999, is no recorded time.
+        for bad in [
+            json!(0),
+            json!(-5.0),
+            json!("1970-01-01T01:00:00+01:00"),
+            json!(1e30),
+        ] {
+            assert!(timestamp_us(&bad).is_err(), "{bad}");
+        }
         assert!(timestamp_us(&json!("yesterday")).is_err());
     }
 

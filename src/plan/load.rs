@@ -111,9 +111,9 @@ pub struct Failed {
     /// The plan with its faulty values left out (`prune`), when the rest deserializes:
     /// the checks that come after loading (the planner's) can still run on it.
     pub partial: Option<LoadedPlan>,
-    /// Where the values left out were written: a later problem at or around one of them
-    /// is a consequence, not a problem of its own (`prune::overlaps`).
-    pub pruned: Vec<Span>,
+    /// What was left out: a later problem at or around it is a consequence, not a
+    /// problem of its own (`prune::Pruned::covers`).
+    pub pruned: super::prune::Pruned,
 }
 
 /// Most values left out, one at a time, of a tree the schema accepted but serde refused.
@@ -129,10 +129,17 @@ pub fn load_plan_partial(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPl
         return Err(Box::new(Failed {
             report,
             partial: None,
-            pruned: Vec::new(),
+            pruned: Default::default(),
         }));
     };
-    let (tree, mut pruned) = super::prune::prune(&read.tree, &read.bad);
+    let (tree, spans) = super::prune::prune(&read.tree, &read.bad.all());
+    let mut pruned = super::prune::Pruned {
+        spans,
+        tables: Vec::new(),
+    };
+    for path in &read.bad.values {
+        pruned.table_of(path);
+    }
     let spec = match deserialize(&read.tree) {
         Ok(spec) => Some(spec),
         Err(d) => {
@@ -155,11 +162,9 @@ pub fn load_plan_partial(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPl
     };
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let later = later_checks(&spec, &tree, &base_dir);
-    report.diagnostics.extend(
-        later
-            .into_iter()
-            .filter(|d| !super::prune::overlaps(d, &pruned)),
-    );
+    report
+        .diagnostics
+        .extend(later.into_iter().filter(|d| !pruned.covers(d, &tree)));
     let plan = LoadedPlan {
         spec,
         tree,
@@ -191,11 +196,14 @@ fn later_checks(spec: &PlanSpec, tree: &Node, base_dir: &Path) -> Vec<Diagnostic
 
 /// The plan of a pruned tree, leaving out, one at a time, each further value serde
 /// refuses; `None` when what is left still does not deserialize.
-fn lenient_spec(mut tree: Node, pruned: &mut Vec<Span>) -> Option<(PlanSpec, Node)> {
+fn lenient_spec(mut tree: Node, pruned: &mut super::prune::Pruned) -> Option<(PlanSpec, Node)> {
     for _ in 0..MAX_PRUNED {
         match deserialize_at(&tree) {
             Ok(spec) => return Some((spec, tree)),
-            Err((steps, _)) => pruned.push(super::prune::remove(&mut tree, &steps)?),
+            Err((steps, _)) => {
+                pruned.table_of(&steps);
+                pruned.spans.push(super::prune::remove(&mut tree, &steps)?);
+            }
         }
     }
     None
@@ -206,7 +214,7 @@ fn lenient_spec(mut tree: Node, pruned: &mut Vec<Span>) -> Option<(PlanSpec, Nod
 struct Read {
     tree: Node,
     secrets: super::secrets::PlanSecrets,
-    bad: Vec<Vec<Step>>,
+    bad: validate::Faults,
 }
 
 fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option<Read> {
@@ -244,11 +252,7 @@ fn read_file(
     depth: usize,
 ) -> Option<Node> {
     let shown = path.display().to_string();
-    let given = opts
-        .files
-        .and_then(|f| f.get(&shown))
-        .map(|t| Ok(crate::text::normalize(t.clone())));
-    let text = match given.unwrap_or_else(|| read_text(path)) {
+    let text = match source_text(path, &shown, opts) {
         Ok(text) => text,
         Err(msg) => {
             diags.push(Diagnostic::error(
@@ -317,6 +321,14 @@ fn read_file(
         diags.append(&mut sub);
     }
     Some(tree)
+}
+
+/// The text of a plan file: the one given for it (`rerun`, `import`), or the file's.
+fn source_text(path: &Path, shown: &str, opts: &LoadOptions<'_>) -> Result<String, String> {
+    match opts.files.and_then(|f| f.get(shown)) {
+        Some(text) => Ok(crate::text::normalize(text.clone())),
+        None => read_text(path),
+    }
 }
 
 fn read_text(path: &Path) -> Result<String, String> {

@@ -52,6 +52,70 @@ pub fn prune(tree: &Node, paths: &[Vec<Step>]) -> (Node, Vec<Span>) {
     (out, spans)
 }
 
+/// What was left out of a plan: where each value was written, and the tables that held
+/// a faulty value (a value left out may leave its table lacking it: a later "needs …"
+/// there is a consequence too).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pruned {
+    pub spans: Vec<Span>,
+    pub tables: Vec<Vec<Step>>,
+}
+
+impl Pruned {
+    /// Records the table holding the value at `path` (not the top level).
+    pub fn table_of(&mut self, path: &[Step]) {
+        if path.len() >= 2 {
+            self.tables.push(path[..path.len() - 1].to_vec());
+        }
+    }
+
+    /// Whether `d`, found on the plan with these values left out (`tree`), is a
+    /// consequence of leaving them out: at or around a value left out, or inside a table
+    /// that held one.
+    pub fn covers(&self, d: &Diagnostic, tree: &Node) -> bool {
+        if overlaps(d, &self.spans) {
+            return true;
+        }
+        let Some(span) = d.span else {
+            return false;
+        };
+        let at = path_at(tree, span);
+        self.tables.iter().any(|t| at.starts_with(t))
+    }
+}
+
+/// The path of the deepest key or value of `tree` written where `span` starts.
+pub fn path_at(tree: &Node, span: Span) -> Vec<Step> {
+    let holds = |s: Span| s.file == span.file && s.start <= span.start && span.start < s.end;
+    fn walk(node: &Node, holds: &dyn Fn(Span) -> bool, path: &mut Vec<Step>, best: &mut Vec<Step>) {
+        let children: Vec<(Step, Option<Span>, &Node)> = match &node.kind {
+            NodeKind::Map(entries) => entries
+                .iter()
+                .map(|e| (Step::Key(e.key.clone()), Some(e.key_span), &e.value))
+                .collect(),
+            NodeKind::Seq(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| (Step::Index(i), None, item))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (step, key_span, child) in children {
+            path.push(step);
+            if key_span.is_some_and(holds) || holds(child.span) {
+                if path.len() > best.len() {
+                    *best = path.clone();
+                }
+            }
+            walk(child, holds, path, best);
+            path.pop();
+        }
+    }
+    let mut best = Vec::new();
+    walk(tree, &holds, &mut Vec::new(), &mut best);
+    best
+}
+
 /// Takes the value at `path` out of `tree` (its entry from a table, its item from a
 /// list); returns where it was written (its key and value), or `None` when there is no
 /// such value or the path is the whole tree.
@@ -121,6 +185,29 @@ mod tests {
         let mut t = tree.clone();
         assert!(remove(&mut t, &[]).is_none());
         assert!(remove(&mut t, &[key("missing")]).is_none());
+    }
+
+    #[test]
+    fn a_problem_inside_a_table_that_held_a_faulty_value_is_a_consequence() {
+        let file = Span::new(0, 0, 0);
+        let mut tree = Node::from_json(&json!({"d": {"kind": "x", "turns": 1}}), file);
+        // Spans of their own: the table's keys at 10.., the other table at 50...
+        if let NodeKind::Map(top) = &mut tree.kind {
+            if let NodeKind::Map(d) = &mut top[0].value.kind {
+                d[0].key_span = Span::new(0, 10, 14);
+                d[1].key_span = Span::new(0, 20, 25);
+            }
+        }
+        let mut pruned = Pruned::default();
+        pruned.table_of(&[key("d"), key("turns")]);
+        assert_eq!(
+            path_at(&tree, Span::new(0, 11, 12)),
+            vec![key("d"), key("kind")]
+        );
+        let at_kind = Diagnostic::error("kind needs turns", Some(Span::new(0, 10, 14)));
+        assert!(pruned.covers(&at_kind, &tree));
+        let elsewhere = Diagnostic::error("x", Some(Span::new(0, 50, 51)));
+        assert!(!pruned.covers(&elsewhere, &tree));
     }
 
     #[test]

@@ -15,21 +15,53 @@ pub fn check(root_schema: &Value, node: &Node) -> Vec<Diagnostic> {
 /// `check`, and the paths of the values at fault (an unknown key's entry, a value of the
 /// wrong type or out of range, a table missing a required key): leaving them out gives a
 /// tree whose other problems later checks can still find.
-pub fn check_with_paths(root_schema: &Value, node: &Node) -> (Vec<Diagnostic>, Vec<Vec<Step>>) {
+pub fn check_with_paths(root_schema: &Value, node: &Node) -> (Vec<Diagnostic>, Faults) {
     let mut checker = Checker {
         root: root_schema,
         diags: Vec::new(),
         bad: Vec::new(),
+        unknown: Vec::new(),
     };
     checker.node(node, root_schema, &mut Vec::new());
-    (checker.diags, checker.bad)
+    let faults = Faults {
+        values: checker.bad,
+        unknown_keys: checker.unknown,
+    };
+    (checker.diags, faults)
+}
+
+/// Where the schema's problems are.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// Values of the wrong type, out of range, or tables missing a key: leaving one out
+    /// may make its table lack it (a later "needs …" there is a consequence).
+    pub values: Vec<Vec<Step>>,
+    /// Entries of unknown keys: leaving them out changes nothing else.
+    pub unknown_keys: Vec<Vec<Step>>,
+}
+
+impl Faults {
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.unknown_keys.is_empty()
+    }
+
+    /// Every path at fault.
+    pub fn all(&self) -> Vec<Vec<Step>> {
+        self.values
+            .iter()
+            .chain(&self.unknown_keys)
+            .cloned()
+            .collect()
+    }
 }
 
 struct Checker<'a> {
     root: &'a Value,
     diags: Vec<Diagnostic>,
-    /// Where each problem is: the value to leave out.
+    /// Where each problem of a value is: the value to leave out.
     bad: Vec<Vec<Step>>,
+    /// The entries of unknown keys.
+    unknown: Vec<Vec<Step>>,
 }
 
 pub(super) fn where_(path: &[Step]) -> String {
@@ -201,7 +233,7 @@ impl<'a> Checker<'a> {
                 Some(sub) => self.node(&e.value, sub, path),
                 None => match additional {
                     Some(Value::Bool(false)) => {
-                        self.bad.push(path.clone());
+                        self.unknown.push(path.clone());
                         path.pop();
                         self.unknown_key(e, props, path);
                         continue;
@@ -295,19 +327,21 @@ impl<'a> Checker<'a> {
                 root: self.root,
                 diags: Vec::new(),
                 bad: Vec::new(),
+                unknown: Vec::new(),
             };
             trial.node(node, b, &mut path.to_vec());
             if trial.diags.is_empty() {
                 return;
             }
             if branch_accepts_kind(self, b, node) {
-                compatible.push((trial.diags, trial.bad));
+                compatible.push((trial.diags, trial.bad, trial.unknown));
             }
         }
         if compatible.len() == 1 {
-            let (diags, bad) = compatible.remove(0);
+            let (diags, bad, unknown) = compatible.remove(0);
             self.diags.extend(diags);
             self.bad.extend(bad);
+            self.unknown.extend(unknown);
             return;
         }
         self.bad.push(path.to_vec());

@@ -56,6 +56,19 @@ fn span(d: Duration) -> String {
     }
 }
 
+/// What a 4xx answer to the model list means, with advice.
+fn refused(status: reqwest::StatusCode, body: &str) -> String {
+    let hint = match status.as_u16() {
+        401 | 403 => " (check the API key: `api_key_env` names the variable that holds it)",
+        404 => " (check base_url, or set `paths.models` if the server lists its models elsewhere; the server must speak the OpenAI API)",
+        _ => "",
+    };
+    format!(
+        "GET answered HTTP {status}{hint}: {}",
+        crate::record::excerpt(body.as_bytes())
+    )
+}
+
 /// Probes `target`; `Ok` when the server answers 2xx (or a 5xx: the server is up).
 async fn test_one(
     endpoint: &str,
@@ -87,15 +100,7 @@ async fn test_one(
             Ok(resp) if resp.status().is_client_error() => {
                 let status = resp.status();
                 let body = resp.text().await.unwrap_or_default();
-                let hint = match status.as_u16() {
-                    401 | 403 => " (check the API key: `api_key_env` names the variable that holds it)",
-                    404 => " (check base_url, or set `paths.models` if the server lists its models elsewhere; the server must speak the OpenAI API)",
-                    _ => "",
-                };
-                return Err(fail(format!(
-                    "GET answered HTTP {status}{hint}: {}",
-                    crate::record::excerpt(body.as_bytes())
-                )));
+                return Err(fail(refused(status, &body)));
             }
             Ok(resp) => {
                 let ok = resp.status().is_success();
