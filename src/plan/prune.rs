@@ -102,10 +102,9 @@ pub fn path_at(tree: &Node, span: Span) -> Vec<Step> {
         };
         for (step, key_span, child) in children {
             path.push(step);
-            if key_span.is_some_and(holds) || holds(child.span) {
-                if path.len() > best.len() {
-                    *best = path.clone();
-                }
+            let here = key_span.is_some_and(holds) || holds(child.span);
+            if here && path.len() > best.len() {
+                *best = path.clone();
             }
             walk(child, holds, path, best);
             path.pop();
