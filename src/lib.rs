@@ -32,6 +32,7 @@ pub mod store;
 pub mod suggest;
 pub mod suite;
 pub mod telemetry;
+pub mod text;
 pub mod tokenize;
 pub mod trust;
 pub mod units;

@@ -31,9 +31,35 @@ pub fn nearest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -
     best.map(|(_, c)| c)
 }
 
+/// `nearest`, where case does not tell names apart (a server's model names): a candidate
+/// equal to `wrong` but for case is the one; else the nearest by the same rule, the names
+/// compared in lower case.
+pub fn nearest_ignoring_case<'a>(
+    wrong: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    let lower = wrong.to_lowercase();
+    if let Some(same) = candidates.iter().find(|c| c.to_lowercase() == lower) {
+        return Some(same);
+    }
+    let lowered: Vec<String> = candidates.iter().map(|c| c.to_lowercase()).collect();
+    let near = nearest(&lower, lowered.iter().map(String::as_str))?;
+    let i = lowered.iter().position(|l| l == near)?;
+    candidates.get(i).copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn case_does_not_tell_model_names_apart() {
+        let served = ["Qwen3-8B", "Llama-3.1-8B-Instruct"];
+        assert_eq!(nearest_ignoring_case("qwen3-8b", served), Some("Qwen3-8B"));
+        assert_eq!(nearest_ignoring_case("QWEN3-8", served), Some("Qwen3-8B"));
+        assert_eq!(nearest_ignoring_case("gpt-4", served), None);
+    }
 
     #[test]
     fn near_names_only() {

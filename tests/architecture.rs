@@ -96,6 +96,11 @@ const ONLY: &[(&str, &[&str], &str)] = &[
         "either_io is a leaf: the plain-or-TLS stream imports nothing of the crate",
     ),
     (
+        "text",
+        &[],
+        "text is a leaf: the one rule for reading a text file imports nothing of the crate",
+    ),
+    (
         "control",
         &["api", "units", "secrets"],
         "control imports no stage (it knows APIs' paths, nothing else)",

@@ -184,7 +184,9 @@ fn trace_file() -> String {
     .enumerate()
     {
         let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": q}], "max_tokens": 16, "stream": true});
-        text.push_str(&serde_json::json!({"body": body, "timestamp": i as f64 * 0.01}).to_string());
+        // Epoch seconds: a trace's times are instants, after 1970 (a zero is refused).
+        let at = 1_700_000_000.0 + i as f64 * 0.01;
+        text.push_str(&serde_json::json!({"body": body, "timestamp": at}).to_string());
         text.push('\n');
     }
     text

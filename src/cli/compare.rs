@@ -72,7 +72,13 @@ pub struct CompareArgs {
     pub accept: Vec<String>,
 }
 
-fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError> {
+/// How a comparison ended: its gates' verdict, and how many runs it matched.
+struct Compared {
+    verdict: gates::GateVerdict,
+    matched: usize,
+}
+
+fn compare_suites(args: &CompareArgs) -> Result<Compared, ReportError> {
     let base = Store::open(&args.base)?;
     let mut new = Store::open(&args.new)?;
     let accept = crate::trust::Code::parse_list(&args.accept).map_err(ReportError::Format)?;
@@ -146,7 +152,10 @@ fn compare_suites(args: &CompareArgs) -> Result<gates::GateVerdict, ReportError>
         }
     }
     write_out(args.out.as_deref(), &text)?;
-    Ok(gates::verdict_of(&verdicts))
+    Ok(Compared {
+        verdict: gates::verdict_of(&verdicts),
+        matched: comparison.pairs.len(),
+    })
 }
 
 /// The comparison's text with the paired per-request comparison added: a table (or
@@ -187,7 +196,17 @@ fn with_paired(
 /// Runs `perfplan compare`; returns the exit code.
 pub fn run(args: CompareArgs) -> u8 {
     match compare_suites(&args) {
-        Ok(verdict) => exit::of_gates(verdict),
+        Ok(Compared { matched: 0, .. }) => {
+            eprintln!(
+                "error: no run of {} matches a run of {} (by its axis values, nor by its \
+                 load's concurrency or rate): nothing was compared; `--ignore AXIS` leaves an \
+                 axis out of the matching",
+                args.new.display(),
+                args.base.display()
+            );
+            exit::NOTHING_MATCHED
+        }
+        Ok(c) => exit::of_gates(c.verdict),
         Err(e) => {
             print_error(&e);
             code_of(&e)

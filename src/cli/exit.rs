@@ -51,6 +51,9 @@ pub const IMPORT: u8 = 10;
 /// at the start barrier in time (named), left it, or could not reach it; or shard 1
 /// could not listen for the others.
 pub const BARRIER: u8 = 11;
+/// `compare` matched no run of the new suite with one of the base suite (by axis values,
+/// nor by the load's shape): there is nothing to compare.
+pub const NOTHING_MATCHED: u8 = 13;
 /// perfplan itself failed (a bug).
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.
@@ -59,7 +62,9 @@ pub const INTERRUPTED: u8 = 130;
 /// The exit code for an error that stopped a suite.
 pub fn of_runner_error(e: &RunnerError) -> u8 {
     match e {
-        RunnerError::Connection { .. } | RunnerError::Sim { .. } => ENDPOINT,
+        RunnerError::Connection { .. }
+        | RunnerError::ModelNotServed { .. }
+        | RunnerError::Sim { .. } => ENDPOINT,
         RunnerError::Rows { .. }
         | RunnerError::StoreWrite { .. }
         | RunnerError::WriterBehind { .. } => STORE_WRITE,

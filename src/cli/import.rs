@@ -144,8 +144,10 @@ pub(super) fn check_loads(text: &str, out: Option<&Path>) {
     let path = out.map_or_else(|| PathBuf::from("plan.toml"), Path::to_path_buf);
     let mut files = BTreeMap::new();
     files.insert(path.display().to_string(), text.to_string());
+    // Diagnostics name the plan where it goes: the `--out` file, or `<stdout>`.
     let opts = LoadOptions {
         files: Some(&files),
+        shown_as: out.is_none().then_some("<stdout>"),
         ..LoadOptions::new(Vec::new(), &process_env)
     };
     let rendered = match load_plan(&path, &opts) {

@@ -5,10 +5,12 @@ mod check;
 pub mod compare;
 pub mod exit;
 mod expand;
+mod files;
 mod import;
 mod init;
 mod k8s;
 pub mod merge;
+mod metrics;
 mod plan_args;
 mod quick;
 pub mod report;
@@ -65,6 +67,8 @@ enum Command {
     Import(import::ImportArgs),
     /// One stored request: its body, the response text, timings and outcome.
     Show(show::ShowArgs),
+    /// Every metric name with its unit, direction and definition.
+    Metrics(metrics::MetricsArgs),
 }
 
 /// Entry point of the binary.
@@ -109,5 +113,6 @@ fn dispatch(command: Command) -> u8 {
         Command::Init(args) => init::run(&args),
         Command::Import(args) => import::run(&args),
         Command::Show(args) => show::run(&args),
+        Command::Metrics(args) => metrics::run(&args),
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::plan::{load_plan, process_env, LoadOptions, LoadedPlan};
+use crate::plan::{load_plan_partial, process_env, Failed, LoadOptions, LoadedPlan};
 use crate::planner::{self, RunSpec};
 
 #[derive(Debug, Clone, Args)]
@@ -26,18 +26,48 @@ pub struct OnlyArgs {
 /// Loads a plan, printing its diagnostics to stderr. `None` means: exit with INVALID.
 pub fn load(args: &PlanArgs) -> Option<LoadedPlan> {
     let opts = LoadOptions::new(args.sets.clone(), &process_env);
-    match load_plan(&args.plan, &opts) {
+    match load_plan_partial(&args.plan, &opts) {
         Ok(plan) => {
             for w in plan.report.warnings() {
                 eprint!("{}", w.render(&plan.report.sources));
             }
             Some(plan)
         }
-        Err(report) => {
-            eprint!("{}", report.render());
+        Err(failed) => {
+            eprint!("{}", every_problem(*failed).render());
             None
         }
     }
+}
+
+/// Every problem of a plan that did not load: the loader's, and the planner's on what
+/// could still be read of it (its faulty values left out), so that one pass reports
+/// them all. A planner's problem at or around a value left out is a consequence of
+/// leaving it out and is not reported.
+pub fn every_problem(failed: Failed) -> crate::plan::diag::Report {
+    let Failed {
+        mut report,
+        partial,
+        pruned,
+    } = failed;
+    let Some(plan) = partial else {
+        return report;
+    };
+    let diags = match planner::expand_partial(&plan) {
+        Ok(expansion) => expansion.warnings,
+        Err(diags) => diags,
+    };
+    for d in diags {
+        // The loader checks references too: the same problem is said once.
+        let known = report
+            .diagnostics
+            .iter()
+            .any(|k| k.severity == d.severity && k.message == d.message);
+        if !pruned.covers(&d, &plan.tree) && !known {
+            report.diagnostics.push(d);
+        }
+    }
+    report
 }
 
 /// Expands a loaded plan and applies `--only`, printing diagnostics. `None`: INVALID.

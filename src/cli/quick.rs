@@ -21,9 +21,9 @@ const DEFAULT_PROMPT: &str =
 pub struct QuickArgs {
     /// Plan-free run: the server (`http://host:8000`, or an API URL such as
     /// `…/v1/chat/completions`, which also sets --api).
-    #[arg(long, value_name = "URL", requires = "model", conflicts_with = "plan")]
+    #[arg(long, value_name = "URL", conflicts_with = "plan")]
     pub url: Option<String>,
-    /// The model name the server knows.
+    /// The model name the server knows (default: the only model the server lists).
     #[arg(long, value_name = "M", requires = "url")]
     pub model: Option<String>,
     /// The API (default chat, or what the URL's path names).
@@ -198,9 +198,70 @@ pub fn plan_table(q: &QuickArgs, plan_path: &Path) -> Result<Map<String, Value>,
     Ok(plan)
 }
 
+/// The model of a run without `--model`: the only one the server at `url` lists. `Err`
+/// is the exit code, the reason printed (the server unreachable, or listing several
+/// models or none: `--model` is needed, and the list says which).
+fn only_served_model(q: &QuickArgs) -> Result<String, u8> {
+    let url = q.url.as_deref().unwrap_or_default();
+    let parts = split(url);
+    let key = q.api_key_env.as_deref().and_then(|v| std::env::var(v).ok());
+    let tls = crate::control::Tls::default();
+    let spec = crate::control::ClientSpec {
+        base_url: &parts.base_url,
+        paths: &[],
+        tls: &tls,
+        api_key: key.as_deref(),
+        headers: &[],
+        connect_timeout: crate::control::timeouts::CONNECT,
+        timeout: crate::control::timeouts::CONNECTION_TEST_REQUEST,
+    };
+    let fail = |why: String| {
+        eprintln!("error: {why}");
+        exit::ENDPOINT
+    };
+    let client = crate::control::Client::new(&spec)
+        .map_err(|e| fail(format!("--url {url}: {}", crate::control::chain(&e))))?;
+    let models_url = client.urls().of(crate::control::Route::Models).clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| fail(format!("cannot start the async runtime: {e}")))?;
+    let listed = runtime.block_on(async {
+        let resp = client.get(crate::control::Route::Models).send().await?;
+        let resp = resp.error_for_status()?;
+        resp.bytes().await
+    });
+    let body = listed.map_err(|e| {
+        fail(format!(
+            "cannot list the models of {models_url} to choose one: {}; give --model",
+            crate::control::cause(&e)
+        ))
+    })?;
+    match crate::api::models::model_ids(&body).as_slice() {
+        [one] => {
+            eprintln!("perfplan: --model {one} (the only model {models_url} lists)");
+            Ok(one.clone())
+        }
+        [] => Err(fail(format!("{models_url} lists no model: give --model"))),
+        many => {
+            eprintln!(
+                "error: {models_url} lists {} models; choose one with --model: {}",
+                many.len(),
+                many.join(", ")
+            );
+            Err(exit::INVALID)
+        }
+    }
+}
+
 /// The plan of a quick run, loaded like a file (diagnostics printed), and saved with
 /// `--save-plan`. `Err` is the exit code.
 pub fn load(q: &QuickArgs) -> Result<LoadedPlan, u8> {
+    let mut q = q.clone();
+    if q.model.is_none() {
+        q.model = Some(only_served_model(&q)?);
+    }
+    let q = &q;
     let path = q
         .save_plan
         .clone()

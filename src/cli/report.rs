@@ -43,7 +43,9 @@ pub struct ReportArgs {
     /// Axes whose values make the columns (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub columns: Vec<String>,
-    /// Metrics in every cell (comma-separated, e.g. ttft_p50,output_tps; CSV and JSON always hold every metric).
+    /// Metrics in every cell (comma-separated, e.g. ttft_p50,output_tps; CSV and JSON always
+    /// hold every metric), or a preset: `evalscope` prints EvalScope perf's summary and
+    /// percentile table per run.
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
     #[arg(long, value_enum, default_value = "table")]
@@ -211,11 +213,7 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
         eprintln!("warning: gate verdicts not stored in the database");
         print_error(&e);
     }
-    let layout = Layout {
-        rows: args.rows.clone(),
-        columns: args.columns.clone(),
-        metrics: args.metrics.clone(),
-    };
+    let layout = Layout::from_args(&args.rows, &args.columns, &args.metrics);
     let format = Format::from(args.format);
     let style = TableStyle::detect();
     let sign = super::signoff::SignOff {

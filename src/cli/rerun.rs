@@ -76,6 +76,8 @@ pub fn run(args: &RerunArgs) -> u8 {
         search: Some(&crate::search::DRIVER),
         barrier: None,
         accept: Vec::new(),
+        // A rerun's plan is the stored text, not a file `run --resume` could name.
+        resume_args: None,
     };
     match suite::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),

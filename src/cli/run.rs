@@ -145,6 +145,10 @@ pub fn run(args: &RunArgs) -> u8 {
     if !super::shard::usable(args, shard.map(|s| s.0), &runs) {
         return exit::INVALID;
     }
+    // Every dataset file the runs read, before any request or output folder.
+    if !super::files::check_files(&plan, &runs).ok {
+        return exit::INVALID;
+    }
     if args.check {
         let code = super::check::check_runs(&plan, &runs);
         if code != exit::OK {
@@ -169,6 +173,7 @@ pub fn run(args: &RunArgs) -> u8 {
         search: Some(&crate::search::DRIVER),
         barrier: barrier.clone().map(|b| b as _),
         accept,
+        resume_args: Some(resume_args(std::env::args().skip(1))),
     };
     let sharding = suite::ShardOptions {
         shard: shard.map(|s| s.0),
@@ -196,6 +201,24 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(_) => code,
         Err(merge_code) => merge_code,
     }
+}
+
+/// The command line of this `run` without its output folder (`--out`, `--resume`), for
+/// the command that continues the suite: `perfplan` and every other word as given.
+fn resume_args(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = vec!["perfplan".to_string()];
+    let mut skip_next = false;
+    for a in args {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        match a.as_str() {
+            "--out" | "--resume" => skip_next = true,
+            _ if a.starts_with("--out=") || a.starts_with("--resume=") => {}
+            _ => out.push(a),
+        }
+    }
+    out
 }
 
 /// Prints how the suite ended and reports it, judging its gates (a shard's only as notes).
@@ -226,6 +249,9 @@ fn report_outcome(args: &RunArgs, outcome: &suite::SuiteOutcome) -> u8 {
     );
     let code = super::shard::gate_code(args, code);
     if outcome.interrupted {
+        let cmd =
+            crate::suite::resume_command(&resume_args(std::env::args().skip(1)), &outcome.dir);
+        eprintln!("perfplan: interrupted; continue the suite with:\n  {cmd}");
         return exit::INTERRUPTED;
     }
     if outcome.failed > 0 && code == exit::OK {

@@ -1,4 +1,5 @@
-//! `perfplan validate PLAN`: load, check and expand a plan; report every problem.
+//! `perfplan validate PLAN`: load, check and expand a plan, and read every dataset file
+//! its runs use (unless `--no-files`); report every problem.
 
 use clap::Args;
 
@@ -13,6 +14,10 @@ pub struct ValidateArgs {
     /// without it, a relative gate is an error (as it is for `run`).
     #[arg(long, value_name = "DB")]
     pub baseline: Option<std::path::PathBuf>,
+    /// Do not open the dataset files (their existence is still checked): for a plan
+    /// written on a machine that does not hold its data.
+    #[arg(long)]
+    pub no_files: bool,
 }
 
 pub fn run(args: &ValidateArgs) -> u8 {
@@ -22,7 +27,13 @@ pub fn run(args: &ValidateArgs) -> u8 {
     let Some(runs) = plan_args::runs(&plan, &[]) else {
         return exit::INVALID;
     };
-    if !plan_args::baseline_for_gates(&plan, &[], args.baseline.is_some()) {
+    // Every problem at once: the gates' baselines and the files are both checked.
+    let gates_ok = plan_args::baseline_for_gates(&plan, &[], args.baseline.is_some());
+    let files = match args.no_files {
+        true => None,
+        false => Some(super::files::check_files(&plan, &runs)),
+    };
+    if !gates_ok || files.as_ref().is_some_and(|f| !f.ok) {
         return exit::INVALID;
     }
     println!(
@@ -31,6 +42,9 @@ pub fn run(args: &ValidateArgs) -> u8 {
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     );
+    for (dataset, path, n) in files.map(|f| f.counts).unwrap_or_default() {
+        println!("dataset `{dataset}`: {path}: {n} usable");
+    }
     for run in &runs {
         if let Some(floor) = crate::planner::search::success_floor(&run.settings.load) {
             println!(

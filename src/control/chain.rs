@@ -30,10 +30,39 @@ pub fn explain(e: &(dyn Error + 'static)) -> String {
     }
 }
 
+/// The root cause of `e` in a few words, for a line a person reads while waiting: the
+/// innermost error's text, its `(os error N)` left out, in lower case at its start
+/// (`connection refused`, `dns error: failed to lookup address information: …`).
+pub fn cause(e: &(dyn Error + 'static)) -> String {
+    let mut inner: &(dyn Error + 'static) = e;
+    while let Some(s) = inner.source() {
+        inner = s;
+    }
+    let text = inner.to_string();
+    let text = match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => chain(e),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cause_is_the_innermost_error_in_words() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        );
+        assert_eq!(cause(&E::Outer(io)), "connection refused");
+    }
 
     #[derive(Debug, thiserror::Error)]
     enum E {

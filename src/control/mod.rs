@@ -17,7 +17,7 @@ pub mod tls;
 pub mod tls_config;
 pub mod urls;
 
-pub use chain::{chain, explain};
+pub use chain::{cause, chain, explain};
 pub use client::{Client, ClientSpec, ControlError};
 pub use tls::{tls_problem, Tls, TlsError};
 pub use urls::{request_target, Route, UrlError, Urls};

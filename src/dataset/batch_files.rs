@@ -11,9 +11,45 @@ use serde_json::Value;
 
 use super::jsonl::json_type;
 use super::measure::to_u32;
-use super::source::{numbered_lines, read_text, resolve};
+use super::source::{json_line, numbered_lines, read_text, resolve, LineError};
 use super::{DatasetContext, DatasetError, DatasetStats, Materialized, PromptItem};
 use crate::api::Prompt;
+
+/// Whether an embedding file is JSON Lines (else one input per line).
+pub(crate) fn is_json(path: &std::path::Path, text: &str) -> bool {
+    path.extension().is_some_and(|e| e == "jsonl") || text.trim_start().starts_with('{')
+}
+
+/// One input of an embedding file: the line, or its `text`/`input`/`query`/`prompt`.
+pub(crate) fn embedding_input(raw: &str, json: bool) -> Result<String, LineError> {
+    if !json {
+        return Ok(raw.to_string());
+    }
+    let value = json_line(raw)?;
+    let found = ["text", "input", "query", "prompt"]
+        .iter()
+        .find_map(|k| value.get(*k).and_then(Value::as_str));
+    Ok(found
+        .ok_or("no `text`, `input`, `query` or `prompt` string")?
+        .to_string())
+}
+
+/// One record of a rerank file: its query and documents.
+pub(crate) fn rerank_record(raw: &str) -> Result<(String, Vec<String>), LineError> {
+    let value = json_line(raw)?;
+    let query = value.get("query").and_then(Value::as_str);
+    let query = query.ok_or("no `query` string")?;
+    let docs = match value.get("documents") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|d| d.as_str().map(String::from))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("`documents` must hold strings")?,
+        Some(other) => return Err(format!("`documents` is {}", json_type(other)).into()),
+        None => return Err("no `documents` array".into()),
+    };
+    Ok((query.to_string(), docs))
+}
 
 /// Requests of `batch_size` inputs of the file at `path`.
 pub(crate) fn embedding(
@@ -23,23 +59,10 @@ pub(crate) fn embedding(
 ) -> Result<Materialized, DatasetError> {
     let path = resolve(ctx, path);
     let text = read_text(&path)?;
-    let json = path.extension().is_some_and(|e| e == "jsonl") || text.trim_start().starts_with('{');
+    let json = is_json(&path, &text);
     let mut inputs = Vec::new();
     for (line, raw) in numbered_lines(&text) {
-        if !json {
-            inputs.push(raw.to_string());
-            continue;
-        }
-        let value = parse(&path, line, raw)?;
-        let found = ["text", "input", "query", "prompt"]
-            .iter()
-            .find_map(|k| value.get(*k).and_then(Value::as_str));
-        let input = found.ok_or_else(|| DatasetError::Line {
-            path: path.clone(),
-            line,
-            message: "no `text`, `input`, `query` or `prompt` string".into(),
-        })?;
-        inputs.push(input.to_string());
+        inputs.push(embedding_input(raw, json).map_err(|e| e.at(&path, line))?);
     }
     if inputs.is_empty() {
         return Err(DatasetError::Empty { path });
@@ -73,28 +96,9 @@ pub(crate) fn rerank(
     let text = read_text(&path)?;
     let mut pairs = Vec::new();
     for (line, raw) in numbered_lines(&text) {
-        let value = parse(&path, line, raw)?;
-        let located = |message: String| DatasetError::Line {
-            path: path.clone(),
-            line,
-            message,
-        };
-        let query = value.get("query").and_then(Value::as_str);
-        let query = query.ok_or_else(|| located("no `query` string".into()))?;
-        let docs = match value.get("documents") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|d| d.as_str().map(String::from))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| located("`documents` must hold strings".into()))?,
-            Some(other) => return Err(located(format!("`documents` is {}", json_type(other)))),
-            None => return Err(located("no `documents` array".into())),
-        };
+        let (query, docs) = rerank_record(raw).map_err(|e| e.at(&path, line))?;
         let keep = num_documents.map_or(docs.len(), |n| n as usize);
-        pairs.push((
-            query.to_string(),
-            docs.into_iter().take(keep).collect::<Vec<_>>(),
-        ));
+        pairs.push((query, docs.into_iter().take(keep).collect::<Vec<_>>()));
     }
     if pairs.is_empty() {
         return Err(DatasetError::Empty { path });
@@ -110,14 +114,6 @@ pub(crate) fn rerank(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(finish(items, pairs.len(), ctx.end() > pairs.len(), &path))
-}
-
-fn parse(path: &std::path::Path, line: usize, raw: &str) -> Result<Value, DatasetError> {
-    serde_json::from_str(raw).map_err(|source| DatasetError::Json {
-        path: path.to_path_buf(),
-        line,
-        source,
-    })
 }
 
 fn seeded_order(n: usize, seed: u64) -> Vec<usize> {

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::embedding::{done, item};
 use super::image_codec::{data_url, encode, pixels, ImageFormat};
-use super::source::{numbered_lines, read_text, resolve};
+use super::source::{json_line, numbered_lines, read_text, resolve, LineError};
 use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError, Materialized};
 use crate::api::Prompt;
@@ -116,7 +116,8 @@ fn mime_of(path: &Path) -> Option<&'static str> {
     }
 }
 
-fn read_image(path: &Path) -> Result<String, DatasetError> {
+/// An image file's bytes and type, its header checked (`image_header`).
+fn image_bytes(path: &Path) -> Result<(&'static str, Vec<u8>), DatasetError> {
     let mime = mime_of(path).ok_or_else(|| {
         DatasetError::Invalid(format!(
             "{}: not an image file (png, jpg, jpeg, webp, gif)",
@@ -127,28 +128,120 @@ fn read_image(path: &Path) -> Result<String, DatasetError> {
         path: path.to_path_buf(),
         source,
     })?;
-    Ok(data_url(mime, &bytes))
+    super::image_header::probe(&bytes, mime).map_err(|why| {
+        DatasetError::Invalid(format!("{}: a corrupt image: {why}", path.display()))
+    })?;
+    Ok((mime, bytes))
 }
 
 /// Where an image's bytes are.
-enum ImageSource {
+pub(crate) enum ImageSource {
     File(PathBuf),
     Shard(super::tar_shards::ShardImage),
 }
 
-fn read_source(source: &ImageSource) -> Result<String, DatasetError> {
-    match source {
-        ImageSource::File(p) => read_image(p),
-        ImageSource::Shard(image) => Ok(data_url(image.mime, &super::tar_shards::read(image)?)),
+impl ImageSource {
+    /// The image's bytes, its header checked: an error names the file (or the shard and
+    /// the member).
+    pub(crate) fn checked(&self) -> Result<(&'static str, Vec<u8>), DatasetError> {
+        match self {
+            ImageSource::File(p) => image_bytes(p),
+            ImageSource::Shard(image) => {
+                let bytes = super::tar_shards::read(image)?;
+                super::image_header::probe(&bytes, image.mime).map_err(|why| {
+                    DatasetError::Invalid(format!(
+                        "{} (member {}): a corrupt image: {why}",
+                        image.shard.display(),
+                        image.name
+                    ))
+                })?;
+                Ok((image.mime, bytes))
+            }
+        }
     }
+}
+
+fn read_source(source: &ImageSource) -> Result<String, DatasetError> {
+    let (mime, bytes) = source.checked()?;
+    Ok(data_url(mime, &bytes))
+}
+
+/// The lines of a file that are not usable, with why.
+pub(crate) type BadLines = Vec<(usize, LineError)>;
+
+/// One entry of an image set: its caption, its image, and the line of the JSONL file
+/// that names it.
+pub(crate) struct ImageEntry {
+    pub line: Option<usize>,
+    pub text: Option<String>,
+    pub source: ImageSource,
 }
 
 /// `(text or None, image)` per request source entry.
 fn entries(path: &Path) -> Result<Vec<(Option<String>, ImageSource)>, DatasetError> {
-    let shards = match path.is_dir() {
-        true => super::tar_shards::shards(path)?,
-        false => Vec::new(),
+    let (list, bad) = entries_all(path)?;
+    if let Some((line, e)) = bad.into_iter().next() {
+        return Err(e.at(path, line));
+    }
+    Ok(list.into_iter().map(|e| (e.text, e.source)).collect())
+}
+
+/// Every entry of the image set at `path` (a folder of images or of tar shards, or a
+/// JSONL file), and every line of a JSONL file that names no image.
+pub(crate) fn entries_all(path: &Path) -> Result<(Vec<ImageEntry>, BadLines), DatasetError> {
+    let unlined = |list: Vec<(Option<String>, ImageSource)>| {
+        let list = list
+            .into_iter()
+            .map(|(text, source)| ImageEntry {
+                line: None,
+                text,
+                source,
+            })
+            .collect();
+        (list, Vec::new())
     };
+    if path.is_dir() {
+        return folder(path).map(unlined);
+    }
+    let text = read_text(path)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let (mut out, mut bad) = (Vec::new(), Vec::new());
+    for (line, raw) in numbered_lines(&text) {
+        match image_line(raw, base) {
+            Ok((text, file)) => out.push(ImageEntry {
+                line: Some(line),
+                text,
+                source: ImageSource::File(file),
+            }),
+            Err(e) => bad.push((line, e)),
+        }
+    }
+    Ok((out, bad))
+}
+
+/// One line of an images JSONL file: its caption and its image's path.
+fn image_line(raw: &str, base: &Path) -> Result<(Option<String>, PathBuf), LineError> {
+    let v = json_line(raw)?;
+    let image = ["image", "image_path", "path"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .ok_or("no `image` path")?;
+    let p = Path::new(image);
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    };
+    let text = ["text", "prompt"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .map(String::from);
+    Ok((text, full))
+}
+
+/// The images of a folder: its tar shards' samples, or its image files in name order.
+fn folder(path: &Path) -> Result<Vec<(Option<String>, ImageSource)>, DatasetError> {
+    let shards = super::tar_shards::shards(path)?;
     if !shards.is_empty() {
         let images = super::tar_shards::index(&shards)?;
         return Ok(images
@@ -156,51 +249,19 @@ fn entries(path: &Path) -> Result<Vec<(Option<String>, ImageSource)>, DatasetErr
             .map(|i| (i.caption.clone(), ImageSource::Shard(i)))
             .collect());
     }
-    if path.is_dir() {
-        let read = std::fs::read_dir(path).map_err(|source| DatasetError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let mut files: Vec<PathBuf> = read
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| mime_of(p).is_some())
-            .collect();
-        files.sort();
-        return Ok(files
-            .into_iter()
-            .map(|p| (None, ImageSource::File(p)))
-            .collect());
-    }
-    let text = read_text(path)?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let mut out = Vec::new();
-    for (line, raw) in numbered_lines(&text) {
-        let v: Value = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
-            path: path.to_path_buf(),
-            line,
-            source,
-        })?;
-        let image = ["image", "image_path", "path"]
-            .iter()
-            .find_map(|k| v.get(*k).and_then(Value::as_str))
-            .ok_or_else(|| DatasetError::Line {
-                path: path.to_path_buf(),
-                line,
-                message: "no `image` path".into(),
-            })?;
-        let p = Path::new(image);
-        let full = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            base.join(p)
-        };
-        let text = ["text", "prompt"]
-            .iter()
-            .find_map(|k| v.get(*k).and_then(Value::as_str))
-            .map(String::from);
-        out.push((text, ImageSource::File(full)));
-    }
-    Ok(out)
+    let read = std::fs::read_dir(path).map_err(|source| DatasetError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = read
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| mime_of(p).is_some())
+        .collect();
+    files.sort();
+    Ok(files
+        .into_iter()
+        .map(|p| (None, ImageSource::File(p)))
+        .collect())
 }
 
 /// The images at `path` with their captions (or `text` instead of every caption).

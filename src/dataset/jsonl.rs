@@ -5,7 +5,9 @@
 
 use serde_json::{Map, Value};
 
-use super::source::{numbered_lines, read_text, resolve, Candidate, Source, SourceSet};
+use super::source::{
+    json_line, numbered_lines, read_text, resolve, Candidate, LineError, Source, SourceSet,
+};
 use super::{DatasetContext, DatasetError};
 
 /// Keys that make a line a whole request body rather than a bare prompt.
@@ -41,27 +43,7 @@ pub(crate) fn read(
     let text = read_text(&path)?;
     let mut candidates = Vec::new();
     for (line, raw) in numbered_lines(&text) {
-        let value: Value = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
-            path: path.clone(),
-            line,
-            source,
-        })?;
-        let located = |message: String| DatasetError::Line {
-            path: path.clone(),
-            line,
-            message,
-        };
-        let Value::Object(object) = value else {
-            return Err(located(format!(
-                "expected a JSON object, found {}",
-                json_type(&value)
-            )));
-        };
-        let source = match field {
-            Some(field) => from_field(object, field),
-            None => from_object(object),
-        }
-        .map_err(located)?;
+        let source = parse_line(raw, field).map_err(|e| e.at(&path, line))?;
         candidates.push(Candidate {
             source,
             answer: None,
@@ -73,6 +55,18 @@ pub(crate) fn read(
         candidates,
         warn_on_cycle: true,
     })
+}
+
+/// The prompt of one line, from `field` when set.
+pub(crate) fn parse_line(raw: &str, field: Option<&str>) -> Result<Source, LineError> {
+    let value = json_line(raw)?;
+    let Value::Object(object) = value else {
+        return Err(format!("expected a JSON object, found {}", json_type(&value)).into());
+    };
+    Ok(match field {
+        Some(field) => from_field(object, field),
+        None => from_object(object),
+    }?)
 }
 
 fn from_field(mut object: Map<String, Value>, field: &str) -> Result<Source, String> {

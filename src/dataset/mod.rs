@@ -8,6 +8,7 @@
 //! seed (already mixed with the run) and the request count.
 
 mod batch_files;
+pub mod check;
 mod fit;
 mod fixed;
 mod jsonl;
@@ -28,6 +29,7 @@ mod tar_shards;
 // Issue 7: the traffic kinds.
 mod embedding;
 pub mod image_codec;
+mod image_header;
 mod images;
 pub mod multi_turn;
 mod rerank;

@@ -11,7 +11,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use super::source::{numbered_lines, read_text, resolve};
+use super::source::{json_line, numbered_lines, read_text, resolve, LineError};
 use super::words::{draw_len, random_text};
 use super::{DatasetContext, DatasetError};
 use crate::plan::spec::TokenRange;
@@ -128,16 +128,7 @@ fn read_file(
     let max_turns = max_turns.map_or(usize::MAX, |t| t as usize);
     let mut list = Vec::new();
     for (line, raw) in numbered_lines(&text) {
-        let v: Value = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
-            path: path.clone(),
-            line,
-            source,
-        })?;
-        let mut script = parse_conversation(&v).ok_or_else(|| DatasetError::Line {
-            path: path.clone(),
-            line,
-            message: "expected {\"messages\": [...]}, a messages array, or ShareGPT {\"conversations\": [...]} with at least one user turn".into(),
-        })?;
+        let mut script = parse_line(raw).map_err(|e| e.at(&path, line))?;
         script.turns.truncate(max_turns.max(1));
         if let Some(tok) = ctx.tokenizer.as_deref() {
             for t in &mut script.turns {
@@ -150,6 +141,14 @@ fn read_file(
         return Err(DatasetError::Empty { path });
     }
     Ok(Conversations::File(list))
+}
+
+/// One line of a conversations file.
+pub(crate) fn parse_line(raw: &str) -> Result<Script, LineError> {
+    let v = json_line(raw)?;
+    parse_conversation(&v).ok_or_else(|| {
+        "expected {\"messages\": [...]}, a messages array, or ShareGPT {\"conversations\": [...]} with at least one user turn".into()
+    })
 }
 
 /// A conversation line: its system message and user turns (assistant turns are dropped:

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::source::{numbered_lines, read_text, resolve, Candidate, Source, SourceSet};
+use super::source::{numbered_lines, read_text, resolve, Candidate, LineError, Source, SourceSet};
 use super::{DatasetContext, DatasetError};
 
 #[derive(Debug, Deserialize)]
@@ -26,38 +26,16 @@ struct Turn {
 pub(crate) fn read(path: &str, ctx: &DatasetContext) -> Result<SourceSet, DatasetError> {
     let path = resolve(ctx, path);
     let text = read_text(&path)?;
-    let entries: Vec<(usize, Conversation)> = if text.trim_start().starts_with('[') {
-        let all: Vec<Conversation> =
-            serde_json::from_str(&text).map_err(|source| DatasetError::Json {
-                path: path.clone(),
-                line: 0,
-                source,
-            })?;
-        all.into_iter()
-            .enumerate()
-            .map(|(i, c)| (i + 1, c))
-            .collect()
-    } else {
-        let mut all = Vec::new();
-        for (line, raw) in numbered_lines(&text) {
-            let c = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
-                path: path.clone(),
+    let mut candidates = Vec::new();
+    for (line, exchange) in exchanges(&text) {
+        if let Some((question, answer)) = exchange.map_err(|e| e.at(&path, line))? {
+            candidates.push(Candidate {
+                source: Source::Text(question),
+                answer,
                 line,
-                source,
-            })?;
-            all.push((line, c));
+            });
         }
-        all
-    };
-    let candidates: Vec<Candidate> = entries
-        .into_iter()
-        .filter_map(|(line, c)| first_exchange(c).map(|(q, a)| (line, q, a)))
-        .map(|(line, question, answer)| Candidate {
-            source: Source::Text(question),
-            answer,
-            line,
-        })
-        .collect();
+    }
     if candidates.is_empty() {
         return Err(DatasetError::Invalid(format!(
             "{} holds no conversation with a human turn (expected ShareGPT's \
@@ -70,6 +48,33 @@ pub(crate) fn read(path: &str, ctx: &DatasetContext) -> Result<SourceSet, Datase
         candidates,
         warn_on_cycle: true,
     })
+}
+
+/// A conversation's first question and its answer, if it has a human turn.
+pub(crate) type Exchange = Option<(String, Option<String>)>;
+
+/// Each conversation of a ShareGPT file (a JSON array, or JSON Lines) with its line (its
+/// position in an array), as its first exchange: `None` for one without a human turn.
+/// A malformed array is one error at the line where the JSON breaks.
+pub(crate) fn exchanges(text: &str) -> Vec<(usize, Result<Exchange, LineError>)> {
+    if text.trim_start().starts_with('[') {
+        return match serde_json::from_str::<Vec<Conversation>>(text) {
+            Ok(all) => all
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| (i + 1, Ok(first_exchange(c))))
+                .collect(),
+            Err(e) => vec![(e.line(), Err(LineError::Json(e)))],
+        };
+    }
+    numbered_lines(text)
+        .map(|(line, raw)| {
+            let parsed = serde_json::from_str::<Conversation>(raw)
+                .map(first_exchange)
+                .map_err(LineError::Json);
+            (line, parsed)
+        })
+        .collect()
 }
 
 /// The first human turn and the assistant answer right after it.

@@ -45,7 +45,7 @@ pub(crate) fn resolve(ctx: &DatasetContext, path: &str) -> PathBuf {
 
 /// A whole UTF-8 file; a missing, unreadable or blank file is an error naming it.
 pub(crate) fn read_text(path: &Path) -> Result<String, DatasetError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Read {
+    let text = crate::text::read(path).map_err(|source| DatasetError::Read {
         path: path.to_path_buf(),
         source,
     })?;
@@ -55,6 +55,54 @@ pub(crate) fn read_text(path: &Path) -> Result<String, DatasetError> {
         });
     }
     Ok(text)
+}
+
+/// Why one line (or record) of a file is not usable: malformed JSON, or what is wrong
+/// with it. The readers stop at the first (`at`); `check` collects them all.
+#[derive(Debug)]
+pub(crate) enum LineError {
+    Json(serde_json::Error),
+    Message(String),
+}
+
+impl From<String> for LineError {
+    fn from(message: String) -> LineError {
+        LineError::Message(message)
+    }
+}
+
+impl From<&str> for LineError {
+    fn from(message: &str) -> LineError {
+        LineError::Message(message.to_string())
+    }
+}
+
+impl LineError {
+    /// The error at `line` of `path`.
+    pub fn at(self, path: &Path, line: usize) -> DatasetError {
+        let path = path.to_path_buf();
+        match self {
+            LineError::Json(source) => DatasetError::Json { path, line, source },
+            LineError::Message(message) => DatasetError::Line {
+                path,
+                line,
+                message,
+            },
+        }
+    }
+
+    /// What is wrong, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            LineError::Json(e) => format!("malformed JSON ({e})"),
+            LineError::Message(m) => m.clone(),
+        }
+    }
+}
+
+/// One line of a JSON Lines file.
+pub(crate) fn json_line(raw: &str) -> Result<Value, LineError> {
+    serde_json::from_str(raw).map_err(LineError::Json)
 }
 
 /// The lines of a file with their 1-based numbers, `\r` removed, blank lines skipped.

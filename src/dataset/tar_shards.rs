@@ -19,6 +19,8 @@ const MAX_CAPTION: u64 = 64 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardImage {
     pub shard: PathBuf,
+    /// The member's name in the shard.
+    pub name: String,
     pub offset: u64,
     pub len: u64,
     pub mime: &'static str,
@@ -84,11 +86,13 @@ pub fn index(shards: &[PathBuf]) -> Result<Vec<ShardImage>, DatasetError> {
                 let mut limited = (&mut entry).take(MAX_CAPTION);
                 let mut bytes = Vec::new();
                 limited.read_to_end(&mut bytes).map_err(read_err(shard))?;
-                text.push_str(String::from_utf8_lossy(&bytes).trim());
+                let caption = crate::text::normalize(String::from_utf8_lossy(&bytes).into_owned());
+                text.push_str(caption.trim());
                 captions.insert(key, text);
             } else if let Some(mime) = mime(&ext) {
                 let image = ShardImage {
                     shard: shard.clone(),
+                    name: name.clone(),
                     offset: entry.raw_file_position(),
                     len: entry.size(),
                     mime,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::source::{numbered_lines, read_text, resolve};
+use super::source::{json_line, numbered_lines, read_text, resolve, LineError};
 use super::{DatasetContext, DatasetError};
 use crate::plan::TracePlan;
 
@@ -52,39 +52,9 @@ pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<Trace, DatasetErro
     let mut raws = Vec::new();
     let mut left_out = std::collections::BTreeSet::new();
     for (line, raw) in numbered_lines(&text) {
-        let bad = |message: String| DatasetError::Line {
-            path: path.clone(),
-            line,
-            message,
-        };
-        let v: Value = serde_json::from_str(raw).map_err(|source| DatasetError::Json {
-            path: path.clone(),
-            line,
-            source,
-        })?;
-        let Some(body) = v.get("body").and_then(Value::as_object).cloned() else {
-            return Err(bad("`body` must be a JSON object".into()));
-        };
-        let at_us = v
-            .get("timestamp")
-            .ok_or_else(|| bad("no `timestamp`".into()))
-            .and_then(|t| timestamp_us(t).map_err(bad))?;
-        let (headers, skipped) = super::trace_headers::replayable(v.get("headers")).map_err(bad)?;
+        let (record, skipped) = parse_record(raw, line).map_err(|e| e.at(&path, line))?;
         left_out.extend(skipped);
-        raws.push(Raw {
-            at_us,
-            line,
-            body,
-            request_id: v
-                .get("request_id")
-                .and_then(Value::as_str)
-                .map(String::from),
-            completion_tokens: v
-                .get("completion_tokens")
-                .and_then(Value::as_u64)
-                .map(|n| n.min(u64::from(u32::MAX)) as u32),
-            headers,
-        });
+        raws.push(record);
     }
     let warnings = order_and_note(&path, &mut raws, left_out);
     let speed = plan.speed;
@@ -111,6 +81,39 @@ pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<Trace, DatasetErro
         warnings,
         records,
     })
+}
+
+/// One record of a trace, and the recorded headers it does not replay.
+fn parse_record(
+    raw: &str,
+    line: usize,
+) -> Result<(Raw, std::collections::BTreeSet<String>), LineError> {
+    let v = json_line(raw)?;
+    let Some(body) = v.get("body").and_then(Value::as_object).cloned() else {
+        return Err("`body` must be a JSON object".into());
+    };
+    let at_us = timestamp_us(v.get("timestamp").ok_or("no `timestamp`")?)?;
+    let (headers, skipped) = super::trace_headers::replayable(v.get("headers"))?;
+    let record = Raw {
+        at_us,
+        line,
+        body,
+        request_id: v
+            .get("request_id")
+            .and_then(Value::as_str)
+            .map(String::from),
+        completion_tokens: v
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .map(|n| n.min(u64::from(u32::MAX)) as u32),
+        headers,
+    };
+    Ok((record, skipped))
+}
+
+/// One record of a trace checked as `read` reads it: its body (for the prompt checks).
+pub(crate) fn check_record(raw: &str) -> Result<Map<String, Value>, LineError> {
+    parse_record(raw, 0).map(|(r, _)| r.body)
 }
 
 /// Sorts records out of time order (with a warning), and names the recorded headers that
@@ -207,9 +210,31 @@ fn constrained(body: &Map<String, Value>) -> bool {
             .any(|f| body.get(*f).is_some_and(|v| !v.is_null()))
 }
 
+/// The last instant a trace's timestamp may name: the end of year 9999, in µs.
+const LAST_US: i128 = 253_402_300_799_999_999;
+
 /// Microseconds since the epoch of a number (seconds, or ms/µs when that large) or an
-/// ISO-8601 text (`2025-01-02T03:04:05.678Z`, an offset, or no zone meaning UTC).
+/// ISO-8601 text (`2025-01-02T03:04:05.678Z`, an offset, or no zone meaning UTC). A
+/// time at or before 1970-01-01 (a zero or negative epoch number) or after year 9999 is
+/// no recorded time: an error naming it.
 pub fn timestamp_us(v: &Value) -> Result<i128, String> {
+    let us = timestamp_any_us(v)?;
+    if us <= 0 {
+        return Err(format!(
+            "`timestamp` {v} is not after 1970-01-01T00:00:00Z: a trace records when each \
+             request was sent, as epoch seconds (or ms, µs) or an ISO-8601 time"
+        ));
+    }
+    if us > LAST_US {
+        return Err(format!(
+            "`timestamp` {v} is after the year 9999: write epoch seconds, ms or µs, or an \
+             ISO-8601 time"
+        ));
+    }
+    Ok(us)
+}
+
+fn timestamp_any_us(v: &Value) -> Result<i128, String> {
     match v {
         Value::Number(n) => {
             let x = n.as_f64().ok_or("`timestamp` is not a number")?;
@@ -231,7 +256,7 @@ pub fn timestamp_us(v: &Value) -> Result<i128, String> {
 
 fn iso8601_us(s: &str) -> Option<i128> {
     if let Ok(x) = s.parse::<f64>() {
-        return timestamp_us(&Value::from(x)).ok();
+        return timestamp_any_us(&Value::from(x)).ok();
     }
     crate::units::parse_utc_us(s)
 }
@@ -268,9 +293,18 @@ mod tests {
             1_795_938_471_000_000
         );
         assert_eq!(
-            timestamp_us(&json!("1970-01-01T01:00:00+01:00")).unwrap(),
-            0
+            timestamp_us(&json!("1970-01-01T01:00:01+01:00")).unwrap(),
+            1_000_000
         );
+        // An instant at or before the epoch, or past the year 9999, is no recorded time.
+        for bad in [
+            json!(0),
+            json!(-5.0),
+            json!("1970-01-01T01:00:00+01:00"),
+            json!(1e30),
+        ] {
+            assert!(timestamp_us(&bad).is_err(), "{bad}");
+        }
         assert!(timestamp_us(&json!("yesterday")).is_err());
     }
 

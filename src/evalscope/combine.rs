@@ -59,8 +59,14 @@ pub fn combine(groups: Vec<Group>) -> Result<Imported, ImportError> {
     }
     let mut plan = Map::new();
     plan.insert("plan".into(), Value::Object(plan_meta(&groups, &mut notes)));
+    plan.insert("report".into(), json!({ "metrics": "evalscope" }));
     if groups.len() == 1 {
         return Ok(single(first, plan, notes));
+    }
+    if groups.iter().any(|g| g.loads.is_empty()) {
+        return Err(ImportError::Mismatch(
+            "cannot combine a whole-trace replay (no `--number`) with other command lines into one plan; import them one at a time".into(),
+        ));
     }
     let (mut endpoints, mut models, mut datasets) = (Map::new(), Map::new(), Map::new());
     let shared = shared_settings(&groups);
@@ -132,7 +138,10 @@ fn single(g: &Group, mut plan: Map<String, Value>, notes: Vec<String>) -> Import
     if g.tokenize_prompt {
         matrix.insert("tokenize_prompt".into(), true.into());
     }
-    matrix.insert("load".into(), Value::Array(g.loads.clone()));
+    // A trace replayed whole has no load: every record at its recorded time.
+    if !g.loads.is_empty() {
+        matrix.insert("load".into(), Value::Array(g.loads.clone()));
+    }
     plan.insert("matrix".into(), Value::Object(matrix));
     Imported { plan, notes }
 }

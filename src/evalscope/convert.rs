@@ -2,6 +2,7 @@
 //! request settings and load tiers, as plan tables, with a note for every parameter that
 //! has no plan equivalent and for every place perfplan behaves differently.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -83,17 +84,41 @@ fn no_equivalent_notes(p: &Parsed) -> Vec<String> {
         .collect()
 }
 
+/// Whether the command replays a trace, whose records keep their own `model`.
+fn replays_trace(p: &Parsed) -> bool {
+    p.one("--dataset") == Some("workload_trace")
+}
+
+/// The command's `--model`: required, except by a trace replay (EvalScope makes it
+/// optional there: every record keeps its own model, and the runs are named after the
+/// dataset).
+fn model_of<'p>(p: &'p Parsed, notes: &mut Vec<String>) -> Result<Option<&'p str>, ImportError> {
+    match p.one("--model") {
+        Some(m) => Ok(Some(m)),
+        None if replays_trace(p) => {
+            notes.push("`--model` not given: every trace record keeps its own `model`, as EvalScope replays it (`model_override` / `model_mapping` rewrite it); the plan's model only names the runs".into());
+            Ok(None)
+        }
+        None => Err(ImportError::MissingValue {
+            flag: "--model".into(),
+        }),
+    }
+}
+
 /// Converts one command line (the arguments after `perf`).
 pub fn convert_command(p: &Parsed) -> Result<Group, ImportError> {
-    let model = p.one("--model").ok_or(ImportError::MissingValue {
-        flag: "--model".into(),
-    })?;
-    let model_name = slug(model.rsplit('/').next().unwrap_or(model));
     let mut notes = no_equivalent_notes(p);
-    let (endpoint_name, endpoint, api) = endpoint(p, model, &mut notes)?;
+    let model = model_of(p, &mut notes)?;
+    let model_name = match model {
+        Some(model) => slug(model.rsplit('/').next().unwrap_or(model)),
+        None => "trace".to_string(),
+    };
+    let (endpoint_name, endpoint, api) = endpoint(p, model.unwrap_or("MODEL"), &mut notes)?;
     let tokenize_prompt = p.flag("--tokenize-prompt").unwrap_or(false);
     let mut model_table = Map::new();
-    model_table.insert("served_name".into(), lit(model));
+    if let Some(model) = model {
+        model_table.insert("served_name".into(), lit(model));
+    }
     if let Some(t) = p.one("--tokenizer-path") {
         model_table.insert("tokenizer".into(), lit(t));
     }
@@ -149,7 +174,7 @@ fn endpoint(
         }
     };
     let mut name = "server".to_string();
-    let api = if api_arg == "local_vllm" {
+    let api = if api_arg == "local_vllm" || api_arg == "local" {
         let port = p.one("--port").unwrap_or("{port}");
         ep.insert("base_url".into(), format!("http://127.0.0.1:{port}").into());
         ep.insert(
@@ -158,16 +183,11 @@ fn endpoint(
         );
         ep.insert("ready_timeout".into(), "10m".into());
         name = "vllm".into();
-        notes.push("`--api local_vllm`: perfplan launches `vllm serve` itself before the runs and stops it after; check the command".into());
+        notes.push(match api_arg {
+            "local" => "`--api local`: EvalScope runs the model in its own process with transformers; perfplan benchmarks a server, so the plan launches `vllm serve` before the runs and stops it after (the numbers are vLLM's, not transformers'); check the command, or give `launch` another server's",
+            _ => "`--api local_vllm`: perfplan launches `vllm serve` itself before the runs and stops it after; check the command",
+        }.into());
         ApiSpec::Chat
-    } else if api_arg == "local" {
-        return Err(ImportError::Unsupported {
-            flag: "--api".into(),
-            value: "local".into(),
-            why: "it runs the model in EvalScope's own process with transformers; perfplan \
-                  benchmarks a server: use `--api local_vllm` or give the endpoint a `launch` command"
-                .into(),
-        });
     } else {
         remote(p, kind, &mut ep)
     };
@@ -326,7 +346,7 @@ fn request(p: &Parsed, notes: &mut Vec<String>) -> Result<Map<String, Value>, Im
 /// `stream` added over it, as EvalScope composes them.
 fn body_template(text: &str, api: ApiSpec) -> Result<String, ImportError> {
     let source = match text.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path).map_err(|source| ImportError::Read {
+        Some(path) => crate::text::read(Path::new(path)).map_err(|source| ImportError::Read {
             flag: "--query-template".into(),
             path: path.into(),
             source,

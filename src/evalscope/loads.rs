@@ -33,6 +33,9 @@ pub(super) fn loads(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, I
     if p.flag("--sla-auto-tune") == Some(true) {
         return searches(p, notes);
     }
+    if p.one("--dataset") == Some("workload_trace") {
+        return trace_loads(p, notes);
+    }
     let number = match p.nums::<u32>("--number")? {
         n if n.is_empty() => vec![1000],
         n => n,
@@ -91,6 +94,30 @@ pub(super) fn loads(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, I
     Ok(out)
 }
 
+/// A trace replay's loads: the records at their recorded times, every one of them, or the
+/// first `--number` (EvalScope truncates the trace so). Pacing flags do not apply: the
+/// trace sets the send times.
+fn trace_loads(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, ImportError> {
+    let ignored: Vec<&str> = ["--parallel", "--rate", "--warmup-num", "--duration"]
+        .into_iter()
+        .filter(|f| p.has(f))
+        .collect();
+    if !ignored.is_empty() {
+        notes.push(format!(
+            "a trace replay sends each record at its recorded time: {} left out",
+            ignored
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(p.nums::<u32>("--number")?
+        .into_iter()
+        .map(|n| json!({ "requests": n }))
+        .collect())
+}
+
 fn tier(mut load: Value, warmup: u32, duration: &Option<String>) -> Value {
     if let Value::Object(map) = &mut load {
         if warmup > 0 {
@@ -144,6 +171,42 @@ fn condition(name: &str, text: &str) -> Result<(String, String), ImportError> {
     Ok((metric.into(), format!("{op} {value}{unit}")))
 }
 
+/// A note for each load flag of the command that an SLA search does not read (the search
+/// sets the tuned variable and each probe's request count itself).
+fn ignored_by_search(p: &Parsed, variable: &str, notes: &mut Vec<String>) {
+    let why = |flag: &str| -> Option<&'static str> {
+        Some(match flag {
+            "--parallel" if variable == "concurrency" => "the search sets each probe's concurrency",
+            "--parallel" => "a rate search's in-flight bound is `--sla-fixed-parallel`",
+            "--rate" if variable == "rate" => "the search sets each probe's rate",
+            "--rate" => "a concurrency search sends as fast as its concurrency allows",
+            "--number" => "each probe sends `--sla-number-multiplier` × the tuned value requests",
+            "--open-loop" => "the search's probes follow `--sla-variable`",
+            "--warmup-num" => "the search's probes have no warmup requests",
+            "--duration" => "each probe sends its request count, whatever it takes",
+            "--sla-fixed-parallel" if variable == "concurrency" => {
+                "it applies to `--sla-variable rate` only"
+            }
+            _ => return None,
+        })
+    };
+    for flag in [
+        "--parallel",
+        "--rate",
+        "--number",
+        "--open-loop",
+        "--warmup-num",
+        "--duration",
+        "--sla-fixed-parallel",
+    ] {
+        if let (true, Some(why)) = (p.has(flag), why(flag)) {
+            notes.push(format!(
+                "`--sla-auto-tune`: `{flag}` is left out, because {why}"
+            ));
+        }
+    }
+}
+
 fn searches(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, ImportError> {
     let text = p.one("--sla-params").ok_or(ImportError::MissingValue {
         flag: "--sla-params (needed by --sla-auto-tune)".into(),
@@ -174,6 +237,7 @@ fn searches(p: &Parsed, notes: &mut Vec<String>) -> Result<Vec<Value>, ImportErr
             })
         }
     };
+    ignored_by_search(p, variable, notes);
     let mut base = Map::new();
     base.insert("search".into(), variable.into());
     if let Some(v) = p.num::<f64>("--sla-lower-bound")? {

@@ -54,10 +54,10 @@ use Arity::{Any, Bool, Many, One, Switch};
 
 /// Every parameter, in the reference's order.
 pub const PARAMS: &[Param] = &[
-    key("--model", One, "`models.NAME.served_name` (NAME from its last path part)"),
+    key("--model", One, "`models.NAME.served_name` (NAME from its last path part); optional with `--dataset workload_trace`, as in EvalScope: every record keeps its own model, and the plan's model (`trace`) only names the runs"),
     key("--url", One, "endpoint `base_url`; its path sets `api` (and `paths` when it is not the usual route)"),
     key("--name", One, "`[plan] name` (names the output folder)"),
-    key("--api", One, "endpoint `api` (`openai` → chat or completions by the URL, `openai_responses` → responses, `openai_embedding` → embeddings, `openai_rerank` → rerank); `local_vllm` → endpoint `launch = \"vllm serve MODEL --port {port}\"`"),
+    key("--api", One, "endpoint `api` (`openai` → chat or completions by the URL, `openai_responses` → responses, `openai_embedding` → embeddings, `openai_rerank` → rerank); `local_vllm` → endpoint `launch = \"vllm serve MODEL --port {port}\"`; `local` (transformers in EvalScope's own process) → the same `launch`, with a note: perfplan benchmarks a server"),
     key("--port", One, "with `--api local_vllm`: the port in `launch` and `base_url`"),
     none("--attn-implementation", One, "it configures EvalScope's in-process transformers inference; perfplan benchmarks servers over HTTP (start one with `launch`)"),
     key("--api-key", One, "endpoint `api_key_env = \"API_KEY\"`: the plan names the variable, never the key; export API_KEY before `perfplan run`"),

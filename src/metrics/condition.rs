@@ -7,77 +7,7 @@ use std::fmt;
 
 use super::names;
 
-/// The unit a metric is stored and reported in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricUnit {
-    Millis,
-    Seconds,
-    /// A share in 0..=1.
-    Ratio,
-    Tokens,
-    TokensPerSec,
-    RequestsPerSec,
-    Count,
-    Watts,
-    /// Energy per output token.
-    JoulesPerToken,
-}
-
-/// The unit of a metric of the vocabulary (or of a mix class's, `NAME@CLASS`), or
-/// `None` for an unknown name.
-pub fn unit_of(metric: &str) -> Option<MetricUnit> {
-    let metric = match names::split_class(metric) {
-        (name, Some(class)) if names::valid_class_name(class) => name,
-        (_, Some(_)) => return None,
-        (name, None) => name,
-    };
-    if !names::is_metric(metric) {
-        return None;
-    }
-    Some(match metric {
-        "duration_s" | "steady_s" => MetricUnit::Seconds,
-        "success_ratio"
-        | "cache_hit_ratio"
-        | "server_cache_hit_ratio"
-        | "planned_prefix_share"
-        | "planned_template_share"
-        | "client_cpu_ratio"
-        | "cache_hit_ratio_later_turns" => MetricUnit::Ratio,
-        "kv_cache_usage_mean"
-        | "kv_cache_usage_max"
-        | "spec_decode_acceptance"
-        | "gpu_utilization_mean" => MetricUnit::Ratio,
-        "server_ttft_p50" | "server_ttft_p99" | "server_itl_p50" | "server_itl_p99"
-        | "server_latency_p50" | "server_latency_p99" => MetricUnit::Millis,
-        "queue_depth_mean" | "queue_depth_max" | "running_mean" | "running_max" | "preemptions" => {
-            MetricUnit::Count
-        }
-        "gpu_power_w_mean" => MetricUnit::Watts,
-        "energy_j_per_output_token" => MetricUnit::JoulesPerToken,
-        "output_tps" | "total_tps" | "input_tps" | "output_tps_steady" => MetricUnit::TokensPerSec,
-        "rps" | "goodput_rps" | "inputs_per_s" | "rps_steady" => MetricUnit::RequestsPerSec,
-        "requests_ok"
-        | "requests_failed"
-        | "requests_no_output"
-        | "sla_max_concurrency"
-        | "sla_best_concurrency" => MetricUnit::Count,
-        "sla_max_rate" | "sla_best_rate" => MetricUnit::RequestsPerSec,
-        _ => {
-            let quantity = names::QUANTITIES
-                .iter()
-                .find(|q| metric.starts_with(&format!("{q}_")))
-                .copied()
-                .unwrap_or("");
-            if names::is_time_quantity(quantity) {
-                MetricUnit::Millis
-            } else if names::is_rate_quantity(quantity) {
-                MetricUnit::TokensPerSec
-            } else {
-                MetricUnit::Tokens
-            }
-        }
-    })
-}
+pub use super::registry::{unit_of, MetricUnit};
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

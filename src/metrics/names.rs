@@ -1,130 +1,46 @@
 //! The flat metric vocabulary of DESIGN.md ("Metric names"), used by `[report]`,
 //! `[gates]`, `--metrics`, CSV columns and the JSON output.
 
-/// Distributions: `<quantity>_<statistic>`.
-pub const QUANTITIES: [&str; 13] = [
-    "ttft",
-    "tpot",
-    "itl",
-    "latency",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "lateness",
-    // Connection setup (TCP connect and, for https://, the TLS handshake) of the measured
-    // requests that opened a connection; requests sent on an open connection have none.
-    "connect",
-    // Time to the first answer token after any reasoning (AIPerf's "time to first output
-    // token"): the first content or tool-call chunk; equal to `ttft` without reasoning.
-    "ttfo",
-    // Per-request rates (EvalScope's "Output (tok/s)" and "Decode (tok/s)" columns), in
-    // tokens per second: output tokens / latency, and (output tokens − 1) / (latency − TTFT)
-    // (1 / TPOT; requests of two or more output tokens).
-    "request_output_tps",
-    "decode_tps",
-    // The TLS handshake part of `connect` (the lean client's https:// connections opened
-    // by measured requests); the handshakes of connections opened before the clock are in
-    // the run's extras (`preconnect`).
-    "tls_handshake",
-];
+use super::registry::{names_of, statistic_names};
+use super::registry_defs::{QUANTITY_DEFS, SCALAR_DEFS, SERVER_DEFS};
 
-pub const STATISTICS: [&str; 14] = [
-    "mean", "stdev", "min", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "p999",
-    "max",
-];
+/// Distributions: `<quantity>_<statistic>` (their units, directions and definitions are
+/// the registry's, `registry_defs::QUANTITY_DEFS`, in this order).
+pub const QUANTITIES: [&str; QUANTITY_DEFS.len()] = names_of(&QUANTITY_DEFS);
 
-/// Scalars, one value per run.
-pub const SCALARS: [&str; 33] = [
-    "requests_ok",
-    "requests_failed",
-    "success_ratio",
-    "duration_s",
-    "rps",
-    "output_tps",
-    "total_tps",
-    "goodput_rps",
-    "cache_hit_ratio",
-    "server_cache_hit_ratio",
-    "planned_prefix_share",
-    "planned_template_share",
-    "client_cpu_ratio",
-    "input_tps",
-    "inputs_per_s",
-    // The result of an SLA search (null for fixed loads): the highest passing value.
-    "sla_max_concurrency",
-    "sla_max_rate",
-    // Multi-turn runs: TTFT of first turns vs later turns (ms), and the cached share of
-    // later turns' prompts (from usage).
-    "ttft_first_turn_mean",
-    "ttft_later_turns_mean",
-    "cache_hit_ratio_later_turns",
-    // The result of an SLA search with an objective (`output_tps = "max"`): the passing
-    // value with the best objective (null otherwise).
-    "sla_best_concurrency",
-    "sla_best_rate",
-    // Successful measured requests that carried no output at all (no content, reasoning
-    // or tool call): counted and warned about, never silently good.
-    "requests_no_output",
-    // The steady-state window (`metrics::steady`: every slot busy, before the drain):
-    // its length (s), and the metrics of the requests it holds (null when it is empty or
-    // shorter than two time slices).
-    "steady_s",
-    "ttft_p50_steady",
-    "ttft_p99_steady",
-    "tpot_p50_steady",
-    "tpot_p99_steady",
-    "itl_p50_steady",
-    "latency_p50_steady",
-    "latency_p99_steady",
-    "rps_steady",
-    "output_tps_steady",
-];
+/// The statistics of every distribution, in column order.
+pub const STATISTICS: [&str; 14] = statistic_names();
+
+/// Scalars, one value per run (`registry_defs::SCALAR_DEFS`).
+pub const SCALARS: [&str; SCALAR_DEFS.len()] = names_of(&SCALAR_DEFS);
 
 /// Scalars of the server's side: telemetry scraped during the run (null without it;
 /// README, "Server telemetry"), which no request row holds (a merged or pooled run
-/// carries them, never recomputes them). They follow `SCALARS` in every export:
-/// quantiles of the server's own histograms over the run (ms) ...
-pub const SERVER_SCALARS: [&str; 17] = [
-    "server_ttft_p50",
-    "server_ttft_p99",
-    "server_itl_p50",
-    "server_itl_p99",
-    "server_latency_p50",
-    "server_latency_p99",
-    // ... its gauges over the run's scrapes (KV-cache use a fraction 0..1; queue depth:
-    // waiting requests; running: requests in the batch) ...
-    "kv_cache_usage_mean",
-    "kv_cache_usage_max",
-    "queue_depth_mean",
-    "queue_depth_max",
-    "running_mean",
-    "running_max",
-    // ... counters' increase (preemptions; accepted over drafted speculative tokens) and
-    // the GPUs of a DCGM exporter (utilisation a fraction 0..1, power in W, energy in J
-    // per output token).
-    "preemptions",
-    "spec_decode_acceptance",
-    "gpu_utilization_mean",
-    "gpu_power_w_mean",
-    "energy_j_per_output_token",
-];
+/// carries them, never recomputes them). They follow `SCALARS` in every export
+/// (`registry_defs::SERVER_DEFS`).
+pub const SERVER_SCALARS: [&str; SERVER_DEFS.len()] = names_of(&SERVER_DEFS);
 
 /// Every scalar: `SCALARS`, then `SERVER_SCALARS`.
 pub fn scalars() -> impl Iterator<Item = &'static str> {
     SCALARS.iter().chain(SERVER_SCALARS.iter()).copied()
 }
 
+/// The unit of a distribution's quantity (`ttft`), from the registry.
+fn quantity_unit(quantity: &str) -> Option<super::registry::MetricUnit> {
+    QUANTITY_DEFS
+        .iter()
+        .find(|q| q.name == quantity)
+        .map(|q| q.unit)
+}
+
 /// The distributions measured in tokens per second.
 pub fn is_rate_quantity(quantity: &str) -> bool {
-    matches!(quantity, "request_output_tps" | "decode_tps")
+    quantity_unit(quantity) == Some(super::registry::MetricUnit::TokensPerSec)
 }
 
 /// Quantities measured in milliseconds (in JSON and CSV).
 pub fn is_time_quantity(quantity: &str) -> bool {
-    matches!(
-        quantity,
-        "ttft" | "tpot" | "itl" | "latency" | "lateness" | "connect" | "ttfo" | "tls_handshake"
-    )
+    quantity_unit(quantity) == Some(super::registry::MetricUnit::Millis)
 }
 
 /// Every metric name, distributions first, in a fixed order.

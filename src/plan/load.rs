@@ -24,6 +24,9 @@ pub struct LoadOptions<'a> {
     /// path as given, imports joined to their importer's folder): `rerun` loads the texts
     /// a suite stored.
     pub files: Option<&'a std::collections::BTreeMap<String, String>>,
+    /// The plan file's name in diagnostics, when it is not its path (`import` checks a
+    /// plan it writes to standard output as `<stdout>`).
+    pub shown_as: Option<&'a str>,
 }
 
 impl<'a> LoadOptions<'a> {
@@ -33,6 +36,7 @@ impl<'a> LoadOptions<'a> {
             sets,
             env,
             files: None,
+            shown_as: None,
         }
     }
 }
@@ -97,46 +101,123 @@ pub fn plan_schema() -> Value {
 
 /// Loads and checks a plan. On failure the report holds every error (and warning).
 pub fn load_plan(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Report> {
+    load_plan_partial(path, opts).map_err(|f| f.report)
+}
+
+/// A plan that did not load: every problem found, and what could still be read of it.
+#[derive(Debug)]
+pub struct Failed {
+    pub report: Report,
+    /// The plan with its faulty values left out (`prune`), when the rest deserializes:
+    /// the checks that come after loading (the planner's) can still run on it.
+    pub partial: Option<LoadedPlan>,
+    /// What was left out: a later problem at or around it is a consequence, not a
+    /// problem of its own (`prune::Pruned::covers`).
+    pub pruned: super::prune::Pruned,
+}
+
+/// Most values left out, one at a time, of a tree the schema accepted but serde refused.
+const MAX_PRUNED: usize = 64;
+
+/// `load_plan`, keeping what could be read of a plan that did not load. Every phase
+/// runs whatever the earlier ones found (the schema's keys, types and ranges; the
+/// references; the semantic rules; the files), on the plan with its faulty values left
+/// out, so one pass reports every problem.
+pub fn load_plan_partial(path: &Path, opts: &LoadOptions<'_>) -> Result<LoadedPlan, Box<Failed>> {
     let mut report = Report::default();
-    let tree = read_tree(path, opts, &mut report);
-    let Some((tree, secrets)) = tree.filter(|_| !report.has_errors()) else {
-        return Err(report);
+    let Some(read) = read_tree(path, opts, &mut report) else {
+        return Err(Box::new(Failed {
+            report,
+            partial: None,
+            pruned: Default::default(),
+        }));
     };
-    let spec = match deserialize(&tree) {
-        Ok(spec) => spec,
+    let (tree, spans) = super::prune::prune(&read.tree, &read.bad.all());
+    let mut pruned = super::prune::Pruned {
+        spans,
+        tables: Vec::new(),
+    };
+    for path in &read.bad.values {
+        pruned.table_of(path);
+    }
+    let spec = match deserialize(&read.tree) {
+        Ok(spec) => Some(spec),
         Err(d) => {
-            report.diagnostics.push(d);
-            return Err(report);
+            if !report.has_errors() {
+                report.diagnostics.push(d);
+            }
+            None
         }
     };
-    report.diagnostics.extend(semantic::check(&spec, &tree));
-    report.diagnostics.extend(access::check(&spec, &tree));
+    let lenient = match spec {
+        Some(spec) if read.bad.is_empty() => Some((spec, read.tree.clone())),
+        _ => lenient_spec(tree, &mut pruned),
+    };
+    let Some((spec, tree)) = lenient else {
+        return Err(Box::new(Failed {
+            report,
+            partial: None,
+            pruned,
+        }));
+    };
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let later = later_checks(&spec, &tree, &base_dir);
     report
         .diagnostics
-        .extend(semantic::check_files(&spec, &tree, &base_dir));
-    report
-        .diagnostics
-        .extend(access::check_files(&spec, &tree, &base_dir));
-    if report.has_errors() {
-        return Err(report);
-    }
-    Ok(LoadedPlan {
+        .extend(later.into_iter().filter(|d| !pruned.covers(d, &tree)));
+    let plan = LoadedPlan {
         spec,
         tree,
-        report,
+        report: report.clone(),
         path: path.to_path_buf(),
         base_dir,
         sets: opts.sets.clone(),
-        secrets,
-    })
+        secrets: read.secrets,
+    };
+    if report.has_errors() {
+        return Err(Box::new(Failed {
+            report,
+            partial: Some(plan),
+            pruned,
+        }));
+    }
+    Ok(plan)
 }
 
-fn read_tree(
-    path: &Path,
-    opts: &LoadOptions<'_>,
-    report: &mut Report,
-) -> Option<(Node, super::secrets::PlanSecrets)> {
+/// The checks of a deserialized plan: semantics, access, the files it names.
+fn later_checks(spec: &PlanSpec, tree: &Node, base_dir: &Path) -> Vec<Diagnostic> {
+    let mut diags = semantic::check(spec, tree);
+    diags.extend(super::path_names::check(spec, tree));
+    diags.extend(access::check(spec, tree));
+    diags.extend(semantic::check_files(spec, tree, base_dir));
+    diags.extend(access::check_files(spec, tree, base_dir));
+    diags
+}
+
+/// The plan of a pruned tree, leaving out, one at a time, each further value serde
+/// refuses; `None` when what is left still does not deserialize.
+fn lenient_spec(mut tree: Node, pruned: &mut super::prune::Pruned) -> Option<(PlanSpec, Node)> {
+    for _ in 0..MAX_PRUNED {
+        match deserialize_at(&tree) {
+            Ok(spec) => return Some((spec, tree)),
+            Err((steps, _)) => {
+                pruned.table_of(&steps);
+                pruned.spans.push(super::prune::remove(&mut tree, &steps)?);
+            }
+        }
+    }
+    None
+}
+
+/// What `read_tree` read: the tree, its secrets, and the paths of the values the schema
+/// found at fault.
+struct Read {
+    tree: Node,
+    secrets: super::secrets::PlanSecrets,
+    bad: validate::Faults,
+}
+
+fn read_tree(path: &Path, opts: &LoadOptions<'_>, report: &mut Report) -> Option<Read> {
     let mut diags = Vec::new();
     let tree = read_file(path, opts, &mut report.sources, &mut diags, 0);
     report.diagnostics.append(&mut diags);
@@ -157,9 +238,10 @@ fn read_tree(
     if report.has_errors() {
         return None;
     }
-    report.diagnostics.extend(validate::check(&schema, &tree));
+    let (diags, bad) = validate::check_with_paths(&schema, &tree);
+    report.diagnostics.extend(diags);
     report.diagnostics.extend(semantic::check_refs(&tree));
-    Some((tree, secrets))
+    Some(Read { tree, secrets, bad })
 }
 
 fn read_file(
@@ -170,8 +252,7 @@ fn read_file(
     depth: usize,
 ) -> Option<Node> {
     let shown = path.display().to_string();
-    let given = opts.files.and_then(|f| f.get(&shown)).cloned().map(Ok);
-    let text = match given.unwrap_or_else(|| read_text(path)) {
+    let text = match source_text(path, &shown, opts) {
         Ok(text) => text,
         Err(msg) => {
             diags.push(Diagnostic::error(
@@ -181,7 +262,11 @@ fn read_file(
             return None;
         }
     };
-    let file = sources.add(shown.clone(), text);
+    let name = match (depth, opts.shown_as) {
+        (0, Some(name)) => name.to_string(),
+        _ => shown.clone(),
+    };
+    let file = sources.add(name, text);
     let text = &sources.files[file].text;
     let parsed = match path.extension().and_then(|e| e.to_str()) {
         Some("toml") => toml_src::parse(file, text),
@@ -238,6 +323,14 @@ fn read_file(
     Some(tree)
 }
 
+/// The text of a plan file: the one given for it (`rerun`, `import`), or the file's.
+fn source_text(path: &Path, shown: &str, opts: &LoadOptions<'_>) -> Result<String, String> {
+    match opts.files.and_then(|f| f.get(shown)) {
+        Some(text) => Ok(crate::text::normalize(text.clone())),
+        None => read_text(path),
+    }
+}
+
 fn read_text(path: &Path) -> Result<String, String> {
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
     if !meta.is_file() {
@@ -250,15 +343,21 @@ fn read_text(path: &Path) -> Result<String, String> {
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })
+    crate::text::decode(bytes).map_err(|e| e.to_string())
 }
 
 fn deserialize(tree: &Node) -> Result<PlanSpec, Diagnostic> {
+    deserialize_at(tree).map_err(|(steps, message)| {
+        let span = tree
+            .value_span(&steps)
+            .unwrap_or_else(|| tree.locate(&steps));
+        let at = super::node::path_text(&steps);
+        Diagnostic::error(format!("invalid value in `{at}`: {message}"), Some(span))
+    })
+}
+
+/// The plan of a tree, or the path serde refused and why.
+fn deserialize_at(tree: &Node) -> Result<PlanSpec, (Vec<Step>, String)> {
     let json = tree.to_json();
     serde_path_to_error::deserialize(json).map_err(|err| {
         let steps: Vec<Step> = err
@@ -271,13 +370,6 @@ fn deserialize(tree: &Node) -> Result<PlanSpec, Diagnostic> {
                 serde_path_to_error::Segment::Unknown => None,
             })
             .collect();
-        let span = tree
-            .value_span(&steps)
-            .unwrap_or_else(|| tree.locate(&steps));
-        let at = super::node::path_text(&steps);
-        Diagnostic::error(
-            format!("invalid value in `{at}`: {}", err.inner()),
-            Some(span),
-        )
+        (steps, err.inner().to_string())
     })
 }

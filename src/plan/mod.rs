@@ -31,7 +31,9 @@ pub mod interp;
 pub mod limits;
 pub mod load;
 pub mod node;
+pub mod path_names;
 pub mod prefix_groups;
+pub mod prune;
 pub mod ranges;
 pub mod replicas;
 pub mod secrets;
@@ -45,4 +47,6 @@ pub mod yaml_src;
 pub use dataset_plan::{
     DatasetPlan, DatasetPlanError, FileSelect, MixClassPlan, MixPlan, MultiTurn, TracePlan,
 };
-pub use load::{load_plan, plan_schema, process_env, LoadOptions, LoadedPlan};
+pub use load::{
+    load_plan, load_plan_partial, plan_schema, process_env, Failed, LoadOptions, LoadedPlan,
+};

@@ -85,14 +85,44 @@ pub struct ReportSpec {
     pub rows: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub metrics: Vec<String>,
+    /// The metric names of the pivot's cells, or a preset: `"evalscope"` prints
+    /// EvalScope perf's summary and percentile table per run.
+    #[serde(default, skip_serializing_if = "ReportMetrics::is_empty")]
+    pub metrics: ReportMetrics,
     /// The width of each run's time slices (`"1s"`, the default; 10 ms to 1 h), which
     /// `perfplan report --slices` and the HTML report draw; a run's steady-state window
     /// shorter than two slices has no `*_steady` metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-duration-minimum" = "10ms", "x-duration-maximum" = "1h"))]
     pub slice: Option<HumanDuration>,
+}
+
+/// `[report] metrics`: metric names, or a preset's name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReportMetrics {
+    Names(Vec<String>),
+    Preset(crate::metrics::presets::Preset),
+}
+
+impl Default for ReportMetrics {
+    fn default() -> ReportMetrics {
+        ReportMetrics::Names(Vec::new())
+    }
+}
+
+impl ReportMetrics {
+    pub fn is_empty(&self) -> bool {
+        matches!(self, ReportMetrics::Names(n) if n.is_empty())
+    }
+
+    /// The metric names written (none for a preset, whose names are the vocabulary's).
+    pub fn names(&self) -> &[String] {
+        match self {
+            ReportMetrics::Names(n) => n,
+            ReportMetrics::Preset(_) => &[],
+        }
+    }
 }
 
 /// The default width of a run's time slices.

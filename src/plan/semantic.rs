@@ -163,7 +163,7 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
             }
         }
     }
-    for (i, metric) in spec.report.metrics.iter().enumerate() {
+    for (i, metric) in spec.report.metrics.names().iter().enumerate() {
         let mut at = key(&["report", "metrics"]);
         at.push(Step::Index(i));
         if let (_, Some(class)) = names::split_class(metric) {

@@ -9,17 +9,59 @@ use super::node::{path_text, Node, NodeKind, Step};
 
 /// Validates `node` against `schema` (a root schema with `$defs`).
 pub fn check(root_schema: &Value, node: &Node) -> Vec<Diagnostic> {
+    check_with_paths(root_schema, node).0
+}
+
+/// `check`, and the paths of the values at fault (an unknown key's entry, a value of the
+/// wrong type or out of range, a table missing a required key): leaving them out gives a
+/// tree whose other problems later checks can still find.
+pub fn check_with_paths(root_schema: &Value, node: &Node) -> (Vec<Diagnostic>, Faults) {
     let mut checker = Checker {
         root: root_schema,
         diags: Vec::new(),
+        bad: Vec::new(),
+        unknown: Vec::new(),
     };
     checker.node(node, root_schema, &mut Vec::new());
-    checker.diags
+    let faults = Faults {
+        values: checker.bad,
+        unknown_keys: checker.unknown,
+    };
+    (checker.diags, faults)
+}
+
+/// Where the schema's problems are.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// Values of the wrong type, out of range, or tables missing a key: leaving one out
+    /// may make its table lack it (a later "needs …" there is a consequence).
+    pub values: Vec<Vec<Step>>,
+    /// Entries of unknown keys: leaving them out changes nothing else.
+    pub unknown_keys: Vec<Vec<Step>>,
+}
+
+impl Faults {
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.unknown_keys.is_empty()
+    }
+
+    /// Every path at fault.
+    pub fn all(&self) -> Vec<Vec<Step>> {
+        self.values
+            .iter()
+            .chain(&self.unknown_keys)
+            .cloned()
+            .collect()
+    }
 }
 
 struct Checker<'a> {
     root: &'a Value,
     diags: Vec<Diagnostic>,
+    /// Where each problem of a value is: the value to leave out.
+    bad: Vec<Vec<Step>>,
+    /// The entries of unknown keys.
+    unknown: Vec<Vec<Step>>,
 }
 
 pub(super) fn where_(path: &[Step]) -> String {
@@ -52,11 +94,16 @@ impl<'a> Checker<'a> {
         if schema.get("$ref").is_some()
             && !super::bounds::check(node, schema, path, &mut self.diags)
         {
+            self.bad.push(path.clone());
             return;
         }
         if is_duration(schema) {
             if let NodeKind::Str(text) = &node.kind {
+                let before = self.diags.len();
                 self.duration(node, text, path);
+                if self.diags.len() > before {
+                    self.bad.push(path.clone());
+                }
                 return;
             }
         }
@@ -65,6 +112,7 @@ impl<'a> Checker<'a> {
             return;
         }
         if !super::bounds::check(node, schema, path, &mut self.diags) {
+            self.bad.push(path.clone());
             return;
         }
         if let Some(branches) = schema
@@ -76,13 +124,18 @@ impl<'a> Checker<'a> {
             return;
         }
         if !self.type_ok(node, schema, path) {
+            self.bad.push(path.clone());
             return;
         }
+        let before = self.diags.len();
         if let Some(options) = schema.get("enum").and_then(Value::as_array) {
             self.enumeration(node, options, path);
         }
         if let Some(value) = schema.get("const") {
             self.enumeration(node, std::slice::from_ref(value), path);
+        }
+        if self.diags.len() > before {
+            self.bad.push(path.clone());
         }
         match &node.kind {
             NodeKind::Map(_) => self.object(node, schema, path),
@@ -180,6 +233,7 @@ impl<'a> Checker<'a> {
                 Some(sub) => self.node(&e.value, sub, path),
                 None => match additional {
                     Some(Value::Bool(false)) => {
+                        self.unknown.push(path.clone());
                         path.pop();
                         self.unknown_key(e, props, path);
                         continue;
@@ -193,6 +247,7 @@ impl<'a> Checker<'a> {
         let required = schema.get("required").and_then(Value::as_array);
         for key in required.into_iter().flatten().filter_map(Value::as_str) {
             if node.entry(key).is_none() {
+                self.bad.push(path.clone());
                 self.diags.push(
                     Diagnostic::error(
                         format!("missing key `{key}` {}", where_(path)),
@@ -236,6 +291,7 @@ impl<'a> Checker<'a> {
                 } else {
                     format!("needs at least {min} values")
                 };
+                self.bad.push(path.clone());
                 self.diags.push(Diagnostic::error(
                     format!("the list {} {what}", where_(path)),
                     Some(node.span),
@@ -257,7 +313,11 @@ impl<'a> Checker<'a> {
         // `enum`s): one list of its values, with a did-you-mean, not a branch per value.
         if let Some(options) = self.options(branches) {
             if matches!(node.kind, NodeKind::Str(_)) {
+                let before = self.diags.len();
                 self.enumeration(node, &options, path);
+                if self.diags.len() > before {
+                    self.bad.push(path.to_vec());
+                }
                 return;
             }
         }
@@ -266,19 +326,25 @@ impl<'a> Checker<'a> {
             let mut trial = Checker {
                 root: self.root,
                 diags: Vec::new(),
+                bad: Vec::new(),
+                unknown: Vec::new(),
             };
             trial.node(node, b, &mut path.to_vec());
             if trial.diags.is_empty() {
                 return;
             }
             if branch_accepts_kind(self, b, node) {
-                compatible.push(trial.diags);
+                compatible.push((trial.diags, trial.bad, trial.unknown));
             }
         }
         if compatible.len() == 1 {
-            self.diags.extend(compatible.remove(0));
+            let (diags, bad, unknown) = compatible.remove(0);
+            self.diags.extend(diags);
+            self.bad.extend(bad);
+            self.unknown.extend(unknown);
             return;
         }
+        self.bad.push(path.to_vec());
         let expected: Vec<String> = branches.iter().map(|b| self.describe(b)).collect();
         self.diags.push(Diagnostic::error(
             format!(

@@ -46,13 +46,26 @@ pub struct Expansion {
 
 /// Expands the matrix. All problems are returned at once (errors and warnings).
 pub fn expand(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
+    expand_checked(plan, true)
+}
+
+/// `expand` of a plan that did not load, its faulty values left out
+/// (`plan::load_plan_partial`): every check but those of `exclude` entries against the
+/// matrix's points, which are not the points written once values are left out.
+pub fn expand_partial(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
+    expand_checked(plan, false)
+}
+
+fn expand_checked(plan: &LoadedPlan, excludes: bool) -> Result<Expansion, Vec<Diagnostic>> {
     let m = &plan.spec.matrix;
     let points = matrix::expand(&m.axes, &m.exclude, &m.include);
     let resolver = resolve::Resolver { plan };
     let mut diags = Vec::new();
     request_checks::check_plan(plan, &mut diags);
-    entries::check_excludes(plan, &mut diags);
-    if points.is_empty() {
+    if excludes {
+        entries::check_excludes(plan, &mut diags);
+    }
+    if points.is_empty() && excludes {
         diags.push(Diagnostic::error(
             "the matrix has no runs left (every point was excluded)",
             Some(plan.locate(&[crate::plan::node::Step::Key("matrix".into())])),

@@ -204,6 +204,33 @@ impl RunSpec {
         &self.request.model
     }
 
+    /// Every model name the run's requests carry, for the connection test to find on the
+    /// server: its model's, and each mix class's own; a trace's records keep their own
+    /// models, so only what its rewrites set (`model_override`, `model_mapping`'s values).
+    pub fn models_sent(&self) -> Vec<String> {
+        let mut out: Vec<String> = match &self.dataset {
+            DatasetPlan::Trace(t) => t
+                .model_override
+                .iter()
+                .chain(t.model_mapping.values())
+                .cloned()
+                .collect(),
+            _ => vec![self.request.model.clone()],
+        };
+        for class in self.settings.mix.iter().flatten() {
+            if let Some(model) = &class.model {
+                out.push(served_name(model).to_string());
+            }
+        }
+        let mut once = Vec::with_capacity(out.len());
+        for m in out {
+            if !once.contains(&m) {
+                once.push(m);
+            }
+        }
+        once
+    }
+
     /// Inputs per request for the `inputs_per_s` metric: the plan's `batch_size` or
     /// `num_documents` as written (a run that sets neither reports no `inputs_per_s`).
     pub fn inputs_per_request(&self) -> Option<u32> {

@@ -82,6 +82,77 @@ pub struct PairDelta {
     pub deltas: Vec<MetricDelta>,
     /// Settings the two runs differ in beyond their axes.
     pub changed: Vec<ChangedSetting>,
+    /// How the runs were matched: by every axis value, or by their load's shape (the
+    /// same concurrency or rate) when only their request counts differ.
+    pub matched_by: MatchedBy,
+}
+
+/// How a pair of runs was matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchedBy {
+    /// Every axis value is the same (ignored axes aside).
+    Axes,
+    /// Every axis value is the same but the load's request and warmup counts: the same
+    /// tier run longer or shorter (`--number 64` against `--number 128`).
+    LoadShape,
+}
+
+impl MatchedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchedBy::Axes => "axes",
+            MatchedBy::LoadShape => "load_shape",
+        }
+    }
+}
+
+/// The load keys that say how many requests a tier sends, not what load it is.
+const COUNT_KEYS: [&str; 2] = ["requests", "warmup"];
+
+/// A run's axes with its load reduced to its shape: the load without its counts.
+fn shape_key(run: &StoredRun, ignore: &[String]) -> String {
+    let mut shaped = run.clone();
+    if let Some(Value::Object(load)) = shaped.axes.get_mut("load") {
+        for k in COUNT_KEYS {
+            load.remove(k);
+        }
+    }
+    match_key(&shaped, ignore)
+}
+
+/// Pairs among the runs left unmatched on both sides whose loads have the same shape,
+/// one to one (a shape that two runs of one side share matches nothing); the pairs are
+/// taken out of `only_base` and `only_new`.
+pub fn match_by_shape(
+    (base, new): (&[StoredRun], &[StoredRun]),
+    only_base: &mut Vec<usize>,
+    only_new: &mut Vec<usize>,
+    ignore: &[String],
+) -> Vec<(usize, usize)> {
+    let unique = |runs: &[StoredRun], idx: &[usize]| -> HashMap<String, usize> {
+        let mut seen: HashMap<String, Option<usize>> = HashMap::new();
+        for &i in idx {
+            seen.entry(shape_key(&runs[i], ignore))
+                .and_modify(|v| *v = None)
+                .or_insert(Some(i));
+        }
+        seen.into_iter()
+            .filter_map(|(k, v)| Some((k, v?)))
+            .collect()
+    };
+    let b = unique(base, only_base);
+    let n = unique(new, only_new);
+    // Runs whose axes are the same are duplicates of a matched key, not another length
+    // of a tier: they stay unmatched.
+    let mut pairs: Vec<(usize, usize)> = b
+        .iter()
+        .filter_map(|(k, &i)| n.get(k).map(|&j| (i, j)))
+        .filter(|&(i, j)| match_key(&base[i], ignore) != match_key(&new[j], ignore))
+        .collect();
+    pairs.sort_unstable();
+    only_base.retain(|i| !pairs.iter().any(|(b, _)| b == i));
+    only_new.retain(|j| !pairs.iter().any(|(_, n)| n == j));
+    pairs
 }
 
 impl PairDelta {
@@ -115,27 +186,9 @@ pub struct Comparison {
 }
 
 /// Whether a larger value of `metric` is better (`Some(true)`), worse (`Some(false)`),
-/// or neither (token counts).
+/// or neither (token counts): the registry's direction.
 pub fn higher_is_better(metric: &str) -> Option<bool> {
-    use crate::metrics::condition::{unit_of, MetricUnit};
-    match metric {
-        "requests_failed" | "client_cpu_ratio" | "duration_s" => Some(false),
-        "queue_depth_mean"
-        | "queue_depth_max"
-        | "preemptions"
-        | "gpu_power_w_mean"
-        | "energy_j_per_output_token" => Some(false),
-        "kv_cache_usage_mean"
-        | "kv_cache_usage_max"
-        | "running_mean"
-        | "running_max"
-        | "gpu_utilization_mean" => None,
-        _ => match unit_of(metric)? {
-            MetricUnit::Millis => Some(false),
-            MetricUnit::Tokens => None,
-            _ => Some(true),
-        },
-    }
+    crate::metrics::registry::direction_of(metric)?.higher_is_better()
 }
 
 /// An axis value in a form that does not depend on key order.
@@ -234,9 +287,14 @@ pub fn match_groups(base: &[StoredRun], new: &[StoredRun], ignore: &[String]) ->
 }
 
 fn resolve_metrics(new: &ReportData, opts: &CompareOptions) -> Result<Vec<String>, ReportError> {
-    let mut metrics = opts.metrics.clone();
-    if metrics.is_empty() {
-        metrics = new.plan_layout()?.metrics;
+    // A preset (`--metrics evalscope`, or the plan's) stands for its metrics.
+    let mut layout = super::Layout::from_args(&[], &[], &opts.metrics);
+    if layout.metrics.is_empty() && layout.preset.is_none() {
+        layout = new.plan_layout()?;
+    }
+    let mut metrics = layout.metrics;
+    if let (true, Some(preset)) = (metrics.is_empty(), layout.preset) {
+        metrics = preset.metrics().iter().map(|m| m.to_string()).collect();
     }
     if metrics.is_empty() {
         metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
@@ -307,7 +365,9 @@ fn metric_delta(
     }
 }
 
-/// Compares the suite in `new` against the one in `base`.
+/// Compares the suite in `new` against the one in `base`. Runs are matched by their
+/// axis values; those left over on both sides are then matched by their load's shape
+/// (`MatchedBy::LoadShape`) when only their request counts differ.
 pub fn compare(
     base: &Store,
     new: &Store,
@@ -316,48 +376,31 @@ pub fn compare(
     let b = ReportData::load_accepting(base, &opts.accept)?;
     let n = ReportData::load_accepting(new, &opts.accept)?;
     let metrics = resolve_metrics(&n, opts)?;
-    let judged = metrics
-        .iter()
-        .any(|m| names::split_class(m).1.is_none() && supports(m));
     let GroupMatch {
         base_leads: b_leads,
         new_leads: n_leads,
         pairs,
-        only_base,
-        only_new,
+        mut only_base,
+        mut only_new,
         ignore,
     } = match_groups(&b.runs, &n.runs, &opts.ignore);
+    let by_shape = match_by_shape((&b_leads, &n_leads), &mut only_base, &mut only_new, &ignore);
     let labels = Labels::new(&[b.runs.as_slice(), n.runs.as_slice()].concat());
-    let mut out = Vec::with_capacity(pairs.len());
-    for (i, j) in pairs {
-        let (br, nr) = (&b_leads[i], &n_leads[j]);
-        let (bg, ng) = (group_members(&b.runs, br), group_members(&n.runs, nr));
-        let repeated = bg.runs.len() > 1 && ng.runs.len() > 1;
-        let samples = if judged && !repeated {
-            Some((Sample::of_run(base, br)?, Sample::of_run(new, nr)?))
-        } else {
-            None
+    let matched = pairs
+        .into_iter()
+        .map(|p| (p, MatchedBy::Axes))
+        .chain(by_shape.into_iter().map(|p| (p, MatchedBy::LoadShape)));
+    let mut out = Vec::new();
+    for ((i, j), matched_by) in matched {
+        let ctx = PairContext {
+            stores: (base, new),
+            data: (&b, &n),
+            metrics: &metrics,
+            opts,
         };
-        let mut deltas = Vec::with_capacity(metrics.len());
-        for m in &metrics {
-            let bv = group_value(&bg, br, m);
-            let nv = group_value(&ng, nr, m);
-            let (bvals, nvals) = (bg.values(m), ng.values(m));
-            let interval = if repeated {
-                welch_interval(&bvals, &nvals, opts.bootstrap.confidence)
-                    .map(|(low, high)| Interval { low, high })
-            } else {
-                pair_interval((base, new), (br, nr), samples.as_ref(), m, opts)?
-            };
-            let repeats = repeated.then_some((bvals.len(), nvals.len()));
-            let mut d = metric_delta(m, (bv, nv), interval, repeats, opts);
-            d.untrusted = super::compare_trust::why_not_judged(br, nr, m);
-            if d.untrusted.is_some() {
-                d.beyond_noise = None;
-            }
-            deltas.push(d);
-        }
-        let key = match &nr.axes {
+        let mut pair = ctx.pair(&b_leads[i], &n_leads[j], &ignore)?;
+        pair.matched_by = matched_by;
+        pair.key = match &n_leads[j].axes {
             Value::Object(map) => map
                 .iter()
                 .filter(|(k, _)| !ignore.contains(k))
@@ -365,13 +408,7 @@ pub fn compare(
                 .collect(),
             _ => Vec::new(),
         };
-        out.push(PairDelta {
-            key,
-            changed: changed_settings(br, nr, &ignore),
-            base: br.clone(),
-            new: nr.clone(),
-            deltas,
-        });
+        out.push(pair);
     }
     Ok(Comparison {
         base_name: b.suite.info.plan_name.clone(),
@@ -382,4 +419,65 @@ pub fn compare(
         only_new: only_new.into_iter().map(|j| n_leads[j].clone()).collect(),
         allow_changed: opts.allow_changed.clone(),
     })
+}
+
+/// What every pair of a comparison is computed with.
+struct PairContext<'a> {
+    stores: (&'a Store, &'a Store),
+    data: (&'a ReportData, &'a ReportData),
+    metrics: &'a [String],
+    opts: &'a CompareOptions,
+}
+
+impl PairContext<'_> {
+    /// The deltas of one matched pair of group leads (its key is the caller's).
+    fn pair(
+        &self,
+        br: &StoredRun,
+        nr: &StoredRun,
+        ignore: &[String],
+    ) -> Result<PairDelta, ReportError> {
+        let (base, new) = self.stores;
+        let judged = self
+            .metrics
+            .iter()
+            .any(|m| names::split_class(m).1.is_none() && supports(m));
+        let (bg, ng) = (
+            group_members(&self.data.0.runs, br),
+            group_members(&self.data.1.runs, nr),
+        );
+        let repeated = bg.runs.len() > 1 && ng.runs.len() > 1;
+        let samples = if judged && !repeated {
+            Some((Sample::of_run(base, br)?, Sample::of_run(new, nr)?))
+        } else {
+            None
+        };
+        let mut deltas = Vec::with_capacity(self.metrics.len());
+        for m in self.metrics {
+            let bv = group_value(&bg, br, m);
+            let nv = group_value(&ng, nr, m);
+            let (bvals, nvals) = (bg.values(m), ng.values(m));
+            let interval = if repeated {
+                welch_interval(&bvals, &nvals, self.opts.bootstrap.confidence)
+                    .map(|(low, high)| Interval { low, high })
+            } else {
+                pair_interval((base, new), (br, nr), samples.as_ref(), m, self.opts)?
+            };
+            let repeats = repeated.then_some((bvals.len(), nvals.len()));
+            let mut d = metric_delta(m, (bv, nv), interval, repeats, self.opts);
+            d.untrusted = super::compare_trust::why_not_judged(br, nr, m);
+            if d.untrusted.is_some() {
+                d.beyond_noise = None;
+            }
+            deltas.push(d);
+        }
+        Ok(PairDelta {
+            key: Vec::new(),
+            changed: changed_settings(br, nr, ignore),
+            base: br.clone(),
+            new: nr.clone(),
+            deltas,
+            matched_by: MatchedBy::Axes,
+        })
+    }
 }

@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::changed::{allowed, describe, ChangedSetting};
-use super::compare::{higher_is_better, Comparison, MetricDelta, PairDelta};
+use super::compare::{higher_is_better, Comparison, MatchedBy, MetricDelta, PairDelta};
 use super::format::{delta_text, display_for, percent, Display};
 use super::grid::{Grid, MISSING, UNKNOWN};
 use super::{markdown, table, Format, ReportError, TableStyle};
@@ -72,6 +72,7 @@ fn grid(c: &Comparison) -> Grid {
     for pair in &c.pairs {
         let label = pair_label(pair);
         let unlike = !pair.unlike(&c.allow_changed).is_empty();
+        notes.extend(shape_note(&label, pair));
         notes.extend(change_notes(&label, &pair.changed, &c.allow_changed));
         for (k, (d, disp)) in pair.deltas.iter().zip(&displays).enumerate() {
             let val = |v: Option<f64>| v.map_or_else(|| UNKNOWN.to_string(), |v| disp.value(v));
@@ -111,6 +112,26 @@ fn grid(c: &Comparison) -> Grid {
         label_cols: 2,
         notes,
     }
+}
+
+/// The note of a pair matched by its load's shape: the counts that differ.
+fn shape_note(label: &str, pair: &PairDelta) -> Option<String> {
+    if pair.matched_by != MatchedBy::LoadShape {
+        return None;
+    }
+    let counts = |run: &StoredRun| {
+        let load = run.axes.get("load");
+        ["requests", "warmup"]
+            .iter()
+            .filter_map(|k| Some(format!("{k}={}", load?.get(*k)?)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Some(format!(
+        "{label}: matched by its load's shape; the request counts differ (base {}, new {})",
+        counts(&pair.base),
+        counts(&pair.new)
+    ))
 }
 
 fn pair_label(pair: &PairDelta) -> String {
@@ -199,7 +220,8 @@ fn to_json(c: &Comparison) -> Value {
             let changed: Vec<Value> = p.changed.iter().map(|x| changed_json(x, &c.allow_changed)).collect();
             json!({"axes": axes, "base_id": p.base.id, "new_id": p.new.id,
                    "base_verdict": p.base.verdict, "new_verdict": p.new.verdict, "metrics": metrics,
-                   "changed": changed, "unlike": !p.unlike(&c.allow_changed).is_empty()})
+                   "changed": changed, "unlike": !p.unlike(&c.allow_changed).is_empty(),
+                   "matched_by": p.matched_by.as_str()})
         })
         .collect();
     let ids = |runs: &[StoredRun]| {
@@ -230,8 +252,17 @@ pub fn render(c: &Comparison, format: Format, style: TableStyle) -> Result<Strin
     } else {
         String::new()
     };
+    let by_shape = c
+        .pairs
+        .iter()
+        .filter(|p| p.matched_by == MatchedBy::LoadShape)
+        .count();
+    let shape_text = match by_shape {
+        0 => String::new(),
+        n => format!(" ({n} by their load's shape: only their request counts differ)"),
+    };
     let title = format!(
-        "compare: {} (base) → {} (new): {} matched runs, {} unmatched; beyond noise: {} worse, {} better{unlike_text}",
+        "compare: {} (base) → {} (new): {} matched runs{shape_text}, {} unmatched; beyond noise: {} worse, {} better{unlike_text}",
         c.base_name,
         c.new_name,
         c.pairs.len(),

@@ -2,7 +2,10 @@
 //! `id`, `ordinal`, `status`, `verdict` (`valid`, `suspect`, `invalid`, `not_judged`),
 //! `verdict_reasons` (the codes of the reasons that weigh, `;`-joined); then one column per axis of the suite (named as the
 //! axis, in order of first appearance; a table value such as `load` is written as
-//! compact JSON); then every metric name of the vocabulary, in vocabulary order; then the
+//! compact JSON, kept for the readers of earlier exports); then the run's load in
+//! columns of their own, `concurrency`, `rate` (req/s), `requests` and `duration` (the
+//! load's duration limit in seconds), empty where the load has none; then every metric
+//! name of the vocabulary, in vocabulary order; then the
 //! run's health: `failed_requests`, `failure_classes` (`http_500=8 stream_broken=4`),
 //! `client_bound` (the reason, empty when not) and `warnings_count`.
 //! Numbers are written in their shortest exact form; an unknown value is empty.
@@ -56,6 +59,37 @@ fn axis_field(value: Option<&Value>) -> String {
     }
 }
 
+/// The load's own columns, after the axes.
+const LOAD_COLUMNS: [&str; 4] = ["concurrency", "rate", "requests", "duration"];
+
+/// A run's load as the load columns: each key from its resolved settings, else from its
+/// `load` axis.
+fn load_fields(run: &StoredRun) -> [String; 4] {
+    let get = |k: &str| {
+        [run.settings.get("load"), run.axes.get("load")]
+            .into_iter()
+            .flatten()
+            .find_map(|l| l.get(k).filter(|v| !v.is_null()))
+    };
+    let number = |k: &str| match get(k) {
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let duration = match get("duration") {
+        Some(Value::String(text)) => crate::units::parse_duration(text)
+            .map(|d| d.as_secs_f64().to_string())
+            .unwrap_or_default(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    [
+        number("concurrency"),
+        number("rate"),
+        number("requests"),
+        duration,
+    ]
+}
+
 /// The health columns, after the metrics.
 const HEALTH_COLUMNS: [&str; 4] = [
     "failed_requests",
@@ -87,6 +121,7 @@ pub fn render(data: &ReportData) -> String {
         .map(String::from)
         .to_vec();
     header.extend(axes.iter().cloned());
+    header.extend(LOAD_COLUMNS.map(String::from));
     header.extend(metrics.iter().cloned());
     header.extend(HEALTH_COLUMNS.map(String::from));
     let mut out = header
@@ -104,6 +139,7 @@ pub fn render(data: &ReportData) -> String {
             super::verdicts::codes(run),
         ];
         fields.extend(axes.iter().map(|a| axis_field(run.axes.get(a))));
+        fields.extend(load_fields(run));
         fields.extend(metrics.iter().map(|m| {
             run.metrics
                 .get(m)

@@ -1,7 +1,7 @@
 //! How numbers are shown to people: one display unit per metric column (ms or s,
 //! %, tok/s, req/s) and a precision that keeps about four significant digits.
 
-use crate::metrics::condition::{unit_of, MetricUnit};
+use crate::metrics::registry::{unit_of, MetricUnit};
 
 /// The unit a column is shown in, and how to get there from the stored unit.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -20,6 +20,11 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
         info.perfplan_version
     ));
     out.push_str(&super::verdicts::markdown(data));
+    if pivot.layout.preset.is_some() {
+        out.push_str(&super::evalscope::markdown(data));
+        out.push_str(&super::health::markdown(data));
+        return Ok(out);
+    }
     out.push_str(&render_grid(&grid));
     if let Some(groups) = groups {
         out.push_str("\n### Repeats\n\n");

@@ -12,9 +12,10 @@ pub mod compare;
 mod compare_render;
 pub mod compare_trust;
 pub mod csv;
+pub mod evalscope;
 pub mod format;
 pub mod gates;
-mod grid;
+pub mod grid;
 pub mod health;
 pub mod html;
 pub mod json;
@@ -172,12 +173,23 @@ impl ReportData {
 
     /// The plan's `[report]` section as stored in the suite.
     pub fn plan_layout(&self) -> Result<Layout, ReportError> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Metrics {
+            Names(Vec<String>),
+            Preset(crate::metrics::presets::Preset),
+        }
+        impl Default for Metrics {
+            fn default() -> Metrics {
+                Metrics::Names(Vec::new())
+            }
+        }
         #[derive(Deserialize, Default)]
         #[serde(default)]
         struct Raw {
             rows: Vec<String>,
             columns: Vec<String>,
-            metrics: Vec<String>,
+            metrics: Metrics,
         }
         let raw: Raw = if self.suite.info.report.is_null() {
             Raw::default()
@@ -192,6 +204,10 @@ impl ReportData {
         // An axis the plan names but no run records (a one-value axis left out of the
         // runs' axes) only drops out of the pivot; names from the command line are checked.
         let known = pivot::axis_names(&self.runs);
+        let (metrics, preset) = match raw.metrics {
+            Metrics::Names(names) => (names, None),
+            Metrics::Preset(p) => (Vec::new(), Some(p)),
+        };
         Ok(Layout {
             rows: raw.rows.into_iter().filter(|a| known.contains(a)).collect(),
             columns: raw
@@ -199,7 +215,8 @@ impl ReportData {
                 .into_iter()
                 .filter(|a| known.contains(a))
                 .collect(),
-            metrics: raw.metrics,
+            metrics,
+            preset,
         })
     }
 }

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{unknown_metric, ReportError, DEFAULT_METRICS};
 use crate::metrics::names;
+use crate::metrics::presets::Preset;
 use crate::store::StoredRun;
 
 /// What goes where: axes for rows, axes for columns, metrics in every cell.
@@ -15,17 +16,39 @@ pub struct Layout {
     pub rows: Vec<String>,
     pub columns: Vec<String>,
     pub metrics: Vec<String>,
+    /// A report preset (`evalscope`): the text formats print its view instead of the
+    /// pivot, and `metrics` are its names where a format has metric columns.
+    pub preset: Option<Preset>,
 }
 
 impl Layout {
+    /// A layout from the command line's `--rows`, `--columns` and `--metrics`; a
+    /// `--metrics` of one preset's name (`evalscope`) chooses that preset.
+    pub fn from_args(rows: &[String], columns: &[String], metrics: &[String]) -> Layout {
+        let preset = match metrics {
+            [one] => Preset::parse(one),
+            _ => None,
+        };
+        Layout {
+            rows: rows.to_vec(),
+            columns: columns.to_vec(),
+            metrics: match preset {
+                Some(_) => Vec::new(),
+                None => metrics.to_vec(),
+            },
+            preset,
+        }
+    }
+
     /// This layout with the non-empty parts of `over` taking precedence.
     pub fn overridden_by(mut self, over: &Layout) -> Layout {
         if !over.rows.is_empty() || !over.columns.is_empty() {
             self.rows = over.rows.clone();
             self.columns = over.columns.clone();
         }
-        if !over.metrics.is_empty() {
+        if !over.metrics.is_empty() || over.preset.is_some() {
             self.metrics = over.metrics.clone();
+            self.preset = over.preset;
         }
         self
     }
@@ -44,6 +67,9 @@ impl Layout {
             }
         }
         let mut metrics = self.metrics.clone();
+        if let (Some(preset), true) = (self.preset, metrics.is_empty()) {
+            metrics = preset.metrics().iter().map(|m| m.to_string()).collect();
+        }
         if metrics.is_empty() {
             metrics = DEFAULT_METRICS.iter().map(|s| s.to_string()).collect();
             lead_with_search_results(&mut metrics, runs);
@@ -61,6 +87,7 @@ impl Layout {
             rows,
             columns: self.columns.clone(),
             metrics,
+            preset: self.preset,
         })
     }
 }
@@ -378,6 +405,7 @@ mod tests {
             rows: vec!["load".into()],
             columns: vec!["endpoint".into(), "cache_state".into()],
             metrics: vec![],
+            preset: None,
         }
         .resolve(&runs)
         .unwrap();

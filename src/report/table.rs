@@ -16,6 +16,11 @@ pub fn render(
     style: TableStyle,
 ) -> Result<String, ReportError> {
     let layout = layout.resolve(&data.runs)?;
+    if layout.preset.is_some() {
+        let mut out = super::verdicts::text(data);
+        out.push_str(&super::evalscope::table(data, style));
+        return Ok(out);
+    }
     let groups = super::repeats::grid(&data.runs, &layout.metrics);
     let pivot = Pivot::build(&data.runs, layout);
     let grid = pivot_grid(&data.runs, &pivot);

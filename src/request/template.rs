@@ -102,7 +102,7 @@ pub fn source(value: &str, base_dir: &Path) -> Result<String, TemplateError> {
         return Ok(value.to_string());
     };
     let path = base_dir.join(file);
-    std::fs::read_to_string(&path).map_err(|e| TemplateError {
+    crate::text::read(&path).map_err(|e| TemplateError {
         reason: format!("cannot read {}: {e}", path.display()),
     })
 }

@@ -37,6 +37,11 @@ impl Servers {
     ) -> Result<(), LifecycleError> {
         let start = Instant::now();
         let mut pause = Duration::from_millis(20);
+        eprintln!(
+            "perfplan: endpoint `{endpoint}`: waiting for {url} to answer 200 (up to {}; its server's output is in {})",
+            crate::units::HumanDuration(timeout),
+            self.log_path(endpoint).display()
+        );
         loop {
             self.alive(endpoint)?;
             match client

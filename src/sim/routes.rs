@@ -340,7 +340,8 @@ async fn models(State(front): St, headers: HeaderMap, uri: Uri) -> Response {
         headers: header_list(&headers),
         body: Value::Null,
     });
-    let names: Vec<&str> = if st.cfg.models.is_empty() {
+    let any = st.cfg.models.is_empty();
+    let names: Vec<&str> = if any {
         vec!["sim-model"]
     } else {
         st.cfg.models.iter().map(String::as_str).collect()
@@ -350,7 +351,12 @@ async fn models(State(front): St, headers: HeaderMap, uri: Uri) -> Response {
         .iter()
         .map(|m| json!({"id": m, "object": "model", "created": created, "owned_by": "perfplan-sim", "root": m, "parent": null}))
         .collect();
-    json_response(&json!({"object": "list", "data": data}))
+    let mut list = json!({"object": "list", "data": data});
+    if any {
+        // Without `models`, every name is served: said so, for perfplan's connection test.
+        list[crate::api::models::ANY_MODEL_KEY] = Value::Bool(true);
+    }
+    json_response(&list)
 }
 
 async fn metrics(State(front): St) -> Response {

@@ -1,26 +1,81 @@
 //! The connection test before an endpoint's first run: `GET` of its model list (the one
 //! URL rule, `paths.models` applied). A 4xx stops the suite with a clear message; a TLS
 //! failure stops it at once with its cause; a refused connection is retried until a
-//! deadline (the server may still be starting). Never used during a run (some servers
-//! block the model list while generating).
+//! deadline (the server may still be starting), and the wait is said at once: what is
+//! awaited, why, and for how long. The models the server lists are kept: a run whose
+//! model the server does not list stops the suite, naming the nearest listed one (case
+//! aside) and every one. Never used during a run (some servers block the model list
+//! while generating).
 
 use std::time::{Duration, Instant};
 
 use super::RunnerError;
 use crate::control::{self, Route};
 use crate::engine::Target;
+use crate::planner::RunSpec;
 
-/// Probes every replica of `target` (its one URL, or each of `urls`), within one deadline.
-pub async fn test(endpoint: &str, target: &Target, deadline: Duration) -> Result<(), RunnerError> {
+/// Probes every replica of `target` (its one URL, or each of `urls`), within one
+/// deadline; `say` is told at once when a server is waited for. Returns the models the
+/// replicas list (none when they list none, or not as an OpenAI model list).
+pub async fn test(
+    endpoint: &str,
+    target: &Target,
+    deadline: Duration,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Served, RunnerError> {
     let start = Instant::now();
+    let mut served = Served::default();
     for replica in target.each_replica() {
-        test_one(endpoint, &replica, deadline.saturating_sub(start.elapsed())).await?;
+        let left = deadline.saturating_sub(start.elapsed());
+        let one = test_one(endpoint, &replica, left, say).await?;
+        served.url = one.url;
+        for m in one.models {
+            if !served.models.contains(&m) {
+                served.models.push(m);
+            }
+        }
     }
-    Ok(())
+    Ok(served)
+}
+
+/// What a connection test found: the models listed, at which URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    pub url: String,
+    pub models: Vec<String>,
+}
+
+/// A duration as the waiting line says it: `30 s`, `2 min`.
+fn span(d: Duration) -> String {
+    // Tenths of a second: what is left of a deadline reads as the deadline.
+    let s = (d.as_secs_f64() * 10.0).round() / 10.0;
+    if s >= 120.0 && s % 60.0 == 0.0 {
+        format!("{} min", s / 60.0)
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// What a 4xx answer to the model list means, with advice.
+fn refused(status: reqwest::StatusCode, body: &str) -> String {
+    let hint = match status.as_u16() {
+        401 | 403 => " (check the API key: `api_key_env` names the variable that holds it)",
+        404 => " (check base_url, or set `paths.models` if the server lists its models elsewhere; the server must speak the OpenAI API)",
+        _ => "",
+    };
+    format!(
+        "GET answered HTTP {status}{hint}: {}",
+        crate::record::excerpt(body.as_bytes())
+    )
 }
 
 /// Probes `target`; `Ok` when the server answers 2xx (or a 5xx: the server is up).
-async fn test_one(endpoint: &str, target: &Target, deadline: Duration) -> Result<(), RunnerError> {
+async fn test_one(
+    endpoint: &str,
+    target: &Target,
+    deadline: Duration,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Served, RunnerError> {
     let client = target
         .control(
             target
@@ -39,22 +94,33 @@ async fn test_one(endpoint: &str, target: &Target, deadline: Duration) -> Result
         message,
     };
     let start = Instant::now();
+    let mut said = false;
     loop {
         match client.get(Route::Models).send().await {
             Ok(resp) if resp.status().is_client_error() => {
                 let status = resp.status();
                 let body = resp.text().await.unwrap_or_default();
-                let hint = match status.as_u16() {
-                    401 | 403 => " (check the API key: `api_key_env` names the variable that holds it)",
-                    404 => " (check base_url, or set `paths.models` if the server lists its models elsewhere; the server must speak the OpenAI API)",
-                    _ => "",
-                };
-                return Err(fail(format!(
-                    "GET answered HTTP {status}{hint}: {}",
-                    crate::record::excerpt(body.as_bytes())
-                )));
+                return Err(fail(refused(status, &body)));
             }
-            Ok(_) => return Ok(()),
+            Ok(resp) => {
+                let ok = resp.status().is_success();
+                let body = resp.bytes().await.unwrap_or_default();
+                let models = if ok {
+                    crate::api::models::model_ids(&body)
+                } else {
+                    Vec::new()
+                };
+                if said {
+                    say(&format!(
+                        "{url} answered after {:.1} s",
+                        start.elapsed().as_secs_f64()
+                    ));
+                }
+                return Ok(Served {
+                    url: url.to_string(),
+                    models,
+                });
+            }
             // A certificate problem does not go away by waiting: say so at once.
             Err(e) if control::tls_problem(&e).is_some() => {
                 return Err(fail(format!(
@@ -63,15 +129,59 @@ async fn test_one(endpoint: &str, target: &Target, deadline: Duration) -> Result
                 )))
             }
             Err(e) if e.is_connect() && start.elapsed() < deadline => {
+                if !said {
+                    said = true;
+                    say(&format!(
+                        "waiting for {url} (endpoint `{endpoint}`): {}; retrying up to {}",
+                        control::cause(&e),
+                        span(deadline)
+                    ));
+                }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(e) => {
                 return Err(fail(format!(
-                    "{} (is the server running? tried for {:.1}s)",
-                    control::explain(&e),
-                    start.elapsed().as_secs_f64()
-                )))
+                "{}, for {:.1} s (is the server running? `ready_timeout` sets how long to wait)",
+                control::cause(&e),
+                start.elapsed().as_secs_f64()
+            )))
             }
         }
     }
+}
+
+/// The line that names what a server lists (none when it lists no model).
+pub fn served_line(endpoint: &str, served: &Served) -> Option<String> {
+    (!served.models.is_empty()).then(|| {
+        format!(
+            "endpoint `{endpoint}`: {} lists {}",
+            served.url,
+            served.models.join(", ")
+        )
+    })
+}
+
+/// Every model the run sends whose name the server does not list: the first one is an
+/// error naming the nearest listed name (case aside) and every listed one. A server that
+/// lists no model is not judged.
+pub fn check_models(endpoint: &str, run: &RunSpec, served: &Served) -> Result<(), RunnerError> {
+    if served.models.is_empty() {
+        return Ok(());
+    }
+    for model in run.models_sent() {
+        if served.models.contains(&model) {
+            continue;
+        }
+        let suggestion =
+            crate::suggest::nearest_ignoring_case(&model, served.models.iter().map(String::as_str))
+                .map(String::from);
+        return Err(RunnerError::ModelNotServed {
+            endpoint: endpoint.to_string(),
+            url: served.url.clone(),
+            model,
+            suggestion,
+            served: served.models.clone(),
+        });
+    }
+    Ok(())
 }

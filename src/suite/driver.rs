@@ -20,20 +20,23 @@ use crate::engine::{CancelHandle, Target};
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::servers::sims::Sims;
-use crate::servers::{self, Servers};
+use crate::servers::Servers;
 use crate::store::Store;
 use crate::suite::share::{Shard, ShardOptions};
 use crate::tokenize::TokenizerCache;
 
+mod before;
 mod one;
 mod open;
 mod runs;
+mod signals;
 mod text;
 
 pub use one::Ended;
 pub use open::fingerprint;
 pub use runs::response_limits;
 pub(crate) use runs::{server_up, target};
+pub use signals::resume_command;
 pub use text::run_label;
 
 /// How to run a suite.
@@ -58,6 +61,9 @@ pub struct RunOptions {
     pub barrier: Option<Arc<dyn StartBarrier>>,
     /// `run --accept CODE`: verdict reasons accepted besides the plan's `[trust] accept`.
     pub accept: Vec<crate::trust::Code>,
+    /// The command line that started the suite, without its output folder: said with
+    /// `--resume DIR` when Ctrl-C or SIGTERM interrupts the suite (`None`: nothing said).
+    pub resume_args: Option<Vec<String>>,
 }
 
 /// Runs one SLA-search run of a suite: each trial a run of its own through
@@ -101,9 +107,32 @@ pub fn run_suite_sharded(
     sharding: ShardOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
     let ordered = super::cache::execution_order(runs);
-    let (store, dir) = open::open_store(plan, opts, sharding.shard)?;
+    let redactor = suite_redactor(plan, &ordered);
+    // Endpoints and models first: a suite that cannot send leaves no folder behind.
+    let before = before::before_the_suite(plan, &ordered, &redactor)?;
+    let (store, dir) = match open::open_store(plan, opts, sharding.shard) {
+        Ok(opened) => opened,
+        Err(e) => {
+            before.sims.shutdown();
+            return Err(e);
+        }
+    };
     let db = store.path().to_path_buf();
-    run_in(plan, &ordered, opts, sharding, (store, dir)).map_err(|e| e.at_database(&db))
+    let opened = Opened {
+        store,
+        dir,
+        before,
+        redactor,
+    };
+    run_in(plan, &ordered, opts, sharding, opened).map_err(|e| e.at_database(&db))
+}
+
+/// A suite's folder and database, opened after what it checks before them.
+struct Opened {
+    store: Store,
+    dir: PathBuf,
+    before: before::Before,
+    redactor: crate::secrets::Redactor,
 }
 
 /// The suite in its opened database.
@@ -112,31 +141,46 @@ fn run_in(
     runs: &[RunSpec],
     opts: &RunOptions,
     sharding: ShardOptions,
-    (mut store, dir): (Store, PathBuf),
+    opened: Opened,
 ) -> Result<SuiteOutcome, RunnerError> {
+    let Opened {
+        mut store,
+        dir,
+        before,
+        redactor,
+    } = opened;
+    let before::Before {
+        sims,
+        rt,
+        tested,
+        said,
+    } = before;
     if let Some(shard) = sharding.shard {
         store.mark_shard(&shard.to_string())?;
     }
     let log = Arc::new(
         SuiteLog::open(&dir, opts.debug, opts.progress_json.as_deref())
-            .with_redactor(suite_redactor(plan, runs))
+            .with_redactor(redactor)
             .with_progress_every(super::progress::line_interval(opts.progress_every)),
     );
+    for line in &said {
+        log.write_only(line);
+    }
     log.say(&format!("perfplan: results in {}", dir.display()));
     let store = open::register(store, runs)?;
     let slos = execute::slos_of(&plan.spec.slo)?;
     warn_missing_keys(runs, &log);
-    let sims = Sims::start(runs, &plan.base_dir)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(RunnerError::Runtime)?;
     let cancel = CancelHandle::new();
     let mut servers = Servers::new(&dir);
-    let watcher = rt.spawn(watch_ctrl_c(
+    let resume = opts
+        .resume_args
+        .as_ref()
+        .map(|args| signals::resume_command(args, &dir));
+    let watcher = rt.spawn(signals::watch(
         cancel.clone(),
         log.clone(),
         servers.registry(),
+        resume,
     ));
     let suite = Suite {
         plan,
@@ -153,6 +197,7 @@ fn run_in(
         met: std::cell::RefCell::new(None),
         lead: std::cell::Cell::new(std::time::Duration::ZERO),
         trust: trust_of(plan, opts),
+        tested,
     };
     let result = rt.block_on(async {
         let result = suite.run_all(runs, dir, &mut servers).await;
@@ -211,20 +256,6 @@ fn warn_missing_keys(runs: &[RunSpec], log: &SuiteLog) {
     }
 }
 
-/// First Ctrl-C: stop sending, let requests in flight finish. Second: exit at once.
-async fn watch_ctrl_c(cancel: CancelHandle, log: Arc<SuiteLog>, launched: servers::Registry) {
-    if tokio::signal::ctrl_c().await.is_ok() {
-        log.say(
-            "\nperfplan: interrupted; letting requests in flight finish (Ctrl-C again to abort)",
-        );
-        cancel.cancel();
-        if tokio::signal::ctrl_c().await.is_ok() {
-            servers::kill_registered(&launched);
-            std::process::exit(130);
-        }
-    }
-}
-
 /// A suite in progress: what its runs share.
 pub struct Suite<'a> {
     pub(crate) plan: &'a LoadedPlan,
@@ -245,6 +276,8 @@ pub struct Suite<'a> {
     lead: std::cell::Cell<std::time::Duration>,
     /// `[trust]` and `--accept`: how each run's verdict is judged.
     pub(crate) trust: crate::trust::Thresholds,
+    /// The endpoints connection-tested before the suite (`before`).
+    tested: BTreeSet<String>,
 }
 
 impl Suite<'_> {

@@ -97,6 +97,11 @@ impl SuiteLog {
         self.write(line);
     }
 
+    /// Appends a line to the log only (one already printed).
+    pub fn write_only(&self, line: &str) {
+        self.write(line);
+    }
+
     fn write(&self, line: &str) {
         if let Some(f) = &self.file {
             if let Ok(mut f) = f.lock() {

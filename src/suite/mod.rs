@@ -43,8 +43,8 @@ mod writer;
 pub use barrier::{BarrierError, Meeting, StartBarrier};
 pub use counts::Mismatch;
 pub use driver::{
-    fingerprint, response_limits, run_suite, run_suite_sharded, RunOptions, SearchDriver,
-    SuiteOutcome,
+    fingerprint, response_limits, resume_command, run_suite, run_suite_sharded, RunOptions,
+    SearchDriver, SuiteOutcome,
 };
 pub use execute::slos_of;
 pub use prepare::measured_count;
@@ -151,6 +151,14 @@ pub enum RunnerError {
         url: String,
         message: String,
     },
+    #[error("endpoint `{endpoint}` does not serve model `{model}`{}; {url} lists: {}. Set the model's `served_name` to the name the server lists", suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(), served.join(", "))]
+    ModelNotServed {
+        endpoint: String,
+        url: String,
+        model: String,
+        suggestion: Option<String>,
+        served: Vec<String>,
+    },
     #[error("invalid load of run {run}")]
     Load {
         run: String,
@@ -229,6 +237,7 @@ impl RunnerError {
                 | RunnerError::RowCount(_)
                 | RunnerError::Poisoned
                 | RunnerError::Connection { .. }
+                | RunnerError::ModelNotServed { .. }
                 | RunnerError::Output { .. }
                 | RunnerError::Runtime(_)
                 | RunnerError::Sim { .. }

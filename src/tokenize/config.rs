@@ -46,11 +46,10 @@ pub(crate) fn read_folder(dir: &Path) -> Result<FolderConfig, TokenizeError> {
     // transformers reads a separate template file in preference to the config's key.
     let jinja_path = dir.join("chat_template.jinja");
     if jinja_path.is_file() {
-        let source =
-            std::fs::read_to_string(&jinja_path).map_err(|source| TokenizeError::Read {
-                path: jinja_path.clone(),
-                source,
-            })?;
+        let source = crate::text::read(&jinja_path).map_err(|source| TokenizeError::Read {
+            path: jinja_path.clone(),
+            source,
+        })?;
         out.chat_template = Some((source, jinja_path));
     } else if out.chat_template.is_none() {
         let json_path = dir.join("chat_template.json");
@@ -65,7 +64,7 @@ pub(crate) fn read_folder(dir: &Path) -> Result<FolderConfig, TokenizeError> {
 }
 
 fn read_json(path: &Path) -> Result<Value, TokenizeError> {
-    let text = std::fs::read_to_string(path).map_err(|source| TokenizeError::Read {
+    let text = crate::text::read(path).map_err(|source| TokenizeError::Read {
         path: path.to_path_buf(),
         source,
     })?;

@@ -118,15 +118,16 @@ impl Tokenizer {
                 path: path.to_path_buf(),
             });
         }
-        let bytes = std::fs::read(&json_path).map_err(|source| TokenizeError::Read {
+        let text = crate::text::read(&json_path).map_err(|source| TokenizeError::Read {
             path: json_path.clone(),
             source,
         })?;
-        let inner =
-            tokenizers::Tokenizer::from_bytes(&bytes).map_err(|source| TokenizeError::Parse {
+        let inner = tokenizers::Tokenizer::from_bytes(text.as_bytes()).map_err(|source| {
+            TokenizeError::Parse {
                 path: json_path.clone(),
                 source,
-            })?;
+            }
+        })?;
         let cfg = config::read_folder(&dir)?;
         let template = match cfg.chat_template {
             Some((source, origin)) => Some(ChatTemplate::compile(source, &origin)?),

@@ -25,6 +25,11 @@ pub fn parse_utc_us(text: &str) -> Option<i128> {
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
         return None;
     }
+    // A day the month does not have (February 30th) is no date.
+    let (cy, cm, cd) = civil_from_days(days_from_civil(y, mo, d));
+    if (cy, i64::from(cm), i64::from(cd)) != (y, mo, d) {
+        return None;
+    }
     let mut rest = &text[19..];
     let mut frac_us = 0i64;
     if let Some(f) = rest.strip_prefix('.') {

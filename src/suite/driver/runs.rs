@@ -44,7 +44,10 @@ impl Suite<'_> {
             failed: 0,
             interrupted: false,
         };
-        let mut seen = Seen::default();
+        let mut seen = Seen {
+            tested: self.tested.clone(),
+            ..Seen::default()
+        };
         let last_of: BTreeMap<&str, usize> = runs
             .iter()
             .enumerate()
@@ -131,11 +134,13 @@ impl Suite<'_> {
         }
         seen.previous.insert(ep.name.clone(), run);
         if ep.spec.connection_test && seen.tested.insert(ep.name.clone()) {
-            let deadline = ep
-                .spec
-                .ready_timeout
-                .map_or(crate::control::timeouts::CONNECTION_TEST, |d| d.0);
-            connect::test(&ep.name, &target, deadline).await?;
+            let say = |line: &str| self.log.say(line);
+            let served =
+                connect::test(&ep.name, &target, super::before::deadline(run), &say).await?;
+            if let Some(line) = connect::served_line(&ep.name, &served) {
+                say(&line);
+            }
+            connect::check_models(&ep.name, run, &served)?;
         }
         let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
             match self.search {

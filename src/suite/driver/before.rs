@@ -1,0 +1,98 @@
+//! What a suite checks before its output folder exists: the simulators started, and each
+//! endpoint perfplan does not launch connection-tested with the models its runs send
+//! found on it (`connect`). A suite that fails here has sent no request and leaves no
+//! folder behind. An endpoint perfplan launches is tested once its server is up, at its
+//! first run (`runs`).
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use crate::plan::LoadedPlan;
+use crate::planner::RunSpec;
+use crate::servers::sims::Sims;
+use crate::suite::{connect, RunnerError};
+
+/// What the suite starts with: its simulators, its runtime, the endpoints already
+/// tested, and the lines said before the log existed (written into it once it does).
+pub(in crate::suite) struct Before {
+    pub sims: Sims,
+    pub rt: tokio::runtime::Runtime,
+    pub tested: BTreeSet<String>,
+    pub said: Vec<String>,
+}
+
+/// Starts the simulators and tests every endpoint that is not launched; an error has
+/// stopped the simulators again.
+pub(in crate::suite) fn before_the_suite(
+    plan: &LoadedPlan,
+    runs: &[RunSpec],
+    redactor: &crate::secrets::Redactor,
+) -> Result<Before, RunnerError> {
+    let sims = Sims::start(runs, &plan.base_dir)?;
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            sims.shutdown();
+            return Err(RunnerError::Runtime(e));
+        }
+    };
+    let said = Mutex::new(Vec::new());
+    let say = |line: &str| {
+        let line = redactor.redact(line).into_owned();
+        eprintln!("{line}");
+        if let Ok(mut said) = said.lock() {
+            said.push(line);
+        }
+    };
+    match rt.block_on(test_endpoints(plan, runs, &sims, &say)) {
+        Ok(tested) => Ok(Before {
+            sims,
+            rt,
+            tested,
+            said: said.into_inner().unwrap_or_default(),
+        }),
+        Err(e) => {
+            sims.shutdown();
+            Err(e)
+        }
+    }
+}
+
+/// Each endpoint of `runs` with a connection test and no `launch`, tested once; the
+/// models of each of its runs found on it.
+async fn test_endpoints(
+    plan: &LoadedPlan,
+    runs: &[RunSpec],
+    sims: &Sims,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<BTreeSet<String>, RunnerError> {
+    let mut tested = BTreeSet::new();
+    for run in runs {
+        let ep = &run.settings.endpoint;
+        if !ep.spec.connection_test || ep.spec.launch.is_some() || tested.contains(&ep.name) {
+            continue;
+        }
+        let target = super::runs::target(run, sims, &plan.base_dir);
+        let served = connect::test(&ep.name, &target, deadline(run), say).await?;
+        if let Some(line) = connect::served_line(&ep.name, &served) {
+            say(&line);
+        }
+        for same in runs.iter().filter(|r| r.settings.endpoint.name == ep.name) {
+            connect::check_models(&ep.name, same, &served)?;
+        }
+        tested.insert(ep.name.clone());
+    }
+    Ok(tested)
+}
+
+/// How long a run's endpoint is waited for: its `ready_timeout`, else the default.
+pub(in crate::suite) fn deadline(run: &RunSpec) -> std::time::Duration {
+    run.settings
+        .endpoint
+        .spec
+        .ready_timeout
+        .map_or(crate::control::timeouts::CONNECTION_TEST, |d| d.0)
+}
