@@ -50,6 +50,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 stream: true,
                 client_input_tokens: None,
                 max_output_tokens: None,
+                running_usage: false,
                 headers: Vec::new(),
                 session: None,
                 class: None,

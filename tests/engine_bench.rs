@@ -78,6 +78,7 @@ fn client_efficiency_against_a_running_sim() {
                 stream: true,
                 client_input_tokens: None,
                 max_output_tokens: None,
+                running_usage: false,
                 headers: Vec::new(),
                 session: sessions.then_some(i as u64),
                 class: None,

@@ -53,6 +53,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
             stream: r.stream,
             client_input_tokens: Some(3),
             max_output_tokens: None,
+            running_usage: false,
             headers: Vec::new(),
             session: None,
             class: None,

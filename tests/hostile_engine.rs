@@ -66,6 +66,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         kind,
         path: kind.path().into(),
         max_output_tokens: perfplan::api::output_limit(body.as_bytes()),
+        running_usage: perfplan::api::body_reads(body.as_bytes()).1,
         body: Bytes::from(body),
         stream,
         client_input_tokens: None,

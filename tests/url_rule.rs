@@ -260,6 +260,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         stream: kind.can_stream(),
         client_input_tokens: None,
         max_output_tokens: None,
+        running_usage: false,
         headers: Vec::new(),
         session: None,
         class: None,

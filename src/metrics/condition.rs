@@ -54,7 +54,9 @@ pub fn unit_of(metric: &str) -> Option<MetricUnit> {
         }
         "gpu_power_w_mean" => MetricUnit::Watts,
         "energy_j_per_output_token" => MetricUnit::JoulesPerToken,
-        "output_tps" | "total_tps" | "input_tps" | "output_tps_steady" => MetricUnit::TokensPerSec,
+        "output_tps" | "total_tps" | "input_tps" | "output_tps_steady" | "answer_tps" => {
+            MetricUnit::TokensPerSec
+        }
         "rps" | "goodput_rps" | "inputs_per_s" | "rps_steady" => MetricUnit::RequestsPerSec,
         "requests_ok"
         | "requests_failed"

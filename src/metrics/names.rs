@@ -2,7 +2,7 @@
 //! `[gates]`, `--metrics`, CSV columns and the JSON output.
 
 /// Distributions: `<quantity>_<statistic>`.
-pub const QUANTITIES: [&str; 12] = [
+pub const QUANTITIES: [&str; 16] = [
     "ttft",
     "tpot",
     "itl",
@@ -22,6 +22,17 @@ pub const QUANTITIES: [&str; 12] = [
     // (1 / TPOT; requests of two or more output tokens).
     "request_output_tps",
     "decode_tps",
+    // Gaps between content chunks as observed (ms). `itl` is per token: each of these
+    // gaps spread evenly over the output tokens that arrived in it (a gap of k tokens is
+    // k samples of gap / k); with one token per chunk the two are the same.
+    "chunk_gap",
+    // Per request: output tokens over content chunks (1 where every chunk is a token).
+    "tokens_per_chunk",
+    // Per request: the reasoning part of the output (the server's
+    // `completion_tokens_details.reasoning_tokens`, else the client's count of the
+    // reasoning text) and the answer part (output tokens less reasoning tokens).
+    "reasoning_tokens",
+    "answer_tokens",
 ];
 
 pub const STATISTICS: [&str; 14] = [
@@ -30,7 +41,7 @@ pub const STATISTICS: [&str; 14] = [
 ];
 
 /// Scalars, one value per run.
-pub const SCALARS: [&str; 33] = [
+pub const SCALARS: [&str; 34] = [
     "requests_ok",
     "requests_failed",
     "success_ratio",
@@ -74,6 +85,9 @@ pub const SCALARS: [&str; 33] = [
     "latency_p99_steady",
     "rps_steady",
     "output_tps_steady",
+    // Answer tokens (reasoning left out) per second over the run's duration, beside
+    // `output_tps` (every output token).
+    "answer_tps",
 ];
 
 /// Scalars of the server's side: telemetry scraped during the run (null without it;
@@ -119,7 +133,7 @@ pub fn is_rate_quantity(quantity: &str) -> bool {
 pub fn is_time_quantity(quantity: &str) -> bool {
     matches!(
         quantity,
-        "ttft" | "tpot" | "itl" | "latency" | "lateness" | "connect" | "ttfo"
+        "ttft" | "tpot" | "itl" | "latency" | "lateness" | "connect" | "ttfo" | "chunk_gap"
     )
 }
 
@@ -188,7 +202,10 @@ mod tests {
     #[test]
     fn vocabulary_is_consistent() {
         let names = all_names();
-        assert_eq!(names.len(), 12 * 14 + SCALARS.len() + SERVER_SCALARS.len());
+        assert_eq!(names.len(), 16 * 14 + SCALARS.len() + SERVER_SCALARS.len());
+        assert!(is_metric("chunk_gap_p99") && is_time_quantity("chunk_gap"));
+        assert!(is_metric("tokens_per_chunk_mean") && is_metric("answer_tps"));
+        assert!(is_metric("reasoning_tokens_p50") && is_metric("answer_tokens_max"));
         assert!(is_metric("decode_tps_p99") && !is_time_quantity("decode_tps"));
         assert!(is_metric("ttft_p99_steady") && is_metric("steady_s"));
         assert!(is_metric("connect_p99"));

@@ -34,6 +34,7 @@ pub mod replicas;
 pub mod secrets;
 pub mod semantic;
 pub mod set;
+mod sim_checks;
 pub mod sim_settings;
 pub mod toml_src;
 pub mod validate;

@@ -444,6 +444,11 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "1h"))]
     pub think_time: Option<HumanDuration>,
+    /// Multi-turn: send each answer's reasoning back with it (the assistant message's
+    /// `reasoning_content`) instead of its content alone, as OpenAI clients do by
+    /// default (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub echo_reasoning: Option<bool>,
     /// Trace replay speed-up (2 = twice as fast).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.001, max = 1000))]

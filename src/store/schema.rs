@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 11] = [
+const MIGRATIONS: [&str; 12] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -208,6 +208,17 @@ ALTER TABLE requests ADD COLUMN replica INTEGER;
     // from; NULL for a run that is not a mix and in rows written before.
     r#"
 ALTER TABLE requests ADD COLUMN class INTEGER;
+"#,
+    // 12: reasoning and chunks that are not tokens: the server's
+    // `completion_tokens_details.reasoning_tokens` and the client's count of the reasoning
+    // text; a stream's chunks that carried a choice (empty ones included) and its token
+    // counts per content chunk (`token_codec`). NULL in rows written before: they read
+    // with one token per content chunk, as their metrics were computed.
+    r#"
+ALTER TABLE requests ADD COLUMN reasoning_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN client_reasoning_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN choice_chunks INTEGER;
+ALTER TABLE requests ADD COLUMN chunk_tokens BLOB;
 "#,
 ];
 

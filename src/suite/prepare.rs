@@ -324,6 +324,7 @@ impl BodyBuilder {
             fields: &fields,
             stream: req.stream,
             include_usage: req.stream,
+            continuous_usage: req.continuous_usage,
             reject_fields: &self.reject_fields,
         };
         let (path, body) = match &self.template {
@@ -347,7 +348,7 @@ impl BodyBuilder {
         } else {
             Phase::Measured
         };
-        let max_output_tokens = api::output_limit(&body);
+        let (max_output_tokens, running_usage) = api::body_reads(&body);
         Ok(PreparedRequest {
             item: i,
             phase,
@@ -357,6 +358,7 @@ impl BodyBuilder {
             stream: req.stream,
             client_input_tokens: item.client_input_tokens,
             max_output_tokens,
+            running_usage,
             headers: Vec::new(),
             session: Some(super::session::session_key(
                 self.session_seed,
