@@ -10,6 +10,7 @@ pub mod ramp_spec;
 pub mod request_spec;
 pub mod spec;
 pub mod telemetry_spec;
+mod timeouts_spec;
 
 pub use access::{PathsSpec, TlsSpec};
 pub use load_spec::*;

@@ -10,6 +10,7 @@ use super::prepare::PreparedRun;
 use super::progress::RunProgress;
 use super::run_terms::definitions;
 pub use super::run_terms::{engine_load, slos_of};
+use super::server_counts;
 use super::tally::{Tally, TallySettings};
 use super::turn_inputs::TurnInputs;
 use super::writer::{Writer, WriterContext};
@@ -22,7 +23,7 @@ use crate::metrics::{RunSummary, Slo, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
 use crate::record::RequestRecord;
-use crate::store::{ServerPhase, Store};
+use crate::store::Store;
 
 /// After Ctrl-C, how long requests in flight may still finish.
 const GRACE: Duration = Duration::from_secs(5);
@@ -51,6 +52,8 @@ pub struct RunResult {
     pub time: Value,
     /// A mix: each class's metrics, by class index (empty for any other run).
     pub classes: Vec<RunSummary>,
+    /// The server's counters against the client's sums (`None` without a server scrape).
+    pub server_counts: Option<crate::telemetry::counts::ServerCounts>,
 }
 
 /// Warnings about the records themselves: estimated token counts, truncated streams.
@@ -133,6 +136,7 @@ fn start_writer(
     ctx: &RunContext<'_>,
     run: &RunSpec,
     prepared: &mut PreparedRun,
+    block_size: Option<u32>,
 ) -> Result<(Writer, Option<Arc<TurnInputs>>), RunnerError> {
     let turn_inputs = super::turn_inputs::connect(prepared);
     let writer = Writer::start(WriterContext {
@@ -145,7 +149,7 @@ fn start_writer(
         cancel: ctx.cancel.clone(),
         keep_text: ctx.keep.text,
         turn_inputs: turn_inputs.clone(),
-        tally: tally_settings(ctx, run, prepared),
+        tally: tally_settings(ctx, run, prepared, block_size),
     })?;
     if ctx.keep.bodies {
         let bodies = prepared.requests.iter().chain(&prepared.priming);
@@ -221,13 +225,18 @@ pub async fn execute(
     let progress = RunProgress::new(&ctx.label, planned_total(run, &prepared))
         .with_events(&ctx.log, &run.id)
         .with_lines(&ctx.log, &ctx.label);
-    let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared)?;
+    let opening = server_counts::opening(ctx).await;
+    let endpoint_block = run.settings.endpoint.spec.cache_block_size;
+    let block = endpoint_block.or(opening.as_ref().and_then(|o| o.block_size));
+    let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared, block)?;
     let tx = writer.sender(ctx.cancel);
+    let window = server_counts::Window::default();
     // Each record goes once, by value, to the writer (which folds what the metrics read).
     let sink_for = |offset: u64| {
-        let (progress, tx) = (&progress, &tx);
+        let (progress, tx, window) = (&progress, &tx, &window);
         move |mut r: RequestRecord| {
             progress.tick(&r);
+            window.add(&r);
             if let Some(tx) = tx {
                 r.index += offset;
                 tx.send(r);
@@ -239,10 +248,8 @@ pub async fn execute(
     // Request indices are unique within a run: the measured pass continues after the priming pass.
     let offset = ctx.index_base + primed;
     let mut sink = sink_for(offset);
-    let before = match &ctx.server {
-        Some(s) => s.take(&ctx.store, &run.id, ServerPhase::Before).await?,
-        None => None,
-    };
+    let (before, priming_counts) =
+        server_counts::before_measured(ctx, &run.id, opening.as_ref(), (primed, &window)).await?;
     let mut source = super::traffic::Source::new(&mut prepared, &ctx.log)?;
     let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
@@ -259,22 +266,33 @@ pub async fn execute(
     }
     warnings.extend(source.finish_building());
     warnings.extend(cap_warning(prepared.duration_cap, &source, &output));
-    let server_ratio = match &ctx.server {
-        Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await,
-        None => Ok(None),
-    };
+    let closing = server_counts::after_measured(
+        ctx,
+        &run.id,
+        before.as_ref(),
+        &window,
+        output.peak_in_flight,
+    )
+    .await;
     drop(tx);
     progress.finish();
     // A failed write of the rows is the error to report, before anything after it.
     let written = writer.finish()?;
     drop(turn_inputs);
+    let closing = closing?;
+    let server_counts = closing.counts.map(|mut c| {
+        c.priming = priming_counts;
+        c.server_in_flight_max = telemetry.server_in_flight_max();
+        c
+    });
     let passes = Passes {
         tally: written.tally,
         primed,
         stored: written.rows,
-        server_ratio: server_ratio?.or(telemetry.log_hit_ratio),
+        server_ratio: closing.ratio.or(telemetry.log_hit_ratio),
         late,
         telemetry,
+        server_counts,
     };
     Ok(conclude(ctx, run, &source, output, passes, warnings))
 }
@@ -289,6 +307,7 @@ struct Passes {
     /// The warning of a `--start-at` already past.
     late: Option<String>,
     telemetry: super::telemetry::Observed,
+    server_counts: Option<crate::telemetry::counts::ServerCounts>,
 }
 
 /// The run's summary and warnings, from its measured records.
@@ -342,12 +361,18 @@ fn conclude(
         preconnect: output.preconnect,
         time,
         classes,
+        server_counts: passes.server_counts,
     }
 }
 
 /// How the writer folds a run's records: the metric definitions and SLOs, the first
 /// wave the leak check reads, and whether per-turn samples are kept.
-fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -> TallySettings {
+fn tally_settings(
+    ctx: &RunContext<'_>,
+    run: &RunSpec,
+    prepared: &PreparedRun,
+    block_size: Option<u32>,
+) -> TallySettings {
     TallySettings {
         definitions: definitions(ctx.definitions),
         slos: ctx.slos.to_vec(),
@@ -366,6 +391,7 @@ fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -
         turns: prepared.conversation.is_some(),
         targets: prepared.targets.clone(),
         sharing: prepared.sharing.clone(),
+        block_size,
         warm: run.settings.cache_state == crate::plan::CacheState::Warm,
         classes: run.settings.mix.as_ref().map_or(0, Vec::len),
     }

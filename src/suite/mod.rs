@@ -24,6 +24,7 @@ mod priming;
 mod produce;
 mod progress;
 mod run_terms;
+mod server_counts;
 pub use progress::parse_every as parse_progress_every;
 pub mod session;
 pub mod shard_env;
