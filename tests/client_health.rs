@@ -38,6 +38,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 fields: &fields,
                 stream: true,
                 include_usage: true,
+                continuous_usage: false,
                 reject_fields: &[],
             };
             let (path, body) = build_body(ApiKind::Chat, &input).unwrap();

@@ -36,6 +36,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
         fields: &fields,
         stream: r.stream,
         include_usage: true,
+        continuous_usage: false,
         reject_fields: r.reject,
     };
     let (path, body) = build_body(r.kind, &input).unwrap();

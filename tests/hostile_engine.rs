@@ -174,7 +174,11 @@ async fn reasoning_then_answer_times_both_points() {
             "{ttft:?} {ttfo:?}"
         );
         assert_eq!(r.content_times.len(), 5);
-        assert_eq!(r.output_text, "Let me thinkYes");
+        // The answer and the reasoning are kept apart (a conversation appends the answer).
+        assert_eq!(
+            (r.reasoning_text.as_str(), r.output_text.as_str()),
+            ("Let me think", "Yes")
+        );
     }
 }
 

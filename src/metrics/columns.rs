@@ -476,9 +476,7 @@ mod tests {
     fn k_copies_read_as_k_pushes() {
         let (mut one, mut many) = (Gaps::default(), Gaps::default());
         for (us, k) in [(10u64, 3u32), (25, 1), (7, 0), (40, 2)] {
-            for _ in 0..k {
-                one.push(Duration::from_micros(us));
-            }
+            (0..k).for_each(|_| one.push(Duration::from_micros(us)));
             many.push_n(Duration::from_micros(us), k);
         }
         let (a, b) = (one.finish(), many.finish());

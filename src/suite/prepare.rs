@@ -241,13 +241,7 @@ fn prebuilt(
     let warmup = builder.warmup.min(requests.len());
     out.priming = match s.cache_state {
         CacheState::Cold => Vec::new(),
-        CacheState::Warm => requests[warmup..]
-            .iter()
-            .map(|r| PreparedRequest {
-                phase: Phase::Priming,
-                ..r.clone()
-            })
-            .collect(),
+        CacheState::Warm => super::traffic::as_priming(&requests[warmup..]),
     };
     out.targets = Arc::new(Targets::new(
         items.iter().map(|i| i.target_input_tokens).collect(),

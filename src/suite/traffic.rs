@@ -110,17 +110,19 @@ fn trace(
         out.trace_ids.push(t.request_id);
     }
     if s.cache_state == crate::plan::CacheState::Warm {
-        out.priming = out
-            .requests
-            .iter()
-            .map(|r| PreparedRequest {
-                phase: Phase::Priming,
-                ..r.clone()
-            })
-            .collect();
+        out.priming = as_priming(&out.requests);
     }
     out.schedule = Some(offsets);
     Ok(out)
+}
+
+/// The priming pass of a warm run: the same requests, marked `priming`.
+pub(super) fn as_priming(requests: &[PreparedRequest]) -> Vec<PreparedRequest> {
+    let priming = |r: &PreparedRequest| PreparedRequest {
+        phase: Phase::Priming,
+        ..r.clone()
+    };
+    requests.iter().map(priming).collect()
 }
 
 fn conversation(

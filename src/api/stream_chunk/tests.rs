@@ -309,24 +309,6 @@ fn tool_calls_are_output_text() {
     assert!(thinking.has_output() && !thinking.has_answer());
 }
 
-/// A chunk is a token slot when it carries a text field (even empty) and is not the
-/// opening role chunk or a closing chunk with an empty delta.
-#[test]
-fn token_slots_of_real_chunks() {
-    let token = |i: usize, shape| parse(CORPUS[i].as_bytes(), shape).unwrap().token;
-    assert!(!token(0, Shape::Chat), "vLLM's opening role chunk");
-    assert!(token(1, Shape::Chat) && token(10, Shape::Completions));
-    assert!(
-        token(28, Shape::Chat),
-        "an empty content is a special token"
-    );
-    assert!(!token(30, Shape::Chat), "an empty closing delta");
-    let running = parse(CORPUS[28].as_bytes(), Shape::Chat).unwrap();
-    assert_eq!(running.usage.unwrap().completion_tokens, Some(7));
-    let details = parse(CORPUS[29].as_bytes(), Shape::Chat).unwrap();
-    assert_eq!(details.usage.unwrap().reasoning_tokens, Some(6));
-}
-
 #[test]
 fn every_truncation_and_byte_flip_agrees_with_serde() {
     let mut rng = ChaCha8Rng::seed_from_u64(9);
