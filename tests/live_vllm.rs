@@ -90,14 +90,24 @@ fn hold_requests(run: &StoredRun, records: &[RequestRecord]) -> usize {
     let mut short = 0;
     for r in records {
         let what = format!("run {} request {}", run.id, r.index);
-        assert!(r.outcome == perfplan::record::Outcome::Ok, "{what}: {:?}", r.error);
-        assert_eq!(r.client_input_tokens, r.usage.prompt_tokens, "{what}: input");
+        assert!(
+            r.outcome == perfplan::record::Outcome::Ok,
+            "{what}: {:?}",
+            r.error
+        );
+        assert_eq!(
+            r.client_input_tokens, r.usage.prompt_tokens,
+            "{what}: input"
+        );
         let received = r.received_output_tokens().unwrap();
         let usage = r.usage.completion_tokens.unwrap();
         match r.stream_tokens.as_ref().unwrap().source {
             TokenSource::Usage => assert_eq!(received, usage, "{what}: output"),
             TokenSource::Chunks => {
-                assert!(received <= usage, "{what}: {received} received, usage {usage}");
+                assert!(
+                    received <= usage,
+                    "{what}: {received} received, usage {usage}"
+                );
                 short += usize::from(received < usage);
             }
         }
@@ -121,9 +131,21 @@ fn hold_counters(run: &StoredRun, records: &[RequestRecord]) {
     assert_eq!(sum(|r| r.usage.prompt_tokens), k.prompt_tokens, "{what}");
     assert_eq!(sum(|r| r.usage.cached_tokens), k.cached_tokens, "{what}");
     if let Some(p) = &c.priming {
-        assert_eq!(p.server.prompt_tokens, Some(p.client.prompt_tokens), "{what}");
-        assert_eq!(p.server.generation_tokens, Some(p.client.completion_tokens), "{what}");
-        assert_eq!(p.server.cached_tokens, Some(p.client.cached_tokens), "{what}");
+        assert_eq!(
+            p.server.prompt_tokens,
+            Some(p.client.prompt_tokens),
+            "{what}"
+        );
+        assert_eq!(
+            p.server.generation_tokens,
+            Some(p.client.completion_tokens),
+            "{what}"
+        );
+        assert_eq!(
+            p.server.cached_tokens,
+            Some(p.client.cached_tokens),
+            "{what}"
+        );
     }
 }
 
@@ -142,7 +164,10 @@ fn hold_ttft(db: &Path, run: &StoredRun, records: &[RequestRecord]) -> (f64, (f6
         rows.unwrap().map(Result::unwrap).collect()
     };
     let at = |t: i64| -> Vec<(f64, f64)> {
-        rows.iter().filter(|r| r.0 == t).map(|r| (r.1, r.2)).collect()
+        rows.iter()
+            .filter(|r| r.0 == t)
+            .map(|r| (r.1, r.2))
+            .collect()
     };
     let (first, last) = (rows.first().unwrap().0, rows.last().unwrap().0);
     let bucket = live_support::median_bucket(&at(first), &at(last));
@@ -186,7 +211,10 @@ fn counts_and_timings_agree_with_vllms_own() {
             && run.axes.get("dataset").is_none_or(|d| d == "random");
         if cold_chat_one {
             let (p50, bucket) = hold_ttft(&db, run, &records);
-            eprintln!("live: run {} TTFT p50 {p50:.4} s in server bucket {bucket:?}", run.id);
+            eprintln!(
+                "live: run {} TTFT p50 {p50:.4} s in server bucket {bucket:?}",
+                run.id
+            );
         }
         let m = &report.iter().find(|r| r["id"] == run.id.as_str()).unwrap()["metrics"];
         let f = |name: &str| m[name].as_f64().unwrap_or(f64::NAN);
@@ -205,7 +233,11 @@ fn counts_and_timings_agree_with_vllms_own() {
             // Empty chunks (special tokens) and merged ones no longer skew the per-token
             // ITL away from TPOT.
             let (itl, tpot) = (f("itl_mean"), f("tpot_mean"));
-            assert!((itl - tpot).abs() <= 0.03 * tpot, "run {}: itl {itl} tpot {tpot}", run.id);
+            assert!(
+                (itl - tpot).abs() <= 0.03 * tpot,
+                "run {}: itl {itl} tpot {tpot}",
+                run.id
+            );
         }
     }
     let warm: u64 = runs
@@ -230,7 +262,10 @@ fn verdict(db: &Path) -> Vec<(String, Vec<String>)> {
             let status = v["status"].as_str().unwrap_or("missing").to_string();
             let codes = v["reasons"]
                 .as_array()
-                .map(|rs| rs.iter().map(|r| r["code"].as_str().unwrap_or("").to_string()))
+                .map(|rs| {
+                    rs.iter()
+                        .map(|r| r["code"].as_str().unwrap_or("").to_string())
+                })
                 .into_iter()
                 .flatten()
                 .collect();
@@ -253,9 +288,16 @@ fn a_cold_rerun_with_the_same_seed_is_invalid_for_a_cache_leak() {
     let plan = write_plan(dir.path(), &live, fresh_seed(), COLD);
     let first = cli_support::run(&plan, &dir.path().join("first"));
     let again = cli_support::run(&plan, &dir.path().join("again"));
-    let cached = |db: &Path| counts(&Store::open(db).unwrap().runs().unwrap()[0]).server.cached_tokens;
+    let cached = |db: &Path| {
+        counts(&Store::open(db).unwrap().runs().unwrap()[0])
+            .server
+            .cached_tokens
+    };
     assert_eq!(cached(&first), Some(0), "a fresh seed finds nothing cached");
-    assert!(cached(&again).unwrap() > 0, "the same prompts hit the cache");
+    assert!(
+        cached(&again).unwrap() > 0,
+        "the same prompts hit the cache"
+    );
     let v = verdict(&again);
     assert_eq!(v[0].0, "invalid", "{v:?}");
     assert!(v[0].1.iter().any(|c| c == "cache_leak"), "{v:?}");

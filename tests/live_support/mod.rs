@@ -35,7 +35,10 @@ pub fn live() -> Option<Live> {
         eprintln!("PERFPLAN_VLLM_URL is not set: this live test did not run");
         return None;
     };
-    let url = url.trim_end_matches('/').trim_end_matches("/v1").to_string();
+    let url = url
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_string();
     let host_port = url
         .strip_prefix("http://")
         .expect("PERFPLAN_VLLM_URL must be http://127.0.0.1:PORT")
@@ -88,7 +91,13 @@ impl Live {
             "model": self.model, "max_tokens": max_tokens, "ignore_eos": true,
             "messages": [{"role": "user", "content": text}],
         });
-        request(&self.host_port, "POST", "/v1/chat/completions", &body.to_string()).0
+        request(
+            &self.host_port,
+            "POST",
+            "/v1/chat/completions",
+            &body.to_string(),
+        )
+        .0
     }
 }
 
@@ -115,7 +124,14 @@ fn request(host_port: &str, method: &str, path: &str, body: &str) -> (u16, Strin
     let (head, rest) = text.split_once("\r\n\r\n").unwrap();
     let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
     let chunked = head.to_lowercase().contains("transfer-encoding: chunked");
-    (status, if chunked { dechunk(rest) } else { rest.to_string() })
+    (
+        status,
+        if chunked {
+            dechunk(rest)
+        } else {
+            rest.to_string()
+        },
+    )
 }
 
 /// A chunked body's data.
@@ -137,8 +153,16 @@ pub fn buckets(page: &str, name: &str) -> Vec<(f64, f64)> {
     let prefix = format!("{name}_bucket{{");
     let mut out: Vec<(f64, f64)> = Vec::new();
     for line in page.lines().filter(|l| l.starts_with(&prefix)) {
-        let le = line.split("le=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
-        let le: f64 = if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() };
+        let le = line
+            .split("le=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap();
+        let le: f64 = if le == "+Inf" {
+            f64::INFINITY
+        } else {
+            le.parse().unwrap()
+        };
         let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
         match out.iter_mut().find(|(l, _)| *l == le) {
             Some(b) => b.1 += value,
@@ -152,9 +176,8 @@ pub fn buckets(page: &str, name: &str) -> Vec<(f64, f64)> {
 /// The bucket `(lower, upper]` (seconds) holding the median of the observations made
 /// between two pages' histograms.
 pub fn median_bucket(before: &[(f64, f64)], after: &[(f64, f64)]) -> (f64, f64) {
-    let count = |b: &[(f64, f64)], le: f64| {
-        b.iter().find(|(l, _)| *l == le).map_or(0.0, |(_, c)| *c)
-    };
+    let count =
+        |b: &[(f64, f64)], le: f64| b.iter().find(|(l, _)| *l == le).map_or(0.0, |(_, c)| *c);
     let delta: Vec<(f64, f64)> = after
         .iter()
         .map(|(le, c)| (*le, c - count(before, *le)))
