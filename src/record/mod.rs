@@ -372,7 +372,11 @@ impl RequestRecord {
     /// slot: a chunk with empty text still brought a token, and a chunk of several
     /// tokens is covered by the tokenizer's count). `None` when the client has neither
     /// (a non-streamed answer without the model's tokenizer). What a per-request
-    /// conservation check holds against `usage.completion_tokens`.
+    /// conservation check holds against `usage.completion_tokens`: exact with per-chunk
+    /// usage; without it a lower bound where the server merged tokens whose text the
+    /// tokenizer does not restore (vLLM merges a lagging stream's tokens into one chunk,
+    /// and its special tokens have no text), so such a check needs per-chunk usage or a
+    /// tolerance.
     pub fn received_output_tokens(&self) -> Option<u32> {
         match &self.stream_tokens {
             Some(s) if s.source == TokenSource::Usage => Some(s.total),
