@@ -38,6 +38,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 fields: &fields,
                 stream: true,
                 include_usage: true,
+                continuous_usage: false,
                 reject_fields: &[],
             };
             let (path, body) = build_body(ApiKind::Chat, &input).unwrap();
@@ -50,6 +51,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 stream: true,
                 client_input_tokens: None,
                 max_output_tokens: None,
+                running_usage: false,
                 headers: Vec::new(),
                 session: None,
                 class: None,

@@ -64,6 +64,7 @@ fn client_efficiency_against_a_running_sim() {
             fields: fields.as_object().unwrap(),
             stream: true,
             include_usage: true,
+            continuous_usage: false,
             reject_fields: &[],
         };
         let (path, body) = build_body(ApiKind::Chat, &input).unwrap();
@@ -78,6 +79,7 @@ fn client_efficiency_against_a_running_sim() {
                 stream: true,
                 client_input_tokens: None,
                 max_output_tokens: None,
+                running_usage: false,
                 headers: Vec::new(),
                 session: sessions.then_some(i as u64),
                 class: None,

@@ -36,6 +36,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
         fields: &fields,
         stream: r.stream,
         include_usage: true,
+        continuous_usage: false,
         reject_fields: r.reject,
     };
     let (path, body) = build_body(r.kind, &input).unwrap();
@@ -53,6 +54,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
             stream: r.stream,
             client_input_tokens: Some(3),
             max_output_tokens: None,
+            running_usage: false,
             headers: Vec::new(),
             session: None,
             class: None,

@@ -66,6 +66,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         kind,
         path: kind.path().into(),
         max_output_tokens: perfplan::api::output_limit(body.as_bytes()),
+        running_usage: perfplan::api::body_reads(body.as_bytes()).1,
         body: Bytes::from(body),
         stream,
         client_input_tokens: None,
@@ -173,7 +174,11 @@ async fn reasoning_then_answer_times_both_points() {
             "{ttft:?} {ttfo:?}"
         );
         assert_eq!(r.content_times.len(), 5);
-        assert_eq!(r.output_text, "Let me thinkYes");
+        // The answer and the reasoning are kept apart (a conversation appends the answer).
+        assert_eq!(
+            (r.reasoning_text.as_str(), r.output_text.as_str()),
+            ("Let me think", "Yes")
+        );
     }
 }
 

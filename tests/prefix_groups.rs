@@ -11,9 +11,12 @@ use std::path::{Path, PathBuf};
 use perfplan::store::{Store, StoredRun};
 
 /// How close the measured hit ratio of a cache-on simulator comes to the planned one here:
-/// its 16-token blocks cache the 24-token template opening as one block (16 of 24), and a
-/// group prefix whole (128 tokens, 8 blocks).
-const MARGIN: f64 = 0.02;
+/// the plan counts shared tokens in the simulator's 16-token blocks (its
+/// `vllm:cache_config_info`), as it caches them: the 24-token template opening as one
+/// block (16 of 24), a group prefix whole (128 tokens, 8 blocks). One request at a time,
+/// so the two are the same figure but for a chance: random prompts that happen to share a
+/// block beyond their prefix (one block of one request: 16 / 16,384 = 0.001 here).
+const MARGIN: f64 = 0.002;
 
 fn tokenizer() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2")
@@ -108,10 +111,12 @@ fn prefix_groups_give_the_planned_hit_ratio_on_a_cache_on_simulator() {
         );
         planned.push(p);
     }
-    // Four even groups: requests 1-3 open a group (sharing the template's opening only),
-    // the 60 after them share a whole 128-token prefix; one group: 63 share it.
-    let lead = metric(&all[0], "planned_template_share") * 64.0 * 256.0 / 63.0;
-    let even = (3.0 * lead + 60.0 * 128.0) / (64.0 * 256.0);
+    // Four even groups: requests 1-3 open a group (sharing the template's opening only,
+    // one 16-token block of its 24 tokens), the 60 after them share a whole 128-token
+    // prefix (its opening whole inside it); one group: 63 share it.
+    let template = metric(&all[0], "planned_template_share");
+    assert_eq!(template, (3.0 * 16.0 + 60.0 * 24.0) / (64.0 * 256.0));
+    let even = (3.0 * 16.0 + 60.0 * 128.0) / (64.0 * 256.0);
     assert!((planned[0] - even).abs() < 1e-9, "{} vs {even}", planned[0]);
     assert!((planned[2] - 63.0 * 128.0 / (64.0 * 256.0)).abs() < 1e-9);
     // Weighted draws (5:1:1:1) take every group within 64 requests too: three first uses
@@ -192,7 +197,8 @@ fn the_prefix_cache_label_and_the_planned_share_are_held_against_the_hits() {
     let w = warned(warm_off, "cache_setting");
     assert_eq!(w.len(), 1, "{:?}", warm_off.warnings);
     assert!(w[0].contains("warm run found no cached tokens"), "{}", w[0]);
-    assert!(w[0].contains("cache_hit_ratio (usage) 0.00, planned share 1.00"));
+    // Planned: every prompt sent before, in whole 16-token blocks of its 255 but the last.
+    assert!(w[0].contains("cache_hit_ratio (usage) 0.00, planned share 0.94"));
     // The cold run of the non-caching server falls short of its plan: told so, naming both.
     let cold_off = find("on_but_not", "cold");
     assert_eq!(

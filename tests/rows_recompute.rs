@@ -16,7 +16,9 @@ use perfplan::store::Store;
 const DEFINITIONS: [&str; 3] = ["perfplan", "vllm", "evalscope"];
 
 /// Streams with a role chunk first and a finish chunk after the last content, so the
-/// three definitions time them differently; some HTTP 500s and cut streams.
+/// three definitions time them differently; some HTTP 500s and cut streams; two tokens a
+/// chunk counted from the per-chunk usage, every third token without text, reasoning
+/// first (so per-token ITL, chunk gaps and the reasoning split come from rows too).
 fn plan(definitions: &str, load: &str) -> String {
     format!(
         r#"
@@ -32,6 +34,8 @@ base_url = "sim://r"
 ttft_base = "3ms"
 itl_base = "1ms"
 tokens_per_chunk = 2
+empty_chunks = 3
+reasoning_tokens = 2
 prefix_cache = true
 fault_http_500 = 0.1
 fault_drop = 0.1
@@ -45,6 +49,7 @@ text = "the same prompt every time, so the prefix cache finds it"
 [defaults]
 output_tokens = 9
 ignore_eos = true
+continuous_usage = true
 
 [slo]
 ttft = "<= 50ms"

@@ -15,7 +15,9 @@ use perfplan::metrics::names::all_names;
 use perfplan::metrics::sla::pool;
 use perfplan::metrics::{summarize, MetricDefinitions, RunSummary, Slo, SloQuantity};
 use perfplan::metrics::{SummaryOptions, Timing};
-use perfplan::record::{Outcome, Phase, RequestRecord, TlsHandshake, Usage};
+use perfplan::record::{
+    Outcome, Phase, RequestRecord, StreamTokens, TlsHandshake, TokenSource, Usage,
+};
 use perfplan::store::{RunRow, Store, StoredRequest, SuiteInfo};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -89,6 +91,7 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
     };
     let phase = [Phase::Warmup, Phase::Priming, Phase::Measured][rng.gen_range(0..6).min(2)];
     let outcome = outcome(rng);
+    let stream_tokens = streamed.then(|| stream_tokens(rng, content_times.len()));
     RequestRecord {
         index,
         item: rng.gen_range(0..40),
@@ -117,12 +120,20 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
             prompt_tokens: some(rng, 0.7, |r| r.gen_range(0..9000)),
             completion_tokens: some(rng, 0.7, |r| r.gen_range(0..2000)),
             cached_tokens: some(rng, 0.5, |r| r.gen_range(0..9000)),
+            reasoning_tokens: some(rng, 0.3, |r| r.gen_range(0..500)),
         },
         output_text: if rng.gen_bool(0.8) {
             "answer".into()
         } else {
             String::new()
         },
+        reasoning_text: if rng.gen_bool(0.3) {
+            "thought".into()
+        } else {
+            String::new()
+        },
+        client_reasoning_tokens: some(rng, 0.5, |r| r.gen_range(0..500)),
+        stream_tokens,
         output_bytes: some(rng, 0.9, |r| {
             [0, r.gen_range(1..1 << 20)][r.gen_range(0..2)]
         }),
@@ -135,6 +146,25 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         unstreamed: false,
         replica: some(rng, 0.5, |r| r.gen_range(0..8)),
         class: some(rng, 0.5, |r| r.gen_range(0..64)),
+    }
+}
+
+/// A stream's counts over `content` content chunks: one token a chunk, or several and
+/// none (empty chunks between), from chunks or from per-chunk usage.
+fn stream_tokens(rng: &mut ChaCha8Rng, content: usize) -> StreamTokens {
+    let one_each = rng.gen_bool(0.5);
+    let mut total = 0u32;
+    let at_content = (0..content)
+        .map(|_| {
+            total += if one_each { 1 } else { rng.gen_range(0..4) };
+            total
+        })
+        .collect();
+    StreamTokens {
+        choice_chunks: content as u32 + rng.gen_range(0..8),
+        at_content,
+        total: total + rng.gen_range(0..3),
+        source: [TokenSource::Chunks, TokenSource::Usage][rng.gen_range(0..2)],
     }
 }
 
@@ -155,6 +185,7 @@ fn records(seed: u64, n: u64) -> Vec<RequestRecord> {
 fn as_stored(r: &RequestRecord) -> RequestRecord {
     RequestRecord {
         output_text: String::new(),
+        reasoning_text: String::new(),
         raw: Vec::new(),
         ..r.clone()
     }

@@ -194,3 +194,30 @@ fn a_read_only_schema_3_database_is_read_as_it_is() {
     let v: Vec<Vec<Option<i64>>> = query(&old, "PRAGMA user_version");
     assert_eq!(v[0][0], Some(3), "a read-only file is not migrated");
 }
+
+/// Rows written before reasoning and stream counts were kept (schema 12) read with them
+/// absent: one token per content chunk, as their metrics were computed, so the per-token
+/// `itl_*` recomputed from them is the stored `itl_*` and the same as `chunk_gap_*`.
+#[test]
+fn rows_before_stream_counts_read_as_one_token_a_chunk_with_their_metrics_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = copy_fixture(dir.path(), "old");
+    let stored = stored_metrics(&old);
+    let store = Store::open(&old).unwrap();
+    for run in store.runs().unwrap() {
+        let records = store.request_records(&run.id).unwrap();
+        assert!(records.iter().all(|r| r.stream_tokens.is_none()
+            && r.usage.reasoning_tokens.is_none()
+            && r.client_reasoning_tokens.is_none()));
+        let s = perfplan::metrics::summarize(&records, &Default::default());
+        let (want, got) = (&stored[&run.id], &s.values);
+        for stat in ["mean", "p50", "p99", "max"] {
+            let name = format!("itl_{stat}");
+            let (w, g) = (want[&name].unwrap(), got[&name].unwrap());
+            assert!((w - g).abs() < 1e-3, "{name}: stored {w}, from rows {g}");
+            assert_eq!(got[&format!("chunk_gap_{stat}")], got[&name], "{stat}");
+        }
+        assert_eq!(got["tokens_per_chunk_mean"], Some(1.0));
+        assert_eq!(got["reasoning_tokens_mean"], None, "unknown in old rows");
+    }
+}

@@ -43,6 +43,7 @@ fn record(index: u64, chunks: u64, itl_us: u64, rng: &mut ChaCha8Rng) -> Request
             prompt_tokens: Some(1024),
             completion_tokens: Some(chunks as u32),
             cached_tokens: Some(512),
+            reasoning_tokens: None,
         },
         client_input_tokens: Some(1024),
         request_bytes: 5000,

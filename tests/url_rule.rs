@@ -248,6 +248,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         fields: &fields,
         stream: kind.can_stream(),
         include_usage: true,
+        continuous_usage: false,
         reject_fields: &[],
     };
     let (path, body) = build_body(kind, &input).unwrap();
@@ -260,6 +261,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         stream: kind.can_stream(),
         client_input_tokens: None,
         max_output_tokens: None,
+        running_usage: false,
         headers: Vec::new(),
         session: None,
         class: None,

@@ -37,9 +37,10 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
 
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let info = parse_chunk(data)?;
-    let text: String = info.output_pieces().collect();
+    let text: String = info.answer_pieces().collect();
     Ok(BodyInfo {
         text,
+        reasoning: info.reasoning.map(Cow::into_owned).unwrap_or_default(),
         finish_reason: info.finish_reason.map(Cow::into_owned),
         usage: info.usage,
         error: info.error,
@@ -76,9 +77,41 @@ mod tests {
             Some(Usage {
                 prompt_tokens: Some(10),
                 completion_tokens: Some(3),
-                cached_tokens: Some(8)
+                cached_tokens: Some(8),
+                reasoning_tokens: None,
             })
         );
+    }
+
+    #[test]
+    fn empty_content_is_a_token_but_the_role_chunk_is_not() {
+        let role =
+            parse_chunk(br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#)
+                .unwrap();
+        assert!(role.has_choice && !role.token);
+        let special = parse_chunk(
+            br#"{"choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}"#,
+        )
+        .unwrap();
+        assert!(special.token && !special.has_output());
+        let closing =
+            parse_chunk(br#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#).unwrap();
+        assert!(closing.has_choice && !closing.token);
+        let first = parse_chunk(
+            br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}"#,
+        )
+        .unwrap();
+        assert!(first.token, "a role chunk with text carries its token");
+        let running = parse_chunk(br#"{"choices":[{"index":0,"delta":{"content":" a"}}],"usage":{"prompt_tokens":5,"total_tokens":8,"completion_tokens":3}}"#).unwrap();
+        assert_eq!(running.usage.unwrap().completion_tokens, Some(3));
+    }
+
+    #[test]
+    fn reasoning_tokens_of_the_usage_details() {
+        let c = parse_chunk(br#"{"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":6}}}"#).unwrap();
+        assert_eq!(c.usage.unwrap().reasoning_tokens, Some(6));
+        let b = parse_body(br#"{"choices":[{"index":0,"message":{"role":"assistant","reasoning_content":"hmm","content":"Paris"},"finish_reason":"stop"}]}"#).unwrap();
+        assert_eq!((b.text.as_str(), b.reasoning.as_str()), ("Paris", "hmm"));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 pub use error_body::error_message;
-pub use output_limit::output_limit;
+pub use output_limit::{body_reads, output_limit};
 pub use prompt::Prompt;
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 
@@ -113,6 +113,9 @@ pub struct BodyInput<'a> {
     pub stream: bool,
     /// Ask for a usage object at the end of a stream (`stream_options.include_usage`).
     pub include_usage: bool,
+    /// Ask for a running usage on every chunk too (`stream_options.continuous_usage_stats`,
+    /// vLLM's per-chunk usage); only with `include_usage` on a stream.
+    pub continuous_usage: bool,
     /// Top-level fields this server must never receive (also `stream_options`).
     pub reject_fields: &'a [String],
 }
@@ -137,13 +140,16 @@ pub fn build_body(kind: ApiKind, input: &BodyInput<'_>) -> Result<(&'static str,
 }
 
 /// Asks a streamed chat or completions answer to end with usage
-/// (`stream_options.include_usage`), when the input says so.
+/// (`stream_options.include_usage`), and to carry a running usage on every chunk
+/// (`continuous_usage_stats`), when the input says so. Never on a request that does not
+/// stream (vLLM answers `stream_options` without `stream: true` with HTTP 400).
 pub(crate) fn ask_stream_usage(input: &BodyInput<'_>, body: &mut Map<String, Value>) {
     if input.stream && input.include_usage {
-        body.insert(
-            "stream_options".into(),
-            serde_json::json!({ "include_usage": true }),
-        );
+        let options = match input.continuous_usage {
+            true => serde_json::json!({ "include_usage": true, "continuous_usage_stats": true }),
+            false => serde_json::json!({ "include_usage": true }),
+        };
+        body.insert("stream_options".into(), options);
     }
 }
 
@@ -193,6 +199,11 @@ pub(crate) fn prompt_name(prompt: &Prompt) -> &'static str {
 pub struct ChunkInfo<'a> {
     /// The event carried choice 0 (vLLM's and EvalScope's TTFT point).
     pub has_choice: bool,
+    /// Choice 0 carried a token slot: any output, or a text field present though empty
+    /// (`"content": ""`, a special token's chunk in vLLM), but not the opening chunk that
+    /// only names the role nor a closing chunk with an empty delta (see
+    /// `record::TokenSource::Chunks`).
+    pub token: bool,
     /// Non-empty output text of choice 0 (`index` 0; with `n > 1` other choices are not timed).
     pub content: Option<Cow<'a, str>>,
     /// Non-empty reasoning text of choice 0 (`reasoning_content` / `reasoning`).
@@ -221,10 +232,10 @@ impl ChunkInfo<'_> {
         self.content.is_some() || self.tool.is_some()
     }
 
-    /// The event's output text pieces in the order a reader sees them: reasoning,
-    /// content, tool-call text.
-    pub fn output_pieces(&self) -> impl Iterator<Item = &str> {
-        [&self.reasoning, &self.content, &self.tool]
+    /// The event's answer text pieces in the order a reader sees them: content, then
+    /// tool-call text (reasoning is `reasoning`, apart).
+    pub fn answer_pieces(&self) -> impl Iterator<Item = &str> {
+        [&self.content, &self.tool]
             .into_iter()
             .filter_map(|p| p.as_deref())
     }
@@ -233,7 +244,10 @@ impl ChunkInfo<'_> {
 /// What a non-streamed response body says.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct BodyInfo {
+    /// The answer's text (content and tool-call text).
     pub text: String,
+    /// The reasoning text.
+    pub reasoning: String,
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub error: bool,
@@ -304,6 +318,7 @@ mod tests {
             fields: f,
             stream,
             include_usage: true,
+            continuous_usage: false,
             reject_fields: reject,
         };
         let (path, bytes) = build_body(kind, &input).unwrap();
@@ -342,6 +357,33 @@ mod tests {
             body,
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         );
+    }
+
+    #[test]
+    fn continuous_usage_is_asked_only_on_a_stream() {
+        let p = Prompt::Text("x".into());
+        let map = Map::new();
+        let input = |stream| BodyInput {
+            model: "m",
+            prompt: &p,
+            fields: &map,
+            stream,
+            include_usage: stream,
+            continuous_usage: true,
+            reject_fields: &[],
+        };
+        let body = |i: BodyInput<'_>| -> Value {
+            serde_json::from_slice(&build_body(ApiKind::Completions, &i).unwrap().1).unwrap()
+        };
+        assert_eq!(
+            body(input(true))["stream_options"],
+            json!({"include_usage": true, "continuous_usage_stats": true})
+        );
+        assert!(body(input(false)).get("stream_options").is_none());
+        let rejected = ["stream_options".to_string()];
+        let mut i = input(true);
+        i.reject_fields = &rejected;
+        assert!(body(i).get("stream_options").is_none());
     }
 
     #[test]
@@ -413,6 +455,7 @@ mod tests {
             fields: &Map::new(),
             stream: false,
             include_usage: false,
+            continuous_usage: false,
             reject_fields: &[],
         };
         assert!(build_body(ApiKind::Chat, &input).is_err());

@@ -86,15 +86,15 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
     };
     match ev.kind.as_deref().unwrap_or("") {
         "response.output_text.delta" | "response.refusal.delta" => {
-            info.has_choice = true;
+            (info.has_choice, info.token) = (true, true);
             info.content = non_empty(ev.delta);
         }
         "response.function_call_arguments.delta" => {
-            info.has_choice = true;
+            (info.has_choice, info.token) = (true, true);
             info.tool = non_empty(ev.delta);
         }
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
-            info.has_choice = true;
+            (info.has_choice, info.token) = (true, true);
             info.reasoning = non_empty(ev.delta);
         }
         "response.completed" | "response.incomplete" => {
@@ -112,16 +112,20 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
 
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let body: Value = serde_json::from_slice(data)?;
-    let mut text = String::new();
+    let (mut text, mut reasoning) = (String::new(), String::new());
     let items = body.get("output").and_then(Value::as_array);
     for item in items.into_iter().flatten() {
-        text.push_str(&item_text(item));
+        match item.get("type").and_then(Value::as_str) {
+            Some("reasoning") => reasoning.push_str(&item_text(item)),
+            _ => text.push_str(&item_text(item)),
+        }
     }
     let response: ResponseObject<'_> = serde_json::from_slice(data)?;
     let error = body.get("error").is_some_and(|e| !e.is_null())
         || body.get("status").and_then(Value::as_str) == Some("failed");
     Ok(BodyInfo {
         text,
+        reasoning,
         finish_reason: finish_of(&response).map(Cow::into_owned),
         usage: response.usage.as_ref().map(UsageWire::to_usage),
         error,
@@ -196,7 +200,10 @@ mod tests {
     #[test]
     fn whole_body_with_reasoning_and_a_function_call() {
         let b = parse_body(br#"{"status":"completed","output":[{"type":"reasoning","summary":[{"type":"summary_text","text":"think "}],"content":[{"type":"reasoning_text","text":"hard "}]},{"type":"function_call","call_id":"c","name":"get","arguments":"{}"}],"usage":{"input_tokens":3,"output_tokens":5}}"#).unwrap();
-        assert_eq!(b.text, "think hard get{}");
+        assert_eq!(
+            (b.reasoning.as_str(), b.text.as_str()),
+            ("think hard ", "get{}")
+        );
     }
 
     #[test]

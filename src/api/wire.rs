@@ -24,12 +24,19 @@ pub(crate) struct UsageWire {
     pub(crate) prompt_tokens_details: Option<DetailsWire>,
     #[serde(default)]
     pub(crate) input_tokens_details: Option<DetailsWire>,
+    #[serde(default)]
+    pub(crate) completion_tokens_details: Option<DetailsWire>,
+    #[serde(default)]
+    pub(crate) output_tokens_details: Option<DetailsWire>,
 }
 
+/// `*_tokens_details`: the cached part of a prompt, the reasoning part of an output.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct DetailsWire {
     #[serde(default)]
     pub(crate) cached_tokens: Option<u32>,
+    #[serde(default)]
+    pub(crate) reasoning_tokens: Option<u32>,
 }
 
 impl UsageWire {
@@ -38,10 +45,15 @@ impl UsageWire {
             .prompt_tokens_details
             .as_ref()
             .or(self.input_tokens_details.as_ref());
+        let output = self
+            .completion_tokens_details
+            .as_ref()
+            .or(self.output_tokens_details.as_ref());
         Usage {
             prompt_tokens: self.prompt_tokens.or(self.input_tokens),
             completion_tokens: self.completion_tokens.or(self.output_tokens),
             cached_tokens: details.and_then(|d| d.cached_tokens),
+            reasoning_tokens: output.and_then(|d| d.reasoning_tokens),
         }
     }
 

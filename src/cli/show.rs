@@ -129,18 +129,31 @@ pub fn describe(run: &StoredRun, row: &RequestRow) -> String {
         .windows(2)
         .map(|w| us(w[1].saturating_sub(w[0])))
         .collect();
-    let itl_mean = (!gaps.is_empty()).then(|| gaps.iter().sum::<u64>() / gaps.len() as u64);
+    let gap_mean = (!gaps.is_empty()).then(|| gaps.iter().sum::<u64>() / gaps.len() as u64);
     out.push_str(&format!(
-        "timings   sent at {}, ttft {}, latency {}, {} content chunks, itl mean {} / max {}\n",
+        "timings   sent at {}, ttft {}, latency {}, {} content chunks, chunk gap mean {} / max {}\n",
         ms(Some(us(row.sent))),
         ms(row.ttft().map(us)),
         ms(Some(us(row.latency()))),
         row.content_times.len(),
-        ms(itl_mean),
+        ms(gap_mean),
         ms(gaps.iter().copied().max()),
     ));
+    if let Some(s) = &row.stream_tokens {
+        let from = match s.source {
+            crate::record::TokenSource::Usage => "the server's per-chunk usage",
+            crate::record::TokenSource::Chunks => "one per chunk",
+        };
+        out.push_str(&format!(
+            "chunks    {} with a choice, {} tokens received ({from}), {} after the last content chunk\n",
+            s.choice_chunks,
+            s.total,
+            s.total.saturating_sub(s.through_last_content()),
+        ));
+    }
     out.push_str(&format!(
-        "tokens    prompt {} (client {}, target {}), completion {} (client {}), cached {}\n\
+        "tokens    prompt {} (client {}, target {}), completion {} (client {}), cached {}, \
+         reasoning {} (client {})\n\
          bytes     {} sent, {} received\n",
         opt(row.usage.prompt_tokens),
         opt(row.client_input_tokens),
@@ -148,6 +161,8 @@ pub fn describe(run: &StoredRun, row: &RequestRow) -> String {
         opt(row.usage.completion_tokens),
         opt(row.client_output_tokens),
         opt(row.usage.cached_tokens),
+        opt(row.usage.reasoning_tokens),
+        opt(row.client_reasoning_tokens),
         row.request_bytes,
         row.response_bytes,
     ));

@@ -32,6 +32,8 @@ pub(crate) struct StreamState {
     /// Output chunks allowed before the stream is cut as overlong.
     chunk_cap: u64,
     max_output_tokens: Option<u32>,
+    /// The request asked for per-chunk usage: a choice chunk's usage is the running count.
+    running_usage: bool,
     /// Keep each event's data in the record (`--debug`), up to `limits.max_text` bytes.
     raw: bool,
     raw_bytes: usize,
@@ -68,14 +70,27 @@ impl StreamState {
         if info.has_choice {
             rec.first_chunk.get_or_insert(at);
             rec.last_chunk = Some(at);
+            let running = info
+                .usage
+                .filter(|_| self.running_usage)
+                .and_then(|u| u.completion_tokens);
+            let counts = rec.stream_tokens.get_or_insert_with(Default::default);
+            counts.on_choice(info.token, running);
         }
         if info.has_output() {
             rec.content_times.push(at);
+            if let Some(counts) = &mut rec.stream_tokens {
+                counts.on_content();
+            }
             if info.has_answer() {
                 rec.first_answer.get_or_insert(at);
             }
-            for piece in info.output_pieces() {
-                keep_text(rec, piece, self.limits.max_text);
+            let max = self.limits.max_text;
+            if let Some(piece) = info.reasoning.as_deref() {
+                keep_text(rec, Text::Reasoning, piece, max);
+            }
+            for piece in info.answer_pieces() {
+                keep_text(rec, Text::Answer, piece, max);
             }
             if rec.content_times.len() as u64 > self.chunk_cap {
                 self.stop = Some(self.overlong());
@@ -116,19 +131,31 @@ fn server_error(data: &[u8]) -> Failure {
     Failure::new(Outcome::ServerError, error)
 }
 
-/// Appends `piece` to the record's text up to `max_text` bytes (on a character boundary);
-/// every byte is counted in `output_bytes`.
-fn keep_text(rec: &mut RequestRecord, piece: &str, max_text: usize) {
+/// Which of a record's texts a piece belongs to.
+#[derive(Clone, Copy)]
+enum Text {
+    Answer,
+    Reasoning,
+}
+
+/// Appends `piece` to the record's answer or reasoning text, each kept up to
+/// `max_text` bytes (cut on a character boundary); every byte is counted in
+/// `output_bytes`.
+fn keep_text(rec: &mut RequestRecord, which: Text, piece: &str, max_text: usize) {
     *rec.output_bytes.get_or_insert(0) += piece.len() as u64;
-    let room = max_text.saturating_sub(rec.output_text.len());
+    let text = match which {
+        Text::Answer => &mut rec.output_text,
+        Text::Reasoning => &mut rec.reasoning_text,
+    };
+    let room = max_text.saturating_sub(text.len());
     if room >= piece.len() {
-        rec.output_text.push_str(piece);
+        text.push_str(piece);
     } else if room > 0 {
         let mut end = room;
         while !piece.is_char_boundary(end) {
             end -= 1;
         }
-        rec.output_text.push_str(&piece[..end]);
+        text.push_str(&piece[..end]);
     }
 }
 
@@ -152,6 +179,7 @@ fn merge_usage(into: &mut Usage, u: Usage) {
     into.prompt_tokens = u.prompt_tokens.or(into.prompt_tokens);
     into.completion_tokens = u.completion_tokens.or(into.completion_tokens);
     into.cached_tokens = u.cached_tokens.or(into.cached_tokens);
+    into.reasoning_tokens = u.reasoning_tokens.or(into.reasoning_tokens);
 }
 
 /// A response being read: the stream's state, or the body of a non-streamed answer.
@@ -191,6 +219,7 @@ impl Reading {
                 limits,
                 chunk_cap: limits.chunk_cap(req.max_output_tokens),
                 max_output_tokens: req.max_output_tokens,
+                running_usage: req.running_usage,
                 raw: ep.raw_responses,
                 raw_bytes: 0,
             },
@@ -307,7 +336,8 @@ fn whole_body(
         Ok(info) if info.error => Err(server_error(body)),
         Ok(info) => {
             if rec.output_bytes.is_some() {
-                keep_text(rec, &info.text, limits.max_text);
+                keep_text(rec, Text::Reasoning, &info.reasoning, limits.max_text);
+                keep_text(rec, Text::Answer, &info.text, limits.max_text);
             }
             rec.finish_reason = info.finish_reason;
             if let Some(u) = info.usage {
@@ -330,16 +360,22 @@ mod tests {
             ..RequestRecord::default()
         };
         for _ in 0..10 {
-            keep_text(&mut rec, "é€a", 8);
+            keep_text(&mut rec, Text::Answer, "é€a", 8);
         }
         // 6 bytes, then the 2 of "é" that fit in 8: cut on a character boundary.
         assert_eq!(rec.output_text, "é€aé");
         assert_eq!(rec.output_bytes, Some(60));
         let mut rec = RequestRecord::default();
-        keep_text(&mut rec, "ab€", 3);
+        keep_text(&mut rec, Text::Answer, "ab€", 3);
         assert_eq!(
             (rec.output_text.as_str(), rec.output_bytes),
             ("ab", Some(5))
+        );
+        // Reasoning is kept apart, within its own bound, and counted in the same bytes.
+        keep_text(&mut rec, Text::Reasoning, "hmm hm", 3);
+        assert_eq!(
+            (rec.reasoning_text.as_str(), rec.output_bytes),
+            ("hmm", Some(11))
         );
     }
 

@@ -144,6 +144,8 @@ pub struct RunOutput {
     pub stopped_by_duration: bool,
     /// The connections opened before the run's clock started (`None` on the reqwest path).
     pub preconnect: Option<Preconnect>,
+    /// The most requests the client had in flight at once (sent, response not yet ended).
+    pub peak_in_flight: u64,
 }
 
 /// Why a run could not start.
@@ -180,6 +182,8 @@ struct Driver<'a> {
     freed: VecDeque<Duration>,
     /// Records handed to the sink.
     sent: u64,
+    /// The most requests in flight at once.
+    peak: usize,
     stopping: bool,
     cancelled: bool,
     exhausted: bool,
@@ -198,6 +202,7 @@ impl<'a> Driver<'a> {
         self.cancels.insert(index, tx);
         let fut = exchange(self.ep, req, index, intended, self.t0, rx);
         self.in_flight.push(Box::pin(fut));
+        self.peak = self.peak.max(self.in_flight.len());
     }
 
     /// Starts every request the load allows now.
@@ -355,6 +360,7 @@ pub async fn run(
         due: None,
         freed: VecDeque::new(),
         sent: 0,
+        peak: 0,
         stopping: cancel.is_cancelled(),
         cancelled: cancel.is_cancelled(),
         exhausted: false,
@@ -377,6 +383,7 @@ pub async fn run(
         cancelled: d.cancelled,
         stopped_by_duration: d.by_duration && !d.exhausted,
         preconnect,
+        peak_in_flight: d.peak as u64,
     })
 }
 

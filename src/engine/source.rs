@@ -27,6 +27,10 @@ pub struct PreparedRequest {
     /// The output limit the body sends (`max_tokens`, `max_completion_tokens`,
     /// `max_output_tokens`): a stream far past it is cut as `overlong`.
     pub max_output_tokens: Option<u32>,
+    /// The body asks for a running usage on every chunk (`stream_options.
+    /// continuous_usage_stats`): the stream's token counts are read from it (see
+    /// `record::TokenSource`); never trusted when not asked for.
+    pub running_usage: bool,
     /// Headers of this request besides the endpoint's (a trace's recorded ones).
     pub headers: Vec<(String, String)>,
     /// The conversation's (or group's) session id: sent in the endpoint's session header,

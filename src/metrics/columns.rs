@@ -57,16 +57,25 @@ impl Default for TimesMode {
 
 impl Times {
     pub fn push(&mut self, d: Duration) {
+        self.push_n(d, 1);
+    }
+
+    /// Adds `k` copies of `d` (the same as `k` pushes).
+    pub fn push_n(&mut self, d: Duration, k: u32) {
+        if k == 0 {
+            return;
+        }
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.n += 1;
-        self.sum_ns = self.sum_ns.saturating_add(u128::from(ns));
+        let k64 = u64::from(k);
+        self.n += k64;
+        self.sum_ns = self.sum_ns.saturating_add(u128::from(ns) * u128::from(k64));
         self.sum_sq_ns = self
             .sum_sq_ns
-            .saturating_add(u128::from(ns) * u128::from(ns));
+            .saturating_add(u128::from(ns) * u128::from(ns) * u128::from(k64));
         match &mut self.mode {
-            TimesMode::Table(t) => *t.entry(ns).or_default() += 1,
+            TimesMode::Table(t) => *t.entry(ns).or_default() += k64,
             TimesMode::Values(v) => {
-                v.push(ns);
+                v.extend(std::iter::repeat_n(ns, k as usize));
                 if v.len() >= self.next_check.max(FIRST_CHECK) {
                     self.next_check = v.len() * 2;
                     self.compress();
@@ -251,16 +260,27 @@ pub struct Gaps {
 
 impl Gaps {
     pub fn push(&mut self, d: Duration) {
-        let ns = d.as_nanos();
-        self.n += 1;
-        self.sum_ns = self.sum_ns.saturating_add(ns);
-        self.sum_sq_ns = self.sum_sq_ns.saturating_add(ns.saturating_mul(ns));
+        self.push_n(d, 1);
+    }
+
+    /// Adds `k` gaps of `d` each (the same as `k` pushes): a gap of `k` tokens read
+    /// per token.
+    pub fn push_n(&mut self, d: Duration, k: u32) {
+        if k == 0 {
+            return;
+        }
+        let (ns, k128) = (d.as_nanos(), u128::from(k));
+        self.n += u64::from(k);
+        self.sum_ns = self.sum_ns.saturating_add(ns.saturating_mul(k128));
+        self.sum_sq_ns = self
+            .sum_sq_ns
+            .saturating_add(ns.saturating_mul(ns).saturating_mul(k128));
         self.min = Some(self.min.map_or(d, |m| m.min(d)));
         self.max = Some(self.max.map_or(d, |m| m.max(d)));
         match &mut self.histogram {
-            Some(h) => record(h, d),
+            Some(h) => record(h, d, k),
             None => {
-                self.exact.push(d);
+                self.exact.push_n(d, k);
                 if self.exact.held_values() > EXACT_GAPS {
                     self.spill();
                 }
@@ -299,11 +319,11 @@ impl Gaps {
     }
 }
 
-fn record(h: &mut Histogram<u64>, d: Duration) {
+fn record(h: &mut Histogram<u64>, d: Duration, k: u32) {
     let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     // An auto-resizing histogram records any value; should one fail, the gap still
     // counts in the exact moments and extremes.
-    let _ = h.record(us);
+    let _ = h.record_n(us, u64::from(k));
 }
 
 enum GapBody {
@@ -450,6 +470,19 @@ mod tests {
             t.push(Duration::from_micros(us));
         }
         assert!(matches!(t.mode, TimesMode::Values(_)));
+    }
+
+    #[test]
+    fn k_copies_read_as_k_pushes() {
+        let (mut one, mut many) = (Gaps::default(), Gaps::default());
+        for (us, k) in [(10u64, 3u32), (25, 1), (7, 0), (40, 2)] {
+            (0..k).for_each(|_| one.push(Duration::from_micros(us)));
+            many.push_n(Duration::from_micros(us), k);
+        }
+        let (a, b) = (one.finish(), many.finish());
+        for stat in crate::metrics::names::STATISTICS {
+            assert_eq!(statistic_of(&a, stat), statistic_of(&b, stat), "{stat}");
+        }
     }
 
     #[test]

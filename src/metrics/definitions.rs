@@ -11,9 +11,18 @@
 //!   events. Non-streamed requests: TTFT equals latency.
 //!
 //! The record keeps the first and last choice chunk and every content chunk, so the
-//! vLLM/EvalScope ITL lists are rebuilt from those (a choice chunk without content in the
-//! middle of a stream, which neither the simulator nor vLLM sends, is not kept).
+//! vLLM/EvalScope gap lists are rebuilt from those (a choice chunk without content in the
+//! middle of a stream, which vLLM sends for a special token under `ignore_eos`, is not
+//! timed; its token is counted in the next content chunk's, see `record::StreamTokens`).
 //! TPOT is (latency − TTFT) / (output tokens − 1) under every rule set.
+//!
+//! Chunks are not tokens: `gaps` are the gaps between chunks as observed (the
+//! `chunk_gap_*` metrics), and `itl` the inter-token latency, each gap spread evenly over
+//! the tokens that arrived in it (a gap carrying k tokens is k samples of gap / k; see
+//! `Timing::per_token`). Under perfplan's definitions the tokens of each gap are the
+//! stream's counts (the server's per-chunk usage, else one per chunk with a token);
+//! with one token per chunk, and under the vLLM and EvalScope definitions (which count
+//! every chunk as one token, as those tools do), the two are the same figures.
 //!
 //! Where the clocks start: perfplan's TTFT and latency start when the request is handed
 //! to an established connection (`sent`); a connection the request had to open first is
@@ -59,11 +68,32 @@ impl MetricDefinitions {
 pub struct Timing {
     pub ttft: Option<Duration>,
     pub latency: Duration,
-    /// Gaps between consecutive chunks.
-    pub itl: Vec<Duration>,
+    /// Gaps between consecutive chunks, as observed.
+    pub gaps: Vec<Duration>,
+    /// The output tokens each gap brought (its later chunk's tokens); empty when every
+    /// gap brought one.
+    pub gap_tokens: Vec<u32>,
 }
 
 impl Timing {
+    /// The per-token inter-token latencies: `(gap / k, k)` for each gap that brought
+    /// `k` tokens, meaning k samples of gap / k. A gap that brought none (a chunk whose
+    /// running count did not move) is carried into the next one, so the samples always
+    /// add up to the gaps' time.
+    pub fn per_token(&self) -> impl Iterator<Item = (Duration, u32)> + '_ {
+        let mut carried = Duration::ZERO;
+        self.gaps.iter().enumerate().filter_map(move |(i, gap)| {
+            let k = self.gap_tokens.get(i).copied().unwrap_or(1);
+            let time = carried + *gap;
+            if k == 0 {
+                carried = time;
+                return None;
+            }
+            carried = Duration::ZERO;
+            Some((time / k, k))
+        })
+    }
+
     /// (latency − TTFT) / (output_tokens − 1); `None` for one token or no TTFT.
     pub fn tpot(&self, output_tokens: u32) -> Option<Duration> {
         if output_tokens < 2 {
@@ -97,6 +127,22 @@ fn choice_times(r: &RequestRecord) -> Vec<Duration> {
     t
 }
 
+/// The tokens each gap between content chunks brought, from the stream's counts (empty
+/// when unknown, a row written before them, or when every gap brought one).
+fn content_gap_tokens(r: &RequestRecord) -> Vec<u32> {
+    let Some(s) = r.stream_tokens.as_ref() else {
+        return Vec::new();
+    };
+    if s.at_content.len() != r.content_times.len() {
+        return Vec::new();
+    }
+    let per: Vec<u32> = s.per_content().skip(1).collect();
+    match per.iter().all(|&k| k == 1) {
+        true => Vec::new(),
+        false => per,
+    }
+}
+
 /// The timings of `r` under `defs`.
 pub fn timing(r: &RequestRecord, defs: MetricDefinitions) -> Timing {
     let since = |t: Duration| t.saturating_sub(r.started());
@@ -104,19 +150,22 @@ pub fn timing(r: &RequestRecord, defs: MetricDefinitions) -> Timing {
         MetricDefinitions::Perfplan => Timing {
             ttft: r.ttft(),
             latency: r.latency(),
-            itl: gaps(&r.content_times),
+            gaps: gaps(&r.content_times),
+            gap_tokens: content_gap_tokens(r),
         },
         MetricDefinitions::Vllm => Timing {
             ttft: r.first_chunk.map(since),
             latency: since(r.last_chunk.unwrap_or(r.end)),
-            itl: gaps(&choice_times(r)),
+            gaps: gaps(&choice_times(r)),
+            gap_tokens: Vec::new(),
         },
         MetricDefinitions::Evalscope => {
             let latency = since(r.end);
             Timing {
                 ttft: Some(r.first_chunk.map_or(latency, since)),
                 latency,
-                itl: gaps(&choice_times(r)),
+                gaps: gaps(&choice_times(r)),
+                gap_tokens: Vec::new(),
             }
         }
     }

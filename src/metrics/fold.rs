@@ -35,10 +35,17 @@ pub struct Fold {
     /// Per request: output tokens / latency, and (output tokens − 1) / (latency − TTFT).
     request_output_tps: Rates,
     decode_tps: Rates,
+    /// Per request with content chunks: output tokens over content chunks.
+    tokens_per_chunk: Rates,
+    /// Per token: each gap between chunks spread over the tokens it brought.
     itl: Gaps,
+    /// Gaps between chunks as observed.
+    chunk_gap: Gaps,
     input: Counts,
     output: Counts,
     cached: Counts,
+    reasoning: Counts,
+    answer: Counts,
 }
 
 /// The counters of a run's summary.
@@ -76,7 +83,7 @@ fn meets(t: &Timing, tpot: Option<Duration>, slos: &[Slo]) -> bool {
     slos.iter().all(|slo| match slo.quantity {
         SloQuantity::Ttft => t.ttft.is_some_and(|x| ms(x) <= slo.max_ms),
         SloQuantity::Tpot => tpot.is_none_or(|x| ms(x) <= slo.max_ms),
-        SloQuantity::Itl => t.itl.iter().all(|x| ms(*x) <= slo.max_ms),
+        SloQuantity::Itl => t.per_token().all(|(x, _)| ms(x) <= slo.max_ms),
         SloQuantity::Latency => ms(t.latency) <= slo.max_ms,
     })
 }
@@ -99,10 +106,14 @@ impl Fold {
             tls_handshake: Times::default(),
             request_output_tps: Rates::default(),
             decode_tps: Rates::default(),
+            tokens_per_chunk: Rates::default(),
             itl: Gaps::default(),
+            chunk_gap: Gaps::default(),
             input: Counts::default(),
             output: Counts::default(),
             cached: Counts::default(),
+            reasoning: Counts::default(),
+            answer: Counts::default(),
         }
     }
 
@@ -184,7 +195,24 @@ impl Fold {
         }
         self.add_rates(&t, out.map(|(n, _)| n), tp.is_some());
         self.latency.push(t.latency);
-        t.itl.iter().for_each(|g| self.itl.push(*g));
+        self.add_tokens(r, &t);
+    }
+
+    /// The reasoning and answer split of a request's output, its tokens per content
+    /// chunk, and its gaps: as observed (`chunk_gap`) and per token (`itl`).
+    fn add_tokens(&mut self, r: &RequestRecord, t: &Timing) {
+        if let Some(n) = r.reasoning_tokens() {
+            self.reasoning.push(n);
+        }
+        if let Some(n) = r.answer_tokens() {
+            self.answer.push(n);
+        }
+        let chunks = r.content_times.len();
+        if let Some((n, _)) = r.output_tokens().filter(|_| chunks > 0) {
+            self.tokens_per_chunk.push(f64::from(n) / chunks as f64);
+        }
+        t.gaps.iter().for_each(|g| self.chunk_gap.push(*g));
+        t.per_token().for_each(|(g, k)| self.itl.push_n(g, k));
     }
 
     /// A request's output and decode rates (EvalScope's): output tokens / latency, and
@@ -204,7 +232,7 @@ impl Fold {
     /// Whether the ITL percentiles carry the histogram's bounded error (more gaps than
     /// `columns::EXACT_GAPS`).
     pub fn itl_bounded(&self) -> bool {
-        self.itl.bounded()
+        self.itl.bounded() || self.chunk_gap.bounded()
     }
 
     /// Every metric of the run; `opts` gives what records do not carry (its definitions
@@ -241,6 +269,10 @@ impl Fold {
             fill_from(v, name, &times.sorted());
         }
         fill_from(v, "itl", &self.itl.finish());
+        fill_from(v, "chunk_gap", &self.chunk_gap.finish());
+        fill_from(v, "tokens_per_chunk", &self.tokens_per_chunk.sorted());
+        fill_from(v, "reasoning_tokens", &self.reasoning.ranked());
+        fill_from(v, "answer_tokens", &self.answer.ranked());
         fill_from(v, "request_output_tps", &self.request_output_tps.sorted());
         fill_from(v, "decode_tps", &self.decode_tps.sorted());
         fill_from(v, "input_tokens", &self.input.ranked());
@@ -253,6 +285,7 @@ impl Fold {
             duration_s: self.span.map(|(a, b)| b.saturating_sub(a).as_secs_f64()),
             input: self.input.sum(),
             output: self.output.sum(),
+            answer: self.answer.sum(),
             cache: self.cache,
         };
         scalars.write(&mut s, opts);
@@ -269,6 +302,7 @@ struct Scalars {
     duration_s: Option<f64>,
     input: Option<f64>,
     output: Option<f64>,
+    answer: Option<f64>,
     cache: (u64, u64),
 }
 
@@ -292,6 +326,7 @@ impl Scalars {
             ("duration_s", d),
             ("rps", per_s(Some(self.ok))),
             ("output_tps", per_s(self.output)),
+            ("answer_tps", per_s(self.answer)),
             ("input_tps", per_s(self.input)),
             ("total_tps", per_s(total)),
             ("goodput_rps", per_s(Some(self.good))),

@@ -108,7 +108,13 @@ mod tests {
     #[test]
     fn vocabulary_is_consistent() {
         let names = all_names();
-        assert_eq!(names.len(), 13 * 14 + SCALARS.len() + SERVER_SCALARS.len());
+        assert_eq!(
+            names.len(),
+            QUANTITIES.len() * 14 + SCALARS.len() + SERVER_SCALARS.len()
+        );
+        assert!(is_metric("chunk_gap_p99") && is_time_quantity("chunk_gap"));
+        assert!(is_metric("tokens_per_chunk_mean") && is_metric("answer_tps"));
+        assert!(is_metric("reasoning_tokens_p50") && is_metric("answer_tokens_max"));
         assert!(is_metric("decode_tps_p99") && !is_time_quantity("decode_tps"));
         assert!(is_metric("ttft_p99_steady") && is_metric("steady_s"));
         assert!(is_metric("connect_p99"));

@@ -24,10 +24,10 @@ const fn m(
 }
 
 /// The quantities of the distributions (`<quantity>_<statistic>`), per request.
-pub const QUANTITY_DEFS: [MetricDef; 13] = [
+pub const QUANTITY_DEFS: [MetricDef; 17] = [
     m("ttft", Millis, Lower, "time to first token: request sent → first chunk with any output (content, reasoning or a tool call)"),
     m("tpot", Millis, Lower, "time per output token: (latency − TTFT) / (output tokens − 1), requests of two or more output tokens"),
-    m("itl", Millis, Lower, "inter-token latency: the gaps between output chunks as observed, over every gap of the run"),
+    m("itl", Millis, Lower, "inter-token latency, per token: each gap between content chunks spread evenly over the output tokens that arrived in it (a gap of k tokens is k samples of gap / k); with one token per chunk, the gaps as observed"),
     m("latency", Millis, Lower, "request sent → last output chunk"),
     m("input_tokens", Tokens, Neither, "prompt tokens, the server's usage (the client's count when usage is missing)"),
     m("output_tokens", Tokens, Neither, "output tokens, the server's usage (the client's count when usage is missing)"),
@@ -38,6 +38,10 @@ pub const QUANTITY_DEFS: [MetricDef; 13] = [
     m("request_output_tps", TokensPerSec, Higher, "a request's output tokens / its latency (EvalScope's per-request Output tok/s)"),
     m("decode_tps", TokensPerSec, Higher, "a request's (output tokens − 1) / (latency − TTFT), 1 / TPOT (EvalScope's Decode tok/s)"),
     m("tls_handshake", Millis, Lower, "the TLS handshake part of `connect` of the measured requests that opened an https:// connection on the lean client (handshakes before the clock are in the run's extras, `preconnect`)"),
+    m("chunk_gap", Millis, Lower, "the gaps between content chunks as observed (what `itl` reports when every chunk is one token)"),
+    m("tokens_per_chunk", Tokens, Neither, "a request's output tokens over its content chunks (1 where every chunk is a token)"),
+    m("reasoning_tokens", Tokens, Neither, "the reasoning part of a request's output: the server's completion_tokens_details.reasoning_tokens, else the client's count of the reasoning text"),
+    m("answer_tokens", Tokens, Neither, "the answer part of a request's output: output tokens less reasoning tokens"),
 ];
 
 /// The statistics of every distribution, in column order.
@@ -101,7 +105,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 33] = [
+pub const SCALAR_DEFS: [MetricDef; 34] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests"),
@@ -135,6 +139,7 @@ pub const SCALAR_DEFS: [MetricDef; 33] = [
     m("latency_p99_steady", Millis, Lower, "99th percentile latency of the requests sent in the steady window"),
     m("rps_steady", RequestsPerSec, Higher, "successful requests that ended in the steady window / steady_s"),
     m("output_tps_steady", TokensPerSec, Higher, "output tokens that arrived in the steady window / steady_s"),
+    m("answer_tps", TokensPerSec, Higher, "answer tokens (reasoning left out) per second over the run's duration, beside output_tps"),
 ];
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without

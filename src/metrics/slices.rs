@@ -31,14 +31,28 @@ use crate::record::{Outcome, Phase, RequestRecord};
 /// asked for), so the slices stay a few MB whatever the run's length.
 pub const MAX_SLICES: usize = 100_000;
 
-/// Calls `f(time, tokens)` for the output tokens of a successful record: one token at
-/// each content chunk when the chunks are exactly as many as the tokens, else all of
-/// them at the record's end.
+/// Calls `f(time, tokens)` for the output tokens of a successful record: each content
+/// chunk's tokens at its arrival when the stream's counts add up to the output tokens
+/// (those after the last content chunk at the last chunk), else one token at each
+/// content chunk when the chunks are exactly as many as the tokens, else all of them at
+/// the record's end.
 pub fn token_times(r: &RequestRecord, mut f: impl FnMut(Duration, f64)) {
     let Some((n, _)) = r.output_tokens() else {
         return;
     };
-    if n > 0 && r.content_times.len() == n as usize {
+    let counted = r
+        .stream_tokens
+        .as_ref()
+        .filter(|s| s.total == n && s.at_content.len() == r.content_times.len());
+    if let Some(s) = counted.filter(|_| n > 0) {
+        for (t, k) in r.content_times.iter().zip(s.per_content()) {
+            f(*t, f64::from(k));
+        }
+        let tail = n.saturating_sub(s.through_last_content());
+        if tail > 0 {
+            f(r.last_chunk.unwrap_or(r.end), f64::from(tail));
+        }
+    } else if n > 0 && r.content_times.len() == n as usize {
         r.content_times.iter().for_each(|t| f(*t, 1.0));
     } else if n > 0 {
         f(r.end, f64::from(n));
@@ -193,7 +207,7 @@ impl SliceFold {
         if let Some(x) = t.ttft {
             open.ttft.push(x);
         }
-        t.itl.iter().for_each(|g| open.itl.push(*g));
+        t.per_token().for_each(|(g, k)| open.itl.push_n(g, k));
     }
 
     /// The time between send and end, spread over the slices it covers.

@@ -35,10 +35,14 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
             prompt_tokens: Some(10),
             completion_tokens: tokens,
             cached_tokens: None,
+            reasoning_tokens: None,
         },
         output_text: "x".into(),
+        reasoning_text: String::new(),
         output_bytes: Some(1),
         client_output_tokens: None,
+        client_reasoning_tokens: None,
+        stream_tokens: None,
         client_input_tokens: None,
         request_bytes: 0,
         response_bytes: 0,
@@ -83,6 +87,83 @@ fn several_tokens_in_one_chunk_make_one_gap() {
     assert!(close(v(&s, "tpot_mean"), 5.0));
     assert!(close(v(&s, "itl_max"), 20.0));
     assert!(close(v(&s, "itl_min"), 20.0));
+}
+
+fn counted(at_content: Vec<u32>, total: u32) -> Option<crate::record::StreamTokens> {
+    Some(crate::record::StreamTokens {
+        choice_chunks: total + 1,
+        at_content,
+        total,
+        source: crate::record::TokenSource::Chunks,
+    })
+}
+
+/// With the stream's counts, a gap that brought k tokens is k per-token samples of
+/// gap / k (`itl`), while `chunk_gap` keeps the gap as observed.
+#[test]
+fn a_chunk_of_several_tokens_is_several_inter_token_latencies() {
+    // 5 tokens in 2 chunks, 2 then 3: one gap of 30 ms carrying 3 tokens.
+    let mut r = rec(0, &[10, 40], Some(5));
+    r.stream_tokens = counted(vec![2, 5], 5);
+    let s = summarize(&[r], &SummaryOptions::default());
+    assert!(close(v(&s, "chunk_gap_mean"), 30.0));
+    assert!(close(v(&s, "itl_mean"), 10.0) && close(v(&s, "itl_max"), 10.0));
+    assert!(close(v(&s, "tpot_mean"), 7.5)); // (40 - 10) / (5 - 1): unchanged
+    assert!(close(v(&s, "tokens_per_chunk_mean"), 2.5));
+}
+
+/// vLLM under `ignore_eos`: special tokens arrive as chunks without text; their tokens
+/// count in the next text chunk's gap, so the per-token mean is the TPOT, where the
+/// gaps between text chunks alone are longer.
+#[test]
+fn empty_chunks_make_per_token_itl_agree_with_tpot() {
+    let mut r = rec(0, &[10, 20, 30, 40], Some(5));
+    r.stream_tokens = counted(vec![1, 2, 4, 5], 5);
+    let s = summarize(&[r.clone()], &SummaryOptions::default());
+    assert!(close(v(&s, "chunk_gap_mean"), 10.0));
+    assert!(close(v(&s, "itl_mean"), 7.5) && close(v(&s, "tpot_mean"), 7.5));
+    assert!(close(v(&s, "itl_p50"), 7.5) && close(v(&s, "itl_min"), 5.0));
+    assert!(close(v(&s, "tokens_per_chunk_mean"), 1.25));
+    // One token per chunk: the two figures are the same, with or without the counts.
+    let mut one = rec(0, &[10, 20, 30], Some(3));
+    let before = summarize(&[one.clone()], &SummaryOptions::default());
+    one.stream_tokens = counted(vec![1, 2, 3], 3);
+    let after = summarize(&[one], &SummaryOptions::default());
+    for stat in ["mean", "p50", "p99", "max", "stdev"] {
+        let (itl, gap) = (format!("itl_{stat}"), format!("chunk_gap_{stat}"));
+        assert_eq!(v(&after, &itl), v(&before, &itl), "{itl}");
+        assert_eq!(v(&after, &itl), v(&after, &gap), "{gap}");
+    }
+    // An ITL objective reads the per-token figure: 10 ms gaps of 2 tokens meet 6 ms.
+    let opts = SummaryOptions {
+        slos: vec![Slo {
+            quantity: SloQuantity::Itl,
+            max_ms: 6.0,
+        }],
+        ..SummaryOptions::default()
+    };
+    let mut pairs = rec(0, &[10, 20, 30], Some(6));
+    pairs.stream_tokens = counted(vec![2, 4, 6], 6);
+    assert!(close(
+        v(&summarize(&[pairs], &opts), "goodput_rps"),
+        1.0 / 0.031
+    ));
+}
+
+/// Reasoning and answer tokens: the server's split when it gives one, else the client's
+/// count of the reasoning text; answer throughput leaves reasoning out.
+#[test]
+fn reasoning_and_answer_tokens() {
+    let mut served = rec(0, &[10, 1000], Some(10));
+    served.usage.reasoning_tokens = Some(6);
+    let mut counted = rec(0, &[10, 2000], Some(8));
+    counted.client_reasoning_tokens = Some(2);
+    let unknown = rec(0, &[10, 20], Some(4));
+    let s = summarize(&[served, counted, unknown], &SummaryOptions::default());
+    assert!(close(v(&s, "reasoning_tokens_mean"), 4.0)); // 6 and 2
+    assert!(close(v(&s, "answer_tokens_mean"), 5.0)); // 4 and 6
+    assert!(close(v(&s, "answer_tps"), 10.0 / 2.001));
+    assert!(close(v(&s, "output_tps"), 22.0 / 2.001));
 }
 
 #[test]
@@ -220,10 +301,10 @@ fn vllm_and_evalscope_definitions() {
     r.end = d(40); // after usage and [DONE]
     let p = timing(&r, MetricDefinitions::Perfplan);
     assert_eq!((p.ttft, p.latency), (Some(d(10)), d(30)));
-    assert_eq!(p.itl, vec![d(10), d(10)]);
+    assert_eq!(p.gaps, vec![d(10), d(10)]);
     let vl = timing(&r, MetricDefinitions::Vllm);
     assert_eq!((vl.ttft, vl.latency), (Some(d(5)), d(32)));
-    assert_eq!(vl.itl, vec![d(5), d(10), d(10), d(2)]);
+    assert_eq!(vl.gaps, vec![d(5), d(10), d(10), d(2)]);
     assert_eq!(vl.tpot(4), Some(d(9)));
     let ev = timing(&r, MetricDefinitions::Evalscope);
     assert_eq!((ev.ttft, ev.latency), (Some(d(5)), d(40)));

@@ -31,8 +31,9 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "assistant_tokens",
             "think_time",
             "prefix_tokens",
+            "echo_reasoning",
         ],
-        DatasetKind::Conversations => &["path", "think_time", "turns"],
+        DatasetKind::Conversations => &["path", "think_time", "turns", "echo_reasoning"],
         DatasetKind::Trace => &[
             "path",
             "speed",

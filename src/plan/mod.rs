@@ -10,6 +10,7 @@ pub mod ramp_spec;
 pub mod request_spec;
 pub mod spec;
 pub mod telemetry_spec;
+mod timeouts_spec;
 pub mod trust_spec;
 
 pub use access::{PathsSpec, TlsSpec};
@@ -39,6 +40,7 @@ pub mod replicas;
 pub mod secrets;
 pub mod semantic;
 pub mod set;
+mod sim_checks;
 pub mod sim_settings;
 pub mod toml_src;
 pub mod validate;

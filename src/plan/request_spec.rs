@@ -69,6 +69,12 @@ pub struct RequestSpec {
     /// Stream the response (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
+    /// Ask the server for a running usage on every streamed chunk
+    /// (`stream_options: {include_usage: true, continuous_usage_stats: true}`, vLLM's
+    /// per-chunk usage), and count each chunk's output tokens from it (default false:
+    /// one token per chunk that carries one). Chat and completions streams only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuous_usage: Option<bool>,
     /// Free-form fields added to every request body as written (`chat_template_kwargs`, …).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,

@@ -242,47 +242,19 @@ pub struct EndpointSpec {
     /// Server telemetry scraped during each run (default: on, `/metrics`, every 1 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<super::TelemetrySpec>,
+    /// The server's prefix-cache block size in tokens (vLLM's `--block-size`): a prompt
+    /// is cached in whole blocks, so the planned hit ratio counts shared tokens in whole
+    /// blocks. Default: the `block_size` label of `vllm:cache_config_info` on the
+    /// server's `/metrics`, else none (shared tokens counted one by one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65_536))]
+    pub cache_block_size: Option<u32>,
 }
+
+pub use super::timeouts_spec::TimeoutsSpec;
 
 fn yes() -> bool {
     true
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TimeoutsSpec {
-    #[serde(default = "default_connect")]
-    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "1h"))]
-    pub connect: HumanDuration,
-    /// Longest wait for the next byte of a response.
-    #[serde(default = "default_read")]
-    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "24h"))]
-    pub read: HumanDuration,
-    /// Longest whole request.
-    #[serde(default = "default_total")]
-    #[schemars(extend("x-duration-minimum" = "1ms", "x-duration-maximum" = "24h"))]
-    pub total: HumanDuration,
-}
-
-// The one set of defaults, shared with the engine: `control::timeouts`.
-fn default_connect() -> HumanDuration {
-    HumanDuration(crate::control::timeouts::CONNECT)
-}
-fn default_read() -> HumanDuration {
-    HumanDuration(crate::control::timeouts::READ)
-}
-fn default_total() -> HumanDuration {
-    HumanDuration(crate::control::timeouts::TOTAL)
-}
-
-impl Default for TimeoutsSpec {
-    fn default() -> Self {
-        TimeoutsSpec {
-            connect: default_connect(),
-            read: default_read(),
-            total: default_total(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -450,6 +422,11 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "1h"))]
     pub think_time: Option<HumanDuration>,
+    /// Multi-turn: send each answer's reasoning back with it (the assistant message's
+    /// `reasoning_content`) instead of its content alone, as OpenAI clients do by
+    /// default (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub echo_reasoning: Option<bool>,
     /// Trace replay speed-up (2 = twice as fast).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.001, max = 1000))]

@@ -50,6 +50,21 @@ pub(crate) fn check(
             );
         }
     }
+    if request.continuous_usage == Some(true) {
+        let why = if request.stream == Some(false) {
+            Some("`continuous_usage` needs a stream: `stream = false` here (servers answer `stream_options` without `stream` with HTTP 400)")
+        } else if !matches!(api, ApiSpec::Chat | ApiSpec::Completions) {
+            Some("`continuous_usage` applies to api = \"chat\" and \"completions\" only")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            diags.push(
+                Diagnostic::error(why, Some(place(plan, point, "continuous_usage")))
+                    .with_help("set `continuous_usage` only on streamed chat or completions runs"),
+            );
+        }
+    }
     if api == ApiSpec::Responses {
         if request.max_completion_tokens == Some(true) {
             diags.push(warn(

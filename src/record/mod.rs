@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod stream;
+
+pub use stream::{StreamTokens, TokenSource};
+
 /// Longest error text kept in a record.
 pub const ERROR_EXCERPT_BYTES: usize = 512;
 
@@ -109,6 +113,10 @@ pub struct Usage {
     pub completion_tokens: Option<u32>,
     /// `usage.prompt_tokens_details.cached_tokens`; `None` when the server did not say.
     pub cached_tokens: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens` (Responses:
+    /// `output_tokens_details`); `None` when the server did not say.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u32>,
 }
 
 /// The TLS handshake of a connection a request opened. The lean client times it apart
@@ -163,17 +171,29 @@ pub struct RequestRecord {
     pub error: Option<String>,
     pub finish_reason: Option<String>,
     pub usage: Usage,
-    /// The generated text (reasoning, content, tool-call text), kept so the client can
-    /// count tokens when usage is missing and so multi-turn runs can append it to the
-    /// conversation; at most the endpoint's `limits.max_text` bytes (see `output_bytes`).
+    /// The answer's text (content and tool-call text, not reasoning), kept so the client
+    /// can count its tokens and multi-turn runs can append it to the conversation; at
+    /// most the endpoint's `limits.max_text` bytes (see `output_bytes`).
     pub output_text: String,
+    /// The reasoning text (`reasoning_content` / `reasoning`, Responses' reasoning
+    /// deltas), kept apart from the answer within the same bound.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasoning_text: String,
     /// Bytes of generated text received (choice 0), all of it, also beyond what
     /// `output_text` keeps; `None` for APIs that generate no text (embeddings, rerank).
     /// `Some(0)` on a success is a response with no output at all.
     #[serde(default)]
     pub output_bytes: Option<u64>,
-    /// Output tokens counted by the client's tokenizer (filled in after the engine).
+    /// Output tokens (reasoning and answer) counted by the client's tokenizer (filled in
+    /// after the engine).
     pub client_output_tokens: Option<u32>,
+    /// The reasoning part of `client_output_tokens` (0 when no reasoning text arrived).
+    #[serde(default)]
+    pub client_reasoning_tokens: Option<u32>,
+    /// A streamed response's chunk and token counts (`None`: not streamed, or a row
+    /// written before they were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_tokens: Option<StreamTokens>,
     /// Input tokens counted by the client (as prepared with the request).
     #[serde(default)]
     pub client_input_tokens: Option<u32>,
@@ -218,8 +238,11 @@ impl Default for RequestRecord {
             finish_reason: None,
             usage: Usage::default(),
             output_text: String::new(),
+            reasoning_text: String::new(),
             output_bytes: None,
             client_output_tokens: None,
+            client_reasoning_tokens: None,
+            stream_tokens: None,
             client_input_tokens: None,
             request_bytes: 0,
             response_bytes: 0,
@@ -263,8 +286,11 @@ impl RequestRecord {
             finish_reason: _,
             usage: _,
             output_text: _,
+            reasoning_text: _,
             output_bytes: _,
             client_output_tokens: _,
+            client_reasoning_tokens: _,
+            stream_tokens: _,
             client_input_tokens: _,
             request_bytes: _,
             response_bytes: _,
@@ -339,24 +365,53 @@ impl RequestRecord {
         }
     }
 
-    /// The client's own count of the output tokens it received: its tokenizer's count of
-    /// the text, or the number of content chunks when that is more (a chunk carries at
-    /// least one token); `None` when it has neither.
-    pub fn received_output_tokens(&self) -> Option<u32> {
-        let chunks = u32::try_from(self.content_times.len()).unwrap_or(u32::MAX);
-        match (self.client_output_tokens, chunks) {
-            (Some(n), c) => Some(n.max(c)),
-            (None, 0) => None,
-            (None, c) => Some(c),
-        }
-    }
-
     /// Output tokens: the server's figure, else the client's count. The flag says "estimated".
     pub fn output_tokens(&self) -> Option<(u32, bool)> {
         match (self.usage.completion_tokens, self.client_output_tokens) {
             (Some(n), _) => Some((n, false)),
             (None, Some(n)) => Some((n, true)),
             (None, None) => None,
+        }
+    }
+
+    /// Reasoning tokens: the server's `completion_tokens_details.reasoning_tokens`, else
+    /// the client's count of the reasoning text (0 when none arrived).
+    pub fn reasoning_tokens(&self) -> Option<u32> {
+        self.usage.reasoning_tokens.or(self.client_reasoning_tokens)
+    }
+
+    /// Answer tokens: output tokens (`output_tokens`) less reasoning tokens.
+    pub fn answer_tokens(&self) -> Option<u32> {
+        let (n, _) = self.output_tokens()?;
+        Some(n.saturating_sub(self.reasoning_tokens()?))
+    }
+
+    /// The client's own count of the answer's tokens (its tokenizer's, not the server's).
+    pub fn client_answer_tokens(&self) -> Option<u32> {
+        let all = self.client_output_tokens?;
+        Some(all.saturating_sub(self.client_reasoning_tokens.unwrap_or(0)))
+    }
+
+    /// The client's own count of the output tokens it received, never the server's
+    /// `usage` total: a stream's running per-chunk usage when the server sent one
+    /// (`TokenSource::Usage`), else the larger of the client tokenizer's count of the
+    /// text and the stream's chunk count (one token per chunk that carries a token
+    /// slot: a chunk with empty text still brought a token, and a chunk of several
+    /// tokens is covered by the tokenizer's count). `None` when the client has neither
+    /// (a non-streamed answer without the model's tokenizer). What a per-request
+    /// conservation check holds against `usage.completion_tokens`: exact with per-chunk
+    /// usage; without it a lower bound where the server merged tokens whose text the
+    /// tokenizer does not restore (vLLM merges a lagging stream's tokens into one chunk,
+    /// and its special tokens have no text), so such a check needs per-chunk usage or a
+    /// tolerance.
+    pub fn received_output_tokens(&self) -> Option<u32> {
+        match &self.stream_tokens {
+            Some(s) if s.source == TokenSource::Usage => Some(s.total),
+            Some(s) => Some(
+                self.client_output_tokens
+                    .map_or(s.total, |n| n.max(s.total)),
+            ),
+            None => self.client_output_tokens,
         }
     }
 }

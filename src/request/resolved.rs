@@ -24,6 +24,8 @@ pub struct RequestPlan {
     pub limit_field: &'static str,
     /// Whether responses stream: the plan's `stream` (default true), for an API that can.
     pub stream: bool,
+    /// Ask for per-chunk usage (`continuous_usage`): only on a chat or completions stream.
+    pub continuous_usage: bool,
     pub output: OutputLen,
     /// `body_template` as written (inline, or `"@path"` from the plan's folder).
     pub body_template: Option<String>,
@@ -81,6 +83,9 @@ impl RequestPlan {
             fields: base_fields(request),
             limit_field: max_tokens_field(request, api),
             stream: request.stream.unwrap_or(true) && api.can_stream(),
+            continuous_usage: request.continuous_usage == Some(true)
+                && request.stream.unwrap_or(true)
+                && matches!(api, ApiKind::Chat | ApiKind::Completions),
             output: OutputLen::of(request.output_tokens),
             body_template: request.body_template.clone(),
         }

@@ -1,7 +1,8 @@
 //! Wire format of streamed chunks (vLLM/OpenAI SSE) and of the Responses API events, with
 //! the per-request constant parts serialised once so that each chunk is a few copies.
 //! Output token k of a request is the word `WORDS[(offset + k) % 64]` with a leading space
-//! (one token each under the approximation). Knows nothing about timing.
+//! (one token each under the approximation), or nothing at all when it is a special token
+//! (`empty_chunks`: tokens N, 2N, …). Knows nothing about timing.
 
 use bytes::{BufMut, BytesMut};
 use serde_json::{json, Value};
@@ -17,19 +18,33 @@ const WORDS: [&str; 64] = [
     "parallel", "users", "on", "one", "machine", "our", "plan", "runs", "again", "today", "well",
 ];
 
+/// Which output tokens are special (no text): every `every`th (tokens `every`,
+/// `2 × every`, … counted from 1); none when 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Empty {
+    pub every: u32,
+}
+
+impl Empty {
+    /// Whether output token `k` (from 0) is special.
+    pub(crate) fn is_empty(self, k: u32) -> bool {
+        self.every > 0 && (u64::from(k) + 1) % u64::from(self.every) == 0
+    }
+}
+
 /// Appends the text of output tokens `from..to` (JSON-safe, no escaping needed).
-pub(crate) fn put_words(buf: &mut BytesMut, offset: u64, from: u32, to: u32) {
-    for k in from..to {
+pub(crate) fn put_words(buf: &mut BytesMut, offset: u64, (from, to): (u32, u32), empty: Empty) {
+    for k in (from..to).filter(|&k| !empty.is_empty(k)) {
         let w = WORDS[((offset + u64::from(k)) % WORDS.len() as u64) as usize];
         buf.put_u8(b' ');
         buf.put_slice(w.as_bytes());
     }
 }
 
-/// The text of output tokens `0..n`.
-pub(crate) fn words(offset: u64, n: u32) -> String {
+/// The text of output tokens `from..to`.
+pub(crate) fn words(offset: u64, span: (u32, u32), empty: Empty) -> String {
     let mut b = BytesMut::new();
-    put_words(&mut b, offset, 0, n);
+    put_words(&mut b, offset, span, empty);
     String::from_utf8_lossy(&b).into_owned()
 }
 
@@ -39,6 +54,8 @@ pub(crate) struct UsageNumbers {
     pub prompt: u64,
     pub completion: u64,
     pub cached: u64,
+    /// The reasoning part of `completion` (`completion_tokens_details` when above 0).
+    pub reasoning: u64,
 }
 
 /// `usage` in chat/completions shape; `cached` false leaves out `prompt_tokens_details`.
@@ -51,6 +68,9 @@ pub(crate) fn usage_json(u: UsageNumbers, cached: bool) -> Value {
     if cached {
         v["prompt_tokens_details"] = json!({"cached_tokens": u.cached});
     }
+    if u.reasoning > 0 {
+        v["completion_tokens_details"] = json!({"reasoning_tokens": u.reasoning});
+    }
     v
 }
 
@@ -60,9 +80,35 @@ pub(crate) fn response_usage_json(u: UsageNumbers) -> Value {
         "input_tokens": u.prompt,
         "input_tokens_details": {"cached_tokens": u.cached},
         "output_tokens": u.completion,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": u.reasoning},
         "total_tokens": u.prompt + u.completion,
     })
+}
+
+/// One streamed chunk of a choice: its output tokens `span` (a chunk is all reasoning or
+/// all answer), its finish reason, and the running usage `(prompt, completion so far)`
+/// when the request asked for per-chunk usage.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChunkOut<'a> {
+    pub index: u32,
+    pub offset: u64,
+    pub span: (u32, u32),
+    pub finish: Option<&'a str>,
+    pub reasoning: bool,
+    pub running: Option<(u64, u64)>,
+}
+
+/// `,"usage":{…}` of a per-chunk usage (vLLM's `continuous_usage_stats`).
+fn put_running(buf: &mut BytesMut, running: Option<(u64, u64)>) {
+    if let Some((prompt, completion)) = running {
+        buf.put_slice(b",\"usage\":{\"prompt_tokens\":");
+        put_uint(buf, prompt);
+        buf.put_slice(b",\"total_tokens\":");
+        put_uint(buf, prompt + completion);
+        buf.put_slice(b",\"completion_tokens\":");
+        put_uint(buf, completion);
+        buf.put_u8(b'}');
+    }
 }
 
 /// Pre-serialised pieces of one streamed response.
@@ -75,6 +121,8 @@ pub(crate) struct ChunkFormat {
     prefix: Vec<u8>,
     /// Responses API event counter.
     pub sequence: u64,
+    /// The special tokens, whose text is empty.
+    pub empty: Empty,
 }
 
 impl ChunkFormat {
@@ -95,37 +143,35 @@ impl ChunkFormat {
             created,
             prefix,
             sequence: 0,
+            empty: Empty::default(),
         }
     }
 
-    /// Chat only: the first chunk of a choice, carrying the role.
-    pub(crate) fn role(&self, buf: &mut BytesMut, index: u32) {
+    /// Chat only: the first chunk of a choice, carrying the role (and, with per-chunk
+    /// usage, the prompt and no completion tokens yet).
+    pub(crate) fn role(&self, buf: &mut BytesMut, index: u32, running: Option<(u64, u64)>) {
         buf.put_slice(&self.prefix);
         put_uint(buf, u64::from(index));
         buf.put_slice(
-            b",\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            b",\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]",
         );
+        put_running(buf, running);
+        buf.put_slice(b"}\n\n");
     }
 
-    /// A content chunk of choice `index` with output tokens `from..to`.
-    pub(crate) fn content(
-        &mut self,
-        buf: &mut BytesMut,
-        index: u32,
-        offset: u64,
-        span: (u32, u32),
-        finish: Option<&str>,
-    ) {
+    /// A content chunk (see `ChunkOut`).
+    pub(crate) fn content(&mut self, buf: &mut BytesMut, c: ChunkOut<'_>) {
+        let (index, offset, span, finish) = (c.index, c.offset, c.span, c.finish);
         match self.api {
             Api::Chat | Api::Completions => {
                 buf.put_slice(&self.prefix);
                 put_uint(buf, u64::from(index));
-                buf.put_slice(if self.api == Api::Chat {
-                    b",\"delta\":{\"content\":\""
-                } else {
-                    b",\"text\":\""
+                buf.put_slice(match (self.api, c.reasoning) {
+                    (Api::Chat, true) => b",\"delta\":{\"reasoning_content\":\"",
+                    (Api::Chat, false) => b",\"delta\":{\"content\":\"",
+                    _ => b",\"text\":\"",
                 });
-                put_words(buf, offset, span.0, span.1);
+                put_words(buf, offset, span, self.empty);
                 buf.put_slice(if self.api == Api::Chat {
                     b"\"},\"logprobs\":null,\"finish_reason\":"
                 } else {
@@ -142,7 +188,9 @@ impl ChunkFormat {
                 if self.api == Api::Completions {
                     buf.put_slice(b",\"stop_reason\":null");
                 }
-                buf.put_slice(b"}]}\n\n");
+                buf.put_slice(b"}]");
+                put_running(buf, c.running);
+                buf.put_slice(b"}\n\n");
             }
             Api::Responses => {
                 buf.put_slice(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":");
@@ -152,7 +200,7 @@ impl ChunkFormat {
                 buf.put_slice(b"\",\"output_index\":");
                 put_uint(buf, u64::from(index));
                 buf.put_slice(b",\"content_index\":0,\"delta\":\"");
-                put_words(buf, offset, span.0, span.1);
+                put_words(buf, offset, span, self.empty);
                 buf.put_slice(b"\",\"logprobs\":[]}\n\n");
             }
         }
@@ -232,12 +280,43 @@ mod tests {
     fn chat_chunk_is_valid_json() {
         let mut f = ChunkFormat::new(Api::Chat, "chatcmpl-1".into(), "m\"x".into(), 5);
         let mut buf = BytesMut::new();
-        f.content(&mut buf, 0, 3, (0, 2), Some("length"));
+        let chunk = ChunkOut {
+            index: 0,
+            offset: 3,
+            span: (0, 2),
+            finish: Some("length"),
+            reasoning: false,
+            running: None,
+        };
+        f.content(&mut buf, chunk);
         let text = String::from_utf8(buf.to_vec()).unwrap();
         let json: Value = serde_json::from_str(text.trim_start_matches("data: ").trim()).unwrap();
         assert_eq!(json["choices"][0]["delta"]["content"], " tokens quickly");
         assert_eq!(json["choices"][0]["finish_reason"], "length");
         assert_eq!(json["model"], "m\"x");
+        // Reasoning, a special token's empty text and a running usage, as vLLM sends them.
+        f.empty = Empty { every: 2 };
+        let mut buf = BytesMut::new();
+        let running = ChunkOut {
+            span: (1, 2),
+            finish: None,
+            reasoning: true,
+            running: Some((7, 2)),
+            ..chunk
+        };
+        f.content(&mut buf, running);
+        f.role(&mut buf, 0, Some((7, 0)));
+        let text = String::from_utf8(buf.to_vec()).unwrap();
+        let events: Vec<Value> = text
+            .split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|e| serde_json::from_str(e.trim_start_matches("data: ")).unwrap())
+            .collect();
+        assert_eq!(events[0]["choices"][0]["delta"]["reasoning_content"], "");
+        assert_eq!(events[0]["usage"]["completion_tokens"], 2);
+        assert_eq!(events[0]["usage"]["total_tokens"], 9);
+        assert_eq!(events[1]["usage"]["completion_tokens"], 0);
+        assert_eq!(words(3, (0, 4), Empty { every: 2 }), " tokens and");
     }
 
     #[test]

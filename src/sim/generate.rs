@@ -163,7 +163,10 @@ impl Generation {
         };
         let id = format!("{prefix}{}", record.request_id);
         let created = st.start_unix_us / 1_000_000 + st.start.elapsed().as_secs();
-        let fmt = ChunkFormat::new(job.api, id.clone(), job.model.clone(), created);
+        let mut fmt = ChunkFormat::new(job.api, id.clone(), job.model.clone(), created);
+        fmt.empty = super::format::Empty {
+            every: st.cfg.empty_chunks,
+        };
         let jitter = jitter_factor(&st, seq);
         let mut truth = TruthGuard::new(st.clone(), record);
         truth.with(|r| {
@@ -227,13 +230,22 @@ impl Generation {
         true
     }
 
-    /// Tokens in the next chunk of each choice.
+    /// Tokens in the next chunk of each choice (a chunk never spans the end of the
+    /// reasoning).
     pub(crate) fn next_chunk_len(&self) -> u32 {
-        self.st
-            .cfg
-            .tokens_per_chunk
-            .max(1)
-            .min(self.out_len - self.sent)
+        let left = match self.reasoning_len() {
+            r if self.sent < r => r - self.sent,
+            _ => self.out_len - self.sent,
+        };
+        self.st.cfg.tokens_per_chunk.max(1).min(left)
+    }
+
+    /// Output tokens of each choice that are reasoning (chat only): the first ones.
+    pub(crate) fn reasoning_len(&self) -> u32 {
+        match self.job.api {
+            Api::Chat => self.st.cfg.reasoning_tokens.min(self.out_len),
+            _ => 0,
+        }
     }
 
     /// Moves the next deadline past a chunk of `tokens` tokens.
@@ -278,10 +290,12 @@ impl Generation {
     }
 
     pub(crate) fn usage(&self) -> UsageNumbers {
+        let choices = u64::from(self.job.choices());
         UsageNumbers {
             prompt: self.job.prompt_tokens(),
-            completion: u64::from(self.out_len) * u64::from(self.job.choices()),
+            completion: u64::from(self.out_len) * choices,
             cached: self.cached,
+            reasoning: u64::from(self.reasoning_len()) * choices,
         }
     }
 

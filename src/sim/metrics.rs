@@ -6,7 +6,10 @@
 //! and of the KV-cache blocks running sequences hold (`kv_cache_usage_perc`, 0..1, as
 //! vLLM counts it: a finished request's blocks kept for prefix reuse are free), preemptions (the
 //! simulator never preempts: 0), and the latency histograms of `histograms`, fed from its
-//! ground truth, so a client reading them reads real numbers. Knows nothing about HTTP routing.
+//! ground truth, so a client reading them reads real numbers. `vllm:prompt_tokens_cached_total`
+//! counts the cached prompt tokens of the requests admitted (the sum of their
+//! `cached_tokens`), and `vllm:cache_config_info` names the cache's `block_size` in a
+//! label, as vLLM does. Knows nothing about HTTP routing.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -43,6 +46,20 @@ pub(crate) fn render(workers: &[Arc<SimState>]) -> String {
             let _ = writeln!(out, "{name}{{{labels}}} {}.0", value(st));
         }
     }
+    let info = "vllm:cache_config_info";
+    let _ = writeln!(
+        out,
+        "# HELP {info} Information of the LLMEngine CacheConfig"
+    );
+    let _ = writeln!(out, "# TYPE {info} gauge");
+    for (st, labels) in workers.iter().zip(&labels) {
+        let block = st.cfg.block_size;
+        let caching = if st.cfg.prefix_cache { "True" } else { "False" };
+        let _ = writeln!(
+            out,
+            "{info}{{block_size=\"{block}\",enable_prefix_caching=\"{caching}\",{labels}}} 1.0"
+        );
+    }
     let kv = "vllm:kv_cache_usage_perc";
     let _ = writeln!(
         out,
@@ -73,7 +90,7 @@ fn load(a: &std::sync::atomic::AtomicU64) -> u64 {
 }
 
 /// The gauges and counters: name, type, help, and a worker's value.
-const FAMILIES: [Family; 8] = [
+const FAMILIES: [Family; 9] = [
     (
         "vllm:num_requests_running",
         "gauge",
@@ -108,6 +125,12 @@ const FAMILIES: [Family; 8] = [
         "vllm:prefix_cache_hits_total",
         "counter",
         "Prefix cache hits, in terms of number of cached tokens.",
+        |st| load(&st.counters.cache_hits),
+    ),
+    (
+        "vllm:prompt_tokens_cached_total",
+        "counter",
+        "Number of cached prompt tokens (local prefix cache).",
         |st| load(&st.counters.cache_hits),
     ),
     (

@@ -29,6 +29,9 @@ pub(crate) struct Job {
     pub stream: bool,
     /// A usage chunk ends the stream.
     pub stream_usage: bool,
+    /// Every chunk carries the running usage (`stream_options.continuous_usage_stats`
+    /// with `include_usage`, as vLLM reads them).
+    pub running_usage: bool,
 }
 
 impl Job {
@@ -155,6 +158,11 @@ pub(crate) fn parse_job(
         UsageMode::Always => true,
         UsageMode::Never => false,
     };
+    let continuous = body
+        .pointer("/stream_options/continuous_usage_stats")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let running_usage = stream && asked && continuous && cfg.usage != UsageMode::Never;
     Ok(Job {
         api,
         model: body
@@ -172,6 +180,7 @@ pub(crate) fn parse_job(
             .unwrap_or(false),
         stream,
         stream_usage,
+        running_usage: running_usage && api != Api::Responses,
     })
 }
 

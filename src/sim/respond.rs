@@ -86,13 +86,21 @@ pub(crate) async fn complete(mut gen: Generation) -> Response {
 fn body_json(gen: &Generation) -> Value {
     let u = gen.usage();
     let with_usage = gen.st.cfg.usage != UsageMode::Never;
+    let (empty, thought) = (gen.fmt.empty, gen.reasoning_len());
     let choices: Vec<Value> = (0..gen.job.choices())
         .map(|i| {
-            let text = words(gen.offset + u64::from(i) * 13, gen.out_len);
+            let offset = gen.offset + u64::from(i) * 13;
+            let text = words(offset, (thought, gen.out_len), empty);
             match gen.job.api {
-                Api::Chat => json!({"index": i,
-                    "message": {"role": "assistant", "content": text, "tool_calls": []},
-                    "logprobs": null, "finish_reason": gen.finish, "stop_reason": null}),
+                Api::Chat => {
+                    let mut message =
+                        json!({"role": "assistant", "content": text, "tool_calls": []});
+                    if thought > 0 {
+                        message["reasoning_content"] = json!(words(offset, (0, thought), empty));
+                    }
+                    json!({"index": i, "message": message,
+                        "logprobs": null, "finish_reason": gen.finish, "stop_reason": null})
+                }
                 _ => json!({"index": i, "text": text, "logprobs": null,
                     "finish_reason": gen.finish, "stop_reason": null}),
             }
@@ -100,7 +108,7 @@ fn body_json(gen: &Generation) -> Value {
         .collect();
     match gen.job.api {
         Api::Responses => {
-            let text = words(gen.offset, gen.out_len);
+            let text = words(gen.offset, (0, gen.out_len), empty);
             let item = message_item(gen, &text, "completed");
             let usage = with_usage.then(|| response_usage_json(u));
             response_object(gen, "completed", vec![item], usage)

@@ -10,7 +10,7 @@ use futures_util::Stream;
 use serde_json::{json, Value};
 
 use super::faults::Fault;
-use super::format::{put_done, response_usage_json, words};
+use super::format::{put_done, response_usage_json, words, ChunkOut};
 use super::generate::Generation;
 use super::request::Api;
 
@@ -107,12 +107,23 @@ fn emit_due(s: &mut Streamer) {
         if from == 0 && s.gen.job.api == Api::Responses {
             response_first(s);
         }
+        let prompt = s.gen.job.prompt_tokens();
+        let running = |n: u32| s.gen.job.running_usage.then_some((prompt, u64::from(n)));
+        let (role_usage, chunk_usage) = (running(0), running(to));
+        let reasoning = from < s.gen.reasoning_len();
         for i in 0..s.gen.job.choices() {
             if from == 0 && s.gen.job.api == Api::Chat {
-                s.gen.fmt.role(&mut s.buf, i);
+                s.gen.fmt.role(&mut s.buf, i, role_usage);
             }
-            let offset = s.gen.offset + u64::from(i) * 13;
-            s.gen.fmt.content(&mut s.buf, i, offset, (from, to), finish);
+            let chunk = ChunkOut {
+                index: i,
+                offset: s.gen.offset + u64::from(i) * 13,
+                span: (from, to),
+                finish,
+                reasoning,
+                running: chunk_usage,
+            };
+            s.gen.fmt.content(&mut s.buf, chunk);
         }
         s.gen.note_sent(n, now);
         if last {
@@ -163,7 +174,7 @@ fn tail(s: &mut Streamer) {
             put_done(&mut s.buf);
         }
         Api::Responses => {
-            let text = words(s.gen.offset, s.gen.out_len);
+            let text = words(s.gen.offset, (0, s.gen.out_len), s.gen.fmt.empty);
             let item = message_item(&s.gen, &text, "completed");
             let item_id = format!("msg_{}", s.gen.fmt.id);
             let part = json!({"type": "output_text", "text": text, "annotations": []});

@@ -13,6 +13,7 @@ mod schema;
 mod search;
 mod suite;
 mod telemetry;
+mod token_codec;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};

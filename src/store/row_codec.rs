@@ -21,10 +21,11 @@ use std::time::Duration;
 use rusqlite::types::Value;
 
 use super::requests::RequestRow;
+use super::token_codec;
 use crate::record::{excerpt, Outcome, Phase, RequestRecord, TlsHandshake, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 34] = [
+pub(super) const COLUMNS: [&str; 38] = [
     "request_index",
     "item",
     "phase",
@@ -54,6 +55,10 @@ pub(super) const COLUMNS: [&str; 34] = [
     "shard",
     "replica",
     "class",
+    "reasoning_tokens",
+    "client_reasoning_tokens",
+    "choice_chunks",
+    "chunk_tokens",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
     "latency_us",
@@ -169,6 +174,13 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         opt(meta.shard, text),                                           // shard
         opt(r.replica, |n| Value::Integer(i64::from(n))),                // replica
         opt(r.class, |n| Value::Integer(i64::from(n))),                  // class
+        n32(r.usage.reasoning_tokens),                                   // reasoning_tokens
+        n32(r.client_reasoning_tokens),                                  // client_reasoning_tokens
+        n32(r.stream_tokens.as_ref().map(|s| s.choice_chunks)),          // choice_chunks
+        opt(
+            r.stream_tokens.as_ref().map(token_codec::encode),
+            Value::Blob,
+        ), // chunk_tokens
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
         int(r.content_times.len() as u64),                               // chunk_count
@@ -244,6 +256,8 @@ fn outcome(r: &rusqlite::Row<'_>) -> rusqlite::Result<Outcome> {
 /// recorded (its response text and raw events, which rows do not keep, empty).
 pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
     let sent = time(r, "sent_us")?;
+    let content_times = content_times(r, sent)?;
+    let stream_tokens = stream_tokens(r, content_times.len())?;
     let record = RequestRecord {
         index: count(r, "request_index")?,
         item: count(r, "item")?,
@@ -253,7 +267,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         connect: opt_time(r, "connect_us")?,
         tls: tls_handshake(r)?,
         first_chunk: opt_time(r, "first_chunk_us")?,
-        content_times: content_times(r, sent)?,
+        content_times,
         last_chunk: opt_time(r, "last_chunk_us")?,
         first_answer: opt_time(r, "first_answer_us")?,
         end: time(r, "end_us")?,
@@ -265,8 +279,12 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
             prompt_tokens: get(r, "prompt_tokens")?,
             completion_tokens: get(r, "completion_tokens")?,
             cached_tokens: get(r, "cached_tokens")?,
+            reasoning_tokens: get(r, "reasoning_tokens")?,
         },
         output_text: String::new(),
+        reasoning_text: String::new(),
+        client_reasoning_tokens: get(r, "client_reasoning_tokens")?,
+        stream_tokens,
         output_bytes: get::<Option<i64>>(r, "output_bytes")?.map(|n| n.max(0) as u64),
         client_output_tokens: get(r, "client_output_tokens")?,
         client_input_tokens: get(r, "client_input_tokens")?,
@@ -282,6 +300,22 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         target_input_tokens: get(r, "target_input_tokens")?,
         shard: get(r, "shard")?,
     })
+}
+
+/// A stream's token counts from `choice_chunks` and `chunk_tokens` (`None` in rows of
+/// schema 11 and older, and for answers that did not stream).
+fn stream_tokens(
+    r: &rusqlite::Row<'_>,
+    content_chunks: usize,
+) -> rusqlite::Result<Option<crate::record::StreamTokens>> {
+    let Some(blob) = get::<Option<Vec<u8>>>(r, "chunk_tokens")? else {
+        return Ok(None);
+    };
+    let choices = get::<Option<i64>>(r, "choice_chunks")?.unwrap_or(0);
+    let choices = u32::try_from(choices.max(0)).unwrap_or(u32::MAX);
+    token_codec::decode(&blob, content_chunks, choices)
+        .map(Some)
+        .ok_or_else(|| bad("chunk_tokens", "corrupt".into()))
 }
 
 /// Content chunk times from `chunk_times`, or from the `chunks` table of schema 3.
@@ -315,7 +349,7 @@ fn micros(d: Duration) -> i128 {
     i128::try_from(d.as_micros()).unwrap_or(i128::MAX)
 }
 
-fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn push_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -323,7 +357,7 @@ fn push_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn read_varint(bytes: &mut std::slice::Iter<'_, u8>) -> Option<u64> {
+pub(super) fn read_varint(bytes: &mut std::slice::Iter<'_, u8>) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let b = *bytes.next()?;

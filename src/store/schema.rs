@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 13] = [
+const MIGRATIONS: [&str; 14] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -225,6 +225,17 @@ ALTER TABLE suites ADD COLUMN trust_json TEXT NOT NULL DEFAULT '{}';
     r#"
 ALTER TABLE requests ADD COLUMN tls_handshake_us INTEGER;
 ALTER TABLE requests ADD COLUMN tls_resumed INTEGER;
+"#,
+    // 14: reasoning and chunks that are not tokens: the server's
+    // `completion_tokens_details.reasoning_tokens` and the client's count of the reasoning
+    // text; a stream's chunks that carried a choice (empty ones included) and its token
+    // counts per content chunk (`token_codec`). NULL in rows written before: they read
+    // with one token per content chunk, as their metrics were computed.
+    r#"
+ALTER TABLE requests ADD COLUMN reasoning_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN client_reasoning_tokens INTEGER;
+ALTER TABLE requests ADD COLUMN choice_chunks INTEGER;
+ALTER TABLE requests ADD COLUMN chunk_tokens BLOB;
 "#,
 ];
 

@@ -40,10 +40,22 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
             prompt_tokens: Some(100),
             completion_tokens: Some(chunks as u32),
             cached_tokens: Some(50),
+            reasoning_tokens: (index % 2 == 1).then_some(1),
         },
         output_text: "x".repeat(chunks as usize),
+        reasoning_text: String::new(),
         output_bytes: Some(chunks),
         client_output_tokens: Some(chunks as u32),
+        client_reasoning_tokens: Some(0),
+        // Every other row: one empty chunk before the first text (a special token).
+        stream_tokens: Some(crate::record::StreamTokens {
+            choice_chunks: chunks as u32 + 2,
+            at_content: (1..=chunks as u32)
+                .map(|k| k + (index % 2) as u32)
+                .collect(),
+            total: chunks as u32 + (index % 2) as u32,
+            source: crate::record::TokenSource::Chunks,
+        }),
         client_input_tokens: Some(101),
         last_chunk: None,
         request_bytes: 1000,
@@ -298,7 +310,8 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
     store
         .conn
         .execute_batch(
-            "ALTER TABLE requests DROP COLUMN connect_us;
+            "ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
+             ALTER TABLE requests DROP COLUMN connect_us;
              ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
              DROP TABLE request_bodies; DROP TABLE response_texts;
              ALTER TABLE requests DROP COLUMN first_answer_us;
@@ -341,6 +354,13 @@ fn newer_schema_is_refused_and_migrations_are_recorded() {
     );
 }
 
+/// Undoes migration 12 (the reasoning and stream-count columns), for tests that make a
+/// database of an earlier schema.
+pub(crate) const UNDO_12: &str = "ALTER TABLE requests DROP COLUMN chunk_tokens; \
+     ALTER TABLE requests DROP COLUMN choice_chunks; \
+     ALTER TABLE requests DROP COLUMN client_reasoning_tokens; \
+     ALTER TABLE requests DROP COLUMN reasoning_tokens;";
+
 #[test]
 fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -350,7 +370,8 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
     // The database as the previous version wrote it: schema 5, without the two columns.
     let conn = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
     conn.execute_batch(
-        "ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
+        "ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
+         ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
          ALTER TABLE requests DROP COLUMN output_bytes;
@@ -382,7 +403,8 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
     store
         .conn
         .execute_batch(
-            "ALTER TABLE requests DROP COLUMN first_answer_us;
+            "ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
+         ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
              DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 7;",
         )
@@ -416,7 +438,7 @@ fn replicas_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].replica, Some(3));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 9;")
+        .execute_batch(&format!("{UNDO_12} ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 9;"))
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();
@@ -445,7 +467,7 @@ fn classes_are_kept_and_rows_before_them_have_none() {
     assert_eq!(store.request_rows("run1").unwrap()[0].class, Some(2));
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 10;")
+        .execute_batch(&format!("{UNDO_12} ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 10;"))
         .unwrap();
     drop(store);
     let db = dir.path().join("results.db");

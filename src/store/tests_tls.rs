@@ -30,10 +30,11 @@ fn tls_handshakes_are_kept_and_rows_before_them_have_none() {
     );
     store
         .conn
-        .execute_batch(
-            "ALTER TABLE requests DROP COLUMN tls_handshake_us; \
-             ALTER TABLE requests DROP COLUMN tls_resumed; PRAGMA user_version = 12;",
-        )
+        .execute_batch(&format!(
+            "{} ALTER TABLE requests DROP COLUMN tls_handshake_us; \
+                 ALTER TABLE requests DROP COLUMN tls_resumed; PRAGMA user_version = 12;",
+            super::tests::UNDO_12
+        ))
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();

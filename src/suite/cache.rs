@@ -317,6 +317,7 @@ mod tests {
                 prompt_tokens: Some(1000),
                 completion_tokens: Some(4),
                 cached_tokens: Some(cached),
+                reasoning_tokens: None,
             },
             ..Default::default()
         }

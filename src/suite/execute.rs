@@ -10,6 +10,7 @@ use super::prepare::PreparedRun;
 use super::progress::RunProgress;
 use super::run_terms::definitions;
 pub use super::run_terms::{engine_load, slos_of};
+use super::server_counts;
 use super::tally::{Tally, TallySettings};
 use super::turn_inputs::TurnInputs;
 use super::writer::{Writer, WriterContext};
@@ -22,7 +23,7 @@ use crate::metrics::{RunSummary, Slo, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
 use crate::record::RequestRecord;
-use crate::store::{ServerPhase, Store};
+use crate::store::Store;
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
 
@@ -55,6 +56,8 @@ pub struct RunResult {
     pub time: Value,
     /// A mix: each class's metrics, by class index (empty for any other run).
     pub classes: Vec<RunSummary>,
+    /// The server's counters against the client's sums (`None` without a server scrape).
+    pub server_counts: Option<crate::telemetry::counts::ServerCounts>,
 }
 
 /// Warnings about the records themselves: truncated streams, successes with no output
@@ -139,6 +142,7 @@ fn start_writer(
     ctx: &RunContext<'_>,
     run: &RunSpec,
     prepared: &mut PreparedRun,
+    block_size: Option<u32>,
 ) -> Result<(Writer, Option<Arc<TurnInputs>>), RunnerError> {
     let turn_inputs = super::turn_inputs::connect(prepared);
     let writer = Writer::start(WriterContext {
@@ -151,7 +155,7 @@ fn start_writer(
         cancel: ctx.cancel.clone(),
         keep_text: ctx.keep.text,
         turn_inputs: turn_inputs.clone(),
-        tally: tally_settings(ctx, run, prepared),
+        tally: tally_settings(ctx, run, prepared, block_size),
     })?;
     if ctx.keep.bodies {
         let bodies = prepared.requests.iter().chain(&prepared.priming);
@@ -223,13 +227,18 @@ pub async fn execute(
     let progress = RunProgress::new(&ctx.label, planned_total(run, &prepared))
         .with_events(&ctx.log, &run.id)
         .with_lines(&ctx.log, &ctx.label);
-    let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared)?;
+    let opening = server_counts::opening(ctx).await;
+    let endpoint_block = run.settings.endpoint.spec.cache_block_size;
+    let block = endpoint_block.or(opening.as_ref().and_then(|o| o.block_size));
+    let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared, block)?;
     let tx = writer.sender(ctx.cancel);
+    let window = server_counts::Window::default();
     // Each record goes once, by value, to the writer (which folds what the metrics read).
     let sink_for = |offset: u64| {
-        let (progress, tx) = (&progress, &tx);
+        let (progress, tx, window) = (&progress, &tx, &window);
         move |mut r: RequestRecord| {
             progress.tick(&r);
+            window.add(&r);
             if let Some(tx) = tx {
                 r.index += offset;
                 tx.send(r);
@@ -241,10 +250,8 @@ pub async fn execute(
     // Request indices are unique within a run: the measured pass continues after the priming pass.
     let offset = ctx.index_base + primed;
     let mut sink = sink_for(offset);
-    let before = match &ctx.server {
-        Some(s) => s.take(&ctx.store, &run.id, ServerPhase::Before).await?,
-        None => None,
-    };
+    let (before, priming_counts) =
+        server_counts::before_measured(ctx, &run.id, opening.as_ref(), (primed, &window)).await?;
     let mut source = super::traffic::Source::new(&mut prepared, &ctx.log)?;
     let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
@@ -259,27 +266,35 @@ pub async fn execute(
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
-    warnings.extend(all_as(Code::Dataset, source.finish_building()));
-    warnings.extend(all_as(
-        Code::Load,
-        cap_warning(prepared.duration_cap, &source, &output),
+    warnings.extend(super::pass_warnings::after_load(
+        &mut source,
+        &prepared,
+        &output,
     ));
-    let server_ratio = match &ctx.server {
-        Some(s) => s.ratio_since(&ctx.store, &run.id, before.as_ref()).await,
-        None => Ok(None),
-    };
+    let closing = server_counts::after_measured(
+        ctx,
+        &run.id,
+        before.as_ref(),
+        &window,
+        output.peak_in_flight,
+    )
+    .await;
     drop(tx);
     progress.finish();
     // A failed write of the rows is the error to report, before anything after it.
     let written = writer.finish()?;
     drop(turn_inputs);
+    let closing = closing?;
+    let server_ratio = closing.ratio;
+    let server_counts = closing.counts_with(priming_counts, &telemetry);
     let passes = Passes {
         tally: written.tally,
         primed,
         stored: written.rows,
-        server_ratio: server_ratio?.or(telemetry.log_hit_ratio),
+        server_ratio: server_ratio.or(telemetry.log_hit_ratio),
         late,
         telemetry,
+        server_counts,
     };
     Ok(conclude(ctx, run, &source, output, passes, warnings))
 }
@@ -294,6 +309,7 @@ struct Passes {
     /// The warning of a `--start-at` already past.
     late: Option<String>,
     telemetry: super::telemetry::Observed,
+    server_counts: Option<crate::telemetry::counts::ServerCounts>,
 }
 
 /// The run's summary and warnings, from its measured records.
@@ -331,7 +347,7 @@ fn conclude(
     let (input_lengths, length_warning) = tally.input_lengths();
     let preconnect = output.preconnect.as_ref().and_then(Preconnect::warning);
     warnings.extend(all_as(Code::Connections, preconnect));
-    let reconnects = super::reconnects::warning(run, &output, &summary);
+    let reconnects = super::pass_warnings::reconnects(run, &output, &summary);
     warnings.extend(all_as(Code::Connections, reconnects));
     warnings.extend(all_as(Code::LateStart, passes.late));
     warnings.extend(all_as(Code::InputLengths, length_warning));
@@ -342,7 +358,7 @@ fn conclude(
         super::failures::partial_failure_warning(&summary, &tally.errors),
     ));
     let evidence = tally.evidence();
-    let server = super::judge::server_counts(traffic.as_ref());
+    let server = super::judge::trust_counts(passes.server_counts.as_ref());
     super::judge::reasons(
         run,
         &mut summary,
@@ -364,12 +380,18 @@ fn conclude(
         preconnect: output.preconnect,
         time,
         classes,
+        server_counts: passes.server_counts,
     }
 }
 
 /// How the writer folds a run's records: the metric definitions and SLOs, the first
 /// wave the leak check reads, and whether per-turn samples are kept.
-fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -> TallySettings {
+fn tally_settings(
+    ctx: &RunContext<'_>,
+    run: &RunSpec,
+    prepared: &PreparedRun,
+    block_size: Option<u32>,
+) -> TallySettings {
     TallySettings {
         definitions: definitions(ctx.definitions),
         slos: ctx.slos.to_vec(),
@@ -388,6 +410,7 @@ fn tally_settings(ctx: &RunContext<'_>, run: &RunSpec, prepared: &PreparedRun) -
         turns: prepared.conversation.is_some(),
         targets: prepared.targets.clone(),
         sharing: prepared.sharing.clone(),
+        block_size,
         warm: run.settings.cache_state == crate::plan::CacheState::Warm,
         classes: run.settings.mix.as_ref().map_or(0, Vec::len),
         trust: ctx.trust.clone(),
@@ -405,28 +428,6 @@ fn planned_total(run: &RunSpec, prepared: &PreparedRun) -> Option<u64> {
         Some(c) => Some((c.total + super::priming::conversation_turns(run, c.total)) as u64),
         None => Some((prepared.requests.len() + prepared.priming.len()) as u64),
     }
-}
-
-/// A sharded duration-only load whose prepared requests (or turns) ran out before its
-/// duration.
-fn cap_warning(
-    cap: Option<usize>,
-    source: &super::traffic::Source,
-    output: &RunOutput,
-) -> Option<String> {
-    let cap = cap?;
-    let ran_out = match source {
-        super::traffic::Source::Conversations(c) => c.used_all_turns(),
-        _ => !output.stopped_by_duration,
-    };
-    (ran_out && !output.cancelled).then(|| {
-        format!(
-            "request limit reached ({cap} requests for the whole run, this shard sending its \
-             share of them): a sharded run builds a duration-only load's requests before it \
-             starts, and this shard sent all of its share before the duration ended; give the \
-             load `requests`, or run it unsharded (no limit)"
-        )
-    })
 }
 
 /// The run's metrics from its records (their outputs counted by the writer).

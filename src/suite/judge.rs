@@ -22,10 +22,14 @@ fn exact_limit(run: &RunSpec) -> Option<u32> {
     }
 }
 
-/// The server's counters around the run, from its traffic facts (`server_counts`).
-pub fn server_counts(traffic: Option<&Value>) -> Option<ServerCounts> {
-    let counts = traffic?.get("server_counts")?;
-    serde_json::from_value(counts.clone()).ok()
+/// The server's counters around the run as the verdict's rules read them (the same
+/// figures: `telemetry::counts` gathers them, `trust` judges them).
+pub fn trust_counts(
+    counts: Option<&crate::telemetry::counts::ServerCounts>,
+) -> Option<ServerCounts> {
+    serde_json::to_value(counts?)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
 }
 
 /// Adds the verdict's reasons the run's numbers give to `warnings`, and nulls the

@@ -17,6 +17,13 @@
 //!
 //! `None` for datasets whose sharing perfplan does not build (every kind but `random`,
 //! and a mix with a class of another kind).
+//!
+//! A server caches a prompt in whole blocks (vLLM: 16 tokens by default, 128 on its CPU
+//! build), and never its last token: where the block size is known (the endpoint's
+//! `cache_block_size`, else `vllm:cache_config_info` on its `/metrics`) a request's
+//! shared tokens count as the whole blocks they fill within all but its last token, so a
+//! 64-token shared prefix on a server of 128-token blocks is planned as 0, not as a
+//! shortfall the server will never close.
 
 use std::collections::HashMap;
 
@@ -31,6 +38,24 @@ pub struct PlannedWatch {
     kind: Option<Kind>,
 }
 
+/// How a request's shared tokens count as the server caches them.
+#[derive(Debug, Clone, Copy)]
+struct Blocks(Option<u32>);
+
+impl Blocks {
+    /// Of a `tokens`-long prompt whose first `shared` tokens were sent before: the whole
+    /// blocks they fill within all but its last token (all of them when unknown).
+    fn cached(self, shared: u64, tokens: u64) -> u64 {
+        match self.0.filter(|b| *b > 0) {
+            None => shared,
+            Some(b) => {
+                let b = u64::from(b);
+                shared.min(tokens.saturating_sub(1)) / b * b
+            }
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Kind {
     One(GroupWatch),
@@ -41,6 +66,7 @@ enum Kind {
 #[derive(Debug)]
 struct GroupWatch {
     sharing: Sharing,
+    blocks: Blocks,
     /// Per group: the first request (index) that takes it, found up to `scanned`.
     first_use: Vec<Option<u64>>,
     scanned: u64,
@@ -82,6 +108,17 @@ impl PlannedWatch {
             }),
         });
         PlannedWatch { warm, kind }
+    }
+
+    /// Counts shared tokens in whole blocks of `block_size` tokens (when known).
+    pub fn with_block_size(mut self, block_size: Option<u32>) -> PlannedWatch {
+        let blocks = Blocks(block_size);
+        match &mut self.kind {
+            Some(Kind::One(one)) => one.blocks = blocks,
+            Some(Kind::Mix(mix)) => mix.classes.iter_mut().for_each(|c| c.blocks = blocks),
+            None => {}
+        }
+        self
     }
 
     pub fn add(&mut self, r: &RequestRecord) {
@@ -159,6 +196,7 @@ impl GroupWatch {
         GroupWatch {
             first_use: vec![None; sharing.prefixes.len()],
             sharing,
+            blocks: Blocks(None),
             scanned: 0,
             shared: 0,
             template: 0,
@@ -170,19 +208,21 @@ impl GroupWatch {
     fn add(&mut self, index: u64, tokens: u64, warm: bool) {
         let lead = u64::from(self.sharing.lead).min(tokens);
         self.total += tokens;
-        if warm {
-            self.shared += tokens;
-            self.template += lead;
+        let shared = if warm {
+            tokens
+        } else if index == 0 {
             return;
-        }
-        if index == 0 {
-            return;
-        }
-        let group = self.sharing.group_of(index as usize);
-        let prefix = u64::from(self.sharing.prefix(group)).min(tokens);
-        let seen_before = self.used_before(group, index);
-        self.template += lead;
-        self.shared += if seen_before { prefix.max(lead) } else { lead };
+        } else {
+            let group = self.sharing.group_of(index as usize);
+            let prefix = u64::from(self.sharing.prefix(group)).min(tokens);
+            match self.used_before(group, index) {
+                true => prefix.max(lead),
+                false => lead,
+            }
+        };
+        let cached = self.blocks.cached(shared, tokens);
+        self.shared += cached;
+        self.template += lead.min(cached);
     }
 
     /// Whether a request before `index` took `group`: indices are scanned in order, each

@@ -241,13 +241,7 @@ fn prebuilt(
     let warmup = builder.warmup.min(requests.len());
     out.priming = match s.cache_state {
         CacheState::Cold => Vec::new(),
-        CacheState::Warm => requests[warmup..]
-            .iter()
-            .map(|r| PreparedRequest {
-                phase: Phase::Priming,
-                ..r.clone()
-            })
-            .collect(),
+        CacheState::Warm => super::traffic::as_priming(&requests[warmup..]),
     };
     out.targets = Arc::new(Targets::new(
         items.iter().map(|i| i.target_input_tokens).collect(),
@@ -324,6 +318,7 @@ impl BodyBuilder {
             fields: &fields,
             stream: req.stream,
             include_usage: req.stream,
+            continuous_usage: req.continuous_usage,
             reject_fields: &self.reject_fields,
         };
         let (path, body) = match &self.template {
@@ -347,7 +342,7 @@ impl BodyBuilder {
         } else {
             Phase::Measured
         };
-        let max_output_tokens = api::output_limit(&body);
+        let (max_output_tokens, running_usage) = api::body_reads(&body);
         Ok(PreparedRequest {
             item: i,
             phase,
@@ -357,6 +352,7 @@ impl BodyBuilder {
             stream: req.stream,
             client_input_tokens: item.client_input_tokens,
             max_output_tokens,
+            running_usage,
             headers: Vec::new(),
             session: Some(super::session::session_key(
                 self.session_seed,

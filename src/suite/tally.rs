@@ -32,6 +32,8 @@ pub struct TallySettings {
     /// What the run's prompts share (the planned hit ratio's inputs), and whether a
     /// priming pass sent them all before.
     pub sharing: Option<crate::dataset::RunSharing>,
+    /// The server's cache block size, when known: shared tokens count in whole blocks.
+    pub block_size: Option<u32>,
     pub warm: bool,
     /// A mix's classes (0 for a run that is not a mix): each gets its own fold.
     pub classes: usize,
@@ -49,6 +51,7 @@ impl Default for TallySettings {
             turns: false,
             targets: Arc::default(),
             sharing: None,
+            block_size: None,
             warm: false,
             classes: 0,
             trust: crate::trust::Thresholds::default(),
@@ -107,7 +110,8 @@ impl Tally {
         Tally {
             fold: Fold::new(settings.definitions, &settings.slos),
             leak: LeakWatch::new(settings.first_wave),
-            planned: PlannedWatch::new(settings.sharing, settings.warm),
+            planned: PlannedWatch::new(settings.sharing, settings.warm)
+                .with_block_size(settings.block_size),
             lengths: Lengths::default(),
             targets: settings.targets,
             errors: FirstErrors::default(),

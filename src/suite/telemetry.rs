@@ -63,6 +63,18 @@ pub fn finish(watch: Watch, started: SystemTime) -> Result<Observed, RunnerError
     })
 }
 
+impl Observed {
+    /// The most requests the server had running plus waiting at one scrape.
+    pub fn server_in_flight_max(&self) -> Option<u64> {
+        let tallies = self.sampled.as_ref()?.tallies();
+        let most = tallies.iter().find_map(|t| {
+            let g = t.gauges.get(crate::telemetry::scalars::IN_FLIGHT)?;
+            (g.n > 0).then_some(g.max)
+        })?;
+        Some(most.max(0.0).round() as u64)
+    }
+}
+
 /// The telemetry scalars into the summary (they stay null without telemetry), and the
 /// sampler's warnings.
 pub fn apply(observed: &Observed, summary: &mut RunSummary, warnings: &mut Vec<String>) {

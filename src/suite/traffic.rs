@@ -83,11 +83,12 @@ fn trace(
             fields: &empty,
             stream: false,
             include_usage: false,
+            continuous_usage: false,
             reject_fields: &s.endpoint.spec.reject_fields,
         };
         let (path, body) = api::build_body(kind, &input)
             .map_err(|source| RunnerError::Body { item: i, source })?;
-        let max_output_tokens = api::output_limit(&body);
+        let (max_output_tokens, running_usage) = api::body_reads(&body);
         out.requests.push(PreparedRequest {
             item: i as u64,
             phase: Phase::Measured,
@@ -97,6 +98,7 @@ fn trace(
             stream: stream && kind.can_stream(),
             client_input_tokens,
             max_output_tokens,
+            running_usage,
             headers,
             session: Some(super::session::session_key(
                 s.seed,
@@ -108,17 +110,19 @@ fn trace(
         out.trace_ids.push(t.request_id);
     }
     if s.cache_state == crate::plan::CacheState::Warm {
-        out.priming = out
-            .requests
-            .iter()
-            .map(|r| PreparedRequest {
-                phase: Phase::Priming,
-                ..r.clone()
-            })
-            .collect();
+        out.priming = as_priming(&out.requests);
     }
     out.schedule = Some(offsets);
     Ok(out)
+}
+
+/// The priming pass of a warm run: the same requests, marked `priming`.
+pub(super) fn as_priming(requests: &[PreparedRequest]) -> Vec<PreparedRequest> {
+    let priming = |r: &PreparedRequest| PreparedRequest {
+        phase: Phase::Priming,
+        ..r.clone()
+    };
+    requests.iter().map(priming).collect()
 }
 
 fn conversation(
@@ -164,6 +168,11 @@ fn conversation(
             DatasetPlan::RandomMultiTurn(m) => m.think_time,
             DatasetPlan::Conversations { think_time, .. } => *think_time,
             _ => Duration::ZERO,
+        },
+        echo_reasoning: match &run.dataset {
+            DatasetPlan::RandomMultiTurn(m) => m.echo_reasoning,
+            DatasetPlan::Conversations { echo_reasoning, .. } => *echo_reasoning,
+            _ => false,
         },
         priming: false,
         stop_new_after: s.load.duration.map(|d| d.0),

@@ -133,9 +133,34 @@ pub const FAMILIES: &[Family] = &[
         Sum,
     ),
     f(
+        "vllm:prompt_tokens_cached_total",
+        "prompt_tokens_cached_total",
+        Counter,
+        Sum,
+    ),
+    f(
         "vllm:request_success_total",
         "requests_finished_total",
         Counter,
+        Sum,
+    ),
+    f(
+        "tgi_request_success",
+        "requests_finished_total",
+        Counter,
+        Sum,
+    ),
+    // TGI counts tokens only per request, in histograms (their `_sum` is the total).
+    f(
+        "tgi_request_input_length",
+        "server_input_tokens",
+        Histogram,
+        Sum,
+    ),
+    f(
+        "tgi_request_generated_tokens",
+        "server_generated_tokens",
+        Histogram,
         Sum,
     ),
     f(

@@ -1,12 +1,15 @@
-//! The server-side prefix-cache hit ratio: the server's Prometheus `/metrics` scraped
-//! before and after a run's measured pass, a small parser of the text exposition format,
-//! and the difference of the hit and query counters. Knows the counter names of vLLM and
-//! SGLang as defaults and alternatives. Stores each scrape with the run
-//! (`server_metrics`, phases `before`/`after`); knows nothing about the engine.
+//! The server's side of a run: its Prometheus `/metrics` scraped before and after a
+//! run's passes (`around`: the prefix-cache hit ratio from the difference of the hit and
+//! query counters, stored with the run as `server_metrics` phases `before`/`after`; the
+//! token and request counters of `counts`), sampled during the measured pass
+//! (`sampler`, `frame`, `scalars`), a small parser of the text exposition format, and a
+//! launched server's log. Knows the counter names of vLLM and SGLang as defaults and
+//! alternatives; knows nothing about the engine.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
+mod around;
+pub mod counts;
 pub mod expo;
 pub mod families;
 pub mod frame;
@@ -14,9 +17,10 @@ pub mod log_cache;
 pub mod sampler;
 pub mod scalars;
 
+pub use around::{Scraped, ServerScrape};
+
 use crate::control;
 use crate::plan::ServerMetricsSpec;
-use crate::store::{ServerPhase, Store};
 
 /// vLLM (v1): prompt tokens found in the prefix cache.
 pub const VLLM_HITS: &str = "vllm:prefix_cache_hits_total";
@@ -144,7 +148,7 @@ pub async fn scrape<'a>(
 /// (a vLLM page is about 100 kB).
 pub const MAX_PAGE_BYTES: usize = 16 << 20;
 
-async fn page(client: &control::Client, url: url::Url) -> Option<String> {
+pub(crate) async fn page(client: &control::Client, url: url::Url) -> Option<String> {
     fetch(client, url, control::timeouts::SCRAPE).await.ok()
 }
 
@@ -235,89 +239,6 @@ pub enum TelemetryError {
     Poisoned,
     #[error("results database")]
     Store(#[from] crate::store::StoreError),
-}
-
-/// One server's counters, scraped around a run's measured pass; with replicas, every
-/// replica's, summed (the hit ratio of all of them together).
-#[derive(Debug, Clone)]
-pub struct ServerScrape {
-    pub candidates: Vec<CounterNames>,
-    client: control::Client,
-    others: Vec<control::Client>,
-}
-
-impl ServerScrape {
-    /// Scrapes the server `target` names (its URLs, TLS, key and headers).
-    pub fn new(
-        server: control::ClientSpec<'_>,
-        candidates: Vec<CounterNames>,
-    ) -> Result<ServerScrape, control::ControlError> {
-        let client = control::Client::new(&control::ClientSpec {
-            timeout: control::timeouts::SCRAPE,
-            ..server
-        })?;
-        Ok(ServerScrape {
-            candidates,
-            client,
-            others: Vec::new(),
-        })
-    }
-
-    /// Scrapes `server` too (another replica), and adds its counters to the first's.
-    pub fn with_replica(
-        mut self,
-        server: control::ClientSpec<'_>,
-    ) -> Result<ServerScrape, control::ControlError> {
-        self.others.push(control::Client::new(&control::ClientSpec {
-            timeout: control::timeouts::SCRAPE,
-            ..server
-        })?);
-        Ok(self)
-    }
-
-    /// Every replica's counters summed; `None` when any replica has none (a sum that
-    /// misses a replica would be a wrong ratio).
-    async fn scrape_all(&self) -> Option<BTreeMap<String, f64>> {
-        let (_, mut values) = scrape(&self.client, &self.candidates).await?;
-        for other in &self.others {
-            let (_, more) = scrape(other, &self.candidates).await?;
-            for (name, v) in more {
-                *values.entry(name).or_insert(0.0) += v;
-            }
-        }
-        Some(values)
-    }
-
-    /// Scrapes and stores the counters under `phase`; `None` when the server has none.
-    pub async fn take(
-        &self,
-        store: &Arc<Mutex<Store>>,
-        run_id: &str,
-        phase: ServerPhase,
-    ) -> Result<Option<BTreeMap<String, f64>>, TelemetryError> {
-        let Some(values) = self.scrape_all().await else {
-            return Ok(None);
-        };
-        store
-            .lock()
-            .map_err(|_| TelemetryError::Poisoned)?
-            .write_server_metrics(run_id, phase, &values)?;
-        Ok(Some(values))
-    }
-
-    /// The hit ratio between `before` and a scrape taken now (stored as `after`).
-    pub async fn ratio_since(
-        &self,
-        store: &Arc<Mutex<Store>>,
-        run_id: &str,
-        before: Option<&BTreeMap<String, f64>>,
-    ) -> Result<Option<f64>, TelemetryError> {
-        let Some(before) = before else {
-            return Ok(None);
-        };
-        let after = self.take(store, run_id, ServerPhase::After).await?;
-        Ok(after.and_then(|a| first_ratio(before, &a, &self.candidates)))
-    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,9 @@ const TRACKED: [&str; 5] = [
     fam::GPU_POWER,
 ];
 
+/// Running plus waiting requests at one scrape (the gauges' sum), tracked like a gauge.
+pub const IN_FLIGHT: &str = "in_flight";
+
 /// What the sampler keeps of one URL's scrapes (bounded: two frames and a few gauges).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UrlTally {
@@ -48,8 +51,10 @@ pub struct UrlTally {
 impl UrlTally {
     /// Counts one successful scrape taken at `t_ms`.
     pub fn add(&mut self, t_ms: i64, frame: Frame) {
-        for name in TRACKED {
-            if let Some(v) = frame.value(name) {
+        let in_flight = super::counts::in_flight_of(&frame);
+        let values = TRACKED.map(|name| (name, frame.value(name)));
+        for (name, value) in values.into_iter().chain([(IN_FLIGHT, in_flight)]) {
+            if let Some(v) = value {
                 let g = self.gauges.entry(name).or_default();
                 g.max = if g.n == 0 { v } else { g.max.max(v) };
                 g.sum += v;
@@ -200,6 +205,10 @@ mod tests {
                  vllm:num_preemptions_total 5\nvllm:generation_tokens_total 600\n\
                  DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\"} 1250000\n",
             ),
+        );
+        assert_eq!(
+            t.gauges[IN_FLIGHT].max, 4.0,
+            "running and waiting at one scrape"
         );
         let s = scalars(&[t], None);
         assert!(SCALAR_NAMES.iter().all(|n| s.contains_key(n)));

@@ -193,8 +193,17 @@ mod tests {
     use super::*;
     use crate::record::Usage;
 
+    /// A streamed answer of these content chunks (one token each, as counted), its
+    /// usage and the client tokenizer's count.
     fn rec(usage: Option<u32>, client: Option<u32>, chunks_ms: &[u64]) -> RequestRecord {
+        let n = u32::try_from(chunks_ms.len()).unwrap_or(u32::MAX);
         RequestRecord {
+            stream_tokens: Some(crate::record::StreamTokens {
+                choice_chunks: n,
+                at_content: (1..=n).collect(),
+                total: n,
+                source: crate::record::TokenSource::Chunks,
+            }),
             sent: Duration::ZERO,
             content_times: chunks_ms
                 .iter()

@@ -289,6 +289,7 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
             stream,
             client_input_tokens: Some(4),
             max_output_tokens: None,
+            running_usage: false,
             headers: Vec::new(),
             session: None,
             class: None,

@@ -37,7 +37,7 @@ impl<'a> Cursor<'a> {
         serde_json::Error::custom(format!("{what} at byte {}", self.at))
     }
 
-    fn peek(&mut self) -> Option<u8> {
+    pub(crate) fn peek(&mut self) -> Option<u8> {
         while let Some(&c) = self.bytes.get(self.at) {
             if !matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
                 return Some(c);
@@ -211,6 +211,15 @@ impl<'a> Cursor<'a> {
             .parse::<u32>()
             .map(Some)
             .map_err(|_| self.error("integer out of range for u32"))
+    }
+
+    /// `true` for a `true`, `false` for any other value (skipped, its grammar checked).
+    pub(crate) fn is_true(&mut self) -> Scan<bool> {
+        if self.peek() == Some(b't') {
+            self.literal(b"true")?;
+            return Ok(true);
+        }
+        self.skip().map(|()| false)
     }
 
     /// Skips one value of any kind, checking its grammar.

@@ -87,6 +87,7 @@ impl Seen {
 /// The text fields of a chat `delta` or `message`.
 #[derive(Default)]
 struct Message<'a> {
+    role: Option<Cow<'a, str>>,
     content: Option<Cow<'a, str>>,
     reasoning_content: Option<Cow<'a, str>>,
     reasoning: Option<Cow<'a, str>>,
@@ -128,13 +129,24 @@ impl<'a> Choice<'a> {
         info.has_choice = true;
         info.finish_reason = non_empty(self.finish);
         if let Some(m) = self.message {
+            let slot =
+                m.content.is_some() || m.reasoning_content.is_some() || m.reasoning.is_some();
             info.content = non_empty(m.content);
             info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
             info.tool = m.tools.into_text();
+            info.token = token_slot(info, slot, m.role.is_some());
         } else {
+            info.token = self.text.is_some();
             info.content = non_empty(self.text);
         }
     }
+}
+
+/// Whether a chat choice carried a token: any output, or a text field present (even
+/// empty: vLLM streams a special token as `"content": ""`) in a delta that does not
+/// name the role (the opening `{"role": "assistant", "content": ""}` carries none).
+pub(crate) fn token_slot(info: &ChunkInfo<'_>, text_field: bool, role: bool) -> bool {
+    info.has_output() || (text_field && !role)
 }
 
 fn choice<'a>(c: &mut Cursor<'a>, shape: Shape) -> Scan<Choice<'a>> {
@@ -186,6 +198,7 @@ fn opt_message<'a>(c: &mut Cursor<'a>) -> Scan<Option<Message<'a>>> {
             b"content" => (0, &mut m.content),
             b"reasoning_content" => (1, &mut m.reasoning_content),
             b"reasoning" => (2, &mut m.reasoning),
+            b"role" => (5, &mut m.role),
             b"tool_calls" => {
                 seen.once(c, 3, "tool_calls")?;
                 return tool_calls(c, &mut m.tools);
@@ -263,6 +276,16 @@ fn usage(c: &mut Cursor<'_>) -> Scan<Option<UsageWire>> {
                 u.input_tokens_details = details(c)?;
                 return Ok(());
             }
+            b"completion_tokens_details" => {
+                seen.once(c, 7, "completion_tokens_details")?;
+                u.completion_tokens_details = details(c)?;
+                return Ok(());
+            }
+            b"output_tokens_details" => {
+                seen.once(c, 8, "output_tokens_details")?;
+                u.output_tokens_details = details(c)?;
+                return Ok(());
+            }
             _ => return c.skip(),
         };
         seen.once(c, bit, std::str::from_utf8(key).unwrap_or("?"))?;
@@ -281,6 +304,11 @@ fn details(c: &mut Cursor<'_>) -> Scan<Option<DetailsWire>> {
         b"cached_tokens" => {
             seen.once(c, 0, "cached_tokens")?;
             d.cached_tokens = c.opt_u32()?;
+            Ok(())
+        }
+        b"reasoning_tokens" => {
+            seen.once(c, 1, "reasoning_tokens")?;
+            d.reasoning_tokens = c.opt_u32()?;
             Ok(())
         }
         _ => c.skip(),

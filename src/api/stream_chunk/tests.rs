@@ -61,6 +61,8 @@ struct RefChoice<'a> {
 #[derive(Deserialize)]
 struct RefMessage<'a> {
     #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     content: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     reasoning_content: Option<Cow<'a, str>>,
@@ -143,14 +145,19 @@ fn reference(data: &[u8], shape: Shape) -> Result<ChunkInfo<'_>, serde_json::Err
             if let Some(choice) = reference_chunk::<RefChoice<'_>>(data, &mut info)? {
                 info.finish_reason = non_empty(choice.finish_reason);
                 if let Some(mut m) = choice.delta.or(choice.message) {
+                    let slot = m.content.is_some()
+                        || m.reasoning_content.is_some()
+                        || m.reasoning.is_some();
                     info.tool = reference_tools(&mut m);
                     info.content = non_empty(m.content);
                     info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
+                    info.token = token_slot(&info, slot, m.role.is_some());
                 }
             }
         }
         Shape::Completions => {
             if let Some(choice) = reference_chunk::<RefText<'_>>(data, &mut info)? {
+                info.token = choice.text.is_some();
                 info.content = non_empty(choice.text);
                 info.finish_reason = non_empty(choice.finish_reason);
             }
@@ -192,6 +199,10 @@ const CORPUS: &[&str] = &[
     r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":"tool_calls"}]}"#,
     r#"{"choices":[{"index":0,"delta":{"function_call":{"arguments":"1}"}}}]}"#,
     r#"{"choices":[{"index":0,"delta":{"tool_calls":null,"function_call":null}}]}"#,
+    // vLLM: a special token's empty text, a running per-chunk usage, reasoning tokens.
+    r#"{"id":"chatcmpl-4","object":"chat.completion.chunk","created":1,"model":"x","choices":[{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":null,"token_ids":null}],"usage":{"prompt_tokens":40,"total_tokens":47,"completion_tokens":7}}"#,
+    r#"{"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":9,"total_tokens":13,"completion_tokens_details":{"reasoning_tokens":6},"prompt_tokens_details":null}}"#,
+    r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
 ];
 
 fn assert_same(data: &[u8]) {
@@ -292,7 +303,7 @@ fn tool_calls_are_output_text() {
     let legacy = parse(CORPUS[26].as_bytes(), Shape::Chat).unwrap();
     assert_eq!(legacy.tool.as_deref(), Some("1}"));
     let none = parse(CORPUS[27].as_bytes(), Shape::Chat).unwrap();
-    assert!(none.has_choice && !none.has_output());
+    assert!(none.has_choice && !none.has_output() && !none.token);
     // Reasoning is output but not an answer.
     let thinking = parse(CORPUS[6].as_bytes(), Shape::Chat).unwrap();
     assert!(thinking.has_output() && !thinking.has_answer());
@@ -384,8 +395,9 @@ fn generated_choice(rng: &mut ChaCha8Rng) -> String {
     let function = format!("{{\"name\":{name},\"arguments\":{arguments}}}");
     let call = format!("{{\"index\":0,\"function\":{}}}", opt(rng, function));
     let calls = opt(rng, format!("[{call}]"));
+    let role = opt(rng, "\"assistant\"".to_string());
     let message = format!(
-        "{{\"role\":\"assistant\",\"content\":{},\"reasoning_content\":{},\"tool_calls\":{},\"x\":{}}}",
+        "{{\"role\":{role},\"content\":{},\"reasoning_content\":{},\"tool_calls\":{},\"x\":{}}}",
         opt_string(rng),
         opt_string(rng),
         calls,
@@ -413,11 +425,14 @@ fn generated(rng: &mut ChaCha8Rng) -> String {
     let first = generated_choice(rng);
     let cached = format!("{{\"cached_tokens\":{}}}", rng.gen_range(0..5000));
     let details = opt(rng, cached);
+    let reasoning = format!("{{\"reasoning_tokens\":{}}}", rng.gen_range(0..5000));
+    let out_details = opt(rng, reasoning);
     let usage = format!(
-        "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"prompt_tokens_details\":{}}}",
+        "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"prompt_tokens_details\":{},\"completion_tokens_details\":{}}}",
         rng.gen_range(0..5000),
         rng.gen_range(0..5000),
-        details
+        details,
+        out_details
     );
     let mut top = vec![
         format!("\"id\":{}", string(rng)),

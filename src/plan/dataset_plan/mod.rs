@@ -52,6 +52,8 @@ pub enum DatasetPlan {
         path: String,
         think_time: Duration,
         max_turns: Option<u32>,
+        /// Send each answer's reasoning back with it (`echo_reasoning`).
+        echo_reasoning: bool,
     },
     Trace(TracePlan),
     RandomImages {
@@ -132,6 +134,8 @@ pub struct MultiTurn {
     pub assistant_tokens: Option<TokenRange>,
     /// Pause between an answer and the next turn (default none).
     pub think_time: Duration,
+    /// Send each answer's reasoning back with it (`echo_reasoning`, default false).
+    pub echo_reasoning: bool,
     /// A system message of this many tokens shared by every conversation (0: none).
     pub prefix_tokens: u32,
 }
@@ -322,12 +326,14 @@ fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan
                 .unwrap_or(TokenRange::Fixed(DEFAULT_USER_TOKENS)),
             assistant_tokens: s.assistant_tokens,
             think_time,
+            echo_reasoning: s.echo_reasoning == Some(true),
             prefix_tokens: s.prefix_tokens.unwrap_or(0),
         }),
         DatasetKind::Conversations => DatasetPlan::Conversations {
             path: path(missing)?,
             think_time,
             max_turns: s.turns.map(TokenRange::max),
+            echo_reasoning: s.echo_reasoning == Some(true),
         },
         DatasetKind::Mix => {
             need(&s.mix, "mix", missing)?;

@@ -138,14 +138,15 @@ fn defaults_are_resolved() {
     assert_eq!(select.input_len_mode, InputLenMode::Cap);
     // Values written are kept.
     let conv = typed(
-        json!({"kind": "conversations", "path": "c", "turns": {"min": 1, "max": 3}, "think_time": "250ms"}),
+        json!({"kind": "conversations", "path": "c", "turns": {"min": 1, "max": 3}, "think_time": "250ms", "echo_reasoning": true}),
     );
     assert_eq!(
         conv,
         DatasetPlan::Conversations {
             path: "c".into(),
             think_time: Duration::from_millis(250),
-            max_turns: Some(3)
+            max_turns: Some(3),
+            echo_reasoning: true,
         }
     );
 }

@@ -1,7 +1,9 @@
 //! Multi-turn runs: a `RequestSource` that keeps up to `max_active` conversations going
 //! (closed loop: `concurrency` counts conversations in flight, each with at most one turn
 //! in flight) and builds each next turn from the conversation so far plus the server's
-//! real answer to the previous turn. `requests` counts turns (warmup turns first). A turn
+//! real answer to the previous turn: its content (and tool-call text) only, as OpenAI
+//! clients append it, or with its reasoning in `reasoning_content` too when the plan says
+//! `echo_reasoning = true`. `requests` counts turns (warmup turns first). A turn
 //! that fails ends its conversation. Think time: a conversation waits that long after an
 //! answer before its next turn; when nothing else is in flight the source waits for it
 //! (the driver has nothing to do meanwhile).
@@ -49,6 +51,8 @@ pub struct ConversationPlan {
     /// Conversations in flight at once.
     pub max_active: usize,
     pub think_time: Duration,
+    /// Send each answer's reasoning back in its message's `reasoning_content`.
+    pub echo_reasoning: bool,
     /// Every turn is a priming turn (the unmeasured pass of a warm run).
     pub priming: bool,
     /// The run's `duration`: no conversation starts after it, and those already started
@@ -202,6 +206,7 @@ impl ConversationSource {
             fields: &f,
             stream: t.request.stream,
             include_usage: t.request.stream,
+            continuous_usage: t.request.continuous_usage,
             reject_fields: &t.reject_fields,
         };
         let built = match &t.body_template {
@@ -243,7 +248,7 @@ impl ConversationSource {
         if phase != Phase::Warmup {
             self.started.get_or_insert_with(Instant::now);
         }
-        let max_output_tokens = api::output_limit(&body);
+        let (max_output_tokens, running_usage) = api::body_reads(&body);
         self.hand_over(item, prompt);
         Some(PreparedRequest {
             item,
@@ -254,6 +259,7 @@ impl ConversationSource {
             stream: t.request.stream,
             client_input_tokens: None,
             max_output_tokens,
+            running_usage,
             headers: Vec::new(),
             session: Some(super::session::session_key(
                 self.plan.template.session_seed,
@@ -339,9 +345,19 @@ impl RequestSource for ConversationSource {
             return;
         }
         conv.messages
-            .push(json!({"role": "assistant", "content": record.output_text}));
+            .push(answer_message(record, self.plan.echo_reasoning));
         conv.ready_at = Some(Instant::now() + self.plan.think_time);
     }
+}
+
+/// The assistant message a conversation appends after a turn: the answer's text, and
+/// its reasoning too when `echo` (and there was some).
+fn answer_message(record: &RequestRecord, echo: bool) -> Value {
+    let mut message = json!({"role": "assistant", "content": record.output_text});
+    if echo && !record.reasoning_text.is_empty() {
+        message["reasoning_content"] = json!(record.reasoning_text);
+    }
+    message
 }
 
 /// What the per-turn metrics read of one measured successful turn.

@@ -29,6 +29,7 @@ fn plan(total: usize, max_active: usize, think_ms: u64) -> ConversationPlan {
         total,
         max_active,
         think_time: Duration::from_millis(think_ms),
+        echo_reasoning: false,
         priming: false,
         stop_new_after: None,
         counter: None,
@@ -168,6 +169,7 @@ fn turn_metrics_split_first_and_later_turns() {
             prompt_tokens: Some(prompt),
             completion_tokens: Some(1),
             cached_tokens: Some(cached),
+            reasoning_tokens: None,
         },
         ..Default::default()
     };
@@ -186,4 +188,28 @@ fn turn_metrics(
 ) -> Vec<(&'static str, Option<f64>)> {
     let samples: Vec<TurnSample> = records.iter().filter_map(TurnSample::of).collect();
     turn_metrics_of(&samples, turn_of_item)
+}
+
+/// An answer's reasoning is left out of the conversation, as OpenAI clients append the
+/// message's content only; `echo_reasoning` sends it back in `reasoning_content`.
+#[test]
+fn reasoning_is_sent_back_only_when_echoed() {
+    for echo in [false, true] {
+        let mut p = plan(4, 1, 0);
+        p.echo_reasoning = echo;
+        let mut s = ConversationSource::new(p);
+        let first = take(&mut s);
+        let mut reply = answer(&first, "Paris");
+        reply.reasoning_text = "the capital".into();
+        s.completed(&reply);
+        let second = take(&mut s);
+        let body: Value = serde_json::from_slice(&second.body).unwrap();
+        let sent = &body["messages"][1];
+        let want = match echo {
+            false => json!({"role": "assistant", "content": "Paris"}),
+            true => json!({"role": "assistant", "content": "Paris",
+                           "reasoning_content": "the capital"}),
+        };
+        assert_eq!(sent, &want, "echo_reasoning = {echo}");
+    }
 }

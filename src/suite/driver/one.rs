@@ -271,6 +271,10 @@ fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
         if let Some(p) = &result.preconnect {
             map.insert("preconnect".into(), p.to_json());
         }
+        if let Some(counts) = &result.server_counts {
+            let key = crate::telemetry::counts::ServerCounts::KEY;
+            map.insert(key.into(), serde_json::json!(counts));
+        }
     }
     if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
         map.extend(more.clone());
