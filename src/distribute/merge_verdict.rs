@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::metrics::RunSummary;
 use crate::store::StoredRun;
-use crate::trust::{self, Code, Evidence, RunFacts, RunWarning, Thresholds, Verdict};
+use crate::trust::{self, Code, Evidence, RunWarning, Thresholds, Verdict};
 
 /// Codes the merged rows judge again; a shard's own are dropped for them.
 const REJUDGED: &[Code] = &[
@@ -42,18 +42,8 @@ pub fn merged(
             }
         }
     }
-    if let Some(why) = &summary.client_bound {
-        let severity = trust.client_bound_severity(&summary.values);
-        warnings.push(RunWarning::new(Code::ClientBound, why.clone()).with_severity(severity));
-    }
-    let failed: u64 = summary.failures.values().sum();
-    let facts = RunFacts {
-        values: Some(&summary.values),
-        requests: summary.requests,
-        failed,
-        estimated: summary.estimated_input.max(summary.estimated_output),
-        ..RunFacts::default()
-    };
+    warnings.extend(trust::of_summary::client_bound(summary, trust));
+    let facts = trust::of_summary::facts(summary);
     warnings.extend(
         trust::judge(&facts, trust)
             .into_iter()

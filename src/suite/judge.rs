@@ -41,30 +41,13 @@ pub fn reasons(
     warnings: &mut Vec<RunWarning>,
     (server, trust): (Option<ServerCounts>, &Thresholds),
 ) {
-    if let Some(why) = &summary.client_bound {
-        let severity = trust.client_bound_severity(&summary.values);
-        warnings.push(
-            RunWarning::new(
-                Code::ClientBound,
-                format!(
-                    "{why}; the client, not the server, held the run back: give perfplan more \
-                     CPU (or a machine of its own), fewer streams per process (`--shard`), \
-                     or raise [trust] lateness_p99 / client_cpu_share if this is known"
-                ),
-            )
-            .with_severity(severity),
-        );
-    }
-    let failed: u64 = summary.failures.values().sum();
+    warnings.extend(trust::of_summary::client_bound(summary, trust));
     let facts = RunFacts {
-        values: Some(&summary.values),
-        requests: summary.requests,
-        failed,
-        estimated: summary.estimated_input.max(summary.estimated_output),
         streamed: run.request.stream,
         output_limit: exact_limit(run),
         evidence: evidence.clone(),
         server,
+        ..trust::of_summary::facts(summary)
     };
     warnings.extend(trust::judge(&facts, trust));
     // Accepted ("this server answers at once, I know"), the timings stand.

@@ -11,6 +11,7 @@ pub mod judge;
 mod judge_server;
 pub mod judge_stream;
 mod judge_values;
+pub mod of_summary;
 pub mod thresholds;
 pub mod verdict;
 pub mod warning;
