@@ -138,7 +138,7 @@ pub fn bar_chart(chart: &BarChart) -> String {
             };
             let _ = write!(
                 s,
-                r#"<g><title>{}: {}</title><rect x="{LEFT}" y="{y:.1}" width="{width:.1}" height="{:.1}" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text></g>"#,
+                r#"<g><title>{}: {}</title><rect x="{LEFT}" y="{y:.1}" width="{width:.1}" height="{:.1}" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="12">{}</text></g>"#,
                 escape(&chart.values[i]),
                 escape(&text),
                 BAR - 2.0,

@@ -226,7 +226,11 @@ pub fn charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
                 x_label: format!("{quantity} (ms)"),
                 y_label: "share of requests".into(),
                 series,
-                x_range: None,
+                how: format!(
+                    "one line per run and mix class; {}",
+                    super::plots::CDF_HOW.trim_start_matches("one line per run; ")
+                ),
+                ..Chart::default()
             });
         }
     }

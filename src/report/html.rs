@@ -12,7 +12,7 @@ use super::gates::GateOutcome;
 use super::grid::{pivot_grid, Grid, MISSING};
 use super::pivot::{axis_label, Labels, Pivot};
 use super::plots::{cdf_charts, sweep_charts, Digest};
-use super::svg::{escape, line_chart};
+use super::svg::{escape, figure, line_figure};
 use super::{Layout, ReportData, ReportError};
 use crate::store::Store;
 
@@ -21,7 +21,10 @@ table{border-collapse:collapse;margin:12px 0;font-size:13px}th,td{border:1px sol
 th{background:#f3f3f3;vertical-align:bottom}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .pass{color:#17803d;font-weight:bold}.fail{color:#c0262d;font-weight:bold}\
 .facts{color:#555;font-size:13px}figure{margin:8px 0}pre{background:#f7f7f7;padding:8px;overflow:auto}\
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:8px 16px}\
+.charts{display:grid;grid-template-columns:minmax(0,1000px);gap:8px 16px}\
+figcaption{font-size:13px;color:#555;margin:2px 0 10px 4px;max-width:1000px}\
+p.error{border-left:6px solid #c0262d;background:#fdf0f0;padding:6px 12px;font-size:14px}\
+.header{font-size:15px;margin:4px 0 10px}.header b{font-weight:600}\
 details.run{margin:8px 0}details.run>summary{cursor:pointer;font-weight:bold}\
 .verdicts{border-left:6px solid #c0262d;background:#fdf0f0;padding:8px 14px;margin:12px 0;font-size:14px}\
 .verdicts.suspect{border-color:#b7791f;background:#fdf8ec}.verdicts.valid{border-color:#17803d;background:#f0f9f3}\
@@ -218,6 +221,9 @@ fn runs_html(data: &ReportData, digests: &[Digest]) -> String {
     s
 }
 
+const BARS_HOW: &str = "one group per combination of the other axes, one bar per value of \
+the compared axis, its figure at the bar's end; compare bars within a group, not across";
+
 /// The plots: sweeps and operating points, CDFs, compared axes side by side, and each
 /// run over time.
 fn plots_html(data: &ReportData, digests: &[Digest]) -> String {
@@ -234,7 +240,7 @@ fn plots_html(data: &ReportData, digests: &[Digest]) -> String {
             escape(&lines_of(&labels))
         );
         for chart in &charts {
-            let _ = write!(s, "<figure>{}</figure>", line_chart(chart));
+            s.push_str(&line_figure(chart));
         }
         s.push_str("</div>");
     }
@@ -242,7 +248,7 @@ fn plots_html(data: &ReportData, digests: &[Digest]) -> String {
     if !bars.is_empty() {
         s.push_str("<h2>Side by side</h2><p class=\"facts\">Each compared axis's values next to each other, one group per combination of the other axes.</p><div class=\"charts\">");
         for chart in &bars {
-            let _ = write!(s, "<figure>{}</figure>", bar_chart(chart));
+            s.push_str(&figure(&bar_chart(chart), BARS_HOW));
         }
         s.push_str("</div>");
     }
@@ -276,7 +282,12 @@ pub fn render(
         .collect::<Result<Vec<_>, _>>()?;
     let name = escape(&data.suite.info.plan_name);
     let mut s = format!("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfplan: {name}</title><style>{STYLE}</style></head><body>");
-    let _ = write!(s, "<h1>perfplan: {name}</h1>{}", facts(&data));
+    let _ = write!(
+        s,
+        "<h1>perfplan: {name}</h1>{}{}",
+        super::html_header::header(&data),
+        facts(&data)
+    );
     s.push_str(&verdicts_html(&data));
     let _ = write!(s, "<h2>Results</h2>{}", grid_html(&grid));
     if let Some(groups) = groups {
@@ -285,24 +296,26 @@ pub fn render(
     if let Some(steps) = super::ramp_steps::grid(&data.runs) {
         let _ = write!(s, "<h2>Ramp steps</h2>{}", grid_html(&steps));
         for chart in super::ramp_steps::charts(&data.runs) {
-            let _ = write!(s, "<figure>{}</figure>", super::svg::line_chart(&chart));
+            s.push_str(&line_figure(&chart));
         }
     }
     if let Some(classes) = super::classes::grid(&data.runs) {
         let _ = write!(s, "<h2>Mix classes</h2>{}", grid_html(&classes));
         s.push_str("<div class=\"charts\">");
         for chart in super::classes::charts(&data.runs, &digests) {
-            let _ = write!(s, "<figure>{}</figure>", super::svg::line_chart(&chart));
+            s.push_str(&line_figure(&chart));
         }
         s.push_str("</div>");
     }
     if !gates.is_empty() {
         s.push_str(&gates_html(gates));
     }
+    // Each run's errors and warnings before any chart: what invalidates a figure is
+    // read before the figure.
+    s.push_str(&runs_html(&data, &digests));
     s.push_str(&plots_html(&data, &digests));
     s.push_str(&super::over_time::section(store, &data, &digests)?);
     s.push_str(&super::sla_plots::section(store, &data.runs)?);
-    s.push_str(&runs_html(&data, &digests));
     let _ = writeln!(
         s,
         "<details><summary>plan</summary><pre>{}</pre></details></body></html>",

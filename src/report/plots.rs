@@ -14,6 +14,11 @@ use crate::metrics::timing;
 use crate::record::{Outcome, Phase};
 use crate::store::{Store, StoreError, StoredRun};
 
+/// How a CDF chart reads.
+pub const CDF_HOW: &str = "one line per run; go up from a time to the line and across: \
+that share of the run's requests took that long or less; a line further left is faster, \
+and a long flat stretch at the top is the tail (p99)";
+
 /// Longest CDF line, in points.
 const CDF_POINTS: usize = 200;
 
@@ -95,9 +100,41 @@ fn metric(run: &StoredRun, name: &str) -> Option<f64> {
     run.metrics.get(name).copied().flatten()
 }
 
+/// What the load-axis charts say under them, by metric.
+fn sweep_how(name: &str, x_label: &str) -> String {
+    if name == "output_tps" {
+        format!(
+            "one line per variant, one point per {x_label} run; higher is better, and where \
+             a line flattens more load no longer buys throughput (saturation)"
+        )
+    } else {
+        format!(
+            "one line per variant, one point per {x_label} run; lower is better, and where \
+             a line turns steeply up requests are queueing"
+        )
+    }
+}
+
+/// The server's own TTFT beside the client's, as lines of their own: `server_ttft_p50`
+/// estimated from the server's histogram buckets, on the server's clock.
+fn server_ttft_series(runs: &[StoredRun], name: &str) -> Vec<Series> {
+    let server = format!("server_{name}");
+    by_variant(runs, false, |r| {
+        let (_, x) = load_level(r)?;
+        Some((x, x, metric(r, &server)?))
+    })
+    .into_iter()
+    .map(|mut s| {
+        s.name = format!("{} · server's histogram", s.name);
+        s
+    })
+    .collect()
+}
+
 /// The sweep charts, when some variant has two or more load levels: each metric
-/// against the load, then the operating-point curves (latency against throughput,
-/// one point per tier, labelled with it), the chart a serving team picks a tier from.
+/// against the load (ticks at the tiers run), then the operating-point curves (latency
+/// against throughput, one point per tier, labelled with it), the chart a serving team
+/// picks a tier from.
 pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
     let Some((kind, _)) = runs.iter().find_map(load_level) else {
         return Vec::new();
@@ -107,6 +144,7 @@ pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
     } else {
         "concurrency"
     };
+    let tiers: Vec<f64> = runs.iter().filter_map(|r| Some(load_level(r)?.1)).collect();
     let mut charts = Vec::new();
     for (name, title, unit) in [
         ("ttft_p50", "TTFT p50", "ms"),
@@ -114,19 +152,39 @@ pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
         ("tpot_mean", "TPOT mean", "ms"),
         ("output_tps", "output throughput", "tok/s"),
     ] {
-        let series = by_variant(runs, false, |r| {
+        let mut series = by_variant(runs, false, |r| {
             let (_, x) = load_level(r)?;
             Some((x, x, metric(r, name)?))
         });
-        push_if_curve(
-            &mut charts,
-            series,
-            (
-                format!("{title} vs {x_label}"),
-                x_label.into(),
-                format!("{name} ({unit})"),
-            ),
+        let mut how = sweep_how(
+            name,
+            if kind == "rate" {
+                "rate"
+            } else {
+                "concurrency"
+            },
         );
+        if name.starts_with("ttft") {
+            let server = server_ttft_series(runs, name);
+            if !server.is_empty() {
+                how.push_str(
+                    "; the server's own TTFT is estimated from its histogram's buckets on \
+                     its own clock (from its queue, not from the client's send): read it as \
+                     a bound, not a match",
+                );
+            }
+            series.extend(server);
+        }
+        let chart = Chart {
+            title: format!("{title} vs {x_label}"),
+            x_label: x_label.into(),
+            y_label: format!("{name} ({unit})"),
+            series,
+            x_ticks: Some(tiers.clone()),
+            how,
+            ..Chart::default()
+        };
+        push_if_curve(&mut charts, chart);
     }
     for (name, title) in [
         ("latency_p50", "latency p50"),
@@ -137,30 +195,26 @@ pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
             let (_, level) = load_level(r)?;
             Some((level, metric(r, "output_tps")?, metric(r, name)?))
         });
-        let labels = (
-            format!("{title} vs output throughput (one point per tier)"),
-            "output throughput (tok/s)".to_string(),
-            format!("{name} (ms)"),
-        );
-        push_if_curve(&mut charts, series, labels);
+        let chart = Chart {
+            title: format!("{title} vs output throughput (one point per tier)"),
+            x_label: "output throughput (tok/s)".to_string(),
+            y_label: format!("{name} (ms)"),
+            series,
+            how: "each point is a tier (labelled), load growing along the line; the knee is \
+                  where the line turns up: past it, a little more throughput costs much more \
+                  latency"
+                .into(),
+            ..Chart::default()
+        };
+        push_if_curve(&mut charts, chart);
     }
     charts
 }
 
 /// Adds the chart when some series has two or more points.
-fn push_if_curve(
-    charts: &mut Vec<Chart>,
-    series: Vec<Series>,
-    (title, x_label, y_label): (String, String, String),
-) {
-    if series.iter().any(|s| s.points.len() >= 2) {
-        charts.push(Chart {
-            title,
-            x_label,
-            y_label,
-            series,
-            x_range: None,
-        });
+fn push_if_curve(charts: &mut Vec<Chart>, chart: Chart) {
+    if chart.series.iter().any(|s| s.points.len() >= 2) {
+        charts.push(chart);
     }
 }
 
@@ -286,7 +340,8 @@ pub fn cdf_charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
                 x_label: format!("{quantity} (ms)"),
                 y_label: "share of requests".into(),
                 series,
-                x_range: None,
+                how: CDF_HOW.into(),
+                ..Chart::default()
             });
         }
     }

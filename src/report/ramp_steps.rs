@@ -146,6 +146,18 @@ pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
             })
             .collect()
     };
+    // Ticks at the steps' levels (a rate series of 2, 4, 8 … req/s ticks there).
+    let levels = |kind: Kind| -> Vec<f64> {
+        runs.iter()
+            .filter_map(|r| steps_of(r).filter(|s| Kind::of(s) == kind))
+            .flat_map(|steps| {
+                steps
+                    .iter()
+                    .filter_map(|s| at(s, kind.key()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
     let mut out = Vec::new();
     for (kind, per, x_label) in [
         (Kind::Rate, "ramp step", "step rate (req/s)"),
@@ -156,7 +168,12 @@ pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
             x_label: x_label.into(),
             y_label: y.into(),
             series: series(kind, name),
-            x_range: None,
+            x_ticks: Some(levels(kind)),
+            how: "one line per run, one point per step of its ramp (its metrics over that \
+                  step alone); where TTFT turns up or throughput flattens, the server ran out \
+                  of room"
+                .into(),
+            ..Chart::default()
         };
         let pair = [
             chart("TTFT p50", "TTFT p50 (ms)", "ttft_p50"),

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::format::number;
 use super::pivot::Labels;
-use super::svg::{escape, line_chart, Chart, Series};
+use super::svg::{escape, Chart, Series};
 use super::ReportError;
 use crate::metrics::condition::{parse_condition, unit_of, MetricUnit, Threshold};
 use crate::store::{SearchRow, SearchStepRow, Store, StoredRun};
@@ -112,7 +112,11 @@ pub fn charts(found: &[(String, SearchRow, Vec<SearchStepRow>)]) -> Vec<Chart> {
                 _ => metric.clone(),
             },
             series,
-            x_range: None,
+            how: "each point is one probe of the search, in the order it was tried; a \
+                  flat line is the SLO: the search's answer is the highest load whose probe \
+                  stayed on the good side of it"
+                .into(),
+            ..Chart::default()
         });
     }
     out
@@ -142,7 +146,7 @@ pub fn section(store: &Store, runs: &[StoredRun]) -> Result<String, ReportError>
         .map(|f| (f.label, f.row, f.steps))
         .collect();
     for chart in charts(&triples) {
-        let _ = write!(s, "<figure>{}</figure>", line_chart(&chart));
+        s.push_str(&super::svg::line_figure(&chart));
     }
     Ok(s)
 }

@@ -1,10 +1,16 @@
 //! Inline SVG line charts drawn by hand (no plotting crate, no script, no network):
-//! axes with round ticks, one coloured line with markers per series, a legend.
+//! axes with round ticks (or ticks at the tiers a suite ran, on a log scale when they
+//! span a wide range), shaded bands (the steady-state window), one line per series told
+//! apart by colour, dash and marker shape so identical lines stay visible, a legend, and
+//! a one-line "how to read" under each chart (`figure`). Text is 12 px or larger at the
+//! chart's natural width.
 
 use std::fmt::Write;
 
+use super::svg_series::{band_legend, series_svg, Placed};
+
 /// One line of a chart.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
@@ -14,8 +20,16 @@ pub struct Series {
     pub labels: Vec<String>,
 }
 
+/// A shaded span of the x axis (the steady-state window), named in the legend.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Band {
+    pub name: String,
+    pub from: f64,
+    pub to: f64,
+}
+
 /// A chart to draw.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Chart {
     pub title: String,
     pub x_label: String,
@@ -24,6 +38,13 @@ pub struct Chart {
     /// The x axis's span when fixed (charts of one run's time share its span); `None`
     /// fits the points.
     pub x_range: Option<(f64, f64)>,
+    /// Ticks at these x values (the tiers a suite ran) instead of round ones; when they
+    /// are all positive and span 16× or more, the x axis is logarithmic.
+    pub x_ticks: Option<Vec<f64>>,
+    /// Shaded spans of x, drawn under the lines.
+    pub bands: Vec<Band>,
+    /// One line under the chart saying how to read it.
+    pub how: String,
 }
 
 pub(crate) const PALETTE: [&str; 10] = [
@@ -61,6 +82,22 @@ pub(crate) fn x_grid(s: &mut String, (lo, hi): (f64, f64), sx: &dyn Fn(f64) -> f
             tick_label(t)
         );
     }
+}
+
+/// A chart in a `<figure>` with its "how to read" line as the caption.
+pub fn figure(svg: &str, how: &str) -> String {
+    if how.is_empty() {
+        return format!("<figure>{svg}</figure>");
+    }
+    format!(
+        "<figure>{svg}<figcaption>How to read: {}</figcaption></figure>",
+        escape(how)
+    )
+}
+
+/// A line chart in its figure.
+pub fn line_figure(chart: &Chart) -> String {
+    figure(&line_chart(chart), &chart.how)
 }
 
 /// Escapes text for XML.
@@ -110,6 +147,10 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
         y0 = y0.min(y);
         y1 = y1.max(y);
     }
+    for &t in chart.x_ticks.iter().flatten().filter(|t| t.is_finite()) {
+        x0 = x0.min(t);
+        x1 = x1.max(t);
+    }
     if let Some(range) = chart.x_range {
         (x0, x1) = range;
         y0 = y0.min(0.0);
@@ -123,10 +164,79 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     if (x1 - x0).abs() < f64::EPSILON {
         (x0, x1) = (x0 - 1.0, x1 + 1.0);
     }
-    if (y1 - y0).abs() < f64::EPSILON {
+    if y1 == f64::MIN || (y1 - y0).abs() < f64::EPSILON {
         y1 = y0 + 1.0;
     }
     ((x0, x1), (y0, y1 * 1.05))
+}
+
+/// Where an x value falls across the plot (0 to 1): linear, or logarithmic when the
+/// chart's ticks are tiers that span 16× or more (1 … 256 would crowd the left edge).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct XScale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl XScale {
+    fn of(chart: &Chart, (x0, x1): (f64, f64)) -> XScale {
+        let log = x0 > 0.0
+            && chart.x_ticks.as_ref().is_some_and(|t| {
+                let lo = t.iter().copied().fold(f64::MAX, f64::min);
+                let hi = t.iter().copied().fold(f64::MIN, f64::max);
+                lo > 0.0 && hi / lo >= 16.0
+            });
+        if log {
+            // A little room either side so the first and last tiers' markers show whole.
+            XScale {
+                lo: (x0 / 1.2).ln(),
+                hi: (x1 * 1.2).ln(),
+                log,
+            }
+        } else {
+            XScale {
+                lo: x0,
+                hi: x1,
+                log,
+            }
+        }
+    }
+
+    fn frac(self, x: f64) -> f64 {
+        let v = if self.log {
+            x.max(f64::MIN_POSITIVE).ln()
+        } else {
+            x
+        };
+        (v - self.lo) / (self.hi - self.lo)
+    }
+}
+
+/// Ticks at the given values (the tiers), a label only where it clears the last one.
+fn tier_grid(s: &mut String, ticks: &[f64], sx: &dyn Fn(f64) -> f64, plot_h: f64) {
+    let mut ticks: Vec<f64> = ticks.iter().copied().filter(|t| t.is_finite()).collect();
+    ticks.sort_by(f64::total_cmp);
+    ticks.dedup();
+    let mut last_label = f64::MIN;
+    for t in ticks {
+        let x = sx(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eee"/>"##,
+            TOP + plot_h
+        );
+        let label = tick_label(t);
+        // About 7 px a character at 12 px: a label closer than its own width is skipped.
+        if x - last_label >= 7.0 * label.len() as f64 + 6.0 {
+            let _ = write!(
+                s,
+                r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{label}</text>"#,
+                TOP + plot_h + 16.0
+            );
+            last_label = x;
+        }
+    }
 }
 
 /// The chart as an `<svg>` element.
@@ -134,12 +244,17 @@ pub fn line_chart(chart: &Chart) -> String {
     let ((x0, x1), (y0, y1)) = bounds(chart);
     let (pw, ph) = (W - LEFT - legend_width(chart), H - TOP - BOTTOM);
     // The legend may need more room than the plot.
-    let height = H.max(TOP + 18.0 * chart.series.len() as f64 + 20.0);
-    let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
+    let entries = chart.series.len() + chart.bands.len();
+    let height = H.max(TOP + 18.0 * entries as f64 + 20.0);
+    let scale = XScale::of(chart, (x0, x1));
+    let sx = |x: f64| LEFT + scale.frac(x) * pw;
     let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
     let mut s = String::new();
     s.push_str(&open(&chart.title, height, LEFT));
-    x_grid(&mut s, (x0, x1), &sx, ph);
+    match &chart.x_ticks {
+        Some(ticks) => tier_grid(&mut s, ticks, &sx, ph),
+        None => x_grid(&mut s, (x0, x1), &sx, ph),
+    }
     for t in ticks(y0, y1) {
         let y = sy(t);
         let _ = write!(
@@ -151,16 +266,28 @@ pub fn line_chart(chart: &Chart) -> String {
             tick_label(t)
         );
     }
+    for band in &chart.bands {
+        let (a, b) = (sx(band.from).max(LEFT), sx(band.to).min(LEFT + pw));
+        if b > a {
+            let _ = write!(
+                s,
+                r##"<rect class="band" x="{a:.1}" y="{TOP}" width="{:.1}" height="{ph}" fill="#7f7f7f" fill-opacity="0.16"><title>{}</title></rect>"##,
+                b - a,
+                escape(&band.name)
+            );
+        }
+    }
     let _ = write!(
         s,
         r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>"##
     );
     let _ = write!(
         s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}{}</text>"#,
         LEFT + pw / 2.0,
         H - 10.0, // the x label sits under the plot, whatever the legend's height
-        escape(&chart.x_label)
+        escape(&chart.x_label),
+        if scale.log { " (log scale)" } else { "" }
     );
     let _ = write!(
         s,
@@ -168,78 +295,29 @@ pub fn line_chart(chart: &Chart) -> String {
         TOP + ph / 2.0,
         escape(&chart.y_label)
     );
+    let mut placed = Placed::default();
     for (i, series) in chart.series.iter().enumerate() {
-        series_svg(&mut s, (i, series), (&sx, &sy), pw);
+        series_svg(&mut s, (i, series), (&sx, &sy), (pw, &mut placed));
+    }
+    for (k, band) in chart.bands.iter().enumerate() {
+        band_legend(&mut s, chart.series.len() + k, &band.name, pw);
     }
     s.push_str("</svg>");
     s
 }
 
 /// Room for the legend: its longest name (at most 56 characters are shown) at about
-/// 6.5 px a character, between 160 px and `RIGHT`.
+/// 7 px a character, between 160 px and `RIGHT`.
 fn legend_width(chart: &Chart) -> f64 {
     let longest = chart
         .series
         .iter()
-        .map(|s| s.name.chars().count().min(57))
+        .map(|s| s.name.chars().count())
+        .chain(chart.bands.iter().map(|b| b.name.chars().count() + 8)) // `shaded: `
+        .map(|n| n.min(57))
         .max()
         .unwrap_or(0);
-    (40.0 + 6.5 * longest as f64).clamp(160.0, RIGHT)
-}
-
-/// One series of a line chart: its line (and markers), and its legend entry.
-fn series_svg(
-    s: &mut String,
-    (i, series): (usize, &Series),
-    (sx, sy): (&dyn Fn(f64) -> f64, &dyn Fn(f64) -> f64),
-    pw: f64,
-) {
-    let color = PALETTE[i % PALETTE.len()];
-    let pts: Vec<String> = series
-        .points
-        .iter()
-        .filter(|(x, y)| x.is_finite() && y.is_finite())
-        .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
-        .collect();
-    let _ = write!(
-        s,
-        r#"<g><title>{}</title><polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-        escape(&series.name),
-        pts.join(" ")
-    );
-    if series.markers {
-        for (k, p) in pts.iter().enumerate() {
-            if let Some((x, y)) = p.split_once(',') {
-                let _ = write!(s, r#"<circle cx="{x}" cy="{y}" r="3.5" fill="{color}"/>"#);
-                if let Some(label) = series.labels.get(k) {
-                    // Near the plot's right edge a label reads leftwards, off the legend.
-                    let near_edge = x.parse::<f64>().is_ok_and(|x| x > LEFT + pw - 40.0);
-                    let (anchor, dx) = if near_edge { ("end", -5) } else { ("start", 5) };
-                    let _ = write!(
-                        s,
-                        r#"<text x="{x}" y="{y}" dx="{dx}" dy="-6" text-anchor="{anchor}" font-size="10" fill="{color}">{}</text>"#,
-                        escape(label)
-                    );
-                }
-            }
-        }
-    }
-    s.push_str("</g>");
-    let ly = TOP + 8.0 + 18.0 * i as f64;
-    let lx = LEFT + pw + 14.0;
-    let mut name: String = series.name.chars().take(56).collect();
-    if name.len() < series.name.len() {
-        name.push('…');
-    }
-    let _ = write!(
-        s,
-        r#"<g><title>{}</title><rect x="{lx}" y="{:.1}" width="14" height="4" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
-        escape(&series.name),
-        ly - 4.0,
-        lx + 20.0,
-        ly + 2.0,
-        escape(&name)
-    );
+    (48.0 + 7.0 * longest as f64).clamp(160.0, RIGHT)
 }
 
 #[cfg(test)]
@@ -269,9 +347,67 @@ mod tests {
                 markers: true,
                 labels: vec!["c=1".into(), "c<2".into()],
             }],
-            x_range: None,
+            ..Chart::default()
         });
         assert!(svg.contains("a&lt;b") && svg.contains("s&amp;t") && svg.contains("<polyline"));
         assert!(svg.contains(">c=1</text>") && svg.contains(">c&lt;2</text>"));
+    }
+    fn tiers_chart(ticks: &[f64]) -> Chart {
+        let series = |name: &str| Series {
+            name: name.into(),
+            points: ticks.iter().map(|&x| (x, x)).collect(),
+            markers: true,
+            labels: ticks.iter().map(|x| format!("c={x}")).collect(),
+        };
+        Chart {
+            title: "t".into(),
+            series: vec![series("a"), series("b")],
+            x_ticks: Some(ticks.to_vec()),
+            bands: vec![Band {
+                name: "steady".into(),
+                from: ticks[0],
+                to: ticks[1],
+            }],
+            ..Chart::default()
+        }
+    }
+
+    /// The numbers under the plot: the x ticks' labels.
+    fn x_tick_labels(svg: &str) -> Vec<String> {
+        svg.split("text-anchor=\"middle\">")
+            .skip(1)
+            .map(|t| t[..t.find('<').unwrap_or(0)].to_string())
+            .filter(|t| t.parse::<f64>().is_ok())
+            .collect()
+    }
+
+    #[test]
+    fn tiers_are_the_ticks_and_a_wide_span_is_logarithmic() {
+        let svg = line_chart(&tiers_chart(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]));
+        assert_eq!(x_tick_labels(&svg), ["1", "2", "4", "8", "16", "32", "64"]);
+        assert!(svg.contains("(log scale)"));
+        // Evenly spaced on a log scale: the tick lines' x positions step alike.
+        let xs: Vec<f64> = svg
+            .split("<line x1=\"")
+            .skip(1)
+            .map(|l| l[..l.find('"').unwrap()].parse().unwrap())
+            .filter(|&x: &f64| x > LEFT)
+            .take(7)
+            .collect();
+        let steps: Vec<f64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(steps.iter().all(|d| (d - steps[0]).abs() < 0.2), "{xs:?}");
+        let linear = line_chart(&tiers_chart(&[2.0, 4.0, 6.0]));
+        assert_eq!(x_tick_labels(&linear), ["2", "4", "6"]);
+        assert!(!linear.contains("(log scale)"));
+    }
+
+    #[test]
+    fn bands_are_shaded_and_coinciding_labels_drawn_once() {
+        let svg = line_chart(&tiers_chart(&[1.0, 4.0, 16.0]));
+        assert_eq!(svg.matches("<rect class=\"band\"").count(), 1);
+        assert!(svg.contains(">shaded: steady</text>"));
+        // Two identical series: each tier's label once, each line with its own dash.
+        assert_eq!(svg.matches(">c=4</text>").count(), 1);
+        assert_eq!(svg.matches("stroke-dasharray=\"9 5\"").count(), 2); // line + legend
     }
 }
