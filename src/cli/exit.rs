@@ -58,6 +58,11 @@ pub const NOTHING_MATCHED: u8 = 13;
 pub const INTERNAL: u8 = 70;
 /// Interrupted (Ctrl-C): finished runs are stored; `--resume DIR` continues.
 pub const INTERRUPTED: u8 = 130;
+/// Standard output was closed by its reader (`perfplan report DB --format json | head`):
+/// the rest is not printed, no message; 141 as for a process ended by SIGPIPE, the
+/// shell's convention (perfplan keeps SIGPIPE ignored, so a server closing a socket never
+/// ends a run).
+pub const CLOSED_OUTPUT: u8 = 141;
 
 /// The exit code for an error that stopped a suite.
 pub fn of_runner_error(e: &RunnerError) -> u8 {

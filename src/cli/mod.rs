@@ -88,13 +88,30 @@ pub fn main() -> ExitCode {
     // Many concurrent streams need many descriptors: use the hard limit, not the soft one.
     crate::engine::limits::raise_fd_limit();
     // A panic is a bug: say so plainly and exit with INTERNAL, never a bare backtrace.
+    // The one exception is `print!` to a pipe its reader closed (`| head`): no message,
+    // exit CLOSED_OUTPUT.
     std::panic::set_hook(Box::new(|info| {
+        if closed_stdout(&info.to_string()) {
+            CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+            return;
+        }
         eprintln!("perfplan: internal error (a bug, please report it with the command): {info}");
     }));
     match std::panic::catch_unwind(|| dispatch(cli.command)) {
         Ok(code) => ExitCode::from(code),
+        Err(_) if CLOSED.load(std::sync::atomic::Ordering::SeqCst) => {
+            ExitCode::from(exit::CLOSED_OUTPUT)
+        }
         Err(_) => ExitCode::from(exit::INTERNAL),
     }
+}
+
+/// Set when the panic was standard output's reader going away.
+static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a panic's message is std's `print!` failing on a closed pipe.
+fn closed_stdout(message: &str) -> bool {
+    message.contains("failed printing to stdout") && message.contains("Broken pipe")
 }
 
 fn dispatch(command: Command) -> u8 {
