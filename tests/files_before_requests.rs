@@ -119,3 +119,65 @@ fn validate_reads_the_files_unless_told_not_to() {
         "{stdout}"
     );
 }
+
+/// A plan whose second model's tokenizer is corrupt: found before any request.
+fn plan_with_tokenizers(base_url: &str, good: &Path) -> String {
+    format!(
+        r#"
+[plan]
+name = "tokenizers"
+[endpoints.sim]
+base_url = "{base_url}"
+[models.a]
+served_name = "sim-model"
+tokenizer = "{good}"
+[models.b]
+served_name = "sim-model"
+tokenizer = "broken-tok"
+[datasets.r]
+kind = "random"
+input_tokens = 32
+[defaults]
+output_tokens = 4
+[matrix]
+model = ["a", "b"]
+load = {{ concurrency = 1, requests = 4 }}
+"#,
+        good = good.display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_tokenizer_of_the_second_run_stops_the_suite_before_any_request() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let good = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2");
+    std::fs::write(
+        dir.path().join("p.toml"),
+        plan_with_tokenizers(&sim.base_url(), &good),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("broken-tok")).unwrap();
+    std::fs::write(
+        dir.path().join("broken-tok/tokenizer.json"),
+        r#"{"version": "1.0", "truncation": nu"#,
+    )
+    .unwrap();
+    let out = perfplan(dir.path(), &["validate", "p.toml"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("model `b`: cannot load the tokenizer")
+            && stderr.contains("broken-tok/tokenizer.json"),
+        "{stderr}"
+    );
+    let out = perfplan(dir.path(), &["validate", "p.toml", "--no-files"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = perfplan(dir.path(), &["run", "p.toml", "--out", "results"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("model `b`"), "{stderr}");
+    assert!(sim.received().is_empty(), "{:?}", sim.received());
+    assert!(!dir.path().join("results").exists(), "no output folder");
+    sim.shutdown().await;
+}

@@ -1,15 +1,61 @@
 //! The files of a plan's runs checked before any request (`run`, and `validate` unless
 //! `--no-files`): every dataset file each run reads, through `dataset::check`, each
-//! problem printed located (file and line) with the dataset it belongs to, all at once.
+//! problem printed located (file and line) with the dataset it belongs to, and every
+//! tokenizer the runs' models (and mix classes' models) name, loaded, all at once.
+
+use std::path::PathBuf;
 
 use crate::dataset::check::{check, FileProblem};
 use crate::plan::{DatasetPlan, LoadedPlan};
 use crate::planner::RunSpec;
+use crate::tokenize::TokenizerCache;
 
-/// What the check of a plan's files found: each dataset file with its usable entries.
+/// What the check of a plan's files found: each dataset file with its usable entries,
+/// and the tokenizers loaded (the suite reuses them rather than loading them again).
 pub struct FilesChecked {
     pub ok: bool,
     pub counts: Vec<(String, String, usize)>,
+    pub tokenizers: TokenizerCache,
+}
+
+/// Every `(model, tokenizer path)` the runs use, each path once.
+fn tokenizer_paths(plan: &LoadedPlan, runs: &[RunSpec]) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for run in runs {
+        let models = std::iter::once(&run.settings.model).chain(
+            run.settings
+                .mix
+                .iter()
+                .flatten()
+                .filter_map(|c| c.model.as_ref()),
+        );
+        for model in models {
+            if let Some(path) = model.spec.tokenizer.as_deref() {
+                let full = plan.base_dir.join(path);
+                if !out.iter().any(|(_, p)| *p == full) {
+                    out.push((model.name.clone(), full));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Loads every tokenizer the runs use into `cache`, printing each failure; the count of
+/// failures.
+fn check_tokenizers(plan: &LoadedPlan, runs: &[RunSpec], cache: &TokenizerCache) -> usize {
+    let mut errors = 0;
+    for (model, path) in tokenizer_paths(plan, runs) {
+        if let Err(e) = cache.load(&path) {
+            eprintln!(
+                "error: model `{model}`: {} (fix `tokenizer` in [models.{model}], or leave \
+                 its runs out with --only)",
+                crate::control::chain(&e)
+            );
+            errors += 1;
+        }
+    }
+    errors
 }
 
 /// Checks every file the runs' datasets read (each distinct dataset once) and prints its
@@ -42,15 +88,18 @@ pub fn check_files(plan: &LoadedPlan, runs: &[RunSpec]) -> FilesChecked {
             printed.push(p);
         }
     }
+    let tokenizers = TokenizerCache::new();
+    errors += check_tokenizers(plan, runs, &tokenizers);
     if errors > 0 {
         eprintln!(
-            "{errors} error{} in the dataset files: nothing was sent (fix them, or leave the \
-             runs that read them out with --only)",
+            "{errors} error{} in the dataset and tokenizer files: nothing was sent (fix \
+             them, or leave the runs that read them out with --only)",
             if errors == 1 { "" } else { "s" }
         );
     }
     FilesChecked {
         ok: errors == 0,
         counts,
+        tokenizers,
     }
 }

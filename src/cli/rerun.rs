@@ -78,6 +78,7 @@ pub fn run(args: &RerunArgs) -> u8 {
         accept: Vec::new(),
         // A rerun's plan is the stored text, not a file `run --resume` could name.
         resume_args: None,
+        tokenizers: crate::tokenize::TokenizerCache::new(),
     };
     match suite::run_suite(&plan, &runs, &opts) {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),

@@ -146,7 +146,8 @@ pub fn run(args: &RunArgs) -> u8 {
         return exit::INVALID;
     }
     // Every dataset file the runs read, before any request or output folder.
-    if !super::files::check_files(&plan, &runs).ok {
+    let files = super::files::check_files(&plan, &runs);
+    if !files.ok {
         return exit::INVALID;
     }
     if args.check {
@@ -174,6 +175,7 @@ pub fn run(args: &RunArgs) -> u8 {
         barrier: barrier.clone().map(|b| b as _),
         accept,
         resume_args: Some(resume_args(std::env::args().skip(1))),
+        tokenizers: files.tokenizers,
     };
     let sharding = suite::ShardOptions {
         shard: shard.map(|s| s.0),

@@ -14,8 +14,8 @@ pub struct ValidateArgs {
     /// without it, a relative gate is an error (as it is for `run`).
     #[arg(long, value_name = "DB")]
     pub baseline: Option<std::path::PathBuf>,
-    /// Do not open the dataset files (their existence is still checked): for a plan
-    /// written on a machine that does not hold its data.
+    /// Do not open the dataset files nor load the tokenizers (their existence is still
+    /// checked): for a plan written on a machine that does not hold its data.
     #[arg(long)]
     pub no_files: bool,
 }

@@ -64,6 +64,9 @@ pub struct RunOptions {
     /// The command line that started the suite, without its output folder: said with
     /// `--resume DIR` when Ctrl-C or SIGTERM interrupts the suite (`None`: nothing said).
     pub resume_args: Option<Vec<String>>,
+    /// Tokenizers loaded before the suite (by `run`'s check of its files): the suite
+    /// loads only those it does not hold.
+    pub tokenizers: TokenizerCache,
 }
 
 /// Runs one SLA-search run of a suite: each trial a run of its own through
@@ -188,7 +191,7 @@ fn run_in(
         sims: &sims,
         cancel: &cancel,
         slos: &slos,
-        cache: TokenizerCache::new(),
+        cache: opts.tokenizers.clone(),
         log: &log,
         shard: sharding.shard,
         start_at: std::cell::Cell::new(sharding.start_at),
