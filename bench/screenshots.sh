@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Opens the HTML report of every simulator scenario in headless Chromium, fails on a
 # console error or a page that does not render, and (with DOCS=1) refreshes one
-# screenshot per kind of chart in docs/. Skips (exit 0) when Chromium is absent, so CI
-# can call it unconditionally.
+# screenshot per kind of chart in docs/src/images/ (the book's). Skips (exit 0) when
+# Chromium is absent, so CI can call it unconditionally.
 #
 #   bash bench/screenshots.sh                 # every scenario against the simulator
 #   SCENARIOS="quickstart sla-search" DOCS=1 bash bench/screenshots.sh
@@ -81,8 +81,8 @@ if [[ -n "${DOCS:-}" && ${#reports[@]} -gt 0 ]]; then
     # The run under the heaviest load shows its queue: the one to picture.
     python3 bench/chart_pages.py "$OUT/charts" --prefer "server-gauges=concurrency=16" \
         "${reports[@]}" | while read -r kind w h; do
-        shoot "$OUT/charts/$kind.html" "docs/chart-$kind.png" "$w" "$h" "$OUT/charts/$kind.log"
-        echo "docs/chart-$kind.png (${w}x${h})"
+        shoot "$OUT/charts/$kind.html" "docs/src/images/chart-$kind.png" "$w" "$h" "$OUT/charts/$kind.log"
+        echo "docs/src/images/chart-$kind.png (${w}x${h})"
     done
 fi
 exit $failed

@@ -1,31 +1,34 @@
-//! The metric reference comes from the registry and cannot drift: the README's metric
-//! table is `registry::markdown_table()` exactly (regenerate it with
-//! `PERFPLAN_WRITE_METRICS=1 cargo test --test metric_reference`), and `perfplan metrics`
-//! names every metric of the vocabulary with its entry.
+//! The metric reference comes from the registry and cannot drift: the book's metric table
+//! (`docs/src/metrics/names.md`) is `registry::markdown_table()` exactly (regenerate it
+//! with `PERFPLAN_WRITE_METRICS=1 cargo test --test metric_reference`, or
+//! `PERFPLAN_WRITE_DOCS=1`, which regenerates the CLI reference too), and
+//! `perfplan metrics` names every metric of the vocabulary with its entry.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use perfplan::metrics::{names, registry};
 
 const BEGIN: &str = "<!-- metrics:begin (generated from src/metrics/registry_defs.rs) -->\n";
 const END: &str = "<!-- metrics:end -->";
+const PAGE: &str = "docs/src/metrics/names.md";
 
 #[test]
-fn readme_metric_table_is_the_registrys() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
+fn book_metric_table_is_the_registrys() {
+    let readme = std::fs::read_to_string(PAGE).unwrap();
     let start = readme
         .find(BEGIN)
-        .expect("README has the metric table's begin marker");
+        .expect("the metric names page has the metric table's begin marker");
     let body_start = start + BEGIN.len();
     let end = body_start + readme[body_start..].find(END).expect("an end marker");
     let current = registry::markdown_table();
-    if std::env::var_os("PERFPLAN_WRITE_METRICS").is_some() {
+    let write = ["PERFPLAN_WRITE_METRICS", "PERFPLAN_WRITE_DOCS"];
+    if write.iter().any(|v| std::env::var_os(v).is_some()) {
         let text = format!("{}{current}{}", &readme[..body_start], &readme[end..]);
-        std::fs::write("README.md", text).unwrap();
+        std::fs::write(PAGE, text).unwrap();
         return;
     }
     assert!(
         readme[body_start..end] == current,
-        "the README's metric table is stale: regenerate it with \
+        "the book's metric table ({PAGE}) is stale: regenerate it with \
          `PERFPLAN_WRITE_METRICS=1 cargo test --test metric_reference`"
     );
 }

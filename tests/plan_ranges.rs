@@ -452,8 +452,8 @@ fn axis_form_agrees(dir: &Path, key: &Key, plan: &Value, value: &Value, what: &s
     );
 }
 
-/// How the README names the table of each schema definition.
-const README_TABLES: &[(&str, &str)] = &[
+/// How the book's range table names the table of each schema definition.
+const RANGE_TABLES: &[(&str, &str)] = &[
     ("PlanMeta", "`[plan]`"),
     ("EndpointSpec", "`[endpoints.NAME]`"),
     ("TimeoutsSpec", "`timeouts`"),
@@ -470,13 +470,14 @@ const README_TABLES: &[(&str, &str)] = &[
     ("MixClassSpec", "`mix` class"),
 ];
 
-/// The README's range table has a row for every numeric key, with the schema's range.
+/// The range table of the book's "What validation checks" (`docs/src/plan/validation.md`)
+/// has a row for every numeric key, with the schema's range.
 #[test]
-fn readme_lists_every_range() {
+fn book_lists_every_range() {
     let root = plan_schema();
-    let readme = std::fs::read_to_string("README.md").unwrap();
+    let readme = std::fs::read_to_string("docs/src/plan/validation.md").unwrap();
     let mut expected = Vec::new();
-    for (def, table) in README_TABLES {
+    for (def, table) in RANGE_TABLES {
         let props = root["$defs"][def]["properties"].as_object().unwrap();
         for (name, prop) in props {
             let mut shape = Shape::default();
@@ -497,7 +498,7 @@ fn readme_lists_every_range() {
         .collect();
     assert!(
         missing.is_empty(),
-        "README's range table lacks these rows (or their range differs):\n{}",
+        "docs/src/plan/validation.md's range table lacks these rows (or their range differs):\n{}",
         missing
             .iter()
             .map(|r| r.as_str())
@@ -505,7 +506,7 @@ fn readme_lists_every_range() {
             .join("\n")
     );
     let keys = numeric_keys(&root);
-    assert_eq!(expected.len(), keys.len(), "README_TABLES misses a table");
+    assert_eq!(expected.len(), keys.len(), "RANGE_TABLES misses a table");
 }
 
 /// The longest think time (an hour) is a wait, not a hang: Ctrl-C ends the run at once

@@ -49,11 +49,11 @@ fn has_comment_block(path: &Path) -> bool {
         >= 3
 }
 
-/// The annotated plan of the README is a valid plan.
+/// The annotated plan of the book (`docs/src/plan/annotated.md`) is a valid plan.
 #[test]
-fn readme_plan_is_valid() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    let section = readme.split("## A plan, annotated").nth(1).unwrap();
+fn annotated_plan_is_valid() {
+    let page = std::fs::read_to_string("docs/src/plan/annotated.md").unwrap();
+    let section = page.split("# A plan, annotated").nth(1).unwrap();
     let block = section
         .split("```toml\n")
         .nth(1)

@@ -1,6 +1,6 @@
 //! Every timeout default of perfplan that a plan can change or a user waits on, each set
-//! once here and documented once, in the README's "Timeouts" table (a test holds the
-//! two together). A request's own timeouts serve both the plan's `timeouts` defaults
+//! once here and documented once, in the book's "Timeouts" table (`docs/src/plan/limits.md`;
+//! a test holds the two together). A request's own timeouts serve both the plan's `timeouts` defaults
 //! (`plan::TimeoutsSpec`) and the engine's `Timeouts::default()`; the control plane's
 //! bound readiness, the connection test, `check`, cache resets and scrapes.
 
@@ -47,11 +47,12 @@ pub const STOP_GRACE: Duration = Duration::from_secs(10);
 mod tests {
     use super::*;
 
-    /// The README's "Timeouts" table: (first cell, default cell) of each row.
-    fn readme_rows() -> Vec<(String, String)> {
-        let readme = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-        let text = std::fs::read_to_string(readme).unwrap();
-        let table = text.split("\n### Timeouts\n").nth(1).unwrap();
+    /// The book's "Timeouts" table (`docs/src/plan/limits.md`): (first cell, default cell)
+    /// of each row.
+    fn book_rows() -> Vec<(String, String)> {
+        let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/plan/limits.md");
+        let text = std::fs::read_to_string(page).unwrap();
+        let table = text.split("\n## Timeouts\n").nth(1).unwrap();
         table
             .lines()
             .skip_while(|l| !l.starts_with('|'))
@@ -65,8 +66,8 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_table_holds_every_default_as_set_here() {
-        let rows = readme_rows();
+    fn the_book_table_holds_every_default_as_set_here() {
+        let rows = book_rows();
         for (name, value) in [
             ("`timeouts.connect`", CONNECT),
             ("`timeouts.read`", READ),

@@ -308,14 +308,17 @@ fn several_commands_become_a_dataset_axis_with_their_own_settings() {
 }
 
 #[test]
-fn the_readme_table_lists_every_parameter() {
-    let readme = include_str!("../../README.md");
+fn the_book_table_lists_every_parameter() {
+    let readme = include_str!("../../docs/src/guide/evalscope.md");
     for p in params::PARAMS {
         let why = match p.mapping {
             params::Mapping::Key(k) => k.to_string(),
             params::Mapping::None(w) => format!("no equivalent, because {w}"),
         };
         let row = format!("| `{}` | {} |", p.flag, why);
-        assert!(readme.contains(&row), "README lacks the row {row}");
+        assert!(
+            readme.contains(&row),
+            "docs/src/guide/evalscope.md lacks the row {row}"
+        );
     }
 }

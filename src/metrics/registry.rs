@@ -2,7 +2,7 @@
 //! names"), its kind, unit, direction (whether a larger value is better) and a one-line
 //! definition. Everything that asks what a metric *is* asks here: the unit a gate's
 //! duration converts to and a report's column is shown in (`unit_of`), `compare`'s
-//! better/worse (`direction_of`), `perfplan metrics`, and the README's metric table,
+//! better/worse (`direction_of`), `perfplan metrics`, and the book's metric table,
 //! generated from `markdown_table` and checked for drift by a test. The entries
 //! themselves are data in `registry_defs`; the vocabulary's lists (`names`) are read
 //! from them, so a new metric is one entry. Knows nothing about runs or output formats.
@@ -26,7 +26,7 @@ pub enum MetricUnit {
 }
 
 impl MetricUnit {
-    /// The unit as `perfplan metrics` and the README name it.
+    /// The unit as `perfplan metrics` and the book name it.
     pub fn label(self) -> &'static str {
         match self {
             MetricUnit::Millis => "ms",
@@ -222,7 +222,7 @@ pub fn statistics() -> &'static [StatisticDef] {
     &STATISTIC_DEFS
 }
 
-/// The metric reference as a Markdown table (the README's, between its markers), with
+/// The metric reference as a Markdown table (the book's, `docs/src/metrics/names.md`, between its markers), with
 /// the statistics after it.
 pub fn markdown_table() -> String {
     let mut out = String::from("| metric | kind | unit | direction | definition |\n");
