@@ -63,7 +63,7 @@ pub struct CompareArgs {
     pub junit: Option<PathBuf>,
     /// Also compare matched runs request by request: the same item (prompt) on both
     /// sides, for runs that differ only by endpoint (`--ignore endpoint`); TTFT, TPOT and
-    /// latency differences with 95% intervals of their mean and median (README, "Repeats").
+    /// latency differences with 95% intervals of their mean and median (the book's "Repeats").
     #[arg(long)]
     pub paired: bool,
     /// Accept a verdict reason by its code on both sides (it is shown, but a change it

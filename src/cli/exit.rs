@@ -1,5 +1,6 @@
-//! Exit codes, listed in the README. Every command returns one of these, and the errors
-//! of the layers below map to them here (they know nothing of exit codes).
+//! Exit codes, listed in the book (`docs/src/guide/exit-codes.md`). Every command returns
+//! one of these, and the errors of the layers below map to them here (they know nothing
+//! of exit codes).
 
 use crate::distribute::MergeError;
 use crate::store::StoreError;

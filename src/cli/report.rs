@@ -73,24 +73,24 @@ pub struct ReportArgs {
     /// suspect or invalid, here and in the gates); comma-separated or repeated.
     #[arg(long = "accept", value_name = "REASON", value_delimiter = ',')]
     pub accept: Vec<String>,
-    /// Print every run's time slices as CSV instead of the pivot (README, "Time").
+    /// Print every run's time slices as CSV instead of the pivot (the book's "Time").
     #[arg(long, conflicts_with_all = ["rows", "columns", "metrics", "gates", "baseline", "junit"])]
     pub slices: bool,
     /// With `--slices`: their width (default: the plan's `[report] slice`, else 1s).
     #[arg(long, value_name = "DURATION", requires = "slices", value_parser = parse_slice)]
     pub slice: Option<std::time::Duration>,
     /// Print the groups of repeated runs (`repeat = N`) instead of the runs: each metric's
-    /// mean and Student t 95% interval over a group's repeats, as JSON or CSV (README,
-    /// "Repeats").
+    /// mean and Student t 95% interval over a group's repeats, as JSON or CSV (the
+    /// book's "Repeats").
     #[arg(long, conflicts_with_all = ["rows", "columns", "metrics", "gates", "baseline", "junit", "slices"])]
     pub groups: bool,
     /// Print every run's metrics per replica as CSV instead of the pivot (endpoints with
-    /// several `urls` or simulated `replicas`; `--metrics` picks the columns; README,
-    /// "Replicas").
+    /// several `urls` or simulated `replicas`; `--metrics` picks the columns; the
+    /// book's "Replicas and sessions").
     #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices", "groups"])]
     pub by_replica: bool,
     /// Print every mix run's metrics per class as CSV instead of the pivot (datasets of
-    /// `kind = "mix"`; `--metrics` picks the columns; README, "Mixes").
+    /// `kind = "mix"`; `--metrics` picks the columns; the book's "Mixes").
     #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices", "groups", "by_replica"])]
     pub by_class: bool,
 }
