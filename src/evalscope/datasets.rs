@@ -107,7 +107,7 @@ fn kind_of(
         "random_rerank" => ("random_rerank", None),
         "custom" => return Err(unsupported("a custom dataset is a Python parser; convert its data to JSONL (`kind = \"jsonl\"`, `field`) or one prompt per line (`kind = \"lines\"`)")),
         "kontext_bench" | "mmmu_multi_image" => return Err(unsupported("its local copy is Parquet, which perfplan does not read; export the images to a folder or JSONL for `kind = \"images\"`")),
-        _ => return Err(unsupported("perfplan has no such dataset mode; see the dataset kinds in the README")),
+        _ => return Err(unsupported("perfplan has no such dataset mode; see the book's \"Dataset kinds\", docs/src/loads/datasets.md")),
     })
 }
 
@@ -328,7 +328,7 @@ fn dataset_args(
             if DATASET_ARGS.contains(&k.as_str()) {
                 d.insert(k, v);
             } else {
-                notes.push(format!("`{flag}` key `{k}`: no equivalent, because perfplan's datasets have no such setting (see the README's dataset kinds)"));
+                notes.push(format!("`{flag}` key `{k}`: no equivalent, because perfplan's datasets have no such setting (see the book's \"Dataset kinds\", docs/src/loads/datasets.md)"));
             }
         }
     }

@@ -153,7 +153,7 @@ impl WindowFinder {
             LoadShape::Ramp => {
                 return Err(
                     "a ramp's load changes throughout, so it has no steady state: \
-                            its steps are its figures (README, \"Ramps\")"
+                            its steps are its figures (the book's \"Ramps\")"
                         .into(),
                 )
             }
@@ -166,7 +166,7 @@ impl WindowFinder {
         if window.len() < min {
             return Err(format!(
                 "the steady window is {:.3} s, shorter than {MIN_SLICES} time slices of {} \
-                 (README, \"Time\"): send more requests, or set a shorter [report] slice",
+                 (the book's \"Time\"): send more requests, or set a shorter [report] slice",
                 window.len().as_secs_f64(),
                 crate::units::format_duration(slice)
             ));
