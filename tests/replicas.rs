@@ -323,7 +323,11 @@ fn session_affinity_raises_the_hit_ratio_across_replicas() {
     // Round robin uses all 5 replicas; 8 session ids may hash onto fewer (a replica
     // without a request has no row).
     let rows_of = |endpoint: &str| {
-        let id = &runs.iter().find(|r| r.axes["endpoint"] == endpoint).unwrap().id;
+        let id = &runs
+            .iter()
+            .find(|r| r.axes["endpoint"] == endpoint)
+            .unwrap()
+            .id;
         table.iter().filter(|r| &r["run"] == id).count()
     };
     assert_eq!(rows_of("round-robin"), 5, "{table:?}");
