@@ -48,7 +48,7 @@ pub fn secret_variable(endpoint: &str, header: &str) -> String {
 }
 
 /// Keys of stored settings whose values are never kept, whatever their place (a guard:
-/// the runner redacts headers itself).
+/// the suite redacts headers itself).
 const SECRET_SETTING_KEYS: [&str; 5] = ["api_key", "authorization", "password", "secret", "token"];
 
 /// `value` with the values of secret-looking keys replaced by [`REDACTED`], and under

@@ -1,7 +1,7 @@
 //! `perfplan import evalscope`: the two scripts of xLLM's guide (tests/fixtures/evalscope,
 //! as the guide prints them) are executed with a recorder for `evalscope`, and the plans
 //! they import expand to the scripts' tiers and settings; the LLM one then runs against
-//! the simulator in two commands, as the README shows.
+//! the simulator in two commands, as the README and the book show.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -102,7 +102,7 @@ pub enum ApiError {
     },
 }
 
-/// Everything one request body is made of. The runner has already chosen the OpenAI
+/// Everything one request body is made of. The suite has already chosen the OpenAI
 /// field names (`max_tokens`, `temperature`, `ignore_eos`, extra fields, ...).
 #[derive(Debug, Clone, Copy)]
 pub struct BodyInput<'a> {

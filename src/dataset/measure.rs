@@ -232,7 +232,7 @@ impl Measured {
 
 /// Counts prompts built during a run (multi-turn turns: the whole history; trace bodies)
 /// as the server will see them, like the dataset's own prompts: chat through the chat
-/// template, completions text with special tokens. Off the timing path: the runner's
+/// template, completions text with special tokens. Off the timing path: the suite's
 /// database writer calls it.
 #[derive(Debug, Clone)]
 pub struct PromptCounter(Measure);

@@ -26,7 +26,7 @@ mod source;
 mod split;
 mod stream;
 mod tar_shards;
-// Issue 7: the traffic kinds.
+// The traffic kinds.
 mod embedding;
 pub mod image_codec;
 mod image_header;

@@ -1,6 +1,6 @@
 //! `random_multi_turn` and `conversations`: scripts of user turns for multi-turn runs.
 //! A script holds only what the client says (an optional system message and the user
-//! turns); the answers are the server's real responses, appended by the runner before
+//! turns); the answers are the server's real responses, appended by the suite before
 //! the next turn. Random scripts are drawn per conversation index from the run seed
 //! (`turns`, `user_tokens`, `assistant_tokens` as each turn's output limit, and
 //! `prefix_tokens` as a system message shared by every conversation); a file gives one

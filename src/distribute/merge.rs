@@ -2,7 +2,7 @@
 //! the same id (ids never depend on the shard) become one run holding every shard's
 //! request rows, their times moved to one time base (the earliest shard's start of the
 //! measured pass), and every metric is recomputed from those rows with the same
-//! `metrics::Fold` the runner uses, so merged percentiles are exact. Rows are streamed
+//! `metrics::Fold` the suite uses, so merged percentiles are exact. Rows are streamed
 //! from each shard to the merged database, never held whole.
 //! Refuses shards of different plans, a shard given twice, and unreadable databases.
 

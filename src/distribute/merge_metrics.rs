@@ -1,5 +1,5 @@
 //! The metrics of a merged run, folded from the union of its shards' request rows by the
-//! runner's own `metrics::Fold` as they are copied; plus what rows cannot give: the
+//! suite's own `metrics::Fold` as they are copied; plus what rows cannot give: the
 //! server's cache counters over every shard's pass, per-turn metrics of multi-turn runs,
 //! client CPU.
 
@@ -20,7 +20,7 @@ use crate::suite::steps::windows_of;
 use crate::telemetry::{first_ratio, CounterNames};
 
 /// A merged run's metrics and the facts its extras keep, folded row by row as the
-/// shards' rows are copied (no merged run is held whole): the metrics by the runner's own
+/// shards' rows are copied (no merged run is held whole): the metrics by the suite's own
 /// `metrics::Fold`, the three-way input lengths, multi-turn samples (items moved past the
 /// earlier shards'), and each shard's first measured send.
 pub(super) struct MergeFold {
@@ -208,7 +208,7 @@ pub(super) fn server_ratio(
     first_ratio(before, after, &CounterNames::candidates(spec.as_ref()))
 }
 
-/// The options of the merged run's metrics, as the runner set them for its shards.
+/// The options of the merged run's metrics, as the suite set them for its shards.
 pub(super) fn options(
     first: &StoredRun,
     parts: &[(usize, StoredRun)],

@@ -1,5 +1,5 @@
-//! Which HTTP client sends an endpoint's load, by one rule (README, "Which client sends
-//! the load"), and what each is set up with: the lean HTTP/1.1 client's addresses,
+//! Which HTTP client sends an endpoint's load, by one rule (the book, plan/endpoints.md,
+//! "Which client sends the load"), and what each is set up with: the lean HTTP/1.1 client's addresses,
 //! prepared headers, TLS dial and session resumption; reqwest's default headers. Keys are
 //! never printed.
 

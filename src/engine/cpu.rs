@@ -1,5 +1,5 @@
 //! CPU time behind `client_cpu_ratio`: the engine's driving thread's own (nanoseconds, from
-//! `CLOCK_THREAD_CPUTIME_ID`) when a run stays on one thread, as on the runner's
+//! `CLOCK_THREAD_CPUTIME_ID`) when a run stays on one thread, as on the suite's
 //! current-thread runtime, so in-process simulators and the database writer do not count;
 //! else the whole process's (user + system, all threads, from `/proc/self/stat`). Linux
 //! only; `None` elsewhere.

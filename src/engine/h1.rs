@@ -6,7 +6,7 @@
 //! serves and which go through reqwest is `target::lean_client`'s one rule. Knows nothing
 //! about OpenAI APIs or plans.
 //!
-//! Why a client of our own rather than hyper's (issue 16, measured in `bench/RESULTS.md`,
+//! Why a client of our own rather than hyper's (measured in `bench/RESULTS.md`,
 //! "the HTTP/1 client"): hyper's HTTP/1 connection API with the same pool, pre-connecting,
 //! retry and per-read stamps passed the same hostile HTTP/1.1 suites, but took 24–44% more
 //! client CPU per request (11–16% per streamed token) than this module, and under a loaded

@@ -75,7 +75,7 @@ impl Preconnect {
 }
 
 impl Preconnect {
-    /// This pre-connect followed by `later` (the engine's own top-up after the runner's).
+    /// This pre-connect followed by `later` (the engine's own top-up after the suite's).
     pub fn then(self, later: Option<Preconnect>) -> Preconnect {
         let Some(l) = later else {
             return self;

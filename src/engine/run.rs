@@ -85,7 +85,7 @@ impl RunConfig {
 }
 
 /// Stops a run: no new requests; in-flight ones get the grace period. Cheap to clone;
-/// the runner triggers it on Ctrl-C.
+/// the suite triggers it on Ctrl-C.
 #[derive(Debug, Clone)]
 pub struct CancelHandle {
     tx: watch::Sender<bool>,

@@ -28,7 +28,7 @@ pub struct Timeouts {
     pub total: Option<Duration>,
 }
 
-/// The plan's defaults (`control::timeouts`, the README's "Timeouts" table).
+/// The plan's defaults (`control::timeouts`, the "Timeouts" table of the book, plan/limits.md).
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {

@@ -1,6 +1,7 @@
 //! Every parameter of `evalscope perf` (the reference's parameter list, plus the aliases
 //! and newer flags its parser accepts), how many values it takes, and where it lands in
-//! a plan — or why it has no equivalent. The README's import table is this table.
+//! a plan — or why it has no equivalent. The book's import table (guide/evalscope.md) is
+//! this table.
 
 /// How many values a flag takes (as EvalScope's argparse reads them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ pub const STATISTICS: [&str; 14] = statistic_names();
 pub const SCALARS: [&str; SCALAR_DEFS.len()] = names_of(&SCALAR_DEFS);
 
 /// Scalars of the server's side: telemetry scraped during the run (null without it;
-/// README, "Server telemetry"), which no request row holds (a merged or pooled run
+/// the book, metrics/telemetry.md), which no request row holds (a merged or pooled run
 /// carries them, never recomputes them). They follow `SCALARS` in every export
 /// (`registry_defs::SERVER_DEFS`).
 pub const SERVER_SCALARS: [&str; SERVER_DEFS.len()] = names_of(&SERVER_DEFS);

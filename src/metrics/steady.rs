@@ -1,6 +1,6 @@
 //! The steady-state window of a run and its metrics (`*_steady`, `steady_s`).
 //!
-//! The rule (README, "Time"): the window opens when the load is whole and closes when
+//! The rule (the book, metrics/time.md): the window opens when the load is whole and closes when
 //! it starts to drain.
 //!
 //! - Closed loop of concurrency C: from the send of the C-th request of the measured pass

@@ -1,4 +1,4 @@
-//! Metrics per step of a ramped load (README, "Ramps"): the run cut into its steps'
+//! Metrics per step of a ramped load (the book, loads/ramps.md): the run cut into its steps'
 //! windows, each read by the steady window's rule (`metrics::steady`) on a half-open
 //! span [start, end): the distributions and counts are those of the measured requests
 //! *planned* (intended send time) inside the step, so each request meets the step's

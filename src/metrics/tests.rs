@@ -200,7 +200,7 @@ fn ttfo_is_the_first_answer_after_reasoning() {
     assert!(close(v(&s, "ttft_mean"), 10.0));
 }
 
-/// A success without any output is counted (and the runner warns); an API without
+/// A success without any output is counted (and the suite warns); an API without
 /// generated text (`output_bytes` unknown) is not.
 #[test]
 fn successes_without_output_are_counted() {

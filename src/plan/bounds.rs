@@ -255,7 +255,7 @@ fn duration(
     false
 }
 
-/// The range a schema level states, as the README writes it (`from 1 to 100000`,
+/// The range a schema level states, as the book writes it (`from 1 to 100000`,
 /// `from 1ms to 168h`), or `None` when it states none. For documentation and tests.
 pub fn range_text(schema: &Value) -> Option<String> {
     let low = duration_bound(schema, "x-duration-minimum");

@@ -2,7 +2,7 @@
 //! its range in the schema (`minimum`/`maximum`, `exclusiveMinimum`, and for durations
 //! `x-duration-minimum`/`x-duration-maximum`), and `validate` checks them there, located
 //! at the value; these constants are the bounds more than one key uses, so that each
-//! bound is written once. The README's range table lists every key's range.
+//! bound is written once. The range table of the book (plan/validation.md) lists every key's range.
 
 /// Most tokens of any one length (prompt, prefix, output, turn, query): 10 million.
 pub const MAX_TOKENS: u32 = 10_000_000;

@@ -359,8 +359,8 @@ pub enum InputLenMode {
     Drop,
 }
 
-/// `[datasets.NAME]`: one request source. Which keys apply depends on `kind`
-/// (see the README's dataset table); a key that does not apply is an error.
+/// `[datasets.NAME]`: one request source. Which keys apply depends on `kind` (see the
+/// dataset table of the book, loads/datasets.md); a key that does not apply is an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetSpec {

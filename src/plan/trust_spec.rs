@@ -1,6 +1,7 @@
 //! `[trust]`: the thresholds of the run verdict, as written. Every key is optional and
-//! range-checked (the schema's ranges, which validation reads); the README's verdict table
-//! lists each key with its default, which lives in `trust::Thresholds`. Not part of any
+//! range-checked (the schema's ranges, which validation reads); the book's verdict table
+//! (reports/trust.md) and range table (plan/validation.md) list each key with its
+//! default, which lives in `trust::Thresholds`. Not part of any
 //! run's settings: a threshold changes how a run is judged, never what it sends, so run
 //! ids do not move.
 

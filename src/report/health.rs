@@ -1,7 +1,7 @@
 //! Run health as every exporter shows it: failed measured requests by class (HTTP split
 //! by status), the `client_bound` reason, warnings and the error of a failed run, read
-//! from what the runner stored with each run (extras, warnings, error). Knows the stored
-//! run, not how the runner found these facts.
+//! from what the suite stored with each run (extras, warnings, error). Knows the stored
+//! run, not how the suite found these facts.
 
 use std::collections::BTreeMap;
 

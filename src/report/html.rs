@@ -183,7 +183,7 @@ fn input_lengths(digest: &Digest) -> String {
 }
 
 /// `41.2 / 43.0 · 40.0 / 50.0`: the client's TTFT p50 / p99 next to the server's own (from
-/// its histogram, README "Server telemetry"); `—` where unknown.
+/// its histogram, the book, metrics/telemetry.md); `—` where unknown.
 fn client_and_server_ttft(run: &crate::store::StoredRun) -> String {
     let m = |name: &str| {
         run.metrics

@@ -293,7 +293,7 @@ type GaugeGroup = (
     &'static [(&'static str, &'static str)],
 );
 
-/// The server's gauges scraped during the run (README, "Server telemetry"), a chart per
+/// The server's gauges scraped during the run (the book, metrics/telemetry.md), a chart per
 /// unit, each drawn only when the server exposed one of its series.
 fn gauge_charts(name: &str, series: &[TelemetrySeries], span: f64) -> Vec<Chart> {
     let groups: [GaugeGroup; 4] = [

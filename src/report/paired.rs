@@ -431,7 +431,7 @@ mod tests {
 
     #[test]
     fn an_item_costs_twenty_bytes() {
-        // The memory bound the module and the README state.
+        // The memory bound the module and the book state.
         assert_eq!(std::mem::size_of::<Slot>(), 20);
     }
 

@@ -1,4 +1,4 @@
-//! Ramps in reports: the per-step metrics of a ramped run (README, "Ramps"), read from
+//! Ramps in reports: the per-step metrics of a ramped run (the book, loads/ramps.md), read from
 //! its extras (`time.steps`: each step's planned rate, or a concurrency ramp's
 //! concurrency, its window and its metrics, as the suite stored them; a run without steps
 //! shows none). Shown after the pivot as one table row per step in the table and

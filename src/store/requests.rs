@@ -9,7 +9,7 @@ use super::row_codec::{self, RowMeta};
 use super::{SqlContext, Store, StoreError};
 use crate::record::{Phase, RequestRecord};
 
-/// A request to store, with the input length only the runner knows.
+/// A request to store, with the input length only the suite knows.
 #[derive(Debug, Clone, Copy)]
 pub struct StoredRequest<'a> {
     pub record: &'a RequestRecord,

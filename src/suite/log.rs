@@ -1,4 +1,4 @@
-//! `perfplan.log` in the output folder: every line the runner prints, and with `--debug`
+//! `perfplan.log` in the output folder: every line the suite prints, and with `--debug`
 //! every request body and what came back (text, finish reason, usage, error). Bodies hold
 //! no secrets (keys travel in headers, which are never logged), and every line passes the
 //! plan's `Redactor` (its secret header values and API keys), as do progress events.

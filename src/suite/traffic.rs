@@ -1,4 +1,4 @@
-//! The runner's side of issue 7's traffic kinds that are not a plain list of prompts:
+//! The suite's side of the traffic kinds that are not a plain list of prompts:
 //! trace replay (recorded bodies sent at recorded offsets under `Load::Scheduled`) and
 //! multi-turn conversations (a `ConversationSource` building each turn from the last
 //! answer). Also picks a run's request source and load, and adds the per-turn metrics.

@@ -1,5 +1,5 @@
-//! A run's telemetry scalars (`names::SERVER_SCALARS`, README "Server telemetry") from what the
-//! sampler kept of each URL: its first and last scrape and its gauges' running mean and
+//! A run's telemetry scalars (`names::SERVER_SCALARS`, the book, metrics/telemetry.md)
+//! from what the sampler kept of each URL: its first and last scrape and its gauges' running mean and
 //! peak. Histogram quantiles come from the buckets' increase between the first and the
 //! last scrape (`stats::histogram_quantile`); counters from their increase; a counter that
 //! went backwards (a restarted server) gives no value. Pure arithmetic.

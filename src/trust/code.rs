@@ -55,7 +55,7 @@ macro_rules! codes {
         }
 
         impl Code {
-            /// Every code, in the order the README lists them.
+            /// Every code, in the order the book lists them.
             pub const ALL: &'static [Code] = &[$( Code::$variant, )*];
 
             pub fn as_str(self) -> &'static str {

@@ -1,5 +1,5 @@
 //! The thresholds a verdict is judged by: the `[trust]` table resolved (its keys, their
-//! defaults and ranges are the plan's `TrustSpec`; the README's verdict table lists them).
+//! defaults and ranges are the plan's `TrustSpec`; the book's verdict table lists them).
 //! Plain numbers here: this module knows no plan syntax.
 
 use serde::{Deserialize, Serialize};
