@@ -1,7 +1,7 @@
 //! Which HTTP client sends an endpoint's load, by one rule (the book, plan/endpoints.md,
-//! "Which client sends the load"), and what each is set up with: the lean HTTP/1.1 client's addresses,
-//! prepared headers, TLS dial and session resumption; reqwest's default headers. Keys are
-//! never printed.
+//! "Which client sends the load"), and what each is set up with: the lean HTTP/1.1
+//! client's addresses, prepared headers, TLS dial and session resumption; reqwest's
+//! default headers. Keys are never printed.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
