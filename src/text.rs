@@ -62,7 +62,6 @@ pub fn describe_control(c: char) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

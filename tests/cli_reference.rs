@@ -2,7 +2,6 @@
 //! cannot drift: every command and subcommand of `perfplan::cli::Cli`, its long help as
 //! `perfplan CMD --help` prints it (at a fixed width of 100 columns, no colour). Regenerate
 //! it with `PERFPLAN_WRITE_DOCS=1 cargo test --test cli_reference`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use clap::CommandFactory;
 

@@ -1,6 +1,5 @@
 //! A reader that stops reading (`perfplan metrics --format json | head -c 10`) ends
 //! perfplan quietly with its named exit code, never with "internal error".
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Read;
 use std::process::{Command, Stdio};

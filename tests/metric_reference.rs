@@ -3,7 +3,6 @@
 //! with `PERFPLAN_WRITE_METRICS=1 cargo test --test metric_reference`, or
 //! `PERFPLAN_WRITE_DOCS=1`, which regenerates the CLI reference too), and
 //! `perfplan metrics` names every metric of the vocabulary with its entry.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use perfplan::metrics::{names, registry};
 

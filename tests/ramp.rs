@@ -3,7 +3,6 @@
 //! the simulator keeps up; TTFT rising once its two batch slots saturate), and a linear
 //! ramp's sends follow its planned cumulative count ∫ rate dt, for Poisson and
 //! constant arrivals. Each run lasts 2–3 s.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
 

@@ -3,7 +3,6 @@
 //! differently shows which checks differ (three simulators on ephemeral ports: a healthy
 //! one, one that leaves `cached_tokens` out of streamed usage, one that serves another
 //! model). `perfplan run` waits after a launch until every replica is ready.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 

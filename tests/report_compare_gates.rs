@@ -1,7 +1,6 @@
 //! `compare` and gates on synthetic suites: a 20% slower suite is flagged beyond
 //! noise, a suite against itself is not; gates pass and fail with exit codes through
 //! the binary, naming the gate, the run and the measured value.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod report_support;
 

@@ -2,7 +2,6 @@
 //! "Benchmarking summary" lines and its "Percentile results" table, from the stored
 //! metrics, in seconds as EvalScope shows them; chosen by `[report] metrics = "evalscope"`
 //! (as `import evalscope` writes it) or `perfplan report --metrics evalscope`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod report_support;
 

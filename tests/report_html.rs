@@ -1,7 +1,6 @@
 //! The HTML report: one self-contained page (no script, no network) with the pivot
 //! table and every plot. With `PERFPLAN_DEMO_DIR` set, the suite and page are kept
 //! there (for a look in a browser).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod report_support;
 

@@ -2,8 +2,6 @@
 //! repeated, the interrupted one is rerun from scratch, and the database holds exactly
 //! one complete set of rows per run.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,5 @@
 //! `perfplan sim`: every setting documented in `--help`; the server prints its address first
 //! and answers on it.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
 

@@ -1,5 +1,4 @@
 //! Fault injection at its configured rates, and rejected fields.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod sim_support;
 

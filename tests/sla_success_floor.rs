@@ -3,7 +3,6 @@
 //! ones at once, so the latencies of those that succeed stay within a relaxed SLO. The
 //! default success floor (`success_ratio >= 1.0`) stops the search below the load where
 //! requests start to fail; `validate` and the search's sentence name the floor.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
 

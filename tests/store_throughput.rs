@@ -1,7 +1,6 @@
 //! How fast the store takes request rows and how many bytes of database a request costs
 //! (ignored by default; run with
 //! `cargo test --release --test store_throughput -- --ignored --nocapture`).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,6 @@
 //! window's TTFT is the run's within a margin), `perfplan report --slices` tiles the run
 //! and its counts add up to the stored ones, and with stderr piped a progress line comes
 //! every `--progress-every` (from a timer, so a run gets its lines while it waits).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
 

@@ -1,5 +1,4 @@
 //! The tokenizer layer against the SmolLM2 fixture folder (no network).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

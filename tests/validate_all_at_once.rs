@@ -2,7 +2,6 @@
 //! mistake of each phase (a duration, an unknown key, a range, a reference, a gate's
 //! metric, a file, and a planner rule) gets all seven in one run, each located, and
 //! no problem that is only a consequence of another.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 

@@ -48,7 +48,6 @@ pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::record::Usage;

@@ -55,7 +55,6 @@ pub fn body_reads(body: &[u8]) -> (Option<u32>, bool) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -51,7 +51,6 @@ pub fn cause(e: &(dyn Error + 'static)) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

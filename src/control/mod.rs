@@ -23,7 +23,6 @@ pub use tls::{tls_problem, Tls, TlsError};
 pub use urls::{request_target, Route, UrlError, Urls};
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     /// `control` is a leaf of the house: it must not use the stages that use it.
     #[test]

@@ -43,7 +43,6 @@ pub const SCRAPE: Duration = Duration::from_secs(5);
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

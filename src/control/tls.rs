@@ -264,7 +264,6 @@ fn certificate_words(c: &CertificateError) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

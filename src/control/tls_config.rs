@@ -137,7 +137,6 @@ impl ServerCertVerifier for AnyCertificate {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -257,7 +257,6 @@ pub fn request_target(url: &Url) -> &str {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -78,7 +78,6 @@ pub(crate) fn record_misses(items: &[PromptItem], stats: &mut DatasetStats) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -91,7 +91,6 @@ fn png(width: u32, height: u32, rgb: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

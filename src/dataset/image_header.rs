@@ -92,7 +92,6 @@ fn webp_header(bytes: &[u8]) -> Result<(u32, u32), String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::dataset::image_codec::{encode, pixels, ImageFormat};

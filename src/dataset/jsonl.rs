@@ -150,7 +150,6 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -299,7 +299,6 @@ pub(crate) fn to_u32(n: usize) -> u32 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

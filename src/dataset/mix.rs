@@ -146,7 +146,6 @@ pub(super) fn materialize(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::api::Prompt;

@@ -190,7 +190,6 @@ pub fn parse_conversation(v: &Value) -> Option<Script> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

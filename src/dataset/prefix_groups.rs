@@ -156,7 +156,6 @@ pub(crate) fn sharing(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -257,7 +257,10 @@ impl<'a> Shaping<'a> {
     }
 
     /// A text prompt with the length rules applied: (prompt, client count, target).
-    #[allow(clippy::type_complexity)]
+    #[expect(
+        clippy::type_complexity,
+        reason = "a triple named by its doc line, used once"
+    )]
     fn text_item(
         &self,
         text: &str,

@@ -154,7 +154,6 @@ fn first_words(text: &str, n: usize) -> &str {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -262,7 +262,6 @@ fn iso8601_us(s: &str) -> Option<i128> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::plan::{DatasetPlan, DatasetSpec};

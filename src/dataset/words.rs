@@ -63,7 +63,6 @@ pub(crate) fn draw_len(range: crate::plan::spec::TokenRange, rng: &mut ChaCha8Rn
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use rand::SeedableRng;

@@ -69,7 +69,6 @@ fn parse_stat(stat: &str) -> Option<Duration> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

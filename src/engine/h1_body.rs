@@ -168,7 +168,6 @@ fn after_size(value: u64) -> ChunkState {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

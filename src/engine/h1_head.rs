@@ -87,7 +87,6 @@ pub(crate) fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize)>> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -73,7 +73,6 @@ pub fn connection_limit_problem(connections: u64) -> Option<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

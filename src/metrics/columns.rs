@@ -365,7 +365,6 @@ impl Distribution for GapDistribution {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::metrics::stats::{statistic, statistic_of};

@@ -237,7 +237,6 @@ impl fmt::Display for Condition {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -32,7 +32,6 @@ impl Rates {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::metrics::stats::{statistic_of, Distribution};

@@ -279,7 +279,6 @@ impl SliceFold {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::record::Usage;

@@ -179,7 +179,6 @@ pub fn histogram_quantile(buckets: &[(f64, f64)], q: f64) -> Option<f64> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

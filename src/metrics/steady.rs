@@ -217,7 +217,6 @@ pub fn unknown() -> BTreeMap<String, Option<f64>> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::record::{Outcome, Usage};

@@ -97,7 +97,6 @@ impl StepFold {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::record::{Outcome, Phase, Usage};

@@ -1,5 +1,4 @@
 //! Every formula against hand-worked numbers.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

@@ -119,7 +119,6 @@ pub fn misplaced_keys(spec: &DatasetSpec) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -102,7 +102,6 @@ pub fn problems(ds: &DatasetSpec, supplied: impl Fn(&str) -> bool) -> Vec<(Strin
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

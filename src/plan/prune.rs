@@ -157,7 +157,6 @@ pub fn overlaps(d: &Diagnostic, pruned: &[Span]) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

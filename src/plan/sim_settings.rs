@@ -356,7 +356,6 @@ fn no_jitter(jitter: &f64) -> bool {
 pub use super::sim_checks::SettingError;
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -158,7 +158,6 @@ pub fn concurrency_ramp_problems(load: &LoadSpec, spec: &ConcurrencyRampSpec) ->
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::plan::RampShape;

@@ -307,7 +307,6 @@ pub fn ramp_load_problems(load: &LoadSpec, spec: &RampSpec) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::units::HumanDuration;

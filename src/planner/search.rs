@@ -297,7 +297,6 @@ pub fn trials(load: &LoadSpec) -> u32 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

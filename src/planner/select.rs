@@ -185,7 +185,6 @@ fn no_combination(runs: &[RunSpec], filters: &[(String, Vec<String>)]) -> String
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

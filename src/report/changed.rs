@@ -141,7 +141,6 @@ pub fn describe(c: &ChangedSetting) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

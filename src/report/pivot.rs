@@ -341,7 +341,6 @@ fn position(keys: &mut Vec<Vec<String>>, key: Vec<String>) -> usize {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::store::RunStatus;

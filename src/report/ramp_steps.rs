@@ -187,7 +187,6 @@ pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

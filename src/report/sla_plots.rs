@@ -152,7 +152,6 @@ pub fn section(store: &Store, runs: &[StoredRun]) -> Result<String, ReportError>
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

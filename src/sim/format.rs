@@ -272,7 +272,6 @@ fn put_uint(buf: &mut BytesMut, mut n: u64) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -149,7 +149,6 @@ impl Front {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::sim::tokens::TokenCounter;

@@ -338,7 +338,6 @@ pub(crate) fn texts_tokens(v: Option<&Value>, tok: &TokenCounter) -> Vec<Vec<u32
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

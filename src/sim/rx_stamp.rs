@@ -271,7 +271,6 @@ mod kernel {
 }
 
 #[cfg(all(test, target_os = "linux"))]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -136,7 +136,6 @@ fn hash_piece(bytes: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -425,7 +425,6 @@ pub(super) fn chunk_times_back(sent: Duration, blob: &[u8]) -> Option<Vec<Durati
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

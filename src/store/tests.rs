@@ -1,5 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -479,7 +477,10 @@ fn classes_are_kept_and_rows_before_them_have_none() {
         let rows = store.request_rows("run1").unwrap();
         assert_eq!((rows.len(), rows[0].class), (1, None));
     }
-    #[allow(clippy::permissions_set_readonly_false)]
+    #[expect(
+        clippy::permissions_set_readonly_false,
+        reason = "the test gives write access back to its own temporary file"
+    )]
     perms.set_readonly(false);
     std::fs::set_permissions(&db, perms).unwrap();
     let store = Store::open(dir.path()).unwrap();

@@ -78,7 +78,6 @@ pub(super) fn decode(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -248,7 +248,6 @@ impl GroupWatch {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::plan::dataset_plan::PrefixGroups;

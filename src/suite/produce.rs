@@ -359,7 +359,6 @@ impl Drop for BuiltSource {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::plan::{load_plan, LoadOptions};

@@ -75,7 +75,6 @@ impl TurnInputs {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::dataset::DatasetContext;

@@ -331,7 +331,6 @@ fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerEr
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::store::{RunRow, SuiteInfo};

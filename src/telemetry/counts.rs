@@ -196,7 +196,6 @@ pub fn in_flight_of(frame: &Frame) -> Option<f64> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::record::Usage;

@@ -108,7 +108,6 @@ fn labels(text: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -136,7 +136,6 @@ fn known_rows(known: &BTreeMap<Slot, Acc>) -> Frame {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

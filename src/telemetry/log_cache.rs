@@ -88,7 +88,6 @@ impl LogSpan {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -172,7 +172,6 @@ pub fn scalars(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::telemetry::frame::frame;

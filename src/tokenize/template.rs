@@ -244,7 +244,6 @@ impl serde_json::ser::Formatter for PythonFormatter {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

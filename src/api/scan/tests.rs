@@ -1,6 +1,5 @@
 //! The JSON cursor against serde_json: the same texts accepted and refused, the same
 //! strings decoded.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
 

@@ -2,7 +2,6 @@
 //! servers' chunks, generated variants (field order, extra fields of every JSON kind,
 //! escapes, nulls) and mutations (every truncation, byte flips) must give the same result,
 //! and the reader must never accept what serde refuses.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::borrow::Cow;
 

@@ -1,8 +1,6 @@
 //! The barrier in one process: shard 1 on 127.0.0.1:0 and the others connecting to the
 //! port it got, each shard's side on its own thread as in `perfplan run`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 

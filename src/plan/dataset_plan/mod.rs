@@ -418,5 +418,4 @@ fn file_select(s: &DatasetSpec) -> FileSelect {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;

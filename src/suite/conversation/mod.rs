@@ -413,5 +413,4 @@ pub fn turn_metrics_of(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;

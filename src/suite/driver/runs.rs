@@ -359,7 +359,6 @@ pub(crate) async fn server_up(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
