@@ -145,3 +145,49 @@ load = {{ concurrency = 1, requests = 2 }}
         .count();
     assert_eq!(posts, 0, "nothing runs before every replica is ready");
 }
+
+/// The model list is read by one rule everywhere: a server that says it serves any name
+/// (perfplan's simulator without `models`) lists the plan's model, in `check` as in the
+/// connection test; one that lists names judges the plan's against them.
+#[test]
+fn check_reads_the_model_list_by_the_one_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.toml");
+    let plan = |models: &str| {
+        format!(
+            r#"
+[plan]
+name = "check-any"
+[endpoints.sim]
+base_url = "sim://check-any"
+[endpoints.sim.sim]
+{models}
+[models.m]
+served_name = "my-model"
+[datasets.d]
+kind = "prompt"
+text = "hello"
+[defaults]
+output_tokens = 2
+[matrix]
+load = {{ concurrency = 1, requests = 2 }}
+"#
+        )
+    };
+    let check = |text: String| {
+        std::fs::write(&path, text).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_perfplan"))
+            .args(["check", path.to_str().unwrap()])
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "400")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let any = check(plan(""));
+    assert_eq!(verdict(&any, "┆ model listed "), "pass", "{any}");
+    assert!(any.contains("serves any model name"), "{any}");
+    let listed = check(plan("models = [\"other\"]"));
+    assert_eq!(verdict(&listed, "┆ model listed "), "warn", "{listed}");
+    assert!(listed.contains("`my-model` is not among other"), "{listed}");
+}

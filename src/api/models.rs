@@ -8,6 +8,12 @@ use serde_json::Value;
 /// The key of a model list that says the server serves any model name.
 pub const ANY_MODEL_KEY: &str = "x_perfplan_any_model";
 
+/// Whether a model list says its server serves any model name (`ANY_MODEL_KEY`).
+pub fn serves_any(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .is_ok_and(|v| v.get(ANY_MODEL_KEY) == Some(&Value::Bool(true)))
+}
+
 /// The `id`s of an OpenAI model list (`{"data": [{"id": …}]}`); none for any other body,
 /// and none for a server that serves any name.
 pub fn model_ids(body: &[u8]) -> Vec<String> {

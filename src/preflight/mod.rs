@@ -6,8 +6,6 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::control::{self, chain, explain, Route};
 use crate::plan::{DatasetPlan, LoadSpec, LoadedPlan, WarmupSpec};
 use crate::planner::{OutputLen, RunSpec};
@@ -285,7 +283,7 @@ impl Ctx<'_> {
     async fn listed(&self, run: &RunSpec, model: &str, resp: reqwest::Response) -> CheckRow {
         let table = &run.settings.model.name;
         match model_ids(resp).await {
-            Ok((url, ids)) => listed_row(run, (model, table), &url, &ids),
+            Ok((url, ids)) => listed_row(run, (model, table), &url, ids.as_deref()),
             Err(detail) => row(run, "server", "model listed", Verdict::Fail, detail),
         }
     }
@@ -334,37 +332,42 @@ impl Ctx<'_> {
         wanted
             .iter()
             .map(|(run, served, table)| match &listed {
-                Ok((url, ids)) => listed_row(run, (served, table), url, ids),
+                Ok((url, ids)) => listed_row(run, (served, table), url, ids.as_deref()),
                 Err(detail) => row(run, "server", "model listed", Verdict::Fail, detail.clone()),
             })
             .collect()
     }
 }
 
-/// The model ids the server lists (with the URL that answered), or why it listed none.
-async fn model_ids(resp: reqwest::Response) -> Result<(String, Vec<String>), String> {
+/// The model ids the server lists (with the URL that answered), read by the one rule of
+/// `api::models` (`None`: the server serves any name), or why it listed none.
+async fn model_ids(resp: reqwest::Response) -> Result<(String, Option<Vec<String>>), String> {
     let url = resp.url().to_string();
     let status = resp.status();
-    let body: Value =
-        serde_json::from_str(&resp.text().await.unwrap_or_default()).unwrap_or(Value::Null);
+    let body = resp.bytes().await.unwrap_or_default();
     if !status.is_success() {
         return Err(format!("GET {url} answered HTTP {status}"));
     }
-    let ids = body
-        .get("data")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| Some(m.get("id")?.as_str()?.to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok((url, ids))
+    if crate::api::models::serves_any(&body) {
+        return Ok((url, None));
+    }
+    Ok((url, Some(crate::api::models::model_ids(&body))))
 }
 
 /// Whether `model` (sent by the runs of model table `table`) is among the listed `ids`.
-fn listed_row(run: &RunSpec, (model, table): (&str, &str), url: &str, ids: &[String]) -> CheckRow {
+fn listed_row(
+    run: &RunSpec,
+    (model, table): (&str, &str),
+    url: &str,
+    ids: Option<&[String]>,
+) -> CheckRow {
     let r = |v, d| row(run, "server", "model listed", v, d);
+    let Some(ids) = ids else {
+        return r(
+            Verdict::Pass,
+            format!("`{model}` is served (GET {url}: the server serves any model name)"),
+        );
+    };
     if ids.iter().any(|i| i == model) {
         r(Verdict::Pass, format!("`{model}` is served"))
     } else if ids.is_empty() {
