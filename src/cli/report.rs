@@ -18,6 +18,9 @@ pub enum FormatArg {
     Csv,
     Json,
     Html,
+    /// The Prometheus text exposition: every run's metrics as gauges in base units, for a
+    /// node exporter's textfile collector or a push gateway.
+    Prometheus,
 }
 
 impl From<FormatArg> for Format {
@@ -28,6 +31,7 @@ impl From<FormatArg> for Format {
             FormatArg::Csv => Format::Csv,
             FormatArg::Json => Format::Json,
             FormatArg::Html => Format::Html,
+            FormatArg::Prometheus => Format::Prometheus,
         }
     }
 }

@@ -27,6 +27,7 @@ mod over_time;
 pub mod paired;
 pub mod pivot;
 mod plots;
+pub mod prometheus;
 pub mod ramp_steps;
 pub mod repeats;
 pub mod replicas;
@@ -108,6 +109,8 @@ pub enum Format {
     Csv,
     Json,
     Html,
+    /// The Prometheus text exposition (`prometheus`).
+    Prometheus,
 }
 
 impl FromStr for Format {
@@ -119,6 +122,7 @@ impl FromStr for Format {
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
             "html" => Ok(Format::Html),
+            "prometheus" | "prom" => Ok(Format::Prometheus),
             _ => Err(ReportError::Format(s.into())),
         }
     }
@@ -259,6 +263,7 @@ pub fn render(
         Format::Csv => Ok(csv::render(&data)),
         Format::Json => json::render(&data, gates),
         Format::Html => html::render(store, (&layout, accept), gates),
+        Format::Prometheus => Ok(prometheus::render(&data)),
     }
 }
 
