@@ -288,6 +288,7 @@ async fn run_step(
         definitions: definitions(suite.plan.spec.plan.metric_definitions),
         slos: suite.slos.to_vec(),
         inputs_per_request: run.inputs_per_request(),
+        hardware: crate::planner::hardware_of(&run.settings),
         ..SummaryOptions::default()
     };
     let mut pool = sla::Pool::new(opts.definitions, &opts.slos);
