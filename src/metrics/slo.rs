@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use super::condition::{parse_condition, Op, Threshold};
-use super::definitions::Timing;
+use super::definitions::{timing, MetricDefinitions, Timing};
+use crate::record::RequestRecord;
 
 /// What an SLO bounds: one figure of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +184,23 @@ pub(super) fn meets(f: &RequestFigures<'_>, slos: &[Slo]) -> bool {
             _ => true,
         },
     })
+}
+
+/// Whether a successful request meets every objective of `slos`, timed under `defs`
+/// (the fold's own rule, for readers of stored rows such as `compare`'s bootstrap).
+pub fn request_meets(r: &RequestRecord, defs: MetricDefinitions, slos: &[Slo]) -> bool {
+    if slos.is_empty() {
+        return true;
+    }
+    let t = timing(r, defs);
+    let out = r.output_tokens().map(|(n, _)| n);
+    let figures = RequestFigures {
+        timing: &t,
+        ttfo: r.ttfo(),
+        tpot: out.and_then(|n| t.tpot(n)),
+        output_tokens: out,
+    };
+    meets(&figures, slos)
 }
 
 #[cfg(test)]

@@ -314,10 +314,19 @@ fn attainment_good_tokens_and_cost_of_a_run() {
     assert!(close(v(&s, "in_flight_mean"), 1.332 / 1.001));
     // 15 output tokens: 14.985 tok/s over 4 users and 2 accelerators.
     assert!(close(v(&s, "output_tps_per_user"), 15.0 / 1.001 / 4.0));
-    assert!(close(v(&s, "output_tps_per_accelerator"), 15.0 / 1.001 / 2.0));
+    assert!(close(
+        v(&s, "output_tps_per_accelerator"),
+        15.0 / 1.001 / 2.0
+    ));
     // 36 an hour for 1.001 s = 0.01001; over 15 output, 45 total (3 × 10 input), 10 good.
-    assert!(close(v(&s, "cost_per_million_output_tokens"), 0.01001 / 15.0 * 1e6));
-    assert!(close(v(&s, "cost_per_million_total_tokens"), 0.01001 / 45.0 * 1e6));
+    assert!(close(
+        v(&s, "cost_per_million_output_tokens"),
+        0.01001 / 15.0 * 1e6
+    ));
+    assert!(close(
+        v(&s, "cost_per_million_total_tokens"),
+        0.01001 / 45.0 * 1e6
+    ));
     assert!(close(v(&s, "cost_per_million_good_output_tokens"), 1001.0));
     // Without SLOs every success is good; without hardware there is no cost.
     let plain = summarize(&[rec(0, &[10, 20], Some(2))], &SummaryOptions::default());
