@@ -280,3 +280,37 @@ fn an_sla_search_finds_the_most_users_at_the_attainment() {
     assert!(metric(&runs[0], "slo_attainment") >= 0.95);
     assert!(metric(&runs[0], "cost_per_million_output_tokens") > 0.0);
 }
+
+#[test]
+fn metrics_a_plan_cannot_give_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = PLAN
+        .replace("[slo]\nttft = \"<= 120ms\"\ntpot = \"<= 20ms\"\n", "")
+        .replace("accelerators = 8, kind = \"H200\", ", "");
+    let plan = write(dir.path(), "warn.toml", &text);
+    let (code, err) = validate(&plan, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("`slo_attainment` without [slo]: every successful request counts as good"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("cost_per_million_output_tokens` needs"),
+        "{err}"
+    );
+    let gate = write(
+        dir.path(),
+        "gate.toml",
+        &text.replace(
+            "[gates]\n",
+            "[gates]\noutput_tps_per_accelerator = \">= 1\"\n",
+        ),
+    );
+    let (_, err) = validate(&gate, &[]);
+    assert!(
+        err.contains("`output_tps_per_accelerator` needs an endpoint's `hardware.accelerators`"),
+        "{err}"
+    );
+    let (_, clean) = validate(&write(dir.path(), "ok.toml", PLAN), &[]);
+    assert!(!clean.contains("warning"), "{clean}");
+}

@@ -25,6 +25,7 @@ pub use telemetry_spec::TelemetrySpec;
 pub use trust_spec::TrustSpec;
 pub mod baseline_gates;
 pub mod bounds;
+mod capacity_checks;
 pub mod dataset_keys;
 pub mod dataset_plan;
 pub mod diag;

@@ -29,6 +29,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
         }
     }
     diags.extend(super::trust_spec::problems(&spec.trust, tree));
+    diags.extend(super::capacity_checks::check(spec, tree));
     for (name, ep) in &spec.endpoints {
         let url = &ep.base_url;
         diags.extend(super::replicas::check(name, ep, tree));
