@@ -286,7 +286,10 @@ fn metrics_a_plan_cannot_give_are_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     let text = PLAN
         .replace("[slo]\nttft = \"<= 120ms\"\ntpot = \"<= 20ms\"\n", "")
-        .replace("accelerators = 8, kind = \"H200\", ", "");
+        .replace(
+            "hardware = { accelerators = 8, kind = \"H200\", cost_per_hour = 25.0 }\n",
+            "",
+        );
     let plan = write(dir.path(), "warn.toml", &text);
     let (code, err) = validate(&plan, &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -295,7 +298,7 @@ fn metrics_a_plan_cannot_give_are_warned_about() {
         "{err}"
     );
     assert!(
-        !err.contains("cost_per_million_output_tokens` needs"),
+        err.contains("`cost_per_million_output_tokens` needs an endpoint's `hardware`"),
         "{err}"
     );
     let gate = write(
@@ -308,7 +311,7 @@ fn metrics_a_plan_cannot_give_are_warned_about() {
     );
     let (_, err) = validate(&gate, &[]);
     assert!(
-        err.contains("`output_tps_per_accelerator` needs an endpoint's `hardware.accelerators`"),
+        err.contains("`output_tps_per_accelerator` needs an endpoint's `hardware`"),
         "{err}"
     );
     let (_, clean) = validate(&write(dir.path(), "ok.toml", PLAN), &[]);

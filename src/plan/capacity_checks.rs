@@ -1,7 +1,7 @@
 //! Warnings for goodput and capacity metrics a plan names but cannot give: SLO metrics
 //! without `[slo]` (every successful request is then good, so `slo_attainment` is
-//! `success_ratio`), and per-accelerator or cost metrics where no endpoint says its
-//! `hardware` (they are then null, and a gate on them fails for want of a value).
+//! `success_ratio`), and per-accelerator or cost metrics where no endpoint has a
+//! `hardware` table (they are then null, and a gate on them fails for want of a value).
 
 use super::diag::Diagnostic;
 use super::node::{Node, Step};
@@ -17,12 +17,12 @@ const SLO_METRICS: [&str; 5] = [
     "cost_per_million_good_output_tokens",
 ];
 
-/// Metrics that need an endpoint's `hardware` (and which of its keys).
-const HARDWARE_METRICS: [(&str, &str); 4] = [
-    ("output_tps_per_accelerator", "accelerators"),
-    ("cost_per_million_output_tokens", "cost_per_hour"),
-    ("cost_per_million_total_tokens", "cost_per_hour"),
-    ("cost_per_million_good_output_tokens", "cost_per_hour"),
+/// Metrics that need an endpoint's `hardware`.
+const HARDWARE_METRICS: [&str; 4] = [
+    "output_tps_per_accelerator",
+    "cost_per_million_output_tokens",
+    "cost_per_million_total_tokens",
+    "cost_per_million_good_output_tokens",
 ];
 
 /// The warnings of `spec`'s gates and report metrics.
@@ -63,19 +63,14 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
                 .with_help("add per-request objectives: [slo] ttft = \"<= 2s\""),
             );
         }
-        let Some((_, needs)) = HARDWARE_METRICS.iter().find(|(m, _)| *m == metric) else {
-            continue;
-        };
-        let has = spec.endpoints.values().any(|ep| {
-            ep.hardware.as_ref().is_some_and(|h| match *needs {
-                "accelerators" => h.accelerators.is_some(),
-                _ => h.cost_per_hour.is_some(),
-            })
-        });
-        if !has {
+        // Only where no endpoint has the table at all: a table with a key at fault (left
+        // out of the checked plan) is its own error, and one without the key a choice.
+        if HARDWARE_METRICS.contains(&metric)
+            && spec.endpoints.values().all(|ep| ep.hardware.is_none())
+        {
             diags.push(
                 Diagnostic::warning(
-                    format!("`{written}` needs an endpoint's `hardware.{needs}`: none has it"),
+                    format!("`{written}` needs an endpoint's `hardware`: none has it"),
                     Some(tree.locate(&at)),
                 )
                 .with_help("hardware = { accelerators = 8, cost_per_hour = 25.0 } on the endpoint"),
