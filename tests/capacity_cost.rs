@@ -156,6 +156,28 @@ fn goodput_capacity_and_cost_in_every_format_and_the_gate() {
     assert_eq!(cell("good_requests"), "16");
     let cost: f64 = cell("cost_per_million_output_tokens").parse().unwrap();
     assert!(close(cost, metric(calm, "cost_per_million_output_tokens")));
+
+    // A suite stored before these metrics reads with the two its metrics give exactly.
+    let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let gone = conn
+        .execute(
+            "DELETE FROM run_metrics WHERE name IN ('good_requests', 'slo_attainment', \
+             'goodput_tokens_per_s', 'in_flight_mean', 'output_tps_per_user', \
+             'output_tps_per_accelerator', 'cost_per_million_output_tokens', \
+             'cost_per_million_total_tokens', 'cost_per_million_good_output_tokens')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(gone, 18);
+    drop(conn);
+    let json = perfplan(&["report", out.to_str().unwrap(), "--format", "json"]);
+    let old: Vec<Value> = serde_json::from_slice(&json.stdout).unwrap();
+    for (then, now) in runs.iter().zip(&old) {
+        for name in ["good_requests", "slo_attainment"] {
+            assert!(close(metric(now, name), metric(then, name)), "{name}");
+        }
+        assert!(now["metrics"]["cost_per_million_output_tokens"].is_null());
+    }
 }
 
 fn expand_ids(plan: &str, set: &[&str]) -> Vec<Value> {

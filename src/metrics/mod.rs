@@ -4,6 +4,7 @@
 //! health; a run's time slices and its steady-state window (`slices`, `steady`).
 //! Knows nothing about plans, HTTP or storage.
 
+pub mod backfill;
 pub mod capacity;
 pub mod columns;
 pub mod condition;
