@@ -8,22 +8,26 @@
 use std::collections::BTreeMap;
 
 /// Fills `good_requests` and `slo_attainment` of a run whose stored metrics predate them
-/// (neither key stored); leaves any other run as it is.
+/// (neither key stored) and give them; leaves any other run as it is (adds no unknowns).
 pub fn backfill(values: &mut BTreeMap<String, Option<f64>>) {
-    if values.is_empty() || values.contains_key("good_requests") {
+    if values.contains_key("good_requests") {
         return;
     }
     let get = |name: &str| values.get(name).copied().flatten();
-    let good = get("goodput_rps")
+    let Some(good) = get("goodput_rps")
         .zip(get("duration_s"))
-        .map(|(rate, d)| (rate * d).round());
+        .map(|(rate, d)| (rate * d).round())
+    else {
+        return;
+    };
     let requests = get("requests_ok")
         .zip(get("requests_failed"))
         .map(|(a, b)| a + b)
         .filter(|n| *n > 0.0);
-    let attainment = good.zip(requests).map(|(g, n)| g / n);
-    values.insert("good_requests".into(), good);
-    values.insert("slo_attainment".into(), attainment);
+    values.insert("good_requests".into(), Some(good));
+    if let Some(n) = requests {
+        values.insert("slo_attainment".into(), Some(good / n));
+    }
 }
 
 #[cfg(test)]
@@ -52,5 +56,8 @@ mod tests {
         let mut empty = BTreeMap::new();
         backfill(&mut empty);
         assert!(empty.is_empty());
+        let mut partial = BTreeMap::from([("ttft_p50".to_string(), Some(10.0))]);
+        backfill(&mut partial);
+        assert_eq!(partial.len(), 1);
     }
 }
