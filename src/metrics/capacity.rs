@@ -83,7 +83,6 @@ pub fn capacity(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

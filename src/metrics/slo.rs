@@ -204,7 +204,6 @@ pub fn request_meets(r: &RequestRecord, defs: MetricDefinitions, slos: &[Slo]) -
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -96,7 +96,6 @@ fn attainment(s: &Sample, rng: &mut ChaCha8Rng) -> Option<f64> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::super::bootstrap::{diff_interval, supports, BootstrapOptions};
     use super::*;
