@@ -219,7 +219,7 @@ fn round_trip(records: &[RequestRecord]) -> Vec<RequestRecord> {
 }
 
 fn options(definitions: MetricDefinitions) -> SummaryOptions {
-    let slo = |quantity, max_ms| Slo { quantity, max_ms };
+    let slo = |quantity, max_ms| Slo::at_most(quantity, max_ms);
     SummaryOptions {
         definitions,
         slos: vec![

@@ -202,7 +202,7 @@ pub(super) fn server_ratio(
 ) -> Option<f64> {
     let spec = run
         .settings
-        .pointer("/endpoint/spec/metrics")
+        .pointer("/endpoint/metrics")
         .cloned()
         .and_then(|v| serde_json::from_value::<ServerMetricsSpec>(v).ok());
     first_ratio(before, after, &CounterNames::candidates(spec.as_ref()))
@@ -221,17 +221,22 @@ pub(super) fn options(
         .and_then(Value::as_str)
         .and_then(MetricDefinitions::parse)
         .unwrap_or(MetricDefinitions::Perfplan);
-    let spec = first.settings.pointer("/dataset/spec");
-    let per_request = ["batch_size", "num_documents"]
-        .iter()
-        .find_map(|k| spec.and_then(|s| s.get(*k)).and_then(Value::as_u64));
+    // The run's settings as planned (the whole load, not a shard's share of it).
+    let settings =
+        serde_json::from_value::<crate::planner::RunSettings>(first.settings.clone()).ok();
+    let per_request = settings.as_ref().and_then(|s| {
+        let spec = &s.dataset.spec;
+        spec.batch_size.or(spec.num_documents)
+    });
     SummaryOptions {
         definitions,
         slos: slos.to_vec(),
-        inputs_per_request: per_request.map(|k| k as u32),
+        inputs_per_request: per_request,
         server_cache_hit_ratio,
         planned_prefix_share: carried(parts, "planned_prefix_share"),
         planned_template_share: carried(parts, "planned_template_share"),
+        users: settings.as_ref().and_then(crate::planner::users_of),
+        hardware: settings.as_ref().and_then(crate::planner::hardware_of),
         ..SummaryOptions::default()
     }
 }

@@ -32,7 +32,7 @@ impl Op {
         }
     }
 
-    fn holds(self, left: f64, right: f64) -> bool {
+    pub(crate) fn holds(self, left: f64, right: f64) -> bool {
         match self {
             Op::Lt => left < right,
             Op::Le => left <= right,
@@ -173,6 +173,10 @@ fn unit_name(unit: MetricUnit) -> &'static str {
         MetricUnit::Count => "a count, no unit",
         MetricUnit::Watts => "watts; W or no unit",
         MetricUnit::JoulesPerToken => "joules per output token; J or no unit",
+        MetricUnit::TokensPerJoule => "output tokens per joule; tok/J or no unit",
+        MetricUnit::CostPerMillionTokens => {
+            "cost per million tokens (the currency of hardware.cost_per_hour), no unit"
+        }
     }
 }
 
@@ -192,6 +196,7 @@ fn convert(value: f64, suffix: &str, unit: MetricUnit) -> Option<f64> {
         (MetricUnit::RequestsPerSec, _, "req/s") => Some(value),
         (MetricUnit::Watts, _, "W") => Some(value),
         (MetricUnit::JoulesPerToken, _, "J") => Some(value),
+        (MetricUnit::TokensPerJoule, _, "tok/J") => Some(value),
         _ => None,
     }
 }

@@ -7,12 +7,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::capacity::{capacity, Throughput};
 use super::columns::{Counts, Gaps, Times};
 use super::definitions::{timing, MetricDefinitions, Timing};
 use super::names::all_names;
 use super::rates::Rates;
+use super::slo::{meets, RequestFigures};
 use super::stats::fill_from;
-use super::summary::{client_bound, Connections, RunSummary, Slo, SloQuantity, SummaryOptions};
+use super::summary::{client_bound, Connections, RunSummary, Slo, SummaryOptions};
 use crate::record::{Outcome, Phase, RequestRecord};
 
 /// The running state of one run's metrics.
@@ -55,6 +57,10 @@ struct Tallies {
     unmeasured: u64,
     ok: u64,
     good: u64,
+    /// Output tokens of the good requests.
+    good_output: u64,
+    /// Time measured requests spent in flight (each one's end − sent), for `in_flight_mean`.
+    busy: Duration,
     failures: BTreeMap<String, u64>,
     http_statuses: BTreeMap<u16, u64>,
     estimated_input: u64,
@@ -65,10 +71,6 @@ struct Tallies {
     connections: Connections,
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 /// A response that carried output but no finish_reason (e.g. a stream ended by `[DONE]`
 /// alone). Read from stored fields only (a choice or content chunk, or output tokens),
 /// never from the text, which rows do not keep.
@@ -77,15 +79,6 @@ fn is_truncated(r: &RequestRecord) -> bool {
         && (r.first_chunk.is_some()
             || !r.content_times.is_empty()
             || r.output_tokens().is_some_and(|(n, _)| n > 0))
-}
-
-fn meets(t: &Timing, tpot: Option<Duration>, slos: &[Slo]) -> bool {
-    slos.iter().all(|slo| match slo.quantity {
-        SloQuantity::Ttft => t.ttft.is_some_and(|x| ms(x) <= slo.max_ms),
-        SloQuantity::Tpot => tpot.is_none_or(|x| ms(x) <= slo.max_ms),
-        SloQuantity::Itl => t.per_token().all(|(x, _)| ms(x) <= slo.max_ms),
-        SloQuantity::Latency => ms(t.latency) <= slo.max_ms,
-    })
 }
 
 impl Fold {
@@ -130,6 +123,7 @@ impl Fold {
         });
         // Lateness is over every measured request sent, connection setup over every one
         // that opened a connection (failed ones too).
+        self.counts.busy += r.end.saturating_sub(r.sent);
         self.lateness.push(r.lateness());
         if let Some(c) = r.connect {
             self.connect.push(c);
@@ -183,7 +177,16 @@ impl Fold {
                 self.cache.1 += u64::from(prompt);
             }
         }
-        c.good += u64::from(meets(&t, tp, &self.slos));
+        let figures = RequestFigures {
+            timing: &t,
+            ttfo: r.ttfo(),
+            tpot: tp,
+            output_tokens: out.map(|(n, _)| n),
+        };
+        if meets(&figures, &self.slos) {
+            c.good += 1;
+            c.good_output += out.map_or(0, |(n, _)| u64::from(n));
+        }
         if let Some(x) = t.ttft {
             self.ttft.push(x);
         }
@@ -281,6 +284,8 @@ impl Fold {
         let scalars = Scalars {
             ok: c.ok as f64,
             good: c.good as f64,
+            good_output: c.good_output as f64,
+            busy_s: c.busy.as_secs_f64(),
             requests: c.requests as f64,
             duration_s: self.span.map(|(a, b)| b.saturating_sub(a).as_secs_f64()),
             input: self.input.sum(),
@@ -298,6 +303,8 @@ impl Fold {
 struct Scalars {
     ok: f64,
     good: f64,
+    good_output: f64,
+    busy_s: f64,
     requests: f64,
     duration_s: Option<f64>,
     input: Option<f64>,
@@ -315,6 +322,16 @@ impl Scalars {
         let inputs = opts.inputs_per_request.map(|k| self.ok * f64::from(k));
         let no_output = s.no_output as f64;
         let total = self.input.zip(self.output).map(|(a, b)| a + b);
+        let good_output = self.output.map(|_| self.good_output);
+        let in_flight_mean = per_s(Some(self.busy_s));
+        let throughput = Throughput {
+            duration_s: d,
+            output_tokens: self.output,
+            total_tokens: total,
+            good_output_tokens: good_output,
+            in_flight_mean,
+        };
+        let capacity = capacity(&throughput, opts.users, opts.hardware.as_ref());
         for (k, value) in [
             ("requests_ok", Some(self.ok)),
             ("requests_no_output", Some(no_output)),
@@ -330,6 +347,13 @@ impl Scalars {
             ("input_tps", per_s(self.input)),
             ("total_tps", per_s(total)),
             ("goodput_rps", per_s(Some(self.good))),
+            ("good_requests", Some(self.good)),
+            (
+                "slo_attainment",
+                (self.requests > 0.0).then(|| self.good / self.requests),
+            ),
+            ("goodput_tokens_per_s", per_s(good_output)),
+            ("in_flight_mean", in_flight_mean),
             ("inputs_per_s", per_s(inputs)),
             (
                 "cache_hit_ratio",
@@ -342,7 +366,10 @@ impl Scalars {
                 "client_cpu_ratio",
                 opts.client_cpu_s.zip(wall).map(|(c, w)| c / w),
             ),
-        ] {
+        ]
+        .into_iter()
+        .chain(capacity)
+        {
             s.values.insert(k.to_string(), value);
         }
     }

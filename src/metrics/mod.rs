@@ -4,6 +4,8 @@
 //! health; a run's time slices and its steady-state window (`slices`, `steady`).
 //! Knows nothing about plans, HTTP or storage.
 
+pub mod backfill;
+pub mod capacity;
 pub mod columns;
 pub mod condition;
 pub mod definitions;
@@ -17,6 +19,7 @@ mod registry_defs;
 pub mod sla;
 pub mod sla_objective;
 pub mod slices;
+pub mod slo;
 pub mod stats;
 pub mod steady;
 pub mod steps;
@@ -29,4 +32,4 @@ pub mod window_fold;
 pub use definitions::{timing, MetricDefinitions, Timing};
 pub use fold::Fold;
 pub use stats::percentile;
-pub use summary::{summarize, Connections, RunSummary, Slo, SloQuantity, SummaryOptions};
+pub use summary::{summarize, Connections, Hardware, RunSummary, Slo, SloQuantity, SummaryOptions};

@@ -23,6 +23,10 @@ pub enum MetricUnit {
     Watts,
     /// Energy per output token.
     JoulesPerToken,
+    /// Output tokens per joule of GPU energy.
+    TokensPerJoule,
+    /// Money per million tokens, in the currency of the endpoint's `hardware.cost_per_hour`.
+    CostPerMillionTokens,
 }
 
 impl MetricUnit {
@@ -38,6 +42,8 @@ impl MetricUnit {
             MetricUnit::Count => "count",
             MetricUnit::Watts => "W",
             MetricUnit::JoulesPerToken => "J/token",
+            MetricUnit::TokensPerJoule => "tokens/J",
+            MetricUnit::CostPerMillionTokens => "cost/Mtok",
         }
     }
 }

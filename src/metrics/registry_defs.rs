@@ -6,7 +6,8 @@
 use super::registry::{Direction, MetricDef, MetricUnit, StatisticDef};
 use Direction::{Higher, Lower, Neither};
 use MetricUnit::{
-    Count, JoulesPerToken, Millis, Ratio, RequestsPerSec, Seconds, Tokens, TokensPerSec, Watts,
+    CostPerMillionTokens, Count, JoulesPerToken, Millis, Ratio, RequestsPerSec, Seconds, Tokens,
+    TokensPerJoule, TokensPerSec, Watts,
 };
 
 const fn m(
@@ -105,7 +106,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 34] = [
+pub const SCALAR_DEFS: [MetricDef; 43] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests"),
@@ -113,7 +114,7 @@ pub const SCALAR_DEFS: [MetricDef; 34] = [
     m("rps", RequestsPerSec, Higher, "request throughput: successful requests / duration_s"),
     m("output_tps", TokensPerSec, Higher, "output token throughput: output tokens of successful requests / duration_s"),
     m("total_tps", TokensPerSec, Higher, "total token throughput: (input + output) tokens of successful requests / duration_s"),
-    m("goodput_rps", RequestsPerSec, Higher, "successful requests meeting every per-request objective of [slo] / duration_s (rps without one)"),
+    m("goodput_rps", RequestsPerSec, Higher, "good_requests / duration_s: successful requests meeting every per-request objective of [slo] per second (rps without one)"),
     m("cache_hit_ratio", Ratio, Higher, "cached prompt tokens / prompt tokens, from the responses' usage"),
     m("server_cache_hit_ratio", Ratio, Higher, "prefix-cache hits / queries, from the server's /metrics counters before and after the run"),
     m("planned_prefix_share", Ratio, Higher, "the share of the run's prompt tokens its plan shares between requests (prefixes, template)"),
@@ -140,11 +141,20 @@ pub const SCALAR_DEFS: [MetricDef; 34] = [
     m("rps_steady", RequestsPerSec, Higher, "successful requests that ended in the steady window / steady_s"),
     m("output_tps_steady", TokensPerSec, Higher, "output tokens that arrived in the steady window / steady_s"),
     m("answer_tps", TokensPerSec, Higher, "answer tokens (reasoning left out) per second over the run's duration, beside output_tps"),
+    m("good_requests", Count, Higher, "successful measured requests meeting every per-request objective of [slo] (requests_ok without one)"),
+    m("slo_attainment", Ratio, Higher, "good_requests / measured requests: the share meeting every objective of [slo], failed requests never (DistServe's SLO attainment; success_ratio without one)"),
+    m("goodput_tokens_per_s", TokensPerSec, Higher, "output tokens of good requests / duration_s (output_tps without [slo])"),
+    m("in_flight_mean", Count, Neither, "measured requests in flight, time-weighted mean over duration_s: the sum of their (end − sent) / duration_s"),
+    m("output_tps_per_user", TokensPerSec, Higher, "output_tps / concurrency for a closed loop of fixed concurrency; output_tps / in_flight_mean for any other load"),
+    m("output_tps_per_accelerator", TokensPerSec, Higher, "output_tps / the endpoint's hardware.accelerators"),
+    m("cost_per_million_output_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / output tokens × 10⁶ (the currency of cost_per_hour)"),
+    m("cost_per_million_total_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / (input + output) tokens × 10⁶"),
+    m("cost_per_million_good_output_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / output tokens of good requests × 10⁶"),
 ];
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without
 /// it); they follow `SCALAR_DEFS` in every export.
-pub const SERVER_DEFS: [MetricDef; 17] = [
+pub const SERVER_DEFS: [MetricDef; 18] = [
     m(
         "server_ttft_p50",
         Millis,
@@ -246,5 +256,11 @@ pub const SERVER_DEFS: [MetricDef; 17] = [
         JoulesPerToken,
         Lower,
         "GPU energy over the run / output tokens",
+    ),
+    m(
+        "output_tokens_per_joule",
+        TokensPerJoule,
+        Higher,
+        "output tokens / GPU energy over the run: 1 / energy_j_per_output_token",
     ),
 ];

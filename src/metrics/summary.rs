@@ -10,35 +10,8 @@ use super::definitions::MetricDefinitions;
 use super::fold::Fold;
 use crate::record::RequestRecord;
 
-/// What an SLO bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SloQuantity {
-    Ttft,
-    /// The request's TPOT (met when it has one output token).
-    Tpot,
-    /// Every gap of the request (met when it has none).
-    Itl,
-    Latency,
-}
-
-impl SloQuantity {
-    pub fn parse(text: &str) -> Option<SloQuantity> {
-        match text {
-            "ttft" => Some(SloQuantity::Ttft),
-            "tpot" => Some(SloQuantity::Tpot),
-            "itl" => Some(SloQuantity::Itl),
-            "latency" => Some(SloQuantity::Latency),
-            _ => None,
-        }
-    }
-}
-
-/// One service-level objective: `quantity <= max_ms` for a request to count in goodput.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Slo {
-    pub quantity: SloQuantity,
-    pub max_ms: f64,
-}
+pub use super::capacity::Hardware;
+pub use super::slo::{Slo, SloQuantity};
 
 /// Settings of a summary that the records do not carry.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +39,11 @@ pub struct SummaryOptions {
     pub lateness_limit_ms: f64,
     /// Client CPU above this share of its cores flags the run `client_bound`.
     pub cpu_share_limit: f64,
+    /// The users of `output_tps_per_user`: a closed loop's concurrency (none for other
+    /// loads, whose users are the mean in flight).
+    pub users: Option<u32>,
+    /// What the endpoint runs on, for per-accelerator and cost metrics.
+    pub hardware: Option<Hardware>,
 }
 
 impl Default for SummaryOptions {
@@ -82,6 +60,8 @@ impl Default for SummaryOptions {
             inputs_per_request: None,
             lateness_limit_ms: 5.0,
             cpu_share_limit: 0.9,
+            users: None,
+            hardware: None,
         }
     }
 }

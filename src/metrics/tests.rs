@@ -135,10 +135,7 @@ fn empty_chunks_make_per_token_itl_agree_with_tpot() {
     }
     // An ITL objective reads the per-token figure: 10 ms gaps of 2 tokens meet 6 ms.
     let opts = SummaryOptions {
-        slos: vec![Slo {
-            quantity: SloQuantity::Itl,
-            max_ms: 6.0,
-        }],
+        slos: vec![Slo::at_most(SloQuantity::Itl, 6.0)],
         ..SummaryOptions::default()
     };
     let mut pairs = rec(0, &[10, 20, 30], Some(6));
@@ -275,14 +272,8 @@ fn goodput_counts_requests_meeting_every_slo() {
     let slow_decode = rec(0, &[10, 100], Some(2));
     let opts = SummaryOptions {
         slos: vec![
-            Slo {
-                quantity: SloQuantity::Ttft,
-                max_ms: 20.0,
-            },
-            Slo {
-                quantity: SloQuantity::Tpot,
-                max_ms: 50.0,
-            },
+            Slo::at_most(SloQuantity::Ttft, 20.0),
+            Slo::at_most(SloQuantity::Tpot, 50.0),
         ],
         ..SummaryOptions::default()
     };
@@ -290,6 +281,60 @@ fn goodput_counts_requests_meeting_every_slo() {
     // duration: 0 → 101 ms; one request of three meets both.
     assert!(close(v(&s, "goodput_rps"), 1.0 / 0.101));
     assert!(close(v(&s, "rps"), 3.0 / 0.101));
+}
+
+#[test]
+fn attainment_good_tokens_and_cost_of_a_run() {
+    // Four measured requests over 0 → 1001 ms: a good one (TTFT 10 ms, 3 tokens), a slow
+    // one (TTFT 300 ms, 5 tokens), a good one of 7 tokens and a failed one. Each is in
+    // flight for its (end − sent).
+    let good = rec(0, &[10, 20, 30], Some(3));
+    let slow = rec(0, &[300, 1000], Some(5));
+    let mut good2 = rec(500, &[510, 600], Some(7));
+    good2.end = d(700);
+    let mut failed = rec(0, &[], None);
+    failed.outcome = Outcome::Http;
+    failed.end = d(100);
+    let opts = SummaryOptions {
+        slos: vec![Slo::parse("ttft", "<= 100ms").unwrap()],
+        users: Some(4),
+        hardware: Some(Hardware {
+            accelerators: Some(2),
+            cost_per_hour: Some(36.0),
+        }),
+        ..SummaryOptions::default()
+    };
+    let s = summarize(&[good, slow, good2, failed], &opts);
+    assert!(close(v(&s, "duration_s"), 1.001));
+    assert_eq!(v(&s, "good_requests"), Some(2.0));
+    // Failed requests count against attainment: 2 of 4.
+    assert_eq!(v(&s, "slo_attainment"), Some(0.5));
+    assert!(close(v(&s, "goodput_tokens_per_s"), 10.0 / 1.001));
+    // In flight: 31 + 1001 + 200 + 100 ms over 1.001 s.
+    assert!(close(v(&s, "in_flight_mean"), 1.332 / 1.001));
+    // 15 output tokens: 14.985 tok/s over 4 users and 2 accelerators.
+    assert!(close(v(&s, "output_tps_per_user"), 15.0 / 1.001 / 4.0));
+    assert!(close(
+        v(&s, "output_tps_per_accelerator"),
+        15.0 / 1.001 / 2.0
+    ));
+    // 36 an hour for 1.001 s = 0.01001; over 15 output, 45 total (3 × 10 input), 10 good.
+    assert!(close(
+        v(&s, "cost_per_million_output_tokens"),
+        0.01001 / 15.0 * 1e6
+    ));
+    assert!(close(
+        v(&s, "cost_per_million_total_tokens"),
+        0.01001 / 45.0 * 1e6
+    ));
+    assert!(close(v(&s, "cost_per_million_good_output_tokens"), 1001.0));
+    // Without SLOs every success is good; without hardware there is no cost.
+    let plain = summarize(&[rec(0, &[10, 20], Some(2))], &SummaryOptions::default());
+    assert_eq!(v(&plain, "slo_attainment"), v(&plain, "success_ratio"));
+    assert_eq!(v(&plain, "goodput_tokens_per_s"), v(&plain, "output_tps"));
+    assert_eq!(v(&plain, "cost_per_million_output_tokens"), None);
+    // An open loop's users are its mean in flight: one request all along.
+    assert!(close(v(&plain, "output_tps_per_user"), 2.0 / 0.021));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! located diagnostics. Knows nothing about HTTP, runs or storage.
 
 pub mod access;
+pub mod hardware_spec;
 pub mod load_spec;
 pub mod matrix;
 pub mod mix_spec;
@@ -14,6 +15,7 @@ mod timeouts_spec;
 pub mod trust_spec;
 
 pub use access::{PathsSpec, TlsSpec};
+pub use hardware_spec::HardwareSpec;
 pub use load_spec::*;
 pub use matrix::MatrixSpec;
 pub use ramp_spec::{ConcurrencyRampSpec, RampShape, RampSpec};
@@ -23,6 +25,7 @@ pub use telemetry_spec::TelemetrySpec;
 pub use trust_spec::TrustSpec;
 pub mod baseline_gates;
 pub mod bounds;
+mod capacity_checks;
 pub mod dataset_keys;
 pub mod dataset_plan;
 pub mod diag;

@@ -5,8 +5,9 @@
 use super::diag::{suggest, Diagnostic, Span};
 use super::node::{Node, Step};
 use super::spec::{DatasetSpec, InputLenMode, PlanSpec};
-use crate::metrics::condition::{parse_condition, Op};
+use crate::metrics::condition::parse_condition;
 use crate::metrics::names;
+use crate::metrics::slo::{Slo, SloError};
 
 fn key(path: &[&str]) -> Vec<Step> {
     path.iter().map(|s| Step::Key(s.to_string())).collect()
@@ -28,6 +29,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
         }
     }
     diags.extend(super::trust_spec::problems(&spec.trust, tree));
+    diags.extend(super::capacity_checks::check(spec, tree));
     for (name, ep) in &spec.endpoints {
         let url = &ep.base_url;
         diags.extend(super::replicas::check(name, ep, tree));
@@ -172,28 +174,20 @@ fn check_metric_names(spec: &PlanSpec, tree: &Node, diags: &mut Vec<Diagnostic>)
         unknown(diags, "report", metric, at);
     }
     for (quantity, text) in &spec.slo {
-        if matches!(quantity.as_str(), "ttft" | "tpot" | "itl" | "latency") {
-            let at = tree.value_span(&key(&["slo", quantity]));
-            match parse_condition(&format!("{quantity}_max"), text) {
-                Err(e) => diags.push(Diagnostic::error(format!("slo `{quantity}`: {e}"), at)),
-                Ok(c) if !matches!(c.op, Op::Le | Op::Lt) || c.is_relative() => diags.push(
-                    Diagnostic::error(
-                        format!("slo `{quantity} = \"{text}\"` is not an upper bound"),
-                        at,
-                    )
-                    .with_help(format!(
-                        "an SLO bounds each request from above: {quantity} = \"<= 2s\""
-                    )),
-                ),
-                Ok(_) => {}
+        match Slo::parse(quantity, text) {
+            Ok(_) => {}
+            Err(e @ SloError::Unknown { .. }) => {
+                let at = tree.locate(&key(&["slo", quantity]));
+                diags.push(Diagnostic::error(e.to_string(), Some(at)).with_help(e.help()));
             }
-        } else {
-            let at = tree.locate(&key(&["slo", quantity]));
-            diags.push(
-                Diagnostic::error(format!("unknown SLO `{quantity}`"), Some(at)).with_help(
-                    "per-request SLOs are ttft, tpot, itl and latency, e.g. ttft = \"<= 2s\"",
-                ),
-            );
+            Err(e @ SloError::Condition(_)) => {
+                let at = tree.value_span(&key(&["slo", quantity]));
+                diags.push(Diagnostic::error(format!("slo `{quantity}`: {e}"), at));
+            }
+            Err(e) => {
+                let at = tree.value_span(&key(&["slo", quantity]));
+                diags.push(Diagnostic::error(e.to_string(), at).with_help(e.help()));
+            }
         }
     }
 }

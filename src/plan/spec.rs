@@ -249,6 +249,11 @@ pub struct EndpointSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 65_536))]
     pub cache_block_size: Option<u32>,
+    /// What the server runs on and costs (`{ accelerators = 8, kind = "H200",
+    /// cost_per_hour = 25.0 }`), for tokens/s per accelerator and cost per million
+    /// tokens. Not part of run ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<super::HardwareSpec>,
 }
 
 pub use super::timeouts_spec::TimeoutsSpec;

@@ -23,8 +23,8 @@ pub use crate::request::{OutputLen, RequestPlan};
 pub use ramp::{RampStep, RateCurve};
 pub use resolve::{load_problems, parse_share, warmup_count};
 pub use run::{
-    canonical_json, is_secret_header, run_id, ArrivalProcess, Load, Named, RepeatOf, RunSettings,
-    RunSpec,
+    canonical_json, hardware_of, is_secret_header, run_id, users_of, ArrivalProcess, Load, Named,
+    RepeatOf, RunSettings, RunSpec,
 };
 pub use select::select;
 

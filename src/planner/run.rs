@@ -290,9 +290,34 @@ pub fn served_name(model: &Named<ModelSpec>) -> &str {
 }
 
 /// The stable id of a run: the first 12 hex digits of the SHA-256 of its canonical settings.
+/// The endpoint's `hardware` is left out: it prices the deployment, never changes what a
+/// run sends, so adding it or changing a price keeps every id (and comparisons by id).
 pub fn run_id(settings: &RunSettings) -> String {
-    let value = serde_json::to_value(settings).unwrap_or(Value::Null);
+    let mut value = serde_json::to_value(settings).unwrap_or(Value::Null);
+    if let Some(endpoint) = value.get_mut("endpoint").and_then(Value::as_object_mut) {
+        endpoint.remove("hardware");
+    }
     sha256_hex(&canonical_json(&value))[..12].to_string()
+}
+
+/// The users of a run's `output_tps_per_user`: a closed loop's fixed concurrency (its
+/// conversations, for a multi-turn run); none for any other load, whose users are the
+/// mean of its requests in flight.
+pub fn users_of(settings: &RunSettings) -> Option<u32> {
+    match Load::of(&settings.load, settings.dataset.spec.kind) {
+        Load::Closed { concurrency } => Some(concurrency),
+        _ => None,
+    }
+}
+
+/// What the run's endpoint runs on, for the capacity metrics (none without `hardware`).
+pub fn hardware_of(settings: &RunSettings) -> Option<crate::metrics::Hardware> {
+    settings
+        .endpoint
+        .spec
+        .hardware
+        .as_ref()
+        .map(|h| h.metrics())
 }
 
 /// The seed of a run's request set: the plan seed mixed with every setting but the

@@ -11,7 +11,8 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::metrics::{stats, timing, MetricDefinitions};
+use crate::metrics::slo::request_meets;
+use crate::metrics::{stats, timing, MetricDefinitions, Slo};
 use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, Store, StoreError, StoredRun};
 
@@ -56,6 +57,13 @@ pub struct Sample {
     pub latency: Vec<f64>,
     /// Per request: (latency s, output tokens, input + output tokens).
     pub requests: Vec<(f64, f64, f64)>,
+    /// Per request of `requests`: whether it met every SLO of its suite (all when absent).
+    pub good: Vec<bool>,
+    /// Failed measured requests (none of them good).
+    pub failed: usize,
+    /// The run's capacity metrics as factors of the throughput they scale
+    /// (`bootstrap_capacity::SCALED`), from its stored metrics.
+    pub factors: Vec<(&'static str, f64)>,
     /// First measured request sent → last measured response ended, in seconds.
     pub duration_s: f64,
     /// Mean input length per request: (target, client-counted, server-reported).
@@ -112,6 +120,7 @@ pub fn definitions_of(run: &StoredRun) -> MetricDefinitions {
 pub struct SampleBuilder {
     sample: Sample,
     defs: MetricDefinitions,
+    slos: Vec<Slo>,
     span: Option<(Duration, Duration)>,
     means: InputMeans,
 }
@@ -136,8 +145,12 @@ impl SampleBuilder {
             Some((a, b)) => (a.min(r.sent), b.max(r.end)),
         });
         if r.outcome != Outcome::Ok {
+            self.sample.failed += 1;
             return;
         }
+        self.sample
+            .good
+            .push(request_meets(r, self.defs, &self.slos));
         self.means.add(row);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let s = &mut self.sample;
@@ -166,8 +179,11 @@ impl Sample {
     /// The rows are read one at a time.
     pub fn of_run(store: &Store, run: &StoredRun) -> Result<Sample, StoreError> {
         let mut builder = SampleBuilder::new(definitions_of(run));
+        builder.slos = super::bootstrap_capacity::slos_of(&store.suite()?.info.slo);
         store.each_request_row(&run.id, |row| builder.add(&row))?;
-        Ok(builder.finish())
+        let mut sample = builder.finish();
+        sample.factors = super::bootstrap_capacity::factors(run);
+        Ok(sample)
     }
 
     /// The sample of one class of a mix run (its index in the run's mix): the rows drawn
@@ -202,34 +218,65 @@ fn statistic(values: &mut [f64], stat: &str) -> Option<f64> {
 
 /// The per-resample estimate of `metric` on `sample`, or `None` if the bootstrap does not cover it.
 /// One bootstrap estimate of a metric from a resample of a run.
-type Estimator = Box<dyn Fn(&Sample, &mut ChaCha8Rng) -> Option<f64>>;
+pub(super) type Estimator = Box<dyn Fn(&Sample, &mut ChaCha8Rng) -> Option<f64>>;
+
+/// What a throughput counts of a request `i` of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Counted {
+    Requests,
+    OutputTokens,
+    TotalTokens,
+    GoodRequests,
+    GoodOutputTokens,
+}
+
+impl Counted {
+    fn of(self, s: &Sample, i: usize) -> f64 {
+        let r = s.requests[i];
+        let good = s.good.get(i).copied().unwrap_or(true);
+        match self {
+            Counted::Requests => 1.0,
+            Counted::OutputTokens => r.1,
+            Counted::TotalTokens => r.2,
+            Counted::GoodRequests => f64::from(u8::from(good)),
+            Counted::GoodOutputTokens => r.1 * f64::from(u8::from(good)),
+        }
+    }
+}
+
+/// A throughput of one resample by Little's law: the run's mean in flight × what the
+/// resampled requests count / their summed latency.
+pub(super) fn throughput(s: &Sample, rng: &mut ChaCha8Rng, counted: Counted) -> Option<f64> {
+    let n = s.requests.len();
+    if n < 2 || s.duration_s <= 0.0 {
+        return None;
+    }
+    let total_latency: f64 = s.requests.iter().map(|r| r.0).sum();
+    let in_flight = total_latency / s.duration_s;
+    let (mut lat, mut w) = (0.0, 0.0);
+    for _ in 0..n {
+        let i = rng.gen_range(0..n);
+        lat += s.requests[i].0;
+        w += counted.of(s, i);
+    }
+    (lat > 0.0).then(|| in_flight * w / lat)
+}
 
 fn estimator(metric: &str) -> Option<Estimator> {
-    if let Some(pick) = match metric {
-        "output_tps" => Some(1),
-        "total_tps" => Some(2),
-        "rps" => Some(0),
+    if let Some(counted) = match metric {
+        "output_tps" => Some(Counted::OutputTokens),
+        "total_tps" => Some(Counted::TotalTokens),
+        "rps" => Some(Counted::Requests),
+        "goodput_rps" => Some(Counted::GoodRequests),
+        "goodput_tokens_per_s" => Some(Counted::GoodOutputTokens),
         _ => None,
     } {
         return Some(Box::new(move |s: &Sample, rng: &mut ChaCha8Rng| {
-            let n = s.requests.len();
-            if n < 2 || s.duration_s <= 0.0 {
-                return None;
-            }
-            let total_latency: f64 = s.requests.iter().map(|r| r.0).sum();
-            let in_flight = total_latency / s.duration_s;
-            let (mut lat, mut w) = (0.0, 0.0);
-            for _ in 0..n {
-                let r = s.requests[rng.gen_range(0..n)];
-                lat += r.0;
-                w += match pick {
-                    1 => r.1,
-                    2 => r.2,
-                    _ => 1.0,
-                };
-            }
-            (lat > 0.0).then(|| in_flight * w / lat)
+            throughput(s, rng, counted)
         }));
+    }
+    if let Some(e) = super::bootstrap_capacity::estimator(metric) {
+        return Some(e);
     }
     let (quantity, stat) = metric.rsplit_once('_')?;
     let field: fn(&Sample) -> &Vec<f64> = match quantity {

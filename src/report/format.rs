@@ -35,6 +35,8 @@ pub fn display_for(metric: &str, values: &[f64]) -> Display {
         Some(MetricUnit::RequestsPerSec) => ("req/s", 1.0),
         Some(MetricUnit::Watts) => ("W", 1.0),
         Some(MetricUnit::JoulesPerToken) => ("J/tok", 1.0),
+        Some(MetricUnit::TokensPerJoule) => ("tok/J", 1.0),
+        Some(MetricUnit::CostPerMillionTokens) => ("/Mtok", 1.0),
         Some(MetricUnit::Count) | None => ("", 1.0),
     };
     Display { suffix, scale }

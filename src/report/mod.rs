@@ -6,6 +6,7 @@
 
 mod bars;
 pub mod bootstrap;
+mod bootstrap_capacity;
 pub mod changed;
 pub mod classes;
 pub mod compare;

@@ -288,6 +288,9 @@ async fn run_step(
         definitions: definitions(suite.plan.spec.plan.metric_definitions),
         slos: suite.slos.to_vec(),
         inputs_per_request: run.inputs_per_request(),
+        hardware: crate::planner::hardware_of(&run.settings),
+        // A step's users are its probes' (a closed loop's concurrency), as each probe's own.
+        users: probe_run(run, value, 0).and_then(|p| crate::planner::users_of(&p.settings)),
         ..SummaryOptions::default()
     };
     let mut pool = sla::Pool::new(opts.definitions, &opts.slos);

@@ -352,6 +352,7 @@ impl Store {
         let mut metrics = self.all_run_metrics()?;
         for run in &mut runs {
             run.metrics = metrics.remove(&run.id).unwrap_or_default();
+            crate::metrics::backfill::backfill(&mut run.metrics);
         }
         Ok(runs)
     }

@@ -448,6 +448,8 @@ fn summarize_output(
         planned_template_share: tally.planned.planned().template_share,
         lateness_limit_ms: ctx.trust.lateness_p99_ms,
         cpu_share_limit: ctx.trust.client_cpu_share,
+        users: planner::users_of(&run.settings),
+        hardware: planner::hardware_of(&run.settings),
         ..SummaryOptions::default()
     };
     tally.summary(&opts)

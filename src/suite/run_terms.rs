@@ -6,33 +6,20 @@ use std::collections::BTreeMap;
 
 use super::RunnerError;
 use crate::engine::{self, Load};
-use crate::metrics::condition::{parse_condition, Op, Threshold};
-use crate::metrics::{MetricDefinitions, Slo, SloQuantity};
+use crate::metrics::{MetricDefinitions, Slo};
 use crate::plan;
 use crate::planner::{self, RunSpec};
 
-/// The plan's `[slo]` as thresholds for goodput.
+/// The plan's `[slo]` as thresholds for goodput (`Slo::parse`, the one rule).
 pub fn slos_of(slo: &BTreeMap<String, String>) -> Result<Vec<Slo>, RunnerError> {
-    let mut out = Vec::new();
-    for (quantity, text) in slo {
-        let bad = |reason: &str| RunnerError::Slo {
-            text: format!("{quantity} = \"{text}\""),
-            reason: reason.to_string(),
-        };
-        let q = SloQuantity::parse(quantity)
-            .ok_or_else(|| bad("per-request SLOs are ttft, tpot, itl and latency"))?;
-        let cond =
-            parse_condition(&format!("{quantity}_max"), text).map_err(|e| bad(&e.to_string()))?;
-        let max_ms = match (cond.op, cond.threshold) {
-            (Op::Le | Op::Lt, Threshold::Absolute(v)) => v,
-            _ => return Err(bad("an SLO is an upper bound: write \"<= 2s\"")),
-        };
-        out.push(Slo {
-            quantity: q,
-            max_ms,
-        });
-    }
-    Ok(out)
+    slo.iter()
+        .map(|(quantity, text)| {
+            Slo::parse(quantity, text).map_err(|e| RunnerError::Slo {
+                text: format!("{quantity} = \"{text}\""),
+                reason: format!("{e}: {}", e.help()),
+            })
+        })
+        .collect()
 }
 
 /// The engine's load of a run (its mode from the planner's typed [`planner::Load`]): a

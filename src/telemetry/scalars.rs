@@ -168,6 +168,10 @@ pub fn scalars(
         "energy_j_per_output_token",
         joules.zip(tokens).map(|(j, n)| j / n),
     );
+    out.insert(
+        "output_tokens_per_joule",
+        joules.filter(|j| *j > 0.0).zip(tokens).map(|(j, n)| n / j),
+    );
     out
 }
 
@@ -224,6 +228,7 @@ mod tests {
         assert_eq!(s["preemptions"], Some(3.0));
         // 250 J over 500 generated tokens.
         assert_eq!(s["energy_j_per_output_token"], Some(0.5));
+        assert_eq!(s["output_tokens_per_joule"], Some(2.0));
         assert_eq!(s["running_mean"], None);
         assert_eq!(s["server_itl_p50"], None);
         assert_eq!(s["spec_decode_acceptance"], None);
@@ -244,5 +249,6 @@ mod tests {
         assert!((s["gpu_utilization_mean"].unwrap() - 0.6).abs() < 1e-12);
         // 300 W for 2 s over 600 tokens the client counted.
         assert_eq!(s["energy_j_per_output_token"], Some(1.0));
+        assert_eq!(s["output_tokens_per_joule"], Some(1.0));
     }
 }
