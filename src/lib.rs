@@ -15,6 +15,7 @@ pub mod dataset;
 pub mod distribute;
 pub mod either_io;
 pub mod engine;
+pub mod environment;
 pub mod evalscope;
 pub mod hash;
 pub mod metrics;

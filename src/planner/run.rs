@@ -289,9 +289,14 @@ pub fn served_name(model: &Named<ModelSpec>) -> &str {
     model.spec.served_name.as_deref().unwrap_or(&model.name)
 }
 
-/// The stable id of a run: the first 12 hex digits of the SHA-256 of its canonical settings.
+/// The stable id of a run: the first 12 hex digits of the SHA-256 of its canonical
+/// settings, the endpoint's `labels` left out (they describe the server, they change
+/// nothing sent: a label added to a plan keeps its runs' ids).
 pub fn run_id(settings: &RunSettings) -> String {
-    let value = serde_json::to_value(settings).unwrap_or(Value::Null);
+    let mut value = serde_json::to_value(settings).unwrap_or(Value::Null);
+    if let Some(endpoint) = value.get_mut("endpoint").and_then(Value::as_object_mut) {
+        endpoint.remove("labels");
+    }
     sha256_hex(&canonical_json(&value))[..12].to_string()
 }
 

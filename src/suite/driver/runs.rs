@@ -23,6 +23,8 @@ use crate::suite::{cache, connect, RunnerError};
 #[derive(Default)]
 struct Seen<'r> {
     tested: BTreeSet<String>,
+    /// Launched endpoints read for the environment (the others were, before the suite).
+    described: BTreeSet<String>,
     previous: BTreeMap<String, &'r RunSpec>,
 }
 
@@ -133,6 +135,7 @@ impl Suite<'_> {
             notes.extend(servers::reset_warning(&ep.spec, port, &specs).await);
         }
         seen.previous.insert(ep.name.clone(), run);
+        let mut listed = Vec::new();
         if ep.spec.connection_test && seen.tested.insert(ep.name.clone()) {
             let say = |line: &str| self.log.say(line);
             let served =
@@ -141,6 +144,12 @@ impl Suite<'_> {
                 say(&line);
             }
             connect::check_models(&ep.name, run, &served)?;
+            listed = served.listed;
+        }
+        if let Some(launch) = ep.spec.launch.as_deref() {
+            if seen.described.insert(ep.name.clone()) {
+                self.describe(&target, listed, launch, &ep.name).await?;
+            }
         }
         let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
             match self.search {
@@ -156,6 +165,20 @@ impl Suite<'_> {
             true => outcome.failed += 1,
             false => self.count(run, result, outcome, total)?,
         }
+        Ok(())
+    }
+
+    /// Records what a launched endpoint says of itself, once its server is up.
+    async fn describe(
+        &self,
+        target: &Target,
+        listed: Vec<crate::api::models::ListedModel>,
+        launch: &str,
+        endpoint: &str,
+    ) -> Result<(), RunnerError> {
+        let redactor = self.log.redactor();
+        let facts = crate::suite::describe::read(target, listed, Some(launch), redactor).await;
+        self.lock()?.record_endpoint(endpoint, facts)?;
         Ok(())
     }
 
