@@ -49,7 +49,9 @@ pub struct EndpointFacts {
     /// The model list's entries, with their metadata.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<ModelFacts>,
-    /// The command that started the server, when perfplan launched it (secrets hidden).
+    /// The command that started the server, when perfplan launched it, as written (its
+    /// `{port}` unfilled, so suites that differ only in the port chosen do not differ;
+    /// secrets hidden).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<String>,
 }
