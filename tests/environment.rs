@@ -207,12 +207,16 @@ fn a_launched_servers_command_is_recorded() {
 }
 
 /// A server that answers its model list and SGLang's `/get_server_info`, echoing the
-/// credentials it was sent (as a careless server might) and holding a secret of its own.
+/// credentials it was sent (as a careless server might) and holding a secret of its own,
+/// and a DCGM exporter's page at `/dcgm` naming two GPUs.
 async fn echoing_server() -> String {
     use axum::http::HeaderMap;
     use axum::routing::get;
     let list = serde_json::json!({"object": "list", "data": [{"id": "m", "owned_by": "me"}]});
+    let dcgm = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\",modelName=\"NVIDIA H100 80GB HBM3\"} 50\n\
+                DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-b\",modelName=\"NVIDIA H100 80GB HBM3\"} 60\n";
     let app = axum::Router::new()
+        .route("/dcgm", get(move || async move { dcgm }))
         .route(
             "/v1/models",
             get(move || async move { axum::Json(list.clone()) }),
@@ -268,7 +272,8 @@ fn secrets_never_enter_the_environment() {
             "base_url = \"sim://sim\"",
             &format!(
                 "base_url = \"{url}\"\napi_key_env = \"PLAN_KEY_VAR\"\n\
-                 headers = {{ X-Api-Key = \"${{PLAN_HEADER_VAR}}\" }}"
+                 headers = {{ X-Api-Key = \"${{PLAN_HEADER_VAR}}\" }}\n\
+                 telemetry = {{ urls = [\"/dcgm\"] }}"
             ),
         )
         .replace(
@@ -326,6 +331,13 @@ fn secrets_never_enter_the_environment() {
     assert_eq!(server["engine"], "sglang", "{server}");
     assert_eq!(server["fields"]["tp_size"], 1, "{server}");
     assert!(server["fields"].get("api_key").is_none(), "{server}");
+    let endpoint = &json[0]["environment"]["endpoint"];
+    assert_eq!(
+        endpoint["accelerators"],
+        serde_json::json!([{"model": "NVIDIA H100 80GB HBM3", "count": 2}]),
+        "{endpoint}"
+    );
+    assert!(report(&out, "md").contains("2 × NVIDIA H100 80GB HBM3"));
     for echoed in ["seen", "echo"] {
         let v = server["fields"][echoed].as_str().unwrap();
         assert!(v.contains("<redacted>"), "{server}");

@@ -1,6 +1,6 @@
 //! Every difference between two environments, most important first: the CPU governor
-//! (it moves latencies more than anything else on the client), then each endpoint's
-//! server (engine and version, then its flags, models and launch command), then the
+//! (it moves latencies more than anything else on the client), each endpoint's
+//! accelerators, then its server (engine and version, then its flags, models and launch command), then the
 //! client's CPU, cores, memory, kernel and open-file limit, then the labels. Endpoints
 //! are paired by name (or the one of each side with the other, when each side has one).
 //! Fields that differ at every start of a server (its port, a random seed) are not
@@ -28,6 +28,7 @@ const VOLATILE: [&str; 9] = [
 
 /// Ranks, most important first.
 const GOVERNOR: u8 = 0;
+const ACCELERATOR: u8 = 1;
 const SERVER: u8 = 2;
 const SERVER_DETAIL: u8 = 3;
 const CPU: u8 = 4;
@@ -82,6 +83,16 @@ fn volatile(key: &str) -> bool {
 }
 
 fn endpoint(f: &mut Found, name: &str, b: &EndpointFacts, n: &EndpointFacts) {
+    let gpus = |e: &EndpointFacts| {
+        let list: Vec<String> = e.accelerators.iter().map(ToString::to_string).collect();
+        (!list.is_empty()).then(|| list.join(", "))
+    };
+    f.check(
+        ACCELERATOR,
+        &format!("{name} accelerators"),
+        gpus(b),
+        gpus(n),
+    );
     let (bs, ns) = (
         b.server.clone().unwrap_or_default(),
         n.server.clone().unwrap_or_default(),

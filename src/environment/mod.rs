@@ -1,6 +1,7 @@
 //! The environment a suite measured in, collected rather than typed in: the client
 //! machine (`client`), what each endpoint's server says about itself (`server`: its
-//! self-description routes and its model list's metadata), a launched server's command,
+//! self-description routes and its model list's metadata), the accelerators its
+//! telemetry exporters name, a launched server's command,
 //! and the plan's `labels` for what cannot be read. Owns the record's shape (stored as
 //! JSON on the suite), reading the client's facts from `/proc` and `/sys` (under
 //! `PERFPLAN_SYSFS_ROOT` for tests), decoding servers' answers (pure), the short lines
@@ -49,11 +50,27 @@ pub struct EndpointFacts {
     /// The model list's entries, with their metadata.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<ModelFacts>,
+    /// The accelerators the endpoint's telemetry exporters name (DCGM's `modelName`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accelerators: Vec<Accelerator>,
     /// The command that started the server, when perfplan launched it, as written (its
     /// `{port}` unfilled, so suites that differ only in the port chosen do not differ;
     /// secrets hidden).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<String>,
+}
+
+/// GPUs of one model, as an exporter names them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accelerator {
+    pub model: String,
+    pub count: u32,
+}
+
+impl std::fmt::Display for Accelerator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} × {}", self.count, self.model)
+    }
 }
 
 impl Environment {

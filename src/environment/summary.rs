@@ -69,6 +69,10 @@ pub fn endpoint_line(name: &str, e: &EndpointFacts) -> String {
             format!("model {} ({})", m.id, meta.join(", "))
         });
     }
+    if !e.accelerators.is_empty() {
+        let list: Vec<String> = e.accelerators.iter().map(ToString::to_string).collect();
+        parts.push(list.join(", "));
+    }
     parts.extend(e.launch.as_ref().map(|c| format!("launched: {c}")));
     if !e.labels.is_empty() {
         parts.push(format!("labels {}", labels_text(&e.labels)));

@@ -104,7 +104,7 @@ async fn test_endpoints(
             tested.insert(ep.name.clone());
             listed = served.listed;
         }
-        let facts = crate::suite::describe::read(&target, listed, None, ctx.redactor).await;
+        let facts = crate::suite::describe::read(&target, &ep.spec, listed, ctx.redactor).await;
         read.push((ep.name.clone(), facts));
     }
     Ok((tested, read))

@@ -146,10 +146,8 @@ impl Suite<'_> {
             connect::check_models(&ep.name, run, &served)?;
             listed = served.listed;
         }
-        if let Some(launch) = ep.spec.launch.as_deref() {
-            if seen.described.insert(ep.name.clone()) {
-                self.describe(&target, listed, launch, &ep.name).await?;
-            }
+        if ep.spec.launch.is_some() && seen.described.insert(ep.name.clone()) {
+            self.describe(run, &target, listed).await?;
         }
         let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
             match self.search {
@@ -171,14 +169,14 @@ impl Suite<'_> {
     /// Records what a launched endpoint says of itself, once its server is up.
     async fn describe(
         &self,
+        run: &RunSpec,
         target: &Target,
         listed: Vec<crate::api::models::ListedModel>,
-        launch: &str,
-        endpoint: &str,
     ) -> Result<(), RunnerError> {
+        let ep = &run.settings.endpoint;
         let redactor = self.log.redactor();
-        let facts = crate::suite::describe::read(target, listed, Some(launch), redactor).await;
-        self.lock()?.record_endpoint(endpoint, facts)?;
+        let facts = crate::suite::describe::read(target, &ep.spec, listed, redactor).await;
+        self.lock()?.record_endpoint(&ep.name, facts)?;
         Ok(())
     }
 
