@@ -6,8 +6,6 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::control::{self, chain, explain, Route};
 use crate::plan::{DatasetPlan, LoadSpec, LoadedPlan, WarmupSpec};
 use crate::planner::{OutputLen, RunSpec};
@@ -345,20 +343,16 @@ impl Ctx<'_> {
 async fn model_ids(resp: reqwest::Response) -> Result<(String, Vec<String>), String> {
     let url = resp.url().to_string();
     let status = resp.status();
-    let body: Value =
-        serde_json::from_str(&resp.text().await.unwrap_or_default()).unwrap_or(Value::Null);
+    let body = resp.bytes().await.unwrap_or_default();
     if !status.is_success() {
         return Err(format!("GET {url} answered HTTP {status}"));
     }
-    let ids = body
-        .get("data")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| Some(m.get("id")?.as_str()?.to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
+    // Every listed id, even of a server that serves any name (`check` shows them).
+    let ids = crate::api::models::listed(&body)
+        .0
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
     Ok((url, ids))
 }
 
