@@ -51,7 +51,7 @@ pub fn endpoint_line(name: &str, e: &EndpointFacts) -> String {
                 .join(" ");
             parts.push(format!("{who} ({})", s.routes.join(", ")));
         }
-        None => parts.push("server says nothing of itself".to_string()),
+        None => parts.push("no self-description answered".to_string()),
     }
     for m in &e.models {
         let mut meta = Vec::new();
