@@ -1,6 +1,6 @@
 //! The results database (SQLite, WAL): one file per output folder holding the suite
-//! (plan text, host facts), its runs, every request, per-run metrics, server scrapes
-//! and gate verdicts. Writes are batched in transactions so a crash loses at most the
+//! (plan text, host facts, the environment it measured in), its runs, every request,
+//! per-run metrics, server scrapes and gate verdicts. Writes are batched in transactions so a crash loses at most the
 //! requests in flight. Knows nothing about plans' types, HTTP or report layout; never
 //! stores secrets (there is no column for headers or keys).
 
