@@ -92,3 +92,43 @@ pub fn lines(env: &Environment) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::environment::{Accelerator, ModelFacts, ServerFacts};
+
+    #[test]
+    fn an_endpoint_in_one_line() {
+        let e = EndpointFacts {
+            labels: [("gpu".to_string(), "a".to_string())].into(),
+            server: Some(ServerFacts {
+                engine: Some("vllm".into()),
+                version: Some("0.8.5".into()),
+                routes: vec!["/version".into()],
+                ..ServerFacts::default()
+            }),
+            models: vec![ModelFacts {
+                id: "m".into(),
+                max_model_len: Some(4096),
+                owned_by: None,
+                root: Some("m".into()),
+            }],
+            accelerators: vec![Accelerator {
+                model: "L4".into(),
+                count: 2,
+            }],
+            launch: Some("vllm serve m --port {port}".into()),
+        };
+        assert_eq!(
+            endpoint_line("a", &e),
+            "endpoint a: vllm 0.8.5 (/version) · model m (max_model_len 4096) · 2 × L4 · \
+             launched: vllm serve m --port {port} · labels gpu=a"
+        );
+        let none = EndpointFacts::default();
+        assert_eq!(
+            endpoint_line("b", &none),
+            "endpoint b: no self-description answered"
+        );
+    }
+}
