@@ -39,6 +39,17 @@ fn client_line(c: &ClientFacts) -> String {
     format!("client: {}", parts.join(" · "))
 }
 
+/// Most characters of a launch command in a header line (JSON and `compare` keep it whole).
+const LAUNCH_CHARS: usize = 120;
+
+fn shortened(text: &str) -> String {
+    if text.chars().count() > LAUNCH_CHARS {
+        format!("{}…", text.chars().take(LAUNCH_CHARS).collect::<String>())
+    } else {
+        text.to_string()
+    }
+}
+
 /// One endpoint's line: `endpoint NAME: vllm 0.8.5 · model m (max_model_len 4096) · …`.
 pub fn endpoint_line(name: &str, e: &EndpointFacts) -> String {
     let mut parts = Vec::new();
@@ -73,7 +84,11 @@ pub fn endpoint_line(name: &str, e: &EndpointFacts) -> String {
         let list: Vec<String> = e.accelerators.iter().map(ToString::to_string).collect();
         parts.push(list.join(", "));
     }
-    parts.extend(e.launch.as_ref().map(|c| format!("launched: {c}")));
+    parts.extend(
+        e.launch
+            .as_ref()
+            .map(|c| format!("launched: {}", shortened(c))),
+    );
     if !e.labels.is_empty() {
         parts.push(format!("labels {}", labels_text(&e.labels)));
     }
