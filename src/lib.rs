@@ -6,7 +6,9 @@
 //! `tests/architecture.rs` holds them: `cli` → the stages (`preflight`, `distribute`,
 //! `search` → `suite` → `servers`, `telemetry`) → `engine` → `api`, `record`;
 //! `planner → plan`; `report → store, metrics → record`; `control` (the one URL rule,
-//! TLS, error chains) → `api` only.
+//! TLS, error chains) → `api` only; `environment` (what a suite measured on: its shape,
+//! the client's facts, servers' answers decoded, differences) → `api` only, read by
+//! `suite`, `store` and `report`.
 
 pub mod api;
 pub mod cli;
@@ -15,6 +17,7 @@ pub mod dataset;
 pub mod distribute;
 pub mod either_io;
 pub mod engine;
+pub mod environment;
 pub mod evalscope;
 pub mod hash;
 pub mod metrics;

@@ -101,6 +101,11 @@ const ONLY: &[(&str, &[&str], &str)] = &[
         "text is a leaf: the one rule for reading a text file imports nothing of the crate",
     ),
     (
+        "environment",
+        &["api"],
+        "environment is the record's shape and pure readings: no HTTP, SQLite or plans (it names the model list's entry of `api`)",
+    ),
+    (
         "control",
         &["api", "units", "secrets"],
         "control imports no stage (it knows APIs' paths, nothing else)",

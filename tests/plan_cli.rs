@@ -166,6 +166,28 @@ fn run_id_is_golden() {
 }
 
 #[test]
+fn labels_keep_every_run_id_and_take_only_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let labelled = PLAN
+        .replace("seed = 1", "seed = 1\nlabels = { release = \"1.8.0-rc2\" }")
+        .replace(
+            "prefix_cache = \"on\"",
+            "prefix_cache = \"on\"\nlabels = { gpu = \"H100\", flags = \"--tp 2\" }",
+        );
+    let runs = expand_json(&write(dir.path(), "l.toml", &labelled));
+    assert_eq!(runs[0]["id"], "775f2f7d9b79", "{}", runs[0]);
+    assert_eq!(
+        ids(&runs),
+        ids(&expand_json(&write(dir.path(), "p.toml", PLAN)))
+    );
+    let numeric = PLAN.replace("seed = 1", "seed = 1\nlabels = { release = 18 }");
+    let out = perfplan(&["validate", &write(dir.path(), "n.toml", &numeric)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("n.toml:5"), "{err}");
+}
+
+#[test]
 fn misspelt_key_is_located_with_a_suggestion() {
     let dir = tempfile::tempdir().unwrap();
     let bad = PLAN.replace("text = \"hello\"", "text = \"hello\"\ninput_token = 1024");

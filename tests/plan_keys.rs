@@ -21,6 +21,10 @@ const NAMED: &[(&str, &str)] = &[
     ("model_mapping", "model names of a trace"),
     ("extra", "free-form request body fields"),
     (
+        "labels",
+        "free-form facts recorded in the environment (values must be strings)",
+    ),
+    (
         "matrix.exclude[0].load.slo",
         "metric names, matched as written (an entry matching no run is an error)",
     ),
@@ -205,7 +209,7 @@ fn check_named_table(dir: &Path, at: &str, path: &[Step]) {
         return;
     }
     let last = at.trim_end_matches("[0]").rsplit('.').next().unwrap();
-    let nested = matches!(last, "headers" | "model_mapping" | "extra");
+    let nested = matches!(last, "headers" | "model_mapping" | "extra" | "labels");
     assert!(
         NAMED.iter().any(|(p, _)| *p == at || (nested && *p == last)),
         "`{at}` is a table of free names: check its keys, or add it to NAMED saying how they are checked"

@@ -63,7 +63,8 @@ fn json_has_designs_shape_and_every_metric() {
                 "client_bound",
                 "warnings",
                 "error",
-                "gates"
+                "gates",
+                "environment"
             ]
         );
         let metrics: Vec<String> = run["metrics"]

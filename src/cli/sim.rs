@@ -41,7 +41,7 @@ pub struct SimArgs {
 
 const AFTER_HELP: &str = "\
 Routes: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings, /v1/rerank;
-GET /v1/models, /health, /metrics (vLLM metric names); POST /reset_prefix_cache;
+GET /v1/models, /health, /version, /metrics (vLLM metric names); POST /reset_prefix_cache;
 GET /sim/truth (per-request ground truth, ?reset=true) and DELETE /sim/truth;
 all under --mount PATH when given. --tls-cert/--tls-key: HTTPS instead of HTTP, e.g. with
 a self-signed certificate, trusted by the plan's `tls = { ca_file = \"cert.pem\" }`:

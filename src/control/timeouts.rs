@@ -39,6 +39,10 @@ pub const RESET: Duration = Duration::from_secs(30);
 /// Longest wait for one Prometheus scrape of a server's `metrics`.
 pub const SCRAPE: Duration = Duration::from_secs(5);
 
+/// Longest wait for one self-description request (`/version`, `/info`, …) at an
+/// endpoint's first use (`timeouts.read` if shorter); no answer leaves it out.
+pub const SELF_DESCRIPTION: Duration = Duration::from_secs(2);
+
 /// Time between SIGTERM and SIGKILL when perfplan stops a server it launched.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
@@ -78,6 +82,7 @@ mod tests {
             ("`check` request", CHECK_REQUEST),
             ("cache reset", RESET),
             ("scrape", SCRAPE),
+            ("self-description request", SELF_DESCRIPTION),
             ("stop grace", STOP_GRACE),
         ] {
             let found: Vec<&(String, String)> = rows.iter().filter(|r| r.0 == name).collect();

@@ -71,6 +71,10 @@ pub struct PlanMeta {
     /// What `results.db` keeps besides every request's timings and counts.
     #[serde(default, skip_serializing_if = "StoreSpec::is_default")]
     pub store: StoreSpec,
+    /// Facts perfplan cannot read, recorded in the suite's environment and shown in its
+    /// reports (`{ release = "1.8.0-rc2" }`); strings only.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// `[plan] store = { bodies = true, text = true }`: keep each request's body and response
@@ -254,6 +258,10 @@ pub struct EndpointSpec {
     /// tokens. Not part of run ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<super::HardwareSpec>,
+    /// Facts about this server perfplan cannot read (`{ gpu = "H100", flags = "--tp 2" }`),
+    /// recorded in the suite's environment; strings only. Not part of the run ids.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 pub use super::timeouts_spec::TimeoutsSpec;

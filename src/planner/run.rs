@@ -289,13 +289,15 @@ pub fn served_name(model: &Named<ModelSpec>) -> &str {
     model.spec.served_name.as_deref().unwrap_or(&model.name)
 }
 
-/// The stable id of a run: the first 12 hex digits of the SHA-256 of its canonical settings.
-/// The endpoint's `hardware` is left out: it prices the deployment, never changes what a
-/// run sends, so adding it or changing a price keeps every id (and comparisons by id).
+/// The stable id of a run: the first 12 hex digits of the SHA-256 of its canonical
+/// settings. The endpoint's `hardware` and `labels` are left out: they describe and price
+/// the deployment, never change what a run sends, so adding them or changing a price
+/// keeps every id (and comparisons by id).
 pub fn run_id(settings: &RunSettings) -> String {
     let mut value = serde_json::to_value(settings).unwrap_or(Value::Null);
     if let Some(endpoint) = value.get_mut("endpoint").and_then(Value::as_object_mut) {
         endpoint.remove("hardware");
+        endpoint.remove("labels");
     }
     sha256_hex(&canonical_json(&value))[..12].to_string()
 }

@@ -348,13 +348,15 @@ async fn model_ids(resp: reqwest::Response) -> Result<(String, Option<Vec<String
     if !status.is_success() {
         return Err(format!("GET {url} answered HTTP {status}"));
     }
-    if crate::api::models::serves_any(&body) {
+    let (models, any) = crate::api::models::listed(&body);
+    if any {
         return Ok((url, None));
     }
-    Ok((url, Some(crate::api::models::model_ids(&body))))
+    Ok((url, Some(models.into_iter().map(|m| m.id).collect())))
 }
 
-/// Whether `model` (sent by the runs of model table `table`) is among the listed `ids`.
+/// Whether `model` (sent by the runs of model table `table`) is among the listed `ids`
+/// (`None`: the server serves any name).
 fn listed_row(
     run: &RunSpec,
     (model, table): (&str, &str),

@@ -73,7 +73,8 @@ fn exempt_paths(base: &StoredRun, new: &StoredRun, ignore: &[String]) -> Vec<Str
             axes.extend(map.keys().cloned());
         }
     }
-    let mut out = Vec::new();
+    // An endpoint's labels are in its environment, which `compare` lists on its own.
+    let mut out = vec!["endpoint.labels".to_string()];
     for axis in &axes {
         match axis.as_str() {
             "endpoint" | "model" | "dataset" => out.push(format!("{axis}.name")),

@@ -183,6 +183,9 @@ pub struct Comparison {
     pub only_new: Vec<StoredRun>,
     /// `--allow-changed`, as given.
     pub allow_changed: Vec<String>,
+    /// Every difference between the two suites' environments, most important first
+    /// (`environment::differences`).
+    pub environment: Vec<String>,
 }
 
 /// Whether a larger value of `metric` is better (`Some(true)`), worse (`Some(false)`),
@@ -418,6 +421,10 @@ pub fn compare(
         only_base: only_base.into_iter().map(|i| b_leads[i].clone()).collect(),
         only_new: only_new.into_iter().map(|j| n_leads[j].clone()).collect(),
         allow_changed: opts.allow_changed.clone(),
+        environment: crate::environment::differences(
+            b.suite.info.environment.as_ref(),
+            n.suite.info.environment.as_ref(),
+        ),
     })
 }
 

@@ -1,6 +1,7 @@
 //! A comparison as a table, Markdown or JSON. A pair whose settings differ beyond its
 //! axes has its noise verdicts marked and a note per setting; endpoint settings are
 //! listed in a note of their own. Deltas are shown with the precision of their values.
+//! Every difference between the two suites' environments is said before the deltas.
 
 use serde_json::{json, Map, Value};
 
@@ -229,7 +230,8 @@ fn to_json(c: &Comparison) -> Value {
             .map(|r| json!({"id": r.id, "axes": r.axes}))
             .collect::<Vec<_>>()
     };
-    json!({"pairs": pairs, "only_base": ids(&c.only_base), "only_new": ids(&c.only_new)})
+    json!({"environment_differences": c.environment, "pairs": pairs,
+           "only_base": ids(&c.only_base), "only_new": ids(&c.only_new)})
 }
 
 /// The comparison in a format (`table`, `md`, `json`; CSV and HTML fall back to the table).
@@ -276,7 +278,26 @@ pub fn render(c: &Comparison, format: Format, style: TableStyle) -> Result<Strin
             s.push('\n');
             s
         }
-        Format::Md => format!("## {title}\n\n{}", markdown::render_grid(&grid(c))),
-        _ => format!("{title}\n{}", table::render_grid(&grid(c), style)),
+        Format::Md => {
+            let env: String = c
+                .environment
+                .iter()
+                .map(|d| format!("- environment differs: {}\n", markdown::escape(d)))
+                .collect();
+            let env = if env.is_empty() {
+                env
+            } else {
+                format!("{env}\n")
+            };
+            format!("## {title}\n\n{env}{}", markdown::render_grid(&grid(c)))
+        }
+        _ => {
+            let env: String = c
+                .environment
+                .iter()
+                .map(|d| format!("environment differs: {d}\n"))
+                .collect();
+            format!("{title}\n{env}{}", table::render_grid(&grid(c), style))
+        }
     })
 }

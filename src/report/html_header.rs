@@ -1,6 +1,7 @@
 //! The HTML report's first lines: what the suite measured (endpoints and their URLs,
 //! models, datasets, the input and output lengths its runs measured), when, and with
-//! which perfplan, read from the runs as stored.
+//! which perfplan, read from the runs as stored; then, on a second line, the environment
+//! (client machine, servers' own accounts, labels).
 
 use serde_json::Value;
 
@@ -95,5 +96,8 @@ pub fn header(data: &ReportData) -> String {
             escape(&data.suite.info.perfplan_version)
         ),
     ];
-    format!("<p class=\"header\">{}</p>", items.join(" · "))
+    let environment = super::environment::html_line(data)
+        .map(|line| format!("<br><small>{}</small>", escape(&line)))
+        .unwrap_or_default();
+    format!("<p class=\"header\">{}{environment}</p>", items.join(" · "))
 }

@@ -7,7 +7,9 @@
 //! `failures` ({class: count}, HTTP split by status), `client_bound` (reason|null),
 //! `warnings` ([text]), `error` (text|null) and `gates` ([{gate, condition, passed,
 //! value, baseline, message}], the verdicts of this report on this run); a ramped run
-//! adds `steps` ([{rate or concurrency, start_s, end_s, metrics}], `report::ramp_steps`).
+//! adds `steps` ([{rate or concurrency, start_s, end_s, metrics}], `report::ramp_steps`);
+//! `environment` is what the run measured on (`{client, labels, endpoint}`, the suite's
+//! environment with the run's own endpoint; null for suites stored before it was kept).
 
 use serde_json::{json, Map, Value};
 
@@ -76,7 +78,18 @@ pub fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
 
 /// Every run of the suite, by ordinal, pretty-printed.
 pub fn render(data: &ReportData, gates: &[GateOutcome]) -> Result<String, ReportError> {
-    let runs: Vec<Value> = data.runs.iter().map(|r| run_object(r, gates)).collect();
+    let env = data.suite.info.environment.as_ref();
+    let runs: Vec<Value> = data
+        .runs
+        .iter()
+        .map(|r| {
+            let mut obj = run_object(r, gates);
+            if let Some(map) = obj.as_object_mut() {
+                map.insert("environment".into(), super::environment::json_of(env, r));
+            }
+            obj
+        })
+        .collect();
     let mut out = serde_json::to_string_pretty(&runs).map_err(ReportError::Json)?;
     out.push('\n');
     Ok(out)

@@ -19,6 +19,7 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
         &data.suite.plan_sha256[..data.suite.plan_sha256.len().min(12)],
         info.perfplan_version
     ));
+    out.push_str(&super::environment::markdown(data));
     out.push_str(&super::verdicts::markdown(data));
     if pivot.layout.preset.is_some() {
         out.push_str(&super::evalscope::markdown(data));
@@ -42,7 +43,7 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
     Ok(out)
 }
 
-fn escape(cell: &str) -> String {
+pub(crate) fn escape(cell: &str) -> String {
     cell.replace('|', "\\|").replace('\n', "<br>")
 }
 

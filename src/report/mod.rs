@@ -13,6 +13,7 @@ pub mod compare;
 mod compare_render;
 pub mod compare_trust;
 pub mod csv;
+pub mod environment;
 pub mod evalscope;
 pub mod format;
 pub mod gates;

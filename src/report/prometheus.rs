@@ -42,6 +42,9 @@ fn base_unit(unit: MetricUnit) -> (&'static str, f64) {
         MetricUnit::Count => ("", 1.0),
         MetricUnit::Watts => ("watts", 1.0),
         MetricUnit::JoulesPerToken => ("joules_per_token", 1.0),
+        MetricUnit::TokensPerJoule => ("tokens_per_joule", 1.0),
+        // The plan's currency, whatever it is: the name already says per what.
+        MetricUnit::CostPerMillionTokens => ("", 1.0),
     }
 }
 

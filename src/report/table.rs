@@ -17,7 +17,8 @@ pub fn render(
 ) -> Result<String, ReportError> {
     let layout = layout.resolve(&data.runs)?;
     if layout.preset.is_some() {
-        let mut out = super::verdicts::text(data);
+        let mut out = super::environment::text(data);
+        out.push_str(&super::verdicts::text(data));
         out.push_str(&super::evalscope::table(data, style));
         return Ok(out);
     }
@@ -29,6 +30,7 @@ pub fn render(
         data.suite.info.plan_name,
         data.runs.len()
     );
+    out.push_str(&super::environment::text(data));
     out.push_str(&super::verdicts::text(data));
     out.push_str(&render_grid(&grid, style));
     if let Some(groups) = groups {

@@ -3,7 +3,7 @@
 //!
 //! Routes (under `mount` when set, e.g. `/gateway/openai/v1/models`): `POST /v1/chat/completions`, `/v1/completions` (text, token ids, or a list of
 //! either), `/v1/responses`, `/v1/embeddings`, `/v1/rerank` (also `/rerank`, `/v2/rerank`);
-//! `GET /v1/models`, `/health`, `/metrics` (Prometheus, vLLM names); `POST
+//! `GET /v1/models`, `/health`, `/version` (as vLLM), `/metrics` (Prometheus, vLLM names); `POST
 //! /reset_prefix_cache`; `GET /sim/truth` (`?reset=true`) and `DELETE /sim/truth`.
 //!
 //! Streams follow vLLM/OpenAI SSE: for chat a role chunk first (written with the first

@@ -41,6 +41,7 @@ pub(crate) fn router(st: Arc<Front>) -> Router {
         .route(&at("/v2/rerank"), post(rerank))
         .route(&at("/v1/models"), get(models))
         .route(&at("/health"), get(|| async { StatusCode::OK }))
+        .route(&at("/version"), get(version))
         .route(&at("/metrics"), get(metrics))
         .route(&at("/reset_prefix_cache"), post(reset_prefix_cache))
         .route(&at("/sim/truth"), get(truth).delete(truth_reset));
@@ -52,9 +53,22 @@ pub(crate) fn router(st: Arc<Front>) -> Router {
     router.with_state(st)
 }
 
-/// A request outside the mount: 404, remembered, and said on stderr.
+/// The server's version, as vLLM answers `GET /version`, with its name.
+async fn version() -> Response {
+    json_response(&json!({"version": env!("CARGO_PKG_VERSION"), "server": "perfplan-sim"}))
+}
+
+/// A request outside the mount: 404, remembered, and said on stderr. A path inside the
+/// mount that no route serves (another engine's `/props`) is a plain 404.
 async fn unserved(State(front): St, method: Method, uri: Uri) -> Response {
     let st = front.main();
+    let mount = st.cfg.mount.as_deref().unwrap_or_default();
+    if uri
+        .path()
+        .starts_with(&format!("{}/", mount.trim_end_matches('/')))
+    {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let what = format!("{method} {}", uri.path());
     eprintln!(
         "perfplan sim: {what} is outside the mount {}: answered 404",

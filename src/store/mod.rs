@@ -1,8 +1,8 @@
 //! The results database (SQLite, WAL): one file per output folder holding the suite
-//! (plan text, host facts), its runs, every request, per-run metrics, server scrapes
-//! and gate verdicts. Writes are batched in transactions so a crash loses at most the
-//! requests in flight. Knows nothing about plans' types, HTTP or report layout; never
-//! stores secrets (there is no column for headers or keys).
+//! (plan text, host facts, the environment it measured in), its runs, every request,
+//! per-run metrics, server scrapes and gate verdicts. Writes are batched in transactions
+//! so a crash loses at most the requests in flight. Knows nothing about plans' types,
+//! HTTP or report layout; never stores secrets (there is no column for headers or keys).
 
 mod bodies;
 mod merge;
@@ -276,6 +276,8 @@ impl Store {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_environment;
 #[cfg(test)]
 mod tests_tls;
 

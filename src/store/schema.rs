@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 14] = [
+const MIGRATIONS: [&str; 15] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -236,6 +236,12 @@ ALTER TABLE requests ADD COLUMN reasoning_tokens INTEGER;
 ALTER TABLE requests ADD COLUMN client_reasoning_tokens INTEGER;
 ALTER TABLE requests ADD COLUMN choice_chunks INTEGER;
 ALTER TABLE requests ADD COLUMN chunk_tokens BLOB;
+"#,
+    // 15: the environment the suite measured in (`environment::Environment` as JSON: the
+    // client machine, each endpoint's self-description and model metadata, the plan's
+    // labels); NULL in suites stored before, which read with no environment.
+    r#"
+ALTER TABLE suites ADD COLUMN environment_json TEXT;
 "#,
 ];
 

@@ -72,11 +72,7 @@ impl HostFacts {
         }
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
-            .and_then(|t| {
-                t.lines()
-                    .filter(|l| l.starts_with("model name") || l.starts_with("Model"))
-                    .find_map(|l| l.split_once(':').map(|(_, v)| v.trim().to_string()))
-            })
+            .and_then(|t| crate::environment::client::cpu_model_of(&t))
             .unwrap_or_else(|| format!("unknown ({})", std::env::consts::ARCH));
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get() as u32);
         let hostname = read_trimmed("/proc/sys/kernel/hostname")
@@ -130,6 +126,8 @@ pub struct SuiteInfo {
     /// reports and gates apply its `strict` and `accept`, merges judge with it. The
     /// defaults for suites stored before verdicts.
     pub trust: crate::trust::Thresholds,
+    /// What the suite measured on (`None` in suites stored before it was recorded).
+    pub environment: Option<crate::environment::Environment>,
 }
 
 impl SuiteInfo {
@@ -151,6 +149,7 @@ impl SuiteInfo {
             plan_dir: None,
             secrets: Vec::new(),
             trust: crate::trust::Thresholds::default(),
+            environment: None,
         }
     }
 
@@ -191,16 +190,48 @@ pub(crate) fn json_column<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// A nullable JSON text column decoded (`None` for NULL).
+pub(crate) fn optional_json_column<T: serde::de::DeserializeOwned>(
+    row: &rusqlite::Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<Option<T>> {
+    let text: Option<String> = row.get(idx)?;
+    text.map(|t| {
+        serde_json::from_str(&t).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+        })
+    })
+    .transpose()
+}
+
 impl Store {
+    /// Records what was read from `endpoint` (its server's self-description, models,
+    /// launch command) in the suite's environment; a suite with no environment gets one.
+    pub fn record_endpoint(
+        &mut self,
+        endpoint: &str,
+        read: crate::environment::EndpointFacts,
+    ) -> Result<(), StoreError> {
+        let mut env = self.suite()?.info.environment.unwrap_or_default();
+        env.set_read(endpoint, read);
+        self.conn
+            .execute(
+                "UPDATE suites SET environment_json = ?1 WHERE id = 1",
+                [to_json("environment", &env)?],
+            )
+            .doing("recording an endpoint's environment")?;
+        Ok(())
+    }
+
     pub(crate) fn insert_suite(&mut self, s: &SuiteInfo) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "INSERT INTO suites (id, plan_name, plan_path, plan_text, imports_json, plan_sha256,
                  set_overrides_json, seed, perfplan_version, git_revision, git_dirty, host_os,
                  host_cpu_model, host_cores, host_name, report_json, gates_json, slo_json,
-                 created_unix_ms, plan_dir, secrets_json, trust_json)
+                 created_unix_ms, plan_dir, secrets_json, trust_json, environment_json)
                  VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                 ?19, ?20, ?21)",
+                 ?19, ?20, ?21, ?22)",
                 params![
                     s.plan_name,
                     s.plan_path,
@@ -223,6 +254,10 @@ impl Store {
                     s.plan_dir,
                     to_json("secrets", &s.secrets)?,
                     to_json("trust", &s.trust)?,
+                    s.environment
+                        .as_ref()
+                        .map(|e| to_json("environment", e))
+                        .transpose()?,
                 ],
             )
             .doing("writing the suite")?;
@@ -245,7 +280,12 @@ impl Store {
         } else {
             "'{}'"
         };
-        Ok(format!("{dir}, {secrets}, {trust}"))
+        let environment = if has("environment_json") {
+            "environment_json"
+        } else {
+            "NULL"
+        };
+        Ok(format!("{dir}, {secrets}, {trust}, {environment}"))
     }
 
     /// The suite this database holds.
@@ -288,6 +328,7 @@ impl Store {
                         plan_dir: r.get(18)?,
                         secrets: json_column(r, 19)?,
                         trust: json_column(r, 20)?,
+                        environment: optional_json_column(r, 21)?,
                     };
                     Ok(SuiteRow {
                         info,

@@ -29,6 +29,9 @@ pub async fn test(
         let left = deadline.saturating_sub(start.elapsed());
         let one = test_one(endpoint, &replica, left, say).await?;
         served.url = one.url;
+        if served.listed.is_empty() {
+            served.listed = one.listed;
+        }
         for m in one.models {
             if !served.models.contains(&m) {
                 served.models.push(m);
@@ -42,7 +45,11 @@ pub async fn test(
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Served {
     pub url: String,
+    /// The names judged against the runs' models (none when the server serves any).
     pub models: Vec<String>,
+    /// The first replica's list as the server gave it, with its metadata (the suite's
+    /// environment record).
+    pub listed: Vec<crate::api::models::ListedModel>,
 }
 
 /// A duration as the waiting line says it: `30 s`, `2 min`.
@@ -67,6 +74,26 @@ fn refused(status: reqwest::StatusCode, body: &str) -> String {
         "GET answered HTTP {status}{hint}: {}",
         crate::record::excerpt(body.as_bytes())
     )
+}
+
+/// What an answer to the model list says: its entries when it is a 2xx list, the names
+/// to judge unless the server serves any.
+fn served_of(url: &str, ok: bool, body: &[u8]) -> Served {
+    let (listed, any) = if ok {
+        crate::api::models::listed(body)
+    } else {
+        (Vec::new(), false)
+    };
+    let models = if any {
+        Vec::new()
+    } else {
+        listed.iter().map(|m| m.id.clone()).collect()
+    };
+    Served {
+        url: url.to_string(),
+        models,
+        listed,
+    }
 }
 
 /// Probes `target`; `Ok` when the server answers 2xx (or a 5xx: the server is up).
@@ -105,21 +132,13 @@ async fn test_one(
             Ok(resp) => {
                 let ok = resp.status().is_success();
                 let body = resp.bytes().await.unwrap_or_default();
-                let models = if ok {
-                    crate::api::models::model_ids(&body)
-                } else {
-                    Vec::new()
-                };
                 if said {
                     say(&format!(
                         "{url} answered after {:.1} s",
                         start.elapsed().as_secs_f64()
                     ));
                 }
-                return Ok(Served {
-                    url: url.to_string(),
-                    models,
-                });
+                return Ok(served_of(url.as_str(), ok, &body));
             }
             // A certificate problem does not go away by waiting: say so at once.
             Err(e) if control::tls_problem(&e).is_some() => {

@@ -113,7 +113,8 @@ pub fn run_suite_sharded(
     let redactor = suite_redactor(plan, &ordered);
     // Endpoints and models first: a suite that cannot send leaves no folder behind.
     let before = before::before_the_suite(plan, &ordered, &redactor)?;
-    let (store, dir) = match open::open_store(plan, opts, sharding.shard) {
+    let environment = open::environment_of(plan, &ordered);
+    let (store, dir) = match open::open_store(plan, opts, sharding.shard, environment) {
         Ok(opened) => opened,
         Err(e) => {
             before.sims.shutdown();
@@ -156,10 +157,14 @@ fn run_in(
         sims,
         rt,
         tested,
+        read,
         said,
     } = before;
     if let Some(shard) = sharding.shard {
         store.mark_shard(&shard.to_string())?;
+    }
+    for (endpoint, facts) in read {
+        store.record_endpoint(&endpoint, facts)?;
     }
     let log = Arc::new(
         SuiteLog::open(&dir, opts.debug, opts.progress_json.as_deref())

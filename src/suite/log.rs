@@ -56,6 +56,11 @@ impl SuiteLog {
         self
     }
 
+    /// The secret values this log hides.
+    pub fn redactor(&self) -> &crate::secrets::Redactor {
+        &self.redactor
+    }
+
     /// Writes a progress line every `every` during each run (none: no lines).
     pub fn with_progress_every(mut self, every: Option<std::time::Duration>) -> SuiteLog {
         self.progress_every = every;

@@ -12,6 +12,7 @@ pub(crate) mod cache;
 mod connect;
 pub(crate) mod conversation;
 mod counts;
+mod describe;
 pub(crate) mod driver;
 pub(crate) mod execute;
 mod failures;

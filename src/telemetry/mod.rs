@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod accelerators;
 mod around;
 pub mod counts;
 pub mod expo;
@@ -158,6 +159,16 @@ pub async fn fetch(
     url: url::Url,
     timeout: std::time::Duration,
 ) -> Result<String, String> {
+    fetch_at_most(client, url, timeout, MAX_PAGE_BYTES).await
+}
+
+/// One page of at most `max` bytes, within `timeout`; the error in words.
+pub async fn fetch_at_most(
+    client: &control::Client,
+    url: url::Url,
+    timeout: std::time::Duration,
+    max: usize,
+) -> Result<String, String> {
     let read = async {
         let mut resp = client
             .request(reqwest::Method::GET, url)
@@ -170,8 +181,8 @@ pub async fn fetch(
         }
         let mut body = Vec::new();
         while let Some(piece) = resp.chunk().await.map_err(|e| control::chain(&e))? {
-            if body.len() + piece.len() > MAX_PAGE_BYTES {
-                return Err(format!("the page is larger than {MAX_PAGE_BYTES} bytes"));
+            if body.len() + piece.len() > max {
+                return Err(format!("the page is larger than {max} bytes"));
             }
             body.extend_from_slice(&piece);
         }

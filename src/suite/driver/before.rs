@@ -7,17 +7,20 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
+use crate::environment::EndpointFacts;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::servers::sims::Sims;
 use crate::suite::{connect, RunnerError};
 
 /// What the suite starts with: its simulators, its runtime, the endpoints already
-/// tested, and the lines said before the log existed (written into it once it does).
+/// tested, what each endpoint not launched said of itself (the environment), and the
+/// lines said before the log existed (written into it once it does).
 pub(in crate::suite) struct Before {
     pub sims: Sims,
     pub rt: tokio::runtime::Runtime,
     pub tested: BTreeSet<String>,
+    pub read: Vec<(String, EndpointFacts)>,
     pub said: Vec<String>,
 }
 
@@ -47,11 +50,17 @@ pub(in crate::suite) fn before_the_suite(
             said.push(line);
         }
     };
-    match rt.block_on(test_endpoints(plan, runs, &sims, &say)) {
-        Ok(tested) => Ok(Before {
+    let ctx = Ctx {
+        plan,
+        sims: &sims,
+        redactor,
+    };
+    match rt.block_on(test_endpoints(&ctx, runs, &say)) {
+        Ok((tested, read)) => Ok(Before {
             sims,
             rt,
             tested,
+            read,
             said: said.into_inner().unwrap_or_default(),
         }),
         Err(e) => {
@@ -61,31 +70,44 @@ pub(in crate::suite) fn before_the_suite(
     }
 }
 
-/// Each endpoint of `runs` with a connection test and no `launch`, tested once; the
-/// models of each of its runs found on it.
+/// What testing the endpoints needs.
+struct Ctx<'a> {
+    plan: &'a LoadedPlan,
+    sims: &'a Sims,
+    redactor: &'a crate::secrets::Redactor,
+}
+
+/// Each endpoint of `runs` with no `launch`, once: tested when it has a connection test
+/// (the models of each of its runs found on it), and read for the environment.
 async fn test_endpoints(
-    plan: &LoadedPlan,
+    ctx: &Ctx<'_>,
     runs: &[RunSpec],
-    sims: &Sims,
     say: &(dyn Fn(&str) + Sync),
-) -> Result<BTreeSet<String>, RunnerError> {
+) -> Result<(BTreeSet<String>, Vec<(String, EndpointFacts)>), RunnerError> {
     let mut tested = BTreeSet::new();
+    let mut read: Vec<(String, EndpointFacts)> = Vec::new();
     for run in runs {
         let ep = &run.settings.endpoint;
-        if !ep.spec.connection_test || ep.spec.launch.is_some() || tested.contains(&ep.name) {
+        if ep.spec.launch.is_some() || read.iter().any(|(n, _)| *n == ep.name) {
             continue;
         }
-        let target = super::runs::target(run, sims, &plan.base_dir);
-        let served = connect::test(&ep.name, &target, deadline(run), say).await?;
-        if let Some(line) = connect::served_line(&ep.name, &served) {
-            say(&line);
+        let target = super::runs::target(run, ctx.sims, &ctx.plan.base_dir);
+        let mut listed = Vec::new();
+        if ep.spec.connection_test {
+            let served = connect::test(&ep.name, &target, deadline(run), say).await?;
+            if let Some(line) = connect::served_line(&ep.name, &served) {
+                say(&line);
+            }
+            for same in runs.iter().filter(|r| r.settings.endpoint.name == ep.name) {
+                connect::check_models(&ep.name, same, &served)?;
+            }
+            tested.insert(ep.name.clone());
+            listed = served.listed;
         }
-        for same in runs.iter().filter(|r| r.settings.endpoint.name == ep.name) {
-            connect::check_models(&ep.name, same, &served)?;
-        }
-        tested.insert(ep.name.clone());
+        let facts = crate::suite::describe::read(&target, &ep.spec, listed, ctx.redactor).await;
+        read.push((ep.name.clone(), facts));
     }
-    Ok(tested)
+    Ok((tested, read))
 }
 
 /// How long a run's endpoint is waited for: its `ready_timeout`, else the default.

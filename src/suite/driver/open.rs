@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::RunOptions;
+use crate::environment::Environment;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::{GitInfo, HostFacts, RunRow, Store, StoredSecret, SuiteInfo};
@@ -53,6 +54,20 @@ pub fn fingerprint(plan: &LoadedPlan) -> String {
     }
     h.update(plan.spec.plan.seed.to_le_bytes());
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The suite's environment as it starts: this machine, the plan's labels and the labels
+/// of each endpoint its runs use (what endpoints say of themselves is added as they are
+/// read).
+pub(super) fn environment_of(plan: &LoadedPlan, runs: &[RunSpec]) -> Environment {
+    let mut env = Environment::collect(plan.spec.plan.labels.clone());
+    for run in runs {
+        let ep = &run.settings.endpoint;
+        if !ep.spec.labels.is_empty() {
+            env.endpoints.entry(ep.name.clone()).or_default().labels = ep.spec.labels.clone();
+        }
+    }
+    env
 }
 
 fn suite_info(plan: &LoadedPlan, opts: &RunOptions) -> SuiteInfo {
@@ -103,6 +118,7 @@ pub(super) fn open_store(
     plan: &LoadedPlan,
     opts: &RunOptions,
     shard: Option<Shard>,
+    environment: Environment,
 ) -> Result<(Store, PathBuf), RunnerError> {
     let failed_write = |dir: &Path| {
         let path = crate::store::db_path(dir);
@@ -126,7 +142,9 @@ pub(super) fn open_store(
         path: dir.clone(),
         source,
     })?;
-    let store = Store::create(&dir, &suite_info(plan, opts)).map_err(failed_write(&dir))?;
+    let mut info = suite_info(plan, opts);
+    info.environment = Some(environment);
+    let store = Store::create(&dir, &info).map_err(failed_write(&dir))?;
     Ok((store, dir))
 }
 

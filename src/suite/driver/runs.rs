@@ -23,6 +23,8 @@ use crate::suite::{cache, connect, RunnerError};
 #[derive(Default)]
 struct Seen<'r> {
     tested: BTreeSet<String>,
+    /// Launched endpoints read for the environment (the others were, before the suite).
+    described: BTreeSet<String>,
     previous: BTreeMap<String, &'r RunSpec>,
 }
 
@@ -133,6 +135,7 @@ impl Suite<'_> {
             notes.extend(servers::reset_warning(&ep.spec, port, &specs).await);
         }
         seen.previous.insert(ep.name.clone(), run);
+        let mut listed = Vec::new();
         if ep.spec.connection_test && seen.tested.insert(ep.name.clone()) {
             let say = |line: &str| self.log.say(line);
             let served =
@@ -141,6 +144,10 @@ impl Suite<'_> {
                 say(&line);
             }
             connect::check_models(&ep.name, run, &served)?;
+            listed = served.listed;
+        }
+        if ep.spec.launch.is_some() && seen.described.insert(ep.name.clone()) {
+            self.describe(run, &target, listed).await?;
         }
         let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
             match self.search {
@@ -156,6 +163,20 @@ impl Suite<'_> {
             true => outcome.failed += 1,
             false => self.count(run, result, outcome, total)?,
         }
+        Ok(())
+    }
+
+    /// Records what a launched endpoint says of itself, once its server is up.
+    async fn describe(
+        &self,
+        run: &RunSpec,
+        target: &Target,
+        listed: Vec<crate::api::models::ListedModel>,
+    ) -> Result<(), RunnerError> {
+        let ep = &run.settings.endpoint;
+        let redactor = self.log.redactor();
+        let facts = crate::suite::describe::read(target, &ep.spec, listed, redactor).await;
+        self.lock()?.record_endpoint(&ep.name, facts)?;
         Ok(())
     }
 
