@@ -77,8 +77,15 @@ load = { rate = 4000, duration = "1500ms", requests = 6000 }
         "{warnings:?}"
     );
     assert!(extras["client_bound"].is_string(), "{extras}");
-    // A client-bound run measures the client: its verdict says so.
-    assert_eq!(verdict["status"], "invalid", "{verdict}");
+    // A client-bound run measures the client: its verdict says so, `invalid` when the
+    // lateness passes 4× its limit or the client's CPU was saturated, else `suspect`
+    // (how starved one shared core leaves the client depends on the machine's load).
+    let metric = |name: &str| metric_of(&out.join("results.db"), name);
+    let hard = metric("lateness_p99").is_some_and(|l| l > 4.0 * 5.0)
+        || (metric("duration_s").is_some_and(|d| d >= 1.0)
+            && metric("client_cpu_ratio").is_some_and(|c| c >= 0.9));
+    let expected = if hard { "invalid" } else { "suspect" };
+    assert_eq!(verdict["status"], expected, "{verdict}");
     assert!(
         verdict["reasons"]
             .as_array()
@@ -103,4 +110,16 @@ fn run_row(db: &Path) -> (Vec<Value>, Value, Value) {
         serde_json::from_str(&e).unwrap(),
         serde_json::from_str(&v).unwrap(),
     )
+}
+
+/// A stored metric of the suite's one run.
+fn metric_of(db: &Path, name: &str) -> Option<f64> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(
+        "SELECT value FROM run_metrics WHERE name = ?1",
+        [name],
+        |r| r.get::<_, Option<f64>>(0),
+    )
+    .ok()
+    .flatten()
 }
