@@ -138,6 +138,7 @@ fn sla_search_steps_from_rows_equal_their_probes_live_metrics_under_every_defini
     // Pooled steps know nothing of the client's CPU or the server's counters.
     let not_from_rows: Vec<&str> = [
         "client_cpu_ratio",
+        "client_wait_ratio",
         "server_cache_hit_ratio",
         "planned_prefix_share",
     ]

@@ -141,10 +141,9 @@ impl MergeFold {
         // Client CPU and lateness are each machine's own: the busiest shard's CPU figure
         // stands for the merge, and the verdict is the worst shard's (`shard_facts`), not
         // one of the union's lateness, which mixes the shards' clients.
-        summary.values.insert(
-            "client_cpu_ratio".into(),
-            carried(parts, "client_cpu_ratio"),
-        );
+        for name in ["client_cpu_ratio", "client_wait_ratio"] {
+            summary.values.insert(name.into(), carried(parts, name));
+        }
         // The server's telemetry: every shard's sampler watched the same server over its
         // own pass, so each figure is the largest of the shards' (one shard: its own).
         for name in crate::telemetry::scalars::SCALAR_NAMES {

@@ -2,7 +2,9 @@
 //! `CLOCK_THREAD_CPUTIME_ID`) when a run stays on one thread, as on the suite's
 //! current-thread runtime, so in-process simulators and the database writer do not count;
 //! else the whole process's (user + system, all threads, from `/proc/self/stat`). Linux
-//! only; `None` elsewhere.
+//! only; `None` elsewhere. Beside it, the time that thread was ready to run but waited for
+//! a CPU (`/proc/thread-self/schedstat`'s run-queue wait): a client starved by another
+//! process on its cores uses little CPU and waits much.
 
 use std::thread::ThreadId;
 use std::time::Duration;
@@ -11,6 +13,8 @@ use std::time::Duration;
 pub struct CpuClock {
     thread: Option<(ThreadId, Duration)>,
     process: Option<Duration>,
+    /// The thread's run-queue wait at the start.
+    waited: Option<Duration>,
 }
 
 impl CpuClock {
@@ -18,7 +22,18 @@ impl CpuClock {
         CpuClock {
             thread: thread_cpu_time().map(|t| (std::thread::current().id(), t)),
             process: process_cpu_time(),
+            waited: thread_run_queue_wait(),
         }
+    }
+
+    /// The time the starting thread waited for a CPU since `start` (`None` off Linux, or
+    /// from another thread).
+    pub fn waited(&self) -> Option<Duration> {
+        let (id, _) = self.thread?;
+        if id != std::thread::current().id() {
+            return None;
+        }
+        Some(thread_run_queue_wait()?.saturating_sub(self.waited?))
     }
 
     /// The CPU used since `start`: the thread's when still on the same thread.
@@ -46,6 +61,18 @@ pub fn thread_cpu_time() -> Option<Duration> {
 #[cfg(not(target_os = "linux"))]
 pub fn thread_cpu_time() -> Option<Duration> {
     None
+}
+
+/// The calling thread's time so far runnable but waiting for a CPU (the second field of
+/// `/proc/thread-self/schedstat`, nanoseconds).
+pub fn thread_run_queue_wait() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    parse_schedstat(&text)
+}
+
+fn parse_schedstat(text: &str) -> Option<Duration> {
+    let ns: u64 = text.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 /// Linux reports `/proc` times in USER_HZ ticks, fixed at 100 per second for user space.
@@ -104,6 +131,15 @@ mod tests {
         while thread_cpu_time().unwrap() - t0 < d {
             std::hint::black_box(0u64);
         }
+    }
+
+    #[test]
+    fn parses_a_schedstat_line() {
+        assert_eq!(
+            parse_schedstat("0 61502 1\n"),
+            Some(Duration::from_nanos(61502))
+        );
+        assert_eq!(parse_schedstat("12"), None);
     }
 
     #[test]

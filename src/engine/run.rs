@@ -139,6 +139,8 @@ pub struct RunOutput {
     /// CPU time (user + system) the run's driving thread used (the process's when the run
     /// moved between threads); see `cpu::CpuClock`.
     pub client_cpu: Option<Duration>,
+    /// The time that thread was ready to run but waited for a CPU (`cpu::CpuClock`).
+    pub client_wait: Option<Duration>,
     pub cancelled: bool,
     /// The `duration` soft stop ended the run before the source was exhausted.
     pub stopped_by_duration: bool,
@@ -375,11 +377,13 @@ pub async fn run(
     d.ticker = None;
     let wall = t0.elapsed();
     let client_cpu = cpu.elapsed();
+    let client_wait = cpu.waited();
     Ok(RunOutput {
         sent: d.sent,
         started,
         wall,
         client_cpu,
+        client_wait,
         cancelled: d.cancelled,
         stopped_by_duration: d.by_duration && !d.exhausted,
         preconnect,

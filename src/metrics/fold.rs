@@ -366,6 +366,10 @@ impl Scalars {
                 "client_cpu_ratio",
                 opts.client_cpu_s.zip(wall).map(|(c, w)| c / w),
             ),
+            (
+                "client_wait_ratio",
+                opts.client_wait_s.zip(wall).map(|(c, w)| c / w),
+            ),
         ]
         .into_iter()
         .chain(capacity)

@@ -106,7 +106,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 43] = [
+pub const SCALAR_DEFS: [MetricDef; 44] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests"),
@@ -150,6 +150,7 @@ pub const SCALAR_DEFS: [MetricDef; 43] = [
     m("cost_per_million_output_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / output tokens × 10⁶ (the currency of cost_per_hour)"),
     m("cost_per_million_total_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / (input + output) tokens × 10⁶"),
     m("cost_per_million_good_output_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / output tokens of good requests × 10⁶"),
+    m("client_wait_ratio", Ratio, Lower, "time the thread driving the requests was ready to run but waited for a CPU (another process held its cores) / the run's wall time (client health; Linux)"),
 ];
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without

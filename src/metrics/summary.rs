@@ -20,6 +20,8 @@ pub struct SummaryOptions {
     pub slos: Vec<Slo>,
     /// Client CPU seconds during the run (`RunOutput::client_cpu`).
     pub client_cpu_s: Option<f64>,
+    /// Seconds the driving thread waited for a CPU (`RunOutput::client_wait`).
+    pub client_wait_s: Option<f64>,
     /// Wall seconds the CPU figure covers (`RunOutput::wall`); default: the run's duration.
     pub client_wall_s: Option<f64>,
     /// Cores the client can use; default 1 (the engine drives all requests from one task).
@@ -39,6 +41,8 @@ pub struct SummaryOptions {
     pub lateness_limit_ms: f64,
     /// Client CPU above this share of its cores flags the run `client_bound`.
     pub cpu_share_limit: f64,
+    /// The driving thread waiting for a CPU this share of the run flags it `client_bound`.
+    pub wait_share_limit: f64,
     /// The users of `output_tps_per_user`: a closed loop's concurrency (none for other
     /// loads, whose users are the mean in flight).
     pub users: Option<u32>,
@@ -52,6 +56,7 @@ impl Default for SummaryOptions {
             definitions: MetricDefinitions::Perfplan,
             slos: Vec::new(),
             client_cpu_s: None,
+            client_wait_s: None,
             client_wall_s: None,
             cpu_cores: None,
             server_cache_hit_ratio: None,
@@ -60,6 +65,7 @@ impl Default for SummaryOptions {
             inputs_per_request: None,
             lateness_limit_ms: 5.0,
             cpu_share_limit: 0.9,
+            wait_share_limit: 0.25,
             users: None,
             hardware: None,
         }
@@ -153,6 +159,16 @@ pub(super) fn client_bound(s: &RunSummary, opts: &SummaryOptions) -> Option<Stri
         if ratio >= opts.cpu_share_limit * cores {
             reasons.push(format!(
                 "client used {ratio:.2} of {cores} CPU cores: the client was saturated"
+            ));
+        }
+    }
+    let waited = s.values.get("client_wait_ratio").copied().flatten();
+    if let Some(w) = waited.filter(|_| wall >= MIN_CPU_WALL_S) {
+        if w >= opts.wait_share_limit {
+            reasons.push(format!(
+                "the client's thread waited for a CPU {:.0}% of the run: another process \
+                 held its cores",
+                w * 100.0
             ));
         }
     }

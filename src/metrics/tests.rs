@@ -434,6 +434,23 @@ fn client_health_lateness_and_cpu() {
 }
 
 #[test]
+fn a_client_waiting_for_its_cpu_is_client_bound() {
+    let opts = |wait: f64| SummaryOptions {
+        client_cpu_s: Some(0.1),
+        client_wait_s: Some(wait),
+        client_wall_s: Some(2.0),
+        ..SummaryOptions::default()
+    };
+    let starved = summarize(&[rec(0, &[10], Some(1))], &opts(1.2));
+    assert!(close(v(&starved, "client_wait_ratio"), 0.6));
+    let reason = starved.client_bound.unwrap();
+    assert!(reason.contains("waited for a CPU 60%"), "{reason}");
+    let fine = summarize(&[rec(0, &[10], Some(1))], &opts(0.2));
+    assert!(close(v(&fine, "client_wait_ratio"), 0.1));
+    assert_eq!(fine.client_bound, None);
+}
+
+#[test]
 fn per_request_rates_are_evalscopes() {
     // 5 tokens: TTFT 10 ms, latency 30 ms → 5 / 0.030 = 166.67 tok/s output, 4 / 0.020 =
     // 200 tok/s decode; 11 tokens: TTFT 20, latency 70 → 157.14 and 10 / 0.050 = 200.

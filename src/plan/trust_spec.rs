@@ -67,6 +67,11 @@ pub struct TrustSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub client_cpu_share: Option<f64>,
+    /// The thread driving the requests waiting for a CPU this share of the run or more:
+    /// `client_bound` (default 0.25; twice it, invalid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub client_wait_share: Option<f64>,
     /// A cold run's hit ratio above its planned share by more than this: `cache_leak` (default 0.15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 1.0))]
@@ -109,6 +114,7 @@ impl TrustSpec {
             foreign_requests: self.foreign_requests.unwrap_or(d.foreign_requests),
             lateness_p99_ms: ms(self.lateness_p99, d.lateness_p99_ms),
             client_cpu_share: self.client_cpu_share.unwrap_or(d.client_cpu_share),
+            client_wait_share: self.client_wait_share.unwrap_or(d.client_wait_share),
             cache_leak_margin: self.cache_leak_margin.unwrap_or(d.cache_leak_margin),
             cache_shortfall_margin: self
                 .cache_shortfall_margin

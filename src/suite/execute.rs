@@ -441,6 +441,7 @@ fn summarize_output(
         definitions: definitions(ctx.definitions),
         slos: ctx.slos.to_vec(),
         client_cpu_s: output.client_cpu.map(|d| d.as_secs_f64()),
+        client_wait_s: output.client_wait.map(|d| d.as_secs_f64()),
         client_wall_s: Some(output.wall.as_secs_f64()),
         inputs_per_request: run.inputs_per_request(),
         server_cache_hit_ratio,
@@ -448,6 +449,7 @@ fn summarize_output(
         planned_template_share: tally.planned.planned().template_share,
         lateness_limit_ms: ctx.trust.lateness_p99_ms,
         cpu_share_limit: ctx.trust.client_cpu_share,
+        wait_share_limit: ctx.trust.client_wait_share,
         users: planner::users_of(&run.settings),
         hardware: planner::hardware_of(&run.settings),
         ..SummaryOptions::default()

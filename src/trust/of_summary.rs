@@ -29,7 +29,7 @@ pub fn client_bound(summary: &RunSummary, trust: &Thresholds) -> Option<RunWarni
             format!(
                 "{why}; the client, not the server, held the run back: give perfplan more \
                  CPU (or a machine of its own), fewer streams per process (`--shard`), or \
-                 raise [trust] lateness_p99 / client_cpu_share if this is known"
+                 raise [trust] lateness_p99 / client_cpu_share / client_wait_share if this is known"
             ),
         )
         .with_severity(severity),

@@ -38,6 +38,9 @@ pub struct Thresholds {
     pub lateness_p99_ms: f64,
     /// Client CPU above this share of its cores: client bound.
     pub client_cpu_share: f64,
+    /// The thread driving the requests waiting for a CPU this share of the run or more
+    /// (another process held its cores): client bound, `suspect`; twice this, `invalid`.
+    pub client_wait_share: f64,
     /// A cold run's hit ratio above the planned share by more than this: a leak.
     pub cache_leak_margin: f64,
     /// A cache-on run's hit ratio below the planned share by more than this: a shortfall.
@@ -60,6 +63,7 @@ impl Default for Thresholds {
             foreign_requests: 0,
             lateness_p99_ms: 5.0,
             client_cpu_share: 0.9,
+            client_wait_share: 0.25,
             cache_leak_margin: 0.15,
             cache_shortfall_margin: 0.10,
         }
@@ -68,6 +72,9 @@ impl Default for Thresholds {
 
 /// How many times `lateness_p99` makes a client-bound run invalid, not just suspect.
 pub const HARD_LATENESS: f64 = 4.0;
+
+/// How many times `client_wait_share` makes a client-bound run invalid.
+pub const HARD_WAIT: f64 = 2.0;
 
 impl Thresholds {
     /// The severity of a client-bound run: `invalid` when its send lateness p99 is past
@@ -81,9 +88,11 @@ impl Thresholds {
     ) -> super::code::Severity {
         let v = |k: &str| values.get(k).copied().flatten();
         let late = v("lateness_p99").is_some_and(|l| l > HARD_LATENESS * self.lateness_p99_ms);
-        let saturated = v("duration_s").is_some_and(|d| d >= 1.0)
-            && v("client_cpu_ratio").is_some_and(|c| c >= self.client_cpu_share);
-        if late || saturated {
+        let long = v("duration_s").is_some_and(|d| d >= 1.0);
+        let saturated = long && v("client_cpu_ratio").is_some_and(|c| c >= self.client_cpu_share);
+        let starved =
+            long && v("client_wait_ratio").is_some_and(|w| w >= HARD_WAIT * self.client_wait_share);
+        if late || saturated || starved {
             super::code::Severity::Invalid
         } else {
             super::code::Severity::Suspect
@@ -110,6 +119,25 @@ impl Thresholds {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_long_wait_for_the_cpu_makes_client_bound_invalid() {
+        let t = Thresholds::default();
+        let values = |wait: f64| {
+            [("duration_s", 2.0), ("client_wait_ratio", wait)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Some(v)))
+                .collect()
+        };
+        assert_eq!(
+            t.client_bound_severity(&values(0.3)),
+            super::super::code::Severity::Suspect
+        );
+        assert_eq!(
+            t.client_bound_severity(&values(0.5)),
+            super::super::code::Severity::Invalid
+        );
+    }
+
     use super::*;
 
     #[test]
