@@ -311,3 +311,62 @@ fn a_relative_gate_without_a_baseline_is_a_validation_error() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("did you mean `cache_leak`?"), "{err}");
 }
+
+/// An SLA search cannot pass a step on numbers perfplan cannot vouch for: against a server
+/// whose usage says 800 tokens where 8 arrived, every probe meets the TTFT objective but
+/// is invalid (`tokens_not_conserved`), so the lowest step fails on the verdict and the
+/// search says why.
+#[test]
+fn a_search_step_with_an_invalid_probe_fails_on_the_verdict() {
+    let server = server();
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[plan]\nname = \"verdict-search\"\nseed = 3\n[models.m]\ntokenizer = \"{}\"\n\
+         [datasets.p]\nkind = \"prompt\"\ntext = \"Count to eight.\"\n\
+         [endpoints.e]\nbase_url = \"{}\"\ntimeouts = {{ read = \"5s\", total = \"20s\" }}\n\
+         [defaults]\noutput_tokens = 8\n[trust]\naccept = [\"client_bound\"]\n\
+         [matrix]\nload = {{ search = \"concurrency\", slo = {{ ttft_p99 = \"<= 10s\" }}, \
+         min = 1, max = 2, requests_per_step = 6 }}\n",
+        fixture_tokenizer().display(),
+        server.url("usage_overcount")
+    );
+    let plan = dir.path().join("search.toml");
+    std::fs::write(&plan, text).unwrap();
+    let out = dir.path().join("out");
+    let o = perfplan(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    let store = perfplan::store::Store::open(&out).unwrap();
+    let searches = store.searches().unwrap();
+    assert_eq!(searches.len(), 1, "{said}");
+    let s = &searches[0];
+    assert_eq!(s.outcome, "min_fails", "{s:?}");
+    assert_eq!(s.failed_metric.as_deref(), Some("verdict"), "{s:?}");
+    assert!(
+        s.message.contains("invalid (tokens_not_conserved)"),
+        "{}",
+        s.message
+    );
+    // The same server with the reason accepted: the step passes on its TTFT.
+    let accepted = std::fs::read_to_string(&plan).unwrap().replace(
+        "accept = [\"client_bound\"]",
+        "accept = [\"client_bound\", \"tokens_not_conserved\"]",
+    );
+    std::fs::write(&plan, accepted).unwrap();
+    let out2 = dir.path().join("out2");
+    perfplan(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    let again = perfplan::store::Store::open(&out2)
+        .unwrap()
+        .searches()
+        .unwrap();
+    assert_ne!(again[0].outcome, "min_fails", "{:?}", again[0]);
+}
