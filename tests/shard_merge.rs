@@ -372,12 +372,13 @@ async fn a_shard_without_a_share_skips_and_searches_are_refused() {
     sim.shutdown().await;
 }
 
-/// Runs `plan_path` as shards 1/2 and 2/2 at once, both starting in 4 s (returned, in
-/// unix seconds): long enough for two debug binaries to load their plans on a busy
-/// 2-core machine, so neither shard arrives after the start (which would shift its
-/// arrivals on the merged time base).
+/// Runs `plan_path` as shards 1/2 and 2/2 at once, both starting in 6 s (returned, in
+/// unix seconds): long enough for two debug binaries to load their plans, check their
+/// files and endpoints on a busy 2-core machine (4 s was not, with parallel builds), so
+/// neither shard arrives after the start (which would shift its arrivals on the merged
+/// time base).
 fn run_two_shards(plan_path: &Path, outs: &[PathBuf]) -> f64 {
-    let start = SystemTime::now() + Duration::from_millis(4000);
+    let start = SystemTime::now() + Duration::from_millis(6000);
     let start_s = start.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
     let children: Vec<_> = (1..=2)
         .map(|k| {
