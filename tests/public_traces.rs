@@ -229,4 +229,28 @@ fn bad_lines_and_keys_are_located_before_any_request() {
         assert!(text.contains(says), "{keys}: {text}");
         assert!(text.contains("plan.toml:"), "located: {text}");
     }
+    // Prompts are synthesised with the model's tokenizer: a model without one is refused.
+    let plan = write(
+        dir.path(),
+        &format!(
+            "path = \"{}\"\nformat = \"azure\"\n",
+            fixture("azure-conv.csv")
+        ),
+    );
+    let text = std::fs::read_to_string(&plan).unwrap();
+    let cut = text.replacen(
+        &format!(
+            "[models.smollm2]\ntokenizer = \"{}\"",
+            root().join("tests/fixtures/smollm2").display()
+        ),
+        "[models.smollm2]\nserved_name = \"smollm2\"",
+        1,
+    );
+    assert_ne!(cut, text);
+    std::fs::write(&plan, cut).unwrap();
+    let out = cli_support::perfplan(&["validate", plan.to_str().unwrap()]);
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("a trace of `format"), "{text}");
 }

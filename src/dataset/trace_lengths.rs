@@ -184,9 +184,10 @@ impl Ledger {
 impl<'a> Builder<'a> {
     fn new(plan: &TracePlan, ctx: &'a DatasetContext) -> Result<Builder<'a>, DatasetError> {
         let measure = Measure::new(ctx)?;
-        let what = "a trace of `format = \"mooncake\"`, `\"burstgpt\"` or `\"azure\"`";
         let Some(tok) = ctx.tokenizer.as_deref() else {
-            return Err(DatasetError::NeedsTokenizer { what: what.into() });
+            return Err(DatasetError::NeedsTokenizer {
+                what: TraceFormat::SYNTHESIZED.into(),
+            });
         };
         let pool = word_pool(tok)?;
         let base = measure.text("")?.count.unwrap_or(0);

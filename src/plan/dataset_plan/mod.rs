@@ -194,6 +194,10 @@ impl TraceFormat {
         })
     }
 
+    /// The formats whose prompts are synthesised, as messages name them.
+    pub const SYNTHESIZED: &'static str =
+        "a trace of `format = \"mooncake\"`, `\"burstgpt\"` or `\"azure\"`";
+
     /// Whether prompts are synthesised from lengths (every format but perfplan's).
     pub fn synthesized(self) -> bool {
         self != TraceFormat::Perfplan
@@ -287,20 +291,36 @@ impl DatasetPlan {
 
     /// What in these settings needs the model's tokenizer (exact token lengths), if anything.
     pub fn needs_tokenizer(&self) -> Option<&'static str> {
-        tokenizer_need(self.kind(), self.select().unwrap_or(&FileSelect::default()))
+        let format = match self {
+            DatasetPlan::Trace(t) => Some(t.format),
+            _ => None,
+        };
+        let none = FileSelect::default();
+        tokenizer_need(self.kind(), format, self.select().unwrap_or(&none))
     }
 }
 
 /// `DatasetPlan::needs_tokenizer` of the settings as written (complete or not), for
 /// validation: the same rule.
 pub fn spec_needs_tokenizer(spec: &DatasetSpec) -> Option<&'static str> {
-    tokenizer_need(spec.kind, &file_select(spec))
+    let format = spec.format.as_deref().and_then(TraceFormat::parse);
+    tokenizer_need(spec.kind, format, &file_select(spec))
 }
 
-/// The one rule of what needs exact token counts: kind `random`, or a length rule.
-/// (random_embedding and random_rerank fall back to approximate word counts.)
-fn tokenizer_need(kind: DatasetKind, select: &FileSelect) -> Option<&'static str> {
-    let by_kind = (kind == DatasetKind::Random).then_some("dataset kind `random`");
+/// The one rule of what needs exact token counts: kind `random`, a public trace (its
+/// prompts are synthesised), or a length rule. (random_embedding and random_rerank fall
+/// back to approximate word counts.)
+fn tokenizer_need(
+    kind: DatasetKind,
+    format: Option<TraceFormat>,
+    select: &FileSelect,
+) -> Option<&'static str> {
+    let public = kind == DatasetKind::Trace && format.is_some_and(TraceFormat::synthesized);
+    let by_kind = match kind {
+        DatasetKind::Random => Some("dataset kind `random`"),
+        _ if public => Some(TraceFormat::SYNTHESIZED),
+        _ => None,
+    };
     by_kind.or_else(|| select.needs_tokenizer())
 }
 
