@@ -29,6 +29,11 @@ fn fixture(name: &str) -> String {
 
 /// A plan replaying `dataset` (its keys) on a cache-on simulator with 16-token blocks.
 fn write(dir: &Path, dataset: &str) -> PathBuf {
+    write_with(dir, "", dataset)
+}
+
+/// `write` with more `[defaults]` keys.
+fn write_with(dir: &Path, defaults: &str, dataset: &str) -> PathBuf {
     let tok = root().join("tests/fixtures/smollm2");
     let text = format!(
         "[plan]\nname = \"public\"\nseed = 7\n\
@@ -37,7 +42,7 @@ fn write(dir: &Path, dataset: &str) -> PathBuf {
          prefill_tokens_per_s = 10000000\nprefix_cache = true\nblock_size = 16\n\
          cache_blocks = 100000\ntokenizer = \"{tok}\"\nmodels = [\"smollm2\", \"gpt4\"]\n\
          [models.smollm2]\ntokenizer = \"{tok}\"\n\
-         [defaults]\ntemperature = 0.0\n\
+         [defaults]\ntemperature = 0.0\n{defaults}\
          [datasets.trace]\nkind = \"trace\"\n{dataset}\n\
          [matrix]\nload = {{ requests = 100 }}\n",
         tok = tok.display()
@@ -180,6 +185,20 @@ fn burstgpt_and_azure_rows_are_token_exact_with_their_models_mapped() {
     );
     let (_, records) = one_run(&plan, &dir.path().join("out"));
     lengths(&[(879, 45), (91, 23), (1143, 12), (268, 77)], &records);
+
+    // `match_output_length = false`: the plan's own output length instead.
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_with(
+        dir.path(),
+        "output_tokens = 3\nignore_eos = true\n",
+        &format!(
+            "path = \"{}\"\nformat = \"azure\"\nspeed = 8.0\nmatch_output_length = false\n",
+            fixture("azure-conv.csv")
+        ),
+    );
+    let (_, records) = one_run(&plan, &dir.path().join("out"));
+    let inputs = [374, 396, 879, 91, 1143, 268, 552, 1429];
+    lengths(&inputs.map(|i| (i, 3)), &records);
 }
 
 #[test]

@@ -36,11 +36,13 @@ pub(super) fn prepare(
     let mut out = base(warnings);
     let mut offsets = Vec::with_capacity(trace.requests.len());
     let mut targets = Vec::with_capacity(trace.requests.len());
+    let mut rng = super::prepare::output_rng(run);
     for (i, t) in trace.requests.into_iter().enumerate() {
         let limit = match plan.match_output_length {
             // A recorded answer of no tokens (a failed request) still asks for one.
             true => Some(t.output.max(1)),
-            false => req.output.upper(),
+            // The plan's `output_tokens`, drawn as for any other dataset.
+            false => req.output.draw(None, &mut rng),
         };
         let mut fields = req.fields_with(limit);
         if plan.match_output_length {
