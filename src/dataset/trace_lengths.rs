@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::fit::fit;
 use super::measure::{to_u32, Measure};
-use super::random::{compose, draw, request_rng, word_pool, RandomText};
+use super::random::{compose, draw, in_parallel, request_rng, word_pool, RandomText};
 use super::source::{read_text, resolve};
 use super::trace_formats::{records, LengthRecord};
 use super::{DatasetContext, DatasetError, PromptItem};
@@ -89,10 +89,10 @@ pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<LengthTrace, Datas
     let times: Vec<i128> = raws.iter().map(|r| r.at_us).collect();
     let (keep, offsets) = super::trace::window(&times, plan, ctx.count)?;
     warnings.extend(block_warning(plan, &raws[keep.clone()]));
-    let mut builder = Builder::new(plan, ctx)?;
-    let mut requests = Vec::with_capacity(offsets.len());
-    for (i, (r, offset)) in raws[keep].iter().zip(offsets).enumerate() {
-        let item = builder.prompt(i, r)?;
+    let records_kept = &raws[keep];
+    let (items, sharing) = Builder::new(plan, ctx)?.build(records_kept)?;
+    let mut requests = Vec::with_capacity(items.len());
+    for ((r, offset), item) in records_kept.iter().zip(offsets).zip(items) {
         let model = match &plan.model_override {
             Some(m) => Some(m.clone()),
             None => r
@@ -111,7 +111,7 @@ pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<LengthTrace, Datas
         requests,
         warnings,
         records,
-        sharing: builder.ledger.sharing,
+        sharing,
     })
 }
 
@@ -136,7 +136,8 @@ fn block_warning(plan: &TracePlan, raws: &[LengthRecord]) -> Option<String> {
     })
 }
 
-/// Builds the prompts in send order and counts what each shares with those before it.
+/// Builds the prompts (each id's block once, then every prompt, spread over the cores),
+/// and counts what each shares with those before it, in send order.
 struct Builder<'a> {
     measure: Measure,
     tok: &'a Tokenizer,
@@ -145,9 +146,12 @@ struct Builder<'a> {
     block_size: u32,
     /// Tokens the server sees for an empty prompt (template, special tokens).
     base: usize,
-    blocks: HashMap<u64, String>,
-    ledger: Ledger,
+    /// Tokens of the fixed opening every prompt starts with.
+    lead: u32,
 }
+
+/// A built prompt and the tokens of each id it sends, in order.
+type Built = (PromptItem, Vec<(u64, u32)>);
 
 /// What the requests sent so far hold of each id's block, and what each shared.
 #[derive(Debug, Default)]
@@ -199,27 +203,58 @@ impl<'a> Builder<'a> {
             seed: ctx.seed,
             block_size: plan.block_size.max(1),
             base,
-            blocks: HashMap::new(),
-            ledger: Ledger {
-                seen: HashMap::new(),
-                sharing: TraceSharing {
-                    lead,
-                    shared: Vec::new(),
-                },
-            },
+            lead,
         })
     }
 
-    /// Request `index`'s prompt: the whole blocks of its ids but the last (as many as fit),
-    /// then the words of the next id's block (or its own words) up to `input` tokens.
-    fn prompt(&mut self, index: usize, r: &LengthRecord) -> Result<PromptItem, DatasetError> {
-        let bs = self.block_size;
+    /// The prompts of `records` (in send order) and what each shares with those before.
+    fn build(
+        &self,
+        records: &[LengthRecord],
+    ) -> Result<(Vec<PromptItem>, TraceSharing), DatasetError> {
+        let mut ids: Vec<u64> = records
+            .iter()
+            .flat_map(|r| r.hash_ids[..self.whole_blocks(r)].iter().copied())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let texts = in_parallel(0..ids.len(), |k| self.block(ids[k]))?;
+        let blocks: HashMap<u64, String> = ids.into_iter().zip(texts).collect();
+        let built = in_parallel(0..records.len(), |i| self.prompt(i, &records[i], &blocks))?;
+        let mut ledger = Ledger::default();
+        ledger.sharing.lead = self.lead;
+        let mut items = Vec::with_capacity(built.len());
+        for (i, (item, sent)) in built.into_iter().enumerate() {
+            let count = item.client_input_tokens.unwrap_or(records[i].input);
+            ledger.note(i, &sent, count);
+            items.push(item);
+        }
+        Ok((items, ledger.sharing))
+    }
+
+    /// How many of `r`'s ids are sent as whole blocks: all but the last, as many as fit.
+    fn whole_blocks(&self, r: &LengthRecord) -> usize {
         let room = (r.input as usize).saturating_sub(self.base);
+        r.hash_ids
+            .len()
+            .saturating_sub(1)
+            .min(room / self.block_size as usize)
+    }
+
+    /// Request `index`'s prompt: the whole blocks of its ids, then the words of the next
+    /// id's block (or its own words) up to `input` tokens; with the tokens of each id sent.
+    fn prompt(
+        &self,
+        index: usize,
+        r: &LengthRecord,
+        blocks: &HashMap<u64, String>,
+    ) -> Result<Built, DatasetError> {
+        let bs = self.block_size;
         let ids = &r.hash_ids;
-        let full = ids.len().saturating_sub(1).min(room / bs as usize);
+        let full = self.whole_blocks(r);
         let mut prefix = String::new();
         for id in &ids[..full] {
-            prefix.push_str(self.block(*id)?);
+            prefix.push_str(blocks.get(id).map_or("", String::as_str));
         }
         let mut rng = match ids.get(full) {
             Some(id) => block_rng(self.seed, *id),
@@ -233,32 +268,29 @@ impl<'a> Builder<'a> {
         let tail = (count as usize).saturating_sub(self.base + full * bs as usize);
         let mut sent: Vec<(u64, u32)> = ids[..full].iter().map(|id| (*id, bs)).collect();
         sent.extend(ids.get(full).map(|id| (*id, to_u32(tail).min(bs))));
-        self.ledger.note(index, &sent, count);
-        Ok(PromptItem {
+        let item = PromptItem {
             prompt,
             target_input_tokens: Some(r.input),
             client_input_tokens,
             output_tokens: Some(r.output),
             class: None,
-        })
+        };
+        Ok((item, sent))
     }
 
     /// Id `id`'s block: words of its own stream, exactly `block_size` tokens on their own
     /// (each word keeps its leading space, so blocks join without merging).
-    fn block(&mut self, id: u64) -> Result<&str, DatasetError> {
-        if !self.blocks.contains_key(&id) {
-            let target = self.block_size as usize;
-            let mut rng = block_rng(self.seed, id);
-            let mut words = Vec::new();
-            let (tok, pool) = (self.tok, self.pool);
-            let fitted = fit(target, target, target * 2 + 16, |k| {
-                draw(&mut words, k, pool, &mut rng);
-                let text = compose("", &words[..k], pool, false);
-                Ok((tok.count(&text, false)?, text))
-            })?;
-            self.blocks.insert(id, fitted.value);
-        }
-        Ok(self.blocks.get(&id).map_or("", String::as_str))
+    fn block(&self, id: u64) -> Result<String, DatasetError> {
+        let target = self.block_size as usize;
+        let mut rng = block_rng(self.seed, id);
+        let mut words = Vec::new();
+        let (tok, pool) = (self.tok, self.pool);
+        let fitted = fit(target, target, target * 2 + 16, |k| {
+            draw(&mut words, k, pool, &mut rng);
+            let text = compose("", &words[..k], pool, false);
+            Ok((tok.count(&text, false)?, text))
+        })?;
+        Ok(fitted.value)
     }
 }
 
