@@ -79,6 +79,12 @@ pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<LengthTrace, Datas
         ));
         raws.retain(|r| r.input > 0);
     }
+    if raws.is_empty() {
+        return Err(DatasetError::Invalid(format!(
+            "{} holds no record with input tokens",
+            path.display()
+        )));
+    }
     if raws.windows(2).any(|w| w[1].at_us < w[0].at_us) {
         warnings.push(format!(
             "{}: records are not in time order; they are replayed sorted by timestamp",
@@ -304,6 +310,31 @@ fn block_rng(seed: u64, id: u64) -> ChaCha8Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_without_records_is_an_error_before_any_prompt_is_built() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.csv"),
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,0,3\n",
+        )
+        .unwrap();
+        let spec: crate::plan::spec::DatasetSpec = serde_json::from_value(
+            serde_json::json!({"kind": "trace", "path": "t.csv", "format": "azure"}),
+        )
+        .unwrap();
+        let Ok(crate::plan::DatasetPlan::Trace(plan)) = crate::plan::DatasetPlan::from_spec(&spec)
+        else {
+            panic!("a trace");
+        };
+        let ctx = DatasetContext {
+            base_dir: dir.path().to_path_buf(),
+            count: 10,
+            ..Default::default()
+        };
+        let e = read(&plan, &ctx).unwrap_err().to_string();
+        assert!(e.contains("holds no record with input tokens"), "{e}");
+    }
 
     #[test]
     fn shared_tokens_follow_the_leading_ids_seen_before() {
