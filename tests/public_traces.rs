@@ -146,6 +146,40 @@ fn a_mooncake_excerpt_is_token_exact_on_time_and_hits_the_planned_ratio() {
     assert!(!names.iter().any(|w| w.starts_with("cache_")), "{names:?}");
 }
 
+/// The trace's planned ratio joins the cache verdicts: a simulator whose cache holds
+/// 32 blocks (512 tokens) finds far less than the trace shares, and the run says so.
+#[test]
+fn a_cache_too_small_for_the_trace_is_a_shortfall() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        &format!(
+            "path = \"{}\"\nformat = \"mooncake\"\nspeed = 8.0\n",
+            fixture("mooncake.jsonl")
+        ),
+    );
+    let text = std::fs::read_to_string(&plan).unwrap();
+    std::fs::write(
+        &plan,
+        text.replace("cache_blocks = 100000", "cache_blocks = 32"),
+    )
+    .unwrap();
+    let (run, _) = one_run(&plan, &dir.path().join("out"));
+    let (planned, measured) = (
+        metric(&run, "planned_prefix_share"),
+        metric(&run, "cache_hit_ratio"),
+    );
+    assert!(
+        measured < planned - 0.1,
+        "planned {planned} measured {measured}"
+    );
+    let names: Vec<String> = run.warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        names.iter().any(|w| w.starts_with("cache_shortfall")),
+        "{names:?}"
+    );
+}
+
 #[test]
 fn burstgpt_and_azure_rows_are_token_exact_with_their_models_mapped() {
     let dir = tempfile::tempdir().unwrap();
