@@ -376,6 +376,26 @@ mod tests {
     }
 
     #[test]
+    fn a_window_keeps_its_records_from_its_first_one() {
+        let mut spec = trace(json!({"kind": "trace", "path": "t", "from": "1s", "to": "3s"}));
+        spec.speed = 2.0;
+        let s = 1_000_000;
+        let times = [5 * s, 6 * s, 7 * s, 8 * s];
+        let (keep, offsets) = window(&times, &spec, 10).unwrap();
+        assert_eq!(keep, 1..3);
+        assert_eq!(offsets, [Duration::ZERO, Duration::from_millis(500)]);
+        // `requests` cuts the window.
+        assert_eq!(window(&times, &spec, 1).unwrap().0, 1..2);
+        spec.from = Duration::from_secs(9);
+        spec.to = None;
+        let e = window(&times, &spec, 10).unwrap_err().to_string();
+        assert!(
+            e.contains("no record of the trace is within its window"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn rewrites_map_models_and_match_lengths() {
         let mut spec = trace(json!({"kind": "trace", "path": "t"}));
         spec.model_mapping.insert("a".into(), "A".into());
