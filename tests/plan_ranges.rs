@@ -141,6 +141,7 @@ fn contexts(dir: &Path) -> Vec<Value> {
     });
     std::fs::write(dir.join("lines.txt"), "one\ntwo\nthree\n").unwrap();
     let trace = std::fs::canonicalize("tests/fixtures/trace-sample.jsonl").unwrap();
+    let mooncake = std::fs::canonicalize("tests/fixtures/traces/mooncake.jsonl").unwrap();
     let slo = json!({"success_ratio": ">= 0"});
     let loads = [
         json!({"rate": 50, "requests": 2}),
@@ -174,6 +175,10 @@ fn contexts(dir: &Path) -> Vec<Value> {
             Some("rerank"),
         ),
         (json!({"kind": "trace", "path": trace}), None),
+        (
+            json!({"kind": "trace", "path": mooncake, "format": "mooncake", "speed": 1000}),
+            None,
+        ),
     ];
     // A mix of one class (of the prompt dataset `c`), its steps `mix.0` an array's item.
     let mut mix = base.clone();

@@ -210,6 +210,7 @@ impl Checker<'_> {
                 },
                 "conversation",
             ),
+            DatasetPlan::Trace(t) if t.format.synthesized() => self.lengths(t),
             DatasetPlan::Trace(t) => self.lines(
                 &t.path,
                 |raw| {
@@ -287,6 +288,21 @@ impl Checker<'_> {
             }
         }
         log.finish(what, &mut self.out);
+    }
+
+    /// A public trace: every record read by the reader's own function.
+    fn lengths(&mut self, plan: &crate::plan::TracePlan) {
+        let mut log = FileLog::new(self.resolve(&plan.path));
+        if let Some(text) = self.read(&mut log) {
+            for record in super::trace_formats::records(&text, plan.format) {
+                match record {
+                    Ok(r) if r.input == 0 => {}
+                    Ok(r) => log.usable(Some(r.line), &[]),
+                    Err((line, e)) => log.error(Some(line), e.describe()),
+                }
+            }
+        }
+        log.finish("record", &mut self.out);
     }
 
     fn embedding(&mut self, file: &str) {

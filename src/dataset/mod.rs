@@ -34,7 +34,9 @@ mod images;
 pub mod multi_turn;
 mod rerank;
 pub mod trace;
+mod trace_formats;
 pub mod trace_headers;
+pub mod trace_lengths;
 mod words;
 
 use std::path::PathBuf;
@@ -52,6 +54,7 @@ pub use crate::plan::dataset_plan::kind_name;
 pub use measure::PromptCounter;
 pub use prefix_groups::{group_of, Sharing};
 pub use stream::PromptStream;
+pub use trace_lengths::TraceSharing;
 
 /// What a dataset needs to know about the run it feeds.
 #[derive(Debug, Clone, Default)]
@@ -236,6 +239,9 @@ pub enum RunSharing {
         draw: mix::ClassDraw,
         classes: Vec<Sharing>,
     },
+    /// A public trace's: what each request shares with those before it, counted as its
+    /// prompts were built.
+    Trace(TraceSharing),
 }
 
 /// What the prompts of `plan` share as the server sees them: `Some` for kind `random`,

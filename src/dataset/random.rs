@@ -64,6 +64,7 @@ pub(crate) fn materialize(
             prefix,
             // Tokens the server sees with the prefix alone (template overhead included).
             base: measure.text(prefix)?.count.unwrap_or(0),
+            trim: true,
         });
     }
     let build = |index: usize| {
@@ -192,6 +193,9 @@ pub(crate) struct RandomText<'a> {
     prefix: &'a str,
     /// Tokens the server sees for the prefix alone.
     base: usize,
+    /// The text never starts with a space (off where a prompt must begin with the very
+    /// words another prompt has after its prefix: a public trace's blocks).
+    trim: bool,
 }
 
 impl<'a> RandomText<'a> {
@@ -203,6 +207,24 @@ impl<'a> RandomText<'a> {
             pool,
             prefix: "",
             base: measure.text("")?.count.unwrap_or(0),
+            trim: true,
+        })
+    }
+
+    /// Texts after `prefix` (taken as it is), their words kept as drawn (a leading space
+    /// included), counted by `measure`.
+    pub fn after(
+        measure: &'a Measure,
+        pool: &'a WordPool,
+        prefix: &'a str,
+    ) -> Result<Self, DatasetError> {
+        Ok(RandomText {
+            measure,
+            split: None,
+            pool,
+            prefix,
+            base: measure.text(prefix)?.count.unwrap_or(0),
+            trim: false,
         })
     }
 
@@ -243,7 +265,7 @@ impl<'a> RandomText<'a> {
                 return Ok((format!("{}{suffix}", self.prefix), measured));
             }
         }
-        let text = compose(self.prefix, words, self.pool, true);
+        let text = compose(self.prefix, words, self.pool, self.trim);
         let measured = self.measure.text(&text)?;
         Ok((text, measured))
     }

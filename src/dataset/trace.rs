@@ -49,7 +49,7 @@ struct Raw {
 pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<Trace, DatasetError> {
     let path = resolve(ctx, &plan.path);
     let text = read_text(&path)?;
-    let mut raws = Vec::new();
+    let mut raws: Vec<Raw> = Vec::new();
     let mut left_out = std::collections::BTreeSet::new();
     for (line, raw) in numbered_lines(&text) {
         let (record, skipped) = parse_record(raw, line).map_err(|e| e.at(&path, line))?;
@@ -57,19 +57,14 @@ pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<Trace, DatasetErro
         raws.push(record);
     }
     let warnings = order_and_note(&path, &mut raws, left_out);
-    let speed = plan.speed;
-    if !(speed.is_finite() && speed > 0.0) {
-        return Err(DatasetError::Invalid(
-            "speed must be a positive number".into(),
-        ));
-    }
     let records = raws.len();
-    let start = raws.first().map_or(0, |r| r.at_us);
+    let times: Vec<i128> = raws.iter().map(|r| r.at_us).collect();
+    let (keep, offsets) = window(&times, plan, ctx.count)?;
     let requests = raws
-        .into_iter()
-        .take(ctx.count)
-        .map(|r| TraceRequest {
-            offset: crate::units::duration_from_secs((r.at_us - start) as f64 / 1e6 / speed),
+        .drain(keep)
+        .zip(offsets)
+        .map(|(r, offset)| TraceRequest {
+            offset,
             body: rewrite(plan, r.body, r.completion_tokens),
             request_id: r.request_id,
             completion_tokens: r.completion_tokens,
@@ -81,6 +76,44 @@ pub fn read(plan: &TracePlan, ctx: &DatasetContext) -> Result<Trace, DatasetErro
         warnings,
         records,
     })
+}
+
+/// Of records at `times` (µs, in order): the ones the run replays (within `from`..`to`
+/// of the first record, the first `count` of them) and their send offsets (from the first
+/// kept, divided by `speed`). Every trace format's one rule.
+pub(crate) fn window(
+    times: &[i128],
+    plan: &TracePlan,
+    count: usize,
+) -> Result<(std::ops::Range<usize>, Vec<Duration>), DatasetError> {
+    let speed = plan.speed;
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(DatasetError::Invalid(
+            "speed must be a positive number".into(),
+        ));
+    }
+    let start = times.first().copied().unwrap_or(0);
+    let since = |t: i128| Duration::from_micros(u64::try_from(t - start).unwrap_or(0));
+    let first = times.partition_point(|t| since(*t) < plan.from);
+    let end = plan
+        .to
+        .map_or(times.len(), |to| times.partition_point(|t| since(*t) < to));
+    let end = end.max(first).min(first.saturating_add(count));
+    if first == end && !times.is_empty() {
+        return Err(DatasetError::Invalid(format!(
+            "no record of the trace is within its window (from {} to {}; the trace spans {})",
+            crate::units::format_duration(plan.from),
+            plan.to
+                .map_or("its end".into(), crate::units::format_duration),
+            crate::units::format_duration(since(times[times.len() - 1]))
+        )));
+    }
+    let zero = times.get(first).copied().unwrap_or(start);
+    let offsets = times[first..end]
+        .iter()
+        .map(|t| crate::units::duration_from_secs((t - zero) as f64 / 1e6 / speed))
+        .collect();
+    Ok((first..end, offsets))
 }
 
 /// One record of a trace, and the recorded headers it does not replay.
@@ -340,6 +373,26 @@ mod tests {
         );
         spec.speed = 0.0;
         assert!(read(&spec, &ctx).is_err());
+    }
+
+    #[test]
+    fn a_window_keeps_its_records_from_its_first_one() {
+        let mut spec = trace(json!({"kind": "trace", "path": "t", "from": "1s", "to": "3s"}));
+        spec.speed = 2.0;
+        let s = 1_000_000;
+        let times = [5 * s, 6 * s, 7 * s, 8 * s];
+        let (keep, offsets) = window(&times, &spec, 10).unwrap();
+        assert_eq!(keep, 1..3);
+        assert_eq!(offsets, [Duration::ZERO, Duration::from_millis(500)]);
+        // `requests` cuts the window.
+        assert_eq!(window(&times, &spec, 1).unwrap().0, 1..2);
+        spec.from = Duration::from_secs(9);
+        spec.to = None;
+        let e = window(&times, &spec, 10).unwrap_err().to_string();
+        assert!(
+            e.contains("no record of the trace is within its window"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "model_override",
             "model_mapping",
             "match_output_length",
+            "format",
+            "block_size",
+            "from",
+            "to",
         ],
         DatasetKind::RandomImages => &[
             "width",

@@ -257,6 +257,7 @@ pub fn dataset_problems_given(
     }
     out.extend(length_problems(ds));
     out.extend(super::prefix_groups::problems(ds, &supplied));
+    out.extend(super::trace_checks::problems(ds));
     if ds.prefix_file.is_some() {
         if ds.target_input_len.is_none() && !supplied("target_input_len") {
             out.push((

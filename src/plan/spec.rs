@@ -456,9 +456,21 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 16384))]
     pub height: Option<u32>,
-    /// Image format: `png` or `jpeg`.
+    /// Image kinds: `png`/`jpeg`. `trace`: `perfplan` (default), `mooncake`, `burstgpt`, `azure`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
+    /// `trace` with `format = "mooncake"`: tokens per `hash_ids` block (default 512).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65536))]
+    pub block_size: Option<u32>,
+    /// `trace`: replay only the records from this offset after the trace's first one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "0s"))]
+    pub from: Option<HumanDuration>,
+    /// `trace`: replay only the records before this offset after the trace's first one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-duration-minimum" = "1ms"))]
+    pub to: Option<HumanDuration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
     pub images_per_request: Option<u32>,

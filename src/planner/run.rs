@@ -209,12 +209,19 @@ impl RunSpec {
     /// models, so only what its rewrites set (`model_override`, `model_mapping`'s values).
     pub fn models_sent(&self) -> Vec<String> {
         let mut out: Vec<String> = match &self.dataset {
-            DatasetPlan::Trace(t) => t
-                .model_override
-                .iter()
-                .chain(t.model_mapping.values())
-                .cloned()
-                .collect(),
+            DatasetPlan::Trace(t) => {
+                let mut out: Vec<String> = t
+                    .model_override
+                    .iter()
+                    .chain(t.model_mapping.values())
+                    .cloned()
+                    .collect();
+                // A public trace's unmapped records go to the run's model.
+                if t.format.synthesized() && t.model_override.is_none() {
+                    out.push(self.request.model.clone());
+                }
+                out
+            }
             _ => vec![self.request.model.clone()],
         };
         for class in self.settings.mix.iter().flatten() {

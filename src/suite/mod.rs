@@ -26,6 +26,7 @@ pub(crate) mod prepare;
 mod priming;
 mod produce;
 mod progress;
+mod public_trace;
 mod run_terms;
 mod server_counts;
 pub use progress::parse_every as parse_progress_every;

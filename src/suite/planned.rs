@@ -15,6 +15,10 @@
 //!   prompts, groups and seed), summed over the classes; a class's first request counts
 //!   nothing shared, though another class's request may have sent the same opening.
 //!
+//! - a public trace (Mooncake's `hash_ids`): what each request shares with those before
+//!   it, counted as its prompt was built (its leading blocks sent before, whole or as
+//!   long as they were sent), in send order.
+//!
 //! `None` for datasets whose sharing perfplan does not build (every kind but `random`,
 //! and a mix with a class of another kind).
 //!
@@ -29,6 +33,7 @@ use std::collections::HashMap;
 
 use crate::dataset::mix::ClassDraw;
 use crate::dataset::{RunSharing, Sharing};
+use crate::plan::dataset_plan::PrefixGroups;
 use crate::record::{Outcome, Phase, RequestRecord};
 
 /// The planned shares of a run, folded from its records.
@@ -66,6 +71,9 @@ enum Kind {
 #[derive(Debug)]
 struct GroupWatch {
     sharing: Sharing,
+    /// A public trace: each request's shared tokens, counted as its prompts were built
+    /// (the groups of `sharing` are not used).
+    listed: Option<Vec<u32>>,
     blocks: Blocks,
     /// Per group: the first request (index) that takes it, found up to `scanned`.
     first_use: Vec<Option<u64>>,
@@ -99,6 +107,13 @@ impl PlannedWatch {
     pub fn new(sharing: Option<RunSharing>, warm: bool) -> PlannedWatch {
         let kind = sharing.map(|s| match s {
             RunSharing::One(one) => Kind::One(GroupWatch::new(one)),
+            RunSharing::Trace(trace) => {
+                let lead = Sharing::new(trace.lead, Vec::new(), PrefixGroups::default(), 0);
+                Kind::One(GroupWatch {
+                    listed: Some(trace.shared),
+                    ..GroupWatch::new(lead)
+                })
+            }
             RunSharing::Mix { draw, classes } => Kind::Mix(MixWatch {
                 draw,
                 counts: vec![0; classes.len()],
@@ -196,6 +211,7 @@ impl GroupWatch {
         GroupWatch {
             first_use: vec![None; sharing.prefixes.len()],
             sharing,
+            listed: None,
             blocks: Blocks(None),
             scanned: 0,
             shared: 0,
@@ -210,6 +226,9 @@ impl GroupWatch {
         self.total += tokens;
         let shared = if warm {
             tokens
+        } else if let Some(listed) = &self.listed {
+            let at = usize::try_from(index).unwrap_or(usize::MAX);
+            u64::from(listed.get(at).copied().unwrap_or(0)).min(tokens)
         } else if index == 0 {
             return;
         } else {
@@ -250,7 +269,6 @@ impl GroupWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::dataset_plan::PrefixGroups;
 
     fn rec(item: u64, phase: Phase, tokens: u32) -> RequestRecord {
         RequestRecord {

@@ -266,6 +266,11 @@ pub fn missed_target_warning(stats: &dataset::DatasetStats) -> Option<String> {
     })
 }
 
+/// The seeded stream a run's drawn output lengths come from, item after item.
+pub(super) fn output_rng(run: &RunSpec) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574)
+}
+
 /// Turns a run's prompt items into requests, item after item in order: the output
 /// lengths come from one seeded stream, so item `i` gets the same body whether the run's
 /// requests are built before it or as they are sent.
@@ -297,7 +302,7 @@ impl BodyBuilder {
                 .as_deref()
                 .map(|t| template::load(t, base_dir))
                 .transpose()?,
-            rng: ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574),
+            rng: output_rng(run),
             warmup: warmup_count(&s.load) as usize,
             session_seed: s.seed,
             sessions: super::session::ItemGroups::of(run),

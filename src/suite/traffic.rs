@@ -25,6 +25,9 @@ pub(super) fn prepare(
     base: impl FnOnce(Vec<String>) -> PreparedRun,
 ) -> Result<Option<PreparedRun>, RunnerError> {
     match &run.dataset {
+        DatasetPlan::Trace(plan) if plan.format.synthesized() => {
+            super::public_trace::prepare(run, plan, ctx, base).map(Some)
+        }
         DatasetPlan::Trace(plan) => trace(run, plan, ctx, base).map(Some),
         DatasetPlan::RandomMultiTurn(_) | DatasetPlan::Conversations { .. } => {
             conversation(run, ctx, base).map(Some)
@@ -33,7 +36,7 @@ pub(super) fn prepare(
     }
 }
 
-fn dataset_error(run: &RunSpec, source: dataset::DatasetError) -> RunnerError {
+pub(super) fn dataset_error(run: &RunSpec, source: dataset::DatasetError) -> RunnerError {
     RunnerError::Dataset {
         dataset: run.settings.dataset.name.clone(),
         source,
@@ -52,15 +55,7 @@ fn trace(
     ctx.count = s.load.requests.map_or(usize::MAX, |n| n as usize);
     let trace = dataset::trace::read(plan, &ctx).map_err(|e| dataset_error(run, e))?;
     let mut warnings = trace.warnings;
-    if warmup_count(&s.load) > 0 {
-        warnings.push("a trace replay has no warmup: every record is measured".into());
-    }
-    if s.load.concurrency.is_some() || s.load.rate.is_some() {
-        warnings.push(
-            "trace replay sends at the recorded times: the load's concurrency/rate is not used"
-                .into(),
-        );
-    }
+    warnings.extend(replay_warnings(run));
     let kind = run.request.api;
     // Recorded bodies are counted here, before the run: servers that send no usage
     // (a streamed record without `include_usage`) still get an input length.
@@ -114,6 +109,22 @@ fn trace(
     }
     out.schedule = Some(offsets);
     Ok(out)
+}
+
+/// What a trace replay leaves out of the plan's load.
+pub(super) fn replay_warnings(run: &RunSpec) -> Vec<String> {
+    let s = &run.settings;
+    let mut warnings = Vec::new();
+    if warmup_count(&s.load) > 0 {
+        warnings.push("a trace replay has no warmup: every record is measured".into());
+    }
+    if s.load.concurrency.is_some() || s.load.rate.is_some() {
+        warnings.push(
+            "trace replay sends at the recorded times: the load's concurrency/rate is not used"
+                .into(),
+        );
+    }
+    warnings
 }
 
 /// The priming pass of a warm run: the same requests, marked `priming`.

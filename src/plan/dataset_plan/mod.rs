@@ -149,8 +149,59 @@ pub struct TracePlan {
     /// Replaces every recorded model.
     pub model_override: Option<String>,
     pub model_mapping: BTreeMap<String, String>,
-    /// Send each record's `completion_tokens` as its output limit (default false).
+    /// Send each record's `completion_tokens` as its output limit (default false; true
+    /// for the public formats, whose records carry nothing else of the answer).
     pub match_output_length: bool,
+    /// The file's format (`format`, default `perfplan`).
+    pub format: TraceFormat,
+    /// `mooncake`: tokens per `hash_ids` block (default 512).
+    pub block_size: u32,
+    /// Records kept: those at or after `from` and before `to`, offsets from the
+    /// trace's first record (before `speed`).
+    pub from: Duration,
+    pub to: Option<Duration>,
+}
+
+/// What a trace file holds (`format` of kind `trace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TraceFormat {
+    /// perfplan's JSONL: recorded bodies.
+    #[default]
+    Perfplan,
+    /// Mooncake's JSONL: `timestamp` (ms), `input_length`, `output_length`, `hash_ids`.
+    Mooncake,
+    /// BurstGPT's CSV: `Timestamp` (s), `Model`, `Request tokens`, `Response tokens`, …
+    Burstgpt,
+    /// Azure's LLM inference CSV: `TIMESTAMP`, `ContextTokens`, `GeneratedTokens`.
+    Azure,
+}
+
+/// Mooncake's published block size, in tokens.
+pub const DEFAULT_BLOCK_SIZE: u32 = 512;
+
+impl TraceFormat {
+    /// The names a plan writes, in order.
+    pub const NAMES: [&'static str; 4] = ["perfplan", "mooncake", "burstgpt", "azure"];
+
+    /// The format named `name` (as written in a plan).
+    pub fn parse(name: &str) -> Option<TraceFormat> {
+        Some(match name {
+            "perfplan" => TraceFormat::Perfplan,
+            "mooncake" => TraceFormat::Mooncake,
+            "burstgpt" => TraceFormat::Burstgpt,
+            "azure" => TraceFormat::Azure,
+            _ => return None,
+        })
+    }
+
+    /// The formats whose prompts are synthesised, as messages name them.
+    pub const SYNTHESIZED: &'static str =
+        "a trace of `format = \"mooncake\"`, `\"burstgpt\"` or `\"azure\"`";
+
+    /// Whether prompts are synthesised from lengths (every format but perfplan's).
+    pub fn synthesized(self) -> bool {
+        self != TraceFormat::Perfplan
+    }
 }
 
 /// Why a `DatasetSpec` makes no `DatasetPlan`.
@@ -240,20 +291,36 @@ impl DatasetPlan {
 
     /// What in these settings needs the model's tokenizer (exact token lengths), if anything.
     pub fn needs_tokenizer(&self) -> Option<&'static str> {
-        tokenizer_need(self.kind(), self.select().unwrap_or(&FileSelect::default()))
+        let format = match self {
+            DatasetPlan::Trace(t) => Some(t.format),
+            _ => None,
+        };
+        let none = FileSelect::default();
+        tokenizer_need(self.kind(), format, self.select().unwrap_or(&none))
     }
 }
 
 /// `DatasetPlan::needs_tokenizer` of the settings as written (complete or not), for
 /// validation: the same rule.
 pub fn spec_needs_tokenizer(spec: &DatasetSpec) -> Option<&'static str> {
-    tokenizer_need(spec.kind, &file_select(spec))
+    let format = spec.format.as_deref().and_then(TraceFormat::parse);
+    tokenizer_need(spec.kind, format, &file_select(spec))
 }
 
-/// The one rule of what needs exact token counts: kind `random`, or a length rule.
-/// (random_embedding and random_rerank fall back to approximate word counts.)
-fn tokenizer_need(kind: DatasetKind, select: &FileSelect) -> Option<&'static str> {
-    let by_kind = (kind == DatasetKind::Random).then_some("dataset kind `random`");
+/// The one rule of what needs exact token counts: kind `random`, a public trace (its
+/// prompts are synthesised), or a length rule. (random_embedding and random_rerank fall
+/// back to approximate word counts.)
+fn tokenizer_need(
+    kind: DatasetKind,
+    format: Option<TraceFormat>,
+    select: &FileSelect,
+) -> Option<&'static str> {
+    let public = kind == DatasetKind::Trace && format.is_some_and(TraceFormat::synthesized);
+    let by_kind = match kind {
+        DatasetKind::Random => Some("dataset kind `random`"),
+        _ if public => Some(TraceFormat::SYNTHESIZED),
+        _ => None,
+    };
     by_kind.or_else(|| select.needs_tokenizer())
 }
 
@@ -346,13 +413,23 @@ fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan
 /// `build` of the traffic kinds.
 fn traffic(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan> {
     let path = |missing: &mut Vec<&'static str>| need(&s.path, "path", missing);
+    // Validation refuses an unknown format name before any run.
+    let format = s
+        .format
+        .as_deref()
+        .and_then(TraceFormat::parse)
+        .unwrap_or_default();
     Some(match s.kind {
         DatasetKind::Trace => DatasetPlan::Trace(TracePlan {
             path: path(missing)?,
             speed: s.speed.unwrap_or(1.0),
             model_override: s.model_override.clone(),
             model_mapping: s.model_mapping.clone(),
-            match_output_length: s.match_output_length.unwrap_or(false),
+            match_output_length: s.match_output_length.unwrap_or(format.synthesized()),
+            format,
+            block_size: s.block_size.unwrap_or(DEFAULT_BLOCK_SIZE),
+            from: s.from.map_or(Duration::ZERO, |d| d.0),
+            to: s.to.map(|d| d.0),
         }),
         DatasetKind::RandomImages => {
             // Both keys are looked at before either is required, so both are reported.
