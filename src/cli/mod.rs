@@ -5,6 +5,7 @@ mod check;
 pub mod compare;
 pub mod exit;
 mod expand;
+pub mod export;
 mod files;
 pub mod history;
 mod import;

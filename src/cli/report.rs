@@ -97,6 +97,11 @@ pub struct ReportArgs {
     /// `kind = "mix"`; `--metrics` picks the columns; the book's "Mixes").
     #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices", "groups", "by_replica"])]
     pub by_class: bool,
+    /// Also push every run's metrics where the team looks: `otlp=URL` to an OpenTelemetry
+    /// collector over OTLP/HTTP JSON (`URL/v1/metrics`), `prometheus=FILE` as the text
+    /// exposition; repeatable.
+    #[arg(long = "export", value_name = "KIND=TARGET")]
+    pub export: Vec<super::export::Export>,
 }
 
 /// A `--slice` width, in `[report] slice`'s range.
@@ -254,10 +259,32 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     Ok(gates::verdict_of(&verdicts))
 }
 
+/// `--export`: every run's metrics pushed or written; the exit code when one fails.
+fn export(args: &ReportArgs) -> Result<(), u8> {
+    if args.export.is_empty() {
+        return Ok(());
+    }
+    let accept = crate::trust::Code::parse_list(&args.accept).map_err(|_| exit::INVALID)?;
+    let loaded = Store::open(&args.db)
+        .map_err(ReportError::from)
+        .and_then(|store| report::ReportData::load_accepting(&store, &accept));
+    let data = loaded.map_err(|e| {
+        print_error(&e);
+        code_of(&e)
+    })?;
+    super::export::export_all(&data, &args.export).map_err(|e| {
+        print_error(&e);
+        exit::OUTPUT
+    })
+}
+
 /// Runs `perfplan report`; returns the exit code.
 pub fn run(args: ReportArgs) -> u8 {
     match report(&args) {
-        Ok(verdict) => exit::of_gates(verdict),
+        Ok(verdict) => match export(&args) {
+            Ok(()) => exit::of_gates(verdict),
+            Err(code) => code,
+        },
         Err(e) => {
             print_error(&e);
             code_of(&e)

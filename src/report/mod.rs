@@ -29,6 +29,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod min_effect;
+pub mod otlp;
 mod over_time;
 pub mod paired;
 pub mod pivot;
