@@ -205,3 +205,37 @@ fn a_planted_regression_is_the_only_step_marked() {
     assert_eq!(failed.status.code(), Some(1), "{text}");
     assert_eq!(text.matches("FAIL").count(), 2, "{text}");
 }
+
+/// Repeated runs are one point each, their mean with Student's t interval over the
+/// repeats; the steps between them are judged over the repeats (Welch), as `compare`.
+#[test]
+fn repeats_are_one_point_with_their_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = PLAN
+        .replace(
+            "load = [{ concurrency = 2, requests = 12 }, { concurrency = 4, requests = 12 }]",
+            "load = { concurrency = 4, requests = 8, repeat = 3 }",
+        )
+        .replace("ttft_base = \"60ms\"", "ttft_base = \"10ms\"")
+        .replace("itl_base = \"10ms\"", "itl_base = \"2ms\"");
+    std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
+    let suites: Vec<PathBuf> = (1..=3).map(|i| suite(dir.path(), i, "", &[])).collect();
+    let out = history(&suites, &["--format", "json", "--metrics", "ttft_mean"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines = json["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "one line for the group: {json}");
+    for p in lines[0]["points"].as_array().unwrap() {
+        assert_eq!(p["repeats"], 3, "{p}");
+        let (low, high) = (
+            p["interval"][0].as_f64().unwrap(),
+            p["interval"][1].as_f64().unwrap(),
+        );
+        let v = p["value"].as_f64().unwrap();
+        assert!(low < v && v < high, "{p}");
+    }
+}
