@@ -41,7 +41,7 @@ pub fn render(h: &History) -> String {
         let commit = r
             .commit
             .as_deref()
-            .map(|c| format!(", commit {}", &c[..c.len().min(12)]));
+            .map(|c| format!(", commit {}", c.chars().take(12).collect::<String>()));
         let _ = write!(
             s,
             "<li><b>{}</b>: {} (created {}{})</li>",

@@ -201,3 +201,86 @@ pub fn json(h: &History) -> Value {
         "lines": lines,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::bootstrap::Interval;
+    use crate::report::history::Release;
+
+    fn history() -> History {
+        let release = |label: &str| Release {
+            source: format!("out/{label}"),
+            label: label.into(),
+            created_unix_ms: 0,
+            commit: None,
+        };
+        let point = |v: f64| {
+            Some(Point {
+                value: Some(v),
+                interval: Some(Interval {
+                    low: v - 1.0,
+                    high: v + 1.0,
+                }),
+                repeats: 1,
+                verdict: "valid".into(),
+            })
+        };
+        let step = |pct: f64, judgement: Judgement| {
+            Some(Step {
+                delta_pct: Some(pct),
+                judgement,
+            })
+        };
+        History {
+            plan: "p".into(),
+            by: OrderBy::Label("release".into()),
+            releases: vec![release("1.0"), release("1.1"), release("1.2")],
+            skipped: vec![("out/x".into(), "plan `q`, not `p`".into())],
+            metrics: vec!["ttft_p99".into()],
+            lines: vec![Line {
+                run: "c=4".into(),
+                metric: "ttft_p99".into(),
+                points: vec![point(40.0), point(120.0), None],
+                steps: vec![
+                    None,
+                    step(200.0, Judgement::Worse),
+                    step(
+                        0.0,
+                        Judgement::NotJudged("new invalid: client_bound".into()),
+                    ),
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn the_table_marks_the_step_in_the_cell_it_leads_into() {
+        let g = grid(&history());
+        assert_eq!(g.header, ["run", "metric", "1.0", "1.1", "1.2"]);
+        assert_eq!(
+            g.rows,
+            [["c=4", "ttft_p99 (ms)", "40", "120 ▲ worse +200.0%", "—"]]
+        );
+        assert_eq!(g.notes[1], "left out out/x: plan `q`, not `p`");
+    }
+
+    #[test]
+    fn csv_and_json_have_their_shape() {
+        let h = history();
+        let text = csv(&h);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "run,metric,release,source,value,low,high,repeats,verdict,step,step_pct,why",
+                "c=4,ttft_p99,1.0,out/1.0,40,39,41,1,valid,,,",
+                "c=4,ttft_p99,1.1,out/1.1,120,119,121,1,valid,worse,200,",
+            ]
+        );
+        let j = json(&h);
+        assert_eq!(j["lines"][0]["points"][1]["step"]["judgement"], "worse");
+        assert_eq!(j["lines"][0]["points"][2], Value::Null);
+        assert_eq!(j["skipped"][0]["source"], "out/x");
+    }
+}
