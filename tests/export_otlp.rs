@@ -1,4 +1,5 @@
-//! `perfplan report DB --export otlp=URL`: a suite run against the simulator, pushed to a
+//! `perfplan run … --export otlp=URL` and `perfplan report DB --export otlp=URL`: a
+//! suite run against the simulator, pushed (the same, by both) to a
 //! local OTLP/HTTP receiver (a few lines of axum on 127.0.0.1:0 decoding the JSON body):
 //! one POST to `/v1/metrics` as `application/json`; the resource names the suite and
 //! carries its labels; every finite stored metric is one data point of the gauge named
@@ -84,17 +85,26 @@ async fn every_metric_reaches_the_collector_in_base_units() {
     let plan = dir.path().join("plan.toml");
     std::fs::write(&plan, PLAN).unwrap();
     let out = dir.path().join("out");
-    let o = perfplan(&[
+    let (url, got) = receiver(StatusCode::OK).await;
+    let export = format!("otlp={url}");
+    // `run --export` pushes when the suite ends; `report --export` pushes the same again.
+    let args = [
         "run",
         plan.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
-    ]);
+        "--export",
+        &export,
+    ]
+    .map(String::from);
+    let o = tokio::task::spawn_blocking(move || {
+        perfplan(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let db = out.to_str().unwrap().to_string();
-    let (url, got) = receiver(StatusCode::OK).await;
     let prom = dir.path().join("m.prom");
-    let export = format!("otlp={url}");
     let prom_arg = format!("prometheus={}", prom.display());
     let args = [
         "report", &db, "--format", "json", "--export", &export, "--export", &prom_arg,
@@ -109,8 +119,9 @@ async fn every_metric_reaches_the_collector_in_base_units() {
     let runs: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
 
     let got = got.lock().unwrap().clone();
-    assert_eq!(got.len(), 1, "one POST");
-    let (path, ct, body) = &got[0];
+    assert_eq!(got.len(), 2, "one POST by run, one by report");
+    assert_eq!(got[0], got[1], "run and report push the same");
+    let (path, ct, body) = &got[1];
     assert_eq!(
         (path.as_str(), ct.as_str()),
         ("/v1/metrics", "application/json")

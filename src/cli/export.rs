@@ -3,11 +3,12 @@
 //! that already ends so is used as given); `prometheus=FILE` writes the text exposition
 //! (`report::prometheus`) to FILE, for a node exporter's textfile collector.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::report::{otlp, prometheus, ReportData};
+use crate::report::{otlp, prometheus, ReportData, ReportError};
+use crate::store::Store;
 
 /// How long a collector may take to answer.
 const OTLP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,6 +70,25 @@ pub fn metrics_url(url: &str) -> String {
     } else {
         format!("{base}/v1/metrics")
     }
+}
+
+/// `--export` of the suite in `db` (a database or output folder): every export done, or
+/// the exit code of the first that failed (its error printed).
+pub fn export_suite(db: &Path, accept: &[String], exports: &[Export]) -> Result<(), u8> {
+    if exports.is_empty() {
+        return Ok(());
+    }
+    let failed = |e: &dyn std::error::Error, code: u8| {
+        super::report::print_error(e);
+        code
+    };
+    let accept = crate::trust::Code::parse_list(accept)
+        .map_err(|e| failed(&ReportError::Format(e), super::exit::INVALID))?;
+    let loaded = Store::open(db)
+        .map_err(ReportError::from)
+        .and_then(|store| ReportData::load_accepting(&store, &accept));
+    let data = loaded.map_err(|e| failed(&e, super::report::code_of(&e)))?;
+    export_all(&data, exports).map_err(|e| failed(&e, super::exit::OUTPUT))
 }
 
 /// Performs every export; says each on stderr.

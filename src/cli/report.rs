@@ -259,29 +259,10 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     Ok(gates::verdict_of(&verdicts))
 }
 
-/// `--export`: every run's metrics pushed or written; the exit code when one fails.
-fn export(args: &ReportArgs) -> Result<(), u8> {
-    if args.export.is_empty() {
-        return Ok(());
-    }
-    let accept = crate::trust::Code::parse_list(&args.accept).map_err(|_| exit::INVALID)?;
-    let loaded = Store::open(&args.db)
-        .map_err(ReportError::from)
-        .and_then(|store| report::ReportData::load_accepting(&store, &accept));
-    let data = loaded.map_err(|e| {
-        print_error(&e);
-        code_of(&e)
-    })?;
-    super::export::export_all(&data, &args.export).map_err(|e| {
-        print_error(&e);
-        exit::OUTPUT
-    })
-}
-
 /// Runs `perfplan report`; returns the exit code.
 pub fn run(args: ReportArgs) -> u8 {
     match report(&args) {
-        Ok(verdict) => match export(&args) {
+        Ok(verdict) => match super::export::export_suite(&args.db, &args.accept, &args.export) {
             Ok(()) => exit::of_gates(verdict),
             Err(code) => code,
         },
