@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use super::history::History;
 use super::ReportError;
-use crate::metrics::names;
+use crate::metrics::{names, stats};
 
 /// The statistic a gate compares with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,14 +26,14 @@ impl Stat {
             return None;
         }
         values.sort_by(f64::total_cmp);
-        let n = values.len();
-        Some(match self {
-            Stat::Median if n % 2 == 1 => values[n / 2],
-            Stat::Median => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-            Stat::Mean => values.iter().sum::<f64>() / n as f64,
-            Stat::Min => values[0],
-            Stat::Max => values[n - 1],
-        })
+        // The metrics' own statistics (a median is their p50).
+        let name = match self {
+            Stat::Median => "p50",
+            Stat::Mean => "mean",
+            Stat::Min => "min",
+            Stat::Max => "max",
+        };
+        stats::statistic(values, name)
     }
 }
 
