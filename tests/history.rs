@@ -176,7 +176,7 @@ fn a_planted_regression_is_the_only_step_marked() {
         .concat(),
     ))
     .unwrap();
-    assert_eq!(json["releases"].as_array().unwrap().len(), 10);
+    assert_eq!(json["releases"].as_array().unwrap().len(), 10, "{json}");
     assert_eq!(json["releases"][9]["label"], "1.10");
     let worse = json["lines"]
         .as_array()
@@ -189,10 +189,10 @@ fn a_planted_regression_is_the_only_step_marked() {
 
     // The page: four red cells, four red triangles, nothing green.
     let page = std::fs::read_to_string(&html).unwrap();
-    assert_eq!(page.matches("class=\"n worse\"").count(), 4);
-    assert_eq!(page.matches("<path class=\"worse\"").count(), 4);
+    assert_eq!(page.matches("class=\"n worse\"").count(), 4, "{csv}");
+    assert_eq!(page.matches("<path class=\"worse\"").count(), 4, "{csv}");
     assert!(!page.contains("class=\"better\"") && !page.contains("n better"));
-    assert_eq!(page.matches("<svg").count(), 6);
+    assert_eq!(page.matches("<svg").count(), 6, "{csv}");
 
     // A gate against the history: the newest release within 5% of the last five's median.
     let gate = ["--gate", "ttft_p99 <= median(last 5) +5%"];
