@@ -63,9 +63,9 @@ pub struct GateOutcome {
 }
 
 fn syntax(text: &str) -> ReportError {
-    ReportError::Format(format!(
-        "history gate `{text}`: write METRIC OP STAT(last N) [±PCT%], e.g. \"ttft_p99 <= median(last 5) +5%\" (OP: <= < >= >; STAT: median, mean, min, max)"
-    ))
+    ReportError::HistoryGate {
+        text: text.to_string(),
+    }
 }
 
 impl HistoryGate {

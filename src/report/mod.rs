@@ -82,6 +82,8 @@ pub enum ReportError {
     GateSyntax { text: String },
     #[error("invalid gate")]
     Condition(#[from] ConditionError),
+    #[error("invalid history gate `{text}`: write METRIC OP STAT(last N) [±PCT%], e.g. \"ttft_p99 <= median(last 5) +5%\" (OP: <=, <, >=, >; STAT: median, mean, min, max)")]
+    HistoryGate { text: String },
     #[error("invalid {what} stored in the suite")]
     Settings {
         what: &'static str,
