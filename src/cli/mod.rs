@@ -5,7 +5,9 @@ mod check;
 pub mod compare;
 pub mod exit;
 mod expand;
+pub mod export;
 mod files;
+pub mod history;
 mod import;
 mod init;
 mod k8s;
@@ -50,6 +52,9 @@ enum Command {
     Report(report::ReportArgs),
     /// The same runs of two suites side by side, with deltas and verdicts.
     Compare(compare::CompareArgs),
+    /// Many suites of one plan release over release: each run's metrics as a line with
+    /// intervals, each step judged by `compare`'s noise rule; a table and an HTML page.
+    History(history::HistoryArgs),
     /// Unite the databases of `run --shard K/N` into one suite; metrics recomputed from every row.
     Merge(merge::MergeArgs),
     /// Print the Kubernetes manifests (plan ConfigMap, Indexed Job, headless Service,
@@ -122,6 +127,7 @@ fn dispatch(command: Command) -> u8 {
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::History(args) => history::run(args),
         Command::Merge(args) => merge::run(&args),
         Command::K8s(args) => k8s::run(&args),
         Command::Rerun(args) => rerun::run(&args),

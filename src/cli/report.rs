@@ -97,6 +97,11 @@ pub struct ReportArgs {
     /// `kind = "mix"`; `--metrics` picks the columns; the book's "Mixes").
     #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices", "groups", "by_replica"])]
     pub by_class: bool,
+    /// Also push every run's metrics where the team looks: `otlp=URL` to an OpenTelemetry
+    /// collector over OTLP/HTTP JSON (`URL/v1/metrics`), `prometheus=FILE` as the text
+    /// exposition; repeatable.
+    #[arg(long = "export", value_name = "KIND=TARGET")]
+    pub export: Vec<super::export::Export>,
 }
 
 /// A `--slice` width, in `[report] slice`'s range.
@@ -257,7 +262,10 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
 /// Runs `perfplan report`; returns the exit code.
 pub fn run(args: ReportArgs) -> u8 {
     match report(&args) {
-        Ok(verdict) => exit::of_gates(verdict),
+        Ok(verdict) => match super::export::export_suite(&args.db, &args.accept, &args.export) {
+            Ok(()) => exit::of_gates(verdict),
+            Err(code) => code,
+        },
         Err(e) => {
             print_error(&e);
             code_of(&e)

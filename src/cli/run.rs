@@ -57,6 +57,11 @@ pub struct RunArgs {
     /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// When the suite ends, push its metrics where the team looks: `otlp=URL` (an
+    /// OpenTelemetry collector, OTLP/HTTP JSON) or `prometheus=FILE`; repeatable (as
+    /// `report --export`).
+    #[arg(long = "export", value_name = "KIND=TARGET")]
+    pub export: Vec<super::export::Export>,
     /// Run `perfplan check` first and stop if it finds a failure.
     #[arg(long)]
     pub check: bool,
@@ -250,6 +255,11 @@ fn report_outcome(args: &RunArgs, outcome: &suite::SuiteOutcome) -> u8 {
         &sign,
     );
     let code = super::shard::gate_code(args, code);
+    if let Err(failed) = super::export::export_suite(&outcome.dir, &args.accept, &args.export) {
+        if code == exit::OK {
+            return failed;
+        }
+    }
     if outcome.interrupted {
         let cmd =
             crate::suite::resume_command(&resume_args(std::env::args().skip(1)), &outcome.dir);

@@ -333,6 +333,24 @@ pub fn diff_interval(
     })
 }
 
+/// The confidence interval of `metric` itself on one run (a percentile bootstrap of the
+/// same estimator `diff_interval` uses), or `None` when the metric is not covered or the
+/// run has fewer than two values: the whisker of one point of a history.
+pub fn interval(sample: &Sample, metric: &str, opts: &BootstrapOptions) -> Option<Interval> {
+    let est = estimator(metric)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(metric_seed(opts.seed, metric));
+    let mut draws = Vec::with_capacity(opts.resamples as usize);
+    for _ in 0..opts.resamples.max(1) {
+        draws.push(est(sample, &mut rng)?);
+    }
+    draws.sort_by(f64::total_cmp);
+    let tail = (1.0 - opts.confidence.clamp(0.0, 1.0)) / 2.0;
+    Some(Interval {
+        low: stats::quantile(&draws, tail)?,
+        high: stats::quantile(&draws, 1.0 - tail)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +427,8 @@ mod tests {
             assert!(!c.excludes_zero(), "{metric}: {c:?}");
         }
         assert!(diff_interval(&base, &slow, "cache_hit_ratio", &opts).is_none());
+        let one = interval(&base, "ttft_p50", &opts).unwrap();
+        assert!(one.low < 100.0 && 100.0 < one.high, "{one:?}");
         assert!(supports("rps") && !supports("itl_p50"));
     }
 }

@@ -16,7 +16,7 @@ use super::svg::{escape, figure, line_figure};
 use super::{Layout, ReportData, ReportError};
 use crate::store::Store;
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}\
+pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}\
 table{border-collapse:collapse;margin:12px 0;font-size:13px}th,td{border:1px solid #ccc;padding:4px 8px}\
 th{background:#f3f3f3;vertical-align:bottom}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .pass{color:#17803d;font-weight:bold}.fail{color:#c0262d;font-weight:bold}\

@@ -19,12 +19,17 @@ pub mod format;
 pub mod gates;
 pub mod grid;
 pub mod health;
+pub mod history;
+pub mod history_gate;
+pub mod history_html;
+pub mod history_render;
 pub mod html;
 mod html_header;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod min_effect;
+pub mod otlp;
 mod over_time;
 pub mod paired;
 pub mod pivot;
@@ -77,6 +82,8 @@ pub enum ReportError {
     GateSyntax { text: String },
     #[error("invalid gate")]
     Condition(#[from] ConditionError),
+    #[error("invalid history gate `{text}`: write METRIC OP STAT(last N) [±PCT%], e.g. \"ttft_p99 <= median(last 5) +5%\" (OP: <=, <, >=, >; STAT: median, mean, min, max)")]
+    HistoryGate { text: String },
     #[error("invalid {what} stored in the suite")]
     Settings {
         what: &'static str,

@@ -131,10 +131,24 @@ fn braces(labels: &[(String, String)]) -> String {
     format!("{{{}}}", inner.join(","))
 }
 
-/// The exposition of every run's stored metrics.
-pub fn render(data: &ReportData) -> String {
-    // Family name → (help, samples), so each family's samples follow its HELP and TYPE.
-    let mut families: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+/// One value of one run, named and labelled by the one rule (the Prometheus exposition
+/// and the OTLP export both write these).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gauge {
+    /// The exposed name (`perfplan_ttft_p99_seconds`).
+    pub name: String,
+    /// The registry's definition of the metric.
+    pub help: String,
+    /// The base unit's suffix (`seconds`, `ratio`, `tokens_per_second`; empty for a count).
+    pub unit: &'static str,
+    pub labels: Vec<(String, String)>,
+    /// In the base unit.
+    pub value: f64,
+}
+
+/// Every finite stored metric of every run in the vocabulary, as gauges.
+pub fn gauges(data: &ReportData) -> Vec<Gauge> {
+    let mut out = Vec::new();
     for run in &data.runs {
         let labels = run_labels(data, run);
         for (metric, value) in &run.metrics {
@@ -144,20 +158,38 @@ pub fn render(data: &ReportData) -> String {
             let Some((name, scale)) = exposed_name(metric) else {
                 continue;
             };
+            let (base, class) = names::split_class(metric);
             let mut labels = labels.clone();
-            if let (_, Some(class)) = names::split_class(metric) {
+            if let Some(class) = class {
                 labels.push(("class".into(), class.to_string()));
             }
-            let entry = families.entry(name.clone()).or_insert_with(|| {
-                let help = registry::lookup(names::split_class(metric).0)
-                    .map(|m| m.definition)
-                    .unwrap_or_default();
-                (help, Vec::new())
+            let help = registry::lookup(base)
+                .map(|m| m.definition.to_string())
+                .unwrap_or_default();
+            let unit = registry::unit_of(base).map_or("", |u| base_unit(u).0);
+            out.push(Gauge {
+                name,
+                help,
+                unit,
+                labels,
+                value: v * scale,
             });
-            entry
-                .1
-                .push(format!("{name}{} {}", braces(&labels), v * scale));
         }
+    }
+    out
+}
+
+/// The exposition of every run's stored metrics.
+pub fn render(data: &ReportData) -> String {
+    // Family name → (help, samples), so each family's samples follow its HELP and TYPE.
+    let mut families: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+    for g in gauges(data) {
+        let entry = families
+            .entry(g.name.clone())
+            .or_insert_with(|| (g.help.clone(), Vec::new()));
+        entry
+            .1
+            .push(format!("{}{} {}", g.name, braces(&g.labels), g.value));
     }
     let mut out = String::new();
     for (name, (help, samples)) in families {
