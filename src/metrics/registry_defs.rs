@@ -106,7 +106,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 43] = [
+pub const SCALAR_DEFS: [MetricDef; 47] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests"),
@@ -150,6 +150,10 @@ pub const SCALAR_DEFS: [MetricDef; 43] = [
     m("cost_per_million_output_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / output tokens × 10⁶ (the currency of cost_per_hour)"),
     m("cost_per_million_total_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / (input + output) tokens × 10⁶"),
     m("cost_per_million_good_output_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / output tokens of good requests × 10⁶"),
+    m("knee_concurrency", Count, Higher, "an exploring load's knee: the concurrency of its step with the highest output_tps / latency_p50 (Kleinrock's power), where queueing starts to cost more latency than it buys throughput"),
+    m("knee_output_tps", TokensPerSec, Higher, "output_tps of an exploring load's knee step"),
+    m("saturation_concurrency", Count, Higher, "an exploring load's saturation point: the highest concurrency whose step still gained throughput by its rule (null when `max` was reached still gaining, or the first step failed)"),
+    m("saturation_output_tps", TokensPerSec, Higher, "output_tps of an exploring load's saturation step"),
 ];
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without

@@ -154,7 +154,7 @@ pub fn axis_label(value: Option<&Value>) -> String {
 /// planner's one rule), not as its table.
 fn key_label(key: &str, value: Option<&Value>) -> String {
     match (key, value) {
-        (key @ ("ramp" | "concurrency_ramp"), Some(ramp)) => {
+        (key @ ("ramp" | "concurrency_ramp" | "explore"), Some(ramp)) => {
             crate::planner::display_value(&serde_json::json!({ key: ramp }))
         }
         _ => format!("{key}={}", axis_label(value)),
@@ -208,7 +208,7 @@ impl Labels {
             keys.sort_by_key(|k| {
                 !matches!(
                     k.as_str(),
-                    "concurrency" | "rate" | "ramp" | "concurrency_ramp" | "search"
+                    "concurrency" | "rate" | "ramp" | "concurrency_ramp" | "explore" | "search"
                 )
             });
             if let Some(k) = keys.iter().find(|k| distinct(k)).cloned() {
