@@ -2,7 +2,8 @@
 //! 8 batch slots: it grows 1, 2, 4, 8, 16 users, sees 16 gain nothing over 8, bisects
 //! (12, 10), and names the saturation point at the slots (8, within [8, 16)) and the knee
 //! near them; each level is a stored step, the metrics reach JSON, CSV and a gate; a bad
-//! or misspelt key is a located error. The run lasts about 3.5 s.
+//! or misspelt key is a located error; the HTML's Pareto chart draws the steps. The run
+//! lasts about 3.5 s.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
@@ -96,6 +97,24 @@ fn finds_the_simulators_slots_and_stores_each_step() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+    // The HTML draws the Pareto front: each step a point labelled by its level, the front
+    // joined (no hardware here: plain output tok/s on the y axis).
+    let html = dir.path().join("r.html");
+    let o = perfplan(&[
+        "report",
+        db.to_str().unwrap(),
+        "--format",
+        "html",
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("output tok/s (no hardware given)"));
+    assert!(page.contains("<title>sim · front</title>"));
+    let figure = &page[page.find("Pareto front: speed").unwrap()..];
+    let figure = &figure[..figure.find("</figure>").unwrap()];
+    assert!(figure.contains(">c=8</text>"), "{figure}");
 }
 
 #[test]

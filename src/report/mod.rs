@@ -27,6 +27,7 @@ pub mod markdown;
 pub mod min_effect;
 mod over_time;
 pub mod paired;
+mod pareto;
 pub mod pivot;
 mod plots;
 pub mod prometheus;
