@@ -85,6 +85,17 @@ fn finds_the_simulators_slots_and_stores_each_step() {
     let csv = String::from_utf8_lossy(&o.stdout);
     let head = csv.lines().next().unwrap();
     assert!(head.contains("knee_concurrency") && head.contains("saturation_output_tps"));
+    // The table leads with the knee and the saturation point.
+    let o = perfplan(&["report", db.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    let header = table
+        .lines()
+        .find(|l| l.contains("knee_concurrency"))
+        .unwrap();
+    assert!(
+        header.trim_start().starts_with("knee_concurrency"),
+        "{table}"
+    );
     // A gate on the saturation point fails when it asks for more.
     let o = perfplan(&[
         "report",

@@ -92,8 +92,21 @@ impl Layout {
     }
 }
 
-/// Puts an SLA search's result first among default metrics when some run has one.
+/// Puts an SLA search's result first among default metrics when some run has one, and
+/// an exploring load's knee and saturation point (all four, when some run has a knee).
 pub(crate) fn lead_with_search_results(metrics: &mut Vec<String>, runs: &[StoredRun]) {
+    let explored = runs.iter().any(|r| {
+        r.metrics
+            .get("knee_concurrency")
+            .copied()
+            .flatten()
+            .is_some()
+    });
+    for name in crate::metrics::explore::EXPLORE_NAMES.iter().rev() {
+        if explored && !metrics.iter().any(|m| m == name) {
+            metrics.insert(0, name.to_string());
+        }
+    }
     for name in [
         "sla_best_rate",
         "sla_best_concurrency",
