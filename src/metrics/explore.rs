@@ -40,7 +40,7 @@ pub struct Rule {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepFigures {
     pub level: u32,
-    /// Output tokens of successful requests / the step's length.
+    /// Output tok/s by Little's law ([`StepTally`]).
     pub output_tps: f64,
     /// Milliseconds; none without a successful request.
     pub ttft_p99: Option<f64>,
@@ -48,21 +48,36 @@ pub struct StepFigures {
     pub failed_share: Option<f64>,
 }
 
-/// The records that ended in one step, folded into its [`StepFigures`].
+/// The records that ended in one step, folded into its [`StepFigures`]. Its output tok/s
+/// is Little's law for a closed loop, level × output tokens ÷ latency summed over the
+/// successful requests sent and ended in the step (all that ended in it when none was
+/// both): a count of what ended in a short step jumps by whole batches, their latency
+/// does not.
 #[derive(Debug, Clone, Default)]
 pub struct StepTally {
     ok: u64,
     failed: u64,
-    output_tokens: u64,
+    /// (output tokens, latency in seconds) of the successful requests sent in the step,
+    /// and of all that ended in it.
+    within: (f64, f64),
+    ended: (f64, f64),
     ttfts_ms: Vec<f64>,
 }
 
 impl StepTally {
-    pub fn add(&mut self, rec: &RequestRecord) {
+    /// A record that ended in the step that began at `start`.
+    pub fn add(&mut self, rec: &RequestRecord, start: Duration) {
         match rec.outcome {
             Outcome::Ok => {
                 self.ok += 1;
-                self.output_tokens += rec.output_tokens().map_or(0, |t| u64::from(t.0));
+                let tokens = rec.output_tokens().map_or(0.0, |t| f64::from(t.0));
+                let latency = rec.end.saturating_sub(rec.sent).as_secs_f64();
+                self.ended.0 += tokens;
+                self.ended.1 += latency;
+                if rec.sent >= start {
+                    self.within.0 += tokens;
+                    self.within.1 += latency;
+                }
                 if let Some(t) = rec.ttft() {
                     self.ttfts_ms.push(t.as_secs_f64() * 1e3);
                 }
@@ -72,16 +87,16 @@ impl StepTally {
         }
     }
 
-    /// The step's figures over its length, and a fresh tally for the next step.
-    pub fn take(&mut self, level: u32, length: Duration) -> StepFigures {
+    /// The step's figures, and a fresh tally for the next step.
+    pub fn take(&mut self, level: u32) -> StepFigures {
         let mut t = std::mem::take(self);
         t.ttfts_ms.sort_by(f64::total_cmp);
         let ended = t.ok + t.failed;
-        let secs = length.as_secs_f64();
+        let (tokens, latency) = if t.within.1 > 0.0 { t.within } else { t.ended };
         StepFigures {
             level,
-            output_tps: if secs > 0.0 {
-                t.output_tokens as f64 / secs
+            output_tps: if latency > 0.0 {
+                f64::from(level) * tokens / latency
             } else {
                 0.0
             },
@@ -365,22 +380,40 @@ mod tests {
     }
 
     #[test]
-    fn tally_counts_what_ended() {
+    fn tally_reads_throughput_by_littles_law() {
+        let ms = Duration::from_millis;
+        let ok = |sent: u64, end: u64| {
+            let mut r = RequestRecord {
+                sent: ms(sent),
+                end: ms(end),
+                content_times: vec![ms(sent + 20)],
+                ..RequestRecord::default()
+            };
+            r.usage.completion_tokens = Some(30);
+            r
+        };
         let mut t = StepTally::default();
-        let mut ok = RequestRecord::default();
-        ok.usage.completion_tokens = Some(30);
-        ok.content_times = vec![Duration::from_millis(20)];
-        t.add(&ok);
-        t.add(&RequestRecord {
-            outcome: Outcome::Http,
-            ..RequestRecord::default()
-        });
-        let f = t.take(4, Duration::from_secs(2));
+        // Sent before the step (left out while some request is both sent and ended in it).
+        t.add(&ok(900, 1050), ms(1000));
+        t.add(&ok(1000, 1100), ms(1000));
+        t.add(&ok(1100, 1200), ms(1000));
+        t.add(
+            &RequestRecord {
+                outcome: Outcome::Http,
+                ..RequestRecord::default()
+            },
+            ms(1000),
+        );
+        let f = t.take(4);
         assert_eq!(f.level, 4);
-        assert!((f.output_tps - 15.0).abs() < 1e-9);
-        assert_eq!(f.failed_share, Some(0.5));
+        // 4 users × 60 tokens / 0.2 s of latency.
+        assert!((f.output_tps - 1200.0).abs() < 1e-6, "{f:?}");
+        assert!((f.failed_share.unwrap() - 1.0 / 4.0).abs() < 1e-12);
         assert!(f.ttft_p99.is_some());
-        assert_eq!(t.take(4, Duration::from_secs(1)).failed_share, None);
+        // Only requests sent before the step: they stand for it.
+        t.add(&ok(900, 1050), ms(1000));
+        assert!((t.take(2).output_tps - 2.0 * 30.0 / 0.15).abs() < 1e-6);
+        assert_eq!(t.take(4).failed_share, None);
     }
 
     #[test]

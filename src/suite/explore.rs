@@ -30,12 +30,12 @@ pub struct ExploreControl {
 impl LevelControl for ExploreControl {
     fn observe(&mut self, rec: &RequestRecord) {
         if rec.phase == Phase::Measured {
-            self.tally.add(rec);
+            self.tally.add(rec, self.start);
         }
     }
 
     fn next(&mut self, at: Duration) -> Option<u32> {
-        let figures = self.tally.take(self.level, at.saturating_sub(self.start));
+        let figures = self.tally.take(self.level);
         self.held.push(StepWindow {
             rate: f64::from(self.level),
             start: self.start,
