@@ -150,6 +150,53 @@ pub fn chart(runs: &[StoredRun]) -> Option<Chart> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A run of `c` users on `endpoint` (8 accelerators) with its capacity metrics.
+    fn run(endpoint: &str, c: f64, per_user: f64, tps: f64) -> StoredRun {
+        let metrics = [
+            ("output_tps_per_user", per_user),
+            ("output_tps", tps),
+            ("output_tps_per_accelerator", tps / 8.0),
+        ];
+        StoredRun {
+            id: format!("{endpoint}{c}"),
+            ordinal: 0,
+            axes: json!({"load": {"concurrency": c}}),
+            settings: json!({"endpoint": {"name": endpoint, "hardware": {"accelerators": 8}}}),
+            status: crate::store::RunStatus::Done,
+            started_unix_ms: None,
+            finished_unix_ms: None,
+            warnings: Vec::new(),
+            extras: Value::Null,
+            error: None,
+            metrics: metrics
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Some(v)))
+                .collect(),
+            verdict: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_chart_draws_each_endpoints_front_from_the_runs_metrics() {
+        let runs = vec![
+            run("a", 1.0, 30.0, 30.0),
+            run("a", 8.0, 25.0, 200.0),
+            run("a", 16.0, 12.0, 200.0),
+            run("b", 4.0, 20.0, 80.0),
+        ];
+        let chart = chart(&runs).unwrap();
+        assert_eq!(chart.y_label, "output tok/s per accelerator");
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a · front", "a · off the front", "b · front"]);
+        // The front's points are the runs' own per-user and per-accelerator figures.
+        assert_eq!(chart.series[0].points, [(25.0, 25.0), (30.0, 3.75)]);
+        assert_eq!(chart.series[0].labels, ["c=8", "c=1"]);
+        assert!(chart.series[1].scatter && !chart.series[0].scatter);
+        assert_eq!(chart.series[1].points, [(12.0, 25.0)]);
+        assert!(super::chart(&runs[..1]).is_none());
+    }
 
     #[test]
     fn the_front_is_the_points_nothing_beats() {
