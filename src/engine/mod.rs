@@ -15,6 +15,7 @@
 pub mod arrivals;
 pub mod balance;
 pub mod bounds;
+mod cancel;
 mod client_rule;
 mod connect_times;
 pub mod cpu;
@@ -23,6 +24,7 @@ mod h1;
 mod h1_body;
 mod h1_head;
 mod h1_wire;
+mod levels;
 pub mod limits;
 pub mod preconnect;
 pub mod request_id;
@@ -42,6 +44,8 @@ pub use bounds::ResponseLimits;
 pub use cpu::process_cpu_time;
 pub use preconnect::Preconnect;
 pub use request_id::{request_id, session_id};
-pub use run::{run, CancelHandle, Load, RecordSink, RunConfig, RunError, RunOutput};
+pub use run::{
+    run, CancelHandle, LevelControl, Levels, Load, RecordSink, RunConfig, RunError, RunOutput,
+};
 pub use source::{Next, PreparedRequest, RequestSource, VecSource};
 pub use target::{Balance, Endpoint, EngineError, Target, Timeouts};

@@ -13,7 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
+
+use super::cancel::cancelled;
+pub use super::cancel::CancelHandle;
+pub use super::levels::{LevelControl, Levels};
 
 use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
 use super::cpu::CpuClock;
@@ -36,6 +40,15 @@ pub enum Load {
     /// until the next level. A rise starts requests at once; on a fall no request is
     /// cancelled, a finished one is not replaced while the loop is over its slots.
     ClosedRamp { levels: Arc<[(Duration, u32)]> },
+    /// A closed loop whose slots `control` chooses step by step from what it measured:
+    /// `first` slots, then at the end of each `step` the slots it names (at most `most`),
+    /// until it names none and the run ends (requests in flight finish).
+    ClosedExplore {
+        first: u32,
+        most: u32,
+        step: Duration,
+        control: Levels,
+    },
     /// Arrivals at `rate` per second regardless of responses; at most `max_in_flight`
     /// in flight when set (a late start is recorded as send lateness).
     Open {
@@ -68,6 +81,7 @@ impl RunConfig {
             Load::ClosedRamp { ref levels } => {
                 levels.iter().map(|l| l.1 as usize).max().unwrap_or(1)
             }
+            Load::ClosedExplore { most, .. } => most as usize,
             Load::Open {
                 max_in_flight: Some(n),
                 ..
@@ -80,36 +94,12 @@ impl RunConfig {
     /// Connections to open before the first request (see `preconnect`): the pool size,
     /// never more than the `requests` the run still has (when known).
     pub fn preconnections(&self, requests: Option<usize>) -> usize {
-        self.pool_size().min(requests.unwrap_or(usize::MAX))
-    }
-}
-
-/// Stops a run: no new requests; in-flight ones get the grace period. Cheap to clone;
-/// the suite triggers it on Ctrl-C.
-#[derive(Debug, Clone)]
-pub struct CancelHandle {
-    tx: watch::Sender<bool>,
-}
-
-impl Default for CancelHandle {
-    fn default() -> Self {
-        CancelHandle::new()
-    }
-}
-
-impl CancelHandle {
-    pub fn new() -> CancelHandle {
-        CancelHandle {
-            tx: watch::channel(false).0,
-        }
-    }
-
-    pub fn cancel(&self) {
-        self.tx.send_replace(true);
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        *self.tx.borrow()
+        // An exploring load opens its first level's connections; it may never need more.
+        let wanted = match self.load {
+            Load::ClosedExplore { first, .. } => first as usize,
+            _ => self.pool_size(),
+        };
+        wanted.min(requests.unwrap_or(usize::MAX))
     }
 }
 
@@ -194,6 +184,8 @@ struct Driver<'a> {
     wake: Option<Instant>,
     /// A closed ramp's slot levels still to come (`Load::ClosedRamp`), the next first.
     levels: VecDeque<(Duration, u32)>,
+    /// An exploring load's control, the end of its current step, and the step's length.
+    explore: Option<(Levels, Duration, Duration)>,
 }
 
 impl<'a> Driver<'a> {
@@ -261,6 +253,11 @@ impl<'a> Driver<'a> {
         // Every consumer (the source, the store, the live metrics) sees the stored times.
         rec.truncate_to_resolution();
         self.cancels.remove(&rec.index);
+        if let Some((control, ..)) = &self.explore {
+            if let Ok(mut c) = control.0.lock() {
+                c.observe(&rec);
+            }
+        }
         // A slot freed while the loop is over its (ramped-down) slots is not refilled.
         if self.ticker.is_none()
             && !self.stopping
@@ -279,14 +276,37 @@ impl<'a> Driver<'a> {
     fn due_levels(&mut self) {
         let now = Instant::now();
         while self.levels.front().is_some_and(|l| self.t0 + l.0 <= now) {
-            self.next_level();
+            if let Some((at, slots)) = self.levels.pop_front() {
+                self.set_level(at, slots);
+            }
+        }
+        while let Some((control, at, step)) = self.explore.clone() {
+            if self.stopping || self.t0 + at > now {
+                break;
+            }
+            let next = control.0.lock().ok().and_then(|mut c| c.next(at));
+            match next {
+                Some(slots) => {
+                    self.set_level(at, slots);
+                    self.explore = Some((control, at + step, step));
+                }
+                None => {
+                    self.explore = None;
+                    self.stopping = true;
+                    self.by_duration = true;
+                }
+            }
         }
     }
 
-    fn next_level(&mut self) {
-        let Some((at, slots)) = self.levels.pop_front() else {
-            return;
-        };
+    /// The next level's instant (a ramp's next level, or an exploring step's end).
+    fn level_at(&self) -> Option<Instant> {
+        let ramp = self.levels.front().map(|l| l.0);
+        let explore = self.explore.as_ref().map(|e| e.1);
+        ramp.or(explore).map(|at| self.t0 + at)
+    }
+
+    fn set_level(&mut self, at: Duration, slots: u32) {
         let slots = slots.max(1) as usize;
         for _ in self.limit..slots {
             self.freed.push_back(at);
@@ -308,6 +328,7 @@ fn limit_of(load: &Load) -> usize {
     match *load {
         Load::Closed { concurrency } => concurrency as usize,
         Load::ClosedRamp { ref levels } => levels.first().map_or(1, |l| l.1.max(1) as usize),
+        Load::ClosedExplore { first, .. } => first.max(1) as usize,
         Load::Open { max_in_flight, .. } | Load::Scheduled { max_in_flight } => {
             max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize)
         }
@@ -324,7 +345,7 @@ pub async fn run(
 ) -> Result<RunOutput, RunError> {
     let clock = match cfg.load {
         Load::Closed { concurrency: 0 } => return Err(RunError::Concurrency),
-        Load::Closed { .. } | Load::ClosedRamp { .. } => None,
+        Load::Closed { .. } | Load::ClosedRamp { .. } | Load::ClosedExplore { .. } => None,
         Load::Open {
             rate,
             arrivals,
@@ -372,6 +393,10 @@ pub async fn run(
             Load::ClosedRamp { levels } => levels.iter().skip(1).copied().collect(),
             _ => VecDeque::new(),
         },
+        explore: match &cfg.load {
+            Load::ClosedExplore { step, control, .. } => Some((control.clone(), *step, *step)),
+            _ => None,
+        },
     };
     drive(&mut d, source, cfg.grace, cancel, sink).await;
     d.ticker = None;
@@ -389,15 +414,6 @@ pub async fn run(
         preconnect,
         peak_in_flight: d.peak as u64,
     })
-}
-
-/// Completes once `cancel` is triggered.
-async fn cancelled(cancel: &CancelHandle) {
-    let mut rx = cancel.tx.subscribe();
-    // An error means the handle is gone: it can no longer be cancelled.
-    if rx.wait_for(|c| *c).await.is_err() {
-        std::future::pending::<()>().await;
-    }
 }
 
 /// The event loop: fill, then wait for a completion, a tick, the duration, or cancellation.
@@ -430,7 +446,7 @@ async fn drive(
         if let Some(at) = d.wake {
             wake_sleep.as_mut().reset(at.into());
         }
-        let level_at = d.levels.front().map(|l| d.t0 + l.0);
+        let level_at = d.level_at();
         if let Some(at) = level_at {
             level_sleep.as_mut().reset(at.into());
         }

@@ -9,6 +9,7 @@ pub mod capacity;
 pub mod columns;
 pub mod condition;
 pub mod definitions;
+pub mod explore;
 pub mod failures;
 mod fold;
 pub mod names;

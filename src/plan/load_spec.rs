@@ -68,6 +68,13 @@ pub struct LoadSpec {
     /// `requests` or `duration` may end it sooner. No warmup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency_ramp: Option<super::ConcurrencyRampSpec>,
+    /// Closed loop that finds the server's saturation, instead of `concurrency`: from
+    /// `from` requests in flight, grown by `growth` each `step` until a level gains too
+    /// little throughput (or its TTFT or failures rise too far), then bisected
+    /// (`{ from = 1, max = 256, step = "30s" }`). Each level is a ramp step of the run;
+    /// the run reports its knee and saturation point. No warmup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explore: Option<super::ExploreSpec>,
     /// Open loop: most requests in flight at once (unbounded when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]

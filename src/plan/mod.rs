@@ -3,6 +3,7 @@
 //! located diagnostics. Knows nothing about HTTP, runs or storage.
 
 pub mod access;
+pub mod explore_spec;
 pub mod hardware_spec;
 pub mod load_spec;
 pub mod matrix;
@@ -15,6 +16,7 @@ mod timeouts_spec;
 pub mod trust_spec;
 
 pub use access::{PathsSpec, TlsSpec};
+pub use explore_spec::{ExploreBy, ExploreSpec};
 pub use hardware_spec::HardwareSpec;
 pub use load_spec::*;
 pub use matrix::MatrixSpec;

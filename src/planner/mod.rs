@@ -7,6 +7,7 @@
 
 pub mod concurrency_ramp;
 mod entries;
+pub mod explore;
 mod locate;
 pub mod matrix;
 pub mod mix;
@@ -185,7 +186,8 @@ pub fn display_value(value: &Value) -> String {
                 || map.contains_key("rate")
                 || map.contains_key("search")
                 || map.contains_key("ramp")
-                || map.contains_key("concurrency_ramp") =>
+                || map.contains_key("concurrency_ramp")
+                || map.contains_key("explore") =>
         {
             load_label(map)
         }
@@ -234,6 +236,9 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
     if let Some(ramp) = map.get("concurrency_ramp").and_then(Value::as_object) {
         parts.push(ramp_label(ramp, "concurrencies", ""));
     }
+    if let Some(explore) = map.get("explore").and_then(Value::as_object) {
+        parts.push(explore_label(explore));
+    }
     if let Some(n) = map.get("requests") {
         parts.push(format!("n={n}"));
     }
@@ -241,6 +246,18 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
         parts.push(format!("for {d}"));
     }
     parts.join(" ")
+}
+
+/// An exploring load as `expand` shows it: `explore c=1..1024 x2 step 30s`.
+fn explore_label(explore: &serde_json::Map<String, Value>) -> String {
+    let key = |k: &str, default: &str| explore.get(k).map_or(default.to_string(), display_value);
+    format!(
+        "explore c={}..{} x{} step {}",
+        key("from", "1"),
+        key("max", "1024"),
+        key("growth", "2"),
+        key("step", "?")
+    )
 }
 
 /// A ramp as `expand` shows it: `ramp 1..64/s linear over 60s` or `rates 5,20,60/s step 1s`

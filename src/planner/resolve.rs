@@ -354,6 +354,10 @@ impl Resolver<'_> {
             let why = "a ramp times single requests: a trace keeps its recorded times and a multi-turn dataset its conversations (use a `random` or file dataset)";
             diags.push(Diagnostic::error(why, Some(at)));
         }
+        if load.explore.is_some() && timed_elsewhere {
+            let why = "an exploring load sends single requests: a trace keeps its recorded times and a multi-turn dataset its conversations (use a `random` or file dataset)";
+            diags.push(Diagnostic::error(why, Some(at)));
+        }
         if load.concurrency_ramp.is_some() && timed_elsewhere {
             let why = "a concurrency ramp sends single requests: a trace keeps its recorded times and a multi-turn dataset its conversations (use a `random` or file dataset)";
             diags.push(Diagnostic::error(why, Some(at)));
@@ -380,6 +384,10 @@ impl WithSpan for Diagnostic {
 /// Impossible load settings.
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     let mut out = super::search::search_problems(load);
+    if let Some(explore) = &load.explore {
+        out.extend(super::explore::explore_problems(load, explore));
+        return out;
+    }
     if let Some(ramp) = &load.concurrency_ramp {
         out.extend(super::concurrency_ramp::concurrency_ramp_problems(
             load, ramp,

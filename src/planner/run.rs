@@ -100,6 +100,9 @@ pub enum Load {
     /// A closed loop whose slots follow a concurrency ramp (`RunSpec::concurrency_ramp`),
     /// from `first` requests in flight and at most `most`, ending with the ramp.
     ClosedRamp { first: u32, most: u32 },
+    /// A closed loop that grows its slots until the server saturates
+    /// (`RunSpec::explore`), from `first` requests in flight and at most `most`.
+    Explore { first: u32, most: u32 },
     /// An SLA search over `variable`: its trials are runs of their own
     /// (`planner::search::probe_run`), each closed or open.
     Search { variable: SearchVariable },
@@ -127,6 +130,13 @@ impl Load {
         if kind == DatasetKind::Trace {
             return Load::Trace {
                 max_in_flight: load.max_in_flight,
+            };
+        }
+        if let Some(spec) = &load.explore {
+            let rule = super::explore::rule_of(spec);
+            return Load::Explore {
+                first: rule.from.min(rule.max),
+                most: rule.max,
             };
         }
         if let Some(spec) = &load.concurrency_ramp {
@@ -165,7 +175,7 @@ impl Load {
     pub fn in_flight(&self) -> Option<u32> {
         match *self {
             Load::Closed { concurrency } => Some(concurrency),
-            Load::ClosedRamp { most, .. } => Some(most),
+            Load::ClosedRamp { most, .. } | Load::Explore { most, .. } => Some(most),
             Load::Open { max_in_flight, .. }
             | Load::Trace { max_in_flight }
             | Load::Ramp { max_in_flight, .. } => max_in_flight,
@@ -187,6 +197,12 @@ impl RunSpec {
             .ramp
             .as_ref()
             .and_then(super::RateCurve::of)
+    }
+
+    /// The rule and step length of an exploring load (`None` for any other load).
+    pub fn explore(&self) -> Option<(crate::metrics::explore::Rule, std::time::Duration)> {
+        let spec = self.settings.load.explore.as_ref()?;
+        Some((super::explore::rule_of(spec), super::explore::step_of(spec)))
     }
 
     /// The curve of a concurrency ramp (`None` for any other load): requests in flight

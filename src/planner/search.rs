@@ -226,6 +226,7 @@ pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
     LoadSpec {
         ramp: None,
         concurrency_ramp: None,
+        explore: None,
         concurrency: concurrency.then_some(value as u32),
         rate: (!concurrency).then_some(value),
         requests: Some(requests),

@@ -216,6 +216,7 @@ pub fn charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
                     ),
                     points: pick(cdfs).clone(),
                     markers: false,
+                    scatter: false,
                     labels: Vec::new(),
                 });
             }

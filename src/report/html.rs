@@ -229,6 +229,7 @@ the compared axis, its figure at the bar's end; compare bars within a group, not
 fn plots_html(data: &ReportData, digests: &[Digest]) -> String {
     let charts: Vec<_> = sweep_charts(&data.runs)
         .into_iter()
+        .chain(super::pareto::chart(&data.runs))
         .chain(cdf_charts(&data.runs, digests))
         .collect();
     let labels = Labels::new(&data.runs);

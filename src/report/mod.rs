@@ -32,6 +32,7 @@ pub mod min_effect;
 pub mod otlp;
 mod over_time;
 pub mod paired;
+mod pareto;
 pub mod pivot;
 mod plots;
 pub mod prometheus;

@@ -332,6 +332,7 @@ fn gauge_charts(name: &str, series: &[TelemetrySeries], span: f64) -> Vec<Chart>
                         name: (*label).into(),
                         points: points.clone(),
                         markers: points.len() <= 60,
+                        scatter: false,
                         labels: Vec::new(),
                     })
                 })

@@ -92,8 +92,21 @@ impl Layout {
     }
 }
 
-/// Puts an SLA search's result first among default metrics when some run has one.
+/// Puts an SLA search's result first among default metrics when some run has one, and
+/// an exploring load's knee and saturation point (all four, when some run has a knee).
 pub(crate) fn lead_with_search_results(metrics: &mut Vec<String>, runs: &[StoredRun]) {
+    let explored = runs.iter().any(|r| {
+        r.metrics
+            .get("knee_concurrency")
+            .copied()
+            .flatten()
+            .is_some()
+    });
+    for name in crate::metrics::explore::EXPLORE_NAMES.iter().rev() {
+        if explored && !metrics.iter().any(|m| m == name) {
+            metrics.insert(0, name.to_string());
+        }
+    }
     for name in [
         "sla_best_rate",
         "sla_best_concurrency",
@@ -154,7 +167,7 @@ pub fn axis_label(value: Option<&Value>) -> String {
 /// planner's one rule), not as its table.
 fn key_label(key: &str, value: Option<&Value>) -> String {
     match (key, value) {
-        (key @ ("ramp" | "concurrency_ramp"), Some(ramp)) => {
+        (key @ ("ramp" | "concurrency_ramp" | "explore"), Some(ramp)) => {
             crate::planner::display_value(&serde_json::json!({ key: ramp }))
         }
         _ => format!("{key}={}", axis_label(value)),
@@ -208,7 +221,7 @@ impl Labels {
             keys.sort_by_key(|k| {
                 !matches!(
                     k.as_str(),
-                    "concurrency" | "rate" | "ramp" | "concurrency_ramp" | "search"
+                    "concurrency" | "rate" | "ramp" | "concurrency_ramp" | "explore" | "search"
                 )
             });
             if let Some(k) = keys.iter().find(|k| distinct(k)).cloned() {

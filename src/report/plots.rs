@@ -91,6 +91,7 @@ fn by_variant(
                 labels: pts.iter().map(|p| p.3.clone()).collect(),
                 points: pts.into_iter().map(|(_, x, y, _)| (x, y)).collect(),
                 markers: true,
+                scatter: false,
             }
         })
         .collect()
@@ -331,6 +332,7 @@ pub fn cdf_charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
                 name: format!("#{} {}", r.ordinal, labels.short(r, &[])),
                 points: pick(d).clone(),
                 markers: false,
+                scatter: false,
                 labels: Vec::new(),
             })
             .collect();

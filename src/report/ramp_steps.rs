@@ -141,6 +141,7 @@ pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
                     name: format!("#{} {}", r.ordinal, labels.run(r)),
                     points,
                     markers: true,
+                    scatter: false,
                     labels: Vec::new(),
                 })
             })

@@ -85,6 +85,7 @@ pub fn charts(found: &[(String, SearchRow, Vec<SearchStepRow>)]) -> Vec<Chart> {
                 name: label.clone(),
                 points,
                 markers: true,
+                scatter: false,
                 labels: Vec::new(),
             });
         }
@@ -96,6 +97,7 @@ pub fn charts(found: &[(String, SearchRow, Vec<SearchStepRow>)]) -> Vec<Chart> {
                 name: format!("SLO {metric} {text}"),
                 points: vec![(x0, v), (x1, v)],
                 markers: false,
+                scatter: false,
                 labels: Vec::new(),
             });
         }

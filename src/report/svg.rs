@@ -18,6 +18,8 @@ pub struct Series {
     pub markers: bool,
     /// A short label beside each point (the tier a point stands for); empty for none.
     pub labels: Vec<String>,
+    /// Markers only, no line (points in no order, such as those off a Pareto front).
+    pub scatter: bool,
 }
 
 /// A shaded span of the x axis (the steady-state window), named in the legend.
@@ -345,6 +347,7 @@ mod tests {
                 name: "s&t".into(),
                 points: vec![(1.0, 2.0), (2.0, 3.0)],
                 markers: true,
+                scatter: false,
                 labels: vec!["c=1".into(), "c<2".into()],
             }],
             ..Chart::default()
@@ -357,6 +360,7 @@ mod tests {
             name: name.into(),
             points: ticks.iter().map(|&x| (x, x)).collect(),
             markers: true,
+            scatter: false,
             labels: ticks.iter().map(|x| format!("c={x}")).collect(),
         };
         Chart {

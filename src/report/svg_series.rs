@@ -113,13 +113,15 @@ pub(crate) fn series_svg(
         .map(|&(x, y)| (sx(x), sy(y)))
         .collect();
     let line: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-    let _ = write!(
-        s,
-        r#"<g><title>{}</title><polyline fill="none" stroke="{color}" stroke-width="2"{} points="{}"/>"#,
-        escape(&series.name),
-        dash_attr(dash),
-        line.join(" ")
-    );
+    let _ = write!(s, "<g><title>{}</title>", escape(&series.name));
+    if !series.scatter {
+        let _ = write!(
+            s,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="2"{} points="{}"/>"#,
+            dash_attr(dash),
+            line.join(" ")
+        );
+    }
     if series.markers {
         for (k, &(x, y)) in pts.iter().enumerate() {
             s.push_str(&marker(shape, (x, y), color));
@@ -137,13 +139,15 @@ pub(crate) fn series_svg(
     }
     s.push_str("</g>");
     let (lx, ly) = legend_at(i, pw);
-    let _ = write!(
-        s,
-        r#"<g><title>{}</title><line x1="{lx}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2.5"{}/>"#,
-        escape(&series.name),
-        lx + 24.0,
-        dash_attr(dash)
-    );
+    let _ = write!(s, "<g><title>{}</title>", escape(&series.name));
+    if !series.scatter {
+        let _ = write!(
+            s,
+            r#"<line x1="{lx}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2.5"{}/>"#,
+            lx + 24.0,
+            dash_attr(dash)
+        );
+    }
     if series.markers {
         s.push_str(&marker(shape, (lx + 12.0, ly), color));
     }

@@ -123,6 +123,14 @@ fn pass_endpoint(ctx: &RunContext<'_>, run_id: &str, first: u64) -> Endpoint {
         .with_raw_responses(ctx.log.debug())
 }
 
+/// A failed load of `run` as the runner reports it.
+fn load_error(run: &RunSpec) -> impl FnOnce(engine::RunError) -> RunnerError + '_ {
+    |source| RunnerError::Load {
+        run: run.id.clone(),
+        source,
+    }
+}
+
 /// The engine's settings of a run's passes.
 fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
     let load = &run.settings.load;
@@ -176,8 +184,13 @@ async fn prime(
     cfg: &RunConfig,
     sink: &mut (impl FnMut(RequestRecord) + Send),
 ) -> Result<(u64, Vec<RunWarning>), RunnerError> {
+    // An exploring priming pass explores with a control of its own.
+    let planned = match cfg.load {
+        engine::Load::ClosedExplore { .. } => super::run_terms::engine_load(run),
+        ref load => load.clone(),
+    };
     let Some((mut source, load, duration)) =
-        super::priming::take(run, prepared, cfg.load.clone(), &ctx.log)?
+        super::priming::take(run, prepared, planned, &ctx.log)?
     else {
         return Ok((0, Vec::new()));
     };
@@ -189,10 +202,7 @@ async fn prime(
     let endpoint = pass_endpoint(ctx, &run.id, ctx.index_base);
     let out = engine::run(&endpoint, &mut source, &priming_cfg, ctx.cancel, sink)
         .await
-        .map_err(|source| RunnerError::Load {
-            run: run.id.clone(),
-            source,
-        })?;
+        .map_err(load_error(run))?;
     let mut warnings = all_as(Code::Connections, out.preconnect.and_then(|p| p.warning()));
     warnings.extend(all_as(Code::Dataset, source.finish_building()));
     Ok((out.sent, warnings))
@@ -223,7 +233,7 @@ pub async fn execute(
     run: &RunSpec,
     mut prepared: PreparedRun,
 ) -> Result<RunResult, RunnerError> {
-    let cfg = run_config(run, &prepared);
+    let (cfg, explore) = super::explore::measured_config(run, run_config(run, &prepared));
     let progress = RunProgress::new(&ctx.label, planned_total(run, &prepared))
         .with_events(&ctx.log, &run.id)
         .with_lines(&ctx.log, &ctx.label);
@@ -258,10 +268,7 @@ pub async fn execute(
     let watch = super::telemetry::start(ctx, &run.id, &mut warnings);
     let mut output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
-        .map_err(|source| RunnerError::Load {
-            run: run.id.clone(),
-            source,
-        })?;
+        .map_err(load_error(run))?;
     let telemetry = super::telemetry::finish(watch, output.started)?;
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
@@ -295,6 +302,7 @@ pub async fn execute(
         late,
         telemetry,
         server_counts,
+        explore,
     };
     Ok(conclude(ctx, run, &source, output, passes, warnings))
 }
@@ -310,6 +318,8 @@ struct Passes {
     late: Option<String>,
     telemetry: super::telemetry::Observed,
     server_counts: Option<crate::telemetry::counts::ServerCounts>,
+    /// An exploring run's control: the steps it held.
+    explore: Option<super::explore::Shared>,
 }
 
 /// The run's summary and warnings, from its measured records.
@@ -340,7 +350,15 @@ fn conclude(
     ));
     let defs = definitions(ctx.definitions);
     let window = (&tally.window, ctx.slice);
-    let (time, steady) = super::steady::measure(&ctx.store, run, window, defs, &mut summary);
+    let (mut time, steady) = super::steady::measure(&ctx.store, run, window, defs, &mut summary);
+    let explored = super::explore::finish(
+        &ctx.store,
+        run,
+        passes.explore.as_ref(),
+        defs,
+        (&mut time, &mut summary),
+    );
+    warnings.extend(all_as(Code::SteadyWindow, explored));
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
     let all_failed =
         super::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
@@ -397,14 +415,18 @@ fn tally_settings(
         slos: ctx.slos.to_vec(),
         first_wave: match run.load() {
             planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
-            planner::Load::ClosedRamp { first, .. } => first.max(1) as usize,
+            planner::Load::ClosedRamp { first, .. } | planner::Load::Explore { first, .. } => {
+                first.max(1) as usize
+            }
             _ => 1,
         },
         shape: match run.load() {
             planner::Load::Closed { concurrency } => LoadShape::Closed {
                 concurrency: concurrency.max(1) as usize,
             },
-            planner::Load::Ramp { .. } | planner::Load::ClosedRamp { .. } => LoadShape::Ramp,
+            planner::Load::Ramp { .. }
+            | planner::Load::ClosedRamp { .. }
+            | planner::Load::Explore { .. } => LoadShape::Ramp,
             _ => LoadShape::Open,
         },
         turns: prepared.conversation.is_some(),

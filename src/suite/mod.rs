@@ -15,6 +15,7 @@ mod counts;
 mod describe;
 pub(crate) mod driver;
 pub(crate) mod execute;
+pub mod explore;
 mod failures;
 mod judge;
 pub(crate) mod lengths;

@@ -27,7 +27,8 @@ pub(super) fn after_load(
 
 /// A closed loop whose connections were opened before the clock, yet whose measured
 /// requests opened more: the server closed kept-alive connections (or one failed). How
-/// many, how long they took, and how many TLS handshakes resumed a session.
+/// many, how long they took, and how many TLS handshakes resumed a session. (An
+/// exploring load opens its connections as it grows: not judged.)
 pub(super) fn reconnects(
     run: &RunSpec,
     output: &RunOutput,

@@ -36,6 +36,8 @@ pub fn engine_load(run: &RunSpec) -> Load {
                 .unwrap_or_default()
                 .into(),
         },
+        planner::Load::Explore { .. } => super::explore::engine_load(run)
+            .map_or(Load::Closed { concurrency: 1 }, |(load, _)| load),
         planner::Load::Open {
             rate,
             process,

@@ -144,7 +144,7 @@ impl Shard {
     /// the shards that run it still send all of its requests. A concurrency ramp is not
     /// split (its slots change over time): the first shard runs all of it.
     pub fn within(&self, load: Load) -> Result<Shard, String> {
-        if let Load::ClosedRamp { .. } = load {
+        if let Load::ClosedRamp { .. } | Load::Explore { .. } = load {
             if self.k > 1 {
                 return Err(format!(
                     "shard {self} has no share of this run (a concurrency ramp runs on the first shard only); skipped"

@@ -1,0 +1,153 @@
+//! An exploring load resolved: the plan's `explore` table (`plan::ExploreSpec`) checked
+//! against its load, and turned into the rule the run follows (`metrics::explore::Rule`,
+//! defaults applied). Pure: no clock, no I/O.
+
+use std::time::Duration;
+
+use crate::metrics::explore::Rule;
+use crate::plan::{ranges, ExploreSpec, LoadSpec};
+
+/// The defaults of an exploring load's keys.
+pub const DEFAULT_MAX: u32 = 1024;
+pub const DEFAULT_GROWTH: f64 = 2.0;
+pub const DEFAULT_MIN_GAIN: f64 = 0.1;
+pub const DEFAULT_TTFT_FACTOR: f64 = 5.0;
+pub const DEFAULT_MAX_FAILURES: f64 = 0.05;
+pub const DEFAULT_PROBES: u32 = 3;
+
+/// The rule of an exploring load that [`explore_problems`] accepts.
+pub fn rule_of(spec: &ExploreSpec) -> Rule {
+    Rule {
+        from: spec.from.unwrap_or(1).max(1),
+        max: spec.max.unwrap_or(DEFAULT_MAX).max(1),
+        growth: spec.growth.unwrap_or(DEFAULT_GROWTH),
+        min_gain: spec.min_gain.unwrap_or(DEFAULT_MIN_GAIN),
+        ttft_factor: spec.ttft_factor.unwrap_or(DEFAULT_TTFT_FACTOR),
+        max_failures: spec.max_failures.unwrap_or(DEFAULT_MAX_FAILURES),
+        probes: spec.probes.unwrap_or(DEFAULT_PROBES),
+    }
+}
+
+/// How long each level is held (the plan requires `step`; one second should none reach here).
+pub fn step_of(spec: &ExploreSpec) -> Duration {
+    spec.step.map_or(Duration::from_secs(1), |d| d.0)
+}
+
+/// What is wrong with the table itself.
+fn spec_problems(spec: &ExploreSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    let max = ranges::MAX_CONCURRENCY;
+    for (key, v) in [("from", spec.from), ("max", spec.max)] {
+        if v.is_some_and(|v| !(1..=max).contains(&v)) {
+            out.push(format!("explore `{key}` is from 1 to {max}"));
+        }
+    }
+    if let (Some(from), Some(top)) = (spec.from, spec.max) {
+        if from > top {
+            out.push(format!(
+                "explore starts above its `max` ({from} > {top}): lower `from` or raise `max`"
+            ));
+        }
+    }
+    let ranged = [
+        ("growth", spec.growth, 1.1, 16.0),
+        ("min_gain", spec.min_gain, 0.0, 10.0),
+        ("ttft_factor", spec.ttft_factor, 1.0, 1000.0),
+        ("max_failures", spec.max_failures, 0.0, 1.0),
+    ];
+    for (key, v, lo, hi) in ranged {
+        if v.is_some_and(|v| !(lo..=hi).contains(&v)) {
+            out.push(format!("explore `{key}` is from {lo} to {hi}"));
+        }
+    }
+    if spec.probes.is_some_and(|p| p > 20) {
+        out.push("explore `probes` is from 0 to 20".into());
+    }
+    match spec.step {
+        None => out.push(
+            "an exploring load needs `step`, how long each level is held (like \"30s\")".into(),
+        ),
+        Some(d) if d.0 < Duration::from_millis(100) => out.push(
+            "explore `step` is at least 100ms: each level needs requests that end in it".into(),
+        ),
+        Some(_) => {}
+    }
+    out
+}
+
+/// What is wrong with an exploring load: the table, and the keys it cannot go with.
+pub fn explore_problems(load: &LoadSpec, spec: &ExploreSpec) -> Vec<String> {
+    let mut out = spec_problems(spec);
+    let clashing: Vec<&str> = [
+        ("concurrency", load.concurrency.is_some()),
+        ("rate", load.rate.is_some()),
+        ("ramp", load.ramp.is_some()),
+        ("concurrency_ramp", load.concurrency_ramp.is_some()),
+        ("requests", load.requests.is_some()),
+        ("duration", load.duration.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, set)| set.then_some(k))
+    .collect();
+    if !clashing.is_empty() {
+        out.push(format!(
+            "an exploring load chooses its own levels and ends when it has found saturation: drop `{}`",
+            clashing.join("`, `")
+        ));
+    }
+    if load.search.is_some() {
+        out.push("an exploring load cannot be searched: an SLA search probes fixed loads".into());
+    }
+    if load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some() {
+        out.push("`arrivals`, `burstiness` and `max_in_flight` apply to open loops (`rate`, `ramp`), not to an exploring load".into());
+    }
+    if super::warmup_count(load) > 0 {
+        out.push(
+            "an exploring load has no warmup: its first level is its warmup (drop `warmup`)".into(),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::HumanDuration;
+
+    fn spec() -> ExploreSpec {
+        ExploreSpec {
+            step: Some(HumanDuration(Duration::from_secs(2))),
+            ..ExploreSpec::default()
+        }
+    }
+
+    #[test]
+    fn defaults_make_the_rule() {
+        assert!(explore_problems(&LoadSpec::default(), &spec()).is_empty());
+        let r = rule_of(&spec());
+        assert_eq!((r.from, r.max, r.probes), (1, 1024, 3));
+        assert_eq!((r.growth, r.min_gain), (2.0, 0.1));
+        assert_eq!(step_of(&spec()), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn bad_explores_say_what_to_do() {
+        let load = LoadSpec {
+            concurrency: Some(4),
+            requests: Some(10),
+            ..LoadSpec::default()
+        };
+        let bad = ExploreSpec {
+            from: Some(64),
+            max: Some(8),
+            growth: Some(1.0),
+            step: None,
+            ..ExploreSpec::default()
+        };
+        let p = explore_problems(&load, &bad).join("\n");
+        assert!(p.contains("drop `concurrency`, `requests`"), "{p}");
+        assert!(p.contains("explore starts above its `max`"), "{p}");
+        assert!(p.contains("explore `growth` is from 1.1 to 16"), "{p}");
+        assert!(p.contains("needs `step`"), "{p}");
+    }
+}
