@@ -30,6 +30,7 @@ const PLACES: &[(&str, &[&str])] = &[
         "ConcurrencyRampSpec",
         &["matrix", "load", "concurrency_ramp"],
     ),
+    ("ExploreSpec", &["matrix", "load", "explore"]),
     ("ReportSpec", &["report"]),
     ("TrustSpec", &["trust"]),
     ("MixClassSpec", &["datasets", "d", "mix", "0"]),
@@ -153,6 +154,7 @@ fn contexts(dir: &Path) -> Vec<Value> {
         json!({"ramp": {"rates": [20, 40], "step": "1s"}}),
         json!({"concurrency_ramp": {"from": 1, "to": 2, "over": "100ms"}}),
         json!({"concurrency_ramp": {"concurrencies": [1, 2], "step": "100ms"}}),
+        json!({"explore": {"max": 2, "step": "100ms", "probes": 0}}),
     ];
     let datasets = [
         (json!({"kind": "random", "input_tokens": 8}), None),
@@ -472,6 +474,7 @@ const RANGE_TABLES: &[(&str, &str)] = &[
     ("LoadSpec", "`load`"),
     ("RampSpec", "`ramp`"),
     ("ConcurrencyRampSpec", "`concurrency_ramp`"),
+    ("ExploreSpec", "`explore`"),
     ("ReportSpec", "`[report]`"),
     ("TrustSpec", "`[trust]`"),
     ("MixClassSpec", "`mix` class"),
