@@ -132,6 +132,11 @@ async fn every_metric_reaches_the_collector_in_base_units() {
     assert_eq!(attr(res, "service.name"), Some("perfplan"));
     assert_eq!(attr(res, "perfplan.suite"), Some("otlp-export"));
     assert_eq!(attr(res, "perfplan.label.release"), Some("2.0.1"));
+    assert!(attr(res, "host.cpu.cores").is_some(), "{res}");
+    assert!(
+        attr(res, "perfplan.endpoint.sim.version").is_some(),
+        "{res}"
+    );
     let metrics = rm["scopeMetrics"][0]["metrics"].as_array().unwrap();
     let points: usize = metrics
         .iter()

@@ -16,6 +16,7 @@ use super::compare::{self, higher_is_better, match_key, CompareOptions, MetricDe
 use super::pivot::{varying_axes, Labels};
 use super::repeats::{group_leads, group_members, group_value, REPEAT_AXIS};
 use super::{ReportData, ReportError};
+use crate::metrics::names;
 use crate::metrics::student::mean_interval;
 use crate::store::{Store, StoredRun};
 
@@ -295,6 +296,10 @@ pub fn history(sources: &[PathBuf], opts: &HistoryOptions) -> Result<History, Re
     } else {
         opts.compare.metrics.clone()
     };
+    // Metrics by name only (a preset such as `evalscope` is no line).
+    if let Some(bad) = metrics.iter().find(|m| !names::is_metric_or_class(m)) {
+        return Err(super::unknown_metric(bad));
+    }
     let copts = CompareOptions {
         metrics: metrics.clone(),
         ..opts.compare.clone()
@@ -366,7 +371,8 @@ fn judge_steps(
         let c = compare::compare(&suites[i - 1].store, &suites[i].store, copts)?;
         for pair in &c.pairs {
             let key = match_key(&pair.new, ignore);
-            for d in &pair.deltas {
+            // A step needs a value on both sides.
+            for d in pair.deltas.iter().filter(|d| d.delta.is_some()) {
                 if let Some(line) = lines.get_mut(&(key.clone(), d.metric.clone())) {
                     line.steps[i] = Some(Step {
                         delta_pct: d.delta_pct,

@@ -3,8 +3,11 @@
 //! and labelled by the Prometheus exposition's one rule (`prometheus::gauges`: the
 //! same name, `perfplan_ttft_p99_seconds`, and the same labels, as attributes), with the
 //! unit in UCUM (`s`, `1`, `{token}/s`). The resource carries the suite: `service.name`
-//! `perfplan`, the plan's name, perfplan's version, the plan's git revision and every
-//! label of the environment record (`perfplan.label.release`). Builds the body only;
+//! `perfplan`, the plan's name, perfplan's version, the plan's git revision, every
+//! label of the environment record (`perfplan.label.release`), the client machine
+//! (`host.cpu.model.name`, `host.cpu.cores`, `os.kernel`, `host.cpu.governor`) and per
+//! endpoint its labels and its server's engine and version
+//! (`perfplan.endpoint.NAME.version`). Builds the body only;
 //! sending it is the command line's.
 
 use std::collections::BTreeMap;
@@ -44,9 +47,37 @@ fn resource(data: &ReportData) -> Vec<Value> {
     if let Some(git) = &info.git {
         attrs.push(attribute("perfplan.plan.revision", &git.revision));
     }
-    if let Some(env) = &info.environment {
-        for (k, v) in &env.labels {
-            attrs.push(attribute(&format!("perfplan.label.{k}"), v));
+    let Some(env) = &info.environment else {
+        return attrs;
+    };
+    for (k, v) in &env.labels {
+        attrs.push(attribute(&format!("perfplan.label.{k}"), v));
+    }
+    if let Some(c) = &env.client {
+        let facts = [
+            ("host.cpu.model.name", c.cpu_model.clone()),
+            ("host.cpu.cores", c.cores.map(|n| n.to_string())),
+            ("os.kernel", c.kernel.clone()),
+            ("host.cpu.governor", c.cpu_governor.clone()),
+        ];
+        for (k, v) in facts {
+            if let Some(v) = v {
+                attrs.push(attribute(k, &v));
+            }
+        }
+    }
+    // Per endpoint: its labels and what its server said it is.
+    for (name, ep) in &env.endpoints {
+        for (k, v) in &ep.labels {
+            attrs.push(attribute(&format!("perfplan.endpoint.{name}.label.{k}"), v));
+        }
+        if let Some(server) = &ep.server {
+            let facts = [("engine", &server.engine), ("version", &server.version)];
+            for (k, v) in facts {
+                if let Some(v) = v {
+                    attrs.push(attribute(&format!("perfplan.endpoint.{name}.{k}"), v));
+                }
+            }
         }
     }
     attrs
