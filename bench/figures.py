@@ -125,7 +125,12 @@ def run(db_path, truth_path, time_path):
         "gap_cv": cv,
         "schedule_cv": gap_cv([x[0] for x in intended]),
         "lateness_p99_ms": metrics.get("lateness_p99"),
-        "client_bound": [w for w in warnings if w.startswith("client_bound")],
+        # Warnings are typed objects ({code, severity, text}); strings in older databases.
+        "client_bound": [
+            w.get("text", "") if isinstance(w, dict) else w
+            for w in warnings
+            if (w.get("code") if isinstance(w, dict) else w.split(":")[0]) == "client_bound"
+        ],
         # Connections: opened before the clock (TLS handshakes among them) and by measured
         # requests during the run.
         "preconnect_opened": (extras.get("preconnect") or {}).get("opened"),
