@@ -215,3 +215,37 @@ fn a_broken_link_is_found() {
     assert!(broken[1].contains("no-such-page.md"));
     assert!(broken[2].contains("links out of docs/src"));
 }
+
+/// The README is a front page, not the manual: a screen or two that gets a new user to the
+/// quickstart and to their own server, and links into the book for the rest.
+#[test]
+fn the_readme_is_a_front_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines: the manual belongs in the book"
+    );
+    for needle in [
+        "## Install",
+        "cargo install --locked --path .",
+        "perfplan run scenarios/quickstart.toml",
+        "perfplan run --url",
+        "## From EvalScope",
+        "perfplan import evalscope",
+        "cargo test",
+        "docs/src/SUMMARY.md",
+    ] {
+        assert!(readme.contains(needle), "README.md lacks `{needle}`");
+    }
+    // The quickstart's table is shown as it prints.
+    let quick = readme
+        .find("perfplan run scenarios/quickstart.toml")
+        .unwrap();
+    let url = readme.find("perfplan run --url").unwrap();
+    assert!(
+        readme[quick..url].contains("ttft_p50 (ms)"),
+        "no quickstart table before --url"
+    );
+}
