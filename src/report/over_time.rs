@@ -168,9 +168,9 @@ fn rate_points(slices: &Slices, k: usize) -> (Points, Points) {
         };
         let len: f64 = w.iter().map(|x| x.len_s).sum();
         let mid = slices.origin_s + (a.start_s + b.start_s + b.len_s) / 2.0;
-        let done: f64 = w.iter().map(|x| x.rps * x.len_s).sum();
+        let done: u64 = w.iter().map(|x| x.ok).sum();
         let tokens: f64 = w.iter().map(|x| x.output_tps * x.len_s).sum();
-        rps.push((mid, done / len));
+        rps.push((mid, done as f64 / len));
         tps.push((mid, tokens / len));
     }
     (rps, tps)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::prepare::PreparedRun;
 use super::targets::Targets;
-use super::traffic::{as_priming, dataset_error, replay_warnings};
+use super::traffic::{as_priming, dataset_error, replay_context, replay_warnings};
 use super::RunnerError;
 use crate::api::{self, BodyInput};
 use crate::dataset::{self, DatasetContext, RunSharing};
@@ -25,9 +25,7 @@ pub(super) fn prepare(
     base: impl FnOnce(Vec<String>) -> PreparedRun,
 ) -> Result<PreparedRun, RunnerError> {
     let s = &run.settings;
-    let mut ctx = ctx.clone();
-    // `requests` takes the first records; without it, every record (no duration cap).
-    ctx.count = s.load.requests.map_or(usize::MAX, |n| n as usize);
+    let ctx = replay_context(run, ctx);
     let trace = dataset::trace_lengths::read(plan, &ctx).map_err(|e| dataset_error(run, e))?;
     let mut warnings = trace.warnings;
     warnings.extend(replay_warnings(run));

@@ -36,6 +36,18 @@ pub(super) fn prepare(
     }
 }
 
+/// The dataset context of a replay: `requests` takes the first records; without it,
+/// every record (no duration cap).
+pub(super) fn replay_context(run: &RunSpec, ctx: &DatasetContext) -> DatasetContext {
+    let mut ctx = ctx.clone();
+    ctx.count = run
+        .settings
+        .load
+        .requests
+        .map_or(usize::MAX, |n| n as usize);
+    ctx
+}
+
 pub(super) fn dataset_error(run: &RunSpec, source: dataset::DatasetError) -> RunnerError {
     RunnerError::Dataset {
         dataset: run.settings.dataset.name.clone(),
@@ -50,9 +62,7 @@ fn trace(
     base: impl FnOnce(Vec<String>) -> PreparedRun,
 ) -> Result<PreparedRun, RunnerError> {
     let s = &run.settings;
-    let mut ctx = ctx.clone();
-    // `requests` takes the first records; without it, every record (no duration cap).
-    ctx.count = s.load.requests.map_or(usize::MAX, |n| n as usize);
+    let ctx = replay_context(run, ctx);
     let trace = dataset::trace::read(plan, &ctx).map_err(|e| dataset_error(run, e))?;
     let mut warnings = trace.warnings;
     warnings.extend(replay_warnings(run));
