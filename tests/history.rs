@@ -172,6 +172,7 @@ fn a_planted_regression_is_the_only_step_marked() {
     let json: Value = serde_json::from_str(&stdout_of(
         &[
             &["history", "--by", "release", "--format", "json"],
+            &MIN_EFFECT[..],
             &paths[..],
         ]
         .concat(),
