@@ -311,12 +311,18 @@ fn a_run_beside_a_second_client_is_invalid_for_a_server_not_alone() {
     };
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), &live, fresh_seed(), COLD);
+    let done = std::sync::atomic::AtomicBool::new(false);
     let db = std::thread::scope(|s| {
-        // A second client: a bounded loop of 6 requests (or 60 s), alongside the run.
+        // A second client sending for as long as the run lasts (bounded: 300 requests or
+        // 120 s). A fixed handful of requests could all finish before perfplan starts
+        // measuring on a fast server, which is how this test once failed in CI.
         let other = s.spawn(|| {
-            let until = Instant::now() + Duration::from_secs(60);
+            let until = Instant::now() + Duration::from_secs(120);
             let mut sent = 0;
-            while sent < 6 && Instant::now() < until {
+            while !done.load(std::sync::atomic::Ordering::Relaxed)
+                && sent < 300
+                && Instant::now() < until
+            {
                 assert_eq!(live.chat("Tell me about the sea.", 16), 200);
                 sent += 1;
             }
@@ -324,6 +330,7 @@ fn a_run_beside_a_second_client_is_invalid_for_a_server_not_alone() {
         });
         std::thread::sleep(Duration::from_millis(300));
         let db = cli_support::run(&plan, &dir.path().join("out"));
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(other.join().unwrap() > 0);
         db
     });
