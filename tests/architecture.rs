@@ -112,6 +112,14 @@ const ONLY: &[(&str, &[&str], &str)] = &[
     ),
 ];
 
+/// `(suffix, owner, why)`: a `struct` or `enum` whose name ends in `suffix` is declared
+/// only inside `owner` (the one place a kind of machinery lives).
+const DEFINED_ONLY_IN: &[(&str, &str, &str)] = &[(
+    "Search",
+    "search",
+    "the SLA search state machines belong to `search` (DESIGN's table); their terms are `metrics::sla`",
+)];
+
 /// The modules that send load (and `cli`): the only ones that may import `engine`.
 const ENGINE_USERS: &[&str] = &["suite", "search", "preflight", "distribute", "cli"];
 
@@ -545,6 +553,11 @@ fn check(sources: &[Source]) -> Vec<Violation> {
         let Some(from) = top_module(&s.path) else {
             continue;
         };
+        out.extend(
+            misplaced_types(&from, &code)
+                .into_iter()
+                .map(|(line, rule)| v(line, rule)),
+        );
         for (line, to) in references(&s.path, &code) {
             if let Some(rule) = import_rule(&from, &to) {
                 out.push(v(line, rule));
@@ -559,6 +572,29 @@ fn check(sources: &[Source]) -> Vec<Violation> {
     out.extend(circles(&edges));
     out.sort();
     out.dedup();
+    out
+}
+
+/// Types declared outside the module [`DEFINED_ONLY_IN`] gives them to: line and rule.
+fn misplaced_types(module: &str, code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| *w == "struct" || *w == "enum") else {
+            continue;
+        };
+        let Some(name) = words.get(at + 1).map(|w| ident(w)) else {
+            continue;
+        };
+        for (suffix, owner, why) in DEFINED_ONLY_IN {
+            if name.ends_with(suffix) && module != *owner {
+                out.push((
+                    i + 1,
+                    format!("`{name}` is declared in `{module}`, not `{owner}`: {why}"),
+                ));
+            }
+        }
+    }
     out
 }
 
@@ -707,6 +743,16 @@ mod rules {
             "{v}"
         );
         assert!(v.contains("DESIGN's Never"), "{v}");
+    }
+
+    #[test]
+    fn a_search_machine_outside_search_is_named() {
+        let v = broken("src/metrics/sla.rs", "pub struct LimitSearch {\n}\n");
+        assert!(
+            v.starts_with("src/metrics/sla.rs:1: `LimitSearch` is declared in `metrics`"),
+            "{v}"
+        );
+        assert!(one("src/search/x.rs", "pub(crate) struct LimitSearch;\n").is_empty());
     }
 
     #[test]

@@ -18,7 +18,6 @@ mod rates;
 pub mod registry;
 mod registry_defs;
 pub mod sla;
-pub mod sla_objective;
 pub mod slices;
 pub mod slo;
 pub mod stats;

@@ -1,15 +1,14 @@
 //! SLA-search loads in the planner: the checks of a `load = { search = ... }` entry, and
 //! the probe runs a search expands into at execution time (concrete load, stable id
 //! derived from the search run's id, the probed value and the trial). Knows nothing
-//! about HTTP or storage; the bracketing itself is `metrics::sla`.
+//! about HTTP or storage; the bracketing itself is `search`'s.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::run::{dataset_seed, RunSpec};
 use crate::metrics::condition::{parse_condition, ConditionError};
-use crate::metrics::sla::{parse_multiple, Bounds, Precision};
-use crate::metrics::sla_objective::Goal;
+use crate::metrics::sla::{parse_multiple, Bounds, Goal, Precision};
 use crate::plan::ranges::{MAX_CONCURRENCY, MAX_REQUESTS, MAX_STEP_MULTIPLE};
 use crate::plan::{LoadSpec, PrecisionSpec, SearchVariable, StepRequests, WarmupSpec};
 
@@ -288,7 +287,7 @@ pub fn probe_run(search: &RunSpec, value: f64, trial: u32) -> Option<RunSpec> {
 /// `None` for a load that is not a valid search.
 pub fn success_floor(load: &LoadSpec) -> Option<crate::metrics::sla::SuccessFloor> {
     load.search?;
-    let (_, limits) = crate::metrics::sla_objective::split_slo(&load.slo).ok()?;
+    let (_, limits) = crate::metrics::sla::split_slo(&load.slo).ok()?;
     Some(crate::metrics::sla::with_success_floor(limits).1)
 }
 

@@ -1,4 +1,4 @@
-//! One SLA-search run of a suite: asks `metrics::sla::Search` for the next value, runs
+//! One SLA-search run of a suite: asks its state machine (`bisect`, or `ladder` for an objective) for the next value, runs
 //! each trial of it as a probe run of its own (the ordinary per-run machinery, stored and
 //! linked to the search), pools the trials' stored request records into one verdict, and
 //! stores the search's result as the search run's metrics (`sla_max_concurrency` /
@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 use crate::control::chain;
 use crate::engine::Target;
 use crate::metrics::condition::Condition;
-use crate::metrics::sla::{self, Next, Search, SearchOutcome, SearchResult};
-use crate::metrics::sla_objective::split_slo;
+use crate::metrics::sla::split_slo;
+use crate::metrics::sla::{self, SearchOutcome};
 use crate::metrics::{MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::{self, SearchVariable};
 use crate::planner::search::{bounds, probe_run, trials};
@@ -26,7 +26,10 @@ use crate::planner::RunSpec;
 use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
 use crate::suite::driver::{run_label, Ended, SearchDriver, Suite};
 use crate::suite::RunnerError;
+use bisect::{Next, Search, SearchResult};
 
+mod bisect;
+mod ladder;
 mod optimum;
 
 /// What one step gave: the value, the pooled summary and its verdict.

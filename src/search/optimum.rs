@@ -1,5 +1,5 @@
 //! An SLA search with an objective (`output_tps = "max"`): its state machine (`Best`,
-//! asking `metrics::sla_objective::OptimumSearch` for the next value) runs in the limit
+//! asking `ladder::OptimumSearch` for the next value) runs in the limit
 //! search's loop (`super::drive`: the same steps, trials, pools and stored steps), and
 //! it stores the passing value with the best objective as `sla_best_concurrency` /
 //! `sla_best_rate`, with the pooled metrics of that value as the search run's metrics
@@ -9,6 +9,7 @@ use std::ops::ControlFlow;
 
 use serde_json::json;
 
+use super::ladder::{OptimumNext, OptimumResult, OptimumSearch};
 use super::{
     drive, finish_search, floor_clause, interrupted_search, metrics_of, variable_name,
     verdict_text, Machine, Step, SEARCH_DONE,
@@ -16,7 +17,7 @@ use super::{
 use crate::engine::Target;
 use crate::metrics::condition::Condition;
 use crate::metrics::sla::{Bounds, SearchOutcome};
-use crate::metrics::sla_objective::{Goal, Objective, OptimumNext, OptimumResult, OptimumSearch};
+use crate::metrics::sla::{Goal, Objective};
 use crate::plan::SearchVariable;
 use crate::planner::RunSpec;
 use crate::report::format::display_for;

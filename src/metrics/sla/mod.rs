@@ -1,7 +1,9 @@
-//! SLA search logic without I/O: the bracketing/bisection state machine that picks the
-//! next load to probe, the verdict of a probe against its SLO conditions, and the pooling
-//! of several trials' request records into one sample (statistics are recomputed from the
-//! pooled records, never averaged over trials). Knows nothing about plans, HTTP or storage.
+//! The terms of an SLA search, without I/O, shared by the planner (which validates a
+//! search), the gates and `search` (which owns the state machines that pick the next
+//! load): the searched bounds and precision, how a search ended, its SLO conditions and
+//! objective, the verdict of a probe against them, and the pooling of several trials'
+//! request records into one sample (statistics are recomputed from the pooled records,
+//! never averaged over trials). Knows nothing about plans, HTTP or storage.
 
 use super::condition::{parse_condition, Condition, ConditionError};
 
@@ -72,93 +74,6 @@ impl SearchOutcome {
         ]
         .into_iter()
         .find(|o| o.as_str() == text)
-    }
-}
-
-/// The result of a finished search.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SearchResult {
-    /// The highest value that met every condition.
-    pub best_pass: Option<f64>,
-    /// The lowest value that failed a condition.
-    pub first_fail: Option<f64>,
-    pub outcome: SearchOutcome,
-}
-
-/// What to do next.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Next {
-    Probe(f64),
-    Done(SearchResult),
-}
-
-/// Exponential bracketing from `min` (doubling, capped at `max`), then bisection of
-/// the bracket until it is narrower than the precision.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Search {
-    bounds: Bounds,
-    best_pass: Option<f64>,
-    first_fail: Option<f64>,
-    /// Every probe so far: value and whether it passed.
-    pub steps: Vec<(f64, bool)>,
-}
-
-impl Search {
-    pub fn new(bounds: Bounds) -> Search {
-        Search {
-            bounds,
-            best_pass: None,
-            first_fail: None,
-            steps: Vec::new(),
-        }
-    }
-
-    fn round(&self, v: f64) -> f64 {
-        if self.bounds.integer {
-            v.floor()
-        } else {
-            v
-        }
-    }
-
-    /// The next value to probe, or the result.
-    pub fn next(&self) -> Next {
-        let b = &self.bounds;
-        let done = |outcome| {
-            Next::Done(SearchResult {
-                best_pass: self.best_pass,
-                first_fail: self.first_fail,
-                outcome,
-            })
-        };
-        match (self.best_pass, self.first_fail) {
-            (None, None) => Next::Probe(self.round(b.min)),
-            (None, Some(_)) => done(SearchOutcome::MinFails),
-            (Some(pass), None) if pass >= b.max => done(SearchOutcome::MaxPasses),
-            (Some(pass), None) => Next::Probe(self.round((pass * 2.0).min(b.max))),
-            (Some(pass), Some(fail)) => {
-                if fail - pass <= b.tolerance(pass) {
-                    return done(SearchOutcome::Found);
-                }
-                let mid = self.round((pass + fail) / 2.0);
-                if mid <= pass || mid >= fail {
-                    return done(SearchOutcome::Found);
-                }
-                Next::Probe(mid)
-            }
-        }
-    }
-
-    /// Records a probe's verdict.
-    pub fn record(&mut self, value: f64, passed: bool) {
-        self.steps.push((value, passed));
-        if passed {
-            if self.best_pass.is_none_or(|p| value > p) {
-                self.best_pass = Some(value);
-            }
-        } else if self.first_fail.is_none_or(|f| value < f) {
-            self.first_fail = Some(value);
-        }
     }
 }
 
@@ -273,8 +188,10 @@ pub fn verdict(
     }
 }
 
+pub use objective::{split_slo, Goal, Objective};
 pub use pool::{pool, Pool};
 
+mod objective;
 mod pool;
 #[cfg(test)]
 mod tests;

@@ -258,7 +258,7 @@ fn applies(gate: &Condition, run: &StoredRun) -> bool {
         .is_some_and(|slo| {
             slo.values()
                 .filter_map(serde_json::Value::as_str)
-                .any(|t| crate::metrics::sla_objective::Goal::parse(t).is_some())
+                .any(|t| crate::metrics::sla::Goal::parse(t).is_some())
         });
     run.settings
         .pointer("/load/search")

@@ -1,100 +1,12 @@
-//! SLA searches with an objective (`output_tps = "max"`, `ttft_p99 = "min"`), without
-//! I/O: splitting a search's `slo` into its objective and its limit conditions, and the
-//! state machine that picks the next load to probe — a doubling ladder from `min` until
+//! The objective search of an SLA search, without I/O: a doubling ladder from `min` until
 //! a probe fails a condition (or `max` is probed), then midpoints around the best passing
-//! value until no neighbour is farther than the precision. Knows nothing about plans,
-//! HTTP or storage; the limit search is `sla`.
+//! value until no neighbour is farther than the precision. Its objective is
+//! `metrics::sla::objective`'s.
 
-use std::collections::BTreeMap;
-
-use super::condition::{Condition, ConditionError, Op, Threshold};
-use super::sla::{parse_slo, Bounds, SearchOutcome};
+use crate::metrics::sla::{Bounds, Goal, SearchOutcome};
 
 /// Probes a search never exceeds, whatever the precision.
 const MAX_PROBES: usize = 64;
-
-/// Which way the objective goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Goal {
-    /// The load value with the lowest metric (latency-type).
-    Min,
-    /// The load value with the highest metric (throughput-type).
-    Max,
-}
-
-impl Goal {
-    /// `"max"` or `"min"` (the value of a `slo` entry), else `None`.
-    pub fn parse(text: &str) -> Option<Goal> {
-        match text.trim() {
-            "max" => Some(Goal::Max),
-            "min" => Some(Goal::Min),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Goal::Min => "min",
-            Goal::Max => "max",
-        }
-    }
-
-    /// Whether `a` is strictly better than `b`.
-    fn better(self, a: f64, b: f64) -> bool {
-        match self {
-            Goal::Max => a > b,
-            Goal::Min => a < b,
-        }
-    }
-}
-
-/// The metric to optimise and which way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Objective {
-    pub metric: String,
-    pub goal: Goal,
-}
-
-impl Objective {
-    /// A condition that holds whenever the objective's value is known, so that a probe
-    /// without a value (no successful request) fails rather than wins.
-    pub fn known_condition(&self) -> Condition {
-        Condition {
-            metric: self.metric.clone(),
-            op: Op::Ge,
-            threshold: Threshold::Absolute(f64::MIN),
-            text: format!("a value (the objective `{}`)", self.goal.as_str()),
-        }
-    }
-}
-
-/// A search's `slo` as its objective (at most one) and its limit conditions.
-pub fn split_slo(
-    slo: &BTreeMap<String, String>,
-) -> Result<(Option<Objective>, Vec<Condition>), ConditionError> {
-    let mut objective = None;
-    let mut limits = Vec::new();
-    for (metric, text) in slo {
-        match Goal::parse(text) {
-            Some(goal) if objective.is_none() => {
-                super::condition::parse_condition(metric, "<= 0")?;
-                objective = Some(Objective {
-                    metric: metric.clone(),
-                    goal,
-                });
-            }
-            Some(_) => {
-                return Err(ConditionError::Syntax {
-                    metric: metric.clone(),
-                    text: text.clone(),
-                    reason: "a search has at most one objective (`min` or `max`)".into(),
-                })
-            }
-            None => limits.push((metric, text)),
-        }
-    }
-    Ok((objective, parse_slo(limits)?))
-}
 
 /// One probe: its value, whether it met every condition, and its objective value.
 #[derive(Debug, Clone, Copy, PartialEq)]

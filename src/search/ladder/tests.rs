@@ -116,38 +116,3 @@ fn min_failing_has_no_optimum_and_unknown_scores_fail() {
     s.record(1.0, true, None);
     assert!(matches!(s.next(), OptimumNext::Done(r) if r.outcome == SearchOutcome::MinFails));
 }
-
-#[test]
-fn slo_splits_into_objective_and_limits() {
-    let slo: BTreeMap<String, String> = [
-        ("output_tps".to_string(), "max".to_string()),
-        ("ttft_p99".to_string(), "<= 2s".to_string()),
-    ]
-    .into();
-    let (obj, limits) = split_slo(&slo).unwrap();
-    assert_eq!(
-        obj,
-        Some(Objective {
-            metric: "output_tps".into(),
-            goal: Goal::Max
-        })
-    );
-    assert_eq!(limits.len(), 1);
-    assert_eq!(limits[0].metric, "ttft_p99");
-    let two: BTreeMap<String, String> = [
-        ("output_tps".to_string(), "max".to_string()),
-        ("ttft_p99".to_string(), "min".to_string()),
-    ]
-    .into();
-    assert!(split_slo(&two)
-        .unwrap_err()
-        .to_string()
-        .contains("at most one"));
-    let unknown: BTreeMap<String, String> = [("output_tsp".to_string(), "max".to_string())].into();
-    assert!(split_slo(&unknown)
-        .unwrap_err()
-        .to_string()
-        .contains("did you mean `output_tps`"));
-    let known = obj.unwrap().known_condition();
-    assert!(known.check(0.0, None).unwrap());
-}
