@@ -61,6 +61,11 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
     ),
     ("preflight", &["store"], "preflight must not know the store"),
     (
+        "distribute",
+        &["suite"],
+        "distribute owns how loads split and reads stored rows: the run loop is the suite's, and the suite asks distribute (one way)",
+    ),
+    (
         "sim",
         &[
             "engine",

@@ -72,11 +72,11 @@ pub struct RunArgs {
     /// (SLURM_PROCID + 1 of SLURM_NTASKS). With `--out DIR`, the shard's results go to
     /// `DIR/shard-K-of-N`, so every shard can share one DIR.
     #[arg(long, value_name = "K/N|auto")]
-    pub shard: Option<crate::suite::ShardChoice>,
+    pub shard: Option<crate::distribute::shard::ShardChoice>,
     /// Start the first run's load at this wall-clock instant, so that shards begin
     /// together: RFC 3339 UTC (`2026-11-29T12:00:00Z`) or unix seconds. A warm run's
     /// priming pass comes before it; an instant already past starts at once, with a warning.
-    #[arg(long, value_name = "TIME", value_parser = crate::suite::start_at::parse_start_at)]
+    #[arg(long, value_name = "TIME", value_parser = crate::distribute::start_at::parse_start_at)]
     pub start_at: Option<std::time::SystemTime>,
     /// The start barrier of a sharded suite, so every run starts on all shards at once:
     /// HOST:PORT of shard 1 (it listens there, the others connect), HOST, :PORT, or `off`.
@@ -182,7 +182,7 @@ pub fn run(args: &RunArgs) -> u8 {
         resume_args: Some(resume_args(std::env::args().skip(1))),
         tokenizers: files.tokenizers,
     };
-    let sharding = suite::ShardOptions {
+    let sharding = crate::distribute::shard::ShardOptions {
         shard: shard.map(|s| s.0),
         start_at: args.start_at,
     };

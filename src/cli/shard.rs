@@ -7,11 +7,11 @@ use std::sync::Arc;
 use super::exit;
 use super::run::RunArgs;
 use crate::distribute::barrier::{barrier_address, BarrierConfig, TcpBarrier};
+use crate::distribute::shard::env::{self as shard_env, Engine, ShardChoice};
+use crate::distribute::shard::Shard;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::Store;
-use crate::suite::shard_env::{self, Engine, ShardChoice};
-use crate::suite::Shard;
 
 /// The shard `--shard` names (`auto`: read from the environment, with its engine);
 /// `Err(exit code)` after saying why there is none.

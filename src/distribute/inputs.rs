@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::distribute::shard::env::parse_shard_folder;
+use crate::distribute::shard::Shard;
 use crate::distribute::MergeError;
 use crate::store::{db_path, Store, SuiteRow};
-use crate::suite::shard_env::parse_shard_folder;
-use crate::suite::share::Shard;
 
 /// One opened shard database.
 pub(super) struct Input {

@@ -17,7 +17,6 @@ use crate::distribute::merge_metrics::{options, server_ratio, MergeFold};
 use crate::distribute::merge_verdict;
 use crate::distribute::shard_facts::{self, start_us};
 use crate::store::{db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun};
-use crate::suite::execute;
 
 /// Why the shards could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +56,7 @@ pub enum MergeError {
         source: StoreError,
     },
     #[error("the suite's [slo]")]
-    Slo(#[source] crate::suite::RunnerError),
+    Slo(#[source] crate::metrics::slo::SloTableError),
 }
 
 /// What a merge produced.
@@ -98,7 +97,7 @@ pub fn merge_shards(out: &Path, inputs: &[PathBuf]) -> Result<MergeOutcome, Merg
     let suite = &inputs[0].suite.info;
     let slo: BTreeMap<String, String> =
         serde_json::from_value(suite.slo.clone()).unwrap_or_default();
-    let slos = execute::slos_of(&slo).map_err(MergeError::Slo)?;
+    let slos = crate::metrics::slo::slos_of(&slo).map_err(MergeError::Slo)?;
     let mut by_id: BTreeMap<String, Vec<(usize, StoredRun)>> = BTreeMap::new();
     for (i, input) in inputs.iter().enumerate() {
         let db = |source| MergeError::Database {
@@ -229,7 +228,7 @@ fn merge_run(
     let steps = fold.take_steps();
     let (mut summary, input_lengths, class_requests) = fold.finish(parts, &opts);
     summary.client_bound = verdict;
-    let mut extras = execute::extras(&summary, rows);
+    let mut extras = summary.facts_json(rows);
     if let Value::Object(map) = &mut extras {
         map.insert("measured_start_unix_us".into(), json!(base));
         map.insert("input_lengths".into(), input_lengths);

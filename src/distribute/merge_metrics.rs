@@ -8,15 +8,15 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::distribute::inputs::Input;
+use crate::metrics::input_lengths::{Counts, Lengths};
 use crate::metrics::steps::StepFold;
+use crate::metrics::turns::{turn_metrics_of, TurnSample};
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::LoadSpec;
 use crate::plan::ServerMetricsSpec;
+use crate::planner::ramp::windows_of;
 use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, StoredRun};
-use crate::suite::conversation::{turn_metrics_of, TurnSample};
-use crate::suite::lengths::{Counts, Lengths};
-use crate::suite::steps::windows_of;
 use crate::telemetry::{first_ratio, CounterNames};
 
 /// A merged run's metrics and the facts its extras keep, folded row by row as the
@@ -107,7 +107,7 @@ impl MergeFold {
     pub fn take_steps(&mut self) -> Option<Value> {
         self.steps
             .take()
-            .map(|(fold, key)| crate::suite::steps::steps_json(fold, key))
+            .map(|(fold, key)| crate::metrics::steps::steps_json(fold, key))
     }
 
     /// The merged run's metrics (per-turn and a mix's per-class ones included), its

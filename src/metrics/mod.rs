@@ -12,6 +12,7 @@ pub mod definitions;
 pub mod explore;
 pub mod failures;
 mod fold;
+pub mod input_lengths;
 pub mod names;
 pub mod presets;
 mod rates;
@@ -27,6 +28,7 @@ pub mod student;
 mod summary;
 #[cfg(test)]
 mod tests;
+pub mod turns;
 pub mod window_fold;
 
 pub use definitions::{timing, MetricDefinitions, Timing};

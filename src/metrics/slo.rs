@@ -203,6 +203,30 @@ pub fn request_meets(r: &RequestRecord, defs: MetricDefinitions, slos: &[Slo]) -
     meets(&figures, slos)
 }
 
+/// An `[slo]` table that cannot be read: the entry and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid SLO `{text}`: {reason}")]
+pub struct SloTableError {
+    /// `ttft = "<= 2s"`.
+    pub text: String,
+    /// What is wrong and what to write instead.
+    pub reason: String,
+}
+
+/// Every entry of an `[slo]` table (a suite's or a search's), in the table's order.
+pub fn slos_of(
+    slo: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<Slo>, SloTableError> {
+    slo.iter()
+        .map(|(quantity, text)| {
+            Slo::parse(quantity, text).map_err(|e| SloTableError {
+                text: format!("{quantity} = \"{text}\""),
+                reason: format!("{e}: {}", e.help()),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,6 +96,42 @@ impl StepFold {
     }
 }
 
+/// The folded steps as `time.steps` keeps them.
+pub fn steps_json(fold: StepFold, key: &str) -> serde_json::Value {
+    let steps: Vec<serde_json::Value> = fold
+        .finish()
+        .into_iter()
+        .map(|s| {
+            let metrics: serde_json::Map<String, serde_json::Value> = s
+                .values
+                .into_iter()
+                .map(|(name, v)| {
+                    let value = match v {
+                        // Counts are integers in JSON.
+                        Some(x) if name.starts_with("requests_") => serde_json::json!(x as u64),
+                        Some(x) => serde_json::json!(x),
+                        None => serde_json::Value::Null,
+                    };
+                    (name, value)
+                })
+                .collect();
+            let mut step = serde_json::Map::new();
+            step.insert(key.into(), serde_json::json!(s.window.rate));
+            step.insert(
+                "start_s".into(),
+                serde_json::json!(s.window.start.as_secs_f64()),
+            );
+            step.insert(
+                "end_s".into(),
+                serde_json::json!(s.window.end.as_secs_f64()),
+            );
+            step.insert("metrics".into(), serde_json::Value::Object(metrics));
+            serde_json::Value::Object(step)
+        })
+        .collect();
+    serde_json::Value::from(steps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

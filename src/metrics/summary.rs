@@ -102,6 +102,28 @@ pub struct RunSummary {
     pub itl_bounded: bool,
 }
 
+impl RunSummary {
+    /// The facts stored with a run (its extras): the counts behind its metrics and its
+    /// flags; `stored` is the number of its request rows in the database.
+    pub fn facts_json(&self, stored: u64) -> serde_json::Value {
+        serde_json::json!({
+            "requests": self.requests,
+            "stored_rows": stored,
+            "failures": self.failures,
+            "http_statuses": self.http_statuses.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+            "estimated_input": self.estimated_input,
+            "estimated_output": self.estimated_output,
+            "unknown_output": self.unknown_output,
+            "truncated": self.truncated,
+            "no_output": self.no_output,
+            "client_bound": self.client_bound,
+            "metric_definitions": self.definitions.as_str(),
+            "itl_bounded": self.itl_bounded,
+            "connections": self.connections.to_json(),
+        })
+    }
+}
+
 /// The connections measured requests opened: none on a pooled endpoint whose connections
 /// were all opened before the clock; one per request with `fresh_connections`; others when
 /// the server closed kept-alive connections or an open loop outgrew its pool.

@@ -12,17 +12,16 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::barrier::StartBarrier;
-use super::execute;
 use super::log::SuiteLog;
 use super::RunnerError;
+use crate::distribute::barrier::StartBarrier;
+use crate::distribute::shard::{Shard, ShardOptions};
 use crate::engine::{CancelHandle, Target};
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::servers::sims::Sims;
 use crate::servers::Servers;
 use crate::store::Store;
-use crate::suite::share::{Shard, ShardOptions};
 use crate::tokenize::TokenizerCache;
 
 mod before;
@@ -176,7 +175,7 @@ fn run_in(
     }
     log.say(&format!("perfplan: results in {}", dir.display()));
     let store = open::register(store, runs)?;
-    let slos = execute::slos_of(&plan.spec.slo)?;
+    let slos = crate::metrics::slo::slos_of(&plan.spec.slo)?;
     warn_missing_keys(runs, &log);
     let cancel = CancelHandle::new();
     let mut servers = Servers::new(&dir);

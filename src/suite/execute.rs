@@ -4,12 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::prepare::PreparedRun;
 use super::progress::RunProgress;
 use super::run_terms::definitions;
-pub use super::run_terms::{engine_load, slos_of};
+pub use super::run_terms::engine_load;
 use super::server_counts;
 use super::tally::{Tally, TallySettings};
 use super::turn_inputs::TurnInputs;
@@ -105,7 +105,7 @@ pub struct RunContext<'a> {
     /// `--shard`: the first stored request index (0 when not sharded).
     pub index_base: u64,
     /// `--start-at` and the start barrier: when the measured pass (warmup first) starts.
-    pub start: super::start_at::Start<'a>,
+    pub start: crate::distribute::start_at::Start<'a>,
     /// `[plan] store`: keep request bodies and response texts.
     pub keep: plan::StoreSpec,
     /// `[report] slice`: the width of the run's time slices.
@@ -477,23 +477,4 @@ fn summarize_output(
         ..SummaryOptions::default()
     };
     tally.summary(&opts)
-}
-
-/// The extras stored with a run: the counts behind its metrics and its flags.
-pub fn extras(summary: &RunSummary, stored: u64) -> Value {
-    json!({
-        "requests": summary.requests,
-        "stored_rows": stored,
-        "failures": summary.failures,
-        "http_statuses": summary.http_statuses.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "estimated_input": summary.estimated_input,
-        "estimated_output": summary.estimated_output,
-        "unknown_output": summary.unknown_output,
-        "truncated": summary.truncated,
-        "no_output": summary.no_output,
-        "client_bound": summary.client_bound,
-        "metric_definitions": summary.definitions.as_str(),
-        "itl_bounded": summary.itl_bounded,
-        "connections": summary.connections.to_json(),
-    })
 }

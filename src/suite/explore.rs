@@ -104,7 +104,7 @@ pub(super) fn finish(
     if let Err(e) = read {
         return Some(format!("no exploring steps: {}", crate::control::chain(&e)));
     }
-    let steps = super::steps::steps_json(fold, "concurrency");
+    let steps = crate::metrics::steps::steps_json(fold, "concurrency");
     let stored: Vec<StoredStep> = steps
         .as_array()
         .map(Vec::as_slice)

@@ -7,7 +7,6 @@
 //! Must not know: HTTP details (requests go through the engine, control calls through
 //! `control`), the search state machines, merging.
 
-pub mod barrier;
 pub(crate) mod cache;
 mod connect;
 pub(crate) mod conversation;
@@ -18,7 +17,6 @@ pub(crate) mod execute;
 pub mod explore;
 mod failures;
 mod judge;
-pub(crate) mod lengths;
 mod log;
 pub(crate) mod mix;
 mod pass_warnings;
@@ -32,9 +30,7 @@ mod run_terms;
 mod server_counts;
 pub use progress::parse_every as parse_progress_every;
 pub mod session;
-pub mod shard_env;
-pub mod share;
-pub mod start_at;
+mod share;
 mod steady;
 pub(crate) mod steps;
 mod tally;
@@ -44,16 +40,12 @@ mod traffic;
 mod turn_inputs;
 mod writer;
 
-pub use barrier::{BarrierError, Meeting, StartBarrier};
 pub use counts::Mismatch;
 pub use driver::{
     fingerprint, response_limits, resume_command, run_suite, run_suite_sharded, RunOptions,
     SearchDriver, SuiteOutcome,
 };
-pub use execute::slos_of;
 pub use prepare::measured_count;
-pub use shard_env::ShardChoice;
-pub use share::{Shard, ShardOptions};
 pub use writer::count_output;
 
 use std::path::PathBuf;
@@ -63,6 +55,24 @@ impl From<crate::telemetry::TelemetryError> for RunnerError {
         match e {
             crate::telemetry::TelemetryError::Poisoned => RunnerError::Poisoned,
             crate::telemetry::TelemetryError::Store(s) => RunnerError::Store(s),
+        }
+    }
+}
+
+impl From<crate::distribute::start_at::StartError> for RunnerError {
+    fn from(e: crate::distribute::start_at::StartError) -> RunnerError {
+        RunnerError::Barrier {
+            run: e.run,
+            source: e.source,
+        }
+    }
+}
+
+impl From<crate::metrics::slo::SloTableError> for RunnerError {
+    fn from(e: crate::metrics::slo::SloTableError) -> RunnerError {
+        RunnerError::Slo {
+            text: e.text,
+            reason: e.reason,
         }
     }
 }
@@ -193,7 +203,7 @@ pub enum RunnerError {
     Barrier {
         run: String,
         #[source]
-        source: barrier::BarrierError,
+        source: crate::distribute::barrier::BarrierError,
     },
 }
 

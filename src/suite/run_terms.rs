@@ -2,25 +2,10 @@
 //! goodput thresholds, the engine's load and arrival process of a planned run, and the
 //! metric definitions. One rule each, read by every pass of a run and by `merge`.
 
-use std::collections::BTreeMap;
-
-use super::RunnerError;
 use crate::engine::{self, Load};
-use crate::metrics::{MetricDefinitions, Slo};
+use crate::metrics::MetricDefinitions;
 use crate::plan;
 use crate::planner::{self, RunSpec};
-
-/// The plan's `[slo]` as thresholds for goodput (`Slo::parse`, the one rule).
-pub fn slos_of(slo: &BTreeMap<String, String>) -> Result<Vec<Slo>, RunnerError> {
-    slo.iter()
-        .map(|(quantity, text)| {
-            Slo::parse(quantity, text).map_err(|e| RunnerError::Slo {
-                text: format!("{quantity} = \"{text}\""),
-                reason: format!("{e}: {}", e.help()),
-            })
-        })
-        .collect()
-}
 
 /// The engine's load of a run (its mode from the planner's typed [`planner::Load`]): a
 /// trace is sent on its recorded schedule; a search's trials are runs of their own, so a

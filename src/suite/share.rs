@@ -1,274 +1,17 @@
-//! `run --shard K/N`: this process's share of every run's load, so that N client
-//! machines together send exactly the plan's load. Owns the split arithmetic and the
-//! selection of a shard's requests from the run's full request set; knows nothing about
-//! HTTP or the database.
-//!
-//! Every shard prepares the whole run (same seed, same items) and keeps every Nth
-//! request, starting at request K−1, separately for warmup, measured and priming
-//! requests; so the shards' requests together are exactly the unsplit run's, and no two
-//! shards send the same prompt. Counts split as evenly as possible (the first shards get
-//! one more): 7 requests over 3 shards are 3 + 2 + 2. Closed loop: the concurrency splits
-//! the same way; a concurrency C below N runs on the first C shards only. Open loop: the run's one arrival sequence is computed and every shard
-//! sends every Nth arrival (rate / N each; their union is the plan's arrivals). Trace
-//! replay: shard K replays records K−1, K−1+N, ….
-//!
-//! Request indexes: shard K stores its requests from `(K−1) · S` on, S being the number
-//! of requests of the unsplit run, so `(run_id, request_index)` stays unique when the
-//! shards' databases are merged. Run ids never depend on the shard.
+//! This shard's requests of a run (`run --shard K/N`): the split arithmetic is
+//! `distribute::shard`'s; here the shard keeps every Nth request of the prepared
+//! (unsplit) run, separately for warmup, measured and priming requests, and every Nth
+//! arrival of the run's one arrival sequence.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::dataset::multi_turn::Conversations;
+use crate::distribute::shard::Shard;
 use crate::engine;
-use crate::plan::{LoadSpec, WarmupSpec};
-use crate::planner::{warmup_count, Load, RunSpec};
+use crate::planner::{Load, RunSpec};
 use crate::record::Phase;
 
 use super::prepare::PreparedRun;
-
-/// How this process takes part in a run split across machines (`run --shard`, `--start-at`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ShardOptions {
-    /// This process's shard; `None` runs the whole load.
-    pub shard: Option<Shard>,
-    /// The first run's load (warmup, then measured) starts at this instant.
-    pub start_at: Option<SystemTime>,
-}
-
-/// One shard of N: `k` in `1..=n`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub k: u32,
-    pub n: u32,
-}
-
-/// Why `--shard` could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid --shard `{text}`: {reason}")]
-pub struct ShardError {
-    pub text: String,
-    pub reason: &'static str,
-}
-
-impl std::str::FromStr for Shard {
-    type Err = ShardError;
-
-    /// `K/N` with `1 <= K <= N`.
-    fn from_str(text: &str) -> Result<Shard, ShardError> {
-        let bad = |reason| ShardError {
-            text: text.to_string(),
-            reason,
-        };
-        let (k, n) = text
-            .split_once('/')
-            .ok_or_else(|| bad("write K/N, e.g. 2/4"))?;
-        let k: u32 = k.trim().parse().map_err(|_| bad("K is not a number"))?;
-        let n: u32 = n.trim().parse().map_err(|_| bad("N is not a number"))?;
-        if n == 0 || k == 0 || k > n {
-            return Err(bad("K must be between 1 and N"));
-        }
-        Ok(Shard { k, n })
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.k, self.n)
-    }
-}
-
-impl Shard {
-    /// This shard's part of `total` (floor or ceil of total / N; the parts sum to total).
-    pub fn share(&self, total: u64) -> u64 {
-        let (n, i) = (u64::from(self.n), u64::from(self.k - 1));
-        total / n + u64::from(i < total % n)
-    }
-
-    /// This shard's part of an arrival rate.
-    pub fn share_rate(&self, rate: f64) -> f64 {
-        rate / f64::from(self.n)
-    }
-
-    /// Whether the shard takes item `i` of a list split every Nth.
-    pub fn keeps(&self, i: usize) -> bool {
-        i % self.n as usize == (self.k - 1) as usize
-    }
-
-    /// The first stored request index of this shard in a run of `total` requests.
-    pub fn index_base(&self, total: u64) -> u64 {
-        u64::from(self.k - 1) * total
-    }
-
-    /// The shard's load; `Err(note)` when its share is nothing (the run is skipped).
-    pub fn share_load(&self, load: &LoadSpec) -> Result<LoadSpec, String> {
-        let mut out = load.clone();
-        let none = |what: &str, total: u64| {
-            format!(
-                "shard {self} has no share of this run ({what} {total} over {} shards); skipped",
-                self.n
-            )
-        };
-        if let Some(c) = load.concurrency {
-            let c = self.share(u64::from(c));
-            if c == 0 {
-                return Err(none(
-                    "concurrency",
-                    u64::from(load.concurrency.unwrap_or(0)),
-                ));
-            }
-            out.concurrency = Some(c as u32);
-        }
-        if let Some(r) = load.rate {
-            out.rate = Some(self.share_rate(r));
-        }
-        if let Some(r) = load.requests {
-            let share = self.share(u64::from(r));
-            if share == 0 {
-                return Err(none("requests", u64::from(r)));
-            }
-            out.requests = Some(share as u32);
-        }
-        if load.warmup.is_some() {
-            out.warmup = Some(WarmupSpec::Count(
-                self.share(u64::from(warmup_count(load))) as u32
-            ));
-        }
-        if let Some(m) = load.max_in_flight {
-            out.max_in_flight = Some(self.share(u64::from(m)).max(1) as u32);
-        }
-        Ok(out)
-    }
-
-    /// This shard as it takes part in a run: a closed loop of concurrency C below N is
-    /// split over the first C shards only (one slot each; the others have no share), so
-    /// the shards that run it still send all of its requests. A concurrency ramp is not
-    /// split (its slots change over time): the first shard runs all of it.
-    pub fn within(&self, load: Load) -> Result<Shard, String> {
-        if let Load::ClosedRamp { .. } | Load::Explore { .. } = load {
-            if self.k > 1 {
-                return Err(format!(
-                    "shard {self} has no share of this run (a concurrency ramp runs on the first shard only); skipped"
-                ));
-            }
-            return Ok(Shard { k: 1, n: 1 });
-        }
-        let Load::Closed { concurrency } = load else {
-            return Ok(*self);
-        };
-        let n = self.n.min(concurrency.max(1));
-        if self.k > n {
-            return Err(format!(
-                "shard {self} has no share of this run (concurrency {concurrency} over {} shards); skipped",
-                self.n
-            ));
-        }
-        Ok(Shard { k: self.k, n })
-    }
-
-    /// The run as this shard executes it: the same id and settings, its share of the load.
-    pub fn share_run(&self, run: &RunSpec) -> Result<RunSpec, String> {
-        let mut out = run.clone();
-        out.settings.load = self.share_load(&run.settings.load)?;
-        Ok(out)
-    }
-
-    /// The shard's run and requests: `share_run` then `select`.
-    pub fn take_share(
-        &self,
-        run: &RunSpec,
-        prepared: &mut PreparedRun,
-    ) -> Result<ShardShare, String> {
-        let shard = self.within(run.load())?;
-        let share = shard.share_run(run)?;
-        let index_base = shard.select(run, prepared)?;
-        // The engine sends a schedule's first request at once: this shard's first arrival
-        // is later in the run's one sequence, so its load starts that much later.
-        let lead = prepared
-            .schedule
-            .as_ref()
-            .and_then(|o| o.first().copied())
-            .unwrap_or_default();
-        Ok(ShardShare {
-            run: share,
-            index_base,
-            lead,
-        })
-    }
-
-    /// Keeps this shard's requests of a prepared (unsplit) run. Returns the first stored
-    /// request index of the shard, or `Err(note)` when nothing is left to send.
-    pub fn select(&self, run: &RunSpec, prepared: &mut PreparedRun) -> Result<u64, String> {
-        let total = match &prepared.conversation {
-            Some(c) => (c.total + super::priming::conversation_turns(run, c.total)) as u64,
-            None => (prepared.requests.len() + prepared.priming.len()) as u64,
-        };
-        if let Some(plan) = &mut prepared.conversation {
-            self.select_conversations(run, plan);
-            return Ok(self.index_base(total));
-        }
-        let offsets = match prepared.schedule.take() {
-            Some(offsets) => Some(offsets),
-            None => global_arrivals(run, total),
-        };
-        let (mut warm, mut measured) = (0usize, 0usize);
-        let mut keep = Vec::with_capacity(prepared.requests.len());
-        for r in &prepared.requests {
-            let counter = if r.phase == Phase::Warmup {
-                &mut warm
-            } else {
-                &mut measured
-            };
-            keep.push(self.keeps(*counter));
-            *counter += 1;
-        }
-        let requests = std::mem::take(&mut prepared.requests);
-        prepared.requests = pick(requests, &keep);
-        prepared.schedule = offsets.map(|o| pick(o, &keep));
-        let priming = std::mem::take(&mut prepared.priming);
-        prepared.priming = priming
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| self.keeps(*i))
-            .map(|(_, r)| r)
-            .collect();
-        if !prepared.requests.iter().any(|r| r.phase == Phase::Measured) {
-            return Err(format!(
-                "shard {self} has no share of this run ({measured} measured requests over {} \
-                 shards); skipped",
-                self.n
-            ));
-        }
-        Ok(self.index_base(total))
-    }
-
-    fn select_conversations(
-        &self,
-        run: &RunSpec,
-        plan: &mut super::conversation::ConversationPlan,
-    ) {
-        match &mut plan.conversations {
-            Conversations::File(scripts) => {
-                let all = std::mem::take(scripts);
-                *scripts = all
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(i, _)| self.keeps(*i))
-                    .map(|(_, s)| s)
-                    .collect();
-            }
-            // Generated conversations: another seed per shard, so shards never repeat one.
-            Conversations::Random { seed, .. } => {
-                *seed = seed.wrapping_add(u64::from(self.k - 1).wrapping_mul(0x9e37_79b9));
-            }
-        }
-        plan.warmup = self.share(plan.warmup as u64) as usize;
-        plan.total = self.share(plan.total as u64) as usize;
-        plan.max_active = match run.load() {
-            Load::Closed { concurrency } => self.share(u64::from(concurrency)).max(1) as usize,
-            _ => plan.max_active,
-        };
-    }
-}
 
 /// A shard's part of one run.
 #[derive(Debug, Clone)]
@@ -281,18 +24,101 @@ pub struct ShardShare {
     pub lead: Duration,
 }
 
-/// What a run's extras keep for `merge`: the shard, and the wall-clock start of the
-/// measured pass (record times are offsets from it), in unix microseconds.
-pub fn shard_extras(extras: &mut serde_json::Value, shard: Option<Shard>, started: SystemTime) {
-    if let serde_json::Value::Object(map) = extras {
-        let us = started
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        map.insert("measured_start_unix_us".into(), us.into());
-        if let Some(s) = shard {
-            map.insert("shard".into(), s.to_string().into());
+/// The shard's run and requests: `share_run` then `select`.
+pub fn take_share(
+    shard: &Shard,
+    run: &RunSpec,
+    prepared: &mut PreparedRun,
+) -> Result<ShardShare, String> {
+    let shard = shard.within(run.load())?;
+    let share = shard.share_run(run)?;
+    let index_base = select(&shard, run, prepared)?;
+    // The engine sends a schedule's first request at once: this shard's first arrival
+    // is later in the run's one sequence, so its load starts that much later.
+    let lead = prepared
+        .schedule
+        .as_ref()
+        .and_then(|o| o.first().copied())
+        .unwrap_or_default();
+    Ok(ShardShare {
+        run: share,
+        index_base,
+        lead,
+    })
+}
+
+/// Keeps this shard's requests of a prepared (unsplit) run. Returns the first stored
+/// request index of the shard, or `Err(note)` when nothing is left to send.
+fn select(shard: &Shard, run: &RunSpec, prepared: &mut PreparedRun) -> Result<u64, String> {
+    let total = match &prepared.conversation {
+        Some(c) => (c.total + super::priming::conversation_turns(run, c.total)) as u64,
+        None => (prepared.requests.len() + prepared.priming.len()) as u64,
+    };
+    if let Some(plan) = &mut prepared.conversation {
+        select_conversations(shard, run, plan);
+        return Ok(shard.index_base(total));
+    }
+    let offsets = match prepared.schedule.take() {
+        Some(offsets) => Some(offsets),
+        None => global_arrivals(run, total),
+    };
+    let (mut warm, mut measured) = (0usize, 0usize);
+    let mut keep = Vec::with_capacity(prepared.requests.len());
+    for r in &prepared.requests {
+        let counter = if r.phase == Phase::Warmup {
+            &mut warm
+        } else {
+            &mut measured
+        };
+        keep.push(shard.keeps(*counter));
+        *counter += 1;
+    }
+    let requests = std::mem::take(&mut prepared.requests);
+    prepared.requests = pick(requests, &keep);
+    prepared.schedule = offsets.map(|o| pick(o, &keep));
+    let priming = std::mem::take(&mut prepared.priming);
+    prepared.priming = priming
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| shard.keeps(*i))
+        .map(|(_, r)| r)
+        .collect();
+    if !prepared.requests.iter().any(|r| r.phase == Phase::Measured) {
+        return Err(format!(
+            "shard {shard} has no share of this run ({measured} measured requests over {} \
+             shards); skipped",
+            shard.n
+        ));
+    }
+    Ok(shard.index_base(total))
+}
+
+fn select_conversations(
+    shard: &Shard,
+    run: &RunSpec,
+    plan: &mut super::conversation::ConversationPlan,
+) {
+    match &mut plan.conversations {
+        Conversations::File(scripts) => {
+            let all = std::mem::take(scripts);
+            *scripts = all
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| shard.keeps(*i))
+                .map(|(_, s)| s)
+                .collect();
+        }
+        // Generated conversations: another seed per shard, so shards never repeat one.
+        Conversations::Random { seed, .. } => {
+            *seed = seed.wrapping_add(u64::from(shard.k - 1).wrapping_mul(0x9e37_79b9));
         }
     }
+    plan.warmup = shard.share(plan.warmup as u64) as usize;
+    plan.total = shard.share(plan.total as u64) as usize;
+    plan.max_active = match run.load() {
+        Load::Closed { concurrency } => shard.share(u64::from(concurrency)).max(1) as usize,
+        _ => plan.max_active,
+    };
 }
 
 fn pick<T>(items: Vec<T>, keep: &[bool]) -> Vec<T> {
@@ -316,109 +142,4 @@ fn global_arrivals(run: &RunSpec, n: u64) -> Option<Vec<Duration>> {
         return None;
     };
     engine::schedule::clocked(rate, arrivals, seed, n as usize).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shards(n: u32) -> Vec<Shard> {
-        (1..=n).map(|k| Shard { k, n }).collect()
-    }
-
-    #[test]
-    fn parses_k_of_n() {
-        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { k: 2, n: 4 }));
-        for bad in ["0/2", "3/2", "1/0", "2", "a/b", ""] {
-            assert!(bad.parse::<Shard>().is_err(), "{bad}");
-        }
-        assert_eq!(Shard { k: 1, n: 3 }.to_string(), "1/3");
-    }
-
-    #[test]
-    fn counts_split_evenly_first_shards_get_more() {
-        let parts = |total, n| -> Vec<u64> { shards(n).iter().map(|s| s.share(total)).collect() };
-        assert_eq!(parts(5, 2), vec![3, 2]);
-        assert_eq!(parts(7, 3), vec![3, 2, 2]);
-        assert_eq!(parts(2, 4), vec![1, 1, 0, 0]);
-        assert_eq!(parts(12, 4), vec![3, 3, 3, 3]);
-        for total in 0..40 {
-            for n in 1..7 {
-                assert_eq!(parts(total, n).iter().sum::<u64>(), total);
-            }
-        }
-    }
-
-    #[test]
-    fn rates_split_and_strides_partition() {
-        for s in shards(4) {
-            assert_eq!(s.share_rate(10.0), 2.5);
-        }
-        for i in 0..20 {
-            assert_eq!(shards(3).iter().filter(|s| s.keeps(i)).count(), 1);
-        }
-        // A stride of 7 over 3 keeps as many as `share` says.
-        for s in shards(3) {
-            let kept = (0..7).filter(|i| s.keeps(*i)).count() as u64;
-            assert_eq!(kept, s.share(7));
-        }
-    }
-
-    #[test]
-    fn loads_split_or_skip() {
-        let load = LoadSpec {
-            concurrency: Some(5),
-            requests: Some(7),
-            warmup: Some(WarmupSpec::Count(5)),
-            ..LoadSpec::default()
-        };
-        let one = Shard { k: 1, n: 2 }.share_load(&load).unwrap();
-        let two = Shard { k: 2, n: 2 }.share_load(&load).unwrap();
-        assert_eq!((one.concurrency, two.concurrency), (Some(3), Some(2)));
-        assert_eq!((one.requests, two.requests), (Some(4), Some(3)));
-        assert_eq!(one.warmup, Some(WarmupSpec::Count(3)));
-        // Concurrency 1 over 2 shards: shard 1 takes all of it, shard 2 has no share.
-        let single = LoadSpec {
-            concurrency: Some(1),
-            requests: Some(16),
-            ..LoadSpec::default()
-        };
-        let first = Shard { k: 1, n: 2 }
-            .within(Load::Closed { concurrency: 1 })
-            .unwrap();
-        assert_eq!(first, Shard { k: 1, n: 1 });
-        assert_eq!(first.share_load(&single).unwrap().requests, Some(16));
-        assert!(Shard { k: 2, n: 2 }
-            .within(Load::Closed { concurrency: 1 })
-            .is_err());
-        assert_eq!(
-            Shard { k: 2, n: 4 }.within(Load::Closed { concurrency: 5 }),
-            Ok(Shard { k: 2, n: 4 })
-        );
-        // A concurrency ramp is not split: the first shard runs all of it.
-        let ramp = Load::ClosedRamp { first: 1, most: 8 };
-        assert_eq!(Shard { k: 1, n: 3 }.within(ramp), Ok(Shard { k: 1, n: 1 }));
-        let note = Shard { k: 2, n: 3 }.within(ramp).unwrap_err();
-        assert!(note.contains("first shard only"), "{note}");
-        let open = LoadSpec {
-            rate: Some(10.0),
-            requests: Some(2),
-            ..LoadSpec::default()
-        };
-        assert_eq!(
-            Shard { k: 1, n: 4 }.share_load(&open).unwrap().rate,
-            Some(2.5)
-        );
-        let note = Shard { k: 3, n: 4 }.share_load(&open).unwrap_err();
-        assert!(note.contains("no share"), "{note}");
-    }
-
-    #[test]
-    fn index_bases_never_overlap() {
-        let s = shards(3);
-        assert_eq!(
-            s.iter().map(|s| s.index_base(10)).collect::<Vec<_>>(),
-            [0, 10, 20]
-        );
-    }
 }

@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use super::cache::LeakWatch;
-use super::conversation::TurnSample;
-use super::lengths::Lengths;
 use super::planned::PlannedWatch;
 use super::prepare::Targets;
+use crate::metrics::input_lengths::Lengths;
 use crate::metrics::steady::{LoadShape, WindowFinder};
+use crate::metrics::turns::TurnSample;
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, Slo, SummaryOptions};
 use crate::record::{Outcome, Phase, RequestRecord};
 use crate::trust::{Evidence, EvidenceFold};
@@ -136,7 +136,7 @@ impl Tally {
         }
         self.leak.add(r);
         self.planned.add(r);
-        self.lengths.add(r, &self.targets);
+        self.lengths.add(r, self.targets.get(r.item));
         self.errors.add(r);
         self.window.add(r);
         if let Some(turns) = &mut self.turns {

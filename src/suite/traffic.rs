@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::conversation::{turn_metrics_of, ConversationPlan, ConversationSource, TurnTemplate};
+use super::conversation::{ConversationPlan, ConversationSource, TurnTemplate};
 use super::prepare::PreparedRun;
 use super::RunnerError;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::{self, DatasetContext};
 use crate::engine::{Load, Next, PreparedRequest, RequestSource, VecSource};
+use crate::metrics::turns::turn_metrics_of;
 use crate::metrics::RunSummary;
 use crate::plan::{DatasetPlan, TracePlan};
 use crate::planner::{warmup_count, RunSpec};
@@ -254,7 +255,7 @@ impl Source {
     /// Adds the per-turn metrics of a multi-turn run; returns what the run's extras keep.
     pub(super) fn finish(
         &self,
-        turns: Option<&[super::conversation::TurnSample]>,
+        turns: Option<&[crate::metrics::turns::TurnSample]>,
         summary: &mut RunSummary,
     ) -> Option<Value> {
         let c = match self {

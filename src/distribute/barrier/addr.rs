@@ -7,7 +7,7 @@
 //! `PERFPLAN_BARRIER` (or `--barrier`) overrides either part: `HOST:PORT`, `HOST`, `:PORT`,
 //! or `off`. Port 0 on shard 1 listens on any free port, which it prints.
 
-use crate::suite::shard_env::Engine;
+use crate::distribute::shard::env::Engine;
 
 /// The barrier's port where nothing else names one.
 pub const DEFAULT_PORT: u16 = 7313;
@@ -193,7 +193,7 @@ fn scontrol_first(list: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::shard_env::env;
+    use crate::distribute::shard::env::env;
 
     #[test]
     fn slurm_node_lists_give_their_first_host() {

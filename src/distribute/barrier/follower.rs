@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::wire::{self, Read, ToLeader, ToShard};
 use super::{BarrierConfig, Command, HANDSHAKE, SILENCE};
-use crate::suite::barrier::{BarrierError, Meeting};
+use super::{BarrierError, Meeting};
 
 /// Ping rounds at joining; the fastest gives the round trip and the clock offset.
 const PINGS: u32 = 8;

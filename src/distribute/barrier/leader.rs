@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::listen::{accept, Event};
 use super::wire::{self, ToLeader, ToShard};
 use super::{list, BarrierConfig, Command, MARGIN, SILENCE};
-use crate::suite::barrier::{BarrierError, Meeting};
+use super::{BarrierError, Meeting};
 
 /// A connected shard.
 struct Peer {

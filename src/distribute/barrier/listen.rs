@@ -13,9 +13,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use super::wire::{self, Read, ToLeader, ToShard};
+use super::BarrierError;
 use super::{BarrierConfig, HANDSHAKE};
-use crate::suite::barrier::BarrierError;
-use crate::suite::Shard;
+use crate::distribute::shard::Shard;
 
 /// The address shard 1 listens on for `addr` (`host:port`): the loopback address when
 /// the host is this machine's loopback, else every interface, on the port.

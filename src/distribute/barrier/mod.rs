@@ -16,6 +16,7 @@
 //! thread of its own, so a busy suite never delays its messages.
 
 mod addr;
+mod contract;
 mod follower;
 mod leader;
 mod listen;
@@ -26,8 +27,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::suite::barrier::{BarrierError, BarrierFuture, Meeting, StartBarrier};
-use crate::suite::Shard;
+use crate::distribute::shard::Shard;
+pub use contract::{BarrierError, BarrierFuture, Meeting, StartBarrier};
 
 pub use addr::{barrier_address, AddrError, DEFAULT_PORT};
 

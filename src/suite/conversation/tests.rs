@@ -1,4 +1,5 @@
 use super::*;
+use crate::metrics::turns::{turn_metrics_of, TurnSample};
 use crate::plan::spec::TokenRange;
 
 fn plan(total: usize, max_active: usize, think_ms: u64) -> ConversationPlan {

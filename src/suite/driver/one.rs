@@ -10,14 +10,14 @@ use serde_json::Value;
 
 use super::text::summary_line;
 use super::{run_label, Suite};
+use crate::distribute::shard::{shard_extras, Shard};
+use crate::distribute::start_at::{Meet, Start};
 use crate::engine::{Endpoint, RunConfig, Target};
 use crate::planner::RunSpec;
 use crate::store::{RunFinish, RunStatus};
 use crate::suite::counts::{self, Sent};
 use crate::suite::execute::{self, RunContext, RunResult};
 use crate::suite::prepare::{self, PreparedRun};
-use crate::suite::share::{shard_extras, Shard};
-use crate::suite::start_at::{Meet, Start};
 use crate::suite::RunnerError;
 use crate::telemetry::sampler::TelemetryPlan;
 use crate::telemetry::{CounterNames, ServerScrape};
@@ -48,7 +48,10 @@ impl Suite<'_> {
         let mut prepared: PreparedRun =
             prepare::prepare(run, &self.plan.base_dir, &self.cache, needs)?;
         let share;
-        let (run, index_base, lead) = match self.shard.map(|s| s.take_share(run, &mut prepared)) {
+        let (run, index_base, lead) = match self
+            .shard
+            .map(|s| crate::suite::share::take_share(&s, run, &mut prepared))
+        {
             None => (run, 0, Duration::ZERO),
             Some(Ok(s)) => {
                 share = s;
@@ -264,7 +267,7 @@ fn status_of(result: &RunResult) -> RunStatus {
 
 /// The extras stored with an executed run: its counts, input lengths, traffic and shard.
 fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
-    let mut extras = execute::extras(&result.summary, result.stored);
+    let mut extras = result.summary.facts_json(result.stored);
     if let Value::Object(map) = &mut extras {
         map.insert("input_lengths".into(), result.input_lengths.clone());
         map.insert("time".into(), result.time.clone());

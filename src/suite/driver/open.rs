@@ -10,12 +10,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::RunOptions;
+use crate::distribute::shard::env::{resume_folder, shard_folder};
+use crate::distribute::shard::Shard;
 use crate::environment::Environment;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::{GitInfo, HostFacts, RunRow, Store, StoredSecret, SuiteInfo};
-use crate::suite::shard_env::{resume_folder, shard_folder};
-use crate::suite::share::Shard;
 use crate::suite::RunnerError;
 use crate::units::UtcTime;
 

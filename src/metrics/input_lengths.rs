@@ -49,12 +49,12 @@ pub struct Lengths {
 
 impl Lengths {
     /// Adds `r` when it is a measured successful request.
-    pub fn add(&mut self, r: &RequestRecord, targets: &super::prepare::Targets) {
+    pub fn add(&mut self, r: &RequestRecord, target: Option<u32>) {
         if r.phase == Phase::Measured && r.outcome == Outcome::Ok {
             self.add_counts(Counts {
                 server: r.usage.prompt_tokens,
                 client: r.client_input_tokens,
-                target: targets.get(r.item),
+                target,
             });
         }
     }
@@ -92,12 +92,11 @@ mod tests {
 
     /// `{"server_minus_target", "client_minus_target", "server_minus_client"}` over the measured
     /// successful requests, and a warning when server and client disagree.
-    pub fn input_lengths(
-        records: &[RequestRecord],
-        targets: &crate::suite::prepare::Targets,
-    ) -> (Value, Option<String>) {
+    pub fn input_lengths(records: &[RequestRecord], targets: &[u32]) -> (Value, Option<String>) {
         let mut lengths = Lengths::default();
-        records.iter().for_each(|r| lengths.add(r, targets));
+        records
+            .iter()
+            .for_each(|r| lengths.add(r, targets.get(r.item as usize).copied()));
         lengths.finish()
     }
 
@@ -115,7 +114,7 @@ mod tests {
 
     #[test]
     fn differences_and_warning() {
-        let targets = super::super::prepare::Targets::new(vec![Some(100), Some(100)]);
+        let targets = [100, 100];
         let (v, w) = input_lengths(
             &[rec(0, Some(100), Some(100)), rec(1, Some(103), Some(101))],
             &targets,

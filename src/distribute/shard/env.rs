@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::share::{Shard, ShardError};
+use super::{Shard, ShardError};
 
 /// What `--shard` says: `K/N`, or `auto` (from the engine's environment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,8 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::barrier::StartBarrier;
-use super::RunnerError;
+use super::barrier::{BarrierError, StartBarrier};
 
 /// Why `--start-at` could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +67,15 @@ pub async fn wait_until(at: SystemTime) -> Option<String> {
     }
 }
 
+/// Why a run could not start: the start barrier of run `run` failed.
+#[derive(Debug, thiserror::Error)]
+#[error("run {run}: the start barrier")]
+pub struct StartError {
+    pub run: String,
+    #[source]
+    pub source: BarrierError,
+}
+
 /// A run's meeting at the start barrier: the barrier, the run, and where the meeting's
 /// facts go (`Some` once this shard has met the others at this run).
 pub struct Meet<'a> {
@@ -94,17 +102,13 @@ impl Start<'_> {
 
     /// Meets the barrier (if any), then waits for the start; a warning when the instant
     /// was already past.
-    pub async fn wait(&self) -> Result<Option<String>, RunnerError> {
+    pub async fn wait(&self) -> Result<Option<String>, StartError> {
         let mut at = self.at;
         if let Some(m) = &self.meet {
-            let meeting = m
-                .barrier
-                .meet(m.run)
-                .await
-                .map_err(|source| RunnerError::Barrier {
-                    run: m.run.to_string(),
-                    source,
-                })?;
+            let meeting = m.barrier.meet(m.run).await.map_err(|source| StartError {
+                run: m.run.to_string(),
+                source,
+            })?;
             *m.facts.borrow_mut() = Some(meeting.facts);
             at = Some(at.map_or(meeting.start, |a| a.max(meeting.start)));
         }
