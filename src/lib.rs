@@ -39,3 +39,4 @@ pub mod text;
 pub mod tokenize;
 pub mod trust;
 pub mod units;
+pub mod workload;

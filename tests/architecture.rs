@@ -61,6 +61,11 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
     ),
     ("preflight", &["store"], "preflight must not know the store"),
     (
+        "workload",
+        &["store", "suite", "report"],
+        "workload makes a run's requests: it knows neither the store nor the run loop",
+    ),
+    (
         "distribute",
         &["suite"],
         "distribute owns how loads split and reads stored rows: the run loop is the suite's, and the suite asks distribute (one way)",
@@ -125,8 +130,16 @@ const DEFINED_ONLY_IN: &[(&str, &str, &str)] = &[(
     "the SLA search state machines belong to `search` (DESIGN's table); their terms are `metrics::sla`",
 )];
 
-/// The modules that send load (and `cli`): the only ones that may import `engine`.
-const ENGINE_USERS: &[&str] = &["suite", "search", "preflight", "distribute", "cli"];
+/// The modules that send load or make its requests (and `cli`): the only ones that may
+/// import `engine`.
+const ENGINE_USERS: &[&str] = &[
+    "suite",
+    "workload",
+    "search",
+    "preflight",
+    "distribute",
+    "cli",
+];
 
 /// A file of the crate: its path (relative, with `/`) and text.
 struct Source {

@@ -5,6 +5,7 @@
 use crate::distribute::MergeError;
 use crate::store::StoreError;
 use crate::suite::RunnerError;
+use crate::workload::WorkloadError;
 
 /// Everything went as asked.
 pub const OK: u8 = 0;
@@ -82,8 +83,11 @@ pub fn of_runner_error(e: &RunnerError) -> u8 {
         | RunnerError::Control { .. }
         | RunnerError::Endpoint { .. }
         | RunnerError::Template(_)
-        | RunnerError::Tokenizer { .. }
-        | RunnerError::Dataset { .. } => INVALID,
+        | RunnerError::Workload(
+            WorkloadError::Tokenizer { .. }
+            | WorkloadError::Dataset { .. }
+            | WorkloadError::Template(_),
+        ) => INVALID,
         _ => INTERNAL,
     }
 }

@@ -12,10 +12,10 @@ use crate::planner::{OutputLen, RunSpec};
 use crate::servers::sims::Sims;
 use crate::servers::Servers;
 use crate::suite::driver::{server_up, target};
-use crate::suite::prepare;
 use crate::suite::RunnerError;
 use crate::telemetry::{self, CounterNames};
 use crate::tokenize::TokenizerCache;
+use crate::workload::prepare;
 
 /// How a check went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,7 +307,7 @@ impl Ctx<'_> {
                 .mix
                 .iter()
                 .flatten()
-                .zip(crate::suite::mix::class_requests(run))
+                .zip(crate::workload::mix::class_requests(run))
             {
                 let table = class
                     .model

@@ -6,13 +6,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::prepare::PreparedRun;
 use super::progress::RunProgress;
 use super::run_terms::definitions;
 pub use super::run_terms::engine_load;
 use super::server_counts;
 use super::tally::{Tally, TallySettings};
-use super::turn_inputs::TurnInputs;
 use super::writer::{Writer, WriterContext};
 use super::RunnerError;
 use crate::engine::{
@@ -26,6 +24,10 @@ use crate::record::RequestRecord;
 use crate::store::Store;
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
+use crate::workload::mix;
+use crate::workload::prepare::PreparedRun;
+use crate::workload::traffic::{self, Source};
+use crate::workload::turn_inputs::TurnInputs;
 
 /// After Ctrl-C, how long requests in flight may still finish.
 const GRACE: Duration = Duration::from_secs(5);
@@ -135,7 +137,7 @@ fn load_error(run: &RunSpec) -> impl FnOnce(engine::RunError) -> RunnerError + '
 fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
     let load = &run.settings.load;
     RunConfig {
-        load: super::traffic::load(prepared, engine_load(run), load.max_in_flight),
+        load: traffic::load(prepared, engine_load(run), load.max_in_flight),
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
         duration: super::run_terms::engine_duration(run)
@@ -152,7 +154,7 @@ fn start_writer(
     prepared: &mut PreparedRun,
     block_size: Option<u32>,
 ) -> Result<(Writer, Option<Arc<TurnInputs>>), RunnerError> {
-    let turn_inputs = super::turn_inputs::connect(prepared);
+    let turn_inputs = crate::workload::turn_inputs::connect(prepared);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
         run_id: run.id.clone(),
@@ -262,7 +264,7 @@ pub async fn execute(
     let mut sink = sink_for(offset);
     let (before, priming_counts) =
         server_counts::before_measured(ctx, &run.id, opening.as_ref(), (primed, &window)).await?;
-    let mut source = super::traffic::Source::new(&mut prepared, &ctx.log)?;
+    let mut source = Source::new(&mut prepared, &ctx.log)?;
     let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
     let watch = super::telemetry::start(ctx, &run.id, &mut warnings);
@@ -326,7 +328,7 @@ struct Passes {
 fn conclude(
     ctx: &RunContext<'_>,
     run: &RunSpec,
-    source: &super::traffic::Source,
+    source: &Source,
     output: RunOutput,
     mut passes: Passes,
     mut warnings: Vec<RunWarning>,
@@ -341,7 +343,7 @@ fn conclude(
         inputs_per_request: run.inputs_per_request(),
         ..SummaryOptions::default()
     });
-    warnings.extend(all_as(Code::Mix, super::mix::warnings(run, &classes)));
+    warnings.extend(all_as(Code::Mix, mix::warnings(run, &classes)));
     let mut said = Vec::new();
     super::telemetry::apply(&passes.telemetry, &mut summary, &mut said);
     warnings.extend(all_as(Code::Telemetry, said));

@@ -163,3 +163,13 @@ impl SuiteLog {
         }
     }
 }
+
+impl crate::workload::RequestLog for SuiteLog {
+    fn debug(&self) -> bool {
+        SuiteLog::debug(self)
+    }
+
+    fn requests(&self, run_id: &str, requests: &[PreparedRequest]) {
+        SuiteLog::requests(self, run_id, requests);
+    }
+}

@@ -9,7 +9,6 @@
 
 pub(crate) mod cache;
 mod connect;
-pub(crate) mod conversation;
 mod counts;
 mod describe;
 pub(crate) mod driver;
@@ -18,26 +17,18 @@ pub mod explore;
 mod failures;
 mod judge;
 mod log;
-pub(crate) mod mix;
 mod pass_warnings;
 mod planned;
-pub(crate) mod prepare;
 mod priming;
-mod produce;
 mod progress;
-mod public_trace;
 mod run_terms;
 mod server_counts;
 pub use progress::parse_every as parse_progress_every;
-pub mod session;
 mod share;
 mod steady;
 pub(crate) mod steps;
 mod tally;
-mod targets;
 mod telemetry;
-mod traffic;
-mod turn_inputs;
 mod writer;
 
 pub use counts::Mismatch;
@@ -45,7 +36,6 @@ pub use driver::{
     fingerprint, response_limits, resume_command, run_suite, run_suite_sharded, RunOptions,
     SearchDriver, SuiteOutcome,
 };
-pub use prepare::measured_count;
 pub use writer::count_output;
 
 use std::path::PathBuf;
@@ -92,24 +82,8 @@ impl From<crate::servers::sims::SimsError> for RunnerError {
 /// records with an outcome.
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
-    #[error("cannot load the tokenizer of model `{model}`")]
-    Tokenizer {
-        model: String,
-        #[source]
-        source: crate::tokenize::TokenizeError,
-    },
-    #[error("cannot build the prompts of dataset `{dataset}`")]
-    Dataset {
-        dataset: String,
-        #[source]
-        source: crate::dataset::DatasetError,
-    },
-    #[error("cannot build the body of request {item}")]
-    Body {
-        item: usize,
-        #[source]
-        source: crate::api::ApiError,
-    },
+    #[error(transparent)]
+    Workload(#[from] crate::workload::WorkloadError),
     #[error("results database")]
     Store(#[from] crate::store::StoreError),
     #[error("cannot store the requests of run {run} in {}: {}; the run was stopped with {stored} of its requests stored; once fixed, `perfplan run PLAN --resume {}` runs it again", path.display(), advice(source), folder(path))]
@@ -197,8 +171,6 @@ pub enum RunnerError {
     },
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
-    #[error("cannot start the thread that builds a run's requests as they are sent")]
-    Thread(#[source] std::io::Error),
     #[error("run {run}: the start barrier")]
     Barrier {
         run: String,

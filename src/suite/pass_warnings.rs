@@ -4,16 +4,16 @@
 //! were opened before its clock (how many, how long, how many TLS handshakes resumed).
 //! Knows the run's output, source and summary.
 
-use super::prepare::PreparedRun;
 use crate::engine::RunOutput;
 use crate::metrics::RunSummary;
 use crate::planner::{self, RunSpec};
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
+use crate::workload::prepare::PreparedRun;
 
 /// The dataset's notes met while building, and the sharded request cap reached.
 pub(super) fn after_load(
-    source: &mut super::traffic::Source,
+    source: &mut crate::workload::traffic::Source,
     prepared: &PreparedRun,
     output: &RunOutput,
 ) -> Vec<RunWarning> {
@@ -63,12 +63,12 @@ pub(super) fn reconnects(
 /// duration.
 fn cap_warning(
     cap: Option<usize>,
-    source: &super::traffic::Source,
+    source: &crate::workload::traffic::Source,
     output: &RunOutput,
 ) -> Option<String> {
     let cap = cap?;
     let ran_out = match source {
-        super::traffic::Source::Conversations(c) => c.used_all_turns(),
+        crate::workload::traffic::Source::Conversations(c) => c.used_all_turns(),
         _ => !output.stopped_by_duration,
     };
     (ran_out && !output.cancelled).then(|| {

@@ -9,12 +9,12 @@
 use std::time::Duration;
 
 use super::log::SuiteLog;
-use super::prepare::PreparedRun;
-use super::traffic::Source;
 use super::RunnerError;
 use crate::engine::{Load, VecSource};
 use crate::plan::CacheState;
 use crate::planner::RunSpec;
+use crate::workload::prepare::PreparedRun;
+use crate::workload::traffic::Source;
 
 /// The priming pass: its source, its load and its duration.
 pub(super) type Priming = (Source, Load, Option<Duration>);
@@ -30,7 +30,8 @@ pub(super) fn take(
         return Ok(None);
     }
     if let Some(production) = &mut prepared.built_as_sent {
-        let source = production.source(super::produce::Pass::Priming, Some(log.clone()))?;
+        let source =
+            production.source(crate::workload::produce::Pass::Priming, Some(log.clone()))?;
         let duration = super::run_terms::engine_duration(run);
         return Ok(Some((Source::Built(source), planned, duration)));
     }
@@ -39,7 +40,7 @@ pub(super) fn take(
 
 fn list_pass(run: &RunSpec, prepared: &mut PreparedRun, planned: Load) -> Option<Priming> {
     if let Some(plan) = &prepared.conversation {
-        let source = super::conversation::ConversationSource::new(plan.priming());
+        let source = crate::workload::conversation::ConversationSource::new(plan.priming());
         return Some((Source::Conversations(Box::new(source)), planned, None));
     }
     if prepared.priming.is_empty() {

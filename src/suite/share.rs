@@ -11,7 +11,7 @@ use crate::engine;
 use crate::planner::{Load, RunSpec};
 use crate::record::Phase;
 
-use super::prepare::PreparedRun;
+use crate::workload::prepare::PreparedRun;
 
 /// A shard's part of one run.
 #[derive(Debug, Clone)]
@@ -96,7 +96,7 @@ fn select(shard: &Shard, run: &RunSpec, prepared: &mut PreparedRun) -> Result<u6
 fn select_conversations(
     shard: &Shard,
     run: &RunSpec,
-    plan: &mut super::conversation::ConversationPlan,
+    plan: &mut crate::workload::conversation::ConversationPlan,
 ) {
     match &mut plan.conversations {
         Conversations::File(scripts) => {

@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use super::cache::LeakWatch;
 use super::planned::PlannedWatch;
-use super::prepare::Targets;
 use crate::metrics::input_lengths::Lengths;
 use crate::metrics::steady::{LoadShape, WindowFinder};
 use crate::metrics::turns::TurnSample;
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, Slo, SummaryOptions};
 use crate::record::{Outcome, Phase, RequestRecord};
 use crate::trust::{Evidence, EvidenceFold};
+use crate::workload::prepare::Targets;
 
 /// How a run's records are folded.
 #[derive(Debug, Clone)]

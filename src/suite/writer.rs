@@ -101,14 +101,14 @@ pub struct WriterContext {
     pub tokenizer: Option<Arc<Tokenizer>>,
     /// A mix: each class's tokenizer, which counts its responses' output instead.
     pub class_tokenizers: Vec<Option<Arc<Tokenizer>>>,
-    pub targets: Arc<super::prepare::Targets>,
+    pub targets: Arc<crate::workload::prepare::Targets>,
     pub log: Arc<super::log::SuiteLog>,
     /// Cancelled when a write fails, so the load stops instead of running on unstored.
     pub cancel: CancelHandle,
     /// `[plan] store.text`: keep each response's text.
     pub keep_text: bool,
     /// Counts multi-turn turns' inputs (see `turn_inputs`).
-    pub turn_inputs: Option<Arc<super::turn_inputs::TurnInputs>>,
+    pub turn_inputs: Option<Arc<crate::workload::turn_inputs::TurnInputs>>,
     /// How the run's records are folded.
     pub tally: super::tally::TallySettings,
 }

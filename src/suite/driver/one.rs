@@ -17,12 +17,13 @@ use crate::planner::RunSpec;
 use crate::store::{RunFinish, RunStatus};
 use crate::suite::counts::{self, Sent};
 use crate::suite::execute::{self, RunContext, RunResult};
-use crate::suite::prepare::{self, PreparedRun};
+use crate::suite::share::take_share;
 use crate::suite::RunnerError;
 use crate::telemetry::sampler::TelemetryPlan;
 use crate::telemetry::{CounterNames, ServerScrape};
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning, Status, Verdict};
+use crate::workload::prepare::{self, PreparedRun};
 
 /// How a run ended: completed (not interrupted), and how many of its requests failed.
 pub struct Ended {
@@ -48,10 +49,7 @@ impl Suite<'_> {
         let mut prepared: PreparedRun =
             prepare::prepare(run, &self.plan.base_dir, &self.cache, needs)?;
         let share;
-        let (run, index_base, lead) = match self
-            .shard
-            .map(|s| crate::suite::share::take_share(&s, run, &mut prepared))
-        {
+        let (run, index_base, lead) = match self.shard.map(|s| take_share(&s, run, &mut prepared)) {
             None => (run, 0, Duration::ZERO),
             Some(Ok(s)) => {
                 share = s;
@@ -165,10 +163,11 @@ impl Suite<'_> {
         if let Value::Object(map) = &mut extras {
             map.insert("evidence".into(), serde_json::json!(result.evidence));
         }
-        let metrics = crate::suite::mix::stored_metrics(run, &result.summary, &result.classes);
-        if let (Value::Object(map), Some(mix)) =
-            (&mut extras, crate::suite::mix::extras(run, &result.classes))
-        {
+        let metrics = crate::workload::mix::stored_metrics(run, &result.summary, &result.classes);
+        if let (Value::Object(map), Some(mix)) = (
+            &mut extras,
+            crate::workload::mix::extras(run, &result.classes),
+        ) {
             map.insert("mix".into(), mix);
         }
         self.lock()?.finish_run(

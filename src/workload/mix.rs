@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::RunnerError;
+use super::WorkloadError;
 use crate::dataset::DatasetContext;
 use crate::metrics::{names, RunSummary};
 use crate::planner::{run::served_name, RunSpec};
@@ -27,7 +27,7 @@ pub fn class_contexts(
     base_dir: &Path,
     cache: &TokenizerCache,
     ctx: &DatasetContext,
-) -> Result<Vec<DatasetContext>, RunnerError> {
+) -> Result<Vec<DatasetContext>, WorkloadError> {
     let Some(classes) = &run.settings.mix else {
         return Ok(Vec::new());
     };
@@ -43,7 +43,7 @@ pub fn class_contexts(
             one.tokenizer = match model.spec.tokenizer.as_deref() {
                 None => None,
                 Some(path) => Some(cache.load(&base_dir.join(path)).map_err(|source| {
-                    RunnerError::Tokenizer {
+                    WorkloadError::Tokenizer {
                         model: model.name.clone(),
                         source,
                     }

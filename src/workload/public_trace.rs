@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::prepare::PreparedRun;
 use super::targets::Targets;
 use super::traffic::{as_priming, dataset_error, replay_context, replay_warnings};
-use super::RunnerError;
+use super::WorkloadError;
 use crate::api::{self, BodyInput};
 use crate::dataset::{self, DatasetContext, RunSharing};
 use crate::engine::PreparedRequest;
@@ -18,12 +18,12 @@ use crate::planner::RunSpec;
 use crate::record::Phase;
 
 /// The requests of a public trace's run.
-pub(super) fn prepare(
+pub(crate) fn prepare(
     run: &RunSpec,
     plan: &TracePlan,
     ctx: &DatasetContext,
     base: impl FnOnce(Vec<String>) -> PreparedRun,
-) -> Result<PreparedRun, RunnerError> {
+) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let ctx = replay_context(run, ctx);
     let trace = dataset::trace_lengths::read(plan, &ctx).map_err(|e| dataset_error(run, e))?;
@@ -56,7 +56,7 @@ pub(super) fn prepare(
             reject_fields: &s.endpoint.spec.reject_fields,
         };
         let (path, body) = api::build_body(kind, &input)
-            .map_err(|source| RunnerError::Body { item: i, source })?;
+            .map_err(|source| WorkloadError::Body { item: i, source })?;
         let (max_output_tokens, running_usage) = api::body_reads(&body);
         out.requests.push(PreparedRequest {
             item: i as u64,

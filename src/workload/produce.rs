@@ -12,9 +12,9 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::log::SuiteLog;
 use super::prepare::{missed_target_warning, BodyBuilder, Targets};
-use super::RunnerError;
+use super::RequestLog;
+use super::WorkloadError;
 use crate::dataset::{DatasetContext, DatasetStats, PromptStream};
 use crate::engine::{Next, PreparedRequest, RequestSource};
 use crate::planner::RunSpec;
@@ -69,7 +69,7 @@ impl Production {
         run: &RunSpec,
         ctx: DatasetContext,
         builder: BodyBuilder,
-    ) -> Result<Production, RunnerError> {
+    ) -> Result<Production, WorkloadError> {
         let mut production = Production {
             run: run.clone(),
             limit: (ctx.count != usize::MAX).then_some(ctx.count),
@@ -88,7 +88,7 @@ impl Production {
             (&production.run, production.limit),
         )?;
         if window.is_empty() {
-            return Err(RunnerError::Dataset {
+            return Err(WorkloadError::Dataset {
                 dataset: production.run.settings.dataset.name.clone(),
                 source: crate::dataset::DatasetError::Invalid("it gives no prompt".into()),
             });
@@ -130,8 +130,8 @@ impl Production {
     pub fn source(
         &mut self,
         pass: Pass,
-        log: Option<Arc<SuiteLog>>,
-    ) -> Result<BuiltSource, RunnerError> {
+        log: Option<Arc<dyn RequestLog>>,
+    ) -> Result<BuiltSource, WorkloadError> {
         let (first, stream, builder) = match (pass, self.head.take()) {
             (Pass::Measured, Some(h)) => (h.window, h.stream, h.builder),
             (_, head) => {
@@ -164,7 +164,7 @@ impl Production {
         let thread = std::thread::Builder::new()
             .name("perfplan-requests".into())
             .spawn(move || producer.run(tx))
-            .map_err(RunnerError::Thread)?;
+            .map_err(WorkloadError::Thread)?;
         Ok(BuiltSource {
             rx: Some(rx),
             left,
@@ -184,7 +184,7 @@ fn build_window(
     builder: &mut BodyBuilder,
     targets: &Targets,
     (run, limit): (&RunSpec, Option<usize>),
-) -> Result<Vec<PreparedRequest>, RunnerError> {
+) -> Result<Vec<PreparedRequest>, WorkloadError> {
     let first = stream.produced();
     let n = limit.map_or(WINDOW, |l| WINDOW.min(l.saturating_sub(first)));
     if n == 0 {
@@ -192,7 +192,7 @@ fn build_window(
     }
     let items = stream
         .next_window(n)
-        .map_err(|source| RunnerError::Dataset {
+        .map_err(|source| WorkloadError::Dataset {
             dataset: run.settings.dataset.name.clone(),
             source,
         })?;
@@ -229,10 +229,10 @@ struct Producer {
     limit: Option<usize>,
     targets: Arc<Targets>,
     run: RunSpec,
-    log: Option<Arc<SuiteLog>>,
+    log: Option<Arc<dyn RequestLog>>,
 }
 
-type Window = Result<Vec<PreparedRequest>, RunnerError>;
+type Window = Result<Vec<PreparedRequest>, WorkloadError>;
 
 impl Producer {
     /// Builds windows until the source is dropped or the dataset ends; returns the

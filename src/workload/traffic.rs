@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::conversation::{ConversationPlan, ConversationSource, TurnTemplate};
 use super::prepare::PreparedRun;
-use super::RunnerError;
+use super::WorkloadError;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::{self, DatasetContext};
 use crate::engine::{Load, Next, PreparedRequest, RequestSource, VecSource};
@@ -20,11 +20,11 @@ use crate::planner::{warmup_count, RunSpec};
 use crate::record::{Phase, RequestRecord};
 
 /// Builds the request set of a trace or multi-turn run; `None` for every other kind.
-pub(super) fn prepare(
+pub(crate) fn prepare(
     run: &RunSpec,
     ctx: &DatasetContext,
     base: impl FnOnce(Vec<String>) -> PreparedRun,
-) -> Result<Option<PreparedRun>, RunnerError> {
+) -> Result<Option<PreparedRun>, WorkloadError> {
     match &run.dataset {
         DatasetPlan::Trace(plan) if plan.format.synthesized() => {
             super::public_trace::prepare(run, plan, ctx, base).map(Some)
@@ -39,7 +39,7 @@ pub(super) fn prepare(
 
 /// The dataset context of a replay: `requests` takes the first records; without it,
 /// every record (no duration cap).
-pub(super) fn replay_context(run: &RunSpec, ctx: &DatasetContext) -> DatasetContext {
+pub(crate) fn replay_context(run: &RunSpec, ctx: &DatasetContext) -> DatasetContext {
     let mut ctx = ctx.clone();
     ctx.count = run
         .settings
@@ -49,8 +49,8 @@ pub(super) fn replay_context(run: &RunSpec, ctx: &DatasetContext) -> DatasetCont
     ctx
 }
 
-pub(super) fn dataset_error(run: &RunSpec, source: dataset::DatasetError) -> RunnerError {
-    RunnerError::Dataset {
+pub(crate) fn dataset_error(run: &RunSpec, source: dataset::DatasetError) -> WorkloadError {
+    WorkloadError::Dataset {
         dataset: run.settings.dataset.name.clone(),
         source,
     }
@@ -61,7 +61,7 @@ fn trace(
     plan: &TracePlan,
     ctx: &DatasetContext,
     base: impl FnOnce(Vec<String>) -> PreparedRun,
-) -> Result<PreparedRun, RunnerError> {
+) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let ctx = replay_context(run, ctx);
     let trace = dataset::trace::read(plan, &ctx).map_err(|e| dataset_error(run, e))?;
@@ -93,7 +93,7 @@ fn trace(
             reject_fields: &s.endpoint.spec.reject_fields,
         };
         let (path, body) = api::build_body(kind, &input)
-            .map_err(|source| RunnerError::Body { item: i, source })?;
+            .map_err(|source| WorkloadError::Body { item: i, source })?;
         let (max_output_tokens, running_usage) = api::body_reads(&body);
         out.requests.push(PreparedRequest {
             item: i as u64,
@@ -123,7 +123,7 @@ fn trace(
 }
 
 /// What a trace replay leaves out of the plan's load.
-pub(super) fn replay_warnings(run: &RunSpec) -> Vec<String> {
+pub(crate) fn replay_warnings(run: &RunSpec) -> Vec<String> {
     let s = &run.settings;
     let mut warnings = Vec::new();
     if warmup_count(&s.load) > 0 {
@@ -139,7 +139,7 @@ pub(super) fn replay_warnings(run: &RunSpec) -> Vec<String> {
 }
 
 /// The priming pass of a warm run: the same requests, marked `priming`.
-pub(super) fn as_priming(requests: &[PreparedRequest]) -> Vec<PreparedRequest> {
+pub(crate) fn as_priming(requests: &[PreparedRequest]) -> Vec<PreparedRequest> {
     let priming = |r: &PreparedRequest| PreparedRequest {
         phase: Phase::Priming,
         ..r.clone()
@@ -151,7 +151,7 @@ fn conversation(
     run: &RunSpec,
     ctx: &DatasetContext,
     base: impl FnOnce(Vec<String>) -> PreparedRun,
-) -> Result<PreparedRun, RunnerError> {
+) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let kind = run.request.api;
     if kind != ApiKind::Chat {
@@ -205,7 +205,7 @@ fn conversation(
 }
 
 /// The load of a run: the plan's, or a scheduled one for a trace.
-pub(super) fn load(prepared: &PreparedRun, planned: Load, max_in_flight: Option<u32>) -> Load {
+pub(crate) fn load(prepared: &PreparedRun, planned: Load, max_in_flight: Option<u32>) -> Load {
     match prepared.schedule {
         Some(_) => Load::Scheduled { max_in_flight },
         None => planned,
@@ -213,7 +213,7 @@ pub(super) fn load(prepared: &PreparedRun, planned: Load, max_in_flight: Option<
 }
 
 /// The measured pass's source of a run.
-pub(super) enum Source {
+pub(crate) enum Source {
     List(VecSource),
     /// Requests built as they are sent (a load bounded only by its duration).
     Built(super::produce::BuiltSource),
@@ -223,13 +223,14 @@ pub(super) enum Source {
 }
 
 impl Source {
-    pub(super) fn new(
+    pub(crate) fn new(
         prepared: &mut PreparedRun,
-        log: &std::sync::Arc<super::log::SuiteLog>,
-    ) -> Result<Source, RunnerError> {
+        log: &std::sync::Arc<impl super::RequestLog + 'static>,
+    ) -> Result<Source, WorkloadError> {
         if let Some(production) = &mut prepared.built_as_sent {
             let pass = super::produce::Pass::Measured;
-            return Ok(Source::Built(production.source(pass, Some(log.clone()))?));
+            let log: std::sync::Arc<dyn super::RequestLog> = log.clone();
+            return Ok(Source::Built(production.source(pass, Some(log))?));
         }
         let requests = std::mem::take(&mut prepared.requests);
         Ok(
@@ -245,7 +246,7 @@ impl Source {
     }
 
     /// Warnings of a source that builds requests as they are sent (none otherwise).
-    pub(super) fn finish_building(&mut self) -> Vec<String> {
+    pub(crate) fn finish_building(&mut self) -> Vec<String> {
         match self {
             Source::Built(s) => s.finish(),
             _ => Vec::new(),
@@ -253,7 +254,7 @@ impl Source {
     }
 
     /// Adds the per-turn metrics of a multi-turn run; returns what the run's extras keep.
-    pub(super) fn finish(
+    pub(crate) fn finish(
         &self,
         turns: Option<&[crate::metrics::turns::TurnSample]>,
         summary: &mut RunSummary,

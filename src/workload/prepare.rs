@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::RunnerError;
+use super::WorkloadError;
 use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized, PromptItem};
 use crate::engine::PreparedRequest;
@@ -102,7 +102,7 @@ pub fn tokenizer(
     run: &RunSpec,
     base_dir: &Path,
     cache: &TokenizerCache,
-) -> Result<Option<Arc<Tokenizer>>, RunnerError> {
+) -> Result<Option<Arc<Tokenizer>>, WorkloadError> {
     let Some(path) = run.settings.model.spec.tokenizer.as_deref() else {
         return Ok(None);
     };
@@ -110,14 +110,14 @@ pub fn tokenizer(
     cache
         .load(&full)
         .map(Some)
-        .map_err(|source| RunnerError::Tokenizer {
+        .map_err(|source| WorkloadError::Tokenizer {
             model: run.settings.model.name.clone(),
             source,
         })
 }
 
 /// What the dataset of a run needs to know, for `count` items.
-pub(super) fn dataset_context(
+pub(crate) fn dataset_context(
     run: &RunSpec,
     base_dir: &Path,
     tokenizer: Option<Arc<Tokenizer>>,
@@ -147,7 +147,7 @@ pub fn prepare(
     base_dir: &Path,
     cache: &TokenizerCache,
     needs: Needs,
-) -> Result<PreparedRun, RunnerError> {
+) -> Result<PreparedRun, WorkloadError> {
     let sharded = needs.sharded;
     let s = &run.settings;
     let tokenizer = tokenizer(run, base_dir, cache)?;
@@ -183,10 +183,11 @@ pub fn prepare(
         return Ok(special);
     }
     let builder = BodyBuilder::new(run, base_dir)?;
-    let sharing = dataset::sharing(&run.dataset, &ctx).map_err(|source| RunnerError::Dataset {
-        dataset: s.dataset.name.clone(),
-        source,
-    })?;
+    let sharing =
+        dataset::sharing(&run.dataset, &ctx).map_err(|source| WorkloadError::Dataset {
+            dataset: s.dataset.name.clone(),
+            source,
+        })?;
     let listed = needs.list
         || sharded
         || poisson_schedule(run, 1).is_some()
@@ -223,13 +224,13 @@ fn prebuilt(
     ctx: &DatasetContext,
     mut builder: BodyBuilder,
     mut out: PreparedRun,
-) -> Result<PreparedRun, RunnerError> {
+) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let Materialized {
         items,
         mut warnings,
         stats,
-    } = dataset::materialize(&run.dataset, ctx).map_err(|source| RunnerError::Dataset {
+    } = dataset::materialize(&run.dataset, ctx).map_err(|source| WorkloadError::Dataset {
         dataset: s.dataset.name.clone(),
         source,
     })?;
@@ -267,7 +268,7 @@ pub fn missed_target_warning(stats: &dataset::DatasetStats) -> Option<String> {
 }
 
 /// The seeded stream a run's drawn output lengths come from, item after item.
-pub(super) fn output_rng(run: &RunSpec) -> ChaCha8Rng {
+pub(crate) fn output_rng(run: &RunSpec) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(run.dataset_seed ^ 0x6f75_7470_7574)
 }
 
@@ -290,7 +291,7 @@ pub struct BodyBuilder {
 }
 
 impl BodyBuilder {
-    pub fn new(run: &RunSpec, base_dir: &Path) -> Result<BodyBuilder, RunnerError> {
+    pub fn new(run: &RunSpec, base_dir: &Path) -> Result<BodyBuilder, WorkloadError> {
         let s = &run.settings;
         Ok(BodyBuilder {
             request: run.request.clone(),
@@ -310,7 +311,7 @@ impl BodyBuilder {
     }
 
     /// The request of item `i` (called for every item in order).
-    pub fn build(&mut self, i: u64, item: &PromptItem) -> Result<PreparedRequest, RunnerError> {
+    pub fn build(&mut self, i: u64, item: &PromptItem) -> Result<PreparedRequest, WorkloadError> {
         let req = item
             .class
             .and_then(|c| self.classes.get(usize::from(c)))
@@ -327,7 +328,7 @@ impl BodyBuilder {
             reject_fields: &self.reject_fields,
         };
         let (path, body) = match &self.template {
-            None => api::build_body(kind, &input).map_err(|source| RunnerError::Body {
+            None => api::build_body(kind, &input).map_err(|source| WorkloadError::Body {
                 item: i as usize,
                 source,
             })?,
