@@ -61,6 +61,21 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
     ),
     ("preflight", &["store"], "preflight must not know the store"),
     (
+        "measure",
+        &["engine", "api", "suite", "distribute"],
+        "measure judges what a run's records say against its plan: no HTTP, no engine, no run loop",
+    ),
+    (
+        "live",
+        &["engine", "store", "plan", "planner", "suite"],
+        "live says what a suite is doing: it is told, it knows no plan, store or engine",
+    ),
+    (
+        "probe",
+        &["store", "suite"],
+        "probe asks an endpoint about itself before its first run: no store, no run loop",
+    ),
+    (
         "workload",
         &["store", "suite", "report"],
         "workload makes a run's requests: it knows neither the store nor the run loop",
@@ -122,6 +137,13 @@ const ONLY: &[(&str, &[&str], &str)] = &[
     ),
 ];
 
+/// `(module, lines, why)`: the files of `module` hold at most `lines` lines together.
+const MODULE_LINES: &[(&str, usize, &str)] = &[(
+    "suite",
+    3000,
+    "the suite is the run loop (driver, execute, writer, counts, priming); what it calls lives in its own stage",
+)];
+
 /// `(suffix, owner, why)`: a `struct` or `enum` whose name ends in `suffix` is declared
 /// only inside `owner` (the one place a kind of machinery lives).
 const DEFINED_ONLY_IN: &[(&str, &str, &str)] = &[(
@@ -130,11 +152,12 @@ const DEFINED_ONLY_IN: &[(&str, &str, &str)] = &[(
     "the SLA search state machines belong to `search` (DESIGN's table); their terms are `metrics::sla`",
 )];
 
-/// The modules that send load or make its requests (and `cli`): the only ones that may
-/// import `engine`.
+/// The modules that send load, make its requests or probe its target (and `cli`): the
+/// only ones that may import `engine`.
 const ENGINE_USERS: &[&str] = &[
     "suite",
     "workload",
+    "probe",
     "search",
     "preflight",
     "distribute",
@@ -588,8 +611,31 @@ fn check(sources: &[Source]) -> Vec<Violation> {
         }
     }
     out.extend(circles(&edges));
+    out.extend(module_sizes(sources));
     out.sort();
     out.dedup();
+    out
+}
+
+/// A violation for every module of [`MODULE_LINES`] over its lines.
+fn module_sizes(sources: &[Source]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (module, most, why) in MODULE_LINES {
+        let lines: usize = sources
+            .iter()
+            .filter(|s| {
+                s.path.starts_with("src/") && top_module(&s.path).as_deref() == Some(module)
+            })
+            .map(|s| s.text.lines().count())
+            .sum();
+        if lines > *most {
+            out.push(Violation {
+                path: format!("src/{module}/"),
+                line: 0,
+                rule: format!("{lines} lines: `{module}` holds at most {most}: {why}"),
+            });
+        }
+    }
     out
 }
 
@@ -761,6 +807,25 @@ mod rules {
             "{v}"
         );
         assert!(v.contains("DESIGN's Never"), "{v}");
+    }
+
+    #[test]
+    fn a_suite_over_its_lines_is_named() {
+        let big = "// line\n".repeat(2000);
+        let two = [
+            Source {
+                path: "src/suite/a.rs".into(),
+                text: big.clone(),
+            },
+            Source {
+                path: "src/suite/b.rs".into(),
+                text: big,
+            },
+        ];
+        let v: Vec<String> = module_sizes(&two).iter().map(ToString::to_string).collect();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].starts_with("src/suite/:0: 4000 lines"), "{v:?}");
+        assert!(module_sizes(&two[..1]).is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! of exit codes).
 
 use crate::distribute::MergeError;
+use crate::probe::ProbeError;
 use crate::store::StoreError;
 use crate::suite::RunnerError;
 use crate::workload::WorkloadError;
@@ -69,8 +70,7 @@ pub const CLOSED_OUTPUT: u8 = 141;
 /// The exit code for an error that stopped a suite.
 pub fn of_runner_error(e: &RunnerError) -> u8 {
     match e {
-        RunnerError::Connection { .. }
-        | RunnerError::ModelNotServed { .. }
+        RunnerError::Probe(ProbeError::Connection { .. } | ProbeError::ModelNotServed { .. })
         | RunnerError::Sim { .. } => ENDPOINT,
         RunnerError::Rows { .. }
         | RunnerError::StoreWrite { .. }
@@ -81,6 +81,7 @@ pub fn of_runner_error(e: &RunnerError) -> u8 {
         RunnerError::Barrier { .. } => BARRIER,
         RunnerError::Slo { .. }
         | RunnerError::Control { .. }
+        | RunnerError::Probe(ProbeError::Control { .. })
         | RunnerError::Endpoint { .. }
         | RunnerError::Template(_)
         | RunnerError::Workload(

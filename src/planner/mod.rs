@@ -11,6 +11,7 @@ pub mod explore;
 mod locate;
 pub mod matrix;
 pub mod mix;
+pub mod order;
 pub mod ramp;
 pub mod repeat;
 mod request_checks;

@@ -12,11 +12,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::log::SuiteLog;
 use super::RunnerError;
 use crate::distribute::barrier::StartBarrier;
 use crate::distribute::shard::{Shard, ShardOptions};
 use crate::engine::{CancelHandle, Target};
+use crate::live::log::SuiteLog;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::servers::sims::Sims;
@@ -108,7 +108,7 @@ pub fn run_suite_sharded(
     opts: &RunOptions,
     sharding: ShardOptions,
 ) -> Result<SuiteOutcome, RunnerError> {
-    let ordered = super::cache::execution_order(runs);
+    let ordered = crate::planner::order::execution_order(runs);
     let redactor = suite_redactor(plan, &ordered);
     // Endpoints and models first: a suite that cannot send leaves no folder behind.
     let before = before::before_the_suite(plan, &ordered, &redactor)?;
@@ -168,7 +168,7 @@ fn run_in(
     let log = Arc::new(
         SuiteLog::open(&dir, opts.debug, opts.progress_json.as_deref())
             .with_redactor(redactor)
-            .with_progress_every(super::progress::line_interval(opts.progress_every)),
+            .with_progress_every(crate::live::progress::line_interval(opts.progress_every)),
     );
     for line in &said {
         log.write_only(line);

@@ -6,28 +6,29 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::progress::RunProgress;
-use super::run_terms::definitions;
-pub use super::run_terms::engine_load;
-use super::server_counts;
-use super::tally::{Tally, TallySettings};
 use super::writer::{Writer, WriterContext};
 use super::RunnerError;
 use crate::engine::{
     self, CancelHandle, Endpoint, Preconnect, RequestSource, RunConfig, RunOutput,
 };
+use crate::live::progress::RunProgress;
+use crate::measure::tally::{Tally, TallySettings};
 use crate::metrics::steady::LoadShape;
 use crate::metrics::{RunSummary, Slo, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
 use crate::record::RequestRecord;
 use crate::store::Store;
+use crate::telemetry::run::counts as server_counts;
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
 use crate::workload::mix;
 use crate::workload::prepare::PreparedRun;
+use crate::workload::run_terms::definitions;
+pub use crate::workload::run_terms::engine_load;
 use crate::workload::traffic::{self, Source};
 use crate::workload::turn_inputs::TurnInputs;
+use crate::workload::RequestLog;
 
 /// After Ctrl-C, how long requests in flight may still finish.
 const GRACE: Duration = Duration::from_secs(5);
@@ -97,13 +98,9 @@ pub struct RunContext<'a> {
     pub slos: &'a [Slo],
     pub definitions: plan::MetricDefinitions,
     pub label: String,
-    pub log: std::sync::Arc<super::log::SuiteLog>,
-    /// The server's cache counters, scraped around the measured pass.
-    pub server: Option<crate::telemetry::ServerScrape>,
-    /// The pages scraped during the measured pass (`None`: telemetry off).
-    pub telemetry: Option<crate::telemetry::sampler::TelemetryPlan>,
-    /// A launched server's log (`servers/<endpoint>.log`), read for its cache hits.
-    pub server_log: Option<std::path::PathBuf>,
+    pub log: std::sync::Arc<crate::live::log::SuiteLog>,
+    /// What the run's telemetry watches (the server's counters, the sampler, its log).
+    pub watch: crate::telemetry::run::RunTelemetry,
     /// `--shard`: the first stored request index (0 when not sharded).
     pub index_base: u64,
     /// `--start-at` and the start barrier: when the measured pass (warmup first) starts.
@@ -140,7 +137,7 @@ fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
         load: traffic::load(prepared, engine_load(run), load.max_in_flight),
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
-        duration: super::run_terms::engine_duration(run)
+        duration: crate::workload::run_terms::engine_duration(run)
             .filter(|_| prepared.conversation.is_none()),
         grace: GRACE,
     }
@@ -188,7 +185,7 @@ async fn prime(
 ) -> Result<(u64, Vec<RunWarning>), RunnerError> {
     // An exploring priming pass explores with a control of its own.
     let planned = match cfg.load {
-        engine::Load::ClosedExplore { .. } => super::run_terms::engine_load(run),
+        engine::Load::ClosedExplore { .. } => crate::workload::run_terms::engine_load(run),
         ref load => load.clone(),
     };
     let Some((mut source, load, duration)) =
@@ -235,11 +232,11 @@ pub async fn execute(
     run: &RunSpec,
     mut prepared: PreparedRun,
 ) -> Result<RunResult, RunnerError> {
-    let (cfg, explore) = super::explore::measured_config(run, run_config(run, &prepared));
+    let (cfg, explore) = crate::workload::explore::measured_config(run, run_config(run, &prepared));
     let progress = RunProgress::new(&ctx.label, planned_total(run, &prepared))
         .with_events(&ctx.log, &run.id)
         .with_lines(&ctx.log, &ctx.label);
-    let opening = server_counts::opening(ctx).await;
+    let opening = server_counts::opening(&ctx.watch).await;
     let endpoint_block = run.settings.endpoint.spec.cache_block_size;
     let block = endpoint_block.or(opening.as_ref().and_then(|o| o.block_size));
     let (writer, turn_inputs) = start_writer(ctx, run, &mut prepared, block)?;
@@ -263,15 +260,16 @@ pub async fn execute(
     let offset = ctx.index_base + primed;
     let mut sink = sink_for(offset);
     let (before, priming_counts) =
-        server_counts::before_measured(ctx, &run.id, opening.as_ref(), (primed, &window)).await?;
+        server_counts::before_measured(&ctx.watch, &run.id, opening.as_ref(), (primed, &window))
+            .await?;
     let mut source = Source::new(&mut prepared, &ctx.log)?;
     let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
-    let watch = super::telemetry::start(ctx, &run.id, &mut warnings);
+    let watch = crate::telemetry::run::watch::start(&ctx.watch, &run.id, &mut warnings);
     let mut output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(load_error(run))?;
-    let telemetry = super::telemetry::finish(watch, output.started)?;
+    let telemetry = crate::telemetry::run::watch::finish(watch, output.started)?;
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
@@ -281,7 +279,7 @@ pub async fn execute(
         &output,
     ));
     let closing = server_counts::after_measured(
-        ctx,
+        &ctx.watch,
         &run.id,
         before.as_ref(),
         &window,
@@ -318,10 +316,10 @@ struct Passes {
     server_ratio: Option<f64>,
     /// The warning of a `--start-at` already past.
     late: Option<String>,
-    telemetry: super::telemetry::Observed,
+    telemetry: crate::telemetry::run::watch::Observed,
     server_counts: Option<crate::telemetry::counts::ServerCounts>,
     /// An exploring run's control: the steps it held.
-    explore: Option<super::explore::Shared>,
+    explore: Option<crate::workload::explore::Shared>,
 }
 
 /// The run's summary and warnings, from its measured records.
@@ -345,15 +343,16 @@ fn conclude(
     });
     warnings.extend(all_as(Code::Mix, mix::warnings(run, &classes)));
     let mut said = Vec::new();
-    super::telemetry::apply(&passes.telemetry, &mut summary, &mut said);
+    crate::telemetry::run::watch::apply(&passes.telemetry, &mut summary, &mut said);
     warnings.extend(all_as(Code::Telemetry, said));
-    warnings.extend(super::cache::measured_against_planned(
+    warnings.extend(crate::measure::cache::measured_against_planned(
         run, &summary, ctx.trust,
     ));
     let defs = definitions(ctx.definitions);
     let window = (&tally.window, ctx.slice);
-    let (mut time, steady) = super::steady::measure(&ctx.store, run, window, defs, &mut summary);
-    let explored = super::explore::finish(
+    let (mut time, steady) =
+        crate::measure::steady::measure(&ctx.store, run, window, defs, &mut summary);
+    let explored = crate::measure::explore::finish(
         &ctx.store,
         run,
         passes.explore.as_ref(),
@@ -363,7 +362,7 @@ fn conclude(
     warnings.extend(all_as(Code::SteadyWindow, explored));
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
     let all_failed =
-        super::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
+        crate::measure::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
     let (input_lengths, length_warning) = tally.input_lengths();
     let preconnect = output.preconnect.as_ref().and_then(Preconnect::warning);
     warnings.extend(all_as(Code::Connections, preconnect));
@@ -375,11 +374,11 @@ fn conclude(
     warnings.extend(all_as(Code::SteadyWindow, steady));
     warnings.extend(all_as(
         Code::PartialFailures,
-        super::failures::partial_failure_warning(&summary, &tally.errors),
+        crate::measure::failures::partial_failure_warning(&summary, &tally.errors),
     ));
     let evidence = tally.evidence();
-    let server = super::judge::trust_counts(passes.server_counts.as_ref());
-    super::judge::reasons(
+    let server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
+    crate::measure::judge::reasons(
         run,
         &mut summary,
         &evidence,
@@ -449,7 +448,9 @@ fn planned_total(run: &RunSpec, prepared: &PreparedRun) -> Option<u64> {
     }
     match &prepared.conversation {
         Some(c) if c.total == usize::MAX => None,
-        Some(c) => Some((c.total + super::priming::conversation_turns(run, c.total)) as u64),
+        Some(c) => {
+            Some((c.total + crate::workload::conversation::conversation_turns(run, c.total)) as u64)
+        }
         None => Some((prepared.requests.len() + prepared.priming.len()) as u64),
     }
 }

@@ -1,34 +1,20 @@
 //! The suite stage: the run loop of a suite. Executes a plan's runs in order on the
-//! engine, stores every request as it completes, summarizes each run. It ties planner,
-//! engine, store and metrics together and maps plan settings to the engine's inputs, so
-//! the engine never sees a plan. It owns priming, this shard's share of a run, progress
-//! and the log; launched servers are `servers`', scrapes `telemetry`'s, SLA searches
-//! `search`'s (handed in as a [`SearchDriver`], so the suite names nothing of it).
+//! engine, stores every request as it completes, summarizes each run: the driver, one
+//! run's passes (`execute`), the writer, the row counts and the priming pass. It ties
+//! the stages together and calls each for its job: `workload` makes a run's requests,
+//! `measure` folds and judges what they measured, `probe` tests an endpoint before its
+//! first run, `live` says what is happening, `distribute` says this shard's share and
+//! start instant, `telemetry` watches the server, `servers` launches it, and SLA searches
+//! are `search`'s (handed in as a [`SearchDriver`], so the suite names nothing of it).
 //! Must not know: HTTP details (requests go through the engine, control calls through
 //! `control`), the search state machines, merging.
 
-pub(crate) mod cache;
-mod connect;
 mod counts;
-mod describe;
 pub(crate) mod driver;
 pub(crate) mod execute;
-pub mod explore;
-mod failures;
-mod judge;
-mod log;
 mod pass_warnings;
-mod planned;
 mod priming;
-mod progress;
-mod run_terms;
-mod server_counts;
-pub use progress::parse_every as parse_progress_every;
-mod share;
-mod steady;
-pub(crate) mod steps;
-mod tally;
-mod telemetry;
+pub use crate::live::parse_progress_every;
 mod writer;
 
 pub use counts::Mismatch;
@@ -39,6 +25,30 @@ pub use driver::{
 pub use writer::count_output;
 
 use std::path::PathBuf;
+
+use crate::probe::ProbeError;
+
+impl crate::workload::RequestLog for crate::live::log::SuiteLog {
+    fn debug(&self) -> bool {
+        crate::live::log::SuiteLog::debug(self)
+    }
+
+    /// With `--debug`: a run's request bodies, before they are sent.
+    fn requests(&self, run_id: &str, requests: &[crate::engine::PreparedRequest]) {
+        if !self.debug() {
+            return;
+        }
+        for r in requests {
+            let body = String::from_utf8_lossy(&r.body);
+            self.write_only(&format!(
+                "debug run={run_id} item={} phase={} POST {} {body}",
+                r.item,
+                r.phase.as_str(),
+                r.path
+            ));
+        }
+    }
+}
 
 impl From<crate::telemetry::TelemetryError> for RunnerError {
     fn from(e: crate::telemetry::TelemetryError) -> RunnerError {
@@ -133,20 +143,8 @@ pub enum RunnerError {
         #[source]
         source: crate::control::ControlError,
     },
-    #[error("endpoint `{endpoint}` ({url}) is not usable: {message}")]
-    Connection {
-        endpoint: String,
-        url: String,
-        message: String,
-    },
-    #[error("endpoint `{endpoint}` does not serve model `{model}`{}; {url} lists: {}. Set the model's `served_name` to the name the server lists", suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(), served.join(", "))]
-    ModelNotServed {
-        endpoint: String,
-        url: String,
-        model: String,
-        suggestion: Option<String>,
-        served: Vec<String>,
-    },
+    #[error(transparent)]
+    Probe(#[from] crate::probe::ProbeError),
     #[error("invalid load of run {run}")]
     Load {
         run: String,
@@ -222,8 +220,9 @@ impl RunnerError {
                 | RunnerError::WriterBehind { .. }
                 | RunnerError::RowCount(_)
                 | RunnerError::Poisoned
-                | RunnerError::Connection { .. }
-                | RunnerError::ModelNotServed { .. }
+                | RunnerError::Probe(
+                    ProbeError::Connection { .. } | ProbeError::ModelNotServed { .. }
+                )
                 | RunnerError::Output { .. }
                 | RunnerError::Runtime(_)
                 | RunnerError::Sim { .. }

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use super::log::SuiteLog;
 use super::RunnerError;
 use crate::engine::{Load, VecSource};
+use crate::live::log::SuiteLog;
 use crate::plan::CacheState;
 use crate::planner::RunSpec;
 use crate::workload::prepare::PreparedRun;
@@ -32,7 +32,7 @@ pub(super) fn take(
     if let Some(production) = &mut prepared.built_as_sent {
         let source =
             production.source(crate::workload::produce::Pass::Priming, Some(log.clone()))?;
-        let duration = super::run_terms::engine_duration(run);
+        let duration = crate::workload::run_terms::engine_duration(run);
         return Ok(Some((Source::Built(source), planned, duration)));
     }
     Ok(list_pass(run, prepared, planned))
@@ -57,14 +57,6 @@ fn list_pass(run: &RunSpec, prepared: &mut PreparedRun, planned: Load) -> Option
             Some((Source::List(source), load, None))
         }
         None => Some((Source::List(VecSource::new(requests)), planned, None)),
-    }
-}
-
-/// Turns a multi-turn run plays in its priming pass (every turn of the measured pass).
-pub(super) fn conversation_turns(run: &RunSpec, turns: usize) -> usize {
-    match run.settings.cache_state {
-        CacheState::Warm => turns,
-        CacheState::Cold => 0,
     }
 }
 

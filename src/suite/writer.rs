@@ -50,7 +50,7 @@ pub struct Writer {
 #[derive(Debug)]
 pub struct Written {
     pub rows: u64,
-    pub tally: super::tally::Tally,
+    pub tally: crate::measure::tally::Tally,
 }
 
 /// The engine's side of the queue: whether it ever met the queue full, and when the
@@ -102,7 +102,7 @@ pub struct WriterContext {
     /// A mix: each class's tokenizer, which counts its responses' output instead.
     pub class_tokenizers: Vec<Option<Arc<Tokenizer>>>,
     pub targets: Arc<crate::workload::prepare::Targets>,
-    pub log: Arc<super::log::SuiteLog>,
+    pub log: Arc<crate::live::log::SuiteLog>,
     /// Cancelled when a write fails, so the load stops instead of running on unstored.
     pub cancel: CancelHandle,
     /// `[plan] store.text`: keep each response's text.
@@ -110,7 +110,7 @@ pub struct WriterContext {
     /// Counts multi-turn turns' inputs (see `turn_inputs`).
     pub turn_inputs: Option<Arc<crate::workload::turn_inputs::TurnInputs>>,
     /// How the run's records are folded.
-    pub tally: super::tally::TallySettings,
+    pub tally: crate::measure::tally::TallySettings,
 }
 
 impl Writer {
@@ -135,7 +135,7 @@ impl Writer {
             since: Instant::now(),
         });
         let handle = std::thread::spawn(move || {
-            let tally = super::tally::Tally::new(ctx.tally.clone());
+            let tally = crate::measure::tally::Tally::new(ctx.tally.clone());
             let result = write_loop(&ctx, &rx, tally);
             if result.is_err() {
                 ctx.cancel.cancel();
@@ -235,7 +235,7 @@ pub fn count_output(record: &mut RequestRecord, tokenizer: Option<&Tokenizer>) {
 fn write_loop(
     ctx: &WriterContext,
     rx: &mpsc::Receiver<RequestRecord>,
-    mut tally: super::tally::Tally,
+    mut tally: crate::measure::tally::Tally,
 ) -> Result<Written, RunnerError> {
     let mut pending: Vec<RequestRecord> = Vec::with_capacity(BATCH);
     let mut written = 0u64;
@@ -354,11 +354,11 @@ mod tests {
             tokenizer: None,
             class_tokenizers: Vec::new(),
             targets: Arc::default(),
-            log: Arc::new(super::super::log::SuiteLog::open(dir, false, None)),
+            log: Arc::new(crate::live::log::SuiteLog::open(dir, false, None)),
             cancel: cancel.clone(),
             keep_text: false,
             turn_inputs: None,
-            tally: super::super::tally::TallySettings::default(),
+            tally: crate::measure::tally::TallySettings::default(),
         };
         (Writer::start_queued(ctx, queue).unwrap(), store, cancel)
     }

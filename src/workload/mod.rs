@@ -7,11 +7,14 @@
 //! Must not know: the store, the run loop (the suite), how a run is measured.
 
 pub(crate) mod conversation;
+pub mod explore;
 pub(crate) mod mix;
 pub mod prepare;
 pub(crate) mod produce;
 mod public_trace;
+pub mod run_terms;
 pub mod session;
+pub mod share;
 pub(crate) mod targets;
 pub(crate) mod traffic;
 pub(crate) mod turn_inputs;

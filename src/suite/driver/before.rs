@@ -10,8 +10,9 @@ use std::sync::Mutex;
 use crate::environment::EndpointFacts;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
+use crate::probe::connect;
 use crate::servers::sims::Sims;
-use crate::suite::{connect, RunnerError};
+use crate::suite::RunnerError;
 
 /// What the suite starts with: its simulators, its runtime, the endpoints already
 /// tested, what each endpoint not launched said of itself (the environment), and the
@@ -104,7 +105,7 @@ async fn test_endpoints(
             tested.insert(ep.name.clone());
             listed = served.listed;
         }
-        let facts = crate::suite::describe::read(&target, &ep.spec, listed, ctx.redactor).await;
+        let facts = crate::probe::describe::read(&target, &ep.spec, listed, ctx.redactor).await;
         read.push((ep.name.clone(), facts));
     }
     Ok((tested, read))

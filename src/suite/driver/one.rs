@@ -17,13 +17,14 @@ use crate::planner::RunSpec;
 use crate::store::{RunFinish, RunStatus};
 use crate::suite::counts::{self, Sent};
 use crate::suite::execute::{self, RunContext, RunResult};
-use crate::suite::share::take_share;
 use crate::suite::RunnerError;
+use crate::telemetry::run::RunTelemetry;
 use crate::telemetry::sampler::TelemetryPlan;
 use crate::telemetry::{CounterNames, ServerScrape};
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning, Status, Verdict};
 use crate::workload::prepare::{self, PreparedRun};
+use crate::workload::share::take_share;
 
 /// How a run ended: completed (not interrupted), and how many of its requests failed.
 pub struct Ended {
@@ -35,6 +36,20 @@ pub struct Ended {
 
 impl Suite<'_> {
     /// One run; how it ended (interrupted, or every measured request failed) in `Ended`.
+    /// The run's requests, as `prepare` builds them for this suite.
+    fn prepare(&self, run: &RunSpec) -> Result<PreparedRun, RunnerError> {
+        let needs = prepare::Needs {
+            list: self.plan.spec.plan.store.bodies,
+            sharded: self.shard.is_some(),
+        };
+        Ok(prepare::prepare(
+            run,
+            &self.plan.base_dir,
+            &self.cache,
+            needs,
+        )?)
+    }
+
     pub async fn one(
         &self,
         run: &RunSpec,
@@ -42,12 +57,7 @@ impl Suite<'_> {
         total: usize,
         notes: Vec<String>,
     ) -> Result<Ended, RunnerError> {
-        let needs = prepare::Needs {
-            list: self.plan.spec.plan.store.bodies,
-            sharded: self.shard.is_some(),
-        };
-        let mut prepared: PreparedRun =
-            prepare::prepare(run, &self.plan.base_dir, &self.cache, needs)?;
+        let mut prepared: PreparedRun = self.prepare(run)?;
         let share;
         let (run, index_base, lead) = match self.shard.map(|s| take_share(&s, run, &mut prepared)) {
             None => (run, 0, Duration::ZERO),
@@ -79,9 +89,12 @@ impl Suite<'_> {
             definitions: self.plan.spec.plan.metric_definitions,
             label: run_label(run, total),
             log: self.log.clone(),
-            server: Some(server),
-            telemetry,
-            server_log: self.launched_log(run)?,
+            watch: RunTelemetry {
+                server: Some(server),
+                plan: telemetry,
+                server_log: self.launched_log(run)?,
+                store: self.store.clone(),
+            },
             index_base,
             start: Start {
                 at: self.start_at.take(),

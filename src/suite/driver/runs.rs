@@ -13,10 +13,11 @@ use super::{run_label, Ended, Suite, SuiteOutcome};
 use crate::control::{chain, Route, Tls};
 use crate::engine::{ResponseLimits, Target, Timeouts};
 use crate::planner::RunSpec;
+use crate::probe::connect;
 use crate::servers::sims::Sims;
 use crate::servers::{self, Servers};
 use crate::store::{RunFinish, RunStatus};
-use crate::suite::{cache, connect, RunnerError};
+use crate::suite::RunnerError;
 
 /// What the loop remembers across runs: the endpoints already connection-tested, and
 /// each endpoint's previous run (whether the cache needs a reset).
@@ -129,7 +130,7 @@ impl Suite<'_> {
             }
         };
         let mut notes = Vec::new();
-        if cache::wants_reset(run, seen.previous.get(&ep.name).copied()) {
+        if crate::planner::order::wants_reset(run, seen.previous.get(&ep.name).copied()) {
             let replicas = target.each_replica();
             let specs: Vec<_> = replicas.iter().map(Target::control_spec).collect();
             notes.extend(servers::reset_warning(&ep.spec, port, &specs).await);
@@ -175,7 +176,7 @@ impl Suite<'_> {
     ) -> Result<(), RunnerError> {
         let ep = &run.settings.endpoint;
         let redactor = self.log.redactor();
-        let facts = crate::suite::describe::read(target, &ep.spec, listed, redactor).await;
+        let facts = crate::probe::describe::read(target, &ep.spec, listed, redactor).await;
         self.lock()?.record_endpoint(&ep.name, facts)?;
         Ok(())
     }

@@ -360,5 +360,13 @@ fn answer_message(record: &RequestRecord, echo: bool) -> Value {
     message
 }
 
+/// Turns a multi-turn run plays in its priming pass (every turn of the measured pass).
+pub fn conversation_turns(run: &crate::planner::RunSpec, turns: usize) -> usize {
+    match run.settings.cache_state {
+        crate::plan::CacheState::Warm => turns,
+        crate::plan::CacheState::Cold => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,8 @@
-//! Prefix-cache honesty for a suite: the order runs execute in (each launched endpoint's
-//! runs together), when to reset a server's cache (`reset_cache_before`), and the warnings
-//! that hold the measured hit ratio against what was planned: a cold run that found a warm
-//! cache, an endpoint's `prefix_cache` label the server contradicts, a cache-on run short of
-//! its planned share (the planned share itself is `planned`'s).
+//! Prefix-cache honesty of a run: the warnings that hold the measured hit ratio against
+//! what was planned: a cold run that found a warm cache, an endpoint's `prefix_cache`
+//! label the server contradicts, a cache-on run short of its planned share (the planned
+//! share itself is `planned`'s). The order runs execute in and when a server's cache is
+//! reset are the planner's (`planner::order`).
 //! Knows run settings and records; no HTTP here.
 
 use std::cmp::Reverse;
@@ -10,7 +10,7 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use crate::metrics::RunSummary;
-use crate::plan::{CacheSetting, CacheState, ResetCacheBefore};
+use crate::plan::{CacheSetting, CacheState};
 use crate::planner::RunSpec;
 use crate::record::{Outcome, Phase, RequestRecord};
 use crate::trust::{Code, RunWarning, Thresholds};
@@ -18,41 +18,6 @@ use crate::trust::{Code, RunWarning, Thresholds};
 /// Tokens a cold run's first request may find cached without a leak (a chat template's
 /// fixed header), or a tenth of its prompt if that is more.
 const FIRST_REQUEST_SLACK: u32 = 64;
-
-/// The execution order: the matrix order, except that when any endpoint has a `launch`
-/// command, runs are grouped by endpoint (in the order endpoints first appear, keeping the
-/// matrix order within each), so each server is launched once for all its runs.
-pub fn execution_order(runs: &[RunSpec]) -> Vec<RunSpec> {
-    if !runs
-        .iter()
-        .any(|r| r.settings.endpoint.spec.launch.is_some())
-    {
-        return runs.to_vec();
-    }
-    let mut endpoints: Vec<&str> = Vec::new();
-    for r in runs {
-        if !endpoints.contains(&r.settings.endpoint.name.as_str()) {
-            endpoints.push(&r.settings.endpoint.name);
-        }
-    }
-    endpoints
-        .iter()
-        .flat_map(|e| runs.iter().filter(move |r| r.settings.endpoint.name == *e))
-        .cloned()
-        .collect()
-}
-
-/// Whether the endpoint's cache is reset before `run`; `previous` is the last run executed
-/// on the same endpoint in this suite.
-pub fn wants_reset(run: &RunSpec, previous: Option<&RunSpec>) -> bool {
-    match run.settings.endpoint.spec.reset_cache_before {
-        ResetCacheBefore::Never => false,
-        ResetCacheBefore::EachRun => true,
-        ResetCacheBefore::EachCacheState => {
-            previous.is_none_or(|p| p.settings.cache_state != run.settings.cache_state)
-        }
-    }
-}
 
 /// A measured hit ratio at most this is "no hits" (1% of the prompt tokens).
 pub const NO_HITS: f64 = 0.01;
@@ -321,34 +286,6 @@ mod tests {
             },
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn launched_endpoints_group_their_runs() {
-        let plain = runs("");
-        let names = |rs: &[RunSpec]| -> Vec<String> {
-            rs.iter()
-                .map(|r| r.settings.endpoint.name.clone())
-                .collect()
-        };
-        assert_eq!(names(&execution_order(&plain)), ["a", "b", "a", "b"]);
-        let launched = runs("launch = \"true\"");
-        let ordered = execution_order(&launched);
-        assert_eq!(names(&ordered), ["a", "a", "b", "b"]);
-        assert_eq!(ordered[0].settings.cache_state, CacheState::Cold);
-        assert_eq!(ordered[1].settings.cache_state, CacheState::Warm);
-    }
-
-    #[test]
-    fn reset_rules() {
-        let each = runs("reset_cache_before = \"each_cache_state\"");
-        let order = execution_order(&each);
-        assert!(wants_reset(&order[0], None));
-        assert!(!wants_reset(&order[0], Some(&order[0])));
-        assert!(wants_reset(&order[2], Some(&order[0])));
-        let run = runs("reset_cache_before = \"each_run\"");
-        assert!(wants_reset(&run[0], Some(&run[0])));
-        assert!(!wants_reset(&runs("")[0], None));
     }
 
     #[test]

@@ -8,7 +8,6 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::engine::PreparedRequest;
 use crate::record::RequestRecord;
 
 /// The suite's log; lines go to stderr and to the file.
@@ -121,22 +120,6 @@ impl SuiteLog {
         self.debug
     }
 
-    /// With `--debug`: a run's request bodies, before they are sent.
-    pub fn requests(&self, run_id: &str, requests: &[PreparedRequest]) {
-        if !self.debug {
-            return;
-        }
-        for r in requests {
-            let body = String::from_utf8_lossy(&r.body);
-            self.write(&format!(
-                "debug run={run_id} item={} phase={} POST {} {body}",
-                r.item,
-                r.phase.as_str(),
-                r.path
-            ));
-        }
-    }
-
     /// With `--debug`: what one request got back.
     pub fn record(&self, run_id: &str, r: &RequestRecord) {
         if !self.debug {
@@ -161,15 +144,5 @@ impl SuiteLog {
                 r.index
             ));
         }
-    }
-}
-
-impl crate::workload::RequestLog for SuiteLog {
-    fn debug(&self) -> bool {
-        SuiteLog::debug(self)
-    }
-
-    fn requests(&self, run_id: &str, requests: &[PreparedRequest]) {
-        SuiteLog::requests(self, run_id, requests);
     }
 }

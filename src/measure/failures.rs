@@ -11,7 +11,7 @@ const ERROR_CHARS: usize = 200;
 
 /// "12 of 40 measured requests failed: 8 http_500, 4 stream_broken; first: <error>",
 /// when some but not all measured requests failed.
-pub(super) fn partial_failure_warning(
+pub(crate) fn partial_failure_warning(
     summary: &RunSummary,
     errors: &super::tally::FirstErrors,
 ) -> Option<String> {
@@ -34,7 +34,7 @@ pub(super) fn partial_failure_warning(
 }
 
 /// "every measured request failed (4 connect): <first error>", when that is the case.
-pub(super) fn all_failed(
+pub(crate) fn all_failed(
     summary: &RunSummary,
     errors: &super::tally::FirstErrors,
 ) -> Option<String> {

@@ -4,7 +4,7 @@
 //! run's summary; the window and the slice width go to its extras (`time`), where the
 //! report's slices read them; a run without a window says why in its extras (`time.steady_missing`), and
 //! one of ten slices or more also warns. A ramped run's per-step metrics join them
-//! (`suite::steps`, `time.steps`).
+//! (`measure::steps`, `time.steps`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,7 +22,7 @@ const LONG_RUN_SLICES: f64 = 10.0;
 /// null}`, seconds on the records' time base), and the warning of a run without a
 /// window (or of per-step metrics that could not be read). Writes the `*_steady`
 /// metrics into `summary` (null without a window).
-pub(super) fn measure(
+pub(crate) fn measure(
     store: &Arc<Mutex<Store>>,
     run: &crate::planner::RunSpec,
     (finder, slice): (&WindowFinder, Duration),

@@ -18,7 +18,7 @@ use crate::planner::RunSpec;
 use crate::store::Store;
 
 /// Adds `steps` to the run's time facts; a warning when the rows could not be read.
-pub(super) fn measure(
+pub(crate) fn measure(
     store: &Arc<Mutex<Store>>,
     run: &RunSpec,
     definitions: MetricDefinitions,

@@ -51,7 +51,7 @@ pub fn take_share(
 /// request index of the shard, or `Err(note)` when nothing is left to send.
 fn select(shard: &Shard, run: &RunSpec, prepared: &mut PreparedRun) -> Result<u64, String> {
     let total = match &prepared.conversation {
-        Some(c) => (c.total + super::priming::conversation_turns(run, c.total)) as u64,
+        Some(c) => (c.total + super::conversation::conversation_turns(run, c.total)) as u64,
         None => (prepared.requests.len() + prepared.priming.len()) as u64,
     };
     if let Some(plan) = &mut prepared.conversation {
@@ -137,7 +137,7 @@ fn global_arrivals(run: &RunSpec, n: u64) -> Option<Vec<Duration>> {
         arrivals,
         seed,
         ..
-    } = super::execute::engine_load(run)
+    } = super::run_terms::engine_load(run)
     else {
         return None;
     };

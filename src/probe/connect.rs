@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::RunnerError;
+use super::ProbeError;
 use crate::control::{self, Route};
 use crate::engine::Target;
 use crate::planner::RunSpec;
@@ -22,7 +22,7 @@ pub async fn test(
     target: &Target,
     deadline: Duration,
     say: &(dyn Fn(&str) + Sync),
-) -> Result<Served, RunnerError> {
+) -> Result<Served, ProbeError> {
     let start = Instant::now();
     let mut served = Served::default();
     for replica in target.each_replica() {
@@ -102,7 +102,7 @@ async fn test_one(
     target: &Target,
     deadline: Duration,
     say: &(dyn Fn(&str) + Sync),
-) -> Result<Served, RunnerError> {
+) -> Result<Served, ProbeError> {
     let client = target
         .control(
             target
@@ -110,12 +110,12 @@ async fn test_one(
                 .read
                 .min(control::timeouts::CONNECTION_TEST_REQUEST),
         )
-        .map_err(|source| RunnerError::Control {
+        .map_err(|source| ProbeError::Control {
             endpoint: endpoint.to_string(),
             source,
         })?;
     let url = client.urls().of(Route::Models).clone();
-    let fail = |message: String| RunnerError::Connection {
+    let fail = |message: String| ProbeError::Connection {
         endpoint: endpoint.to_string(),
         url: url.to_string(),
         message,
@@ -183,7 +183,7 @@ pub fn served_line(endpoint: &str, served: &Served) -> Option<String> {
 /// Every model the run sends whose name the server does not list: the first one is an
 /// error naming the nearest listed name (case aside) and every listed one. A server that
 /// lists no model is not judged.
-pub fn check_models(endpoint: &str, run: &RunSpec, served: &Served) -> Result<(), RunnerError> {
+pub fn check_models(endpoint: &str, run: &RunSpec, served: &Served) -> Result<(), ProbeError> {
     if served.models.is_empty() {
         return Ok(());
     }
@@ -194,7 +194,7 @@ pub fn check_models(endpoint: &str, run: &RunSpec, served: &Served) -> Result<()
         let suggestion =
             crate::suggest::nearest_ignoring_case(&model, served.models.iter().map(String::as_str))
                 .map(String::from);
-        return Err(RunnerError::ModelNotServed {
+        return Err(ProbeError::ModelNotServed {
             endpoint: endpoint.to_string(),
             url: served.url.clone(),
             model,

@@ -6,11 +6,11 @@
 
 use std::time::SystemTime;
 
-use super::execute::RunContext;
-use super::RunnerError;
+use super::RunTelemetry;
 use crate::metrics::RunSummary;
 use crate::telemetry::log_cache::LogSpan;
 use crate::telemetry::sampler::{Sampler, SamplerOutcome};
+use crate::telemetry::TelemetryError;
 
 /// What watches the server during a measured pass.
 pub struct Watch {
@@ -28,11 +28,11 @@ pub struct Observed {
 /// Starts watching: the run's sampler, if its endpoint has telemetry (one that cannot
 /// start is a warning), and the launched server's log from its current end.
 pub fn start(
-    ctx: &RunContext<'_>,
+    ctx: &RunTelemetry,
     run_id: &str,
     warnings: &mut Vec<crate::trust::RunWarning>,
 ) -> Watch {
-    let sampler = ctx.telemetry.as_ref().and_then(|plan| {
+    let sampler = ctx.plan.as_ref().and_then(|plan| {
         Sampler::start(plan, ctx.store.clone(), run_id)
             .map_err(|e| {
                 warnings.push(crate::trust::RunWarning::new(
@@ -48,7 +48,7 @@ pub fn start(
 
 /// Stops the sampler (one last scrape, its times moved to the run's clock) and reads
 /// the log span.
-pub fn finish(watch: Watch, started: SystemTime) -> Result<Observed, RunnerError> {
+pub fn finish(watch: Watch, started: SystemTime) -> Result<Observed, TelemetryError> {
     let sampled = match watch.sampler {
         Some(s) => Some(s.finish(started)?),
         None => None,

@@ -3,18 +3,18 @@
 //! (each closing scrape waiting, within a bound, for the counters to catch up); the
 //! client's sums of usage over the requests sent in each window, added as the engine
 //! hands its records over; the cache block size the server names, for the planned hit
-//! ratio. Knows the run's passes, not Prometheus.
+//! ratio.
 
 use std::sync::Mutex;
 
-use super::execute::RunContext;
-use super::RunnerError;
+use super::RunTelemetry;
 use crate::record::{Phase, RequestRecord};
 use crate::store::ServerPhase;
 use crate::telemetry::counts::{
     ClientSide, PassCounts, ServerCounts, MEASURED_WINDOW, SETTLE_LIMIT,
 };
 use crate::telemetry::Scraped;
+use crate::telemetry::TelemetryError;
 
 /// The client's sums of the run's windows, added record by record as they are sent on.
 #[derive(Debug, Default)]
@@ -45,18 +45,18 @@ impl Window {
 }
 
 /// The scrape before the run's first request (`None` without a server to scrape).
-pub async fn opening(ctx: &RunContext<'_>) -> Option<Scraped> {
+pub async fn opening(ctx: &RunTelemetry) -> Option<Scraped> {
     Some(ctx.server.as_ref()?.scrape_all().await)
 }
 
 /// The scrape that opens the measured pass (stored as `before`), after a priming pass of
 /// `primed` requests that began at `opening`; with the priming pass's own counts.
 pub async fn before_measured(
-    ctx: &RunContext<'_>,
+    ctx: &RunTelemetry,
     run_id: &str,
     opening: Option<&Scraped>,
     (primed, window): (u64, &Window),
-) -> Result<(Option<Scraped>, Option<PassCounts>), RunnerError> {
+) -> Result<(Option<Scraped>, Option<PassCounts>), TelemetryError> {
     let Some(server) = &ctx.server else {
         return Ok((None, None));
     };
@@ -89,7 +89,7 @@ impl Closing {
     pub fn counts_with(
         self,
         priming: Option<PassCounts>,
-        telemetry: &super::telemetry::Observed,
+        telemetry: &super::watch::Observed,
     ) -> Option<ServerCounts> {
         self.counts.map(|mut c| {
             c.priming = priming;
@@ -102,12 +102,12 @@ impl Closing {
 /// The scrape that closes the measured pass (stored as `after`), once the server's
 /// counters have caught up with what the client received; the counts of the window.
 pub async fn after_measured(
-    ctx: &RunContext<'_>,
+    ctx: &RunTelemetry,
     run_id: &str,
     before: Option<&Scraped>,
     window: &Window,
     client_in_flight_max: u64,
-) -> Result<Closing, RunnerError> {
+) -> Result<Closing, TelemetryError> {
     let (Some(server), Some(before)) = (&ctx.server, before) else {
         return Ok(Closing {
             ratio: None,

@@ -1,0 +1,68 @@
+//! An exploring run at its end: the steps its control held, folded from the stored rows as
+//! a ramp's are (`time.steps`, `"concurrency"` for each level), its ending
+//! (`time.explore`), and the knee and saturation point as the run's metrics.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::metrics::explore::{knee, StoredStep, EXPLORE_NAMES};
+use crate::metrics::steps::StepFold;
+use crate::metrics::{MetricDefinitions, RunSummary};
+use crate::planner::RunSpec;
+use crate::store::Store;
+
+/// The explore metrics of every run (null but for an exploring one), and an exploring
+/// run's steps and ending in its time facts; a warning when the rows could not be read.
+pub(crate) fn finish(
+    store: &Arc<Mutex<Store>>,
+    run: &RunSpec,
+    shared: Option<&crate::workload::explore::Shared>,
+    definitions: MetricDefinitions,
+    (time, summary): (&mut Value, &mut RunSummary),
+) -> Option<String> {
+    for name in EXPLORE_NAMES {
+        summary.values.insert(name.into(), None);
+    }
+    let control = shared?.lock().ok()?;
+    let mut fold = StepFold::new(control.held(), definitions);
+    let read = match store.lock() {
+        Ok(store) => store.each_request_row(&run.id, |row| fold.add(&row.record)),
+        Err(_) => return Some("no exploring steps: the store is poisoned".into()),
+    };
+    if let Err(e) = read {
+        return Some(format!("no exploring steps: {}", crate::control::chain(&e)));
+    }
+    let steps = crate::metrics::steps::steps_json(fold, "concurrency");
+    let stored: Vec<StoredStep> = steps
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|s| StoredStep {
+            level: s["concurrency"].as_f64().unwrap_or(0.0),
+            output_tps: s["metrics"]["output_tps"].as_f64(),
+            latency_p50: s["metrics"]["latency_p50"].as_f64(),
+        })
+        .collect();
+    let ending = control.outcome();
+    let values = &mut summary.values;
+    if let Some(k) = knee(&stored) {
+        values.insert("knee_concurrency".into(), Some(k.level));
+        values.insert("knee_output_tps".into(), k.output_tps);
+    }
+    if let Some(level) = ending.saturation {
+        let at = stored.iter().find(|s| s.level == f64::from(level));
+        values.insert("saturation_concurrency".into(), Some(f64::from(level)));
+        values.insert(
+            "saturation_output_tps".into(),
+            at.and_then(|s| s.output_tps),
+        );
+    }
+    time["steps"] = steps;
+    time["explore"] = json!({
+        "saturation_concurrency": ending.saturation,
+        "reason": ending.reason.map_or("max reached still gaining throughput", |r| r.as_str()),
+    });
+    None
+}
