@@ -15,7 +15,8 @@
 //! lines is as hard to read as any function (split it into a helper and its cases).
 //!
 //! `cargo test --test architecture -- --ignored --nocapture` prints the number of
-//! references per (from, to) pair of modules (the figures of issue 16's closing note).
+//! references per (from, to) pair of modules (the before/after figures of a change to
+//! the house).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Memory does not grow with a run's request count (issue 17): the peak RSS of a
+//! Memory does not grow with a run's request count: the peak RSS of a
 //! 100,000-request run stays within 1.5× of a 10,000-request run's. Each run is a
 //! `perfplan run` process against `perfplan sim` in a process of its own (1-token
 //! streams, concurrency 64), its peak read from `/proc/<pid>/status` (`VmHWM`) while it

@@ -1,4 +1,4 @@
-//! Exactness of a sharded suite, CI-sized (issue 18; the tight comparison is
+//! Exactness of a sharded suite, CI-sized (the tight comparison is
 //! bench/shards.sh, figures in bench/RESULTS.md): 4 shards of 8 streams each, started
 //! together by the barrier and merged, against one process at 32 streams, both against
 //! one paced simulator (50 ms TTFT, 10 ms ITL: the machine is not the limit even on 2

@@ -1,4 +1,4 @@
-//! Shards as an engine starts them (issue 18): `--shard auto` from a Kubernetes Indexed
+//! Shards as an engine starts them: `--shard auto` from a Kubernetes Indexed
 //! Job's or a Slurm step's variables, every shard of one suite sharing one `--out DIR`
 //! (`DIR/shard-K-of-N`), `perfplan merge OUT DIR`, and the refusals that name what
 //! differs. Through the binary against a simulator in the test process.

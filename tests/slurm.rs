@@ -1,4 +1,4 @@
-//! A real Slurm on this machine (issue 18): munged, slurmctld and slurmd started as root
+//! A real Slurm on this machine: munged, slurmctld and slurmd started as root
 //! by the test with a one-node `slurm.conf` in a temporary folder (their ports free ones
 //! the test picked), then `srun -n 2 perfplan run PLAN --shard auto --out DIR` against a
 //! `perfplan sim` process of the test's own on 127.0.0.1: both tasks take their shard from

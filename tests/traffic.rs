@@ -1,4 +1,4 @@
-//! Issue 7's traffic kinds end to end through the binary against simulators: multi-turn
+//! The traffic kinds end to end through the binary against simulators: multi-turn
 //! conversations with prefix caching, trace replay timing and rewrites, image data URLs,
 //! embeddings and rerank runs with reports and `compare`, and the file kinds.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -49,7 +49,7 @@ pub fn check_runs(plan: &LoadedPlan, runs: &[RunSpec]) -> u8 {
         }
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));
-            exit::of_runner_error(&e)
+            exit::of_suite_error(&e)
         }
     };
     if dir.join("servers").exists() {

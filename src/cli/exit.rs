@@ -5,7 +5,7 @@
 use crate::distribute::MergeError;
 use crate::probe::ProbeError;
 use crate::store::StoreError;
-use crate::suite::RunnerError;
+use crate::suite::SuiteError;
 use crate::workload::WorkloadError;
 
 /// Everything went as asked.
@@ -68,23 +68,23 @@ pub const INTERRUPTED: u8 = 130;
 pub const CLOSED_OUTPUT: u8 = 141;
 
 /// The exit code for an error that stopped a suite.
-pub fn of_runner_error(e: &RunnerError) -> u8 {
+pub fn of_suite_error(e: &SuiteError) -> u8 {
     match e {
-        RunnerError::Probe(ProbeError::Connection { .. } | ProbeError::ModelNotServed { .. })
-        | RunnerError::Sim { .. } => ENDPOINT,
-        RunnerError::Rows { .. }
-        | RunnerError::StoreWrite { .. }
-        | RunnerError::WriterBehind { .. } => STORE_WRITE,
-        RunnerError::Store(e) if e.write_failure().is_some() => STORE_WRITE,
-        RunnerError::Store(_) => DATABASE,
-        RunnerError::RowCount(_) => ROW_COUNT,
-        RunnerError::Barrier { .. } => BARRIER,
-        RunnerError::Slo { .. }
-        | RunnerError::Control { .. }
-        | RunnerError::Probe(ProbeError::Control { .. })
-        | RunnerError::Endpoint { .. }
-        | RunnerError::Template(_)
-        | RunnerError::Workload(
+        SuiteError::Probe(ProbeError::Connection { .. } | ProbeError::ModelNotServed { .. })
+        | SuiteError::Sim { .. } => ENDPOINT,
+        SuiteError::Rows { .. }
+        | SuiteError::StoreWrite { .. }
+        | SuiteError::WriterBehind { .. } => STORE_WRITE,
+        SuiteError::Store(e) if e.write_failure().is_some() => STORE_WRITE,
+        SuiteError::Store(_) => DATABASE,
+        SuiteError::RowCount(_) => ROW_COUNT,
+        SuiteError::Barrier { .. } => BARRIER,
+        SuiteError::Slo { .. }
+        | SuiteError::Control { .. }
+        | SuiteError::Probe(ProbeError::Control { .. })
+        | SuiteError::Endpoint { .. }
+        | SuiteError::Template(_)
+        | SuiteError::Workload(
             WorkloadError::Tokenizer { .. }
             | WorkloadError::Dataset { .. }
             | WorkloadError::Template(_),

@@ -84,7 +84,7 @@ pub fn run(args: &RerunArgs) -> u8 {
         Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));
-            exit::of_runner_error(&e)
+            exit::of_suite_error(&e)
         }
     }
 }

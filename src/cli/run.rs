@@ -192,7 +192,7 @@ pub fn run(args: &RunArgs) -> u8 {
         Ok(o) => o,
         Err(e) => {
             eprintln!("error: {}", crate::control::chain(&e));
-            return exit::of_runner_error(&e);
+            return exit::of_suite_error(&e);
         }
     };
     let code = report_outcome(args, &outcome);

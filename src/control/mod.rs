@@ -31,7 +31,7 @@ mod tests {
         let forbidden = [
             "crate::plan",
             "crate::planner",
-            "crate::runner",
+            "crate::suite",
             "crate::engine",
             "crate::store",
             "crate::sim",

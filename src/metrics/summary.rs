@@ -27,7 +27,7 @@ pub struct SummaryOptions {
     /// Cores the client can use; default 1 (the engine drives all requests from one task).
     /// Count the simulator's too when it runs in-process.
     pub cpu_cores: Option<f64>,
-    /// From the server's `/metrics` before/after the run (the runner's job).
+    /// From the server's `/metrics` before/after the run (the suite's job).
     pub server_cache_hit_ratio: Option<f64>,
     /// The run's planned hit ratio (the share of its prompt tokens shared with a prompt
     /// sent before, as the server sees them), reported beside the measured hit ratios,

@@ -12,7 +12,7 @@ use crate::planner::{OutputLen, RunSpec};
 use crate::servers::sims::Sims;
 use crate::servers::Servers;
 use crate::suite::driver::{server_up, target};
-use crate::suite::RunnerError;
+use crate::suite::SuiteError;
 use crate::telemetry::{self, CounterNames};
 use crate::tokenize::TokenizerCache;
 use crate::workload::prepare;
@@ -55,12 +55,12 @@ pub fn check_plan(
     plan: &LoadedPlan,
     runs: &[RunSpec],
     log_dir: &Path,
-) -> Result<Vec<CheckRow>, RunnerError> {
+) -> Result<Vec<CheckRow>, SuiteError> {
     let sims = Sims::start(runs, &plan.base_dir)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(RunnerError::Runtime)?;
+        .map_err(SuiteError::Runtime)?;
     let mut servers = Servers::new(log_dir);
     let cache = TokenizerCache::new();
     let mut endpoints: Vec<&str> = Vec::new();
@@ -194,7 +194,7 @@ impl Ctx<'_> {
         &self,
         runs: &[&RunSpec],
         servers: &mut Servers,
-    ) -> Result<Vec<CheckRow>, RunnerError> {
+    ) -> Result<Vec<CheckRow>, SuiteError> {
         let Some(first) = runs.first() else {
             return Ok(Vec::new());
         };
@@ -244,7 +244,7 @@ impl Ctx<'_> {
     }
 
     /// The first request of each API and prompt mode of the endpoint's runs.
-    fn probes<'r>(&self, runs: &[&'r RunSpec]) -> Result<Vec<replicas::Probe<'r>>, RunnerError> {
+    fn probes<'r>(&self, runs: &[&'r RunSpec]) -> Result<Vec<replicas::Probe<'r>>, SuiteError> {
         let mut out: Vec<replicas::Probe<'r>> = Vec::new();
         for run in runs {
             let mode = mode_of(run);

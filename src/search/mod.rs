@@ -25,7 +25,7 @@ use crate::planner::search::{bounds, probe_run, trials};
 use crate::planner::RunSpec;
 use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
 use crate::suite::driver::{run_label, Ended, SearchDriver, Suite};
-use crate::suite::RunnerError;
+use crate::suite::SuiteError;
 use bisect::{Next, Search, SearchResult};
 
 mod bisect;
@@ -82,8 +82,8 @@ fn metrics_of(steps: &[Step], value: Option<f64>) -> BTreeMap<String, Option<f64
         })
 }
 
-fn invalid(run: &RunSpec, reason: String) -> RunnerError {
-    RunnerError::Slo {
+fn invalid(run: &RunSpec, reason: String) -> SuiteError {
+    SuiteError::Slo {
         text: format!("search of run {}", run.id),
         reason,
     }
@@ -104,7 +104,7 @@ impl SearchDriver for Driver {
         run: &'a RunSpec,
         target: &'a Target,
         (total, notes): (usize, Vec<String>),
-    ) -> Pin<Box<dyn Future<Output = Result<Ended, RunnerError>> + 'a>> {
+    ) -> Pin<Box<dyn Future<Output = Result<Ended, SuiteError>> + 'a>> {
         Box::pin(search(suite, run, target, total, notes))
     }
 }
@@ -115,7 +115,7 @@ async fn search(
     target: &Target,
     total: usize,
     notes: Vec<String>,
-) -> Result<Ended, RunnerError> {
+) -> Result<Ended, SuiteError> {
     for w in &notes {
         suite.say(&format!("warning: {}: {w}", run_label(run, total)));
     }
@@ -192,7 +192,7 @@ async fn drive<M: Machine>(
     var: SearchVariable,
     conds: &[Condition],
     machine: &mut M,
-) -> Result<Option<(M::Result, Vec<Step>)>, RunnerError> {
+) -> Result<Option<(M::Result, Vec<Step>)>, SuiteError> {
     let label = run_label(run, total);
     let mut steps: Vec<Step> = Vec::new();
     loop {
@@ -220,7 +220,7 @@ fn store_limit(
     run: &RunSpec,
     row: &SearchRow,
     (result, steps): (&SearchResult, &[Step]),
-) -> Result<Ended, RunnerError> {
+) -> Result<Ended, SuiteError> {
     suite.lock()?.write_search(row)?;
     let mut metrics = metrics_of(steps, result.best_pass);
     metrics.insert(format!("sla_max_{}", row.variable), result.best_pass);
@@ -238,7 +238,7 @@ fn store_limit(
 }
 
 /// Stores an interrupted search (its finished probes are kept for `--resume`).
-fn interrupted_search(suite: &Suite<'_>, run: &RunSpec) -> Result<Ended, RunnerError> {
+fn interrupted_search(suite: &Suite<'_>, run: &RunSpec) -> Result<Ended, SuiteError> {
     finish_search(
         suite,
         run,
@@ -259,7 +259,7 @@ fn finish_search(
     status: RunStatus,
     metrics: &BTreeMap<String, Option<f64>>,
     extras: &Value,
-) -> Result<(), RunnerError> {
+) -> Result<(), SuiteError> {
     suite.lock()?.finish_run(
         &run.id,
         &RunFinish {
@@ -286,7 +286,7 @@ async fn run_step(
     total: usize,
     (step, value): (u32, f64),
     conds: &[Condition],
-) -> Result<Option<Step>, RunnerError> {
+) -> Result<Option<Step>, SuiteError> {
     let opts = SummaryOptions {
         definitions: definitions(suite.plan.spec.plan.metric_definitions),
         slos: suite.slos.to_vec(),
@@ -366,7 +366,7 @@ fn untrusted_probe(
     suite: &Suite<'_>,
     store: &crate::store::Store,
     probe: &str,
-) -> Result<Option<String>, RunnerError> {
+) -> Result<Option<String>, SuiteError> {
     let judged = store
         .run_verdict(probe)?
         .accepting(&[crate::trust::Code::Failures]);
@@ -383,7 +383,7 @@ fn register_probe(
     step: u32,
     value: f64,
     trial: u32,
-) -> Result<bool, RunnerError> {
+) -> Result<bool, SuiteError> {
     let mut store = suite.lock()?;
     store.register_runs(&[RunRow {
         id: probe.id.clone(),

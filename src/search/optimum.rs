@@ -23,7 +23,7 @@ use crate::planner::RunSpec;
 use crate::report::format::display_for;
 use crate::store::{RunStatus, SearchRow};
 use crate::suite::driver::{run_label, Ended, Suite};
-use crate::suite::RunnerError;
+use crate::suite::SuiteError;
 
 /// What an objective search needs besides its run.
 pub(super) struct Optimum {
@@ -42,7 +42,7 @@ pub(super) async fn search_optimum(
     target: &Target,
     total: usize,
     o: Optimum,
-) -> Result<Ended, RunnerError> {
+) -> Result<Ended, SuiteError> {
     let mut conds = o.conds.clone();
     conds.push(o.objective.known_condition());
     let mut best = Best {
@@ -94,7 +94,7 @@ fn store_optimum(
     o: &Optimum,
     (result, row): (&OptimumResult, &SearchRow),
     steps: &[Step],
-) -> Result<(), RunnerError> {
+) -> Result<(), SuiteError> {
     let name = variable_name(o.var);
     suite.lock()?.write_search(row)?;
     let mut metrics = metrics_of(steps, result.best);

@@ -96,7 +96,7 @@ pub struct StoredSecret {
     pub variable: String,
 }
 
-/// What the runner records about a suite when it creates the database.
+/// What the suite records about itself when it creates the database.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteInfo {
     pub plan_name: String,

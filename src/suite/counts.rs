@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::RunnerError;
+use super::SuiteError;
 use crate::store::Store;
 
 /// What the run itself counted.
@@ -20,7 +20,7 @@ pub struct Sent {
 }
 
 /// Checks `sent` against what the database holds for run `run_id`.
-pub(super) fn check(store: &Store, run_id: &str, sent: Sent) -> Result<(), RunnerError> {
+pub(super) fn check(store: &Store, run_id: &str, sent: Sent) -> Result<(), SuiteError> {
     let (stored, measured_rows) = store.request_counts(run_id)?;
     let total = |name| store.run_metric(run_id, name).map(|v| v.unwrap_or(0.0));
     let reported = (total("requests_ok")? + total("requests_failed")?) as u64;
@@ -31,7 +31,7 @@ pub(super) fn check(store: &Store, run_id: &str, sent: Sent) -> Result<(), Runne
     if agree {
         return Ok(());
     }
-    Err(RunnerError::RowCount(Box::new(Mismatch {
+    Err(SuiteError::RowCount(Box::new(Mismatch {
         run: run_id.to_string(),
         path: store.path().to_path_buf(),
         sent,

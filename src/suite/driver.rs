@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::RunnerError;
+use super::SuiteError;
 use crate::distribute::barrier::StartBarrier;
 use crate::distribute::shard::{Shard, ShardOptions};
 use crate::engine::{CancelHandle, Target};
@@ -78,7 +78,7 @@ pub trait SearchDriver: Sync + std::fmt::Debug {
         run: &'a RunSpec,
         target: &'a Target,
         total_and_notes: (usize, Vec<String>),
-    ) -> Pin<Box<dyn Future<Output = Result<Ended, RunnerError>> + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = Result<Ended, SuiteError>> + 'a>>;
 }
 
 /// How a suite ended.
@@ -97,7 +97,7 @@ pub fn run_suite(
     plan: &LoadedPlan,
     runs: &[RunSpec],
     opts: &RunOptions,
-) -> Result<SuiteOutcome, RunnerError> {
+) -> Result<SuiteOutcome, SuiteError> {
     run_suite_sharded(plan, runs, opts, ShardOptions::default())
 }
 
@@ -107,7 +107,7 @@ pub fn run_suite_sharded(
     runs: &[RunSpec],
     opts: &RunOptions,
     sharding: ShardOptions,
-) -> Result<SuiteOutcome, RunnerError> {
+) -> Result<SuiteOutcome, SuiteError> {
     let ordered = crate::planner::order::execution_order(runs);
     let redactor = suite_redactor(plan, &ordered);
     // Endpoints and models first: a suite that cannot send leaves no folder behind.
@@ -145,7 +145,7 @@ fn run_in(
     opts: &RunOptions,
     sharding: ShardOptions,
     opened: Opened,
-) -> Result<SuiteOutcome, RunnerError> {
+) -> Result<SuiteOutcome, SuiteError> {
     let Opened {
         mut store,
         dir,
@@ -294,7 +294,7 @@ impl Suite<'_> {
     }
 
     /// The suite's results database.
-    pub fn lock(&self) -> Result<std::sync::MutexGuard<'_, Store>, RunnerError> {
-        self.store.lock().map_err(|_| RunnerError::Poisoned)
+    pub fn lock(&self) -> Result<std::sync::MutexGuard<'_, Store>, SuiteError> {
+        self.store.lock().map_err(|_| SuiteError::Poisoned)
     }
 }

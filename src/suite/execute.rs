@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::writer::{Writer, WriterContext};
-use super::RunnerError;
+use super::SuiteError;
 use crate::engine::{
     self, CancelHandle, Endpoint, Preconnect, RequestSource, RunConfig, RunOutput,
 };
@@ -122,9 +122,9 @@ fn pass_endpoint(ctx: &RunContext<'_>, run_id: &str, first: u64) -> Endpoint {
         .with_raw_responses(ctx.log.debug())
 }
 
-/// A failed load of `run` as the runner reports it.
-fn load_error(run: &RunSpec) -> impl FnOnce(engine::RunError) -> RunnerError + '_ {
-    |source| RunnerError::Load {
+/// A failed load of `run` as the suite reports it.
+fn load_error(run: &RunSpec) -> impl FnOnce(engine::RunError) -> SuiteError + '_ {
+    |source| SuiteError::Load {
         run: run.id.clone(),
         source,
     }
@@ -150,7 +150,7 @@ fn start_writer(
     run: &RunSpec,
     prepared: &mut PreparedRun,
     block_size: Option<u32>,
-) -> Result<(Writer, Option<Arc<TurnInputs>>), RunnerError> {
+) -> Result<(Writer, Option<Arc<TurnInputs>>), SuiteError> {
     let turn_inputs = crate::workload::turn_inputs::connect(prepared);
     let writer = Writer::start(WriterContext {
         store: ctx.store.clone(),
@@ -166,7 +166,7 @@ fn start_writer(
     })?;
     if ctx.keep.bodies {
         let bodies = prepared.requests.iter().chain(&prepared.priming);
-        let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
+        let mut store = ctx.store.lock().map_err(|_| SuiteError::Poisoned)?;
         store.write_bodies(&run.id, bodies.map(|r| (r.item, &r.body[..])))?;
     }
     ctx.log.requests(&run.id, &prepared.priming);
@@ -182,7 +182,7 @@ async fn prime(
     prepared: &mut PreparedRun,
     cfg: &RunConfig,
     sink: &mut (impl FnMut(RequestRecord) + Send),
-) -> Result<(u64, Vec<RunWarning>), RunnerError> {
+) -> Result<(u64, Vec<RunWarning>), SuiteError> {
     // An exploring priming pass explores with a control of its own.
     let planned = match cfg.load {
         engine::Load::ClosedExplore { .. } => crate::workload::run_terms::engine_load(run),
@@ -215,7 +215,7 @@ async fn barrier(
     ctx: &RunContext<'_>,
     cfg: &RunConfig,
     requests_left: Option<usize>,
-) -> Result<(Option<Preconnect>, Option<String>), RunnerError> {
+) -> Result<(Option<Preconnect>, Option<String>), SuiteError> {
     if ctx.start.is_now() {
         return Ok((None, None));
     }
@@ -231,7 +231,7 @@ pub async fn execute(
     ctx: &RunContext<'_>,
     run: &RunSpec,
     mut prepared: PreparedRun,
-) -> Result<RunResult, RunnerError> {
+) -> Result<RunResult, SuiteError> {
     let (cfg, explore) = crate::workload::explore::measured_config(run, run_config(run, &prepared));
     let progress = RunProgress::new(&ctx.label, planned_total(run, &prepared))
         .with_events(&ctx.log, &run.id)

@@ -50,39 +50,39 @@ impl crate::workload::RequestLog for crate::live::log::SuiteLog {
     }
 }
 
-impl From<crate::telemetry::TelemetryError> for RunnerError {
-    fn from(e: crate::telemetry::TelemetryError) -> RunnerError {
+impl From<crate::telemetry::TelemetryError> for SuiteError {
+    fn from(e: crate::telemetry::TelemetryError) -> SuiteError {
         match e {
-            crate::telemetry::TelemetryError::Poisoned => RunnerError::Poisoned,
-            crate::telemetry::TelemetryError::Store(s) => RunnerError::Store(s),
+            crate::telemetry::TelemetryError::Poisoned => SuiteError::Poisoned,
+            crate::telemetry::TelemetryError::Store(s) => SuiteError::Store(s),
         }
     }
 }
 
-impl From<crate::distribute::start_at::StartError> for RunnerError {
-    fn from(e: crate::distribute::start_at::StartError) -> RunnerError {
-        RunnerError::Barrier {
+impl From<crate::distribute::start_at::StartError> for SuiteError {
+    fn from(e: crate::distribute::start_at::StartError) -> SuiteError {
+        SuiteError::Barrier {
             run: e.run,
             source: e.source,
         }
     }
 }
 
-impl From<crate::metrics::slo::SloTableError> for RunnerError {
-    fn from(e: crate::metrics::slo::SloTableError) -> RunnerError {
-        RunnerError::Slo {
+impl From<crate::metrics::slo::SloTableError> for SuiteError {
+    fn from(e: crate::metrics::slo::SloTableError) -> SuiteError {
+        SuiteError::Slo {
             text: e.text,
             reason: e.reason,
         }
     }
 }
 
-impl From<crate::servers::sims::SimsError> for RunnerError {
-    fn from(e: crate::servers::sims::SimsError) -> RunnerError {
+impl From<crate::servers::sims::SimsError> for SuiteError {
+    fn from(e: crate::servers::sims::SimsError) -> SuiteError {
         match e {
-            crate::servers::sims::SimsError::Runtime(s) => RunnerError::Runtime(s),
+            crate::servers::sims::SimsError::Runtime(s) => SuiteError::Runtime(s),
             crate::servers::sims::SimsError::Sim { endpoint, source } => {
-                RunnerError::Sim { endpoint, source }
+                SuiteError::Sim { endpoint, source }
             }
         }
     }
@@ -91,7 +91,7 @@ impl From<crate::servers::sims::SimsError> for RunnerError {
 /// Why a run or the suite could not go on. Failed requests are never errors: they are
 /// records with an outcome.
 #[derive(Debug, thiserror::Error)]
-pub enum RunnerError {
+pub enum SuiteError {
     #[error(transparent)]
     Workload(#[from] crate::workload::WorkloadError),
     #[error("results database")]
@@ -194,13 +194,13 @@ fn folder(path: &std::path::Path) -> String {
         .to_string()
 }
 
-impl RunnerError {
+impl SuiteError {
     /// The error as seen from a suite writing the database at `path`: a failed write
     /// (disk full, locked, read-only, I/O) names the file and what to do.
-    pub fn at_database(self, path: &std::path::Path) -> RunnerError {
+    pub fn at_database(self, path: &std::path::Path) -> SuiteError {
         match self {
-            RunnerError::Store(source) if source.write_failure().is_some() => {
-                RunnerError::StoreWrite {
+            SuiteError::Store(source) if source.write_failure().is_some() => {
+                SuiteError::StoreWrite {
                     path: path.to_path_buf(),
                     source: Box::new(source),
                 }
@@ -213,20 +213,20 @@ impl RunnerError {
     pub fn stops_suite(&self) -> bool {
         matches!(
             self,
-            RunnerError::Store(_)
-                | RunnerError::Rows { .. }
-                | RunnerError::StoreWrite { .. }
-                | RunnerError::WriterCrashed { .. }
-                | RunnerError::WriterBehind { .. }
-                | RunnerError::RowCount(_)
-                | RunnerError::Poisoned
-                | RunnerError::Probe(
+            SuiteError::Store(_)
+                | SuiteError::Rows { .. }
+                | SuiteError::StoreWrite { .. }
+                | SuiteError::WriterCrashed { .. }
+                | SuiteError::WriterBehind { .. }
+                | SuiteError::RowCount(_)
+                | SuiteError::Poisoned
+                | SuiteError::Probe(
                     ProbeError::Connection { .. } | ProbeError::ModelNotServed { .. }
                 )
-                | RunnerError::Output { .. }
-                | RunnerError::Runtime(_)
-                | RunnerError::Sim { .. }
-                | RunnerError::Barrier { .. }
+                | SuiteError::Output { .. }
+                | SuiteError::Runtime(_)
+                | SuiteError::Sim { .. }
+                | SuiteError::Barrier { .. }
         )
     }
 }

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::RunnerError;
+use super::SuiteError;
 use crate::engine::{Load, VecSource};
 use crate::live::log::SuiteLog;
 use crate::plan::CacheState;
@@ -25,7 +25,7 @@ pub(super) fn take(
     prepared: &mut PreparedRun,
     planned: Load,
     log: &std::sync::Arc<SuiteLog>,
-) -> Result<Option<Priming>, RunnerError> {
+) -> Result<Option<Priming>, SuiteError> {
     if run.settings.cache_state != CacheState::Warm {
         return Ok(None);
     }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::RunnerError;
+use super::SuiteError;
 use crate::engine::CancelHandle;
 use crate::record::RequestRecord;
 use crate::store::{Store, StoredRequest};
@@ -40,7 +40,7 @@ pub const QUEUE: usize = 1 << 15;
 /// The writer thread of one run.
 pub struct Writer {
     tx: Option<mpsc::SyncSender<RequestRecord>>,
-    handle: Option<JoinHandle<Result<Written, RunnerError>>>,
+    handle: Option<JoinHandle<Result<Written, SuiteError>>>,
     run_id: String,
     behind: Arc<Behind>,
     queue: usize,
@@ -114,17 +114,17 @@ pub struct WriterContext {
 }
 
 impl Writer {
-    pub fn start(ctx: WriterContext) -> Result<Writer, RunnerError> {
+    pub fn start(ctx: WriterContext) -> Result<Writer, SuiteError> {
         Writer::start_queued(ctx, QUEUE)
     }
 
     /// `start` with a queue of `queue` records.
-    fn start_queued(ctx: WriterContext, queue: usize) -> Result<Writer, RunnerError> {
+    fn start_queued(ctx: WriterContext, queue: usize) -> Result<Writer, SuiteError> {
         if let Some(pages) = std::env::var(MAX_PAGES_ENV)
             .ok()
             .and_then(|v| v.parse().ok())
         {
-            let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
+            let mut store = ctx.store.lock().map_err(|_| SuiteError::Poisoned)?;
             store.limit_growth(pages)?;
         }
         let (tx, rx) = mpsc::sync_channel::<RequestRecord>(queue);
@@ -162,19 +162,19 @@ impl Writer {
 
     /// Writes what is left and returns what was written; the first failed write's
     /// error when one failed, or the database's falling behind when the queue filled.
-    pub fn finish(mut self) -> Result<Written, RunnerError> {
+    pub fn finish(mut self) -> Result<Written, SuiteError> {
         self.tx.take();
         let written = match self.handle.take().map(JoinHandle::join) {
             Some(Ok(result)) => result?,
             Some(Err(_)) | None => {
-                return Err(RunnerError::WriterCrashed {
+                return Err(SuiteError::WriterCrashed {
                     run: self.run_id.clone(),
                 })
             }
         };
         if self.behind.full.load(std::sync::atomic::Ordering::Relaxed) {
             let secs = self.behind.since.elapsed().as_secs_f64().max(1e-3);
-            return Err(RunnerError::WriterBehind {
+            return Err(SuiteError::WriterBehind {
                 run: self.run_id.clone(),
                 queue: self.queue,
                 sustained: written.rows as f64 / secs,
@@ -236,7 +236,7 @@ fn write_loop(
     ctx: &WriterContext,
     rx: &mpsc::Receiver<RequestRecord>,
     mut tally: crate::measure::tally::Tally,
-) -> Result<Written, RunnerError> {
+) -> Result<Written, SuiteError> {
     let mut pending: Vec<RequestRecord> = Vec::with_capacity(BATCH);
     let mut written = 0u64;
     let mut oldest: Option<Instant> = None;
@@ -286,9 +286,9 @@ fn write_loop(
 }
 
 /// The error of a failed write: which database, which run, how far it got.
-fn stopped(ctx: &WriterContext, stored: u64, source: RunnerError) -> RunnerError {
+fn stopped(ctx: &WriterContext, stored: u64, source: SuiteError) -> SuiteError {
     match source {
-        RunnerError::Store(source) => RunnerError::Rows {
+        SuiteError::Store(source) => SuiteError::Rows {
             run: ctx.run_id.clone(),
             path: ctx
                 .store
@@ -302,7 +302,7 @@ fn stopped(ctx: &WriterContext, stored: u64, source: RunnerError) -> RunnerError
     }
 }
 
-fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerError> {
+fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, SuiteError> {
     // A server may echo a credential in its error body: the stored excerpt hides it.
     let records: Vec<std::borrow::Cow<'_, RequestRecord>> = records
         .iter()
@@ -321,7 +321,7 @@ fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, RunnerEr
             target_input_tokens: ctx.targets.get(r.item),
         })
         .collect();
-    let mut store = ctx.store.lock().map_err(|_| RunnerError::Poisoned)?;
+    let mut store = ctx.store.lock().map_err(|_| SuiteError::Poisoned)?;
     store.write_requests(&ctx.run_id, &rows)?;
     if ctx.keep_text {
         let texts = records.iter().map(|r| (r.index, r.output_text.as_str()));
@@ -397,7 +397,7 @@ mod tests {
         let err = writer.finish().unwrap_err();
         let text = err.to_string();
         assert!(
-            matches!(err, RunnerError::WriterBehind { queue: 4, .. }),
+            matches!(err, SuiteError::WriterBehind { queue: 4, .. }),
             "{text}"
         );
         assert!(

@@ -12,7 +12,7 @@ use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::probe::connect;
 use crate::servers::sims::Sims;
-use crate::suite::RunnerError;
+use crate::suite::SuiteError;
 
 /// What the suite starts with: its simulators, its runtime, the endpoints already
 /// tested, what each endpoint not launched said of itself (the environment), and the
@@ -31,7 +31,7 @@ pub(in crate::suite) fn before_the_suite(
     plan: &LoadedPlan,
     runs: &[RunSpec],
     redactor: &crate::secrets::Redactor,
-) -> Result<Before, RunnerError> {
+) -> Result<Before, SuiteError> {
     let sims = Sims::start(runs, &plan.base_dir)?;
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -40,7 +40,7 @@ pub(in crate::suite) fn before_the_suite(
         Ok(rt) => rt,
         Err(e) => {
             sims.shutdown();
-            return Err(RunnerError::Runtime(e));
+            return Err(SuiteError::Runtime(e));
         }
     };
     let said = Mutex::new(Vec::new());
@@ -84,7 +84,7 @@ async fn test_endpoints(
     ctx: &Ctx<'_>,
     runs: &[RunSpec],
     say: &(dyn Fn(&str) + Sync),
-) -> Result<(BTreeSet<String>, Vec<(String, EndpointFacts)>), RunnerError> {
+) -> Result<(BTreeSet<String>, Vec<(String, EndpointFacts)>), SuiteError> {
     let mut tested = BTreeSet::new();
     let mut read: Vec<(String, EndpointFacts)> = Vec::new();
     for run in runs {

@@ -17,7 +17,7 @@ use crate::planner::RunSpec;
 use crate::store::{RunFinish, RunStatus};
 use crate::suite::counts::{self, Sent};
 use crate::suite::execute::{self, RunContext, RunResult};
-use crate::suite::RunnerError;
+use crate::suite::SuiteError;
 use crate::telemetry::run::RunTelemetry;
 use crate::telemetry::sampler::TelemetryPlan;
 use crate::telemetry::{CounterNames, ServerScrape};
@@ -37,7 +37,7 @@ pub struct Ended {
 impl Suite<'_> {
     /// One run; how it ended (interrupted, or every measured request failed) in `Ended`.
     /// The run's requests, as `prepare` builds them for this suite.
-    fn prepare(&self, run: &RunSpec) -> Result<PreparedRun, RunnerError> {
+    fn prepare(&self, run: &RunSpec) -> Result<PreparedRun, SuiteError> {
         let needs = prepare::Needs {
             list: self.plan.spec.plan.store.bodies,
             sharded: self.shard.is_some(),
@@ -56,7 +56,7 @@ impl Suite<'_> {
         target: &Target,
         total: usize,
         notes: Vec<String>,
-    ) -> Result<Ended, RunnerError> {
+    ) -> Result<Ended, SuiteError> {
         let mut prepared: PreparedRun = self.prepare(run)?;
         let share;
         let (run, index_base, lead) = match self.shard.map(|s| take_share(&s, run, &mut prepared)) {
@@ -74,7 +74,7 @@ impl Suite<'_> {
             grace: Duration::ZERO,
         }
         .pool_size();
-        let endpoint = Endpoint::new(target, pool).map_err(|source| RunnerError::Endpoint {
+        let endpoint = Endpoint::new(target, pool).map_err(|source| SuiteError::Endpoint {
             endpoint: run.settings.endpoint.name.clone(),
             source,
         })?;
@@ -111,7 +111,7 @@ impl Suite<'_> {
         };
         let mut result = match execute::execute(&ctx, run, prepared).await {
             Ok(result) => result,
-            Err(e @ RunnerError::Barrier { .. }) => {
+            Err(e @ SuiteError::Barrier { .. }) => {
                 self.finish_failed(run, &e)?;
                 return Err(e);
             }
@@ -133,7 +133,7 @@ impl Suite<'_> {
         run: &RunSpec,
         total: usize,
         warnings: &[RunWarning],
-    ) -> Result<(), RunnerError> {
+    ) -> Result<(), SuiteError> {
         for w in warnings {
             self.log
                 .say(&format!("warning: {}: {w}", run_label(run, total)));
@@ -154,7 +154,7 @@ impl Suite<'_> {
         total: usize,
         warnings: Vec<RunWarning>,
         result: &RunResult,
-    ) -> Result<Ended, RunnerError> {
+    ) -> Result<Ended, SuiteError> {
         let status = status_of(result);
         let mut extras = extras_of(result, self.shard);
         if let Value::Object(map) = &mut extras {
@@ -228,7 +228,7 @@ impl Suite<'_> {
     }
 
     /// A run this shard has no share of: stored done, with no requests and the note.
-    fn skip_share(&self, run: &RunSpec, total: usize, note: &str) -> Result<Ended, RunnerError> {
+    fn skip_share(&self, run: &RunSpec, total: usize, note: &str) -> Result<Ended, SuiteError> {
         self.log
             .say(&format!("note: {}: {note}", run_label(run, total)));
         let mut store = self.lock()?;
@@ -303,9 +303,9 @@ fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
 fn server_scrapes(
     run: &RunSpec,
     target: &Target,
-) -> Result<(ServerScrape, Option<TelemetryPlan>), RunnerError> {
+) -> Result<(ServerScrape, Option<TelemetryPlan>), SuiteError> {
     let spec = &run.settings.endpoint.spec;
-    let control = |source| RunnerError::Control {
+    let control = |source| SuiteError::Control {
         endpoint: run.settings.endpoint.name.clone(),
         source,
     };
@@ -345,7 +345,7 @@ fn server_scrapes(
 impl Suite<'_> {
     /// The log of the run's launched server (`servers/<endpoint>.log` beside the
     /// database), if perfplan launched it.
-    fn launched_log(&self, run: &RunSpec) -> Result<Option<std::path::PathBuf>, RunnerError> {
+    fn launched_log(&self, run: &RunSpec) -> Result<Option<std::path::PathBuf>, SuiteError> {
         if run.settings.endpoint.spec.launch.is_none() {
             return Ok(None);
         }

@@ -16,7 +16,7 @@ use crate::environment::Environment;
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::{GitInfo, HostFacts, RunRow, Store, StoredSecret, SuiteInfo};
-use crate::suite::RunnerError;
+use crate::suite::SuiteError;
 use crate::units::UtcTime;
 
 /// `YYYYMMDDTHHMMSSZ` in UTC (before 1970: the epoch).
@@ -119,10 +119,10 @@ pub(super) fn open_store(
     opts: &RunOptions,
     shard: Option<Shard>,
     environment: Environment,
-) -> Result<(Store, PathBuf), RunnerError> {
+) -> Result<(Store, PathBuf), SuiteError> {
     let failed_write = |dir: &Path| {
         let path = crate::store::db_path(dir);
-        move |e| RunnerError::from(e).at_database(&path)
+        move |e| SuiteError::from(e).at_database(&path)
     };
     if let Some(dir) = &opts.resume {
         let dir = resume_folder(dir, shard);
@@ -138,7 +138,7 @@ pub(super) fn open_store(
         Some(s) => shard_folder(&dir, s),
         None => dir,
     };
-    std::fs::create_dir_all(&dir).map_err(|source| RunnerError::Output {
+    std::fs::create_dir_all(&dir).map_err(|source| SuiteError::Output {
         path: dir.clone(),
         source,
     })?;
@@ -151,7 +151,7 @@ pub(super) fn open_store(
 pub(super) fn register(
     mut store: Store,
     runs: &[RunSpec],
-) -> Result<Arc<Mutex<Store>>, RunnerError> {
+) -> Result<Arc<Mutex<Store>>, SuiteError> {
     let rows: Vec<RunRow> = runs
         .iter()
         .map(|r| RunRow {

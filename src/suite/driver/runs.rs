@@ -17,7 +17,7 @@ use crate::probe::connect;
 use crate::servers::sims::Sims;
 use crate::servers::{self, Servers};
 use crate::store::{RunFinish, RunStatus};
-use crate::suite::RunnerError;
+use crate::suite::SuiteError;
 
 /// What the loop remembers across runs: the endpoints already connection-tested, and
 /// each endpoint's previous run (whether the cache needs a reset).
@@ -39,7 +39,7 @@ impl Suite<'_> {
         runs: &[RunSpec],
         dir: PathBuf,
         servers: &mut Servers,
-    ) -> Result<SuiteOutcome, RunnerError> {
+    ) -> Result<SuiteOutcome, SuiteError> {
         let mut outcome = SuiteOutcome {
             dir,
             done: 0,
@@ -83,7 +83,7 @@ impl Suite<'_> {
 
     /// A run this shard did not start (done in an earlier attempt, no share, failed
     /// before its load) is passed at the start barrier, so the other shards go on.
-    async fn leave(&self, run: &RunSpec) -> Result<(), RunnerError> {
+    async fn leave(&self, run: &RunSpec) -> Result<(), SuiteError> {
         let Some(barrier) = &self.barrier else {
             return Ok(());
         };
@@ -93,7 +93,7 @@ impl Suite<'_> {
         barrier
             .pass(&run.id)
             .await
-            .map_err(|source| RunnerError::Barrier {
+            .map_err(|source| SuiteError::Barrier {
                 run: run.id.clone(),
                 source,
             })
@@ -108,7 +108,7 @@ impl Suite<'_> {
         servers: &mut Servers,
         seen: &mut Seen<'r>,
         outcome: &mut SuiteOutcome,
-    ) -> Result<(), RunnerError> {
+    ) -> Result<(), SuiteError> {
         let ep = &run.settings.endpoint;
         if self.lock()?.run_status(&run.id)? == RunStatus::Done {
             self.log.say(&format!(
@@ -153,7 +153,7 @@ impl Suite<'_> {
         let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
             match self.search {
                 Some(driver) => driver.search(self, run, &target, (total, notes)).await,
-                None => Err(RunnerError::NoSearchDriver {
+                None => Err(SuiteError::NoSearchDriver {
                     run: run.id.clone(),
                 }),
             }
@@ -173,7 +173,7 @@ impl Suite<'_> {
         run: &RunSpec,
         target: &Target,
         listed: Vec<crate::api::models::ListedModel>,
-    ) -> Result<(), RunnerError> {
+    ) -> Result<(), SuiteError> {
         let ep = &run.settings.endpoint;
         let redactor = self.log.redactor();
         let facts = crate::probe::describe::read(target, &ep.spec, listed, redactor).await;
@@ -189,10 +189,10 @@ impl Suite<'_> {
     async fn server_died(
         &self,
         run: &RunSpec,
-        result: &Result<Ended, RunnerError>,
+        result: &Result<Ended, SuiteError>,
         servers: &mut Servers,
         total: usize,
-    ) -> Result<bool, RunnerError> {
+    ) -> Result<bool, SuiteError> {
         let name = &run.settings.endpoint.name;
         let mut alive = servers.alive(name);
         if matches!(result, Ok(end) if end.failed_run) && servers.launched(name) {
@@ -204,7 +204,7 @@ impl Suite<'_> {
         }
         match (result, alive) {
             (Ok(end), Err(source)) if end.failed_requests > 0 => {
-                let e = RunnerError::Server {
+                let e = SuiteError::Server {
                     endpoint: name.clone(),
                     source,
                 };
@@ -221,10 +221,10 @@ impl Suite<'_> {
     fn count(
         &self,
         run: &RunSpec,
-        result: Result<Ended, RunnerError>,
+        result: Result<Ended, SuiteError>,
         outcome: &mut SuiteOutcome,
         total: usize,
-    ) -> Result<(), RunnerError> {
+    ) -> Result<(), SuiteError> {
         match result {
             Ok(end) if end.failed_run => outcome.failed += 1,
             Ok(end) if end.completed => outcome.done += 1,
@@ -240,13 +240,13 @@ impl Suite<'_> {
         Ok(())
     }
 
-    pub fn fail(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
+    pub fn fail(&self, run: &RunSpec, e: &SuiteError) -> Result<(), SuiteError> {
         self.lock()?.begin_run(&run.id)?;
         self.finish_failed(run, e)
     }
 
     /// Marks a run failed, keeping the requests it stored.
-    pub(super) fn finish_failed(&self, run: &RunSpec, e: &RunnerError) -> Result<(), RunnerError> {
+    pub(super) fn finish_failed(&self, run: &RunSpec, e: &SuiteError) -> Result<(), SuiteError> {
         let mut store = self.lock()?;
         let empty = Default::default();
         // The stored error hides what the log hides (a server's output may echo its key).
@@ -357,9 +357,9 @@ pub(crate) async fn server_up(
     run: &RunSpec,
     target: &mut Target,
     servers: &mut Servers,
-) -> Result<Option<u16>, RunnerError> {
+) -> Result<Option<u16>, SuiteError> {
     let ep = &run.settings.endpoint;
-    let err = |source| RunnerError::Server {
+    let err = |source| SuiteError::Server {
         endpoint: ep.name.clone(),
         source,
     };
