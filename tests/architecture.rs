@@ -145,6 +145,21 @@ const MODULE_LINES: &[(&str, usize, &str)] = &[(
     "the suite is the run loop (driver, execute, writer, counts, priming); what it calls lives in its own stage",
 )];
 
+/// `(code, owners, why)`: `code` appears in code (not comments or strings) only inside
+/// `owners`.
+const READ_ONLY_IN: &[(&str, &[&str], &str)] = &[
+    (
+        "settings.load",
+        &["planner", "plan"],
+        "a run's load is read through the planner's typed run (`RunSpec::load`, `requests`, `duration`, …), never from its load table",
+    ),
+    (
+        "LoadSpec",
+        &["planner", "plan"],
+        "the load table as written is the planner's input: later stages read the typed run",
+    ),
+];
+
 /// `(suffix, owner, why)`: a `struct` or `enum` whose name ends in `suffix` is declared
 /// only inside `owner` (the one place a kind of machinery lives).
 const DEFINED_ONLY_IN: &[(&str, &str, &str)] = &[(
@@ -596,6 +611,11 @@ fn check(sources: &[Source]) -> Vec<Violation> {
             continue;
         };
         out.extend(
+            owned_reads(&from, &code)
+                .into_iter()
+                .map(|(line, rule)| v(line, rule)),
+        );
+        out.extend(
             misplaced_types(&from, &code)
                 .into_iter()
                 .map(|(line, rule)| v(line, rule)),
@@ -635,6 +655,30 @@ fn module_sizes(sources: &[Source]) -> Vec<Violation> {
                 line: 0,
                 rule: format!("{lines} lines: `{module}` holds at most {most}: {why}"),
             });
+        }
+    }
+    out
+}
+
+/// Code of [`READ_ONLY_IN`] outside its owners (whitespace between its parts allowed,
+/// across lines too): line and rule.
+fn owned_reads(module: &str, code: &str) -> Vec<(usize, String)> {
+    let mut compact = String::new();
+    let mut line_of_char = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        for c in line.chars().filter(|c| !c.is_whitespace()) {
+            compact.push(c);
+            line_of_char.push(i + 1);
+        }
+    }
+    let mut out = Vec::new();
+    for (needle, owners, why) in READ_ONLY_IN {
+        if owners.contains(&module) {
+            continue;
+        }
+        for (at, _) in compact.match_indices(needle) {
+            let line = line_of_char[compact[..at].chars().count()];
+            out.push((line, format!("`{needle}` in `{module}`: {why}")));
         }
     }
     out
@@ -801,7 +845,7 @@ mod rules {
     fn a_never_import_is_named_with_its_file_and_line() {
         let v = broken(
             "src/engine/run.rs",
-            "//! doc\n\nuse crate::plan::LoadSpec;\n",
+            "//! doc\n\nuse crate::plan::EndpointSpec;\n",
         );
         assert!(
             v.starts_with("src/engine/run.rs:3: `engine` imports `plan`"),
@@ -827,6 +871,24 @@ mod rules {
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].starts_with("src/suite/:0: 4000 lines"), "{v:?}");
         assert!(module_sizes(&two[..1]).is_empty());
+    }
+
+    #[test]
+    fn the_load_table_read_after_the_planner_is_named() {
+        let v = broken(
+            "src/suite/x.rs",
+            "fn f(run: &RunSpec) -> Option<u32> { run.settings\n    .load.requests }\n// settings.load\n",
+        );
+        assert!(
+            v.starts_with("src/suite/x.rs:1:") || v.starts_with("src/suite/x.rs:2:"),
+            "{v}"
+        );
+        assert!(v.contains("`settings.load` in `suite`"), "{v}");
+        assert!(one(
+            "src/planner/x.rs",
+            "fn f(l: &LoadSpec) { s.settings.load; }\n"
+        )
+        .is_empty());
     }
 
     #[test]
@@ -886,7 +948,7 @@ mod rules {
         );
         assert!(v.contains("only the stages that send load"), "{v}");
         assert!(one("src/suite/execute.rs", "use crate::engine::run;\n").is_empty());
-        let v = broken("src/store/rows.rs", "use crate::plan::LoadSpec;\n");
+        let v = broken("src/store/rows.rs", "use crate::plan::EndpointSpec;\n");
         assert!(v.contains("store must not know"), "{v}");
     }
 

@@ -76,7 +76,7 @@ fn table(runs: &[RunSpec]) -> Table {
                     .map_or_else(|| "—".to_string(), display_value),
             );
         }
-        let load = serde_json::to_value(&run.settings.load).unwrap_or(Value::Null);
+        let load = run.load_as_written();
         row.push(display_value(&load));
         if mixed {
             row.push(mix_label(run));

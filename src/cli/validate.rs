@@ -46,7 +46,7 @@ pub fn run(args: &ValidateArgs) -> u8 {
         println!("dataset `{dataset}`: {path}: {n} usable");
     }
     for run in &runs {
-        if let Some(floor) = crate::planner::search::success_floor(&run.settings.load) {
+        if let Some(floor) = run.success_floor() {
             println!(
                 "note: run #{} ({}) searches with the success floor {}",
                 run.ordinal,

@@ -12,9 +12,8 @@ use crate::metrics::input_lengths::{Counts, Lengths};
 use crate::metrics::steps::StepFold;
 use crate::metrics::turns::{turn_metrics_of, TurnSample};
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, SummaryOptions};
-use crate::plan::LoadSpec;
 use crate::plan::ServerMetricsSpec;
-use crate::planner::ramp::windows_of;
+use crate::planner::ramp::stored_windows;
 use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, StoredRun};
 use crate::telemetry::{first_ratio, CounterNames};
@@ -63,9 +62,7 @@ impl MergeFold {
                 .collect(),
             steps: parts
                 .first()
-                .and_then(|(_, run)| run.settings.get("load"))
-                .and_then(|load| serde_json::from_value::<LoadSpec>(load.clone()).ok())
-                .and_then(|load| windows_of(&load))
+                .and_then(|(_, run)| stored_windows(&run.settings))
                 .map(|(windows, key)| (StepFold::new(&windows, opts.definitions), key)),
         }
     }

@@ -292,7 +292,10 @@ fn several_commands_become_a_dataset_axis_with_their_own_settings() {
             let out = r.settings.request.output_tokens.map(|t| t.max());
             (
                 r.settings.dataset.name.clone(),
-                r.settings.load.concurrency,
+                match r.load() {
+                    crate::planner::Load::Closed { concurrency } => Some(concurrency),
+                    _ => None,
+                },
                 out,
             )
         })

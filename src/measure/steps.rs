@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use crate::metrics::steps::{steps_json, StepFold};
 use crate::metrics::MetricDefinitions;
-use crate::planner::ramp::windows_of;
 use crate::planner::RunSpec;
 use crate::store::Store;
 
@@ -24,7 +23,7 @@ pub(crate) fn measure(
     definitions: MetricDefinitions,
     time: &mut Value,
 ) -> Option<String> {
-    let (windows, key) = windows_of(&run.settings.load)?;
+    let (windows, key) = run.step_windows()?;
     let mut fold = StepFold::new(&windows, definitions);
     let read = match store.lock() {
         Ok(store) => store.each_request_row(&run.id, |row| fold.add(&row.record)),

@@ -106,9 +106,9 @@ fn mean_slots(levels: &[(Duration, u32)], span: f64, a: f64, b: f64) -> f64 {
 }
 
 /// How long the run lasts: the curve, or its `duration` when that is shorter.
-pub fn run_span(curve: &RateCurve, load: &LoadSpec) -> Duration {
+pub fn run_span(curve: &RateCurve, duration: Option<Duration>) -> Duration {
     let span = duration_from_secs(curve.span());
-    load.duration.map_or(span, |d| d.0.min(span))
+    duration.map_or(span, |d| d.min(span))
 }
 
 /// What is wrong with the table itself.

@@ -17,6 +17,7 @@ pub mod repeat;
 mod request_checks;
 mod resolve;
 pub mod run;
+mod run_load;
 pub mod search;
 mod select;
 
@@ -28,6 +29,7 @@ pub use run::{
     canonical_json, hardware_of, is_secret_header, run_id, users_of, ArrivalProcess, Load, Named,
     RepeatOf, RunSettings, RunSpec,
 };
+pub use run_load::LoadShare;
 pub use select::select;
 
 use std::collections::{BTreeMap, BTreeSet};

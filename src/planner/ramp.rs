@@ -306,6 +306,15 @@ pub fn ramp_load_problems(load: &LoadSpec, spec: &RampSpec) -> Vec<String> {
     out
 }
 
+/// The step windows of a stored run's load (its settings as the database keeps them);
+/// `None` for settings without a ramp or that cannot be read.
+pub fn stored_windows(
+    settings: &serde_json::Value,
+) -> Option<(Vec<crate::metrics::steps::StepWindow>, &'static str)> {
+    let load = settings.get("load")?;
+    windows_of(&serde_json::from_value(load.clone()).ok()?)
+}
+
 /// The step windows of a load with a ramp, and the key each step's level goes under
 /// (`rate` or `concurrency`); `None` for any other load, or a curve without steps.
 pub fn windows_of(

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::control::{self, chain, explain, Route};
-use crate::plan::{DatasetPlan, LoadSpec, LoadedPlan, WarmupSpec};
+use crate::plan::{DatasetPlan, LoadedPlan};
 use crate::planner::{OutputLen, RunSpec};
 use crate::servers::sims::Sims;
 use crate::servers::Servers;
@@ -174,13 +174,7 @@ fn has_images(run: &RunSpec) -> bool {
 
 /// The run cut down to one request with a short output.
 fn small(run: &RunSpec) -> RunSpec {
-    let mut r = run.clone();
-    r.settings.load = LoadSpec {
-        concurrency: Some(1),
-        requests: Some(1),
-        warmup: Some(WarmupSpec::Count(0)),
-        ..LoadSpec::default()
-    };
+    let mut r = run.single_request();
     // A plan that sets an output length gets a short fixed one; one that sets none keeps
     // the dataset's recorded length (or none), as its runs do.
     if r.request.output != OutputLen::Recorded {

@@ -21,7 +21,7 @@ use crate::metrics::sla::split_slo;
 use crate::metrics::sla::{self, SearchOutcome};
 use crate::metrics::{MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::{self, SearchVariable};
-use crate::planner::search::{bounds, probe_run, trials};
+use crate::planner::search::probe_run;
 use crate::planner::RunSpec;
 use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
 use crate::suite::driver::{run_label, Ended, SearchDriver, Suite};
@@ -119,12 +119,14 @@ async fn search(
     for w in &notes {
         suite.say(&format!("warning: {}: {w}", run_label(run, total)));
     }
-    let load = &run.settings.load;
-    let var = load
-        .search
-        .ok_or_else(|| invalid(run, "not a search".into()))?;
-    let b = bounds(load).ok_or_else(|| invalid(run, "invalid precision".into()))?;
-    let (objective, conds) = split_slo(&load.slo).map_err(|e| invalid(run, e.to_string()))?;
+    let crate::planner::Load::Search { variable: var } = run.load() else {
+        return Err(invalid(run, "not a search".into()));
+    };
+    let b = run
+        .search_bounds()
+        .ok_or_else(|| invalid(run, "invalid precision".into()))?;
+    let (objective, conds) =
+        split_slo(run.search_slo()).map_err(|e| invalid(run, e.to_string()))?;
     let (conds, floor) = sla::with_success_floor(conds);
     suite.say(&format!(
         "{}: success floor {}",
@@ -298,7 +300,7 @@ async fn run_step(
     };
     let mut pool = sla::Pool::new(opts.definitions, &opts.slos);
     let mut untrusted: Option<String> = None;
-    for trial in 0..trials(&run.settings.load) {
+    for trial in 0..run.search_trials() {
         let probe =
             probe_run(run, value, trial).ok_or_else(|| invalid(run, "not a search".into()))?;
         let done = register_probe(suite, run, &probe, step, value, trial)?;
@@ -445,7 +447,7 @@ fn search_row(
         best_pass: result.best_pass,
         first_fail: result.first_fail,
         failed_metric,
-        slo: run.settings.load.slo.clone(),
+        slo: run.search_slo().clone(),
         message,
     }
 }

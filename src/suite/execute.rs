@@ -132,9 +132,8 @@ fn load_error(run: &RunSpec) -> impl FnOnce(engine::RunError) -> SuiteError + '_
 
 /// The engine's settings of a run's passes.
 fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
-    let load = &run.settings.load;
     RunConfig {
-        load: traffic::load(prepared, engine_load(run), load.max_in_flight),
+        load: traffic::load(prepared, engine_load(run), run.max_in_flight()),
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
         duration: crate::workload::run_terms::engine_duration(run)

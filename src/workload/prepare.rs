@@ -67,20 +67,18 @@ pub use super::targets::Targets;
 /// How many measured requests a load asks for; `None` for a load bounded only by its
 /// duration (its requests are built as they are sent, however many that takes).
 pub fn measured_count(run: &RunSpec) -> Option<usize> {
-    let load = &run.settings.load;
+    let requests = run.requests().map(|n| n as usize);
     if let Some(curve) = run.ramp() {
-        return Some(
-            ramp_count(&curve, load).min(load.requests.map_or(usize::MAX, |n| n as usize)),
-        );
+        return Some(ramp_count(&curve, run.duration()).min(requests.unwrap_or(usize::MAX)));
     }
-    load.requests.map(|n| n as usize)
+    requests
 }
 
 /// A ramp's requests: its planned arrivals, or those planned before its `duration`.
-fn ramp_count(curve: &planner::RateCurve, load: &crate::plan::LoadSpec) -> usize {
+fn ramp_count(curve: &planner::RateCurve, duration: Option<std::time::Duration>) -> usize {
     let all = curve.planned_requests() as usize;
-    match load.duration {
-        Some(d) => all.min(curve.cumulative(d.0.as_secs_f64()).round().max(1.0) as usize),
+    match duration {
+        Some(d) => all.min(curve.cumulative(d.as_secs_f64()).round().max(1.0) as usize),
         None => all,
     }
 }
@@ -209,9 +207,9 @@ pub fn prepare(
 /// A sharded duration-only load's list: rate × duration × 1.2 + 16 requests for an open
 /// loop (never more than the cap), the cap for a closed one.
 fn sharded_cap(run: &RunSpec) -> usize {
-    match (run.load(), run.settings.load.duration) {
+    match (run.load(), run.duration()) {
         (planner::Load::Open { rate, .. }, Some(d)) => {
-            ((rate * d.0.as_secs_f64() * 1.2).ceil() as usize + 16).min(SHARDED_DURATION_ONLY_CAP)
+            ((rate * d.as_secs_f64() * 1.2).ceil() as usize + 16).min(SHARDED_DURATION_ONLY_CAP)
         }
         _ => SHARDED_DURATION_ONLY_CAP,
     }
@@ -373,7 +371,6 @@ impl BodyBuilder {
 /// Poisson): N = the requests built, or rate × `duration` when that is fewer. Gamma and
 /// constant arrivals, and loads bounded only by their duration, keep the engine's clock.
 fn poisson_schedule(run: &RunSpec, n: usize) -> Option<Vec<std::time::Duration>> {
-    let load = &run.settings.load;
     if let (Some(curve), planner::Load::Ramp { constant, .. }) = (run.ramp(), run.load()) {
         return Some(ramp_schedule(&curve, constant, n, run.dataset_seed));
     }
@@ -386,10 +383,10 @@ fn poisson_schedule(run: &RunSpec, n: usize) -> Option<Vec<std::time::Duration>>
         return None;
     };
     // A load bounded only by its duration has no list to schedule.
-    load.requests?;
-    let n = match load.duration {
+    run.requests()?;
+    let n = match run.duration() {
         Some(d) if rate.is_finite() && rate > 0.0 => {
-            n.min((rate * d.0.as_secs_f64()).round().max(1.0) as usize)
+            n.min((rate * d.as_secs_f64()).round().max(1.0) as usize)
         }
         _ => n,
     };

@@ -43,10 +43,9 @@ pub fn engine_load(run: &RunSpec) -> Load {
 /// The engine's soft stop of a run's passes: the load's `duration`; a concurrency ramp
 /// ends with its curve (or its `duration`, when shorter).
 pub fn engine_duration(run: &RunSpec) -> Option<std::time::Duration> {
-    let load = &run.settings.load;
     match run.concurrency_ramp() {
-        Some(curve) => Some(planner::concurrency_ramp::run_span(&curve, load)),
-        None => load.duration.map(|d| d.0),
+        Some(curve) => Some(planner::concurrency_ramp::run_span(&curve, run.duration())),
+        None => run.duration(),
     }
 }
 

@@ -16,7 +16,7 @@ use crate::engine::{Load, Next, PreparedRequest, RequestSource, VecSource};
 use crate::metrics::turns::turn_metrics_of;
 use crate::metrics::RunSummary;
 use crate::plan::{DatasetPlan, TracePlan};
-use crate::planner::{warmup_count, RunSpec};
+use crate::planner::RunSpec;
 use crate::record::{Phase, RequestRecord};
 
 /// Builds the request set of a trace or multi-turn run; `None` for every other kind.
@@ -41,11 +41,7 @@ pub(crate) fn prepare(
 /// every record (no duration cap).
 pub(crate) fn replay_context(run: &RunSpec, ctx: &DatasetContext) -> DatasetContext {
     let mut ctx = ctx.clone();
-    ctx.count = run
-        .settings
-        .load
-        .requests
-        .map_or(usize::MAX, |n| n as usize);
+    ctx.count = run.requests().map_or(usize::MAX, |n| n as usize);
     ctx
 }
 
@@ -124,12 +120,11 @@ fn trace(
 
 /// What a trace replay leaves out of the plan's load.
 pub(crate) fn replay_warnings(run: &RunSpec) -> Vec<String> {
-    let s = &run.settings;
     let mut warnings = Vec::new();
-    if warmup_count(&s.load) > 0 {
+    if run.warmup() > 0 {
         warnings.push("a trace replay has no warmup: every record is measured".into());
     }
-    if s.load.concurrency.is_some() || s.load.rate.is_some() {
+    if run.names_concurrency_or_rate() {
         warnings.push(
             "trace replay sends at the recorded times: the load's concurrency/rate is not used"
                 .into(),
@@ -183,7 +178,7 @@ fn conversation(
                 .map(|t| crate::request::template::load(t, &ctx.base_dir).map(std::sync::Arc::new))
                 .transpose()?,
         },
-        warmup: warmup_count(&s.load) as usize,
+        warmup: run.warmup() as usize,
         total: ctx.count,
         max_active,
         think_time: match &run.dataset {
@@ -197,7 +192,7 @@ fn conversation(
             _ => false,
         },
         priming: false,
-        stop_new_after: s.load.duration.map(|d| d.0),
+        stop_new_after: run.duration(),
         counter: dataset::PromptCounter::new(ctx).map_err(|e| dataset_error(run, e))?,
         prompt_sink: None,
     });

@@ -19,8 +19,7 @@
 
 use std::time::SystemTime;
 
-use crate::plan::{LoadSpec, WarmupSpec};
-use crate::planner::{warmup_count, Load, RunSpec};
+use crate::planner::{Load, LoadShare, RunSpec};
 
 pub mod env;
 
@@ -77,6 +76,20 @@ impl std::fmt::Display for Shard {
     }
 }
 
+impl LoadShare for Shard {
+    fn count(&self, total: u64) -> u64 {
+        self.share(total)
+    }
+
+    fn rate(&self, rate: f64) -> f64 {
+        self.share_rate(rate)
+    }
+
+    fn parts(&self) -> u32 {
+        self.n
+    }
+}
+
 impl Shard {
     /// This shard's part of `total` (floor or ceil of total / N; the parts sum to total).
     pub fn share(&self, total: u64) -> u64 {
@@ -97,46 +110,6 @@ impl Shard {
     /// The first stored request index of this shard in a run of `total` requests.
     pub fn index_base(&self, total: u64) -> u64 {
         u64::from(self.k - 1) * total
-    }
-
-    /// The shard's load; `Err(note)` when its share is nothing (the run is skipped).
-    pub fn share_load(&self, load: &LoadSpec) -> Result<LoadSpec, String> {
-        let mut out = load.clone();
-        let none = |what: &str, total: u64| {
-            format!(
-                "shard {self} has no share of this run ({what} {total} over {} shards); skipped",
-                self.n
-            )
-        };
-        if let Some(c) = load.concurrency {
-            let c = self.share(u64::from(c));
-            if c == 0 {
-                return Err(none(
-                    "concurrency",
-                    u64::from(load.concurrency.unwrap_or(0)),
-                ));
-            }
-            out.concurrency = Some(c as u32);
-        }
-        if let Some(r) = load.rate {
-            out.rate = Some(self.share_rate(r));
-        }
-        if let Some(r) = load.requests {
-            let share = self.share(u64::from(r));
-            if share == 0 {
-                return Err(none("requests", u64::from(r)));
-            }
-            out.requests = Some(share as u32);
-        }
-        if load.warmup.is_some() {
-            out.warmup = Some(WarmupSpec::Count(
-                self.share(u64::from(warmup_count(load))) as u32
-            ));
-        }
-        if let Some(m) = load.max_in_flight {
-            out.max_in_flight = Some(self.share(u64::from(m)).max(1) as u32);
-        }
-        Ok(out)
     }
 
     /// This shard as it takes part in a run: a closed loop of concurrency C below N is
@@ -167,9 +140,7 @@ impl Shard {
 
     /// The run as this shard executes it: the same id and settings, its share of the load.
     pub fn share_run(&self, run: &RunSpec) -> Result<RunSpec, String> {
-        let mut out = run.clone();
-        out.settings.load = self.share_load(&run.settings.load)?;
-        Ok(out)
+        run.shared(self)
     }
 }
 
@@ -234,29 +205,12 @@ mod tests {
     }
 
     #[test]
-    fn loads_split_or_skip() {
-        let load = LoadSpec {
-            concurrency: Some(5),
-            requests: Some(7),
-            warmup: Some(WarmupSpec::Count(5)),
-            ..LoadSpec::default()
-        };
-        let one = Shard { k: 1, n: 2 }.share_load(&load).unwrap();
-        let two = Shard { k: 2, n: 2 }.share_load(&load).unwrap();
-        assert_eq!((one.concurrency, two.concurrency), (Some(3), Some(2)));
-        assert_eq!((one.requests, two.requests), (Some(4), Some(3)));
-        assert_eq!(one.warmup, Some(WarmupSpec::Count(3)));
+    fn a_closed_loop_below_n_runs_on_its_first_shards() {
         // Concurrency 1 over 2 shards: shard 1 takes all of it, shard 2 has no share.
-        let single = LoadSpec {
-            concurrency: Some(1),
-            requests: Some(16),
-            ..LoadSpec::default()
-        };
         let first = Shard { k: 1, n: 2 }
             .within(Load::Closed { concurrency: 1 })
             .unwrap();
         assert_eq!(first, Shard { k: 1, n: 1 });
-        assert_eq!(first.share_load(&single).unwrap().requests, Some(16));
         assert!(Shard { k: 2, n: 2 }
             .within(Load::Closed { concurrency: 1 })
             .is_err());
@@ -269,17 +223,6 @@ mod tests {
         assert_eq!(Shard { k: 1, n: 3 }.within(ramp), Ok(Shard { k: 1, n: 1 }));
         let note = Shard { k: 2, n: 3 }.within(ramp).unwrap_err();
         assert!(note.contains("first shard only"), "{note}");
-        let open = LoadSpec {
-            rate: Some(10.0),
-            requests: Some(2),
-            ..LoadSpec::default()
-        };
-        assert_eq!(
-            Shard { k: 1, n: 4 }.share_load(&open).unwrap().rate,
-            Some(2.5)
-        );
-        let note = Shard { k: 3, n: 4 }.share_load(&open).unwrap_err();
-        assert!(note.contains("no share"), "{note}");
     }
 
     #[test]
