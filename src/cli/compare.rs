@@ -4,22 +4,15 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::exit;
+use super::format_arg::FormatParser;
 use super::report::{code_of, print_error, write_out};
 use crate::report::bootstrap::BootstrapOptions;
 use crate::report::compare::{self, CompareOptions};
-use crate::report::{gates, Format, ReportError, TableStyle};
+use crate::report::{gates, Format, ReportError, TableStyle, Writer};
 use crate::store::Store;
-
-/// Output formats of `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    Table,
-    Md,
-    Json,
-}
 
 /// Two suites side by side.
 #[derive(Debug, Clone, Args)]
@@ -34,8 +27,8 @@ pub struct CompareArgs {
     /// Metrics compared (comma-separated; default: the new plan's `[report]` metrics).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: CompareFormat,
+    #[arg(long, value_parser = FormatParser(Writer::Compare), default_value = "table")]
+    pub format: Format,
     /// An extra gate, METRIC=CONDITION; relative ones (`>= -5%`) compare with BASE; repeatable.
     #[arg(long = "gate", value_name = "METRIC=CONDITION")]
     pub gates: Vec<String>,
@@ -105,11 +98,7 @@ fn compare_suites(args: &CompareArgs) -> Result<Compared, ReportError> {
         eprintln!("warning: gate verdicts not stored in the database");
         print_error(&e);
     }
-    let format = match args.format {
-        CompareFormat::Table => Format::Table,
-        CompareFormat::Md => Format::Md,
-        CompareFormat::Json => Format::Json,
-    };
+    let format = args.format;
     let style = TableStyle::detect();
     let sign = super::signoff::SignOff {
         junit: args.junit.clone(),

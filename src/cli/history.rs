@@ -5,23 +5,17 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::exit;
+use super::format_arg::FormatParser;
 use super::report::{code_of, print_error, write_out};
 use crate::report::bootstrap::BootstrapOptions;
 use crate::report::compare::CompareOptions;
 use crate::report::history::{self, HistoryOptions, OrderBy};
-use crate::report::{history_gate, history_html, history_render, Format, ReportError, TableStyle};
-
-/// Output formats of `history`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HistoryFormat {
-    Table,
-    Md,
-    Csv,
-    Json,
-}
+use crate::report::{
+    history_gate, history_html, history_render, Format, ReportError, TableStyle, Writer,
+};
 
 /// Many suites of one plan, release over release.
 #[derive(Debug, Clone, Args)]
@@ -43,8 +37,8 @@ pub struct HistoryArgs {
     /// Axes left out of the matching; repeatable.
     #[arg(long)]
     pub ignore: Vec<String>,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: HistoryFormat,
+    #[arg(long, value_parser = FormatParser(Writer::History), default_value = "table")]
+    pub format: Format,
     /// Also write the HTML page (a line over releases per run and metric) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -113,12 +107,7 @@ fn run_history(args: &HistoryArgs) -> Result<u8, ReportError> {
         eprintln!("error: no suite of plan `{}` to follow", h.plan);
         return Ok(exit::NOTHING_MATCHED);
     }
-    let format = match args.format {
-        HistoryFormat::Table => Format::Table,
-        HistoryFormat::Md => Format::Md,
-        HistoryFormat::Csv => Format::Csv,
-        HistoryFormat::Json => Format::Json,
-    };
+    let format = args.format;
     let mut text = history_render::render(&h, format, TableStyle::detect())?;
     let outcomes: Vec<_> = gates.iter().flat_map(|g| g.evaluate(&h)).collect();
     if !outcomes.is_empty() {

@@ -7,6 +7,7 @@ pub mod exit;
 mod expand;
 pub mod export;
 mod files;
+mod format_arg;
 pub mod history;
 mod import;
 mod init;

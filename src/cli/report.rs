@@ -4,37 +4,12 @@
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::exit;
-use crate::report::{self, gates, Format, Layout, ReportError, TableStyle};
+use super::format_arg::FormatParser;
+use crate::report::{self, gates, Format, Layout, ReportError, TableStyle, Writer};
 use crate::store::{Store, StoreError};
-
-/// Output formats, as the command line spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    Table,
-    Md,
-    Csv,
-    Json,
-    Html,
-    /// The Prometheus text exposition: every run's metrics as gauges in base units, for a
-    /// node exporter's textfile collector or a push gateway.
-    Prometheus,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Table => Format::Table,
-            FormatArg::Md => Format::Md,
-            FormatArg::Csv => Format::Csv,
-            FormatArg::Json => Format::Json,
-            FormatArg::Html => Format::Html,
-            FormatArg::Prometheus => Format::Prometheus,
-        }
-    }
-}
 
 /// Tables from stored results.
 #[derive(Debug, Clone, Args)]
@@ -52,8 +27,8 @@ pub struct ReportArgs {
     /// percentile table per run.
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: FormatArg,
+    #[arg(long, value_parser = FormatParser(Writer::Report), default_value = "table")]
+    pub format: Format,
     /// Write here instead of standard output (`html` defaults to `report.html` next to the database; `-` is standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -116,7 +91,7 @@ fn parse_slice(text: &str) -> Result<std::time::Duration, String> {
 
 /// `--slices`: every run's slices as CSV.
 fn slices(args: &ReportArgs) -> Result<(), ReportError> {
-    if !matches!(args.format, FormatArg::Table | FormatArg::Csv) {
+    if !matches!(args.format, Format::Table | Format::Csv) {
         return Err(ReportError::SlicesFormat);
     }
     let store = Store::open(&args.db)?;
@@ -130,8 +105,8 @@ fn groups(args: &ReportArgs) -> Result<(), ReportError> {
     let store = Store::open(&args.db)?;
     let data = report::ReportData::load(&store)?;
     let text = match args.format {
-        FormatArg::Csv => report::repeats::csv(&data.runs),
-        FormatArg::Json | FormatArg::Table => {
+        Format::Csv => report::repeats::csv(&data.runs),
+        Format::Json | Format::Table => {
             let mut t = serde_json::to_string_pretty(&report::repeats::json(&data.runs))
                 .map_err(ReportError::Json)?;
             t.push('\n');
@@ -174,7 +149,7 @@ pub(crate) fn write_out(out: Option<&Path>, text: &str) -> Result<(), ReportErro
 
 /// `--by-replica`: every run's metrics per replica as CSV.
 fn by_replica(args: &ReportArgs) -> Result<(), ReportError> {
-    if !matches!(args.format, FormatArg::Table | FormatArg::Csv) {
+    if !matches!(args.format, Format::Table | Format::Csv) {
         return Err(ReportError::ByReplicaFormat);
     }
     let store = Store::open(&args.db)?;
@@ -184,7 +159,7 @@ fn by_replica(args: &ReportArgs) -> Result<(), ReportError> {
 
 /// `--by-class`: every mix run's metrics per class as CSV.
 fn by_class(args: &ReportArgs) -> Result<(), ReportError> {
-    if !matches!(args.format, FormatArg::Table | FormatArg::Csv) {
+    if !matches!(args.format, Format::Table | Format::Csv) {
         return Err(ReportError::ByClassFormat);
     }
     let store = Store::open(&args.db)?;
@@ -223,7 +198,7 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
         print_error(&e);
     }
     let layout = Layout::from_args(&args.rows, &args.columns, &args.metrics);
-    let format = Format::from(args.format);
+    let format = args.format;
     let style = TableStyle::detect();
     let sign = super::signoff::SignOff {
         junit: args.junit.clone(),

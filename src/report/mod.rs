@@ -16,6 +16,7 @@ pub mod csv;
 pub mod environment;
 pub mod evalscope;
 pub mod format;
+pub mod formats;
 pub mod gates;
 pub mod grid;
 pub mod health;
@@ -48,13 +49,13 @@ mod timeline;
 pub mod verdicts;
 
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use serde::Deserialize;
 
 use crate::metrics::condition::ConditionError;
 use crate::store::{Store, StoreError, StoredRun, SuiteRow};
 
+pub use formats::{Format, Writer};
 pub use pivot::{Layout, Pivot};
 
 /// Metrics shown when neither the plan nor the command line chooses.
@@ -109,33 +110,6 @@ pub enum ReportError {
     },
     #[error("cannot encode the report as JSON")]
     Json(#[source] serde_json::Error),
-}
-
-/// Output formats of `perfplan report`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Md,
-    Csv,
-    Json,
-    Html,
-    /// The Prometheus text exposition (`prometheus`).
-    Prometheus,
-}
-
-impl FromStr for Format {
-    type Err = ReportError;
-    fn from_str(s: &str) -> Result<Format, ReportError> {
-        match s {
-            "table" => Ok(Format::Table),
-            "md" | "markdown" => Ok(Format::Md),
-            "csv" => Ok(Format::Csv),
-            "json" => Ok(Format::Json),
-            "html" => Ok(Format::Html),
-            "prometheus" | "prom" => Ok(Format::Prometheus),
-            _ => Err(ReportError::Format(s.into())),
-        }
-    }
 }
 
 /// How a human table is drawn.
