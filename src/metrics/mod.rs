@@ -17,6 +17,7 @@ pub mod presets;
 mod rates;
 pub mod registry;
 mod registry_defs;
+pub mod saturation;
 pub mod sla;
 pub mod sla_objective;
 pub mod slices;

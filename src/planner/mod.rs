@@ -16,6 +16,7 @@ pub mod repeat;
 mod request_checks;
 mod resolve;
 pub mod run;
+mod saturation;
 pub mod search;
 mod select;
 

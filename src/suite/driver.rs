@@ -29,6 +29,7 @@ mod before;
 mod one;
 mod open;
 mod runs;
+pub(crate) mod saturation;
 mod signals;
 mod text;
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::saturation::RunStop;
 use super::text::summary_line;
 use super::{run_label, Suite};
 use crate::engine::{Endpoint, RunConfig, Target};
@@ -70,10 +71,12 @@ impl Suite<'_> {
         let warnings = first_warnings(&notes, &prepared, pool);
         self.begin(run, total, &warnings)?;
         let (server, telemetry) = server_scrapes(run, target)?;
+        let stop = RunStop::new(run, self.cancel, self.plan.spec.report.slice_width());
         let ctx = RunContext {
             store: self.store.clone(),
             endpoint: &endpoint,
-            cancel: self.cancel,
+            cancel: &stop.cancel,
+            saturation: stop.watch.as_ref(),
             slos: self.slos,
             definitions: self.plan.spec.plan.metric_definitions,
             label: run_label(run, total),
@@ -103,13 +106,8 @@ impl Suite<'_> {
             }
             Err(e) => return Err(e),
         };
-        if !target.replicas.is_empty() {
-            // The URL of each replica number the rows keep (`report --by-replica`).
-            let traffic = result.traffic.get_or_insert_with(|| serde_json::json!({}));
-            if let Value::Object(map) = traffic {
-                map.insert("replicas".into(), serde_json::json!(target.replicas));
-            }
-        }
+        stop.mark(self.cancel.is_cancelled(), &mut result);
+        keep_replicas(target, &mut result);
         self.finish(run, total, warnings, &result)
     }
 
@@ -235,6 +233,16 @@ impl Suite<'_> {
             failed_requests: 0,
             failed_run: false,
         })
+    }
+}
+
+/// The URL of each replica number the rows keep (`report --by-replica`).
+fn keep_replicas(target: &Target, result: &mut RunResult) {
+    if !target.replicas.is_empty() {
+        let traffic = result.traffic.get_or_insert_with(|| serde_json::json!({}));
+        if let Value::Object(map) = traffic {
+            map.insert("replicas".into(), serde_json::json!(target.replicas));
+        }
     }
 }
 
