@@ -2,9 +2,9 @@
 //! real HTTP against the built-in simulator (4 batch slots of ~55 ms requests: about
 //! 70 requests a second, timing jitter on): an open loop at three times that stops within
 //! a bounded time, stored with the reason and shown in the report, and the tier above it
-//! is skipped with a note; loads the server keeps up with (open at half its capacity,
-//! closed within its slots) run to their end; a misplaced or misspelt key is a located
-//! error. About 12 s in all.
+//! is skipped with a note; a concurrency ramp past the slots stops too; loads the server
+//! keeps up with (open at half and two thirds of its capacity, closed within its slots)
+//! run to their end; a misplaced or misspelt key is a located error. About 15 s in all.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
@@ -63,6 +63,7 @@ fn an_overloaded_tier_stops_early_and_the_tier_above_is_skipped() {
     let matrix = r#"load = [
   { rate = 210, requests = 4200, stop_when = "saturated", on_saturation = "skip_higher" },
   { rate = 420, requests = 8400, stop_when = "saturated", on_saturation = "skip_higher" },
+  { concurrency_ramp = { from = 1, to = 64, over = "8s" }, stop_when = "saturated" },
 ]"#;
     let plan = plan_with(dir.path(), matrix);
     let since = Instant::now();
@@ -105,6 +106,10 @@ fn an_overloaded_tier_stops_early_and_the_tier_above_is_skipped() {
         "SELECT COUNT(*) FROM requests WHERE run_id = (SELECT id FROM runs WHERE ordinal = 2)",
     );
     assert_eq!(rows[0][0], Some(0));
+    // A closed loop whose slots climb past the capacity stops too (not a fixed tier:
+    // not skipped), before its 8 s ramp ends.
+    let ramp_at = extras[2]["time"]["stopped"]["at_s"].as_f64();
+    assert!(ramp_at.is_some_and(|t| t < 6.0), "{}", extras[2]);
     // The table shows the stop among the verdicts.
     let o = perfplan(&["report", db.to_str().unwrap()]);
     let table = String::from_utf8_lossy(&o.stdout);
@@ -119,7 +124,7 @@ fn an_overloaded_tier_stops_early_and_the_tier_above_is_skipped() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("0 runs done, 2 skipped"), "{err}");
+    assert!(err.contains("0 runs done, 3 skipped"), "{err}");
 }
 
 #[test]
