@@ -194,4 +194,23 @@ fn misplaced_or_misspelt_keys_are_located_errors() {
     let o = perfplan(&["expand", plan.to_str().unwrap(), "--json"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && !text.contains("stop_when") && !text.contains("on_saturation"));
+
+    // Under --shard the stop is not applied (each shard sees only its share), and said.
+    let plan = plan_with(
+        dir.path(),
+        r#"load = { rate = 20, requests = 10, stop_when = "saturated" }"#,
+    );
+    let out = dir.path().join("shard");
+    let o = perfplan(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--shard",
+        "1/1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = report_json(&out.join("shard-1-of-1/results.db"));
+    let said = runs[0]["warnings"].to_string();
+    assert!(said.contains("not applied under --shard"), "{said}");
 }

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::saturation::RunStop;
 use super::text::summary_line;
 use super::{run_label, Suite};
 use crate::engine::{Endpoint, RunConfig, Target};
@@ -71,7 +70,7 @@ impl Suite<'_> {
         let warnings = first_warnings(&notes, &prepared, pool);
         self.begin(run, total, &warnings)?;
         let (server, telemetry) = server_scrapes(run, target)?;
-        let stop = RunStop::new(run, self.cancel, self.plan.spec.report.slice_width());
+        let stop = self.run_stop(run);
         let ctx = RunContext {
             store: self.store.clone(),
             endpoint: &endpoint,

@@ -67,22 +67,40 @@ const STOPPED: &str = "stopped";
 pub struct RunStop {
     pub cancel: CancelHandle,
     pub watch: Option<SaturationStop>,
+    /// `stop_when` asked for under `--shard`: not applied (each shard sees only its share,
+    /// and shards must run the same tiers), said in the run's warnings.
+    unwatched: bool,
     _forward: crate::engine::ChildGuard,
 }
 
-impl RunStop {
-    pub fn new(run: &RunSpec, suite: &CancelHandle, width: Duration) -> RunStop {
-        let (cancel, forward) = suite.child();
+impl Suite<'_> {
+    /// The stop of `run` in this suite.
+    pub(super) fn run_stop(&self, run: &RunSpec) -> RunStop {
+        let (cancel, forward) = self.cancel.child();
+        let width = self.plan.spec.report.slice_width();
+        let watch = SaturationStop::of(run, &cancel, width);
+        let unwatched = watch.is_some() && self.shard.is_some();
         RunStop {
-            watch: SaturationStop::of(run, &cancel, width),
+            watch: watch.filter(|_| !unwatched),
             cancel,
+            unwatched,
             _forward: forward,
         }
     }
+}
 
+impl RunStop {
     /// Marks a run its stop ended: not interrupted (unless the suite was), its `time`
     /// extras keeping the stop, and the `saturated` warning.
     pub fn mark(&self, suite_cancelled: bool, result: &mut RunResult) {
+        if self.unwatched {
+            result.warnings.push(RunWarning::new(
+                Code::Load,
+                "stop_when = \"saturated\" is not applied under --shard (each shard sees only \
+                 its share of the load, and every shard must run the same tiers): run the \
+                 suite unsharded to stop on saturation",
+            ));
+        }
         let Some(s) = self.watch.as_ref().and_then(SaturationStop::fired) else {
             return;
         };
