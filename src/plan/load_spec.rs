@@ -82,8 +82,8 @@ pub struct LoadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_when: Option<StopWhen>,
     /// With `stop_when`: what a stop means for the suite's other tiers. `"skip_higher"`
-    /// skips every later run of the same endpoint, model and dataset at a higher
-    /// `concurrency` (or `rate`), stored with a note.
+    /// skips every later run that is the same but for its load (endpoint, model, dataset
+    /// and every other axis) at a higher `concurrency` (or `rate`), stored with a note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_saturation: Option<OnSaturation>,
     /// Open loop: most requests in flight at once (unbounded when unset).
@@ -144,7 +144,7 @@ pub enum StopWhen {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnSaturation {
-    /// Skip the later tiers of the same endpoint, model and dataset at a higher load.
+    /// Skip the later runs that differ only by a higher `concurrency` (or `rate`).
     SkipHigher,
 }
 
