@@ -30,6 +30,18 @@ impl CancelHandle {
     pub fn is_cancelled(&self) -> bool {
         *self.tx.borrow()
     }
+
+    /// A handle of its own that this one's `cancel` also triggers (one run's stop within
+    /// a suite's): the forwarding task ends with the returned guard.
+    pub fn child(&self) -> (CancelHandle, ChildGuard) {
+        let child = CancelHandle::new();
+        let (parent, tx) = (self.clone(), child.tx.clone());
+        let task = tokio::spawn(async move {
+            cancelled(&parent).await;
+            tx.send_replace(true);
+        });
+        (child, ChildGuard(task))
+    }
 }
 
 /// Completes once `cancel` is triggered.
@@ -38,5 +50,15 @@ pub(super) async fn cancelled(cancel: &CancelHandle) {
     // An error means the handle is gone: it can no longer be cancelled.
     if rx.wait_for(|c| *c).await.is_err() {
         std::future::pending::<()>().await;
+    }
+}
+
+/// Ends a child handle's forwarding when dropped.
+#[derive(Debug)]
+pub struct ChildGuard(tokio::task::JoinHandle<()>);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -45,7 +45,8 @@ pub use cpu::process_cpu_time;
 pub use preconnect::Preconnect;
 pub use request_id::{request_id, session_id};
 pub use run::{
-    run, CancelHandle, LevelControl, Levels, Load, RecordSink, RunConfig, RunError, RunOutput,
+    run, CancelHandle, ChildGuard, LevelControl, Levels, Load, RecordSink, RunConfig, RunError,
+    RunOutput,
 };
 pub use source::{Next, PreparedRequest, RequestSource, VecSource};
 pub use target::{Balance, Endpoint, EngineError, Target, Timeouts};

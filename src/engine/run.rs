@@ -16,7 +16,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::oneshot;
 
 use super::cancel::cancelled;
-pub use super::cancel::CancelHandle;
+pub use super::cancel::{CancelHandle, ChildGuard};
 pub use super::levels::{LevelControl, Levels};
 
 use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};

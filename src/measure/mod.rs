@@ -9,10 +9,12 @@
 //! Must not know: HTTP, the engine, the run loop (the suite calls it).
 
 pub mod cache;
+pub mod connections;
 pub mod explore;
 pub mod failures;
 pub mod judge;
 pub mod planned;
+pub mod saturation;
 pub mod steady;
 pub mod steps;
 pub mod tally;

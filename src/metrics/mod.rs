@@ -18,6 +18,7 @@ pub mod presets;
 mod rates;
 pub mod registry;
 mod registry_defs;
+pub mod saturation;
 pub mod sla;
 pub mod slices;
 pub mod slo;

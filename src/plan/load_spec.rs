@@ -75,6 +75,17 @@ pub struct LoadSpec {
     /// the run reports its knee and saturation point. No warmup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explore: Option<super::ExploreSpec>,
+    /// Stop the run early once it is over-saturated (`"saturated"`): its requests in
+    /// flight and its TTFT keep rising while its completions stall, by the rule of the
+    /// book (loads/explore.md). The run is stored with the reason (`saturated`). Off
+    /// when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_when: Option<StopWhen>,
+    /// With `stop_when`: what a stop means for the suite's other tiers. `"skip_higher"`
+    /// skips every later run that is the same but for its load (endpoint, model, dataset
+    /// and every other axis) at a higher `concurrency` (or `rate`), stored with a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_saturation: Option<OnSaturation>,
     /// Open loop: most requests in flight at once (unbounded when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
@@ -119,6 +130,22 @@ pub struct LoadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("minimum" = ranges::MIN_PRECISION, "maximum" = ranges::MAX_RATE))]
     pub precision: Option<PrecisionSpec>,
+}
+
+/// When a run stops early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopWhen {
+    /// Over-saturated: in flight and TTFT rising while completions stall.
+    Saturated,
+}
+
+/// What a run's stop on saturation means for the tiers after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnSaturation {
+    /// Skip the later runs that differ only by a higher `concurrency` (or `rate`).
+    SkipHigher,
 }
 
 /// What an SLA search varies.

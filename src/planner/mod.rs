@@ -18,6 +18,7 @@ mod request_checks;
 mod resolve;
 pub mod run;
 mod run_load;
+pub mod saturation;
 pub mod search;
 mod select;
 

@@ -384,6 +384,7 @@ impl WithSpan for Diagnostic {
 /// Impossible load settings.
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     let mut out = super::search::search_problems(load);
+    out.extend(super::saturation::saturation_problems(load));
     if let Some(explore) = &load.explore {
         out.extend(super::explore::explore_problems(load, explore));
         return out;

@@ -234,6 +234,8 @@ pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
         arrivals: search.arrivals,
         burstiness: search.burstiness,
         max_in_flight: search.max_in_flight,
+        stop_when: None,
+        on_saturation: None,
         repeat: None,
         search: None,
         slo: Default::default(),

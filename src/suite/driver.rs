@@ -28,6 +28,7 @@ mod before;
 mod one;
 mod open;
 mod runs;
+pub(crate) mod saturation;
 mod signals;
 mod text;
 

@@ -63,38 +63,13 @@ pub struct RunResult {
     pub server_counts: Option<crate::telemetry::counts::ServerCounts>,
 }
 
-/// Warnings about the records themselves: truncated streams, successes with no output
-/// (estimated counts are a reason the verdict's rules give).
-fn record_warnings(summary: &RunSummary) -> Vec<RunWarning> {
-    let mut out = Vec::new();
-    if summary.truncated > 0 {
-        out.push(RunWarning::new(
-            Code::Truncated,
-            format!(
-                "{} streams ended with [DONE] but no finish_reason (cut short?)",
-                summary.truncated
-            ),
-        ));
-    }
-    if summary.no_output > 0 {
-        out.push(RunWarning::new(
-            Code::NoOutput,
-            format!(
-                "{} successful requests carried no output at all (no content, reasoning or \
-                 tool call): they count as successes without a TTFT; check the server's log \
-                 and the request's stop, max_tokens and template settings",
-                summary.no_output
-            ),
-        ));
-    }
-    out
-}
-
 /// Everything a run needs from its suite.
 pub struct RunContext<'a> {
     pub store: Arc<Mutex<Store>>,
     pub endpoint: &'a Endpoint,
     pub cancel: &'a CancelHandle,
+    /// `stop_when = "saturated"`: told every record, it triggers `cancel` on saturation.
+    pub saturation: Option<&'a crate::measure::saturation::SaturationStop>,
     pub slos: &'a [Slo],
     pub definitions: plan::MetricDefinitions,
     pub label: String,
@@ -243,10 +218,11 @@ pub async fn execute(
     let window = server_counts::Window::default();
     // Each record goes once, by value, to the writer (which folds what the metrics read).
     let sink_for = |offset: u64| {
-        let (progress, tx, window) = (&progress, &tx, &window);
+        let (progress, tx, window, stop) = (&progress, &tx, &window, ctx.saturation);
         move |mut r: RequestRecord| {
             progress.tick(&r);
             window.add(&r);
+            crate::measure::saturation::observe(stop, &r);
             if let Some(tx) = tx {
                 r.index += offset;
                 tx.send(r);
@@ -365,11 +341,12 @@ fn conclude(
     let (input_lengths, length_warning) = tally.input_lengths();
     let preconnect = output.preconnect.as_ref().and_then(Preconnect::warning);
     warnings.extend(all_as(Code::Connections, preconnect));
-    let reconnects = super::pass_warnings::reconnects(run, &output, &summary);
+    let preconnected = output.preconnect.is_some();
+    let reconnects = crate::measure::connections::reconnects(run, preconnected, &summary);
     warnings.extend(all_as(Code::Connections, reconnects));
     warnings.extend(all_as(Code::LateStart, passes.late));
     warnings.extend(all_as(Code::InputLengths, length_warning));
-    warnings.extend(record_warnings(&summary));
+    warnings.extend(crate::trust::of_summary::record_warnings(&summary));
     warnings.extend(all_as(Code::SteadyWindow, steady));
     warnings.extend(all_as(
         Code::PartialFailures,

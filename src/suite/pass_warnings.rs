@@ -1,12 +1,9 @@
 //! The warnings of a run's measured pass once its load has ended: the dataset's notes
-//! met while building requests, a sharded duration-only load that ran out of requests,
-//! and a closed loop whose measured requests opened new connections although the run's
-//! were opened before its clock (how many, how long, how many TLS handshakes resumed).
-//! Knows the run's output, source and summary.
+//! met while building requests, and a sharded duration-only load that ran out of
+//! requests (new connections while measuring are `measure::connections`'). Knows the
+//! run's output and source.
 
 use crate::engine::RunOutput;
-use crate::metrics::RunSummary;
-use crate::planner::{self, RunSpec};
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
 use crate::workload::prepare::PreparedRun;
@@ -23,40 +20,6 @@ pub(super) fn after_load(
         cap_warning(prepared.duration_cap, source, output),
     ));
     out
-}
-
-/// A closed loop whose connections were opened before the clock, yet whose measured
-/// requests opened more: the server closed kept-alive connections (or one failed). How
-/// many, how long they took, and how many TLS handshakes resumed a session. (An
-/// exploring load opens its connections as it grows: not judged.)
-pub(super) fn reconnects(
-    run: &RunSpec,
-    output: &RunOutput,
-    summary: &RunSummary,
-) -> Option<String> {
-    let closed = matches!(
-        run.load(),
-        planner::Load::Closed { .. } | planner::Load::ClosedRamp { .. }
-    );
-    let c = summary.connections;
-    if !closed || output.preconnect.is_none() || c.opened == 0 {
-        return None;
-    }
-    let value = |k: &str| summary.values.get(k).copied().flatten().unwrap_or(0.0);
-    let tls = match c.tls_handshakes {
-        0 => String::new(),
-        n => format!(
-            "; TLS handshakes {} resumed of {n}, mean {:.1} ms (tls_handshake_*)",
-            c.tls_resumed,
-            value("tls_handshake_mean")
-        ),
-    };
-    Some(format!(
-        "{} measured requests opened a new connection although the run's connections were opened before its clock: the server closed kept-alive connections (a keep-alive timeout or a request limit per connection); their setup took {:.1} ms on average, {:.1} ms at most (connect_*), kept out of TTFT{tls}",
-        c.opened,
-        value("connect_mean"),
-        value("connect_max"),
-    ))
 }
 
 /// A sharded duration-only load whose prepared requests (or turns) ran out before its

@@ -104,6 +104,10 @@ codes! {
     Truncated = "truncated", Suspect, Tokens;
     /// The server's cache could not be reset before a run that asked for it.
     CacheResetFailed = "cache_reset_failed", Suspect, Cache;
+    /// `stop_when = "saturated"` stopped the run early: its queue kept growing while its
+    /// completions stalled, so its latencies grew with its length (no steady state). On a
+    /// tier skipped above it (`on_saturation = "skip_higher"`), an `info` note.
+    Saturated = "saturated", Suspect, Timings;
     /// Some measured requests failed (fewer than the threshold).
     PartialFailures = "partial_failures", Info, Nothing;
     /// Prompts missed their target input length.

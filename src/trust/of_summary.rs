@@ -1,6 +1,7 @@
 //! What the verdict's rules read of a run's summary, one rule for a live run and a
 //! merged one: the counts behind its metrics, and its client-bound flag as a typed
-//! warning (its severity by `Thresholds::client_bound_severity`).
+//! warning (its severity by `Thresholds::client_bound_severity`), and the warnings of its
+//! record counts (truncated streams, successes with no output).
 
 use super::code::Code;
 use super::judge::RunFacts;
@@ -34,4 +35,31 @@ pub fn client_bound(summary: &RunSummary, trust: &Thresholds) -> Option<RunWarni
         )
         .with_severity(severity),
     )
+}
+
+/// Warnings about the records themselves: truncated streams, successes with no output
+/// (estimated counts are a reason the verdict's rules give).
+pub fn record_warnings(summary: &RunSummary) -> Vec<RunWarning> {
+    let mut out = Vec::new();
+    if summary.truncated > 0 {
+        out.push(RunWarning::new(
+            Code::Truncated,
+            format!(
+                "{} streams ended with [DONE] but no finish_reason (cut short?)",
+                summary.truncated
+            ),
+        ));
+    }
+    if summary.no_output > 0 {
+        out.push(RunWarning::new(
+            Code::NoOutput,
+            format!(
+                "{} successful requests carried no output at all (no content, reasoning or \
+                 tool call): they count as successes without a TTFT; check the server's log \
+                 and the request's stop, max_tokens and template settings",
+                summary.no_output
+            ),
+        ));
+    }
+    out
 }

@@ -81,10 +81,12 @@ impl Suite<'_> {
         let warnings = first_warnings(&notes, &prepared, pool);
         self.begin(run, total, &warnings)?;
         let (server, telemetry) = server_scrapes(run, target)?;
+        let stop = self.run_stop(run);
         let ctx = RunContext {
             store: self.store.clone(),
             endpoint: &endpoint,
-            cancel: self.cancel,
+            cancel: &stop.cancel,
+            saturation: stop.watch.as_ref(),
             slos: self.slos,
             definitions: self.plan.spec.plan.metric_definitions,
             label: run_label(run, total),
@@ -117,13 +119,8 @@ impl Suite<'_> {
             }
             Err(e) => return Err(e),
         };
-        if !target.replicas.is_empty() {
-            // The URL of each replica number the rows keep (`report --by-replica`).
-            let traffic = result.traffic.get_or_insert_with(|| serde_json::json!({}));
-            if let Value::Object(map) = traffic {
-                map.insert("replicas".into(), serde_json::json!(target.replicas));
-            }
-        }
+        stop.mark(self.cancel.is_cancelled(), &mut result);
+        keep_replicas(target, &mut result);
         self.finish(run, total, warnings, &result)
     }
 
@@ -250,6 +247,16 @@ impl Suite<'_> {
             failed_requests: 0,
             failed_run: false,
         })
+    }
+}
+
+/// The URL of each replica number the rows keep (`report --by-replica`).
+fn keep_replicas(target: &Target, result: &mut RunResult) {
+    if !target.replicas.is_empty() {
+        let traffic = result.traffic.get_or_insert_with(|| serde_json::json!({}));
+        if let Value::Object(map) = traffic {
+            map.insert("replicas".into(), serde_json::json!(target.replicas));
+        }
     }
 }
 

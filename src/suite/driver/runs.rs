@@ -27,6 +27,8 @@ struct Seen<'r> {
     /// Launched endpoints read for the environment (the others were, before the suite).
     described: BTreeSet<String>,
     previous: BTreeMap<String, &'r RunSpec>,
+    /// Tiers stopped on saturation with `skip_higher` (`saturation`).
+    stopped: Vec<super::saturation::StoppedTier>,
 }
 
 /// Longest wait for a launched server's exit to show after a run whose every request
@@ -116,6 +118,11 @@ impl Suite<'_> {
                 run_label(run, total)
             ));
             outcome.skipped += 1;
+            seen.stopped.extend(self.stopped_tier(run, total)?);
+            return Ok(());
+        }
+        if self.skip_above(run, total, &seen.stopped)? {
+            outcome.skipped += 1;
             return Ok(());
         }
         let mut target = target(run, self.sims, &self.plan.base_dir);
@@ -164,6 +171,7 @@ impl Suite<'_> {
             true => outcome.failed += 1,
             false => self.count(run, result, outcome, total)?,
         }
+        seen.stopped.extend(self.stopped_tier(run, total)?);
         Ok(())
     }
 

@@ -1,0 +1,91 @@
+//! A run's stop on over-saturation (`stop_when = "saturated"`): the rule of
+//! `metrics::saturation` fed each record of its pass, and what the stop leaves with the
+//! run (`time.stopped`, a `saturated` warning). The suite hands in what a fired rule does
+//! (cancel the run) and stores the rest.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::metrics::saturation::{Rule, Saturation, SaturationWatch};
+use crate::planner::RunSpec;
+use crate::record::RequestRecord;
+use crate::trust::{Code, RunWarning};
+
+/// The key of the stored stop in a run's `time` extras.
+pub const STOPPED: &str = "stopped";
+
+/// The stop of one run: its watch, and what to do once the rule fires.
+pub struct SaturationStop {
+    watch: Mutex<SaturationWatch>,
+    on_fire: Box<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for SaturationStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaturationStop")
+            .field("watch", &self.watch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SaturationStop {
+    /// The stop of `run`, when it asks for one: slices of `width` (`[report] slice`).
+    pub fn of(
+        run: &RunSpec,
+        width: Duration,
+        on_fire: impl Fn() + Send + Sync + 'static,
+    ) -> Option<SaturationStop> {
+        run.stops_when_saturated().then(|| SaturationStop {
+            watch: Mutex::new(SaturationWatch::new(Rule::default(), width)),
+            on_fire: Box::new(on_fire),
+        })
+    }
+
+    /// A completed record; `on_fire` once the rule fires.
+    pub fn observe(&self, r: &RequestRecord) {
+        let fired = match self.watch.lock() {
+            Ok(mut watch) => watch.observe(r),
+            Err(_) => None,
+        };
+        if fired.is_some() {
+            (self.on_fire)();
+        }
+    }
+
+    pub fn fired(&self) -> Option<Saturation> {
+        self.watch.lock().ok().and_then(|w| w.fired())
+    }
+}
+
+/// Tells the run's stop, if it has one, a completed record.
+pub fn observe(stop: Option<&SaturationStop>, r: &RequestRecord) {
+    if let Some(stop) = stop {
+        stop.observe(r);
+    }
+}
+
+/// What a fired stop leaves with its run: `time.stopped` in its time facts, and the
+/// `saturated` warning.
+pub fn record_stop(s: &Saturation, time: &mut Value, warnings: &mut Vec<RunWarning>) {
+    let facts = json!({
+        "reason": "saturated",
+        "at_s": s.at_s,
+        "in_flight": [s.in_flight.0, s.in_flight.1],
+        "ttft_p50_ms": [s.ttft_ms.0, s.ttft_ms.1],
+        "completions_per_s": [s.completions_per_s.0, s.completions_per_s.1],
+    });
+    match time {
+        Value::Object(map) => {
+            map.insert(STOPPED.into(), facts);
+        }
+        other => *other = json!({ STOPPED: facts }),
+    }
+    warnings.push(RunWarning::new(Code::Saturated, s.text()));
+}
+
+/// Whether a run's stored time facts say it stopped on saturation.
+pub fn stopped_on_saturation(extras: &Value) -> bool {
+    extras["time"][STOPPED]["reason"] == "saturated"
+}
