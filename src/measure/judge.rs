@@ -34,21 +34,33 @@ pub fn trust_counts(
 
 /// Adds the verdict's reasons the run's numbers give to `warnings`, and nulls the
 /// timings of a run whose stream was not observed.
+/// The requests a stopped run cancelled: those in flight when it stopped.
+pub fn cut_by_stop(summary: &RunSummary) -> u64 {
+    summary.failures.get("cancelled").copied().unwrap_or(0)
+}
+
 pub fn reasons(
     run: &RunSpec,
     summary: &mut RunSummary,
     evidence: &Evidence,
     warnings: &mut Vec<RunWarning>,
-    (server, trust): (Option<ServerCounts>, &Thresholds),
+    (server, trust, stopped): (Option<ServerCounts>, &Thresholds, bool),
 ) {
     warnings.extend(trust::of_summary::client_bound(summary, trust));
-    let facts = RunFacts {
+    let mut facts = RunFacts {
         streamed: run.request.stream,
         output_limit: exact_limit(run),
         evidence: evidence.clone(),
         server,
         ..trust::of_summary::facts(summary)
     };
+    if stopped {
+        // The requests a stop on saturation cut short are the stop's doing, not the
+        // server's failures (the `saturated` reason says how many).
+        let cut = cut_by_stop(summary);
+        facts.failed = facts.failed.saturating_sub(cut);
+        facts.requests = facts.requests.saturating_sub(cut);
+    }
     warnings.extend(trust::judge(&facts, trust));
     // Accepted ("this server answers at once, I know"), the timings stand.
     let accepted = trust.accept.contains(&Code::StreamNotObserved);

@@ -38,7 +38,7 @@ impl SaturationStop {
         on_fire: impl Fn() + Send + Sync + 'static,
     ) -> Option<SaturationStop> {
         run.stops_when_saturated().then(|| SaturationStop {
-            watch: Mutex::new(SaturationWatch::new(Rule::default(), width)),
+            watch: Mutex::new(SaturationWatch::new(rule_of(run), width)),
             on_fire: Box::new(on_fire),
         })
     }
@@ -59,6 +59,18 @@ impl SaturationStop {
     }
 }
 
+/// The rule for `run`: an open loop at a fixed rate is judged against its arrival rate.
+fn rule_of(run: &RunSpec) -> Rule {
+    let arrivals_per_s = match run.load() {
+        crate::planner::Load::Open { rate, .. } => Some(rate),
+        _ => None,
+    };
+    Rule {
+        arrivals_per_s,
+        ..Rule::default()
+    }
+}
+
 /// Tells the run's stop, if it has one, a completed record.
 pub fn observe(stop: Option<&SaturationStop>, r: &RequestRecord) {
     if let Some(stop) = stop {
@@ -68,13 +80,15 @@ pub fn observe(stop: Option<&SaturationStop>, r: &RequestRecord) {
 
 /// What a fired stop leaves with its run: `time.stopped` in its time facts, and the
 /// `saturated` warning.
-pub fn record_stop(s: &Saturation, time: &mut Value, warnings: &mut Vec<RunWarning>) {
+pub fn record_stop(s: &Saturation, cut: u64, time: &mut Value, warnings: &mut Vec<RunWarning>) {
     let facts = json!({
         "reason": "saturated",
         "at_s": s.at_s,
         "in_flight": [s.in_flight.0, s.in_flight.1],
         "ttft_p50_ms": [s.ttft_ms.0, s.ttft_ms.1],
         "completions_per_s": [s.completions_per_s.0, s.completions_per_s.1],
+        "arrivals_per_s": s.arrivals_per_s,
+        "cancelled": cut,
     });
     match time {
         Value::Object(map) => {
@@ -82,7 +96,14 @@ pub fn record_stop(s: &Saturation, time: &mut Value, warnings: &mut Vec<RunWarni
         }
         other => *other = json!({ STOPPED: facts }),
     }
-    warnings.push(RunWarning::new(Code::Saturated, s.text()));
+    let mut text = s.text();
+    if cut > 0 {
+        text.push_str(&format!(
+            "; the {cut} requests in flight when it stopped were cancelled (not counted as \
+             the server's failures)"
+        ));
+    }
+    warnings.push(RunWarning::new(Code::Saturated, text));
 }
 
 /// Whether a run's stored time facts say it stopped on saturation.

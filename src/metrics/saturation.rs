@@ -25,6 +25,11 @@ pub struct Rule {
     /// Completions stall: the later half of the window completes at most this share more
     /// than the earlier half (the exploring load's `min_gain` default).
     pub min_gain: f64,
+    /// An open loop's arrival rate (requests/s). Known, it replaces the in-flight test: a
+    /// window whose requests end at most `1 − min_gain` × this rate leaves the rest queued,
+    /// so the queue grows (the in flight read from ended requests lags a growing queue by
+    /// those requests' latency, and barely moves where service time dominates latency).
+    pub arrivals_per_s: Option<f64>,
 }
 
 impl Default for Rule {
@@ -34,6 +39,7 @@ impl Default for Rule {
             min_rise: 0.5,
             min_t: 3.0,
             min_gain: 0.1,
+            arrivals_per_s: None,
         }
     }
 }
@@ -50,6 +56,8 @@ pub struct SliceFigures {
     pub ttft_p50_ms: Option<f64>,
     /// Successful requests that ended in it.
     pub completions: u64,
+    /// Requests that ended in it, failed ones included (not cancelled ones).
+    pub ended: u64,
 }
 
 /// Why a run was judged saturated: the window's figures.
@@ -63,18 +71,25 @@ pub struct Saturation {
     pub ttft_ms: (f64, f64),
     /// Completions per second in the earlier and the later half of the window.
     pub completions_per_s: (f64, f64),
+    /// An open loop's arrival rate, when the rule judged against it.
+    pub arrivals_per_s: Option<f64>,
 }
 
 impl Saturation {
     /// The sentence stored with the run.
     pub fn text(&self) -> String {
+        let queue = match self.arrivals_per_s {
+            Some(rate) => format!("requests arrived at {rate:.1}/s"),
+            None => format!(
+                "in flight rose {:.1} → {:.1}",
+                self.in_flight.0, self.in_flight.1
+            ),
+        };
         format!(
-            "stopped at {:.1}s on over-saturation: in flight rose {:.1} → {:.1}, TTFT p50 \
-             {:.0} → {:.0} ms, while completions went {:.1} → {:.1}/s; the server cannot \
-             keep up with this load (lower it, or read its capacity from an exploring load)",
+            "stopped at {:.1}s on over-saturation: {queue}, TTFT p50 {:.0} → {:.0} ms, \
+             while completions went {:.1} → {:.1}/s; the server cannot keep up with this \
+             load (lower it, or read its capacity from an exploring load)",
             self.at_s,
-            self.in_flight.0,
-            self.in_flight.1,
             self.ttft_ms.0,
             self.ttft_ms.1,
             self.completions_per_s.0,
@@ -119,7 +134,8 @@ fn line(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
 fn rises(rule: &Rule, points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let (first, last, t) = line(points)?;
     let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
-    (mean > 0.0 && last - first >= rule.min_rise * mean && t >= rule.min_t).then_some((first, last))
+    (mean > 0.0 && last - first >= rule.min_rise * mean && t >= rule.min_t)
+        .then_some((first.max(0.0), last))
 }
 
 /// The rule over the last `rule.window` slices of `slices` (none while fewer): saturated
@@ -145,13 +161,23 @@ pub fn judge(rule: &Rule, slices: &[SliceFigures], width_s: f64) -> Option<Satur
     if late > (1.0 + rule.min_gain) * early {
         return None;
     }
-    let in_flight = rises(rule, &flight)?;
+    let in_flight = match rule.arrivals_per_s {
+        Some(rate) => {
+            let ended = window.iter().map(|s| s.ended).sum::<u64>() as f64;
+            if ended / (w as f64 * width_s) > (1.0 - rule.min_gain) * rate {
+                return None;
+            }
+            line(&flight).map(|(first, last, _)| (first.max(0.0), last.max(0.0)))?
+        }
+        None => rises(rule, &flight)?,
+    };
     let ttft_ms = rises(rule, &ttft)?;
     Some(Saturation {
         at_s: window[w - 1].start_s + width_s,
         in_flight,
         ttft_ms,
         completions_per_s: (early, late),
+        arrivals_per_s: rule.arrivals_per_s,
     })
 }
 
@@ -160,6 +186,7 @@ pub fn judge(rule: &Rule, slices: &[SliceFigures], width_s: f64) -> Option<Satur
 struct Open {
     busy_s: f64,
     ok: u64,
+    ended: u64,
     ttfts_ms: Vec<f64>,
 }
 
@@ -206,6 +233,7 @@ impl SaturationWatch {
         }
         let slot = &mut self.open[at];
         slot.busy_s += r.end.saturating_sub(r.sent).as_secs_f64();
+        slot.ended += 1;
         if r.outcome == Outcome::Ok {
             slot.ok += 1;
             if let Some(t) = r.ttft() {
@@ -228,6 +256,7 @@ impl SaturationWatch {
             in_flight: s.busy_s / width_s,
             ttft_p50_ms: quantile(&s.ttfts_ms, 0.5),
             completions: s.ok,
+            ended: s.ended,
         });
         self.fired = judge(&self.rule, &self.closed, width_s);
     }
@@ -243,6 +272,7 @@ mod tests {
             in_flight,
             ttft_p50_ms: Some(ttft),
             completions,
+            ended: completions,
         }
     }
 
@@ -288,6 +318,48 @@ mod tests {
             .map(|k| slice(k, 20.0 + 0.6 * k as f64, 200.0 + 6.0 * k as f64, 100))
             .collect();
         assert_eq!(judge(&Rule::default(), &s, 1.0), None);
+    }
+
+    /// vLLM's CPU build at 24 requests/s (`stop_when` against it, 2026-12-02): each request
+    /// spends ~11 s in service, so the in flight read from ended requests rises only with
+    /// their short queue wait (130 → 145) while 13 requests a second pile up unseen.
+    fn service_bound(k: usize) -> SliceFigures {
+        slice(
+            k,
+            130.0 + 1.5 * k as f64,
+            1000.0 + 120.0 * k as f64,
+            11 - (k % 2) as u64,
+        )
+    }
+
+    #[test]
+    fn an_open_loop_ending_fewer_than_arrive_is_saturated_though_in_flight_lags() {
+        let s: Vec<_> = (0..10).map(service_bound).collect();
+        assert_eq!(
+            judge(&Rule::default(), &s, 1.0),
+            None,
+            "the lagging estimate alone"
+        );
+        let open = Rule {
+            arrivals_per_s: Some(24.0),
+            ..Rule::default()
+        };
+        let got = judge(&open, &s, 1.0).expect("10.5 ended a second against 24 arriving");
+        assert_eq!(got.arrivals_per_s, Some(24.0));
+        assert!(
+            got.text().contains("requests arrived at 24.0/s"),
+            "{}",
+            got.text()
+        );
+        // At 11 a second the same server keeps up: ending 10.5 is within 10% of 11.
+        let near = Rule {
+            arrivals_per_s: Some(11.0),
+            ..Rule::default()
+        };
+        assert_eq!(judge(&near, &s, 1.0), None);
+        // Ending fewer than arrive but with a flat TTFT is not saturation (yet).
+        let flat: Vec<_> = (0..10).map(|k| slice(k, 130.0, 1000.0, 10)).collect();
+        assert_eq!(judge(&open, &flat, 1.0), None);
     }
 
     fn rec(sent_ms: u64, ttft_ms: u64, end_ms: u64) -> RequestRecord {

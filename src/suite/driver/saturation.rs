@@ -61,7 +61,8 @@ impl RunStop {
         if !suite_cancelled {
             result.cancelled = false;
         }
-        record_stop(&s, &mut result.time, &mut result.warnings);
+        let cut = crate::measure::judge::cut_by_stop(&result.summary);
+        record_stop(&s, cut, &mut result.time, &mut result.warnings);
     }
 }
 
