@@ -96,7 +96,10 @@ fn an_overloaded_tier_stops_early_and_the_tier_above_is_skipped() {
     // are said with it, not counted as the server's failures.
     assert_eq!(stop["arrivals_per_s"], 210.0, "{stop}");
     assert!(stop["cancelled"].as_u64().is_some(), "{stop}");
-    assert!(!reasons.iter().any(|r| r["code"] == "failures"), "{reasons:?}");
+    assert!(
+        !reasons.iter().any(|r| r["code"] == "failures"),
+        "{reasons:?}"
+    );
     let ok = runs[0]["metrics"]["requests_ok"].as_f64().unwrap();
     assert!(ok > 50.0 && ok < 1500.0, "{ok} requests ended ok");
     // The tier above: skipped with a note naming the stopped one, no requests.

@@ -355,13 +355,8 @@ fn conclude(
     let evidence = tally.evidence();
     let server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
     let stopped = ctx.saturation.is_some_and(|s| s.fired().is_some());
-    crate::measure::judge::reasons(
-        run,
-        &mut summary,
-        &evidence,
-        &mut warnings,
-        (server, ctx.trust, stopped),
-    );
+    let judged = (server, ctx.trust, stopped);
+    crate::measure::judge::reasons(run, &mut summary, &evidence, &mut warnings, judged);
     RunResult {
         summary,
         cancelled: output.cancelled,
