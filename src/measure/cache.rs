@@ -238,7 +238,6 @@ mod tests {
         }
         assert_eq!(e.items(), [&'f', &'b', &'d']);
     }
-    use crate::plan::{load_plan, LoadOptions};
     use crate::record::Usage;
 
     /// The warning of a cold run whose usage shows more cache hits than its own shared prefix
@@ -256,23 +255,7 @@ mod tests {
             .map(|w| w.to_string())
     }
 
-    fn runs(extra: &str) -> Vec<RunSpec> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.toml");
-        let text = format!(
-            "[plan]\nname = \"t\"\n[endpoints.a]\nbase_url = \"sim://a\"\n{extra}\n\
-             [endpoints.b]\nbase_url = \"sim://b\"\n[models.m]\ntokenizer = \"{tok}\"\n\
-             [datasets.d]\nkind = \"random\"\ninput_tokens = 1000\nprefix_tokens = 250\n\
-             [matrix]\ncache_state = [\"cold\", \"warm\"]\nendpoint = [\"a\", \"b\"]\n\
-             load = [{{ concurrency = 2, requests = 4 }}]\n",
-            tok = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/smollm2"),
-        );
-        std::fs::write(&path, text).unwrap();
-        let env = |_: &str| None;
-        let opts = LoadOptions::new(Vec::new(), &env);
-        let plan = load_plan(&path, &opts).unwrap();
-        crate::planner::expand(&plan).unwrap().runs
-    }
+    use crate::planner::order::tests::runs;
 
     fn rec(sent_ms: u64, cached: u32, phase: Phase) -> RequestRecord {
         RequestRecord {

@@ -41,11 +41,13 @@ pub fn wants_reset(run: &RunSpec, previous: Option<&RunSpec>) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::{load_plan, CacheState, LoadOptions};
 
-    fn runs(extra: &str) -> Vec<RunSpec> {
+    /// The runs of a small plan of two endpoints (`a` gets `extra`), cold and warm, for
+    /// the tests of stages that take planned runs.
+    pub(crate) fn runs(extra: &str) -> Vec<RunSpec> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.toml");
         let text = format!(
