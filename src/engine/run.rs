@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 
 use super::cancel::cancelled;
 pub use super::cancel::{CancelHandle, ChildGuard};
+use super::levels::Exploring;
 pub use super::levels::{LevelControl, Levels};
 
 use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
@@ -40,13 +41,17 @@ pub enum Load {
     /// until the next level. A rise starts requests at once; on a fall no request is
     /// cancelled, a finished one is not replaced while the loop is over its slots.
     ClosedRamp { levels: Arc<[(Duration, u32)]> },
-    /// A closed loop whose slots `control` chooses step by step from what it measured:
-    /// `first` slots, then at the end of each `step` the slots it names (at most `most`),
-    /// until it names none and the run ends (requests in flight finish).
-    ClosedExplore {
+    /// A load whose level `control` chooses step by step from what it measured: `first`,
+    /// then at the end of each step the level it names (at most `most`), until it names
+    /// none and the run ends (requests in flight finish). A step ends after `step`, or,
+    /// without one, when the control says so of a record. The level is a closed loop's
+    /// slots, or with `open` (its arrivals and seed) an open loop's rate in req/s, changed
+    /// on the one arrival clock (`Ticker::set_rate`).
+    Explore {
         first: u32,
         most: u32,
-        step: Duration,
+        step: Option<Duration>,
+        open: Option<(Arrivals, u64)>,
         control: Levels,
     },
     /// Arrivals at `rate` per second regardless of responses; at most `max_in_flight`
@@ -81,7 +86,10 @@ impl RunConfig {
             Load::ClosedRamp { ref levels } => {
                 levels.iter().map(|l| l.1 as usize).max().unwrap_or(1)
             }
-            Load::ClosedExplore { most, .. } => most as usize,
+            Load::Explore {
+                most, open: None, ..
+            } => most as usize,
+            Load::Explore { first, .. } => (first as usize).clamp(1, 1024),
             Load::Open {
                 max_in_flight: Some(n),
                 ..
@@ -96,7 +104,7 @@ impl RunConfig {
     pub fn preconnections(&self, requests: Option<usize>) -> usize {
         // An exploring load opens its first level's connections; it may never need more.
         let wanted = match self.load {
-            Load::ClosedExplore { first, .. } => first as usize,
+            Load::Explore { first, .. } => first as usize,
             _ => self.pool_size(),
         };
         wanted.min(requests.unwrap_or(usize::MAX))
@@ -184,8 +192,10 @@ struct Driver<'a> {
     wake: Option<Instant>,
     /// A closed ramp's slot levels still to come (`Load::ClosedRamp`), the next first.
     levels: VecDeque<(Duration, u32)>,
-    /// An exploring load's control, the end of its current step, and the step's length.
-    explore: Option<(Levels, Duration, Duration)>,
+    /// An exploring load's control, level and step.
+    explore: Option<Exploring>,
+    /// A record ended an exploring step of a count of requests, at this offset.
+    step_over: Option<Duration>,
 }
 
 impl<'a> Driver<'a> {
@@ -205,6 +215,12 @@ impl<'a> Driver<'a> {
             let now = Instant::now();
             let intended = match self.ticker.as_mut() {
                 None => self.freed.pop_front().unwrap_or(now - self.t0),
+                // An exploring open loop draining: its arrivals are not sent.
+                Some(t) if self.explore.as_ref().is_some_and(|e| e.draining) => {
+                    self.due = None;
+                    while t.try_next().is_some() {}
+                    break;
+                }
                 Some(t) => match self.due.or_else(|| t.try_next()) {
                     Some(x) => x,
                     None => break,
@@ -253,9 +269,11 @@ impl<'a> Driver<'a> {
         // Every consumer (the source, the store, the live metrics) sees the stored times.
         rec.truncate_to_resolution();
         self.cancels.remove(&rec.index);
-        if let Some((control, ..)) = &self.explore {
-            if let Ok(mut c) = control.0.lock() {
-                c.observe(&rec);
+        if let Some(e) = &self.explore {
+            if e.control.0.lock().is_ok_and(|mut c| c.observe(&rec)) {
+                // The step ends just after the record that filled it (steps are
+                // half-open, records kept to whole microseconds).
+                self.step_over = Some(rec.end + Duration::from_micros(1));
             }
         }
         // A slot freed while the loop is over its (ramped-down) slots is not refilled.
@@ -280,15 +298,42 @@ impl<'a> Driver<'a> {
                 self.set_level(at, slots);
             }
         }
-        while let Some((control, at, step)) = self.explore.clone() {
-            if self.stopping || self.t0 + at > now {
+        self.due_explore(now);
+    }
+
+    /// An exploring load's step now over (or its drain ended): the control names the next
+    /// level, or ends the run.
+    fn due_explore(&mut self, now: Instant) {
+        if self.explore.as_ref().is_some_and(|e| e.draining) {
+            self.step_over = None;
+            if !self.in_flight.is_empty() {
+                return;
+            }
+            let at = now.saturating_duration_since(self.t0);
+            if let Some(e) = self.explore.as_mut() {
+                e.begin(at);
+            }
+        }
+        while let Some(e) = self.explore.clone() {
+            let at = match (self.step_over.take(), e.due) {
+                (Some(at), _) => at,
+                (None, Some(at)) if self.t0 + at <= now => at,
+                _ => break,
+            };
+            if self.stopping {
                 break;
             }
-            let next = control.0.lock().ok().and_then(|mut c| c.next(at));
+            let next = e.control.0.lock().ok().and_then(|mut c| c.next(at));
             match next {
-                Some(slots) => {
-                    self.set_level(at, slots);
-                    self.explore = Some((control, at + step, step));
+                Some(level) => {
+                    match &self.ticker {
+                        Some(t) => t.set_rate(at, f64::from(level.max(1))),
+                        None => self.set_level(at, level),
+                    }
+                    let open = self.ticker.is_some();
+                    if let Some(e) = self.explore.as_mut() {
+                        e.hold(at, level, open);
+                    }
                 }
                 None => {
                     self.explore = None;
@@ -302,7 +347,7 @@ impl<'a> Driver<'a> {
     /// The next level's instant (a ramp's next level, or an exploring step's end).
     fn level_at(&self) -> Option<Instant> {
         let ramp = self.levels.front().map(|l| l.0);
-        let explore = self.explore.as_ref().map(|e| e.1);
+        let explore = self.explore.as_ref().and_then(|e| e.due);
         ramp.or(explore).map(|at| self.t0 + at)
     }
 
@@ -328,7 +373,10 @@ fn limit_of(load: &Load) -> usize {
     match *load {
         Load::Closed { concurrency } => concurrency as usize,
         Load::ClosedRamp { ref levels } => levels.first().map_or(1, |l| l.1.max(1) as usize),
-        Load::ClosedExplore { first, .. } => first.max(1) as usize,
+        Load::Explore {
+            first, open: None, ..
+        } => first.max(1) as usize,
+        Load::Explore { .. } => usize::MAX,
         Load::Open { max_in_flight, .. } | Load::Scheduled { max_in_flight } => {
             max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize)
         }
@@ -345,7 +393,12 @@ pub async fn run(
 ) -> Result<RunOutput, RunError> {
     let clock = match cfg.load {
         Load::Closed { concurrency: 0 } => return Err(RunError::Concurrency),
-        Load::Closed { .. } | Load::ClosedRamp { .. } | Load::ClosedExplore { .. } => None,
+        Load::Closed { .. } | Load::ClosedRamp { .. } | Load::Explore { open: None, .. } => None,
+        Load::Explore {
+            first,
+            open: Some((arrivals, seed)),
+            ..
+        } => Some(ArrivalClock::new(f64::from(first.max(1)), arrivals, seed)?),
         Load::Open {
             rate,
             arrivals,
@@ -389,12 +442,18 @@ pub async fn run(
         exhausted: false,
         by_duration: false,
         wake: None,
+        step_over: None,
         levels: match &cfg.load {
             Load::ClosedRamp { levels } => levels.iter().skip(1).copied().collect(),
             _ => VecDeque::new(),
         },
         explore: match &cfg.load {
-            Load::ClosedExplore { step, control, .. } => Some((control.clone(), *step, *step)),
+            Load::Explore {
+                step,
+                control,
+                first,
+                ..
+            } => Some(Exploring::new(control.clone(), *step, *first)),
             _ => None,
         },
     };

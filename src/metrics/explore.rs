@@ -9,12 +9,24 @@ use super::stats::percentile;
 use crate::record::{Outcome, RequestRecord};
 
 /// The explore metrics, in registry order.
-pub const EXPLORE_NAMES: [&str; 4] = [
+pub const EXPLORE_NAMES: [&str; 6] = [
     "knee_concurrency",
+    "knee_rps",
     "knee_output_tps",
     "saturation_concurrency",
+    "saturation_rps",
     "saturation_output_tps",
 ];
+
+/// The names of an exploring run's knee and saturation levels: requests in flight, or
+/// an open loop's arrivals per second.
+pub fn level_names(by_rate: bool) -> (&'static str, &'static str) {
+    if by_rate {
+        ("knee_rps", "saturation_rps")
+    } else {
+        ("knee_concurrency", "saturation_concurrency")
+    }
+}
 
 /// The exploring load's settings, resolved (defaults applied).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,6 +97,23 @@ impl StepTally {
             Outcome::Cancelled => {}
             _ => self.failed += 1,
         }
+    }
+
+    /// Requests that ended in the step so far (successful or failed; not cancelled).
+    pub fn ended(&self) -> u64 {
+        self.ok + self.failed
+    }
+
+    /// An open loop's step figures over its `span`: its output tok/s is the output tokens
+    /// of the successful requests that ended in it over its length (an open loop's
+    /// arrivals do not wait for responses, so what ends is what the server served), and
+    /// a fresh tally for the next step.
+    pub fn take_open(&mut self, level: u32, span: Duration) -> StepFigures {
+        let tokens = self.ended.0;
+        let mut figures = self.take(level);
+        let secs = span.as_secs_f64();
+        figures.output_tps = if secs > 0.0 { tokens / secs } else { 0.0 };
+        figures
     }
 
     /// The step's figures, and a fresh tally for the next step.
@@ -414,6 +443,13 @@ mod tests {
         t.add(&ok(900, 1050), ms(1000));
         assert!((t.take(2).output_tps - 2.0 * 30.0 / 0.15).abs() < 1e-6);
         assert_eq!(t.take(4).failed_share, None);
+        // An open loop's step: every token that ended in it, over its length.
+        t.add(&ok(900, 1050), ms(1000));
+        t.add(&ok(1000, 1100), ms(1000));
+        assert_eq!(t.ended(), 2);
+        let f = t.take_open(20, ms(500));
+        assert!((f.output_tps - 60.0 / 0.5).abs() < 1e-9, "{f:?}");
+        assert_eq!(t.ended(), 0);
     }
 
     #[test]

@@ -159,7 +159,7 @@ async fn prime(
 ) -> Result<(u64, Vec<RunWarning>), SuiteError> {
     // An exploring priming pass explores with a control of its own.
     let planned = match cfg.load {
-        engine::Load::ClosedExplore { .. } => crate::workload::run_terms::engine_load(run),
+        engine::Load::Explore { .. } => crate::workload::run_terms::engine_load(run),
         ref load => load.clone(),
     };
     let Some((mut source, load, duration)) =
@@ -392,9 +392,12 @@ fn tally_settings(
         slos: ctx.slos.to_vec(),
         first_wave: match run.load() {
             planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
-            planner::Load::ClosedRamp { first, .. } | planner::Load::Explore { first, .. } => {
-                first.max(1) as usize
-            }
+            planner::Load::ClosedRamp { first, .. }
+            | planner::Load::Explore {
+                first,
+                by_rate: false,
+                ..
+            } => first.max(1) as usize,
             _ => 1,
         },
         shape: match run.load() {
