@@ -171,7 +171,7 @@ mod tests {
 
     fn spec() -> ExploreSpec {
         ExploreSpec {
-            step: Some(HumanDuration(Duration::from_secs(2))),
+            step: Some(ExploreStep::Duration(HumanDuration(Duration::from_secs(2)))),
             ..ExploreSpec::default()
         }
     }
@@ -182,7 +182,24 @@ mod tests {
         let r = rule_of(&spec());
         assert_eq!((r.from, r.max, r.probes), (1, 1024, 3));
         assert_eq!((r.growth, r.min_gain), (2.0, 0.1));
-        assert_eq!(step_of(&spec()), Duration::from_secs(2));
+        assert_eq!(step_of(&spec()), StepEnd::After(Duration::from_secs(2)));
+        assert!(!terms_of(&spec()).by_rate);
+        let counted = ExploreSpec {
+            by: Some(ExploreBy::Rate),
+            step: Some(ExploreStep::Requests(200)),
+            ..ExploreSpec::default()
+        };
+        assert!(explore_problems(&LoadSpec::default(), &counted).is_empty());
+        let t = terms_of(&counted);
+        assert!(t.by_rate);
+        assert_eq!(t.step, StepEnd::Requests(200));
+        assert_eq!((t.step.requests(), t.step.length()), (Some(200), None));
+        let none = ExploreSpec {
+            step: Some(ExploreStep::Requests(0)),
+            ..ExploreSpec::default()
+        };
+        let p = explore_problems(&LoadSpec::default(), &none).join("\n");
+        assert!(p.contains("count of requests is from 1"), "{p}");
     }
 
     #[test]
