@@ -70,7 +70,8 @@ impl RunConfig {
             Load::Explore {
                 most, open: None, ..
             } => most as usize,
-            Load::Explore { first, .. } => (first as usize).clamp(1, 1024),
+            // An open loop's rate, as `Open`'s.
+            Load::Explore { most, .. } => (most as usize).clamp(1, 1024),
             Load::Open {
                 max_in_flight: Some(n),
                 ..

@@ -230,7 +230,9 @@ impl Explorer {
     /// The level after `step`, or `None` to end the run.
     pub fn next(&mut self, step: StepFigures) -> Option<u32> {
         let verdict = self.judge(&step);
-        if self.first.is_none() {
+        // The TTFT baseline is the first step with one (a low rate's short step may end
+        // no request).
+        if self.first.and_then(|f| f.ttft_p99).is_none() {
             self.first = Some(step);
         }
         match self.phase {
@@ -382,6 +384,24 @@ mod tests {
         assert_eq!(seen, vec![1, 2, 4, 5]);
         assert_eq!(out.saturation, None);
         assert_eq!(out.reason, None);
+    }
+
+    #[test]
+    fn the_ttft_baseline_is_the_first_step_with_one() {
+        let mut e = Explorer::new(rule());
+        let empty = StepFigures {
+            output_tps: 0.0,
+            ttft_p99: None,
+            failed_share: None,
+            ..server(64, 1)
+        };
+        assert_eq!(e.next(empty), Some(2));
+        assert_eq!(e.next(server(64, 2)), Some(4));
+        let slow = StepFigures {
+            ttft_p99: Some(51.0),
+            ..server(64, 4)
+        };
+        assert_eq!(e.judge(&slow), Some(Saturated::Ttft));
     }
 
     #[test]
