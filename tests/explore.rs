@@ -8,7 +8,7 @@
 
 mod cli_support;
 
-use cli_support::{perfplan, report_json, run};
+use cli_support::{perfplan, query, report_json, run};
 
 /// 8 slots, 20 ms to the first token, 4 ms a token, 16 tokens: a request takes ~80 ms;
 /// past 8 in flight, requests wait for a slot and throughput stays flat.
@@ -281,4 +281,38 @@ fn a_step_of_a_count_of_requests() {
     }
     let (slow, fast) = (span(&steps[0]), span(&steps[2]));
     assert!(fast < 0.75 * slow, "4 users {slow}s, 16 users {fast}s");
+}
+
+#[test]
+fn the_servers_queue_saturates_a_level() {
+    // The TTFT test off (a factor of 1000): throughput alone would pass 160/s (it
+    // serves more than 80/s did); the server's queue, scraped every 100 ms, grows
+    // through every level past the capacity.
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    let head = HEAD.replace(
+        "base_url = \"sim://explore\"\n",
+        "base_url = \"sim://explore\"\ntelemetry = { interval = \"100ms\" }\n",
+    );
+    let load = r#"load = { explore = { by = "rate", from = 20, max = 1000, step = "800ms", probes = 3, ttft_factor = 1000, server_queue = true } }"#;
+    std::fs::write(&plan, format!("{head}\n[matrix]\n{load}\n")).unwrap();
+    let db = run(&plan, &dir.path().join("out"));
+    let runs = report_json(&db);
+    let r = &runs[0];
+    let steps = r["steps"].as_array().unwrap();
+    let levels: Vec<f64> = steps.iter().map(|s| s["rate"].as_f64().unwrap()).collect();
+    let cap = capacity(&steps[0]);
+    let sat = metric(r, "saturation_rps");
+    assert!(
+        (sat / cap - 1.0).abs() <= 0.15,
+        "saturation at {sat}/s, capacity {cap}/s: {levels:?}"
+    );
+    assert!(metric(r, "queue_depth_max") > 0.0);
+    // The stored ending names the queue.
+    let extras: Vec<Vec<Option<String>>> = query(&db, "SELECT extras_json FROM runs");
+    let extras: serde_json::Value = serde_json::from_str(extras[0][0].as_deref().unwrap()).unwrap();
+    assert_eq!(
+        extras["time"]["explore"]["reason"], "the server's queue kept growing",
+        "{levels:?}"
+    );
 }

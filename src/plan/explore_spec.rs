@@ -103,6 +103,10 @@ pub struct ExploreSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub max_failures: Option<f64>,
+    /// A level also saturates when the server's queue (its waiting requests, from the
+    /// endpoint's telemetry) kept growing through it (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_queue: Option<bool>,
     /// Bisection probes between the last level that gained and the first that did not
     /// (default 3; 0 for none).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -62,6 +62,8 @@ pub struct ExploreTerms {
     pub rule: Rule,
     pub step: StepEnd,
     pub by_rate: bool,
+    /// A level whose server queue (telemetry) kept growing is saturated.
+    pub server_queue: bool,
 }
 
 /// The terms of an exploring load that [`explore_problems`] accepts.
@@ -70,6 +72,7 @@ pub fn terms_of(spec: &ExploreSpec) -> ExploreTerms {
         rule: rule_of(spec),
         step: step_of(spec),
         by_rate: spec.by == Some(ExploreBy::Rate),
+        server_queue: spec.server_queue == Some(true),
     }
 }
 

@@ -6,13 +6,14 @@
 //! nothing of HTTP.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::engine::{Arrivals, LevelControl, Levels, Load, RunConfig};
-use crate::metrics::explore::{Ending, Explorer, StepTally};
+use crate::metrics::explore::{queue_rises, Ending, Explorer, StepTally};
 use crate::metrics::steps::StepWindow;
 use crate::planner::RunSpec;
 use crate::record::{Phase, RequestRecord};
+use crate::telemetry::queue::QueueGauge;
 
 /// The walk of one exploring run, and the steps it held.
 #[derive(Debug)]
@@ -27,6 +28,10 @@ pub struct ExploreControl {
     by_rate: bool,
     /// A step ends once this many requests ended in it.
     step_requests: Option<u32>,
+    /// The server's queue as the sampler reads it (`server_queue = true`), and when the
+    /// step began on the clock it is read by.
+    queue: Option<QueueGauge>,
+    began: Instant,
 }
 
 impl ExploreControl {
@@ -59,15 +64,20 @@ impl LevelControl for ExploreControl {
     fn begin(&mut self, at: Duration) {
         self.tally = StepTally::default();
         self.start = at;
+        self.began = Instant::now();
     }
 
     fn next(&mut self, at: Duration) -> Option<u32> {
-        let figures = if self.by_rate {
+        let mut figures = if self.by_rate {
             self.tally
                 .take_open(self.level, at.saturating_sub(self.start))
         } else {
             self.tally.take(self.level)
         };
+        if let Some(q) = &self.queue {
+            figures.queue_rises = queue_rises(&q.since(self.began));
+        }
+        self.began = Instant::now();
         self.held.push(StepWindow {
             rate: f64::from(self.level),
             start: self.start,
@@ -99,6 +109,8 @@ pub fn engine_load(run: &RunSpec) -> Option<(Load, Shared)> {
         held: Vec::new(),
         by_rate: terms.by_rate,
         step_requests: terms.step.requests(),
+        queue: terms.server_queue.then(QueueGauge::default),
+        began: Instant::now(),
     }));
     let load = Load::Explore {
         first,
@@ -113,10 +125,17 @@ pub fn engine_load(run: &RunSpec) -> Option<(Load, Shared)> {
 }
 
 /// A run's settings: an exploring run's with the control kept to read its steps at the
-/// end (a warm run's priming pass explores with another).
-pub(crate) fn measured_config(run: &RunSpec, cfg: RunConfig) -> (RunConfig, Option<Shared>) {
+/// end (a warm run's priming pass explores with another), and the server's queue that
+/// control reads (`server_queue = true`), for the run's sampler to tell.
+pub(crate) fn measured_config(
+    run: &RunSpec,
+    cfg: RunConfig,
+) -> (RunConfig, Option<Shared>, Option<QueueGauge>) {
     match engine_load(run) {
-        Some((load, shared)) => (RunConfig { load, ..cfg }, Some(shared)),
-        None => (cfg, None),
+        Some((load, shared)) => {
+            let queue = shared.lock().ok().and_then(|c| c.queue.clone());
+            (RunConfig { load, ..cfg }, Some(shared), queue)
+        }
+        None => (cfg, None, None),
     }
 }
