@@ -31,6 +31,8 @@ enum Gaps {
 pub struct ArrivalClock {
     gaps: Gaps,
     rng: ChaCha8Rng,
+    /// The process, for a change of rate (`set_rate`); none for recorded offsets.
+    process: Option<(Arrivals, f64)>,
 }
 
 /// Why an arrival process cannot be built.
@@ -42,26 +44,42 @@ pub enum ArrivalError {
     Burstiness(f64),
 }
 
+/// The gaps of `arrivals` at `rate` per second.
+fn gaps_of(rate: f64, arrivals: Arrivals) -> Result<Gaps, ArrivalError> {
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(ArrivalError::Rate(rate));
+    }
+    Ok(match arrivals {
+        Arrivals::Poisson => Gaps::Exp(Exp::new(rate).map_err(|_| ArrivalError::Rate(rate))?),
+        Arrivals::Gamma { burstiness: b } => {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(ArrivalError::Burstiness(b));
+            }
+            let g = Gamma::new(b, 1.0 / (rate * b)).map_err(|_| ArrivalError::Burstiness(b))?;
+            Gaps::Gamma(g)
+        }
+        Arrivals::Constant => Gaps::Constant(1.0 / rate),
+    })
+}
+
 impl ArrivalClock {
     pub fn new(rate: f64, arrivals: Arrivals, seed: u64) -> Result<ArrivalClock, ArrivalError> {
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err(ArrivalError::Rate(rate));
-        }
-        let gaps = match arrivals {
-            Arrivals::Poisson => Gaps::Exp(Exp::new(rate).map_err(|_| ArrivalError::Rate(rate))?),
-            Arrivals::Gamma { burstiness: b } => {
-                if !(b.is_finite() && b > 0.0) {
-                    return Err(ArrivalError::Burstiness(b));
-                }
-                let g = Gamma::new(b, 1.0 / (rate * b)).map_err(|_| ArrivalError::Burstiness(b))?;
-                Gaps::Gamma(g)
-            }
-            Arrivals::Constant => Gaps::Constant(1.0 / rate),
-        };
         Ok(ArrivalClock {
-            gaps,
+            gaps: gaps_of(rate, arrivals)?,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            process: Some((arrivals, rate)),
         })
+    }
+
+    /// Arrivals at `rate` from now on, drawn from the same seeded sequence; the rate
+    /// they had before (`None` for recorded offsets, or a rate that is not positive,
+    /// which change nothing). A gap already drawn is the caller's to rescale by old ÷ new
+    /// rate from the instant of the change (exact for Poisson, whose gaps are memoryless).
+    pub fn set_rate(&mut self, rate: f64) -> Option<f64> {
+        let (arrivals, old) = self.process?;
+        self.gaps = gaps_of(rate, arrivals).ok()?;
+        self.process = Some((arrivals, rate));
+        Some(old)
     }
 
     /// Arrivals at recorded offsets (sorted; the first arrival is at zero, later ones at
@@ -71,6 +89,7 @@ impl ArrivalClock {
         ArrivalClock {
             gaps: Gaps::Offsets(offsets.to_vec(), 0),
             rng: ChaCha8Rng::seed_from_u64(0),
+            process: None,
         }
     }
 
@@ -142,6 +161,20 @@ mod tests {
         let gaps: Vec<_> = (0..3).map(|_| c.next_gap()).collect();
         assert_eq!(gaps, [ms(5), ms(0), ms(7)]);
         assert_eq!(c.next_gap(), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_new_rate_keeps_the_seeded_sequence() {
+        // Constant gaps follow the new rate; Poisson gaps are the same draws rescaled.
+        let mut c = ArrivalClock::new(4.0, Arrivals::Constant, 0).unwrap();
+        assert_eq!(c.set_rate(10.0), Some(4.0));
+        assert_eq!(c.next_gap(), Duration::from_millis(100));
+        let mut a = ArrivalClock::new(5.0, Arrivals::Poisson, 3).unwrap();
+        let mut b = ArrivalClock::new(10.0, Arrivals::Poisson, 3).unwrap();
+        a.set_rate(10.0);
+        assert_eq!(a.next_gap(), b.next_gap());
+        assert_eq!(a.set_rate(-1.0), None);
+        assert_eq!(ArrivalClock::from_offsets(&[]).set_rate(2.0), None);
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod h1_head;
 mod h1_wire;
 mod levels;
 pub mod limits;
+mod load;
 pub mod preconnect;
 pub mod request_id;
 mod response;

@@ -9,7 +9,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -17,9 +16,12 @@ use tokio::sync::oneshot;
 
 use super::cancel::cancelled;
 pub use super::cancel::{CancelHandle, ChildGuard};
+use super::levels::Exploring;
 pub use super::levels::{LevelControl, Levels};
+use super::load::{clock_of, limit_of};
+pub use super::load::{Load, RunConfig};
 
-use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
+use super::arrivals::ArrivalError;
 use super::cpu::CpuClock;
 use super::exchange::exchange;
 use super::preconnect::Preconnect;
@@ -27,81 +29,6 @@ use super::source::{Next, PreparedRequest, RequestSource};
 use super::target::Endpoint;
 use super::ticker::{next_tick, Ticker};
 use crate::record::{Phase, RequestRecord};
-
-/// How requests are sent.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Load {
-    /// `concurrency` requests in flight; each next one starts when one ends. Warmup
-    /// requests come first from the source, so each finished warmup hands its slot to a
-    /// measured request.
-    Closed { concurrency: u32 },
-    /// A closed loop whose slots change over time: `levels[i] = (at, slots)`, from `at`
-    /// (an offset from the run's start; the first at zero) `slots` requests in flight
-    /// until the next level. A rise starts requests at once; on a fall no request is
-    /// cancelled, a finished one is not replaced while the loop is over its slots.
-    ClosedRamp { levels: Arc<[(Duration, u32)]> },
-    /// A closed loop whose slots `control` chooses step by step from what it measured:
-    /// `first` slots, then at the end of each `step` the slots it names (at most `most`),
-    /// until it names none and the run ends (requests in flight finish).
-    ClosedExplore {
-        first: u32,
-        most: u32,
-        step: Duration,
-        control: Levels,
-    },
-    /// Arrivals at `rate` per second regardless of responses; at most `max_in_flight`
-    /// in flight when set (a late start is recorded as send lateness).
-    Open {
-        rate: f64,
-        arrivals: Arrivals,
-        seed: u64,
-        max_in_flight: Option<u32>,
-    },
-    /// Trace replay: arrivals at the source's recorded offsets
-    /// ([`RequestSource::offsets`]), otherwise as `Open`.
-    Scheduled { max_in_flight: Option<u32> },
-}
-
-/// One run's load settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunConfig {
-    pub load: Load,
-    /// Soft stop, counted from the run's start: no request starts after it; requests in
-    /// flight finish (bounded by their timeouts).
-    pub duration: Option<Duration>,
-    /// After cancellation, how long requests in flight may still finish.
-    pub grace: Duration,
-}
-
-impl RunConfig {
-    /// Connections the load keeps open, for `Endpoint::new`.
-    pub fn pool_size(&self) -> usize {
-        match self.load {
-            Load::Closed { concurrency } => concurrency as usize,
-            Load::ClosedRamp { ref levels } => {
-                levels.iter().map(|l| l.1 as usize).max().unwrap_or(1)
-            }
-            Load::ClosedExplore { most, .. } => most as usize,
-            Load::Open {
-                max_in_flight: Some(n),
-                ..
-            } => n as usize,
-            Load::Open { rate, .. } => (rate.ceil() as usize).clamp(1, 1024),
-            Load::Scheduled { max_in_flight } => max_in_flight.map_or(64, |n| n as usize),
-        }
-    }
-
-    /// Connections to open before the first request (see `preconnect`): the pool size,
-    /// never more than the `requests` the run still has (when known).
-    pub fn preconnections(&self, requests: Option<usize>) -> usize {
-        // An exploring load opens its first level's connections; it may never need more.
-        let wanted = match self.load {
-            Load::ClosedExplore { first, .. } => first as usize,
-            _ => self.pool_size(),
-        };
-        wanted.min(requests.unwrap_or(usize::MAX))
-    }
-}
 
 /// Receives each record as it completes (progress, batched storage). Runs on the
 /// driver: keep it short (count, push to a channel).
@@ -184,8 +111,10 @@ struct Driver<'a> {
     wake: Option<Instant>,
     /// A closed ramp's slot levels still to come (`Load::ClosedRamp`), the next first.
     levels: VecDeque<(Duration, u32)>,
-    /// An exploring load's control, the end of its current step, and the step's length.
-    explore: Option<(Levels, Duration, Duration)>,
+    /// An exploring load's control, level and step.
+    explore: Option<Exploring>,
+    /// A record ended an exploring step of a count of requests, at this offset.
+    step_over: Option<Duration>,
 }
 
 impl<'a> Driver<'a> {
@@ -205,6 +134,12 @@ impl<'a> Driver<'a> {
             let now = Instant::now();
             let intended = match self.ticker.as_mut() {
                 None => self.freed.pop_front().unwrap_or(now - self.t0),
+                // An exploring open loop draining: its arrivals are not sent.
+                Some(t) if self.explore.as_ref().is_some_and(|e| e.draining) => {
+                    self.due = None;
+                    while t.try_next().is_some() {}
+                    break;
+                }
                 Some(t) => match self.due.or_else(|| t.try_next()) {
                     Some(x) => x,
                     None => break,
@@ -253,9 +188,11 @@ impl<'a> Driver<'a> {
         // Every consumer (the source, the store, the live metrics) sees the stored times.
         rec.truncate_to_resolution();
         self.cancels.remove(&rec.index);
-        if let Some((control, ..)) = &self.explore {
-            if let Ok(mut c) = control.0.lock() {
-                c.observe(&rec);
+        if let Some(e) = &self.explore {
+            if e.control.0.lock().is_ok_and(|mut c| c.observe(&rec)) {
+                // The step ends just after the record that filled it (steps are
+                // half-open, records kept to whole microseconds).
+                self.step_over = Some(rec.end + Duration::from_micros(1));
             }
         }
         // A slot freed while the loop is over its (ramped-down) slots is not refilled.
@@ -280,15 +217,42 @@ impl<'a> Driver<'a> {
                 self.set_level(at, slots);
             }
         }
-        while let Some((control, at, step)) = self.explore.clone() {
-            if self.stopping || self.t0 + at > now {
+        self.due_explore(now);
+    }
+
+    /// An exploring load's step now over (or its drain ended): the control names the next
+    /// level, or ends the run.
+    fn due_explore(&mut self, now: Instant) {
+        if self.explore.as_ref().is_some_and(|e| e.draining) {
+            self.step_over = None;
+            if !self.in_flight.is_empty() {
+                return;
+            }
+            let at = now.saturating_duration_since(self.t0);
+            if let Some(e) = self.explore.as_mut() {
+                e.begin(at);
+            }
+        }
+        while let Some(e) = self.explore.clone() {
+            let at = match (self.step_over.take(), e.due) {
+                (Some(at), _) => at,
+                (None, Some(at)) if self.t0 + at <= now => at,
+                _ => break,
+            };
+            if self.stopping {
                 break;
             }
-            let next = control.0.lock().ok().and_then(|mut c| c.next(at));
+            let next = e.control.0.lock().ok().and_then(|mut c| c.next(at));
             match next {
-                Some(slots) => {
-                    self.set_level(at, slots);
-                    self.explore = Some((control, at + step, step));
+                Some(level) => {
+                    match &self.ticker {
+                        Some(t) => t.set_rate(at, f64::from(level.max(1))),
+                        None => self.set_level(at, level),
+                    }
+                    let open = self.ticker.is_some();
+                    if let Some(e) = self.explore.as_mut() {
+                        e.hold(at, level, open);
+                    }
                 }
                 None => {
                     self.explore = None;
@@ -302,7 +266,7 @@ impl<'a> Driver<'a> {
     /// The next level's instant (a ramp's next level, or an exploring step's end).
     fn level_at(&self) -> Option<Instant> {
         let ramp = self.levels.front().map(|l| l.0);
-        let explore = self.explore.as_ref().map(|e| e.1);
+        let explore = self.explore.as_ref().and_then(|e| e.due);
         ramp.or(explore).map(|at| self.t0 + at)
     }
 
@@ -324,17 +288,6 @@ impl<'a> Driver<'a> {
     }
 }
 
-fn limit_of(load: &Load) -> usize {
-    match *load {
-        Load::Closed { concurrency } => concurrency as usize,
-        Load::ClosedRamp { ref levels } => levels.first().map_or(1, |l| l.1.max(1) as usize),
-        Load::ClosedExplore { first, .. } => first.max(1) as usize,
-        Load::Open { max_in_flight, .. } | Load::Scheduled { max_in_flight } => {
-            max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize)
-        }
-    }
-}
-
 /// Runs one load against `ep`. Failed requests are records, never errors.
 pub async fn run(
     ep: &Endpoint,
@@ -343,19 +296,7 @@ pub async fn run(
     cancel: &CancelHandle,
     sink: &mut (dyn RecordSink + Send),
 ) -> Result<RunOutput, RunError> {
-    let clock = match cfg.load {
-        Load::Closed { concurrency: 0 } => return Err(RunError::Concurrency),
-        Load::Closed { .. } | Load::ClosedRamp { .. } | Load::ClosedExplore { .. } => None,
-        Load::Open {
-            rate,
-            arrivals,
-            seed,
-            ..
-        } => Some(ArrivalClock::new(rate, arrivals, seed)?),
-        Load::Scheduled { .. } => Some(ArrivalClock::from_offsets(
-            &source.offsets().unwrap_or_default(),
-        )),
-    };
+    let clock = clock_of(&cfg.load, source)?;
     // Before the clock: the load's connections (a cancellation stops the pre-connecting).
     let wanted = cfg.preconnections(source.requests_left());
     let preconnect = tokio::select! {
@@ -389,12 +330,18 @@ pub async fn run(
         exhausted: false,
         by_duration: false,
         wake: None,
+        step_over: None,
         levels: match &cfg.load {
             Load::ClosedRamp { levels } => levels.iter().skip(1).copied().collect(),
             _ => VecDeque::new(),
         },
         explore: match &cfg.load {
-            Load::ClosedExplore { step, control, .. } => Some((control.clone(), *step, *step)),
+            Load::Explore {
+                step,
+                control,
+                first,
+                ..
+            } => Some(Exploring::new(control.clone(), *step, *first)),
             _ => None,
         },
     };

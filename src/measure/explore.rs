@@ -1,12 +1,13 @@
 //! An exploring run at its end: the steps its control held, folded from the stored rows as
-//! a ramp's are (`time.steps`, `"concurrency"` for each level), its ending
-//! (`time.explore`), and the knee and saturation point as the run's metrics.
+//! a ramp's are (`time.steps`, each level under `"concurrency"`, or `"rate"` for an open
+//! loop's), its ending (`time.explore`), and the knee and saturation point as the run's
+//! metrics.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::metrics::explore::{knee, StoredStep, EXPLORE_NAMES};
+use crate::metrics::explore::{knee, level_names, StoredStep, EXPLORE_NAMES};
 use crate::metrics::steps::StepFold;
 use crate::metrics::{MetricDefinitions, RunSummary};
 use crate::planner::RunSpec;
@@ -33,14 +34,20 @@ pub(crate) fn finish(
     if let Err(e) = read {
         return Some(format!("no exploring steps: {}", crate::control::chain(&e)));
     }
-    let steps = crate::metrics::steps::steps_json(fold, "concurrency");
+    let key = if control.by_rate() {
+        "rate"
+    } else {
+        "concurrency"
+    };
+    let (knee_name, saturation_name) = level_names(control.by_rate());
+    let steps = crate::metrics::steps::steps_json(fold, key);
     let stored: Vec<StoredStep> = steps
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
         .map(|s| StoredStep {
-            level: s["concurrency"].as_f64().unwrap_or(0.0),
+            level: s[key].as_f64().unwrap_or(0.0),
             output_tps: s["metrics"]["output_tps"].as_f64(),
             latency_p50: s["metrics"]["latency_p50"].as_f64(),
         })
@@ -48,12 +55,12 @@ pub(crate) fn finish(
     let ending = control.outcome();
     let values = &mut summary.values;
     if let Some(k) = knee(&stored) {
-        values.insert("knee_concurrency".into(), Some(k.level));
+        values.insert(knee_name.into(), Some(k.level));
         values.insert("knee_output_tps".into(), k.output_tps);
     }
     if let Some(level) = ending.saturation {
         let at = stored.iter().find(|s| s.level == f64::from(level));
-        values.insert("saturation_concurrency".into(), Some(f64::from(level)));
+        values.insert(saturation_name.into(), Some(f64::from(level)));
         values.insert(
             "saturation_output_tps".into(),
             at.and_then(|s| s.output_tps),
@@ -61,7 +68,7 @@ pub(crate) fn finish(
     }
     time["steps"] = steps;
     time["explore"] = json!({
-        "saturation_concurrency": ending.saturation,
+        saturation_name: ending.saturation,
         "reason": ending.reason.map_or("max reached still gaining throughput", |r| r.as_str()),
     });
     None

@@ -1,20 +1,29 @@
 //! The exploring load's rules (the book, loads/explore.md): from each step's figures, the
-//! next concurrency to hold or the end of the run ([`Explorer`]), and from the stored
+//! next level to hold (users or req/s) or the end of the run ([`Explorer`]), and from the stored
 //! steps, the knee and the saturation point ([`knee`]). Pure: no clock, no I/O; knows
 //! nothing of plans or of the engine (the suite feeds it the records of each step).
 
-use std::time::Duration;
-
-use super::stats::percentile;
-use crate::record::{Outcome, RequestRecord};
+pub use super::step_tally::StepTally;
 
 /// The explore metrics, in registry order.
-pub const EXPLORE_NAMES: [&str; 4] = [
+pub const EXPLORE_NAMES: [&str; 6] = [
     "knee_concurrency",
+    "knee_rps",
     "knee_output_tps",
     "saturation_concurrency",
+    "saturation_rps",
     "saturation_output_tps",
 ];
+
+/// The names of an exploring run's knee and saturation levels: requests in flight, or
+/// an open loop's arrivals per second.
+pub fn level_names(by_rate: bool) -> (&'static str, &'static str) {
+    if by_rate {
+        ("knee_rps", "saturation_rps")
+    } else {
+        ("knee_concurrency", "saturation_concurrency")
+    }
+}
 
 /// The exploring load's settings, resolved (defaults applied).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -46,64 +55,18 @@ pub struct StepFigures {
     pub ttft_p99: Option<f64>,
     /// Failed / ended; none when nothing ended.
     pub failed_share: Option<f64>,
+    /// The server's waiting requests rose through the step ([`queue_rises`]).
+    pub queue_rises: bool,
 }
 
-/// The records that ended in one step, folded into its [`StepFigures`]. Its output tok/s
-/// is Little's law for a closed loop, level × output tokens ÷ latency summed over the
-/// successful requests sent and ended in the step (all that ended in it when none was
-/// both): a count of what ended in a short step jumps by whole batches, their latency
-/// does not.
-#[derive(Debug, Clone, Default)]
-pub struct StepTally {
-    ok: u64,
-    failed: u64,
-    /// (output tokens, latency in seconds) of the successful requests sent in the step,
-    /// and of all that ended in it.
-    within: (f64, f64),
-    ended: (f64, f64),
-    ttfts_ms: Vec<f64>,
-}
+/// Readings in a step of a server's queue fewer than this say nothing of it.
+pub const MIN_QUEUE_READINGS: usize = 5;
 
-impl StepTally {
-    /// A record that ended in the step that began at `start`.
-    pub fn add(&mut self, rec: &RequestRecord, start: Duration) {
-        match rec.outcome {
-            Outcome::Ok => {
-                self.ok += 1;
-                let tokens = rec.output_tokens().map_or(0.0, |t| f64::from(t.0));
-                let latency = rec.end.saturating_sub(rec.sent).as_secs_f64();
-                self.ended.0 += tokens;
-                self.ended.1 += latency;
-                if rec.sent >= start {
-                    self.within.0 += tokens;
-                    self.within.1 += latency;
-                }
-                if let Some(t) = rec.ttft() {
-                    self.ttfts_ms.push(t.as_secs_f64() * 1e3);
-                }
-            }
-            Outcome::Cancelled => {}
-            _ => self.failed += 1,
-        }
-    }
-
-    /// The step's figures, and a fresh tally for the next step.
-    pub fn take(&mut self, level: u32) -> StepFigures {
-        let mut t = std::mem::take(self);
-        t.ttfts_ms.sort_by(f64::total_cmp);
-        let ended = t.ok + t.failed;
-        let (tokens, latency) = if t.within.1 > 0.0 { t.within } else { t.ended };
-        StepFigures {
-            level,
-            output_tps: if latency > 0.0 {
-                f64::from(level) * tokens / latency
-            } else {
-                0.0
-            },
-            ttft_p99: percentile(&t.ttfts_ms, 99.0),
-            failed_share: (ended > 0).then(|| t.failed as f64 / ended as f64),
-        }
-    }
+/// Whether the server's queue kept growing through a step, from its readings (seconds
+/// into the step, waiting requests): at least [`MIN_QUEUE_READINGS`] of them, rising by
+/// the over-saturation rule's test (`saturation::rising`).
+pub fn queue_rises(readings: &[(f64, f64)]) -> bool {
+    readings.len() >= MIN_QUEUE_READINGS && super::saturation::rising(readings)
 }
 
 /// Why a step counts as saturated (none: it still gained).
@@ -112,6 +75,7 @@ pub enum Saturated {
     Throughput,
     Ttft,
     Failures,
+    Queue,
 }
 
 impl Saturated {
@@ -120,6 +84,7 @@ impl Saturated {
             Saturated::Throughput => "throughput gained less than min_gain",
             Saturated::Ttft => "TTFT p99 above ttft_factor × the first step's",
             Saturated::Failures => "failed share above max_failures",
+            Saturated::Queue => "the server's queue kept growing",
         }
     }
 }
@@ -182,6 +147,9 @@ impl Explorer {
         {
             return Some(Saturated::Failures);
         }
+        if step.queue_rises {
+            return Some(Saturated::Queue);
+        }
         let first_ttft = self.first.and_then(|f| f.ttft_p99);
         if let (Some(now), Some(first)) = (step.ttft_p99, first_ttft) {
             if now > self.rule.ttft_factor * first {
@@ -201,7 +169,9 @@ impl Explorer {
     /// The level after `step`, or `None` to end the run.
     pub fn next(&mut self, step: StepFigures) -> Option<u32> {
         let verdict = self.judge(&step);
-        if self.first.is_none() {
+        // The TTFT baseline is the first step with one (a low rate's short step may end
+        // no request).
+        if self.first.and_then(|f| f.ttft_p99).is_none() {
             self.first = Some(step);
         }
         match self.phase {
@@ -318,6 +288,7 @@ mod tests {
             output_tps: f64::from(busy) * 100.0,
             ttft_p99: Some(ttft),
             failed_share: Some(0.0),
+            queue_rises: false,
         }
     }
 
@@ -356,6 +327,46 @@ mod tests {
     }
 
     #[test]
+    fn a_growing_queue_saturates() {
+        let e = Explorer::new(rule());
+        let queued = StepFigures {
+            queue_rises: true,
+            ..server(64, 1)
+        };
+        assert_eq!(e.judge(&queued), Some(Saturated::Queue));
+        // A queue growing 2 a reading (with noise) rises; a flat one, or too few
+        // readings, does not.
+        let noise = [0.4, -0.3, 0.1, -0.5, 0.2, 0.3, -0.2, 0.0];
+        let growing: Vec<(f64, f64)> = (0..8)
+            .map(|i| (0.1 * f64::from(i), 2.0 * f64::from(i) + noise[i as usize]))
+            .collect();
+        assert!(queue_rises(&growing));
+        let flat: Vec<(f64, f64)> = (0..8)
+            .map(|i| (0.1 * f64::from(i), 8.0 + noise[i as usize]))
+            .collect();
+        assert!(!queue_rises(&flat));
+        assert!(!queue_rises(&growing[..4]));
+    }
+
+    #[test]
+    fn the_ttft_baseline_is_the_first_step_with_one() {
+        let mut e = Explorer::new(rule());
+        let empty = StepFigures {
+            output_tps: 0.0,
+            ttft_p99: None,
+            failed_share: None,
+            ..server(64, 1)
+        };
+        assert_eq!(e.next(empty), Some(2));
+        assert_eq!(e.next(server(64, 2)), Some(4));
+        let slow = StepFigures {
+            ttft_p99: Some(51.0),
+            ..server(64, 4)
+        };
+        assert_eq!(e.judge(&slow), Some(Saturated::Ttft));
+    }
+
+    #[test]
     fn failures_and_ttft_saturate() {
         let mut e = Explorer::new(rule());
         assert_eq!(e.next(server(64, 1)), Some(2));
@@ -377,43 +388,6 @@ mod tests {
         };
         assert_eq!(e.next(broken), None);
         assert_eq!(e.outcome().saturation, None);
-    }
-
-    #[test]
-    fn tally_reads_throughput_by_littles_law() {
-        let ms = Duration::from_millis;
-        let ok = |sent: u64, end: u64| {
-            let mut r = RequestRecord {
-                sent: ms(sent),
-                end: ms(end),
-                content_times: vec![ms(sent + 20)],
-                ..RequestRecord::default()
-            };
-            r.usage.completion_tokens = Some(30);
-            r
-        };
-        let mut t = StepTally::default();
-        // Sent before the step (left out while some request is both sent and ended in it).
-        t.add(&ok(900, 1050), ms(1000));
-        t.add(&ok(1000, 1100), ms(1000));
-        t.add(&ok(1100, 1200), ms(1000));
-        t.add(
-            &RequestRecord {
-                outcome: Outcome::Http,
-                ..RequestRecord::default()
-            },
-            ms(1000),
-        );
-        let f = t.take(4);
-        assert_eq!(f.level, 4);
-        // 4 users × 60 tokens / 0.2 s of latency.
-        assert!((f.output_tps - 1200.0).abs() < 1e-6, "{f:?}");
-        assert!((f.failed_share.unwrap() - 1.0 / 4.0).abs() < 1e-12);
-        assert!(f.ttft_p99.is_some());
-        // Only requests sent before the step: they stand for it.
-        t.add(&ok(900, 1050), ms(1000));
-        assert!((t.take(2).output_tps - 2.0 * 30.0 / 0.15).abs() < 1e-6);
-        assert_eq!(t.take(4).failed_share, None);
     }
 
     #[test]

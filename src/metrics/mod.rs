@@ -24,6 +24,7 @@ pub mod slices;
 pub mod slo;
 pub mod stats;
 pub mod steady;
+pub mod step_tally;
 pub mod steps;
 pub mod student;
 mod summary;

@@ -106,7 +106,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 48] = [
+pub const SCALAR_DEFS: [MetricDef; 50] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests"),
@@ -152,8 +152,10 @@ pub const SCALAR_DEFS: [MetricDef; 48] = [
     m("cost_per_million_good_output_tokens", CostPerMillionTokens, Lower, "hardware.cost_per_hour × duration_s / 3600 / output tokens of good requests × 10⁶"),
     m("client_wait_ratio", Ratio, Lower, "time the thread driving the requests was ready to run but waited for a CPU (another process held its cores) / the run's wall time (client health; Linux)"),
     m("knee_concurrency", Count, Higher, "an exploring load's knee: the concurrency of its step with the highest output_tps / latency_p50 (Kleinrock's power), where queueing starts to cost more latency than it buys throughput"),
+    m("knee_rps", RequestsPerSec, Higher, "an exploring load's knee by rate (`by = \"rate\"`): the arrival rate of its step with the highest output_tps / latency_p50"),
     m("knee_output_tps", TokensPerSec, Higher, "output_tps of an exploring load's knee step"),
     m("saturation_concurrency", Count, Higher, "an exploring load's saturation point: the highest concurrency whose step still gained throughput by its rule (null when `max` was reached still gaining, or the first step failed)"),
+    m("saturation_rps", RequestsPerSec, Higher, "an exploring load's saturation point by rate (`by = \"rate\"`): the highest arrival rate whose step still gained throughput by its rule (null as saturation_concurrency is)"),
     m("saturation_output_tps", TokensPerSec, Higher, "output_tps of an exploring load's saturation step"),
 ];
 

@@ -138,6 +138,13 @@ fn rises(rule: &Rule, points: &[(f64, f64)]) -> Option<(f64, f64)> {
         .then_some((first.max(0.0), last))
 }
 
+/// Whether `points` rise by the over-saturation rule's test of a rising series (its
+/// least-squares line rises by at least half its mean, the slope three standard errors
+/// above zero): an exploring load's test of the server's queue.
+pub fn rising(points: &[(f64, f64)]) -> bool {
+    rises(&Rule::default(), points).is_some()
+}
+
 /// The rule over the last `rule.window` slices of `slices` (none while fewer): saturated
 /// when in flight rises, TTFT p50 rises (over the slices that have one, at least half the
 /// window), and the later half of the window completes at most `min_gain` more than the

@@ -1,7 +1,7 @@
 //! An exploring load as written in a plan (`load = { explore = { ... } }`): a closed loop
-//! that starts at `from` requests in flight and grows by `growth` each `step` until the
-//! server saturates, then bisects between the last level that gained and the first that
-//! did not. The planner checks it (`planner::explore`); the rules it follows are
+//! that starts at `from` requests in flight (or an open loop at `from` req/s, `by =
+//! "rate"`) and grows by `growth` each `step` until the server saturates, then bisects
+//! between the last level that gained and the first that did not. The planner checks it (`planner::explore`); the rules it follows are
 //! `metrics::explore`'s. This module only holds what the user wrote.
 
 use schemars::JsonSchema;
@@ -17,6 +17,49 @@ pub enum ExploreBy {
     /// Requests in flight (a closed loop).
     #[default]
     Concurrency,
+    /// Arrivals per second (an open loop, Poisson arrivals).
+    Rate,
+}
+
+/// How long each level of an exploring load is held: a duration (`"30s"`), or a count
+/// of requests that end in it (`200`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ExploreStep {
+    /// Requests that end in the level (successful or failed).
+    #[schemars(extend("minimum" = 1, "maximum" = ranges::MAX_REQUESTS))]
+    Requests(u32),
+    #[schemars(extend("x-duration-minimum" = "100ms", "x-duration-maximum" = "24h"))]
+    Duration(HumanDuration),
+}
+
+impl<'de> Deserialize<'de> for ExploreStep {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ExploreStep, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = ExploreStep;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a duration (\"30s\") or a count of requests (200)")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ExploreStep, E> {
+                u32::try_from(v)
+                    .map(ExploreStep::Requests)
+                    .map_err(|_| E::custom(format!("explore `step` of {v} requests is too many")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ExploreStep, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom("explore `step` cannot be negative")),
+                }
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ExploreStep, E> {
+                crate::units::parse_duration(v)
+                    .map(|d| ExploreStep::Duration(HumanDuration(d)))
+                    .map_err(E::custom)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// A closed loop that finds where the server saturates: each level is held for `step`,
@@ -36,13 +79,14 @@ pub struct ExploreSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1.1, max = 16.0))]
     pub growth: Option<f64>,
-    /// What grows: `concurrency` (the default and, for now, the only choice).
+    /// What grows: `concurrency` (the default: requests in flight, a closed loop) or
+    /// `rate` (arrivals per second, an open loop; `from` and `max` are then req/s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<ExploreBy>,
-    /// How long each level is held (required).
+    /// How long each level is held (required): a duration (`"30s"`), or a count of
+    /// requests that end in it (`200`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("x-duration-minimum" = "100ms", "x-duration-maximum" = "24h"))]
-    pub step: Option<HumanDuration>,
+    pub step: Option<ExploreStep>,
     /// A level saturates when its output tok/s rose by less than this share over the
     /// last level that gained, for a full `growth` (scaled down for a smaller rise while
     /// bisecting); default 0.1.
@@ -59,6 +103,10 @@ pub struct ExploreSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub max_failures: Option<f64>,
+    /// A level also saturates when the server's queue (its waiting requests, from the
+    /// endpoint's telemetry) kept growing through it (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_queue: Option<bool>,
     /// Bisection probes between the last level that gained and the first that did not
     /// (default 3; 0 for none).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -16,7 +16,7 @@ mod timeouts_spec;
 pub mod trust_spec;
 
 pub use access::{PathsSpec, TlsSpec};
-pub use explore_spec::{ExploreBy, ExploreSpec};
+pub use explore_spec::{ExploreBy, ExploreSpec, ExploreStep};
 pub use hardware_spec::HardwareSpec;
 pub use load_spec::*;
 pub use matrix::MatrixSpec;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::metrics::explore::Rule;
-use crate::plan::{ranges, ExploreSpec, LoadSpec};
+use crate::plan::{ranges, ExploreBy, ExploreSpec, ExploreStep, LoadSpec};
 
 /// The defaults of an exploring load's keys.
 pub const DEFAULT_MAX: u32 = 1024;
@@ -28,9 +28,61 @@ pub fn rule_of(spec: &ExploreSpec) -> Rule {
     }
 }
 
-/// How long each level is held (the plan requires `step`; one second should none reach here).
-pub fn step_of(spec: &ExploreSpec) -> Duration {
-    spec.step.map_or(Duration::from_secs(1), |d| d.0)
+/// When a level of an exploring load ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepEnd {
+    /// After this long.
+    After(Duration),
+    /// Once this many requests ended in it (successful or failed).
+    Requests(u32),
+}
+
+impl StepEnd {
+    /// The step's length, when a duration ends it.
+    pub fn length(self) -> Option<Duration> {
+        match self {
+            StepEnd::After(d) => Some(d),
+            StepEnd::Requests(_) => None,
+        }
+    }
+
+    /// The step's count of requests, when a count ends it.
+    pub fn requests(self) -> Option<u32> {
+        match self {
+            StepEnd::After(_) => None,
+            StepEnd::Requests(n) => Some(n),
+        }
+    }
+}
+
+/// An exploring run's terms: its rule, how each level ends, and whether it grows an
+/// open loop's arrival rate (req/s) rather than a closed loop's requests in flight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExploreTerms {
+    pub rule: Rule,
+    pub step: StepEnd,
+    pub by_rate: bool,
+    /// A level whose server queue (telemetry) kept growing is saturated.
+    pub server_queue: bool,
+}
+
+/// The terms of an exploring load that [`explore_problems`] accepts.
+pub fn terms_of(spec: &ExploreSpec) -> ExploreTerms {
+    ExploreTerms {
+        rule: rule_of(spec),
+        step: step_of(spec),
+        by_rate: spec.by == Some(ExploreBy::Rate),
+        server_queue: spec.server_queue == Some(true),
+    }
+}
+
+/// When each level ends (the plan requires `step`; one second should none reach here).
+pub fn step_of(spec: &ExploreSpec) -> StepEnd {
+    match spec.step {
+        None => StepEnd::After(Duration::from_secs(1)),
+        Some(ExploreStep::Duration(d)) => StepEnd::After(d.0),
+        Some(ExploreStep::Requests(n)) => StepEnd::Requests(n.max(1)),
+    }
 }
 
 /// What is wrong with the table itself.
@@ -65,10 +117,16 @@ fn spec_problems(spec: &ExploreSpec) -> Vec<String> {
     }
     match spec.step {
         None => out.push(
-            "an exploring load needs `step`, how long each level is held (like \"30s\")".into(),
+            "an exploring load needs `step`, how long each level is held (like \"30s\") or how many requests end in it (like 200)".into(),
         ),
-        Some(d) if d.0 < Duration::from_millis(100) => out.push(
+        Some(ExploreStep::Duration(d)) if d.0 < Duration::from_millis(100) => out.push(
             "explore `step` is at least 100ms: each level needs requests that end in it".into(),
+        ),
+        Some(ExploreStep::Duration(d)) if d.0 > Duration::from_secs(86_400) => {
+            out.push("explore `step` is at most 24h".into())
+        }
+        Some(ExploreStep::Requests(n)) if !(1..=ranges::MAX_REQUESTS).contains(&n) => out.push(
+            format!("explore `step` as a count of requests is from 1 to {}", ranges::MAX_REQUESTS),
         ),
         Some(_) => {}
     }
@@ -116,7 +174,7 @@ mod tests {
 
     fn spec() -> ExploreSpec {
         ExploreSpec {
-            step: Some(HumanDuration(Duration::from_secs(2))),
+            step: Some(ExploreStep::Duration(HumanDuration(Duration::from_secs(2)))),
             ..ExploreSpec::default()
         }
     }
@@ -127,7 +185,24 @@ mod tests {
         let r = rule_of(&spec());
         assert_eq!((r.from, r.max, r.probes), (1, 1024, 3));
         assert_eq!((r.growth, r.min_gain), (2.0, 0.1));
-        assert_eq!(step_of(&spec()), Duration::from_secs(2));
+        assert_eq!(step_of(&spec()), StepEnd::After(Duration::from_secs(2)));
+        assert!(!terms_of(&spec()).by_rate);
+        let counted = ExploreSpec {
+            by: Some(ExploreBy::Rate),
+            step: Some(ExploreStep::Requests(200)),
+            ..ExploreSpec::default()
+        };
+        assert!(explore_problems(&LoadSpec::default(), &counted).is_empty());
+        let t = terms_of(&counted);
+        assert!(t.by_rate);
+        assert_eq!(t.step, StepEnd::Requests(200));
+        assert_eq!((t.step.requests(), t.step.length()), (Some(200), None));
+        let none = ExploreSpec {
+            step: Some(ExploreStep::Requests(0)),
+            ..ExploreSpec::default()
+        };
+        let p = explore_problems(&LoadSpec::default(), &none).join("\n");
+        assert!(p.contains("count of requests is from 1"), "{p}");
     }
 
     #[test]

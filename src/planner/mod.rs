@@ -252,15 +252,23 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
     parts.join(" ")
 }
 
-/// An exploring load as `expand` shows it: `explore c=1..1024 x2 step 30s`.
+/// An exploring load as `expand` shows it: `explore c=1..1024 x2 step 30s` (by rate:
+/// `explore rate=1..1024/s x2 step 200 requests`).
 fn explore_label(explore: &serde_json::Map<String, Value>) -> String {
     let key = |k: &str, default: &str| explore.get(k).map_or(default.to_string(), display_value);
+    let (what, unit) = match explore.get("by").and_then(Value::as_str) {
+        Some("rate") => ("rate", "/s"),
+        _ => ("c", ""),
+    };
+    let step = match explore.get("step") {
+        Some(n @ Value::Number(_)) => format!("{n} requests"),
+        _ => key("step", "?"),
+    };
     format!(
-        "explore c={}..{} x{} step {}",
+        "explore {what}={}..{}{unit} x{} step {step}",
         key("from", "1"),
         key("max", "1024"),
         key("growth", "2"),
-        key("step", "?")
     )
 }
 

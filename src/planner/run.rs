@@ -100,9 +100,14 @@ pub enum Load {
     /// A closed loop whose slots follow a concurrency ramp (`RunSpec::concurrency_ramp`),
     /// from `first` requests in flight and at most `most`, ending with the ramp.
     ClosedRamp { first: u32, most: u32 },
-    /// A closed loop that grows its slots until the server saturates
-    /// (`RunSpec::explore`), from `first` requests in flight and at most `most`.
-    Explore { first: u32, most: u32 },
+    /// A load that grows until the server saturates (`RunSpec::explore`): a closed
+    /// loop from `first` requests in flight and at most `most`, or with `by_rate` an open
+    /// loop from `first` req/s to at most `most` (Poisson arrivals, no in-flight cap).
+    Explore {
+        first: u32,
+        most: u32,
+        by_rate: bool,
+    },
     /// An SLA search over `variable`: its trials are runs of their own
     /// (`planner::search::probe_run`), each closed or open.
     Search { variable: SearchVariable },
@@ -133,10 +138,11 @@ impl Load {
             };
         }
         if let Some(spec) = &load.explore {
-            let rule = super::explore::rule_of(spec);
+            let terms = super::explore::terms_of(spec);
             return Load::Explore {
-                first: rule.from.min(rule.max),
-                most: rule.max,
+                first: terms.rule.from.min(terms.rule.max),
+                most: terms.rule.max,
+                by_rate: terms.by_rate,
             };
         }
         if let Some(spec) = &load.concurrency_ramp {
@@ -175,7 +181,13 @@ impl Load {
     pub fn in_flight(&self) -> Option<u32> {
         match *self {
             Load::Closed { concurrency } => Some(concurrency),
-            Load::ClosedRamp { most, .. } | Load::Explore { most, .. } => Some(most),
+            Load::ClosedRamp { most, .. }
+            | Load::Explore {
+                most,
+                by_rate: false,
+                ..
+            } => Some(most),
+            Load::Explore { by_rate: true, .. } => None,
             Load::Open { max_in_flight, .. }
             | Load::Trace { max_in_flight }
             | Load::Ramp { max_in_flight, .. } => max_in_flight,
@@ -199,10 +211,11 @@ impl RunSpec {
             .and_then(super::RateCurve::of)
     }
 
-    /// The rule and step length of an exploring load (`None` for any other load).
-    pub fn explore(&self) -> Option<(crate::metrics::explore::Rule, std::time::Duration)> {
+    /// The terms of an exploring load: its rule, how each level ends, and what grows
+    /// (`None` for any other load).
+    pub fn explore(&self) -> Option<super::explore::ExploreTerms> {
         let spec = self.settings.load.explore.as_ref()?;
-        Some((super::explore::rule_of(spec), super::explore::step_of(spec)))
+        Some(super::explore::terms_of(spec))
     }
 
     /// The curve of a concurrency ramp (`None` for any other load): requests in flight

@@ -93,17 +93,23 @@ impl Layout {
 }
 
 /// Puts an SLA search's result first among default metrics when some run has one, and
-/// an exploring load's knee and saturation point (all four, when some run has a knee).
+/// an exploring load's knee and saturation point (the level's two and their output
+/// tok/s, when some run has a knee: by concurrency, by rate, or both).
 pub(crate) fn lead_with_search_results(metrics: &mut Vec<String>, runs: &[StoredRun]) {
-    let explored = runs.iter().any(|r| {
-        r.metrics
-            .get("knee_concurrency")
-            .copied()
-            .flatten()
-            .is_some()
-    });
+    let has = |name: &str| {
+        runs.iter()
+            .any(|r| r.metrics.get(name).copied().flatten().is_some())
+    };
+    let (by_users, by_rate) = (has("knee_concurrency"), has("knee_rps"));
     for name in crate::metrics::explore::EXPLORE_NAMES.iter().rev() {
-        if explored && !metrics.iter().any(|m| m == name) {
+        let wanted = if name.ends_with("_rps") {
+            by_rate
+        } else if name.ends_with("_concurrency") {
+            by_users
+        } else {
+            by_users || by_rate
+        };
+        if wanted && !metrics.iter().any(|m| m == name) {
             metrics.insert(0, name.to_string());
         }
     }

@@ -19,9 +19,10 @@ use crate::plan;
 use crate::planner::{self, RunSpec};
 use crate::record::RequestRecord;
 use crate::store::Store;
-use crate::telemetry::run::counts as server_counts;
+use crate::telemetry::run::{counts as server_counts, watch};
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
+use crate::workload::explore::measured_config;
 use crate::workload::mix;
 use crate::workload::prepare::PreparedRun;
 use crate::workload::run_terms::definitions;
@@ -159,7 +160,7 @@ async fn prime(
 ) -> Result<(u64, Vec<RunWarning>), SuiteError> {
     // An exploring priming pass explores with a control of its own.
     let planned = match cfg.load {
-        engine::Load::ClosedExplore { .. } => crate::workload::run_terms::engine_load(run),
+        engine::Load::Explore { .. } => crate::workload::run_terms::engine_load(run),
         ref load => load.clone(),
     };
     let Some((mut source, load, duration)) =
@@ -206,7 +207,7 @@ pub async fn execute(
     run: &RunSpec,
     mut prepared: PreparedRun,
 ) -> Result<RunResult, SuiteError> {
-    let (cfg, explore) = crate::workload::explore::measured_config(run, run_config(run, &prepared));
+    let (cfg, explore, queue) = measured_config(run, run_config(run, &prepared));
     let progress = RunProgress::new(&ctx.label, planned_total(run, &prepared))
         .with_events(&ctx.log, &run.id)
         .with_lines(&ctx.log, &ctx.label);
@@ -240,11 +241,11 @@ pub async fn execute(
     let mut source = Source::new(&mut prepared, &ctx.log)?;
     let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
-    let watch = crate::telemetry::run::watch::start(&ctx.watch, &run.id, &mut warnings);
+    let watch = watch::start(&ctx.watch, &run.id, queue, &mut warnings);
     let mut output = engine::run(&endpoint, &mut source, &cfg, ctx.cancel, &mut sink)
         .await
         .map_err(load_error(run))?;
-    let telemetry = crate::telemetry::run::watch::finish(watch, output.started)?;
+    let telemetry = watch::finish(watch, output.started)?;
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
@@ -388,9 +389,12 @@ fn tally_settings(
         slos: ctx.slos.to_vec(),
         first_wave: match run.load() {
             planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
-            planner::Load::ClosedRamp { first, .. } | planner::Load::Explore { first, .. } => {
-                first.max(1) as usize
-            }
+            planner::Load::ClosedRamp { first, .. }
+            | planner::Load::Explore {
+                first,
+                by_rate: false,
+                ..
+            } => first.max(1) as usize,
             _ => 1,
         },
         shape: match run.load() {

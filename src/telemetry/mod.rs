@@ -15,6 +15,7 @@ pub mod expo;
 pub mod families;
 pub mod frame;
 pub mod log_cache;
+pub mod queue;
 pub mod run;
 pub mod sampler;
 pub mod scalars;

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::oneshot;
 use url::Url;
 
+use super::families::WAITING;
 use super::frame::{frame, MAX_ROWS_PER_SCRAPE};
+use super::queue::QueueGauge;
 use super::scalars::UrlTally;
 use super::TelemetryError;
 use crate::control;
@@ -110,6 +112,7 @@ impl Sampler {
         plan: &TelemetryPlan,
         store: Arc<Mutex<Store>>,
         run_id: &str,
+        queue: Option<QueueGauge>,
     ) -> std::io::Result<Sampler> {
         let (tx, rx) = oneshot::channel();
         // One instant on both clocks: scrape times count from `at` on the thread, and
@@ -120,6 +123,7 @@ impl Sampler {
             plan: plan.clone(),
             store: store.clone(),
             run_id: run_id.to_string(),
+            queue,
         };
         let (ready_tx, ready) = std::sync::mpsc::channel();
         let wait = plan.scrape_timeout() * plan.targets.len().max(1) as u32;
@@ -175,6 +179,8 @@ struct Job {
     plan: TelemetryPlan,
     store: Arc<Mutex<Store>>,
     run_id: String,
+    /// Each scrape's waiting requests, told as read (an exploring load's queue signal).
+    queue: Option<QueueGauge>,
 }
 
 impl Job {
@@ -243,6 +249,9 @@ impl Job {
             match super::fetch(&target.client, target.url.clone(), timeout).await {
                 Ok(page) => {
                     let f = frame(&page);
+                    if let (Some(q), Some(waiting)) = (&self.queue, f.value(WAITING)) {
+                        q.push(Instant::now(), waiting);
+                    }
                     rec.dropped = rec.dropped.max(f.dropped);
                     self.store
                         .lock()

@@ -1,15 +1,19 @@
 //! An exploring load during its run: the engine's level control ([`ExploreControl`],
 //! `metrics::explore`'s walk fed the records of each step), which keeps the steps it
-//! held for the run's end (`measure::explore`). Knows nothing of HTTP.
+//! held for the run's end (`measure::explore`). A level is a closed loop's requests in
+//! flight, or (`by = "rate"`) an open loop's arrivals per second, seeded as every open
+//! loop; a step ends after its duration or once its count of requests ended. Knows
+//! nothing of HTTP.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::engine::{LevelControl, Levels, Load, RunConfig};
-use crate::metrics::explore::{Ending, Explorer, StepTally};
+use crate::engine::{Arrivals, LevelControl, Levels, Load, RunConfig};
+use crate::metrics::explore::{queue_rises, Ending, Explorer, StepTally};
 use crate::metrics::steps::StepWindow;
 use crate::planner::RunSpec;
 use crate::record::{Phase, RequestRecord};
+use crate::telemetry::queue::QueueGauge;
 
 /// The walk of one exploring run, and the steps it held.
 #[derive(Debug)]
@@ -19,6 +23,15 @@ pub struct ExploreControl {
     start: Duration,
     tally: StepTally,
     held: Vec<StepWindow>,
+    /// An open loop's rate grows (its throughput is what ended in the step over its
+    /// length), not a closed loop's slots.
+    by_rate: bool,
+    /// A step ends once this many requests ended in it.
+    step_requests: Option<u32>,
+    /// The server's queue as the sampler reads it (`server_queue = true`), and when the
+    /// step began on the clock it is read by.
+    queue: Option<QueueGauge>,
+    began: Instant,
 }
 
 impl ExploreControl {
@@ -31,17 +44,40 @@ impl ExploreControl {
     pub fn outcome(&self) -> Ending {
         self.explorer.outcome()
     }
+
+    /// Whether the level is an open loop's rate (req/s) rather than requests in flight.
+    pub fn by_rate(&self) -> bool {
+        self.by_rate
+    }
 }
 
 impl LevelControl for ExploreControl {
-    fn observe(&mut self, rec: &RequestRecord) {
-        if rec.phase == Phase::Measured {
+    fn observe(&mut self, rec: &RequestRecord) -> bool {
+        // One that ended before the step began (seen late) belongs to a step judged.
+        if rec.phase == Phase::Measured && rec.end >= self.start {
             self.tally.add(rec, self.start);
         }
+        self.step_requests
+            .is_some_and(|n| self.tally.ended() >= u64::from(n))
+    }
+
+    fn begin(&mut self, at: Duration) {
+        self.tally = StepTally::default();
+        self.start = at;
+        self.began = Instant::now();
     }
 
     fn next(&mut self, at: Duration) -> Option<u32> {
-        let figures = self.tally.take(self.level);
+        let mut figures = if self.by_rate {
+            self.tally
+                .take_open(self.level, at.saturating_sub(self.start))
+        } else {
+            self.tally.take(self.level)
+        };
+        if let Some(q) = &self.queue {
+            figures.queue_rises = queue_rises(&q.since(self.began));
+        }
+        self.began = Instant::now();
         self.held.push(StepWindow {
             rate: f64::from(self.level),
             start: self.start,
@@ -61,7 +97,8 @@ pub type Shared = Arc<Mutex<ExploreControl>>;
 
 /// The engine's load of an exploring run with a fresh control, and that control.
 pub fn engine_load(run: &RunSpec) -> Option<(Load, Shared)> {
-    let (rule, step) = run.explore()?;
+    let terms = run.explore()?;
+    let rule = terms.rule;
     let explorer = Explorer::new(rule);
     let first = explorer.first_level();
     let shared = Arc::new(Mutex::new(ExploreControl {
@@ -70,21 +107,35 @@ pub fn engine_load(run: &RunSpec) -> Option<(Load, Shared)> {
         start: Duration::ZERO,
         tally: StepTally::default(),
         held: Vec::new(),
+        by_rate: terms.by_rate,
+        step_requests: terms.step.requests(),
+        queue: terms.server_queue.then(QueueGauge::default),
+        began: Instant::now(),
     }));
-    let load = Load::ClosedExplore {
+    let load = Load::Explore {
         first,
         most: rule.max.max(first),
-        step,
+        step: terms.step.length(),
+        open: terms
+            .by_rate
+            .then_some((Arrivals::Poisson, run.dataset_seed)),
         control: Levels(shared.clone()),
     };
     Some((load, shared))
 }
 
 /// A run's settings: an exploring run's with the control kept to read its steps at the
-/// end (a warm run's priming pass explores with another).
-pub(crate) fn measured_config(run: &RunSpec, cfg: RunConfig) -> (RunConfig, Option<Shared>) {
+/// end (a warm run's priming pass explores with another), and the server's queue that
+/// control reads (`server_queue = true`), for the run's sampler to tell.
+pub(crate) fn measured_config(
+    run: &RunSpec,
+    cfg: RunConfig,
+) -> (RunConfig, Option<Shared>, Option<QueueGauge>) {
     match engine_load(run) {
-        Some((load, shared)) => (RunConfig { load, ..cfg }, Some(shared)),
-        None => (cfg, None),
+        Some((load, shared)) => {
+            let queue = shared.lock().ok().and_then(|c| c.queue.clone());
+            (RunConfig { load, ..cfg }, Some(shared), queue)
+        }
+        None => (cfg, None, None),
     }
 }

@@ -26,14 +26,16 @@ pub struct Observed {
 }
 
 /// Starts watching: the run's sampler, if its endpoint has telemetry (one that cannot
-/// start is a warning), and the launched server's log from its current end.
+/// start is a warning), telling `queue` the server's waiting requests as it reads them,
+/// and the launched server's log from its current end.
 pub fn start(
     ctx: &RunTelemetry,
     run_id: &str,
+    queue: Option<crate::telemetry::queue::QueueGauge>,
     warnings: &mut Vec<crate::trust::RunWarning>,
 ) -> Watch {
     let sampler = ctx.plan.as_ref().and_then(|plan| {
-        Sampler::start(plan, ctx.store.clone(), run_id)
+        Sampler::start(plan, ctx.store.clone(), run_id, queue)
             .map_err(|e| {
                 warnings.push(crate::trust::RunWarning::new(
                     crate::trust::Code::Telemetry,
