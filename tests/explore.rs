@@ -199,6 +199,35 @@ fn expand_shows_an_exploring_load_and_rejects_a_bad_one() {
         assert!(err.contains(said), "{bad}: {err}");
         assert!(err.contains("plan.toml:"), "{bad} located: {err}");
     }
+    queue_signal_needs_readings(&plan);
+}
+
+/// `server_queue = true` on an endpoint whose telemetry cannot give a level five readings
+/// (scraped every 1 s by default, a 1 s step; or turned off) is refused where it is set.
+fn queue_signal_needs_readings(plan: &std::path::Path) {
+    let load = r#"load = { explore = { by = "rate", step = "1s", server_queue = true } }"#;
+    for (telemetry, said) in [
+        ("", "at least 5 readings"),
+        ("telemetry = { enabled = false }\n", "turns off"),
+        ("telemetry = { interval = \"100ms\" }\n", ""),
+    ] {
+        let head = HEAD.replace(
+            "base_url = \"sim://explore\"\n",
+            &format!("base_url = \"sim://explore\"\n{telemetry}"),
+        );
+        std::fs::write(plan, format!("{head}\n[matrix]\n{load}\n")).unwrap();
+        let o = perfplan(&["expand", plan.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        if said.is_empty() {
+            assert!(o.status.success(), "{telemetry}: {err}");
+            continue;
+        }
+        assert!(!o.status.success(), "{telemetry}");
+        assert!(
+            err.contains(said) && err.contains("plan.toml:"),
+            "{telemetry}: {err}"
+        );
+    }
 }
 
 /// The simulator's analytic capacity in req/s: its 8 batch slots over one request's time

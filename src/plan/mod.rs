@@ -23,7 +23,7 @@ pub use matrix::MatrixSpec;
 pub use ramp_spec::{ConcurrencyRampSpec, RampShape, RampSpec};
 pub use request_spec::*;
 pub use spec::*;
-pub use telemetry_spec::TelemetrySpec;
+pub use telemetry_spec::{TelemetrySpec, DEFAULT_INTERVAL};
 pub use trust_spec::TrustSpec;
 pub mod baseline_gates;
 pub mod bounds;

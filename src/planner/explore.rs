@@ -85,6 +85,44 @@ pub fn step_of(spec: &ExploreSpec) -> StepEnd {
     }
 }
 
+/// Readings of the server's queue a level needs for `server_queue` to judge it.
+const QUEUE_READINGS: u32 = 5;
+
+/// What keeps `server_queue = true` from ever judging a level on this endpoint: its
+/// telemetry off, or scraped too seldom for [`QUEUE_READINGS`] readings in a timed step.
+pub fn queue_signal_problem(
+    load: &LoadSpec,
+    telemetry: Option<&crate::plan::TelemetrySpec>,
+) -> Option<String> {
+    let spec = load
+        .explore
+        .as_ref()
+        .filter(|s| s.server_queue == Some(true))?;
+    let (enabled, interval) = telemetry.map_or((true, crate::plan::DEFAULT_INTERVAL), |t| {
+        (t.enabled, t.interval.0)
+    });
+    if !enabled {
+        return Some(
+            "`server_queue = true` reads the server's queue from telemetry, which this \
+             endpoint turns off (`telemetry = { enabled = false }`): turn it on, or drop \
+             `server_queue`"
+                .into(),
+        );
+    }
+    let StepEnd::After(step) = step_of(spec) else {
+        return None;
+    };
+    (interval * QUEUE_READINGS > step).then(|| {
+        format!(
+            "`server_queue = true` judges a level on at least {QUEUE_READINGS} readings of the \
+             server's queue, but this endpoint's telemetry reads it every {:?} and a level \
+             lasts {:?}: set the endpoint's `telemetry = {{ interval = \"…\" }}` to a fifth \
+             of the step or less, or lengthen `step`",
+            interval, step
+        )
+    })
+}
+
 /// What is wrong with the table itself.
 fn spec_problems(spec: &ExploreSpec) -> Vec<String> {
     let mut out = Vec::new();

@@ -69,6 +69,11 @@ impl Resolver<'_> {
         super::request_checks::check_dataset_api(self.plan, point, api, dataset.kind, diags);
         self.check_tokenizer(&model, &model_spec, &dataset, tokenize_prompt, diags);
         let load = self.load(point, dataset.kind, diags)?;
+        let queue = super::explore::queue_signal_problem(&load, endpoint_spec.telemetry.as_ref());
+        if let (Some(problem), Some(value)) = (queue, point.get("load")) {
+            let at = super::locate::value_span(self.plan, "load", value);
+            diags.push(Diagnostic::error(problem, Some(at)));
+        }
         let model = Named {
             name: model,
             spec: model_spec,
