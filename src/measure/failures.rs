@@ -10,16 +10,24 @@ use crate::metrics::RunSummary;
 const ERROR_CHARS: usize = 200;
 
 /// "12 of 40 measured requests failed: 8 http_500, 4 stream_broken; first: <error>",
-/// when some but not all measured requests failed.
+/// when some but not all measured requests failed. A run `stopped` on saturation leaves
+/// out the requests its stop cancelled (its `saturated` reason says how many).
 pub(crate) fn partial_failure_warning(
     summary: &RunSummary,
     errors: &super::tally::FirstErrors,
+    stopped: bool,
 ) -> Option<String> {
-    let failed: u64 = summary.failures.values().sum();
-    if failed == 0 || failed >= summary.requests {
+    let mut failures = summary.failures.clone();
+    let cut = if stopped {
+        failures.remove("cancelled").unwrap_or(0)
+    } else {
+        0
+    };
+    let failed: u64 = failures.values().sum();
+    if failed == 0 || failed + cut >= summary.requests {
         return None;
     }
-    let classes = failure_classes(&summary.failures, &summary.http_statuses);
+    let classes = failure_classes(&failures, &summary.http_statuses);
     let first = errors.failure.clone().unwrap_or_default();
     let first = if first.chars().count() > ERROR_CHARS {
         format!("{}…", first.chars().take(ERROR_CHARS).collect::<String>())
@@ -28,7 +36,7 @@ pub(crate) fn partial_failure_warning(
     };
     Some(format!(
         "{failed} of {} measured requests failed: {}; first: {first}",
-        summary.requests,
+        summary.requests - cut,
         describe(&classes)
     ))
 }
@@ -57,4 +65,46 @@ pub(crate) fn all_failed(
         "every measured request failed ({}): {first}",
         classes.join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Fold, MetricDefinitions, SummaryOptions};
+    use crate::record::{Outcome, Phase, RequestRecord};
+
+    fn summary(outcomes: &[(Outcome, usize)]) -> RunSummary {
+        let mut fold = Fold::new(MetricDefinitions::default(), &[]);
+        for (outcome, n) in outcomes {
+            for _ in 0..*n {
+                fold.add(&RequestRecord {
+                    phase: Phase::Measured,
+                    outcome: *outcome,
+                    ..RequestRecord::default()
+                });
+            }
+        }
+        fold.finish(&SummaryOptions::default())
+    }
+
+    #[test]
+    fn a_stopped_run_leaves_out_the_requests_its_stop_cancelled() {
+        let errors = super::super::tally::FirstErrors::default();
+        let s = summary(&[
+            (Outcome::Ok, 6),
+            (Outcome::Cancelled, 3),
+            (Outcome::Timeout, 1),
+        ]);
+        let all = partial_failure_warning(&s, &errors, false).unwrap();
+        assert!(all.starts_with("4 of 10 measured requests failed"), "{all}");
+        let stopped = partial_failure_warning(&s, &errors, true).unwrap();
+        assert!(
+            stopped.starts_with("1 of 7 measured requests failed"),
+            "{stopped}"
+        );
+        assert!(!stopped.contains("cancel"), "{stopped}");
+        let only_cut = summary(&[(Outcome::Ok, 6), (Outcome::Cancelled, 3)]);
+        assert_eq!(partial_failure_warning(&only_cut, &errors, true), None);
+        assert!(partial_failure_warning(&only_cut, &errors, false).is_some());
+    }
 }

@@ -349,13 +349,12 @@ fn conclude(
     warnings.extend(all_as(Code::InputLengths, length_warning));
     warnings.extend(crate::trust::of_summary::record_warnings(&summary));
     warnings.extend(all_as(Code::SteadyWindow, steady));
-    warnings.extend(all_as(
-        Code::PartialFailures,
-        crate::measure::failures::partial_failure_warning(&summary, &tally.errors),
-    ));
+    let stopped = ctx.saturation.is_some_and(|s| s.fired().is_some());
+    let partial =
+        crate::measure::failures::partial_failure_warning(&summary, &tally.errors, stopped);
+    warnings.extend(all_as(Code::PartialFailures, partial));
     let evidence = tally.evidence();
     let server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
-    let stopped = ctx.saturation.is_some_and(|s| s.fired().is_some());
     let judged = (server, ctx.trust, stopped);
     crate::measure::judge::reasons(run, &mut summary, &evidence, &mut warnings, judged);
     RunResult {
