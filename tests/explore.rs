@@ -236,17 +236,35 @@ fn capacity(first_step: &serde_json::Value) -> f64 {
     8.0 / (metric(first_step, "latency_p50") / 1e3)
 }
 
-#[test]
-fn by_rate_finds_the_simulators_capacity() {
+/// Runs `load` against `head`'s simulator: the folder, the database and the report's runs.
+fn explored(
+    head: &str,
+    load: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Vec<serde_json::Value>,
+) {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.toml");
-    let load = r#"load = { explore = { by = "rate", from = 20, max = 1000, step = "800ms", probes = 3 } }"#;
-    std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{load}\n")).unwrap();
+    std::fs::write(&plan, format!("{head}\n[matrix]\n{load}\n")).unwrap();
     let db = run(&plan, &dir.path().join("out"));
     let runs = report_json(&db);
+    (dir, db, runs)
+}
+
+/// The rates of an exploring run's stored steps, in order.
+fn rates(steps: &[serde_json::Value]) -> Vec<f64> {
+    steps.iter().map(|s| s["rate"].as_f64().unwrap()).collect()
+}
+
+#[test]
+fn by_rate_finds_the_simulators_capacity() {
+    let load = r#"load = { explore = { by = "rate", from = 20, max = 1000, step = "800ms", probes = 3 } }"#;
+    let (_dir, db, runs) = explored(HEAD, load);
     let r = &runs[0];
     let steps = r["steps"].as_array().unwrap();
-    let levels: Vec<f64> = steps.iter().map(|s| s["rate"].as_f64().unwrap()).collect();
+    let levels = rates(steps);
     assert_eq!(&levels[..3], &[20.0, 40.0, 80.0], "{levels:?}");
     let cap = capacity(&steps[0]);
     assert!((80.0..125.0).contains(&cap), "capacity {cap}");
@@ -320,19 +338,15 @@ fn the_servers_queue_saturates_a_level() {
     // The TTFT test off (a factor of 1000): throughput alone would pass 160/s (it
     // serves more than 80/s did); the server's queue, scraped every 100 ms, grows
     // through every level past the capacity.
-    let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("plan.toml");
     let head = HEAD.replace(
         "base_url = \"sim://explore\"\n",
         "base_url = \"sim://explore\"\ntelemetry = { interval = \"100ms\" }\n",
     );
     let load = r#"load = { explore = { by = "rate", from = 20, max = 1000, step = "800ms", probes = 3, ttft_factor = 1000, server_queue = true } }"#;
-    std::fs::write(&plan, format!("{head}\n[matrix]\n{load}\n")).unwrap();
-    let db = run(&plan, &dir.path().join("out"));
-    let runs = report_json(&db);
+    let (_dir, db, runs) = explored(&head, load);
     let r = &runs[0];
     let steps = r["steps"].as_array().unwrap();
-    let levels: Vec<f64> = steps.iter().map(|s| s["rate"].as_f64().unwrap()).collect();
+    let levels = rates(steps);
     let cap = capacity(&steps[0]);
     let sat = metric(r, "saturation_rps");
     assert!(

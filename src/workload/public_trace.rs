@@ -8,14 +8,12 @@ use std::sync::Arc;
 
 use super::prepare::PreparedRun;
 use super::targets::Targets;
-use super::traffic::{as_priming, dataset_error, replay_context, replay_warnings};
+use super::traffic::{as_priming, dataset_error, replay_context, replay_warnings, replayed};
 use super::WorkloadError;
-use crate::api::{self, BodyInput};
+use crate::api::BodyInput;
 use crate::dataset::{self, DatasetContext, RunSharing};
-use crate::engine::PreparedRequest;
 use crate::plan::TracePlan;
 use crate::planner::RunSpec;
-use crate::record::Phase;
 
 /// The requests of a public trace's run.
 pub(crate) fn prepare(
@@ -30,7 +28,6 @@ pub(crate) fn prepare(
     let mut warnings = trace.warnings;
     warnings.extend(replay_warnings(run));
     let req = &run.request;
-    let kind = req.api;
     let mut out = base(warnings);
     let mut offsets = Vec::with_capacity(trace.requests.len());
     let mut targets = Vec::with_capacity(trace.requests.len());
@@ -55,26 +52,8 @@ pub(crate) fn prepare(
             continuous_usage: req.continuous_usage,
             reject_fields: &s.endpoint.spec.reject_fields,
         };
-        let (path, body) = api::build_body(kind, &input)
-            .map_err(|source| WorkloadError::Body { item: i, source })?;
-        let (max_output_tokens, running_usage) = api::body_reads(&body);
-        out.requests.push(PreparedRequest {
-            item: i as u64,
-            phase: Phase::Measured,
-            kind,
-            path: path.into(),
-            body,
-            stream: req.stream,
-            client_input_tokens: t.item.client_input_tokens,
-            max_output_tokens,
-            running_usage,
-            headers: Vec::new(),
-            session: Some(super::session::session_key(
-                s.seed,
-                super::session::item_group(i as u64),
-            )),
-            class: None,
-        });
+        let sent = (req.stream, t.item.client_input_tokens, Vec::new());
+        out.requests.push(replayed(run, i, &input, sent)?);
         offsets.push(t.offset);
         targets.push(t.item.target_input_tokens);
     }

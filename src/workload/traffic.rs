@@ -45,6 +45,36 @@ pub(crate) fn replay_context(run: &RunSpec, ctx: &DatasetContext) -> DatasetCont
     ctx
 }
 
+/// Record `i` of a replay (recorded or public) as it is sent: its body built by the API's
+/// one rule, measured, in its session group; `(stream, client_input_tokens, headers)` as
+/// the record asks.
+pub(crate) fn replayed(
+    run: &RunSpec,
+    i: usize,
+    input: &BodyInput<'_>,
+    (stream, client_input_tokens, headers): (bool, Option<u32>, Vec<(String, String)>),
+) -> Result<PreparedRequest, WorkloadError> {
+    let kind = run.request.api;
+    let (path, body) =
+        api::build_body(kind, input).map_err(|source| WorkloadError::Body { item: i, source })?;
+    let (max_output_tokens, running_usage) = api::body_reads(&body);
+    let group = super::session::item_group(i as u64);
+    Ok(PreparedRequest {
+        item: i as u64,
+        phase: Phase::Measured,
+        kind,
+        path: path.into(),
+        body,
+        stream,
+        client_input_tokens,
+        max_output_tokens,
+        running_usage,
+        headers,
+        session: Some(super::session::session_key(run.settings.seed, group)),
+        class: None,
+    })
+}
+
 pub(crate) fn dataset_error(run: &RunSpec, source: dataset::DatasetError) -> WorkloadError {
     WorkloadError::Dataset {
         dataset: run.settings.dataset.name.clone(),
@@ -88,26 +118,8 @@ fn trace(
             continuous_usage: false,
             reject_fields: &s.endpoint.spec.reject_fields,
         };
-        let (path, body) = api::build_body(kind, &input)
-            .map_err(|source| WorkloadError::Body { item: i, source })?;
-        let (max_output_tokens, running_usage) = api::body_reads(&body);
-        out.requests.push(PreparedRequest {
-            item: i as u64,
-            phase: Phase::Measured,
-            kind,
-            path: path.into(),
-            body,
-            stream: stream && kind.can_stream(),
-            client_input_tokens,
-            max_output_tokens,
-            running_usage,
-            headers,
-            session: Some(super::session::session_key(
-                s.seed,
-                super::session::item_group(i as u64),
-            )),
-            class: None,
-        });
+        let sent = (stream && kind.can_stream(), client_input_tokens, headers);
+        out.requests.push(replayed(run, i, &input, sent)?);
         offsets.push(t.offset);
         out.trace_ids.push(t.request_id);
     }
