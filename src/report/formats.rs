@@ -89,19 +89,6 @@ pub const FORMATS: &[FormatEntry] = &[
 ];
 
 impl Format {
-    /// The format's registration.
-    pub fn entry(self) -> &'static FormatEntry {
-        FORMATS
-            .iter()
-            .find(|e| e.format == self)
-            .unwrap_or(&FORMATS[0])
-    }
-
-    /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        self.entry().name
-    }
-
     /// The format named `text` (a name or an alias) if `writer` writes it.
     pub fn for_writer(writer: Writer, text: &str) -> Option<Format> {
         FORMATS
@@ -140,7 +127,11 @@ mod tests {
             for a in e.aliases {
                 assert_eq!(a.parse::<Format>().ok(), Some(e.format));
             }
-            assert_eq!(e.format.name(), e.name);
+            let back = FORMATS
+                .iter()
+                .find(|o| o.format == e.format)
+                .map(|o| o.name);
+            assert_eq!(back, Some(e.name));
         }
         assert!("xml".parse::<Format>().is_err());
     }
