@@ -5,6 +5,7 @@
 
 use crate::metrics::failures::{describe, failure_classes};
 use crate::metrics::RunSummary;
+use crate::record::Outcome;
 
 /// Characters of the first error kept in the warning.
 const ERROR_CHARS: usize = 200;
@@ -19,7 +20,7 @@ pub(crate) fn partial_failure_warning(
 ) -> Option<String> {
     let mut failures = summary.failures.clone();
     let cut = if stopped {
-        failures.remove("cancelled").unwrap_or(0)
+        failures.remove(Outcome::Cancelled.as_str()).unwrap_or(0)
     } else {
         0
     };

@@ -36,7 +36,8 @@ pub fn trust_counts(
 /// timings of a run whose stream was not observed.
 /// The requests a stopped run cancelled: those in flight when it stopped.
 pub fn cut_by_stop(summary: &RunSummary) -> u64 {
-    summary.failures.get("cancelled").copied().unwrap_or(0)
+    let cancelled = crate::record::Outcome::Cancelled.as_str();
+    summary.failures.get(cancelled).copied().unwrap_or(0)
 }
 
 pub fn reasons(
