@@ -1016,3 +1016,26 @@ mod rules {
         assert!(one("src/engine/run.rs", "trait T { fn f(&self); }\n").is_empty());
     }
 }
+
+/// A command's error is a `Failure` returned to `cli::main`, which prints it: no command
+/// prints an `error:` itself (whitespace between the parts allowed, across lines too).
+#[test]
+fn commands_print_errors_in_one_place() {
+    let mut found = Vec::new();
+    for s in crate_sources()
+        .iter()
+        .filter(|s| s.path.starts_with("src/cli/"))
+    {
+        let compact: String = s.text.chars().filter(|c| !c.is_whitespace()).collect();
+        for printer in ["eprintln!(\"error", "eprint!(\"error"] {
+            if compact.contains(printer) {
+                found.push(format!("{}: `{printer}…`", s.path));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "return a `cli::failure::Failure` instead:\n{}",
+        found.join("\n")
+    );
+}

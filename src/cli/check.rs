@@ -5,6 +5,7 @@ use clap::Args;
 use comfy_table::{presets, ContentArrangement, Table};
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use super::plan_args::{self, OnlyArgs, PlanArgs};
 use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
@@ -18,18 +19,15 @@ pub struct CheckArgs {
     pub only: OnlyArgs,
 }
 
-pub fn run(args: &CheckArgs) -> u8 {
-    let Some(plan) = plan_args::load(&args.plan) else {
-        return exit::INVALID;
-    };
-    let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
-        return exit::INVALID;
-    };
+pub fn run(args: &CheckArgs) -> Ended {
+    let plan = plan_args::load(&args.plan)?;
+    let runs = plan_args::runs(&plan, &args.only.only)?;
     check_runs(&plan, &runs)
 }
 
-/// Checks the endpoints of `runs` and prints the table; the exit code.
-pub fn check_runs(plan: &LoadedPlan, runs: &[RunSpec]) -> u8 {
+/// Checks the endpoints of `runs` and prints the table; the exit code (ENDPOINT when a
+/// check failed).
+pub fn check_runs(plan: &LoadedPlan, runs: &[RunSpec]) -> Ended {
     let dir = std::env::temp_dir().join(format!("perfplan-check-{}", std::process::id()));
     let rows = check::check_plan(plan, runs, &dir);
     let code = match rows {
@@ -41,16 +39,9 @@ pub fn check_runs(plan: &LoadedPlan, runs: &[RunSpec]) -> u8 {
                 "perfplan check: {} passed, {warn} warnings, {fail} failed",
                 rows.len() - fail - warn
             );
-            if fail > 0 {
-                exit::ENDPOINT
-            } else {
-                exit::OK
-            }
+            Ok(if fail > 0 { exit::ENDPOINT } else { exit::OK })
         }
-        Err(e) => {
-            eprintln!("error: {}", crate::control::chain(&e));
-            exit::of_suite_error(&e)
-        }
+        Err(e) => Err(Failure::of(exit::of_suite_error(&e), &e)),
     };
     if dir.join("servers").exists() {
         eprintln!(

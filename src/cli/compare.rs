@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use super::format_arg::FormatParser;
-use super::report::{code_of, print_error, write_out};
+use super::report::{failure_of, warn_not_stored, write_out};
 use crate::report::bootstrap::BootstrapOptions;
 use crate::report::compare::{self, CompareOptions};
 use crate::report::{gates, Format, ReportError, TableStyle, Writer};
@@ -95,8 +96,7 @@ fn compare_suites(args: &CompareArgs) -> Result<Compared, ReportError> {
     };
     let verdicts = gates::evaluate_suite(&new, (&args.gates, &accept), Some(baseline))?;
     if let Err(e) = new.write_gate_results("compare", &gates::to_records(&verdicts)) {
-        eprintln!("warning: gate verdicts not stored in the database");
-        print_error(&e);
+        warn_not_stored(&e);
     }
     let format = args.format;
     let style = TableStyle::detect();
@@ -182,23 +182,19 @@ fn with_paired(
     })
 }
 
-/// Runs `perfplan compare`; returns the exit code.
-pub fn run(args: CompareArgs) -> u8 {
-    match compare_suites(&args) {
-        Ok(Compared { matched: 0, .. }) => {
-            eprintln!(
-                "error: no run of {} matches a run of {} (by its axis values, nor by its \
-                 load's concurrency or rate): nothing was compared; `--ignore AXIS` leaves an \
-                 axis out of the matching",
+/// Runs `perfplan compare`; the exit code of its gates.
+pub fn run(args: CompareArgs) -> Ended {
+    match compare_suites(&args).map_err(|e| failure_of(&e))? {
+        Compared { matched: 0, .. } => Err(Failure::new(
+            exit::NOTHING_MATCHED,
+            format!(
+                "no run of {} matches a run of {} (by its axis values, nor by its load's \
+                 concurrency or rate): nothing was compared; `--ignore AXIS` leaves an axis \
+                 out of the matching",
                 args.new.display(),
                 args.base.display()
-            );
-            exit::NOTHING_MATCHED
-        }
-        Ok(c) => exit::of_gates(c.verdict),
-        Err(e) => {
-            print_error(&e);
-            code_of(&e)
-        }
+            ),
+        )),
+        c => Ok(exit::of_gates(c.verdict)),
     }
 }

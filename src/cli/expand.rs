@@ -5,6 +5,7 @@ use comfy_table::{presets, Table};
 use serde_json::{json, Value};
 
 use super::exit;
+use super::failure::Ended;
 use super::plan_args::{self, OnlyArgs, PlanArgs};
 use crate::planner::{display_value, RunSpec};
 
@@ -19,13 +20,9 @@ pub struct ExpandArgs {
     pub json: bool,
 }
 
-pub fn run(args: &ExpandArgs) -> u8 {
-    let Some(plan) = plan_args::load(&args.plan) else {
-        return exit::INVALID;
-    };
-    let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
-        return exit::INVALID;
-    };
+pub fn run(args: &ExpandArgs) -> Ended {
+    let plan = plan_args::load(&args.plan)?;
+    let runs = plan_args::runs(&plan, &args.only.only)?;
     if args.json {
         let list: Vec<Value> = runs.iter().map(run_json).collect();
         println!(
@@ -35,7 +32,7 @@ pub fn run(args: &ExpandArgs) -> u8 {
     } else {
         println!("{}", table(&runs));
     }
-    exit::OK
+    Ok(exit::OK)
 }
 
 /// The JSON form of one run, as `expand --json` prints it.

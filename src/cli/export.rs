@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::failure::Failure;
 use crate::report::{otlp, prometheus, ReportData, ReportError};
 use crate::store::Store;
 
@@ -73,15 +74,12 @@ pub fn metrics_url(url: &str) -> String {
 }
 
 /// `--export` of the suite in `db` (a database or output folder): every export done, or
-/// the exit code of the first that failed (its error printed).
-pub fn export_suite(db: &Path, accept: &[String], exports: &[Export]) -> Result<(), u8> {
+/// the first that failed.
+pub fn export_suite(db: &Path, accept: &[String], exports: &[Export]) -> Result<(), Failure> {
     if exports.is_empty() {
         return Ok(());
     }
-    let failed = |e: &dyn std::error::Error, code: u8| {
-        super::report::print_error(e);
-        code
-    };
+    let failed = |e: &(dyn std::error::Error + 'static), code: u8| Failure::of(code, e);
     let accept = crate::trust::Code::parse_list(accept)
         .map_err(|e| failed(&ReportError::Format(e), super::exit::INVALID))?;
     let loaded = Store::open(db)

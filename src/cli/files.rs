@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use super::exit;
+use super::failure::Failure;
 use crate::dataset::check::{check, FileProblem};
 use crate::plan::{DatasetPlan, LoadedPlan};
 use crate::planner::RunSpec;
@@ -13,7 +15,6 @@ use crate::tokenize::TokenizerCache;
 /// What the check of a plan's files found: each dataset file with its usable entries,
 /// and the tokenizers loaded (the suite reuses them rather than loading them again).
 pub struct FilesChecked {
-    pub ok: bool,
     pub counts: Vec<(String, String, usize)>,
     pub tokenizers: TokenizerCache,
 }
@@ -41,30 +42,28 @@ fn tokenizer_paths(plan: &LoadedPlan, runs: &[RunSpec]) -> Vec<(String, PathBuf)
     out
 }
 
-/// Loads every tokenizer the runs use into `cache`, printing each failure; the count of
-/// failures.
-fn check_tokenizers(plan: &LoadedPlan, runs: &[RunSpec], cache: &TokenizerCache) -> usize {
-    let mut errors = 0;
+/// Loads every tokenizer the runs use into `cache`; a line for each failure.
+fn check_tokenizers(plan: &LoadedPlan, runs: &[RunSpec], cache: &TokenizerCache) -> Vec<String> {
+    let mut errors = Vec::new();
     for (model, path) in tokenizer_paths(plan, runs) {
         if let Err(e) = cache.load(&path) {
-            eprintln!(
+            errors.push(format!(
                 "error: model `{model}`: {} (fix `tokenizer` in [models.{model}], or leave \
                  its runs out with --only)",
                 crate::control::chain(&e)
-            );
-            errors += 1;
+            ));
         }
     }
     errors
 }
 
-/// Checks every file the runs' datasets read (each distinct dataset once) and prints its
-/// problems to stderr. `ok` is false when one is an error: nothing may be sent.
-pub fn check_files(plan: &LoadedPlan, runs: &[RunSpec]) -> FilesChecked {
+/// Checks every file the runs' datasets read (each distinct dataset once), printing its
+/// warnings to stderr; an error in one fails, with every error said: nothing may be sent.
+pub fn check_files(plan: &LoadedPlan, runs: &[RunSpec]) -> Result<FilesChecked, Failure> {
     let mut seen: Vec<&DatasetPlan> = Vec::new();
     let mut printed: Vec<FileProblem> = Vec::new();
     let mut counts = Vec::new();
-    let mut errors = 0;
+    let mut errors = Vec::new();
     for run in runs {
         if seen.contains(&&run.dataset) {
             continue;
@@ -82,24 +81,23 @@ pub fn check_files(plan: &LoadedPlan, runs: &[RunSpec]) -> FilesChecked {
             if printed.contains(&p) {
                 continue;
             }
-            let kind = if p.warning { "warning" } else { "error" };
-            eprintln!("{kind}: dataset `{name}`: {p}");
-            errors += usize::from(!p.warning);
+            match p.warning {
+                true => eprintln!("warning: dataset `{name}`: {p}"),
+                false => errors.push(format!("error: dataset `{name}`: {p}")),
+            }
             printed.push(p);
         }
     }
     let tokenizers = TokenizerCache::new();
-    errors += check_tokenizers(plan, runs, &tokenizers);
-    if errors > 0 {
-        eprintln!(
-            "{errors} error{} in the dataset and tokenizer files: nothing was sent (fix \
+    errors.extend(check_tokenizers(plan, runs, &tokenizers));
+    if !errors.is_empty() {
+        let n = errors.len();
+        errors.push(format!(
+            "{n} error{} in the dataset and tokenizer files: nothing was sent (fix \
              them, or leave the runs that read them out with --only)",
-            if errors == 1 { "" } else { "s" }
-        );
+            if n == 1 { "" } else { "s" }
+        ));
+        return Err(Failure::rendered(exit::INVALID, errors.join("\n")));
     }
-    FilesChecked {
-        ok: errors == 0,
-        counts,
-        tokenizers,
-    }
+    Ok(FilesChecked { counts, tokenizers })
 }

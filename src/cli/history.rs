@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use super::format_arg::FormatParser;
-use super::report::{code_of, print_error, write_out};
+use super::report::write_out;
 use crate::report::bootstrap::BootstrapOptions;
 use crate::report::compare::CompareOptions;
 use crate::report::history::{self, HistoryOptions, OrderBy};
@@ -63,7 +64,7 @@ pub struct HistoryArgs {
     pub out: Option<PathBuf>,
 }
 
-fn run_history(args: &HistoryArgs) -> Result<u8, ReportError> {
+fn run_history(args: &HistoryArgs) -> Ended {
     let accept = crate::trust::Code::parse_list(&args.accept).map_err(ReportError::Format)?;
     let gates = args
         .gates
@@ -104,8 +105,10 @@ fn run_history(args: &HistoryArgs) -> Result<u8, ReportError> {
         eprintln!("note: left out {source}: {why}");
     }
     if h.releases.is_empty() {
-        eprintln!("error: no suite of plan `{}` to follow", h.plan);
-        return Ok(exit::NOTHING_MATCHED);
+        return Err(Failure::new(
+            exit::NOTHING_MATCHED,
+            format!("no suite of plan `{}` to follow", h.plan),
+        ));
     }
     let format = args.format;
     let mut text = history_render::render(&h, format, TableStyle::detect())?;
@@ -132,13 +135,7 @@ fn run_history(args: &HistoryArgs) -> Result<u8, ReportError> {
     })
 }
 
-/// Runs `perfplan history`; returns the exit code.
-pub fn run(args: HistoryArgs) -> u8 {
-    match run_history(&args) {
-        Ok(code) => code,
-        Err(e) => {
-            print_error(&e);
-            code_of(&e)
-        }
-    }
+/// Runs `perfplan history`; the exit code of its gates.
+pub fn run(args: HistoryArgs) -> Ended {
+    run_history(&args)
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use crate::evalscope::{self, script, ImportError};
 use crate::plan::{emit, load_plan, process_env, LoadOptions};
 
@@ -47,7 +48,7 @@ pub struct EvalscopeArgs {
     pub args: Vec<String>,
 }
 
-pub fn run(args: &ImportArgs) -> u8 {
+pub fn run(args: &ImportArgs) -> Ended {
     match &args.from {
         ImportFrom::Evalscope(a) => evalscope_cmd(a),
     }
@@ -99,43 +100,32 @@ fn header(a: &EvalscopeArgs, count: usize, notes: &[String]) -> Vec<String> {
     h
 }
 
-fn evalscope_cmd(a: &EvalscopeArgs) -> u8 {
-    let commands = match commands(a) {
-        Ok(c) => c,
-        Err(e) => return fail(&e),
-    };
-    let imported = match evalscope::import(&commands) {
-        Ok(i) => i,
-        Err(e) => return fail(&e),
-    };
+fn evalscope_cmd(a: &EvalscopeArgs) -> Ended {
+    let commands = commands(a).map_err(|e| fail(&e))?;
+    let imported = evalscope::import(&commands).map_err(|e| fail(&e))?;
     let text = emit::to_toml(&imported.plan, &header(a, commands.len(), &imported.notes));
     check_loads(&text, a.out.as_deref());
     for n in &imported.notes {
         eprintln!("note: {n}");
     }
     match &a.out {
-        Some(path) => match super::init::write_new(path, &text, a.force) {
-            Ok(()) => {
-                eprintln!("wrote {}", path.display());
-                exit::OK
-            }
-            Err(code) => code,
-        },
-        None => {
-            print!("{text}");
-            exit::OK
+        Some(path) => {
+            super::init::write_new(path, &text, a.force)?;
+            eprintln!("wrote {}", path.display());
         }
+        None => print!("{text}"),
     }
+    Ok(exit::OK)
 }
 
-fn fail(e: &ImportError) -> u8 {
-    eprintln!("error: {}", crate::control::chain(e));
-    match e {
+fn fail(e: &ImportError) -> Failure {
+    let code = match e {
         ImportError::Script { .. } | ImportError::ScriptFailed { .. } | ImportError::NoCommand => {
             exit::IMPORT
         }
         _ => exit::INVALID,
-    }
+    };
+    Failure::of(code, e)
 }
 
 /// Loads the plan text as `perfplan run` will (from where it is written) and prints what

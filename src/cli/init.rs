@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 
 /// The templates: name, what it is for, text.
 pub const TEMPLATES: [(&str, &str, &str); 7] = [
@@ -67,49 +68,47 @@ pub fn template(name: &str) -> Option<&'static str> {
     TEMPLATES.iter().find(|t| t.0 == name).map(|t| t.2)
 }
 
-pub fn run(args: &InitArgs) -> u8 {
+pub fn run(args: &InitArgs) -> Ended {
     if args.list {
         for (name, what, _) in TEMPLATES {
             println!("{name:<16} {what}");
         }
-        return exit::OK;
+        return Ok(exit::OK);
     }
     let name = args.template.as_deref().unwrap_or("quickstart");
     let Some(text) = template(name) else {
         let names: Vec<&str> = TEMPLATES.iter().map(|t| t.0).collect();
-        eprintln!(
-            "error: unknown template `{name}`; the templates are {} (`perfplan init --list`)",
-            names.join(", ")
-        );
-        return exit::INVALID;
+        return Err(Failure::new(
+            exit::INVALID,
+            format!(
+                "unknown template `{name}`; the templates are {} (`perfplan init --list`)",
+                names.join(", ")
+            ),
+        ));
     };
-    match &args.out {
-        None => {
-            print!("{text}");
-            exit::OK
-        }
-        Some(path) => match write_new(path, text, args.force) {
-            Ok(()) => {
-                eprintln!(
-                    "wrote {} (template `{name}`); `perfplan run {}` runs it",
-                    path.display(),
-                    path.display()
-                );
-                exit::OK
-            }
-            Err(code) => code,
-        },
-    }
+    let Some(path) = &args.out else {
+        print!("{text}");
+        return Ok(exit::OK);
+    };
+    write_new(path, text, args.force)?;
+    eprintln!(
+        "wrote {} (template `{name}`); `perfplan run {}` runs it",
+        path.display(),
+        path.display()
+    );
+    Ok(exit::OK)
 }
 
 /// Writes `text` to a new file (its folder made if needed); an existing file is kept
-/// unless `force`. The error is printed and its exit code returned.
-pub(super) fn write_new(path: &Path, text: &str, force: bool) -> Result<(), u8> {
+/// unless `force`.
+pub(super) fn write_new(path: &Path, text: &str, force: bool) -> Result<(), Failure> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("error: cannot create {}: {e}", dir.display());
-            return Err(exit::OUTPUT);
-        }
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Failure::new(
+                exit::OUTPUT,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
     }
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true);
@@ -122,14 +121,13 @@ pub(super) fn write_new(path: &Path, text: &str, force: bool) -> Result<(), u8> 
         .open(path)
         .and_then(|mut f| f.write_all(text.as_bytes()));
     written.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            eprintln!(
-                "error: {} already exists; nothing written (--force overwrites it)",
+        let why = match e.kind() {
+            std::io::ErrorKind::AlreadyExists => format!(
+                "{} already exists; nothing written (--force overwrites it)",
                 path.display()
-            );
-        } else {
-            eprintln!("error: cannot write {}: {e}", path.display());
-        }
-        exit::OUTPUT
+            ),
+            _ => format!("cannot write {}: {e}", path.display()),
+        };
+        Failure::new(exit::OUTPUT, why)
     })
 }

@@ -5,6 +5,7 @@
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use super::plan_args::{self, OnlyArgs, PlanArgs};
 use crate::distribute::k8s::{manifests, K8sOptions};
 
@@ -35,13 +36,9 @@ pub struct K8sArgs {
     pub secret: String,
 }
 
-pub fn run(args: &K8sArgs) -> u8 {
-    let Some(plan) = plan_args::load(&args.plan) else {
-        return exit::INVALID;
-    };
-    if plan_args::runs(&plan, &args.only.only).is_none() {
-        return exit::INVALID;
-    }
+pub fn run(args: &K8sArgs) -> Ended {
+    let plan = plan_args::load(&args.plan)?;
+    plan_args::runs(&plan, &args.only.only)?;
     let opts = K8sOptions {
         shards: args.shards,
         image: args.image.clone(),
@@ -51,17 +48,10 @@ pub fn run(args: &K8sArgs) -> u8 {
         secret: args.secret.clone(),
         only: args.only.only.clone(),
     };
-    match manifests(&plan, &opts) {
-        Ok(m) => {
-            print!("{}", m.text);
-            for note in m.notes {
-                eprintln!("note: {note}");
-            }
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::INVALID
-        }
+    let m = manifests(&plan, &opts).map_err(|e| Failure::new(exit::INVALID, e))?;
+    print!("{}", m.text);
+    for note in m.notes {
+        eprintln!("note: {note}");
     }
+    Ok(exit::OK)
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use crate::distribute::merge_shards;
 use crate::store::DB_FILE;
 
@@ -22,20 +23,15 @@ pub struct MergeArgs {
     pub shards: Vec<PathBuf>,
 }
 
-pub fn run(args: &MergeArgs) -> u8 {
+pub fn run(args: &MergeArgs) -> Ended {
     merge_and_report(&args.out, &args.shards)
 }
 
 /// Merges `shards` into `out`, says what it merged (and each run's shards), and reports
 /// the merged suite like `perfplan run`, judging the plan's gates.
-pub fn merge_and_report(out: &std::path::Path, shards: &[PathBuf]) -> u8 {
-    let outcome = match merge_shards(out, shards) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {}", crate::control::chain(&e));
-            return exit::of_merge_error(&e);
-        }
-    };
+pub fn merge_and_report(out: &std::path::Path, shards: &[PathBuf]) -> Ended {
+    let outcome =
+        merge_shards(out, shards).map_err(|e| Failure::of(exit::of_merge_error(&e), &e))?;
     for w in &outcome.warnings {
         eprintln!("warning: {w}");
     }
@@ -59,7 +55,7 @@ pub fn merge_and_report(out: &std::path::Path, shards: &[PathBuf]) -> u8 {
         }
         _ => {
             eprintln!("see `perfplan report {}`", outcome.db.display());
-            exit::OK
+            Ok(exit::OK)
         }
     }
 }

@@ -6,6 +6,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use crate::metrics::{names, registry};
 use crate::report::grid::Grid;
 use crate::report::TableStyle;
@@ -18,21 +19,18 @@ pub struct MetricsArgs {
     pub format: String,
 }
 
-pub fn run(args: &MetricsArgs) -> u8 {
+pub fn run(args: &MetricsArgs) -> Ended {
     match args.format.as_str() {
-        "table" => {
-            print!("{}", table(TableStyle::detect()));
-            exit::OK
-        }
-        "json" => {
-            println!("{}", json_text());
-            exit::OK
-        }
+        "table" => print!("{}", table(TableStyle::detect())),
+        "json" => println!("{}", json_text()),
         other => {
-            eprintln!("error: unknown format `{other}` (table, json)");
-            exit::INVALID
+            return Err(Failure::new(
+                exit::INVALID,
+                format!("unknown format `{other}` (table, json)"),
+            ))
         }
     }
+    Ok(exit::OK)
 }
 
 /// The reference as a table: families and scalars, then the statistics.

@@ -1,4 +1,5 @@
 //! Command-line interface (clap): one file per subcommand; maps errors to exit codes.
+//! Every command returns `failure::Ended`; a failure is printed here, once.
 //! Human tables go to stdout; progress, warnings and errors to stderr.
 
 mod check;
@@ -6,6 +7,7 @@ pub mod compare;
 pub mod exit;
 mod expand;
 pub mod export;
+mod failure;
 mod files;
 mod format_arg;
 pub mod history;
@@ -104,7 +106,8 @@ pub fn main() -> ExitCode {
         eprintln!("perfplan: internal error (a bug, please report it with the command): {info}");
     }));
     match std::panic::catch_unwind(|| dispatch(cli.command)) {
-        Ok(code) => ExitCode::from(code),
+        Ok(Ok(code)) => ExitCode::from(code),
+        Ok(Err(failure)) => ExitCode::from(failure.print()),
         Err(_) if CLOSED.load(std::sync::atomic::Ordering::SeqCst) => {
             ExitCode::from(exit::CLOSED_OUTPUT)
         }
@@ -120,7 +123,7 @@ fn closed_stdout(message: &str) -> bool {
     message.contains("failed printing to stdout") && message.contains("Broken pipe")
 }
 
-fn dispatch(command: Command) -> u8 {
+fn dispatch(command: Command) -> failure::Ended {
     match command {
         Command::Validate(args) => validate::run(&args),
         Command::Expand(args) => expand::run(&args),

@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::exit;
+use super::failure::Failure;
+
 use crate::plan::{load_plan_partial, process_env, Failed, LoadOptions, LoadedPlan};
 use crate::planner::{self, RunSpec};
 
@@ -23,20 +26,20 @@ pub struct OnlyArgs {
     pub only: Vec<String>,
 }
 
-/// Loads a plan, printing its diagnostics to stderr. `None` means: exit with INVALID.
-pub fn load(args: &PlanArgs) -> Option<LoadedPlan> {
+/// Loads a plan, printing its warnings to stderr; its problems are the failure.
+pub fn load(args: &PlanArgs) -> Result<LoadedPlan, Failure> {
     let opts = LoadOptions::new(args.sets.clone(), &process_env);
     match load_plan_partial(&args.plan, &opts) {
         Ok(plan) => {
             for w in plan.report.warnings() {
                 eprint!("{}", w.render(&plan.report.sources));
             }
-            Some(plan)
+            Ok(plan)
         }
-        Err(failed) => {
-            eprint!("{}", every_problem(*failed).render());
-            None
-        }
+        Err(failed) => Err(Failure::rendered(
+            exit::INVALID,
+            every_problem(*failed).render(),
+        )),
     }
 }
 
@@ -70,40 +73,36 @@ pub fn every_problem(failed: Failed) -> crate::plan::diag::Report {
     report
 }
 
-/// Expands a loaded plan and applies `--only`, printing diagnostics. `None`: INVALID.
-pub fn runs(plan: &LoadedPlan, only: &[String]) -> Option<Vec<RunSpec>> {
+/// Expands a loaded plan and applies `--only`, printing its warnings; its problems are
+/// the failure.
+pub fn runs(plan: &LoadedPlan, only: &[String]) -> Result<Vec<RunSpec>, Failure> {
     let expansion = match planner::expand(plan) {
         Ok(e) => e,
         Err(diags) => {
             let mut report = plan.report.clone();
             report.diagnostics = diags;
-            eprint!("{}", report.render());
-            return None;
+            return Err(Failure::rendered(exit::INVALID, report.render()));
         }
     };
     for w in &expansion.warnings {
         eprint!("{}", w.render(&plan.report.sources));
     }
-    match planner::select(expansion.runs, only) {
-        Ok(runs) => Some(runs),
-        Err(msg) => {
-            eprintln!("error: {msg}");
-            None
-        }
-    }
+    planner::select(expansion.runs, only).map_err(|msg| Failure::new(exit::INVALID, msg))
 }
 
-/// `--accept` codes, each a verdict reason's code; an unknown one is printed with the
-/// nearest code. `None`: exit with INVALID.
-pub fn accepted(codes: &[String]) -> Option<Vec<crate::trust::Code>> {
-    crate::trust::Code::parse_list(codes)
-        .map_err(|e| eprintln!("error: {e}"))
-        .ok()
+/// `--accept` codes, each a verdict reason's code; an unknown one fails with the nearest
+/// code.
+pub fn accepted(codes: &[String]) -> Result<Vec<crate::trust::Code>, Failure> {
+    crate::trust::Code::parse_list(codes).map_err(|e| Failure::new(exit::INVALID, e))
 }
 
-/// Whether the plan's and `--gate`'s relative gates have the baseline they need (a
-/// located error for each that has none is printed). `false`: exit with INVALID.
-pub fn baseline_for_gates(plan: &LoadedPlan, cli_gates: &[String], has_baseline: bool) -> bool {
+/// Whether the plan's and `--gate`'s relative gates have the baseline they need: a
+/// located error for each that has none.
+pub fn baseline_for_gates(
+    plan: &LoadedPlan,
+    cli_gates: &[String],
+    has_baseline: bool,
+) -> Result<(), Failure> {
     let cli: Vec<(String, String)> = cli_gates
         .iter()
         .filter_map(|g| crate::report::gates::parse_gate_arg(g).ok())
@@ -111,10 +110,9 @@ pub fn baseline_for_gates(plan: &LoadedPlan, cli_gates: &[String], has_baseline:
     let diags =
         crate::plan::baseline_gates::without_baseline(&plan.spec, &plan.tree, &cli, has_baseline);
     if diags.is_empty() {
-        return true;
+        return Ok(());
     }
     let mut report = plan.report.clone();
     report.diagnostics = diags;
-    eprint!("{}", report.render());
-    false
+    Err(Failure::rendered(exit::INVALID, report.render()))
 }

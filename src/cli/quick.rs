@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::{json, Map, Value};
 
 use super::exit;
+use super::failure::Failure;
 use crate::evalscope::url::{paths_key, split};
 use crate::plan::{emit, load_plan, process_env, ApiSpec, LoadOptions, LoadedPlan};
 
@@ -198,10 +199,10 @@ pub fn plan_table(q: &QuickArgs, plan_path: &Path) -> Result<Map<String, Value>,
     Ok(plan)
 }
 
-/// The model of a run without `--model`: the only one the server at `url` lists. `Err`
-/// is the exit code, the reason printed (the server unreachable, or listing several
-/// models or none: `--model` is needed, and the list says which).
-fn only_served_model(q: &QuickArgs) -> Result<String, u8> {
+/// The model of a run without `--model`: the only one the server at `url` lists; fails
+/// when the server is unreachable, or lists several models or none (`--model` is needed,
+/// and the list says which).
+fn only_served_model(q: &QuickArgs) -> Result<String, Failure> {
     let url = q.url.as_deref().unwrap_or_default();
     let parts = split(url);
     let key = q.api_key_env.as_deref().and_then(|v| std::env::var(v).ok());
@@ -215,10 +216,7 @@ fn only_served_model(q: &QuickArgs) -> Result<String, u8> {
         connect_timeout: crate::control::timeouts::CONNECT,
         timeout: crate::control::timeouts::CONNECTION_TEST_REQUEST,
     };
-    let fail = |why: String| {
-        eprintln!("error: {why}");
-        exit::ENDPOINT
-    };
+    let fail = |why: String| Failure::new(exit::ENDPOINT, why);
     let client = crate::control::Client::new(&spec)
         .map_err(|e| fail(format!("--url {url}: {}", crate::control::chain(&e))))?;
     let models_url = client.urls().of(crate::control::Route::Models).clone();
@@ -243,20 +241,19 @@ fn only_served_model(q: &QuickArgs) -> Result<String, u8> {
             Ok(one.clone())
         }
         [] => Err(fail(format!("{models_url} lists no model: give --model"))),
-        many => {
-            eprintln!(
-                "error: {models_url} lists {} models; choose one with --model: {}",
+        many => Err(Failure::new(
+            exit::INVALID,
+            format!(
+                "{models_url} lists {} models; choose one with --model: {}",
                 many.len(),
                 many.join(", ")
-            );
-            Err(exit::INVALID)
-        }
+            ),
+        )),
     }
 }
 
-/// The plan of a quick run, loaded like a file (diagnostics printed), and saved with
-/// `--save-plan`. `Err` is the exit code.
-pub fn load(q: &QuickArgs) -> Result<LoadedPlan, u8> {
+/// The plan of a quick run, loaded like a file, and saved with `--save-plan`.
+pub fn load(q: &QuickArgs) -> Result<LoadedPlan, Failure> {
     let mut q = q.clone();
     if q.model.is_none() {
         q.model = Some(only_served_model(&q)?);
@@ -266,10 +263,7 @@ pub fn load(q: &QuickArgs) -> Result<LoadedPlan, u8> {
         .save_plan
         .clone()
         .unwrap_or_else(|| PathBuf::from("perfplan-run.toml"));
-    let table = plan_table(q, &path).map_err(|msg| {
-        eprintln!("error: {msg}");
-        exit::INVALID
-    })?;
+    let table = plan_table(q, &path).map_err(|msg| Failure::new(exit::INVALID, msg))?;
     let header = [
         ":schema plan.schema.json".to_string(),
         format!(
@@ -285,10 +279,8 @@ pub fn load(q: &QuickArgs) -> Result<LoadedPlan, u8> {
         files: Some(&files),
         ..LoadOptions::new(Vec::new(), &process_env)
     };
-    let plan = load_plan(&path, &opts).map_err(|report| {
-        eprint!("{}", report.render());
-        exit::INVALID
-    })?;
+    let plan = load_plan(&path, &opts)
+        .map_err(|report| Failure::rendered(exit::INVALID, report.render()))?;
     if let Some(save) = &q.save_plan {
         super::init::write_new(save, &text, false)?;
         eprintln!("wrote {} (the plan of this run)", save.display());

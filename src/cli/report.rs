@@ -1,12 +1,12 @@
 //! `perfplan report DB`: the pivot of a stored suite in a chosen format, with the
 //! verdicts of the plan's and the command line's gates (exit 1 when one fails).
 
-use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use super::format_arg::FormatParser;
 use crate::report::{self, gates, Format, Layout, ReportError, TableStyle, Writer};
 use crate::store::{Store, StoreError};
@@ -117,9 +117,23 @@ fn groups(args: &ReportArgs) -> Result<(), ReportError> {
     write_out(args.out.as_deref(), &text)
 }
 
-/// Prints an error with its whole chain to standard error.
-pub(crate) fn print_error(e: &dyn Error) {
-    eprintln!("error: {}", crate::control::chain(e));
+/// A failed report: its error with the whole chain, and its exit code.
+pub(crate) fn failure_of(e: &ReportError) -> Failure {
+    Failure::of(code_of(e), e)
+}
+
+impl From<ReportError> for Failure {
+    fn from(e: ReportError) -> Self {
+        failure_of(&e)
+    }
+}
+
+/// The warning that a command's gate verdicts could not be stored (the report goes on).
+pub(crate) fn warn_not_stored(e: &StoreError) {
+    eprintln!(
+        "warning: gate verdicts not stored in the database: {}",
+        crate::control::chain(e)
+    );
 }
 
 /// The exit code for a failed report.
@@ -194,8 +208,7 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     let accept = crate::trust::Code::parse_list(&args.accept).map_err(ReportError::Format)?;
     let verdicts = gates::evaluate_suite(&store, (&args.gates, &accept), baseline)?;
     if let Err(e) = store.write_gate_results("report", &gates::to_records(&verdicts)) {
-        eprintln!("warning: gate verdicts not stored in the database");
-        print_error(&e);
+        warn_not_stored(&e);
     }
     let layout = Layout::from_args(&args.rows, &args.columns, &args.metrics);
     let format = args.format;
@@ -234,29 +247,22 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     Ok(gates::verdict_of(&verdicts))
 }
 
-/// Runs `perfplan report`; returns the exit code.
-pub fn run(args: ReportArgs) -> u8 {
-    match report(&args) {
-        Ok(verdict) => match super::export::export_suite(&args.db, &args.accept, &args.export) {
-            Ok(()) => exit::of_gates(verdict),
-            Err(code) => code,
-        },
-        Err(e) => {
-            print_error(&e);
-            code_of(&e)
-        }
-    }
+/// Runs `perfplan report`; the exit code of its gates.
+pub fn run(args: ReportArgs) -> Ended {
+    let verdict = report(&args).map_err(|e| failure_of(&e))?;
+    super::export::export_suite(&args.db, &args.accept, &args.export)?;
+    Ok(exit::of_gates(verdict))
 }
 
 /// After `perfplan run` (and `merge`, `rerun`): the summary table and the gates' verdicts
 /// (stored) on stdout and appended to `perfplan.log`, `report.md` and `report.html` next
-/// to the database. Returns the exit code.
+/// to the database. The exit code of the gates.
 pub fn after_run(
     dir: &Path,
     gates_cli: &[String],
     baseline: Option<&Path>,
     allow_changed: &[String],
-) -> u8 {
+) -> Ended {
     let sign = super::signoff::SignOff::default();
     after_run_signed(dir, gates_cli, baseline, allow_changed, &sign)
 }
@@ -269,14 +275,10 @@ pub fn after_run_signed(
     baseline: Option<&Path>,
     allow_changed: &[String],
     sign: &super::signoff::SignOff,
-) -> u8 {
-    match after_run_inner(dir, gates_cli, baseline, allow_changed, sign) {
-        Ok(verdict) => exit::of_gates(verdict),
-        Err(e) => {
-            print_error(&e);
-            code_of(&e)
-        }
-    }
+) -> Ended {
+    after_run_inner(dir, gates_cli, baseline, allow_changed, sign)
+        .map(exit::of_gates)
+        .map_err(|e| failure_of(&e))
 }
 
 /// Appends `text` to the output folder's `perfplan.log`; a log that cannot be written

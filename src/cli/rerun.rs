@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use super::plan_args;
 use crate::plan::{load_plan, process_env, LoadOptions};
 use crate::store::{GitInfo, HostFacts, Store, StoredSecret, SuiteInfo, SuiteRow};
@@ -22,18 +23,13 @@ pub struct RerunArgs {
     pub out: Option<PathBuf>,
 }
 
-pub fn run(args: &RerunArgs) -> u8 {
-    let suite = match Store::open(&args.dir).and_then(|s| s.suite()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {}", crate::control::chain(&e));
-            return exit::DATABASE;
-        }
-    };
+pub fn run(args: &RerunArgs) -> Ended {
+    let suite = Store::open(&args.dir)
+        .and_then(|s| s.suite())
+        .map_err(|e| Failure::of(exit::DATABASE, &e))?;
     let info = &suite.info;
     if let Some(message) = missing_secrets(&info.secrets, &process_env) {
-        eprint!("{message}");
-        return exit::INVALID;
+        return Err(Failure::rendered(exit::INVALID, message));
     }
     let (plan_path, files) = stored_files(info);
     let sets: Vec<String> = info
@@ -45,19 +41,12 @@ pub fn run(args: &RerunArgs) -> u8 {
         files: Some(&files),
         ..LoadOptions::new(sets, &process_env)
     };
-    let plan = match load_plan(&plan_path, &opts) {
-        Ok(p) => p,
-        Err(report) => {
-            eprint!("{}", report.render());
-            return exit::INVALID;
-        }
-    };
+    let plan = load_plan(&plan_path, &opts)
+        .map_err(|report| Failure::rendered(exit::INVALID, report.render()))?;
     for line in differences(&suite, &plan.base_dir) {
         eprintln!("note: {line}");
     }
-    let Some(runs) = plan_args::runs(&plan, &[]) else {
-        return exit::INVALID;
-    };
+    let runs = plan_args::runs(&plan, &[])?;
     if let Ok(stored) = Store::open(&args.dir).and_then(|s| s.runs()) {
         let changed = runs
             .iter()
@@ -80,13 +69,9 @@ pub fn run(args: &RerunArgs) -> u8 {
         resume_args: None,
         tokenizers: crate::tokenize::TokenizerCache::new(),
     };
-    match suite::run_suite(&plan, &runs, &opts) {
-        Ok(outcome) => super::report::after_run(&outcome.dir, &[], None, &[]),
-        Err(e) => {
-            eprintln!("error: {}", crate::control::chain(&e));
-            exit::of_suite_error(&e)
-        }
-    }
+    let outcome = suite::run_suite(&plan, &runs, &opts)
+        .map_err(|e| Failure::of(exit::of_suite_error(&e), &e))?;
+    super::report::after_run(&outcome.dir, &[], None, &[])
 }
 
 /// What `rerun` needs from the environment and does not find: the variables the suite's

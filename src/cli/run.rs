@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use super::plan_args::{self, OnlyArgs, PlanArgs};
 use super::quick::QuickArgs;
 use crate::suite::{self, RunOptions};
@@ -97,14 +98,14 @@ pub struct RunArgs {
 }
 
 /// The plan of `run`: its file, or the plan-free flags (`--url`).
-fn load_plan(args: &RunArgs) -> Result<crate::plan::LoadedPlan, u8> {
+fn load_plan(args: &RunArgs) -> Result<crate::plan::LoadedPlan, Failure> {
     match &args.plan {
         Some(path) => {
             let file = PlanArgs {
                 plan: path.clone(),
                 sets: args.sets.clone(),
             };
-            plan_args::load(&file).ok_or(exit::INVALID)
+            plan_args::load(&file)
         }
         None => super::quick::load(&args.quick),
     }
@@ -115,61 +116,37 @@ fn load_plan(args: &RunArgs) -> Result<crate::plan::LoadedPlan, u8> {
 fn before_anything(
     args: &RunArgs,
     plan: &crate::plan::LoadedPlan,
-) -> Result<Vec<crate::trust::Code>, u8> {
-    let accept = plan_args::accepted(&args.accept).ok_or(exit::INVALID)?;
-    if !plan_args::baseline_for_gates(plan, &args.gates, args.baseline.is_some()) {
-        return Err(exit::INVALID);
-    }
+) -> Result<Vec<crate::trust::Code>, Failure> {
+    let accept = plan_args::accepted(&args.accept)?;
+    plan_args::baseline_for_gates(plan, &args.gates, args.baseline.is_some())?;
     if let Some(why) = args
         .resume
         .as_deref()
         .and_then(|dir| super::resume_check::refusal(plan, dir))
     {
-        eprintln!("error: {why}");
-        return Err(exit::INVALID);
+        return Err(Failure::new(exit::INVALID, why));
     }
     Ok(accept)
 }
 
-pub fn run(args: &RunArgs) -> u8 {
-    let shard = match super::shard::resolve(args) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let plan = match load_plan(args) {
-        Ok(plan) => plan,
-        Err(code) => return code,
-    };
-    let Some(runs) = plan_args::runs(&plan, &args.only.only) else {
-        return exit::INVALID;
-    };
-    let accept = match before_anything(args, &plan) {
-        Ok(accept) => accept,
-        Err(code) => return code,
-    };
-    if !super::shard::usable(args, shard.map(|s| s.0), &runs) {
-        return exit::INVALID;
-    }
+pub fn run(args: &RunArgs) -> Ended {
+    let shard = super::shard::resolve(args)?;
+    let plan = load_plan(args)?;
+    let runs = plan_args::runs(&plan, &args.only.only)?;
+    let accept = before_anything(args, &plan)?;
+    super::shard::usable(args, shard.map(|s| s.0), &runs)?;
     // Every dataset file the runs read, before any request or output folder.
-    let files = super::files::check_files(&plan, &runs);
-    if !files.ok {
-        return exit::INVALID;
-    }
+    let files = super::files::check_files(&plan, &runs)?;
     if args.check {
-        let code = super::check::check_runs(&plan, &runs);
+        let code = super::check::check_runs(&plan, &runs)?;
         if code != exit::OK {
             eprintln!("perfplan: the check failed; nothing was run");
-            return code;
+            return Ok(code);
         }
     }
-    let barrier = match super::shard::barrier(args, shard, &plan) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
+    let barrier = super::shard::barrier(args, shard, &plan)?;
     let single = shard.is_some_and(|s| s.0.n == 1);
-    if !super::shard::merge_usable(args, barrier.is_some() || single) {
-        return exit::INVALID;
-    }
+    super::shard::merge_usable(args, barrier.is_some() || single)?;
     let opts = RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
@@ -188,25 +165,14 @@ pub fn run(args: &RunArgs) -> u8 {
     };
     let result = suite::run_suite_sharded(&plan, &runs, &opts, sharding);
     let merge = super::shard::finish(args, barrier.as_deref(), shard.map(|s| s.0));
-    let outcome = match result {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {}", crate::control::chain(&e));
-            return exit::of_suite_error(&e);
-        }
-    };
+    let outcome = result.map_err(|e| Failure::of(exit::of_suite_error(&e), &e))?;
     let code = report_outcome(args, &outcome);
-    match merge {
-        Ok(Some(out)) if code == exit::OK || code == exit::RUN_FAILED => {
-            let merged = super::merge::merge_and_report(&out.join("merged"), &[out]);
-            if merged == exit::OK {
-                code
-            } else {
-                merged
-            }
+    match merge? {
+        Some(out) if code == exit::OK || code == exit::RUN_FAILED => {
+            let merged = super::merge::merge_and_report(&out.join("merged"), &[out])?;
+            Ok(if merged == exit::OK { code } else { merged })
         }
-        Ok(_) => code,
-        Err(merge_code) => merge_code,
+        _ => Ok(code),
     }
 }
 
@@ -229,6 +195,8 @@ fn resume_args(args: impl Iterator<Item = String>) -> Vec<String> {
 }
 
 /// Prints how the suite ended and reports it, judging its gates (a shard's only as notes).
+/// A report or export that fails is said here, and its code returned unless the gates'
+/// or the interruption's says more.
 fn report_outcome(args: &RunArgs, outcome: &suite::SuiteOutcome) -> u8 {
     let line = format!(
         "perfplan: {} runs done, {} skipped, {} failed{}; results in {}",
@@ -253,9 +221,11 @@ fn report_outcome(args: &RunArgs, outcome: &suite::SuiteOutcome) -> u8 {
         args.baseline.as_deref(),
         &args.allow_changed,
         &sign,
-    );
+    )
+    .unwrap_or_else(Failure::print);
     let code = super::shard::gate_code(args, code);
     if let Err(failed) = super::export::export_suite(&outcome.dir, &args.accept, &args.export) {
+        let failed = failed.print();
         if code == exit::OK {
             return failed;
         }

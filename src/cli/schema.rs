@@ -1,20 +1,16 @@
 //! `perfplan schema`: the plan's JSON Schema, generated from the plan types.
 
 use super::exit;
+use super::failure::{Ended, Failure};
 
-pub fn run() -> u8 {
+pub fn run() -> Ended {
     let schema = crate::plan::plan_schema();
-    match serde_json::to_string_pretty(&schema) {
-        Ok(text) => {
-            println!("{text}");
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!(
-                "error: cannot print the schema: {}",
-                crate::control::chain(&e)
-            );
-            exit::INTERNAL
-        }
-    }
+    let text = serde_json::to_string_pretty(&schema).map_err(|e| {
+        Failure::new(
+            exit::INTERNAL,
+            format!("cannot print the schema: {}", crate::control::chain(&e)),
+        )
+    })?;
+    println!("{text}");
+    Ok(exit::OK)
 }

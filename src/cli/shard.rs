@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::exit;
+use super::failure::Failure;
 use super::run::RunArgs;
 use crate::distribute::barrier::{barrier_address, BarrierConfig, TcpBarrier};
 use crate::distribute::shard::env::{self as shard_env, Engine, ShardChoice};
@@ -13,9 +14,8 @@ use crate::plan::LoadedPlan;
 use crate::planner::RunSpec;
 use crate::store::Store;
 
-/// The shard `--shard` names (`auto`: read from the environment, with its engine);
-/// `Err(exit code)` after saying why there is none.
-pub fn resolve(args: &RunArgs) -> Result<Option<(Shard, Option<Engine>)>, u8> {
+/// The shard `--shard` names (`auto`: read from the environment, with its engine).
+pub fn resolve(args: &RunArgs) -> Result<Option<(Shard, Option<Engine>)>, Failure> {
     match args.shard {
         None => Ok(None),
         Some(ShardChoice::Fixed(s)) => Ok(Some((s, None))),
@@ -24,16 +24,13 @@ pub fn resolve(args: &RunArgs) -> Result<Option<(Shard, Option<Engine>)>, u8> {
                 eprintln!("perfplan: --shard auto: shard {s} (from {engine:?})");
                 Ok(Some((s, Some(engine))))
             }
-            Err(e) => {
-                eprintln!("error: {e}");
-                Err(exit::INVALID)
-            }
+            Err(e) => Err(Failure::new(exit::INVALID, e)),
         },
     }
 }
 
-/// Whether the sharding flags can be honoured for these runs; says why not.
-pub fn usable(args: &RunArgs, shard: Option<Shard>, runs: &[RunSpec]) -> bool {
+/// Whether the sharding flags can be honoured for these runs; why not.
+pub fn usable(args: &RunArgs, shard: Option<Shard>, runs: &[RunSpec]) -> Result<(), Failure> {
     if let Some(dir) = &args.resume {
         let dir = shard_env::resume_folder(dir, shard);
         if let Ok(stored) = Store::open(&dir).and_then(|s| s.suite_shard()) {
@@ -41,32 +38,36 @@ pub fn usable(args: &RunArgs, shard: Option<Shard>, runs: &[RunSpec]) -> bool {
             if stored != asked {
                 let name =
                     |s: Option<&str>| s.map_or("unsharded".to_string(), |s| format!("shard {s}"));
-                eprintln!(
-                    "error: --resume {}: that suite ran {}, and this command asks for {}",
-                    dir.display(),
-                    name(stored.as_deref()),
-                    name(asked.as_deref())
-                );
-                return false;
+                return Err(Failure::new(
+                    exit::INVALID,
+                    format!(
+                        "--resume {}: that suite ran {}, and this command asks for {}",
+                        dir.display(),
+                        name(stored.as_deref()),
+                        name(asked.as_deref())
+                    ),
+                ));
             }
         }
     }
     if shard.is_none() {
-        return true;
+        return Ok(());
     }
     if let Some(run) = runs
         .iter()
         .find(|r| matches!(r.load(), crate::planner::Load::Search { .. }))
     {
-        eprintln!(
-            "error: --shard cannot split the SLA search of run {}: each probe's verdict needs the \
-             whole load's metrics, which exist only after `perfplan merge`; search on one machine, \
-             or shard a fixed load (leave the search out with --only)",
-            run.id
-        );
-        return false;
+        return Err(Failure::new(
+            exit::INVALID,
+            format!(
+                "--shard cannot split the SLA search of run {}: each probe's verdict needs the \
+                 whole load's metrics, which exist only after `perfplan merge`; search on one \
+                 machine, or shard a fixed load (leave the search out with --only)",
+                run.id
+            ),
+        ));
     }
-    true
+    Ok(())
 }
 
 /// A shard's gates judge only its share: their failure is a note, not exit 1.
@@ -87,7 +88,7 @@ pub fn barrier(
     args: &RunArgs,
     shard: Option<(Shard, Option<Engine>)>,
     plan: &LoadedPlan,
-) -> Result<Option<Arc<TcpBarrier>>, u8> {
+) -> Result<Option<Arc<TcpBarrier>>, Failure> {
     let Some((shard, engine)) = shard.filter(|(s, _)| s.n > 1) else {
         return Ok(None);
     };
@@ -107,10 +108,7 @@ pub fn barrier(
             }
             return Ok(None);
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Err(exit::INVALID);
-        }
+        Err(e) => return Err(Failure::new(exit::INVALID, e)),
     };
     let cfg = BarrierConfig {
         shard,
@@ -129,21 +127,18 @@ pub fn barrier(
             );
             Ok(Some(b))
         }
-        Err(e) => {
-            eprintln!("error: start barrier: {e}");
-            Err(exit::BARRIER)
-        }
+        Err(e) => Err(Failure::new(exit::BARRIER, format!("start barrier: {e}"))),
     }
 }
 
 /// Tells the other shards this suite is over, and ends the barrier. With `--merge`,
 /// shard 1 first waits for every shard's end: `Ok(Some(DIR))` when the shards' folders
-/// in DIR are ready to merge, `Err(exit code)` when some shard did not end.
+/// in DIR are ready to merge, a failure when some shard did not end.
 pub fn finish(
     args: &RunArgs,
     barrier: Option<&TcpBarrier>,
     shard: Option<Shard>,
-) -> Result<Option<std::path::PathBuf>, u8> {
+) -> Result<Option<std::path::PathBuf>, Failure> {
     let Some(b) = barrier else {
         // One shard merges at once; without a barrier `merge_usable` refused `--merge`.
         let single = args.merge && shard.is_some_and(|s| s.n == 1);
@@ -156,10 +151,7 @@ pub fn finish(
     match b.finish(merges) {
         Ok(()) if merges => Ok(args.out.clone()),
         Ok(()) => Ok(None),
-        Err(e) if merges => {
-            eprintln!("error: --merge: {e}");
-            Err(exit::BARRIER)
-        }
+        Err(e) if merges => Err(Failure::new(exit::BARRIER, format!("--merge: {e}"))),
         Err(e) => {
             eprintln!("warning: start barrier: {e}");
             Ok(None)
@@ -168,9 +160,9 @@ pub fn finish(
 }
 
 /// `--merge` needs what tells shard 1 where the shards are and when they are done.
-pub fn merge_usable(args: &RunArgs, barrier: bool) -> bool {
+pub fn merge_usable(args: &RunArgs, barrier: bool) -> Result<(), Failure> {
     if !args.merge {
-        return true;
+        return Ok(());
     }
     let why = if args.shard.is_none() {
         "--shard"
@@ -179,8 +171,7 @@ pub fn merge_usable(args: &RunArgs, barrier: bool) -> bool {
     } else if !barrier {
         "the start barrier (so shard 1 knows when every shard is done)"
     } else {
-        return true;
+        return Ok(());
     };
-    eprintln!("error: --merge needs {why}");
-    false
+    Err(Failure::new(exit::INVALID, format!("--merge needs {why}")))
 }

@@ -9,6 +9,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use crate::record::Phase;
 use crate::store::{RequestRow, Store, StoredRun};
 
@@ -169,11 +170,11 @@ pub fn describe(run: &StoredRun, row: &RequestRow) -> String {
     out
 }
 
-fn show(args: &ShowArgs) -> Result<String, (u8, String)> {
-    let db = |e: crate::store::StoreError| (exit::DATABASE, crate::control::chain(&e));
+fn show(args: &ShowArgs) -> Result<String, Failure> {
+    let db = |e: crate::store::StoreError| Failure::of(exit::DATABASE, &e);
     let store = Store::open(&args.db).map_err(db)?;
     let runs = store.runs().map_err(db)?;
-    let run = pick_run(&runs, args.run.as_deref()).map_err(|m| (exit::INVALID, m))?;
+    let run = pick_run(&runs, args.run.as_deref()).map_err(|m| Failure::new(exit::INVALID, m))?;
     let rows = store.request_rows(&run.id).map_err(db)?;
     let row = match args.request {
         Some(n) => rows.iter().find(|r| r.index == n),
@@ -191,7 +192,7 @@ fn show(args: &ShowArgs) -> Result<String, (u8, String)> {
             (Some(a), Some(b)) => format!("; its requests are {} to {}", a.index, b.index),
             _ => String::new(),
         };
-        return Err((
+        return Err(Failure::new(
             exit::INVALID,
             format!("run #{} {} has no {which}{range}", run.ordinal, run.id),
         ));
@@ -216,15 +217,7 @@ fn show(args: &ShowArgs) -> Result<String, (u8, String)> {
     Ok(out)
 }
 
-pub fn run(args: &ShowArgs) -> u8 {
-    match show(args) {
-        Ok(text) => {
-            print!("{text}");
-            exit::OK
-        }
-        Err((code, msg)) => {
-            eprintln!("error: {msg}");
-            code
-        }
-    }
+pub fn run(args: &ShowArgs) -> Ended {
+    print!("{}", show(args)?);
+    Ok(exit::OK)
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::exit;
+use super::failure::{Ended, Failure};
 use crate::control::chain;
 use crate::sim::{self, SimConfig};
 
@@ -57,8 +58,8 @@ Example:
   curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
     -d '{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8,\"stream\":true}'";
 
-/// Runs the simulator; returns the process exit code.
-pub fn run(args: SimArgs) -> u8 {
+/// Runs the simulator until it is interrupted.
+pub fn run(args: SimArgs) -> Ended {
     let mut builder = match args.threads {
         Some(1) => tokio::runtime::Builder::new_current_thread(),
         _ => tokio::runtime::Builder::new_multi_thread(),
@@ -66,29 +67,21 @@ pub fn run(args: SimArgs) -> u8 {
     if let Some(n) = args.threads.filter(|n| *n > 1) {
         builder.worker_threads(usize::from(n));
     }
-    let runtime = match builder.enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {}", chain(&e));
-            return exit::INVALID;
-        }
-    };
+    let runtime = builder.enable_all().build().map_err(|e| {
+        Failure::new(
+            exit::INVALID,
+            format!("cannot start the async runtime: {}", chain(&e)),
+        )
+    })?;
     runtime.block_on(serve(args))
 }
 
-async fn serve(args: SimArgs) -> u8 {
-    if let Err(e) = sim::check(&args.config) {
-        eprintln!("error: {}", chain(&e));
-        return exit::INVALID;
-    }
+async fn serve(args: SimArgs) -> Ended {
+    sim::check(&args.config).map_err(|e| Failure::of(exit::INVALID, &e))?;
     let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => match sim::tls_config(cert, key) {
-            Ok(config) => Some(Arc::new(config)),
-            Err(e) => {
-                eprintln!("error: {}", chain(&e));
-                return exit::INVALID;
-            }
-        },
+        (Some(cert), Some(key)) => Some(Arc::new(
+            sim::tls_config(cert, key).map_err(|e| Failure::of(exit::INVALID, &e))?,
+        )),
         _ => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -101,26 +94,19 @@ async fn serve(args: SimArgs) -> u8 {
             p => p.saturating_add(u16::try_from(i).unwrap_or(u16::MAX)),
         };
         let addr = SocketAddr::new(args.host, port);
-        let listener = match sim::bind(addr) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("error: cannot listen on {addr}: {}", chain(&e));
-                return exit::INVALID;
-            }
-        };
+        let listener = sim::bind(addr).map_err(|e| {
+            Failure::new(
+                exit::INVALID,
+                format!("cannot listen on {addr}: {}", chain(&e)),
+            )
+        })?;
         let bound = listener.local_addr().unwrap_or(addr);
         println!("listening on {scheme}://{bound}{mount}");
         servers.push(sim::serve(args.config.clone(), listener, tls.clone()));
     }
     let all = futures_util::future::try_join_all(servers);
     tokio::select! {
-        r = all => match r.map(|_| ()) {
-            Ok(()) => exit::OK,
-            Err(e) => {
-                eprintln!("error: {}", chain(&e));
-                exit::INVALID
-            }
-        },
-        _ = tokio::signal::ctrl_c() => exit::OK,
+        r = all => r.map(|_| exit::OK).map_err(|e| Failure::of(exit::INVALID, &e)),
+        _ = tokio::signal::ctrl_c() => Ok(exit::OK),
     }
 }

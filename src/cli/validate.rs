@@ -4,6 +4,7 @@
 use clap::Args;
 
 use super::exit;
+use super::failure::Ended;
 use super::plan_args::{self, PlanArgs};
 
 #[derive(Debug, Args)]
@@ -20,22 +21,20 @@ pub struct ValidateArgs {
     pub no_files: bool,
 }
 
-pub fn run(args: &ValidateArgs) -> u8 {
-    let Some(plan) = plan_args::load(&args.plan) else {
-        return exit::INVALID;
-    };
-    let Some(runs) = plan_args::runs(&plan, &[]) else {
-        return exit::INVALID;
-    };
+pub fn run(args: &ValidateArgs) -> Ended {
+    let plan = plan_args::load(&args.plan)?;
+    let runs = plan_args::runs(&plan, &[])?;
     // Every problem at once: the gates' baselines and the files are both checked.
-    let gates_ok = plan_args::baseline_for_gates(&plan, &[], args.baseline.is_some());
+    let gates = plan_args::baseline_for_gates(&plan, &[], args.baseline.is_some());
     let files = match args.no_files {
-        true => None,
-        false => Some(super::files::check_files(&plan, &runs)),
+        true => Ok(None),
+        false => super::files::check_files(&plan, &runs).map(Some),
     };
-    if !gates_ok || files.as_ref().is_some_and(|f| !f.ok) {
-        return exit::INVALID;
-    }
+    let files = match (gates, files) {
+        (Ok(()), files) => files?,
+        (Err(gates), Ok(_)) => return Err(gates),
+        (Err(gates), Err(files)) => return Err(gates.and(files)),
+    };
     println!(
         "{}: valid, {} run{}",
         args.plan.plan.display(),
@@ -55,5 +54,5 @@ pub fn run(args: &ValidateArgs) -> u8 {
             );
         }
     }
-    exit::OK
+    Ok(exit::OK)
 }
