@@ -16,6 +16,12 @@
 #   BIN=path/to/perfplan bench/client.sh  # measure that binary (no build), e.g. an older one
 #   SIM_BIN=path/to/perfplan ...          # serve with that binary's simulator (default: BIN's)
 #   TLS=1 SCENARIOS="ttft-c64 ttft-c256" bench/client.sh   # HTTPS against HTTP (issue 34)
+#   BUSY=1 ...                            # a competing CPU load on the client's core(s)
+#                                         # during every run (a busy loop; with PIN=1 on CPU 1)
+#
+# Every run's table also gives the TTFT error by the kernel's receive stamps (the default
+# clock) and by the client's reads (the same requests: each one's stamp plus how long after
+# it the client read; `figures.py kernel`), paired request by request.
 #
 # TLS=1: every run of a scenario is made twice, interleaved (http, https, http, ...): once
 # over plain HTTP, once over HTTPS, the simulator serving TLS (`perfplan sim --tls-cert
@@ -106,10 +112,16 @@ run_one() { # scenario run mode: one run, its figures appended to OUT/SCENARIO[-
     curl_tls=(--cacert "$OUT/tls/cert.pem")
   fi
   load0=$(cut -d' ' -f1 /proc/loadavg)
+  local busy_pid=""
+  if [[ ${BUSY:-0} == 1 ]]; then
+    "${pin_client[@]}" timeout 600 sh -c 'while :; do :; done' &
+    busy_pid=$!
+  fi
   status=0
   "${pin_client[@]}" /usr/bin/time -v -o "$dir/time.txt" "$BIN" run "bench/$s.toml" \
     --out "$dir/out" --set "endpoints.sim.base_url=$SIM_URL" "${tls_set[@]}" ${RUN_EXTRA:-} >"$dir/run.log" 2>&1 || status=$?
   load1=$(cut -d' ' -f1 /proc/loadavg)
+  if [[ -n $busy_pid ]]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; fi
   curl -sf "${curl_tls[@]}" "$SIM_URL/sim/truth" >"$dir/truth.json"
   sim_cpu=$(sim_cpu_s)
   stop_sim
@@ -141,4 +153,5 @@ done
 echo
 python3 bench/figures.py table "$OUT"
 if [[ $TLS == 1 ]]; then echo; python3 bench/figures.py tls "$OUT"; fi
+echo; python3 bench/figures.py kernel "$OUT"
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) (other processes share this machine)"

@@ -13,6 +13,8 @@ usage: figures.py run RESULTS_DB TRUTH_JSON TIME_OUTPUT   (one JSON line)
        figures.py table DIR    (the issue's table from DIR/SCENARIO.jsonl, median of runs)
        figures.py tls DIR      (issue 34: HTTPS against HTTP, DIR/SCENARIO-https.jsonl
                                 beside DIR/SCENARIO.jsonl, median of runs)
+       figures.py kernel DIR   (issue 35: TTFT error by the kernel's receive stamps and by
+                                the client's reads, the same requests, median of runs)
        figures.py buckets RESULTS_DB  (issue 34: the client's TTFT of every request of the
                                 first run, counted in the buckets of the server's own
                                 TTFT histogram over the run, beside the server's counts)
@@ -59,8 +61,8 @@ def run(db_path, truth_path, time_path):
     metrics = dict(db.execute("SELECT name, value FROM run_metrics WHERE run_id = ?", (run_id,)))
     warnings = json.loads(db.execute("SELECT warnings_json FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
     rows = db.execute(
-        "SELECT request_index, phase, sent_us, ttft_us, outcome, completion_tokens "
-        "FROM requests WHERE run_id = ?",
+        "SELECT request_index, phase, sent_us, ttft_us, outcome, completion_tokens, "
+        "first_read_delay_us, read_clock FROM requests WHERE run_id = ?",
         (run_id,),
     ).fetchall()
     total = len(rows)
@@ -79,13 +81,16 @@ def run(db_path, truth_path, time_path):
     concurrency = (settings.get("load") or {}).get("concurrency")
     # The first wave: the first `concurrency` measured requests sent (a tier's start).
     first_wave = {r[0] for r in sorted(measured, key=lambda r: r[2])[: concurrency or 0]}
-    errors, ins, outs, wave = [], [], [], []
-    for idx, _, sent_us, ttft_us, _, _ in ok:
+    errors, ins, outs, wave, user_errors = [], [], [], [], []
+    for idx, _, sent_us, ttft_us, _, _, delay_us, _ in ok:
         t = by_id.get(f"{run_id[:8]}-{run_id[8:12]}-4000-8000-{idx:012x}")
         if t is None or ttft_us is None or t.get("first_token_us") is None:
             continue
         server_us = t["first_token_us"] - t["arrival_us"]
         errors.append((ttft_us - server_us) / 1000.0)
+        # The same request timed by the client's read (the kernel's stamp plus how long
+        # after it the read came): the user clock's error, paired with the kernel's.
+        user_errors.append((ttft_us + (delay_us or 0) - server_us) / 1000.0)
         if idx in first_wave:
             wave.append(errors[-1])
         if client_start is not None and server_start is not None:
@@ -116,6 +121,11 @@ def run(db_path, truth_path, time_path):
         "ttft_err_mean_ms": statistics.mean(errors) if errors else None,
         "ttft_err_p99_ms": pct(errors, 99),
         "ttft_err_max_ms": max(errors) if errors else None,
+        "ttft_err_user_mean_ms": statistics.mean(user_errors) if user_errors else None,
+        "ttft_err_user_p99_ms": pct(user_errors, 99),
+        "kernel_clock_ratio": metrics.get("kernel_clock_ratio"),
+        "client_delay_p50_ms": metrics.get("client_delay_p50"),
+        "client_delay_p99_ms": metrics.get("client_delay_p99"),
         "ttft_err_first_wave_mean_ms": statistics.mean(wave) if wave else None,
         "ttft_err_first_wave_max_ms": max(wave) if wave else None,
         "ttft_err_in_mean_ms": statistics.mean(ins) if ins else None,
@@ -222,6 +232,21 @@ def table(dir_):
                  if scenario.startswith("ttft") else ""))
 
 
+def kernel_table(dir_):
+    """TTFT error by the kernel's receive stamps against the client's reads, paired."""
+    print("| scenario | kernel clock: TTFT error mean / p99 (ms) | client reads: mean / p99 (ms) | client_delay p50 / p99 (ms) | kernel_clock_ratio |")
+    print("|---|---|---|---|---|")
+    for scenario in ("ttft-c64", "ttft-c256", "ttft-c256-cold", "ttft-c1024", "ttft-c4096", "poisson-50"):
+        runs = load(dir_, scenario)
+        if not runs:
+            continue
+        f = lambda k, fmt="{:+.2f}": fig(runs, k, fmt)[0]
+        print(f"| {scenario} | {f('ttft_err_mean_ms')} / {f('ttft_err_p99_ms')} | "
+              f"{f('ttft_err_user_mean_ms')} / {f('ttft_err_user_p99_ms')} | "
+              f"{f('client_delay_p50_ms', '{:.2f}')} / {f('client_delay_p99_ms', '{:.2f}')} | "
+              f"{f('kernel_clock_ratio', '{:.2f}')} |")
+
+
 def tls_table(dir_):
     """Issue 34: TTFT error and client CPU over HTTPS against the same runs over HTTP."""
     print("| c | figure | http | https | https - http | target | met |")
@@ -298,6 +323,8 @@ if __name__ == "__main__":
         table(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "tls":
         tls_table(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "kernel":
+        kernel_table(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "buckets":
         buckets(sys.argv[2])
     else:

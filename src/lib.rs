@@ -30,6 +30,7 @@ pub mod probe;
 pub mod record;
 pub mod report;
 pub mod request;
+pub mod rx_stamp;
 pub mod search;
 pub mod secrets;
 pub mod servers;

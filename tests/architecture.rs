@@ -122,6 +122,11 @@ const ONLY: &[(&str, &[&str], &str)] = &[
         "either_io is a leaf: the plain-or-TLS stream imports nothing of the crate",
     ),
     (
+        "rx_stamp",
+        &[],
+        "rx_stamp is a leaf: the kernel's receive stamps import nothing of the crate",
+    ),
+    (
         "text",
         &[],
         "text is a leaf: the one rule for reading a text file imports nothing of the crate",

@@ -56,6 +56,7 @@ fn record(index: u64) -> RequestRecord {
         raw: Vec::new(),
         replica: None,
         class: None,
+        read_clock: None,
         unstreamed: false,
     }
 }

@@ -145,7 +145,18 @@ async fn https_connections_are_handshaken_before_the_clock_by_the_lean_client() 
         );
         let ttft = r.ttft().unwrap();
         assert!(ttft < HALFWAY, "no handshake inside TTFT: {ttft:?}");
+        // Under TLS too the answer is timed by the kernel's stamps of the TCP reads
+        // beneath (where the kernel gives them: Linux, after its first moment).
+        let clock = r.read_clock.expect("answer read");
+        assert!(clock.first_delay.is_some(), "{clock:?}");
     }
+    #[cfg(target_os = "linux")]
+    assert!(
+        out.records
+            .iter()
+            .any(|r| r.read_clock.is_some_and(|c| c.kernel)),
+        "no answer over TLS timed by the kernel"
+    );
     let heads = server.seen.heads.lock().unwrap().clone();
     assert!(heads[0].contains("User-Agent: perfplan/"), "{}", heads[0]);
 }

@@ -63,6 +63,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         response_bytes: 0,
         replica: None,
         class: req.class,
+        read_clock: None,
         unstreamed: false,
         raw: Vec::new(),
     }
@@ -275,7 +276,9 @@ async fn drive_h1(
     rec.end = reading.last - t0;
     let mut framing = BodyState::new(head.framing);
     loop {
-        let read = conn.read_body(&mut framing, |data, at| reading.on_data(rec, data, at));
+        let read = conn.read_body(&mut framing, |data, arrival| {
+            reading.on_data(rec, data, arrival)
+        });
         tokio::select! {
             biased;
             r = read => match r {

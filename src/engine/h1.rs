@@ -30,6 +30,7 @@ pub(crate) use super::h1_body::BodyState;
 use super::h1_head::{bad, parse_head};
 pub(crate) use super::h1_head::{Framing, Head};
 use super::h1_wire::{TlsDial, Wire};
+use super::stamped_tcp::{Arrival, StampedTcp};
 use crate::api::SseDecoder;
 use crate::either_io::EitherIo;
 use crate::engine::PreparedRequest;
@@ -38,6 +39,13 @@ use crate::record::TlsHandshake;
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 const READ_BUF: usize = 16 * 1024;
+
+/// Whether the lean client asks the kernel for receive stamps: yes, unless
+/// `PERFPLAN_RECEIVE_STAMPS=off` (to time reads as before, e.g. to measure the stamps'
+/// cost or to rule them out).
+fn receive_stamps() -> bool {
+    std::env::var("PERFPLAN_RECEIVE_STAMPS").map_or(true, |v| v != "off")
+}
 /// An idle connection is checked for a close by the server (a keep-alive timeout) before
 /// reuse once it has been idle this long; a hot loop reuses it at once, unchecked (a
 /// close that races the request is met by the retry in `exchange`).
@@ -53,6 +61,8 @@ pub(crate) struct H1Client {
     connect_timeout: Duration,
     /// `https://`: how each new connection becomes a TLS one.
     tls: Option<TlsDial>,
+    /// Ask the kernel to stamp received data (`receive_stamps`).
+    receive_stamps: bool,
 }
 
 /// One keep-alive connection with its buffers.
@@ -62,8 +72,8 @@ pub(crate) struct Conn {
     start: usize,
     end: usize,
     wbuf: Vec<u8>,
-    /// When the last read returned (the arrival time of the bytes in the buffer).
-    filled_at: Instant,
+    /// When the bytes of the last read arrived (the kernel's stamp where it gave one).
+    filled: Arrival,
     /// The SSE decoder's buffers, kept with the connection so a stream allocates nothing.
     pub(crate) sse: SseDecoder,
     /// Was idle in the pool (served a request before, or was pre-connected): a failure
@@ -117,6 +127,7 @@ impl H1Client {
             max_idle,
             connect_timeout,
             tls: None,
+            receive_stamps: receive_stamps(),
         }
     }
 
@@ -132,7 +143,7 @@ impl H1Client {
             let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
             match idle {
                 Some(mut c) => {
-                    if c.filled_at.elapsed() < PROBE_AFTER || c.stream.idle_and_open() {
+                    if c.filled.at.elapsed() < PROBE_AFTER || c.stream.idle_and_open() {
                         return Ok(c);
                     }
                 }
@@ -153,7 +164,7 @@ impl H1Client {
     /// (`setup`), the handshake also alone (`tls`).
     pub(crate) async fn connect(&self) -> io::Result<Conn> {
         let began = Instant::now();
-        let tcp = self.connect_tcp().await?;
+        let tcp = StampedTcp::new(self.connect_tcp().await?, self.receive_stamps);
         let (stream, tls) = match &self.tls {
             None => (EitherIo::Plain(tcp), None),
             Some(dial) => {
@@ -173,7 +184,7 @@ impl H1Client {
             start: 0,
             end: 0,
             wbuf: Vec::with_capacity(1024),
-            filled_at: Instant::now(),
+            filled: Arrival::of(None),
             sse: SseDecoder::new(),
             reused: false,
             setup,
@@ -287,7 +298,7 @@ impl Conn {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && self.stream.is_tls() => 0,
             Err(e) => return Err(e),
         };
-        self.filled_at = Instant::now();
+        self.filled = self.stream.arrival();
         self.end += n;
         self.answered |= n > 0;
         Ok(n)
@@ -321,12 +332,12 @@ impl Conn {
         }
     }
 
-    /// Delivers the next body bytes to `on_data` with the instant they arrived. Returns
-    /// false once the body has ended.
+    /// Delivers the next body bytes to `on_data` with their arrival. Returns false once
+    /// the body has ended.
     pub(crate) async fn read_body(
         &mut self,
         body: &mut BodyState,
-        mut on_data: impl FnMut(&[u8], Instant),
+        mut on_data: impl FnMut(&[u8], Arrival),
     ) -> io::Result<bool> {
         if body.done() {
             return Ok(false);
@@ -335,7 +346,7 @@ impl Conn {
             return body.at_close();
         }
         let input = &self.rbuf[self.start..self.end];
-        let at = self.filled_at;
+        let at = self.filled;
         let used = body.feed(input, |d| on_data(d, at))?;
         self.start += used;
         Ok(!body.done())

@@ -9,18 +9,19 @@ use std::sync::Arc;
 use std::task::{Context, Waker};
 use std::time::Instant;
 
+use super::stamped_tcp::{Arrival, StampedTcp};
 use rustls::pki_types::ServerName;
 use rustls::HandshakeKind;
 use tokio::io::{AsyncRead, ReadBuf};
-use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
 use crate::either_io::EitherIo;
 use crate::record::TlsHandshake;
 
-/// One connection's byte stream: plain TCP, or TLS over it.
-pub(crate) type Wire = EitherIo<TcpStream, Box<TlsStream<TcpStream>>>;
+/// One connection's byte stream: plain TCP, or TLS over it, either with the kernel's
+/// receive stamps where it gives them.
+pub(crate) type Wire = EitherIo<StampedTcp, Box<TlsStream<StampedTcp>>>;
 
 impl Wire {
     /// An idle connection is still usable: neither a close nor stray bytes have arrived.
@@ -32,7 +33,7 @@ impl Wire {
         let mut probe = [0u8; 1];
         match self {
             EitherIo::Plain(tcp) => {
-                matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+                matches!(tcp.tcp().try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
             }
             EitherIo::Tls(tls) => {
                 let mut buf = ReadBuf::new(&mut probe);
@@ -42,6 +43,15 @@ impl Wire {
                     .is_pending()
             }
         }
+    }
+
+    /// When the bytes of the last read arrived (for TLS: the last TCP read under it,
+    /// which brought them or came after them).
+    pub(crate) fn arrival(&self) -> Arrival {
+        Arrival::of(match self {
+            EitherIo::Plain(tcp) => tcp.stamp(),
+            EitherIo::Tls(tls) => tls.get_ref().0.stamp(),
+        })
     }
 }
 
@@ -75,7 +85,7 @@ impl TlsDial {
 
     /// The TLS handshake over an established TCP connection. A refused certificate is an
     /// `io::Error` holding the rustls error (`control::tls_problem` tells it in words).
-    pub(crate) async fn handshake(&self, tcp: TcpStream) -> io::Result<(Wire, TlsHandshake)> {
+    pub(crate) async fn handshake(&self, tcp: StampedTcp) -> io::Result<(Wire, TlsHandshake)> {
         let began = Instant::now();
         let tls = self.connector.connect(self.name.clone(), tcp).await?;
         let took = began.elapsed();

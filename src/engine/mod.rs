@@ -33,6 +33,7 @@ mod response;
 mod run;
 pub mod schedule;
 pub mod source;
+mod stamped_tcp;
 pub mod target;
 mod ticker;
 mod tls_sessions;

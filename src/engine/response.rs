@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use super::bounds::ResponseLimits;
 use super::exchange::Failure;
 use super::source::PreparedRequest;
+use super::stamped_tcp::Arrival;
 use super::target::Endpoint;
 use crate::api::{self, ApiKind, SseDecoder, SseEvent};
 use crate::record::excerpt;
@@ -229,8 +230,19 @@ impl Reading {
         }
     }
 
-    /// Bytes of the body that arrived at `arrived`.
-    pub(crate) fn on_data(&mut self, rec: &mut RequestRecord, data: &[u8], arrived: Instant) {
+    /// Bytes of the body that arrived at `arrival` (with how long before they were read).
+    pub(crate) fn on_data(&mut self, rec: &mut RequestRecord, data: &[u8], arrival: Arrival) {
+        let had_content = !rec.content_times.is_empty();
+        self.feed(rec, data, arrival.at);
+        let first_content = !had_content && !rec.content_times.is_empty();
+        rec.read_clock.get_or_insert_with(Default::default).on_read(
+            arrival.delay,
+            arrival.kernel,
+            first_content,
+        );
+    }
+
+    fn feed(&mut self, rec: &mut RequestRecord, data: &[u8], arrived: Instant) {
         self.last = arrived;
         let at = arrived - self.state.t0;
         rec.end = at;

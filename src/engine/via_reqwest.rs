@@ -161,7 +161,7 @@ pub(crate) async fn drive_reqwest(
             biased;
             chunk = response.chunk() => match chunk {
                 Ok(Some(bytes)) => {
-                    reading.on_data(rec, &bytes, Instant::now());
+                    reading.on_data(rec, &bytes, super::stamped_tcp::Arrival::of(None));
                     if reading.broken() {
                         break;
                     }

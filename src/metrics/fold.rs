@@ -34,6 +34,10 @@ pub struct Fold {
     lateness: Times,
     connect: Times,
     tls_handshake: Times,
+    /// Per request timed by the kernel: how long after arrival its first content was read.
+    client_delay: Times,
+    /// Measured requests that read an answer: (timed by the kernel, all).
+    clock: (u64, u64),
     /// Per request: output tokens / latency, and (output tokens − 1) / (latency − TTFT).
     request_output_tps: Rates,
     decode_tps: Rates,
@@ -97,6 +101,8 @@ impl Fold {
             lateness: Times::default(),
             connect: Times::default(),
             tls_handshake: Times::default(),
+            client_delay: Times::default(),
+            clock: (0, 0),
             request_output_tps: Rates::default(),
             decode_tps: Rates::default(),
             tokens_per_chunk: Rates::default(),
@@ -128,6 +134,13 @@ impl Fold {
         if let Some(c) = r.connect {
             self.connect.push(c);
             self.counts.connections.opened += 1;
+        }
+        if let Some(clock) = r.read_clock {
+            self.clock.0 += u64::from(clock.kernel);
+            self.clock.1 += 1;
+            if let Some(d) = clock.first_delay.filter(|_| clock.kernel) {
+                self.client_delay.push(d);
+            }
         }
         if let Some(tls) = r.tls {
             self.tls_handshake.push(tls.took);
@@ -268,6 +281,7 @@ impl Fold {
             ("lateness", self.lateness),
             ("connect", self.connect),
             ("tls_handshake", self.tls_handshake),
+            ("client_delay", self.client_delay),
         ] {
             fill_from(v, name, &times.sorted());
         }
@@ -294,6 +308,11 @@ impl Fold {
             cache: self.cache,
         };
         scalars.write(&mut s, opts);
+        let (kernel, read) = self.clock;
+        s.values.insert(
+            "kernel_clock_ratio".into(),
+            (read > 0).then(|| kernel as f64 / read as f64),
+        );
         s.client_bound = client_bound(&s, opts);
         s
     }

@@ -30,6 +30,8 @@ pub mod student;
 mod summary;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_clock;
 pub mod turns;
 pub mod window_fold;
 

@@ -25,7 +25,7 @@ const fn m(
 }
 
 /// The quantities of the distributions (`<quantity>_<statistic>`), per request.
-pub const QUANTITY_DEFS: [MetricDef; 17] = [
+pub const QUANTITY_DEFS: [MetricDef; 18] = [
     m("ttft", Millis, Lower, "time to first token: request sent → first chunk with any output (content, reasoning or a tool call)"),
     m("tpot", Millis, Lower, "time per output token: (latency − TTFT) / (output tokens − 1), requests of two or more output tokens"),
     m("itl", Millis, Lower, "inter-token latency, per token: each gap between content chunks spread evenly over the output tokens that arrived in it (a gap of k tokens is k samples of gap / k); with one token per chunk, the gaps as observed"),
@@ -43,6 +43,7 @@ pub const QUANTITY_DEFS: [MetricDef; 17] = [
     m("tokens_per_chunk", Tokens, Neither, "a request's output tokens over its content chunks (1 where every chunk is a token)"),
     m("reasoning_tokens", Tokens, Neither, "the reasoning part of a request's output: the server's completion_tokens_details.reasoning_tokens, else the client's count of the reasoning text"),
     m("answer_tokens", Tokens, Neither, "the answer part of a request's output: output tokens less reasoning tokens"),
+    m("client_delay", Millis, Lower, "how long after the kernel received it the client read a request's first content chunk: the client's own part of TTFT, which the kernel's receive stamps take out (measured requests timed by them; client health)"),
 ];
 
 /// The statistics of every distribution, in column order.
@@ -106,7 +107,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 50] = [
+pub const SCALAR_DEFS: [MetricDef; 51] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests"),
@@ -157,6 +158,7 @@ pub const SCALAR_DEFS: [MetricDef; 50] = [
     m("saturation_concurrency", Count, Higher, "an exploring load's saturation point: the highest concurrency whose step still gained throughput by its rule (null when `max` was reached still gaining, or the first step failed)"),
     m("saturation_rps", RequestsPerSec, Higher, "an exploring load's saturation point by rate (`by = \"rate\"`): the highest arrival rate whose step still gained throughput by its rule (null as saturation_concurrency is)"),
     m("saturation_output_tps", TokensPerSec, Higher, "output_tps of an exploring load's saturation step"),
+    m("kernel_clock_ratio", Ratio, Neither, "measured requests whose answer was timed by the kernel's receive stamps / measured requests that read an answer (1 on the lean client over TCP on Linux; 0 where the client's reads timed it: the reqwest path, a refused option, another platform)"),
 ];
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without

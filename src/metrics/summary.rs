@@ -169,6 +169,17 @@ pub(super) fn client_bound(s: &RunSummary, opts: &SummaryOptions) -> Option<Stri
             ));
         }
     }
+    // Answers read late: the kernel's stamps keep their times exact, but a closed loop's
+    // slot frees only when the client reads the end, and its sends wait on the same core.
+    if let Some(p99) = s.values.get("client_delay_p99").copied().flatten() {
+        if p99 > opts.lateness_limit_ms {
+            reasons.push(format!(
+                "the client read answers p99 {p99:.1} ms after they arrived (over {:.1} ms): \
+                 it was too busy to read on time",
+                opts.lateness_limit_ms
+            ));
+        }
+    }
     // The engine drives every request from one task: one core is its ceiling. A run of
     // a few milliseconds is mostly the engine's start: its CPU share says nothing.
     let cores = opts.cpu_cores.unwrap_or(1.0);

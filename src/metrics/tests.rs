@@ -5,13 +5,13 @@ use std::time::Duration;
 use super::*;
 use crate::record::{Outcome, Phase, RequestRecord, Usage};
 
-fn d(ms: u64) -> Duration {
+pub(super) fn d(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
 
 /// A successful streamed record: sent at `sent`, content chunks at `content`, ending at
 /// the last content chunk (+1 ms), with `tokens` output tokens from usage.
-fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
+pub(super) fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
     let last = content.last().copied().unwrap_or(sent);
     RequestRecord {
         index: 0,
@@ -45,6 +45,7 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
         client_input_tokens: None,
         request_bytes: 0,
         response_bytes: 0,
+        read_clock: None,
         unstreamed: false,
         raw: Vec::new(),
         replica: None,
@@ -52,11 +53,11 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
     }
 }
 
-fn v(s: &RunSummary, name: &str) -> Option<f64> {
+pub(super) fn v(s: &RunSummary, name: &str) -> Option<f64> {
     *s.values.get(name).expect(name)
 }
 
-fn close(a: Option<f64>, b: f64) -> bool {
+pub(super) fn close(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| (a - b).abs() < 1e-5)
 }
 

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod read_clock;
 mod stream;
 
+pub use read_clock::ReadClock;
 pub use stream::{StreamTokens, TokenSource};
 
 /// Longest error text kept in a record.
@@ -206,6 +208,10 @@ pub struct RequestRecord {
     /// A mix's class of the request (its index in the run's mix); `None` for a run that is
     /// not a mix (and in rows written before mixes).
     pub class: Option<u16>,
+    /// How the answer's bytes were timed (`None`: no answer byte was read, or a row
+    /// written before schema 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_clock: Option<ReadClock>,
     /// A stream was asked for and the server answered HTTP 200 with a whole body: no chunk
     /// was timed (the run's verdict says the stream was not observed). Not stored in rows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -248,6 +254,7 @@ impl Default for RequestRecord {
             response_bytes: 0,
             replica: None,
             class: None,
+            read_clock: None,
             unstreamed: false,
             raw: Vec::new(),
         }
@@ -296,6 +303,7 @@ impl RequestRecord {
             response_bytes: _,
             replica: _,
             class: _,
+            read_clock: _,
             unstreamed: _,
             raw: _,
         } = self;

@@ -52,9 +52,7 @@ impl RxClock {
     pub(crate) fn arrival(&self) -> Instant {
         let stamped = self.state.lock().ok().and_then(|s| s.arrival);
         let now = Instant::now();
-        let age = stamped
-            .and_then(|at| SystemTime::now().duration_since(at).ok())
-            .unwrap_or(Duration::ZERO);
+        let age = stamped.map(crate::rx_stamp::age).unwrap_or(Duration::ZERO);
         now.checked_sub(age).unwrap_or(now)
     }
 }
@@ -110,12 +108,12 @@ pub(crate) struct StampedStream {
 impl StampedStream {
     fn new(tcp: TcpStream) -> StampedStream {
         let _ = tcp.set_nodelay(true);
-        let kernel = kernel::enable(&tcp);
+        let kernel = crate::rx_stamp::enable(&tcp);
         StampedStream {
             tcp,
             clock: Arc::default(),
             kernel,
-            cmsg: kernel::buffer(),
+            cmsg: crate::rx_stamp::buffer(),
         }
     }
 }
@@ -140,7 +138,7 @@ impl AsyncRead for StampedStream {
             let (tcp, cmsg) = (&this.tcp, &mut this.cmsg);
             let dst = buf.initialize_unfilled();
             match tcp.try_io(tokio::io::Interest::READABLE, || {
-                kernel::recv(tcp, dst, cmsg)
+                crate::rx_stamp::recv(tcp, dst, cmsg)
             }) {
                 Ok((n, stamp)) => {
                     buf.advance(n);
@@ -187,86 +185,6 @@ impl AsyncWrite for StampedStream {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod kernel {
-    use std::io;
-    use std::os::fd::AsRawFd;
-    use std::time::{Duration, SystemTime};
-
-    use nix::sys::socket::{
-        recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags, SockaddrStorage,
-    };
-    use nix::sys::time::TimeSpec;
-    use tokio::net::TcpStream;
-
-    /// Asks the kernel to stamp received data; false if it refuses.
-    pub(super) fn enable(tcp: &TcpStream) -> bool {
-        setsockopt(tcp, sockopt::ReceiveTimestampns, &true).is_ok()
-    }
-
-    pub(super) fn buffer() -> Vec<u8> {
-        nix::cmsg_space!(TimeSpec)
-    }
-
-    /// One `recvmsg` into `dst`: the byte count and the kernel's timestamp of the data.
-    pub(super) fn recv(
-        tcp: &TcpStream,
-        dst: &mut [u8],
-        cmsg: &mut [u8],
-    ) -> io::Result<(usize, Option<SystemTime>)> {
-        let mut iov = [io::IoSliceMut::new(dst)];
-        let msg = recvmsg::<SockaddrStorage>(
-            tcp.as_raw_fd(),
-            &mut iov,
-            Some(cmsg),
-            MsgFlags::MSG_DONTWAIT,
-        )
-        .map_err(io::Error::from)?;
-        let stamp = msg.cmsgs().ok().and_then(|mut all| {
-            all.find_map(|c| match c {
-                ControlMessageOwned::ScmTimestampns(ts) => to_system_time(ts),
-                _ => None,
-            })
-        });
-        Ok((msg.bytes, stamp))
-    }
-
-    /// The stamp as a time; `None` for a zero stamp (the kernel turns stamping on
-    /// system-wide a moment after the first socket asks, and leaves earlier data unstamped).
-    fn to_system_time(ts: TimeSpec) -> Option<SystemTime> {
-        if ts.tv_sec() == 0 && ts.tv_nsec() == 0 {
-            return None;
-        }
-        let secs = u64::try_from(ts.tv_sec()).ok()?;
-        let nanos = u32::try_from(ts.tv_nsec()).ok()?;
-        SystemTime::UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod kernel {
-    use std::io;
-    use std::time::SystemTime;
-
-    use tokio::net::TcpStream;
-
-    pub(super) fn enable(_: &TcpStream) -> bool {
-        false
-    }
-
-    pub(super) fn buffer() -> Vec<u8> {
-        Vec::new()
-    }
-
-    pub(super) fn recv(
-        _: &TcpStream,
-        _: &mut [u8],
-        _: &mut [u8],
-    ) -> io::Result<(usize, Option<SystemTime>)> {
-        Err(io::ErrorKind::Unsupported.into())
     }
 }
 

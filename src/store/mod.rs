@@ -277,6 +277,8 @@ impl Store {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_clock;
+#[cfg(test)]
 mod tests_environment;
 #[cfg(test)]
 mod tests_tls;

@@ -25,7 +25,7 @@ use super::token_codec;
 use crate::record::{excerpt, Outcome, Phase, RequestRecord, TlsHandshake, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 38] = [
+pub(super) const COLUMNS: [&str; 42] = [
     "request_index",
     "item",
     "phase",
@@ -59,6 +59,10 @@ pub(super) const COLUMNS: [&str; 38] = [
     "client_reasoning_tokens",
     "choice_chunks",
     "chunk_tokens",
+    "read_clock",
+    "first_read_delay_us",
+    "end_read_delay_us",
+    "max_read_delay_us",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
     "latency_us",
@@ -181,6 +185,10 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
             r.stream_tokens.as_ref().map(token_codec::encode),
             Value::Blob,
         ), // chunk_tokens
+        opt(r.read_clock, |c| Value::Integer(i64::from(c.kernel))),      // read_clock
+        opt(r.read_clock.and_then(|c| c.first_delay), us),               // first_read_delay_us
+        opt(r.read_clock.map(|c| c.end_delay), us),                      // end_read_delay_us
+        opt(r.read_clock.map(|c| c.max_delay), us),                      // max_read_delay_us
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
         int(r.content_times.len() as u64),                               // chunk_count
@@ -292,6 +300,12 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
         response_bytes: count(r, "response_bytes")?,
         replica: get(r, "replica")?,
         class: get(r, "class")?,
+        read_clock: crate::record::ReadClock::stored(
+            get(r, "read_clock")?,
+            opt_time(r, "first_read_delay_us")?,
+            opt_time(r, "end_read_delay_us")?,
+            opt_time(r, "max_read_delay_us")?,
+        ),
         unstreamed: false,
         raw: Vec::new(),
     };

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 15] = [
+const MIGRATIONS: [&str; 16] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -242,6 +242,16 @@ ALTER TABLE requests ADD COLUMN chunk_tokens BLOB;
     // labels); NULL in suites stored before, which read with no environment.
     r#"
 ALTER TABLE suites ADD COLUMN environment_json TEXT;
+"#,
+    // 16: how the answer's bytes were timed (`record::ReadClock`): `read_clock` 1 for the
+    // kernel's receive stamps, 0 for the client's reads; how long after their arrival the
+    // first content chunk, the last byte and the slowest read were read (the client's own
+    // delay). NULL in rows written before, which read as timed by the client's reads.
+    r#"
+ALTER TABLE requests ADD COLUMN read_clock INTEGER;
+ALTER TABLE requests ADD COLUMN first_read_delay_us INTEGER;
+ALTER TABLE requests ADD COLUMN end_read_delay_us INTEGER;
+ALTER TABLE requests ADD COLUMN max_read_delay_us INTEGER;
 "#,
 ];
 

@@ -45,7 +45,7 @@ fn a_suite_stored_before_the_environment_reads_without_one() {
     let store = Store::create(dir.path(), &info).unwrap();
     store
         .conn
-        .execute_batch("ALTER TABLE suites DROP COLUMN environment_json; PRAGMA user_version = 14;")
+        .execute_batch("ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; ALTER TABLE suites DROP COLUMN environment_json; PRAGMA user_version = 14;")
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();

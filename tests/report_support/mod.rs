@@ -112,6 +112,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 client_output_tokens: Some(OUTPUT_TOKENS),
                 request_bytes: 600,
                 response_bytes: 4000,
+                read_clock: None,
                 unstreamed: false,
                 raw: Vec::new(),
                 replica: None,

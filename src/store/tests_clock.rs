@@ -1,0 +1,45 @@
+//! How an answer was timed (`ReadClock`, schema 16): kept with every row, and rows of
+//! older databases read without it.
+
+use std::time::Duration;
+
+use super::tests::{record, store_in};
+use super::*;
+use crate::record::ReadClock;
+
+#[test]
+fn the_read_clock_is_kept_and_rows_before_it_have_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store_in(dir.path());
+    store.begin_run("run1").unwrap();
+    let clock = ReadClock {
+        kernel: true,
+        first_delay: Some(Duration::from_micros(1_250)),
+        end_delay: Duration::from_micros(40),
+        max_delay: Duration::from_micros(3_000),
+    };
+    let mut rec = record(1, 20, 3);
+    rec.read_clock = Some(clock);
+    let batch = [StoredRequest {
+        record: &rec,
+        target_input_tokens: None,
+    }];
+    store.write_requests("run1", &batch).unwrap();
+    assert_eq!(
+        store.request_rows("run1").unwrap()[0].read_clock,
+        Some(clock)
+    );
+    store
+        .conn
+        .execute_batch(
+            "ALTER TABLE requests DROP COLUMN read_clock; \
+             ALTER TABLE requests DROP COLUMN first_read_delay_us; \
+             ALTER TABLE requests DROP COLUMN end_read_delay_us; \
+             ALTER TABLE requests DROP COLUMN max_read_delay_us; PRAGMA user_version = 15;",
+        )
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let rows = store.request_rows("run1").unwrap();
+    assert_eq!((rows.len(), rows[0].read_clock), (1, None));
+}

@@ -1,0 +1,106 @@
+//! The answer's times from the kernel's receive stamps (issue 35): a run of the lean
+//! client over TCP is timed by them, and says so (`kernel_clock_ratio` 1, `client_delay`
+//! of every request kept); with the stamps turned off (`PERFPLAN_RECEIVE_STAMPS=off`)
+//! the client's reads time it, and the report says that too (ratio 0, no delay).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli_support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const PLAN: &str = r#"
+[plan]
+name = "kernel-clock"
+seed = 3
+
+[endpoints.sim]
+base_url = "sim://clock"
+
+[endpoints.sim.sim]
+ttft_base = "5ms"
+itl_base = "2ms"
+
+[models.m]
+served_name = "m"
+
+[datasets.hello]
+kind = "prompt"
+text = "hello"
+
+[defaults]
+output_tokens = 4
+ignore_eos = true
+
+[matrix]
+load = { concurrency = 4, requests = 40, warmup = 4 }
+"#;
+
+/// A measured row's `(read_clock, first_read_delay_us)`.
+type Clocked = (Option<i64>, Option<i64>);
+
+/// Runs the plan with `stamps` ("on" or "off") and returns the run's report entry and its
+/// measured rows' clocks.
+fn run(dir: &Path, stamps: &str) -> (Value, Vec<Clocked>) {
+    let plan = dir.join("plan.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let out = dir.join(format!("out-{stamps}"));
+    let o = Command::new(env!("CARGO_BIN_EXE_perfplan"))
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("PERFPLAN_RECEIVE_STAMPS", stamps)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let db = out.join("results.db");
+    let rows = cli_support::query::<i64>(
+        &db,
+        "SELECT read_clock, first_read_delay_us FROM requests WHERE phase = 'measured'",
+    )
+    .into_iter()
+    .map(|r| (r[0], r[1]))
+    .collect();
+    (cli_support::report_json(&db).remove(0), rows)
+}
+
+fn metric(run: &Value, name: &str) -> Option<f64> {
+    run["metrics"][name].as_f64()
+}
+
+#[test]
+fn a_run_is_timed_by_the_kernel_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, rows) = run(dir.path(), "on");
+    assert_eq!(rows.len(), 40);
+    let ratio = metric(&run, "kernel_clock_ratio").unwrap();
+    if ratio == 0.0 {
+        eprintln!("skipped: this kernel gives no receive stamps (SO_TIMESTAMPNS)");
+        return;
+    }
+    // The kernel turns stamping on a moment after the first socket asks: the warmup's
+    // requests take that moment; the measured ones are all stamped.
+    assert_eq!(ratio, 1.0, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.0 == Some(1) && r.1.is_some()),
+        "{rows:?}"
+    );
+    let p50 = metric(&run, "client_delay_p50").unwrap();
+    let max = metric(&run, "client_delay_max").unwrap();
+    assert!((0.0..=max).contains(&p50), "{p50} {max}");
+}
+
+#[test]
+fn without_stamps_the_reads_time_the_run_and_the_report_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, rows) = run(dir.path(), "off");
+    assert_eq!(metric(&run, "kernel_clock_ratio"), Some(0.0));
+    assert_eq!(metric(&run, "client_delay_p50"), None);
+    assert!(rows.iter().all(|r| r.0 == Some(0)), "{rows:?}");
+    assert!(metric(&run, "ttft_p50").unwrap() >= 5.0);
+}
