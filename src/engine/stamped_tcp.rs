@@ -3,7 +3,14 @@
 //! when its bytes arrived, not when the client's runtime got round to reading them (the
 //! difference is the client's own delay). Where the kernel gives no stamp (not Linux,
 //! stamping refused, or the first moment after it was turned on) a read notes none and
-//! the read's own time is used. Knows nothing about HTTP.
+//! the read's own time is used.
+//!
+//! What a stamp can say: segments that wait unread in a socket are merged by the kernel,
+//! and the merged data keeps the newest one's stamp. A client that comes to a socket later
+//! than the next chunk's arrival dates the first chunk at that next one's arrival: the
+//! error is bounded by the gap to the next chunk (an ITL), not by how late the client was.
+//! (Reading one event at a time does not help: measured, the merge happens before the
+//! read.) Knows nothing about HTTP.
 
 use std::io;
 use std::pin::Pin;
