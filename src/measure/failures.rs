@@ -11,8 +11,9 @@ use crate::record::Outcome;
 const ERROR_CHARS: usize = 200;
 
 /// "12 of 40 measured requests failed: 8 http_500, 4 stream_broken; first: <error>",
-/// when some but not all measured requests failed. A run `stopped` on saturation leaves
-/// out the requests its stop cancelled (its `saturated` reason says how many).
+/// when some but not all measured requests failed. A run whose client cut requests
+/// short (`stopped`: a stop on saturation, the load's `cancel`) leaves out the requests
+/// it cancelled (a `saturated` reason says how many a stop cut).
 pub(crate) fn partial_failure_warning(
     summary: &RunSummary,
     errors: &super::tally::FirstErrors,

@@ -34,7 +34,8 @@ pub fn trust_counts(
 
 /// Adds the verdict's reasons the run's numbers give to `warnings`, and nulls the
 /// timings of a run whose stream was not observed.
-/// The requests a stopped run cancelled: those in flight when it stopped.
+/// The requests the client cancelled: a stopped run's in flight when it stopped, and
+/// those the load's `cancel` aborted.
 pub fn cut_by_stop(summary: &RunSummary) -> u64 {
     let cancelled = crate::record::Outcome::Cancelled.as_str();
     summary.failures.get(cancelled).copied().unwrap_or(0)
@@ -56,8 +57,9 @@ pub fn reasons(
         ..trust::of_summary::facts(summary)
     };
     if stopped {
-        // The requests a stop on saturation cut short are the stop's doing, not the
-        // server's failures (the `saturated` reason says how many).
+        // The requests a stop on saturation or the load's `cancel` cut short are the
+        // client's doing, not the server's failures (the `saturated` reason says how
+        // many a stop cut; `cancelled_requests` counts them all).
         let cut = cut_by_stop(summary);
         facts.failed = facts.failed.saturating_sub(cut);
         facts.requests = facts.requests.saturating_sub(cut);

@@ -497,4 +497,9 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     pub mix: Option<Vec<super::mix_spec::MixClassSpec>>,
+    /// `mix`: how requests get their class: `"weighted"` (the default, a seeded draw by
+    /// weight) or `"round_robin"` (the classes in order, request by request: a mix of
+    /// LoRA adapters swaps adapter on every request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<super::mix_spec::MixAssign>,
 }

@@ -5,6 +5,7 @@
 //! request fields (`RequestPlan`); no stage after it reads the optional keys again.
 //! Knows nothing about HTTP or storage.
 
+pub mod cancel;
 pub mod concurrency_ramp;
 mod entries;
 pub mod explore;

@@ -390,6 +390,7 @@ impl WithSpan for Diagnostic {
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     let mut out = super::search::search_problems(load);
     out.extend(super::saturation::saturation_problems(load));
+    out.extend(super::cancel::cancel_problems(load));
     if let Some(explore) = &load.explore {
         out.extend(super::explore::explore_problems(load, explore));
         return out;

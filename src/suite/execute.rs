@@ -262,6 +262,10 @@ pub async fn execute(
         output.peak_in_flight,
     )
     .await;
+    let settle = match run.cancels() {
+        Some(c) => server_counts::settle_gauges(&ctx.watch, before.as_ref(), c.settle).await,
+        None => None,
+    };
     drop(tx);
     progress.finish();
     // A failed write of the rows is the error to report, before anything after it.
@@ -279,6 +283,7 @@ pub async fn execute(
         telemetry,
         server_counts,
         explore,
+        settle,
     };
     Ok(conclude(ctx, run, &source, output, passes, warnings))
 }
@@ -296,6 +301,8 @@ struct Passes {
     server_counts: Option<crate::telemetry::counts::ServerCounts>,
     /// An exploring run's control: the steps it held.
     explore: Option<crate::workload::explore::Shared>,
+    /// A run with the load's `cancel`: the server's gauges after it, against before.
+    settle: Option<crate::telemetry::settle::Settle>,
 }
 
 /// The run's summary and warnings, from its measured records.
@@ -337,8 +344,13 @@ fn conclude(
     );
     warnings.extend(all_as(Code::SteadyWindow, explored));
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
-    let all_failed =
-        crate::measure::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
+    // The requests the client cancelled itself (the load's `cancel`, a stop on
+    // saturation) are not the server's failures.
+    let stopped = ctx.saturation.is_some_and(|s| s.fired().is_some());
+    let client_cut = stopped || run.cancels().is_some();
+    let every_one_cut = client_cut && crate::measure::judge::cut_by_stop(&summary) == summary.requests;
+    let all_failed = crate::measure::failures::all_failed(&summary, &tally.errors)
+        .filter(|_| !output.cancelled && !every_one_cut);
     let (input_lengths, length_warning) = tally.input_lengths();
     let preconnect = output.preconnect.as_ref().and_then(Preconnect::warning);
     warnings.extend(all_as(Code::Connections, preconnect));
@@ -349,13 +361,17 @@ fn conclude(
     warnings.extend(all_as(Code::InputLengths, length_warning));
     warnings.extend(crate::trust::of_summary::record_warnings(&summary));
     warnings.extend(all_as(Code::SteadyWindow, steady));
-    let stopped = ctx.saturation.is_some_and(|s| s.fired().is_some());
+    if let Some(c) = run.cancels() {
+        let cancelled = crate::measure::judge::cut_by_stop(&summary);
+        let leak = crate::measure::kv_leak::warning(passes.settle.as_ref(), c.settle, cancelled);
+        warnings.extend(leak);
+    }
     let partial =
-        crate::measure::failures::partial_failure_warning(&summary, &tally.errors, stopped);
+        crate::measure::failures::partial_failure_warning(&summary, &tally.errors, client_cut);
     warnings.extend(all_as(Code::PartialFailures, partial));
     let evidence = tally.evidence();
     let server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
-    let judged = (server, ctx.trust, stopped);
+    let judged = (server, ctx.trust, client_cut);
     crate::measure::judge::reasons(run, &mut summary, &evidence, &mut warnings, judged);
     RunResult {
         summary,

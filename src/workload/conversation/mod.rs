@@ -266,6 +266,7 @@ impl ConversationSource {
                 self.ids[slot] as u64,
             )),
             class: None,
+            cancel_after: None,
         })
     }
 

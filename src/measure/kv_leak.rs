@@ -1,0 +1,88 @@
+//! The `kv_leak` warning of a run whose client aborted requests (the load's `cancel`):
+//! the server's running requests and KV-cache usage after the run against their level
+//! before it (`telemetry::settle`), said with what stayed up and by how much. Pure.
+
+use std::time::Duration;
+
+use crate::telemetry::settle::Settle;
+use crate::trust::{Code, RunWarning};
+use crate::units::format_duration;
+
+/// The run's `kv_leak` warning when the gauges did not settle within `limit`; an
+/// `info` note when the server has neither gauge (nothing could be checked).
+pub fn warning(settle: Option<&Settle>, limit: Duration, cancelled: u64) -> Option<RunWarning> {
+    if cancelled == 0 {
+        return None;
+    }
+    let Some(s) = settle else {
+        return Some(RunWarning::new(
+            Code::Telemetry,
+            "the server's /metrics has no running-requests or KV-cache usage gauge: whether it \
+             gave back what the cancelled requests held was not checked",
+        ));
+    };
+    if s.settled {
+        return None;
+    }
+    let mut up = Vec::new();
+    if let (Some(now), Some(then)) = (s.after.running, s.before.running) {
+        if now > then {
+            up.push(format!(
+                "{now} requests running against {then} before the run (+{})",
+                now - then
+            ));
+        }
+    }
+    if let (Some(now), Some(then)) = (s.after.kv_usage, s.before.kv_usage) {
+        if now > then + crate::telemetry::settle::KV_TOLERANCE {
+            up.push(format!(
+                "KV-cache usage {:.2}% against {:.2}% before the run (+{:.2} points)",
+                now * 100.0,
+                then * 100.0,
+                (now - then) * 100.0
+            ));
+        }
+    }
+    Some(RunWarning::new(
+        Code::KvLeak,
+        format!(
+            "{}, still {} after the run (`cancel.settle`) whose client cancelled {cancelled} \
+             requests: the server may keep aborted requests' KV blocks (a leak the runs after \
+             this one pay for); see its log, or raise `cancel.settle` if it is only slow",
+            up.join(" and "),
+            format_duration(limit)
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::settle::Gauges;
+
+    #[test]
+    fn says_what_stayed_up_and_by_how_much() {
+        let s = Settle {
+            before: Gauges {
+                running: Some(0.0),
+                kv_usage: Some(0.0),
+            },
+            after: Gauges {
+                running: Some(3.0),
+                kv_usage: Some(0.0125),
+            },
+            waited: Duration::from_secs(1),
+            settled: false,
+        };
+        let w = warning(Some(&s), Duration::from_secs(1), 4).unwrap();
+        assert_eq!(w.code, Code::KvLeak);
+        let text = w.to_string();
+        assert!(text.contains("3 requests running against 0 before the run (+3)"), "{text}");
+        assert!(text.contains("KV-cache usage 1.25% against 0.00%"), "{text}");
+        assert!(text.contains("still 1s after the run"), "{text}");
+        let settled = Settle { settled: true, ..s };
+        assert!(warning(Some(&settled), Duration::from_secs(1), 4).is_none());
+        assert!(warning(Some(&s), Duration::from_secs(1), 0).is_none());
+        assert_eq!(warning(None, Duration::from_secs(1), 4).unwrap().code, Code::Telemetry);
+    }
+}
