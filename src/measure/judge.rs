@@ -41,6 +41,15 @@ pub fn cut_by_stop(summary: &RunSummary) -> u64 {
     summary.failures.get(cancelled).copied().unwrap_or(0)
 }
 
+/// Takes `aborted` requests off the server's most in flight (those the client cancelled,
+/// and those held before the run), so that requests the server has not let go of yet
+/// are not read as another client's (`server_not_alone`).
+pub fn allow_in_flight(server: Option<&mut ServerCounts>, aborted: f64) {
+    if let Some(most) = server.and_then(|s| s.server_in_flight_max.as_mut()) {
+        *most = (*most - aborted).max(0.0);
+    }
+}
+
 pub fn reasons(
     run: &RunSpec,
     summary: &mut RunSummary,

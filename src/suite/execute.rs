@@ -370,7 +370,14 @@ fn conclude(
         crate::measure::failures::partial_failure_warning(&summary, &tally.errors, client_cut);
     warnings.extend(all_as(Code::PartialFailures, partial));
     let evidence = tally.evidence();
-    let server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
+    let mut server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
+    if run.cancels().is_some() {
+        // Requests the client aborted may stay on the server's running gauge a moment
+        // (or for good: a leak, which `kv_leak` says): not another client's.
+        let cancelled = crate::measure::judge::cut_by_stop(&summary) as f64;
+        let held = passes.settle.and_then(|s| s.before.running).unwrap_or(0.0);
+        crate::measure::judge::allow_in_flight(server.as_mut(), cancelled + held);
+    }
     let judged = (server, ctx.trust, client_cut);
     crate::measure::judge::reasons(run, &mut summary, &evidence, &mut warnings, judged);
     RunResult {
