@@ -61,7 +61,9 @@ fn sim(cfg: SimConfig) -> SimConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_robin_sends_the_adapters_in_order() {
     let server = SimServer::start(SimConfig {
-        models: ["m", "lora-a", "lora-b", "lora-c"].map(String::from).to_vec(),
+        models: ["m", "lora-a", "lora-b", "lora-c"]
+            .map(String::from)
+            .to_vec(),
         ttft_base: HumanDuration(Duration::from_millis(1)),
         itl_base: HumanDuration(Duration::ZERO),
         ..SimConfig::default()
@@ -70,7 +72,13 @@ async fn round_robin_sends_the_adapters_in_order() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let plan = |assign: &str, weights: bool| {
-        let w = |x: &str| if weights { format!(", weight = {x}") } else { String::new() };
+        let w = |x: &str| {
+            if weights {
+                format!(", weight = {x}")
+            } else {
+                String::new()
+            }
+        };
         format!(
             "[plan]\nname = \"rr\"\nseed = 3\n\
              [endpoints.s]\nbase_url = \"{url}\"\n\
@@ -124,7 +132,10 @@ async fn round_robin_sends_the_adapters_in_order() {
         run_plan(&weighted, &dir.path().join("w"))
     }));
     let drawn: Vec<String> = models(&server)[before..].to_vec();
-    let drawn: Vec<&str> = drawn[drawn.len() - 12..].iter().map(String::as_str).collect();
+    let drawn: Vec<&str> = drawn[drawn.len() - 12..]
+        .iter()
+        .map(String::as_str)
+        .collect();
     assert_ne!(drawn, expected);
     server.shutdown().await;
 }
@@ -159,7 +170,9 @@ fn round_robin_keys_are_checked_where_they_are_written() {
         "assign = \"round_robbin\"\nmix = [{ dataset = \"hi\" }]",
     ));
     assert!(e.contains("round_robin"), "{e}");
-    let e = validate(&plan("asign = \"round_robin\"\nmix = [{ dataset = \"hi\" }]"));
+    let e = validate(&plan(
+        "asign = \"round_robin\"\nmix = [{ dataset = \"hi\" }]",
+    ));
     assert!(e.contains("did you mean `assign`"), "{e}");
 }
 
@@ -240,7 +253,10 @@ async fn cancelled_requests_end_at_their_time_and_stay_apart() {
         .collect();
     assert_eq!(aborted.len(), expected.len(), "{truth:?}");
     for us in &aborted {
-        assert!((98_000..130_000).contains(us), "the server let go after {us} us");
+        assert!(
+            (98_000..130_000).contains(us),
+            "the server let go after {us} us"
+        );
     }
     let run = &report_json(&db)[0];
     let n = expected.len() as f64;
@@ -289,7 +305,10 @@ async fn aborted_requests_free_their_slots_at_once() {
     assert_eq!(runs[0]["status"], "done", "{}", runs[0]);
     assert_eq!(metric(&runs[1], "requests_ok"), 4.0);
     let ttft = metric(&runs[1], "ttft_max");
-    assert!(ttft < 60.0, "the next run waited for a slot: ttft max {ttft} ms");
+    assert!(
+        ttft < 60.0,
+        "the next run waited for a slot: ttft max {ttft} ms"
+    );
     server.shutdown().await;
 }
 
@@ -321,20 +340,40 @@ fn a_leaking_server_gets_a_kv_leak_warning_and_an_honest_one_none() {
     ok(&run_plan(&plan, &out));
     let runs = report_json(&out.join("results.db"));
     let warnings = |run: &Value| run["warnings"].to_string();
-    let honest = runs.iter().find(|r| r["axes"]["endpoint"] == "honest").unwrap();
-    let leaky = runs.iter().find(|r| r["axes"]["endpoint"] == "leaky").unwrap();
-    assert!(!warnings(honest).contains("kv_leak"), "{}", warnings(honest));
-    assert_eq!(honest["verdict"]["status"], "valid", "{}", honest["verdict"]);
+    let honest = runs
+        .iter()
+        .find(|r| r["axes"]["endpoint"] == "honest")
+        .unwrap();
+    let leaky = runs
+        .iter()
+        .find(|r| r["axes"]["endpoint"] == "leaky")
+        .unwrap();
+    assert!(
+        !warnings(honest).contains("kv_leak"),
+        "{}",
+        warnings(honest)
+    );
+    assert_eq!(
+        honest["verdict"]["status"], "valid",
+        "{}",
+        honest["verdict"]
+    );
     let n = metric(leaky, "cancelled_requests");
     assert!(n > 0.0);
     let w = warnings(leaky);
     assert!(
-        w.contains(&format!("{n} requests running against 0 before the run (+{n})")),
+        w.contains(&format!(
+            "{n} requests running against 0 before the run (+{n})"
+        )),
         "{w}"
     );
     assert!(w.contains("KV-cache usage"), "{w}");
     assert!(w.contains("still 500ms after the run"), "{w}");
-    assert_eq!(leaky["verdict"]["status"], "suspect", "{}", leaky["verdict"]);
+    assert_eq!(
+        leaky["verdict"]["status"], "suspect",
+        "{}",
+        leaky["verdict"]
+    );
     let codes: Vec<&str> = leaky["verdict"]["reasons"]
         .as_array()
         .unwrap()
@@ -356,10 +395,11 @@ fn cancel_keys_are_checked_where_they_are_written() {
         assert!(!o.status.success(), "{load}");
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
-    let e = check(
-        "{ concurrency = 1, requests = 2, cancel = { share = 2, after = \"1s\" } }",
+    let e = check("{ concurrency = 1, requests = 2, cancel = { share = 2, after = \"1s\" } }");
+    assert!(
+        e.contains("out of range in `matrix.load.cancel.share`"),
+        "{e}"
     );
-    assert!(e.contains("out of range in `matrix.load.cancel.share`"), "{e}");
     assert!(e.contains("plan.toml:"), "located: {e}");
     let e = check(
         "{ concurrency = 1, requests = 2, cancel = { share = 0.1, after = { min = \"2s\", max = \"1s\" } } }",

@@ -7,8 +7,8 @@
 
 use super::prefix_groups::group_of;
 use super::{DatasetContext, DatasetError, DatasetStats, PromptItem, PromptStream};
-use crate::plan::prefix_groups::PrefixGroups;
 use crate::plan::mix_spec::MixAssign;
+use crate::plan::prefix_groups::PrefixGroups;
 use crate::plan::MixPlan;
 
 /// Salt of the class draw (apart from every other draw of the run's seed).
@@ -241,12 +241,29 @@ mod tests {
         let classes: Vec<u16> = all.iter().map(|i| i.class.unwrap()).collect();
         assert_eq!(classes, [0, 1, 2, 0, 1, 2, 0, 1, 2, 0]);
         // From the middle on (a shard's window, built as sent): the same global order.
-        let tail = materialize(&plan, &DatasetContext { first: 7, count: 3, ..ctx.clone() });
-        let tail: Vec<u16> = tail.unwrap().items.iter().map(|i| i.class.unwrap()).collect();
+        let tail = materialize(
+            &plan,
+            &DatasetContext {
+                first: 7,
+                count: 3,
+                ..ctx.clone()
+            },
+        );
+        let tail: Vec<u16> = tail
+            .unwrap()
+            .items
+            .iter()
+            .map(|i| i.class.unwrap())
+            .collect();
         assert_eq!(tail, [1, 2, 0]);
         // The seed does not move it.
-        let other = materialize(&plan, &DatasetContext { seed: 6, ..ctx }).unwrap().items;
-        assert_eq!(other.iter().map(|i| i.class.unwrap()).collect::<Vec<_>>(), classes);
+        let other = materialize(&plan, &DatasetContext { seed: 6, ..ctx })
+            .unwrap()
+            .items;
+        assert_eq!(
+            other.iter().map(|i| i.class.unwrap()).collect::<Vec<_>>(),
+            classes
+        );
     }
 
     #[test]

@@ -43,6 +43,17 @@ pub(crate) fn partial_failure_warning(
     ))
 }
 
+/// `all_failed`, unless the run was interrupted (`cut.0`) or every measured request was
+/// one the client cancelled itself (`cut.1`: the load's `cancel`, a stop on saturation).
+pub(crate) fn all_failed_unless_cut(
+    summary: &RunSummary,
+    errors: &super::tally::FirstErrors,
+    (interrupted, client_cut): (bool, bool),
+) -> Option<String> {
+    let every_one_cut = client_cut && super::judge::cut_by_stop(summary) == summary.requests;
+    all_failed(summary, errors).filter(|_| !interrupted && !every_one_cut)
+}
+
 /// "every measured request failed (4 connect): <first error>", when that is the case.
 pub(crate) fn all_failed(
     summary: &RunSummary,

@@ -4,9 +4,27 @@
 
 use std::time::Duration;
 
+use crate::metrics::RunSummary;
+use crate::planner::RunSpec;
 use crate::telemetry::settle::Settle;
 use crate::trust::{Code, RunWarning};
 use crate::units::format_duration;
+
+/// The reasons of a run with the load's `cancel`: `kv_leak` when the server's gauges
+/// did not settle back; and the requests the client cancelled (and those running before
+/// the run) taken off the server's most in flight, which are not another client's.
+pub fn reasons(
+    run: &RunSpec,
+    summary: &RunSummary,
+    settle: Option<&Settle>,
+    server: Option<&mut crate::trust::ServerCounts>,
+) -> Option<RunWarning> {
+    let c = run.cancels()?;
+    let cancelled = super::judge::cut_by_stop(summary);
+    let held = settle.and_then(|s| s.before.running).unwrap_or(0.0);
+    super::judge::allow_in_flight(server, cancelled as f64 + held);
+    warning(settle, c.settle, cancelled)
+}
 
 /// The run's `kv_leak` warning when the gauges did not settle within `limit`; an
 /// `info` note when the server has neither gauge (nothing could be checked).
@@ -77,12 +95,21 @@ mod tests {
         let w = warning(Some(&s), Duration::from_secs(1), 4).unwrap();
         assert_eq!(w.code, Code::KvLeak);
         let text = w.to_string();
-        assert!(text.contains("3 requests running against 0 before the run (+3)"), "{text}");
-        assert!(text.contains("KV-cache usage 1.25% against 0.00%"), "{text}");
+        assert!(
+            text.contains("3 requests running against 0 before the run (+3)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("KV-cache usage 1.25% against 0.00%"),
+            "{text}"
+        );
         assert!(text.contains("still 1s after the run"), "{text}");
         let settled = Settle { settled: true, ..s };
         assert!(warning(Some(&settled), Duration::from_secs(1), 4).is_none());
         assert!(warning(Some(&s), Duration::from_secs(1), 0).is_none());
-        assert_eq!(warning(None, Duration::from_secs(1), 4).unwrap().code, Code::Telemetry);
+        assert_eq!(
+            warning(None, Duration::from_secs(1), 4).unwrap().code,
+            Code::Telemetry
+        );
     }
 }

@@ -347,7 +347,10 @@ impl Scalars {
         for (k, value) in [
             ("requests_ok", Some(self.ok)),
             ("requests_no_output", Some(no_output)),
-            ("requests_failed", Some(self.requests - self.ok - self.cancelled)),
+            (
+                "requests_failed",
+                Some(self.requests - self.ok - self.cancelled),
+            ),
             (
                 "success_ratio",
                 (attempted > 0.0).then(|| self.ok / attempted),

@@ -89,7 +89,9 @@ pub(crate) fn cancel_problems(load: &LoadSpec) -> Vec<String> {
         out.push("`cancel.after`: `min` is above `max`".to_string());
     }
     if min.is_zero() {
-        out.push("`cancel.after` must be above 0 (a request is aborted after it was sent)".to_string());
+        out.push(
+            "`cancel.after` must be above 0 (a request is aborted after it was sent)".to_string(),
+        );
     }
     if max > MAX_AFTER {
         out.push("`cancel.after` is at most 1h".to_string());
@@ -98,7 +100,9 @@ pub(crate) fn cancel_problems(load: &LoadSpec) -> Vec<String> {
         out.push("`cancel.settle` is at most 10m".to_string());
     }
     if load.search.is_some() {
-        out.push("`cancel` does not apply to an SLA search: its probes are judged by `slo`".to_string());
+        out.push(
+            "`cancel` does not apply to an SLA search: its probes are judged by `slo`".to_string(),
+        );
     }
     out
 }
@@ -129,7 +133,10 @@ mod tests {
 
     #[test]
     fn the_share_is_drawn_per_index_and_the_same_every_time() {
-        let p = plan(0.1, CancelAfter::Fixed(HumanDuration(Duration::from_millis(500))));
+        let p = plan(
+            0.1,
+            CancelAfter::Fixed(HumanDuration(Duration::from_millis(500))),
+        );
         let chosen: Vec<u64> = (0..10_000).filter(|&i| p.after_for(i).is_some()).collect();
         let share = chosen.len() as f64 / 10_000.0;
         assert!((share - 0.1).abs() < 0.01, "{share}");
@@ -139,14 +146,22 @@ mod tests {
         assert_eq!(p.settle, DEFAULT_SETTLE);
         // Another seed chooses other requests.
         let other = CancelPlan { seed: 43, ..p };
-        let theirs: Vec<u64> = (0..10_000).filter(|&i| other.after_for(i).is_some()).collect();
+        let theirs: Vec<u64> = (0..10_000)
+            .filter(|&i| other.after_for(i).is_some())
+            .collect();
         assert_ne!(chosen, theirs);
     }
 
     #[test]
     fn a_range_is_drawn_uniformly_in_whole_milliseconds() {
         let ms = |n| HumanDuration(Duration::from_millis(n));
-        let p = plan(1.0, CancelAfter::Range { min: ms(200), max: ms(2000) });
+        let p = plan(
+            1.0,
+            CancelAfter::Range {
+                min: ms(200),
+                max: ms(2000),
+            },
+        );
         let times: Vec<Duration> = (0..4000).filter_map(|i| p.after_for(i)).collect();
         assert_eq!(times.len(), 4000);
         assert!(times.iter().all(|t| *t >= ms(200).0 && *t <= ms(2000).0));

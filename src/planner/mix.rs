@@ -119,7 +119,13 @@ impl Resolver<'_> {
         if diags[before..].iter().any(Diagnostic::is_error) {
             return None;
         }
-        Some((classes, DatasetPlan::Mix(MixPlan { classes: plans, assign })))
+        Some((
+            classes,
+            DatasetPlan::Mix(MixPlan {
+                classes: plans,
+                assign,
+            }),
+        ))
     }
 
     /// The model a class names.

@@ -249,11 +249,8 @@ pub async fn execute(
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
-    warnings.extend(super::pass_warnings::after_load(
-        &mut source,
-        &prepared,
-        &output,
-    ));
+    let after_load = super::pass_warnings::after_load(&mut source, &prepared, &output);
+    warnings.extend(after_load);
     let closing = server_counts::after_measured(
         &ctx.watch,
         &run.id,
@@ -262,10 +259,8 @@ pub async fn execute(
         output.peak_in_flight,
     )
     .await;
-    let settle = match run.cancels() {
-        Some(c) => server_counts::settle_gauges(&ctx.watch, before.as_ref(), c.settle).await,
-        None => None,
-    };
+    let limit = run.cancels().map(|c| c.settle);
+    let settle = server_counts::settle_gauges(&ctx.watch, before.as_ref(), limit).await;
     drop(tx);
     progress.finish();
     // A failed write of the rows is the error to report, before anything after it.
@@ -344,13 +339,10 @@ fn conclude(
     );
     warnings.extend(all_as(Code::SteadyWindow, explored));
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
-    // The requests the client cancelled itself (the load's `cancel`, a stop on
-    // saturation) are not the server's failures.
-    let stopped = ctx.saturation.is_some_and(|s| s.fired().is_some());
-    let client_cut = stopped || run.cancels().is_some();
-    let every_one_cut = client_cut && crate::measure::judge::cut_by_stop(&summary) == summary.requests;
-    let all_failed = crate::measure::failures::all_failed(&summary, &tally.errors)
-        .filter(|_| !output.cancelled && !every_one_cut);
+    // The requests the client cancelled (the load's `cancel`, a stop) are not failures.
+    let client_cut = ctx.saturation.is_some_and(|s| s.fired().is_some()) || run.cancels().is_some();
+    let cut = (output.cancelled, client_cut);
+    let all_failed = crate::measure::failures::all_failed_unless_cut(&summary, &tally.errors, cut);
     let (input_lengths, length_warning) = tally.input_lengths();
     let preconnect = output.preconnect.as_ref().and_then(Preconnect::warning);
     warnings.extend(all_as(Code::Connections, preconnect));
@@ -361,23 +353,14 @@ fn conclude(
     warnings.extend(all_as(Code::InputLengths, length_warning));
     warnings.extend(crate::trust::of_summary::record_warnings(&summary));
     warnings.extend(all_as(Code::SteadyWindow, steady));
-    if let Some(c) = run.cancels() {
-        let cancelled = crate::measure::judge::cut_by_stop(&summary);
-        let leak = crate::measure::kv_leak::warning(passes.settle.as_ref(), c.settle, cancelled);
-        warnings.extend(leak);
-    }
     let partial =
         crate::measure::failures::partial_failure_warning(&summary, &tally.errors, client_cut);
     warnings.extend(all_as(Code::PartialFailures, partial));
     let evidence = tally.evidence();
     let mut server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
-    if run.cancels().is_some() {
-        // Requests the client aborted may stay on the server's running gauge a moment
-        // (or for good: a leak, which `kv_leak` says): not another client's.
-        let cancelled = crate::measure::judge::cut_by_stop(&summary) as f64;
-        let held = passes.settle.and_then(|s| s.before.running).unwrap_or(0.0);
-        crate::measure::judge::allow_in_flight(server.as_mut(), cancelled + held);
-    }
+    let leak =
+        crate::measure::kv_leak::reasons(run, &summary, passes.settle.as_ref(), server.as_mut());
+    warnings.extend(leak);
     let judged = (server, ctx.trust, client_cut);
     crate::measure::judge::reasons(run, &mut summary, &evidence, &mut warnings, judged);
     RunResult {

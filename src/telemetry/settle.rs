@@ -124,6 +124,9 @@ mod tests {
             ..same
         };
         assert!(!kv.back_to(&before));
-        assert!(Gauges::default().back_to(&before), "nothing read, nothing judged");
+        assert!(
+            Gauges::default().back_to(&before),
+            "nothing read, nothing judged"
+        );
     }
 }
