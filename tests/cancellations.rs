@@ -381,6 +381,20 @@ fn a_leaking_server_gets_a_kv_leak_warning_and_an_honest_one_none() {
         .map(|r| r["code"].as_str().unwrap())
         .collect();
     assert_eq!(codes, ["kv_leak"]);
+    // The gauges' facts are kept with each run: the honest one settled at once.
+    let store = perfplan::store::Store::open(&out.join("results.db")).unwrap();
+    for run in store.runs().unwrap() {
+        let s = &run.extras["cancel_settle"];
+        let leaky = run.axes["endpoint"] == "leaky";
+        assert_eq!(s["settled"], !leaky, "{s}");
+        assert_eq!(s["before"]["running"], 0.0, "{s}");
+        if leaky {
+            assert_eq!(s["after"]["running"], n, "{s}");
+            assert!(s["waited_ms"].as_u64().unwrap() >= 500, "{s}");
+        } else {
+            assert_eq!(s["after"]["running"], 0.0, "{s}");
+        }
+    }
 }
 
 #[test]

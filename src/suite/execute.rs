@@ -62,6 +62,8 @@ pub struct RunResult {
     pub classes: Vec<RunSummary>,
     /// The server's counters against the client's sums (`None` without a server scrape).
     pub server_counts: Option<crate::telemetry::counts::ServerCounts>,
+    /// A run with `cancel`: the server's gauges after it against before (`cancel_settle`).
+    pub settle: Option<crate::telemetry::settle::Settle>,
 }
 
 /// Everything a run needs from its suite.
@@ -378,6 +380,7 @@ fn conclude(
         time,
         classes,
         server_counts: passes.server_counts,
+        settle: passes.settle,
     }
 }
 

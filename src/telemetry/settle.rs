@@ -63,7 +63,7 @@ impl Gauges {
 }
 
 /// The gauges after a run against their level before it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settle {
     pub before: Gauges,
     /// The last reading.
@@ -72,6 +72,18 @@ pub struct Settle {
     pub waited: Duration,
     /// Whether they were back within the bound.
     pub settled: bool,
+}
+
+impl Settle {
+    /// As kept in the run's extras (`cancel_settle`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "before": self.before,
+            "after": self.after,
+            "waited_ms": u64::try_from(self.waited.as_millis()).unwrap_or(u64::MAX),
+            "settled": self.settled,
+        })
+    }
 }
 
 impl ServerScrape {
