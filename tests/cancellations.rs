@@ -426,3 +426,85 @@ fn cancel_keys_are_checked_where_they_are_written() {
     );
     assert!(e.contains("setle"), "{e}");
 }
+
+/// Two shards of one run (`--shard K/2`, merged): the round robin and the cancelled
+/// requests follow the run's request index, not the shard's, so the merged rows are
+/// those of one process: every item's class is `item mod 3`, and the cancelled items are
+/// exactly those the seeded draw chose.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_keep_one_global_round_robin_and_one_cancel_draw() {
+    let server = SimServer::start(sim(SimConfig::default())).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        &format!(
+            "[plan]\nname = \"shards\"\nseed = 13\n\
+             [endpoints.s]\nbase_url = \"{url}\"\n\
+             [models.m]\n[models.a]\nserved_name = \"m\"\n\
+             [datasets.hi]\nkind = \"prompt\"\ntext = \"Tell me a long story.\"\n\
+             [datasets.x]\nkind = \"mix\"\nassign = \"round_robin\"\n\
+             mix = [{{ dataset = \"hi\", name = \"a\" }}, {{ dataset = \"hi\", name = \"b\" }}, \
+             {{ dataset = \"hi\", name = \"c\", model = \"a\" }}]\n\
+             [defaults]\noutput_tokens = 32\nignore_eos = true\n\
+             [matrix]\nmodel = \"m\"\ndataset = \"x\"\nload = {{ concurrency = 4, requests = 20, warmup = 4, \
+             cancel = {{ share = 0.4, after = \"60ms\", settle = \"1s\" }} }}\n",
+            url = server.base_url()
+        ),
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let shards = dir.path().join("shards");
+    let children: Vec<_> = (1..=2)
+        .map(|k| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_perfplan"))
+                .args(["run", plan.to_str().unwrap(), "--out"])
+                .arg(&shards)
+                .args(["--merge", "--shard", &format!("{k}/2")])
+                .args(["--barrier", &format!("127.0.0.1:{port}")])
+                .args(["--barrier-timeout", "60s"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    tokio::task::block_in_place(|| {
+        for c in children {
+            let o = c.wait_with_output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+    });
+    let db = shards.join("merged/results.db");
+    let rows = query::<i64>(&db, "SELECT item, class FROM requests ORDER BY item");
+    assert_eq!(rows.len(), 24);
+    for (k, r) in rows.iter().enumerate() {
+        let (item, class) = (r[0].unwrap(), r[1].unwrap());
+        assert_eq!(item, k as i64);
+        assert_eq!(class, item % 3, "item {item}");
+    }
+    let chosen = CancelPlan::of(
+        &CancelSpec {
+            share: 0.4,
+            after: CancelAfter::Fixed(HumanDuration(Duration::from_millis(60))),
+            settle: None,
+        },
+        13,
+    );
+    let expected: Vec<i64> = (4..24)
+        .filter(|&i| chosen.after_for(i).is_some())
+        .map(|i| i as i64)
+        .collect();
+    let cancelled: Vec<i64> = query::<i64>(
+        &db,
+        "SELECT item FROM requests WHERE outcome = 'cancelled' ORDER BY item",
+    )
+    .iter()
+    .map(|r| r[0].unwrap())
+    .collect();
+    assert_eq!(cancelled, expected);
+    assert!(!expected.is_empty());
+    server.shutdown().await;
+}
