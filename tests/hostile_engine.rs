@@ -73,6 +73,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         headers: Vec::new(),
         session: None,
         class: None,
+        cancel_after: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

@@ -31,6 +31,7 @@ const PLACES: &[(&str, &[&str])] = &[
         &["matrix", "load", "concurrency_ramp"],
     ),
     ("ExploreSpec", &["matrix", "load", "explore"]),
+    ("CancelSpec", &["matrix", "load", "cancel"]),
     ("ReportSpec", &["report"]),
     ("TrustSpec", &["trust"]),
     ("MixClassSpec", &["datasets", "d", "mix", "0"]),
@@ -155,6 +156,7 @@ fn contexts(dir: &Path) -> Vec<Value> {
         json!({"concurrency_ramp": {"from": 1, "to": 2, "over": "100ms"}}),
         json!({"concurrency_ramp": {"concurrencies": [1, 2], "step": "100ms"}}),
         json!({"explore": {"max": 2, "step": "100ms", "probes": 0}}),
+        json!({"concurrency": 1, "requests": 2, "cancel": {"share": 0.5, "after": "10ms", "settle": "100ms"}}),
     ];
     let datasets = [
         (json!({"kind": "random", "input_tokens": 8}), None),
@@ -475,6 +477,7 @@ const RANGE_TABLES: &[(&str, &str)] = &[
     ("RampSpec", "`ramp`"),
     ("ConcurrencyRampSpec", "`concurrency_ramp`"),
     ("ExploreSpec", "`explore`"),
+    ("CancelSpec", "`cancel`"),
     ("ReportSpec", "`[report]`"),
     ("TrustSpec", "`[trust]`"),
     ("MixClassSpec", "`mix` class"),

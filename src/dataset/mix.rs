@@ -7,6 +7,7 @@
 
 use super::prefix_groups::group_of;
 use super::{DatasetContext, DatasetError, DatasetStats, PromptItem, PromptStream};
+use crate::plan::mix_spec::MixAssign;
 use crate::plan::prefix_groups::PrefixGroups;
 use crate::plan::MixPlan;
 
@@ -18,6 +19,8 @@ const CLASS_DRAW_SALT: u64 = 0x6d69_785f_636c_6173;
 pub struct ClassDraw {
     weights: PrefixGroups,
     seed: u64,
+    /// `assign = "round_robin"`: request `i` takes class `i mod classes`.
+    round_robin: bool,
 }
 
 impl ClassDraw {
@@ -28,11 +31,15 @@ impl ClassDraw {
                 weights: plan.classes.iter().map(|c| c.weight).collect(),
             },
             seed: seed ^ CLASS_DRAW_SALT,
+            round_robin: plan.assign == MixAssign::RoundRobin,
         }
     }
 
     /// The class of request `index`.
     pub fn class_of(&self, index: usize) -> usize {
+        if self.round_robin {
+            return index % self.weights.count.max(1) as usize;
+        }
         group_of(&self.weights, self.seed, index)
     }
 }
@@ -173,6 +180,7 @@ mod tests {
     fn classes_are_drawn_by_weight_and_the_same_in_any_window() {
         let plan = MixPlan {
             classes: vec![class("a", 0.7), class("b", 0.2), class("c", 0.1)],
+            ..MixPlan::default()
         };
         let ctx = DatasetContext {
             seed: 5,
@@ -218,9 +226,51 @@ mod tests {
     }
 
     #[test]
+    fn round_robin_cycles_the_classes_in_order_in_any_window() {
+        let plan = MixPlan {
+            classes: vec![class("a", 1.0), class("b", 1.0), class("c", 1.0)],
+            assign: MixAssign::RoundRobin,
+        };
+        let ctx = DatasetContext {
+            seed: 5,
+            count: 10,
+            classes: vec![DatasetContext::default(); 3],
+            ..DatasetContext::default()
+        };
+        let all = materialize(&plan, &ctx).unwrap().items;
+        let classes: Vec<u16> = all.iter().map(|i| i.class.unwrap()).collect();
+        assert_eq!(classes, [0, 1, 2, 0, 1, 2, 0, 1, 2, 0]);
+        // From the middle on (a shard's window, built as sent): the same global order.
+        let tail = materialize(
+            &plan,
+            &DatasetContext {
+                first: 7,
+                count: 3,
+                ..ctx.clone()
+            },
+        );
+        let tail: Vec<u16> = tail
+            .unwrap()
+            .items
+            .iter()
+            .map(|i| i.class.unwrap())
+            .collect();
+        assert_eq!(tail, [1, 2, 0]);
+        // The seed does not move it.
+        let other = materialize(&plan, &DatasetContext { seed: 6, ..ctx })
+            .unwrap()
+            .items;
+        assert_eq!(
+            other.iter().map(|i| i.class.unwrap()).collect::<Vec<_>>(),
+            classes
+        );
+    }
+
+    #[test]
     fn a_mix_without_its_class_contexts_is_an_error_not_a_panic() {
         let plan = MixPlan {
             classes: vec![class("a", 1.0)],
+            ..MixPlan::default()
         };
         let err = materialize(&plan, &DatasetContext::default()).unwrap_err();
         assert!(err.to_string().contains("1 classes"), "{err}");

@@ -89,10 +89,12 @@ pub(crate) async fn exchange(
     let result = {
         let work = drive(ep, &req, &mut rec, t0, sent_at);
         tokio::pin!(work);
+        let planned = planned_abort(&req, sent_at);
         tokio::select! {
             biased;
             r = &mut work => r,
             _ = &mut cancel => Err(Failure::new(Outcome::Cancelled, "cancelled before the response ended")),
+            why = planned => Err(Failure::new(Outcome::Cancelled, why)),
         }
     };
     if let Err(f) = result {
@@ -101,6 +103,22 @@ pub(crate) async fn exchange(
         rec.end = Instant::now() - t0;
     }
     rec
+}
+
+/// The plan's cancellation of `req` (`cancel_after`): completes at that time after the
+/// exchange began, with the record's error (the planned time, so a stored row says it);
+/// never without one. Dropping the exchange's work then drops its connection.
+async fn planned_abort(req: &PreparedRequest, sent_at: Instant) -> String {
+    match req.cancel_after {
+        Some(after) => {
+            tokio::time::sleep_until((sent_at + after).into()).await;
+            format!(
+                "cancelled by the plan (`cancel`) {} after send",
+                crate::units::format_duration(after)
+            )
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// The deadline of the idle/total timer given the time of the last activity.

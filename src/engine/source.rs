@@ -38,6 +38,10 @@ pub struct PreparedRequest {
     pub session: Option<u64>,
     /// A mix's class of the request (copied to the record).
     pub class: Option<u16>,
+    /// Abort the request this long after it was sent (the plan's `cancel`): the
+    /// connection is dropped and the record ends `cancelled`, unless the response ended
+    /// before.
+    pub cancel_after: Option<std::time::Duration>,
 }
 
 /// The answer of [`RequestSource::next`].

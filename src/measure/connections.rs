@@ -14,7 +14,9 @@ pub fn reconnects(run: &RunSpec, preconnected: bool, summary: &RunSummary) -> Op
         planner::Load::Closed { .. } | planner::Load::ClosedRamp { .. }
     );
     let c = summary.connections;
-    if !closed || !preconnected || c.opened == 0 {
+    // A request the client aborts (the load's `cancel`) drops its connection: the next
+    // one opens another, by the plan, not by the server.
+    if !closed || !preconnected || c.opened == 0 || run.cancels().is_some() {
         return None;
     }
     let value = |k: &str| summary.values.get(k).copied().flatten().unwrap_or(0.0);

@@ -11,8 +11,9 @@ use crate::record::Outcome;
 const ERROR_CHARS: usize = 200;
 
 /// "12 of 40 measured requests failed: 8 http_500, 4 stream_broken; first: <error>",
-/// when some but not all measured requests failed. A run `stopped` on saturation leaves
-/// out the requests its stop cancelled (its `saturated` reason says how many).
+/// when some but not all measured requests failed. A run whose client cut requests
+/// short (`stopped`: a stop on saturation, the load's `cancel`) leaves out the requests
+/// it cancelled (a `saturated` reason says how many a stop cut).
 pub(crate) fn partial_failure_warning(
     summary: &RunSummary,
     errors: &super::tally::FirstErrors,
@@ -40,6 +41,17 @@ pub(crate) fn partial_failure_warning(
         summary.requests - cut,
         describe(&classes)
     ))
+}
+
+/// `all_failed`, unless the run was interrupted (`cut.0`) or every measured request was
+/// one the client cancelled itself (`cut.1`: the load's `cancel`, a stop on saturation).
+pub(crate) fn all_failed_unless_cut(
+    summary: &RunSummary,
+    errors: &super::tally::FirstErrors,
+    (interrupted, client_cut): (bool, bool),
+) -> Option<String> {
+    let every_one_cut = client_cut && super::judge::cut_by_stop(summary) == summary.requests;
+    all_failed(summary, errors).filter(|_| !interrupted && !every_one_cut)
 }
 
 /// "every measured request failed (4 connect): <first error>", when that is the case.

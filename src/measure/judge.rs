@@ -34,10 +34,20 @@ pub fn trust_counts(
 
 /// Adds the verdict's reasons the run's numbers give to `warnings`, and nulls the
 /// timings of a run whose stream was not observed.
-/// The requests a stopped run cancelled: those in flight when it stopped.
+/// The requests the client cancelled: a stopped run's in flight when it stopped, and
+/// those the load's `cancel` aborted.
 pub fn cut_by_stop(summary: &RunSummary) -> u64 {
     let cancelled = crate::record::Outcome::Cancelled.as_str();
     summary.failures.get(cancelled).copied().unwrap_or(0)
+}
+
+/// Takes `aborted` requests off the server's most in flight (those the client cancelled,
+/// and those held before the run), so that requests the server has not let go of yet
+/// are not read as another client's (`server_not_alone`).
+pub fn allow_in_flight(server: Option<&mut ServerCounts>, aborted: f64) {
+    if let Some(most) = server.and_then(|s| s.server_in_flight_max.as_mut()) {
+        *most = (*most - aborted).max(0.0);
+    }
 }
 
 pub fn reasons(
@@ -56,8 +66,9 @@ pub fn reasons(
         ..trust::of_summary::facts(summary)
     };
     if stopped {
-        // The requests a stop on saturation cut short are the stop's doing, not the
-        // server's failures (the `saturated` reason says how many).
+        // The requests a stop on saturation or the load's `cancel` cut short are the
+        // client's doing, not the server's failures (the `saturated` reason says how
+        // many a stop cut; `cancelled_requests` counts them all).
         let cut = cut_by_stop(summary);
         facts.failed = facts.failed.saturating_sub(cut);
         facts.requests = facts.requests.saturating_sub(cut);

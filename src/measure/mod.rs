@@ -13,6 +13,7 @@ pub mod connections;
 pub mod explore;
 pub mod failures;
 pub mod judge;
+pub mod kv_leak;
 pub mod planned;
 pub mod saturation;
 pub mod steady;

@@ -341,6 +341,7 @@ mod tests {
         };
         let plan = MixPlan {
             classes: vec![class("a"), class("b")],
+            ..MixPlan::default()
         };
         let draw = ClassDraw::new(&plan, 7);
         let a = Sharing::new(10, vec![50], PrefixGroups::default(), 1);

@@ -256,6 +256,11 @@ impl Fold {
     pub fn finish(self, opts: &SummaryOptions) -> RunSummary {
         let itl_bounded = self.itl_bounded();
         let c = self.counts;
+        let cancelled = c
+            .failures
+            .get(Outcome::Cancelled.as_str())
+            .copied()
+            .unwrap_or(0) as f64;
         let mut s = RunSummary {
             values: all_names().into_iter().map(|n| (n, None)).collect(),
             requests: c.requests,
@@ -301,6 +306,7 @@ impl Fold {
             good_output: c.good_output as f64,
             busy_s: c.busy.as_secs_f64(),
             requests: c.requests as f64,
+            cancelled,
             duration_s: self.span.map(|(a, b)| b.saturating_sub(a).as_secs_f64()),
             input: self.input.sum(),
             output: self.output.sum(),
@@ -325,6 +331,9 @@ struct Scalars {
     good_output: f64,
     busy_s: f64,
     requests: f64,
+    /// Measured requests the client cancelled (the plan's `cancel`, a stop, Ctrl-C): not
+    /// the server's failures, and out of the ratios' denominators.
+    cancelled: f64,
     duration_s: Option<f64>,
     input: Option<f64>,
     output: Option<f64>,
@@ -343,6 +352,9 @@ impl Scalars {
         let total = self.input.zip(self.output).map(|(a, b)| a + b);
         let good_output = self.output.map(|_| self.good_output);
         let in_flight_mean = per_s(Some(self.busy_s));
+        // The requests the server was left to answer: every measured one the client did
+        // not cancel.
+        let attempted = self.requests - self.cancelled;
         let throughput = Throughput {
             duration_s: d,
             output_tokens: self.output,
@@ -354,10 +366,18 @@ impl Scalars {
         for (k, value) in [
             ("requests_ok", Some(self.ok)),
             ("requests_no_output", Some(no_output)),
-            ("requests_failed", Some(self.requests - self.ok)),
+            (
+                "requests_failed",
+                Some(self.requests - self.ok - self.cancelled),
+            ),
             (
                 "success_ratio",
-                (self.requests > 0.0).then(|| self.ok / self.requests),
+                (attempted > 0.0).then(|| self.ok / attempted),
+            ),
+            ("cancelled_requests", Some(self.cancelled)),
+            (
+                "cancelled_ratio",
+                (self.requests > 0.0).then(|| self.cancelled / self.requests),
             ),
             ("duration_s", d),
             ("rps", per_s(Some(self.ok))),
@@ -369,7 +389,7 @@ impl Scalars {
             ("good_requests", Some(self.good)),
             (
                 "slo_attainment",
-                (self.requests > 0.0).then(|| self.good / self.requests),
+                (attempted > 0.0).then(|| self.good / attempted),
             ),
             ("goodput_tokens_per_s", per_s(good_output)),
             ("in_flight_mean", in_flight_mean),

@@ -107,10 +107,10 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 51] = [
+pub const SCALAR_DEFS: [MetricDef; 53] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
-    m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok)"),
-    m("success_ratio", Ratio, Higher, "requests_ok / measured requests"),
+    m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok or cancelled)"),
+    m("success_ratio", Ratio, Higher, "requests_ok / measured requests not cancelled by the client"),
     m("duration_s", Seconds, Lower, "first measured request sent → last measured response finished"),
     m("rps", RequestsPerSec, Higher, "request throughput: successful requests / duration_s"),
     m("output_tps", TokensPerSec, Higher, "output token throughput: output tokens of successful requests / duration_s"),
@@ -143,7 +143,7 @@ pub const SCALAR_DEFS: [MetricDef; 51] = [
     m("output_tps_steady", TokensPerSec, Higher, "output tokens that arrived in the steady window / steady_s"),
     m("answer_tps", TokensPerSec, Higher, "answer tokens (reasoning left out) per second over the run's duration, beside output_tps"),
     m("good_requests", Count, Higher, "successful measured requests meeting every per-request objective of [slo] (requests_ok without one)"),
-    m("slo_attainment", Ratio, Higher, "good_requests / measured requests: the share meeting every objective of [slo], failed requests never (DistServe's SLO attainment; success_ratio without one)"),
+    m("slo_attainment", Ratio, Higher, "good_requests / measured requests not cancelled: the share meeting every objective of [slo], failed requests never (DistServe's SLO attainment; success_ratio without one)"),
     m("goodput_tokens_per_s", TokensPerSec, Higher, "output tokens of good requests / duration_s (output_tps without [slo])"),
     m("in_flight_mean", Count, Neither, "measured requests in flight, time-weighted mean over duration_s: the sum of their (end − sent) / duration_s"),
     m("output_tps_per_user", TokensPerSec, Higher, "output_tps / concurrency for a closed loop of fixed concurrency; output_tps / in_flight_mean for any other load"),
@@ -159,6 +159,8 @@ pub const SCALAR_DEFS: [MetricDef; 51] = [
     m("saturation_rps", RequestsPerSec, Higher, "an exploring load's saturation point by rate (`by = \"rate\"`): the highest arrival rate whose step still gained throughput by its rule (null as saturation_concurrency is)"),
     m("saturation_output_tps", TokensPerSec, Higher, "output_tps of an exploring load's saturation step"),
     m("kernel_clock_ratio", Ratio, Neither, "measured requests whose answer was timed by the kernel's receive stamps / measured requests that read an answer (1 on the lean client over TCP on Linux; 0 where the client's reads timed it: the reqwest path, a refused option, another platform)"),
+    m("cancelled_requests", Count, Neither, "measured requests the client cancelled: the load's `cancel`, a stop on saturation, Ctrl-C (not failures; out of every latency metric)"),
+    m("cancelled_ratio", Ratio, Neither, "cancelled_requests / measured requests"),
 ];
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without

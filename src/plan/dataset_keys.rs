@@ -59,7 +59,7 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
         DatasetKind::Embedding => &["path", "batch_size"],
         DatasetKind::RandomRerank => &["query_tokens", "num_documents", "document_length_ratio"],
         DatasetKind::Rerank => &["path", "num_documents"],
-        DatasetKind::Mix => &["mix"],
+        DatasetKind::Mix => &["mix", "assign"],
     };
     let file_kind = matches!(
         kind,

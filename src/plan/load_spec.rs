@@ -86,6 +86,14 @@ pub struct LoadSpec {
     /// and every other axis) at a higher `concurrency` (or `rate`), stored with a note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_saturation: Option<OnSaturation>,
+    /// Cancellation injection: that share of measured requests is aborted by the client
+    /// at the given time after its send (`{ share = 0.1, after = "500ms" }`, or `after =
+    /// { min = "200ms", max = "2s" }`); they are stored `cancelled`, kept out of the
+    /// failures and the latency metrics, and counted in `cancelled_requests`. After the
+    /// run the server's running requests and KV-cache usage must return to their level
+    /// before it within `settle` (default `"10s"`), else a `kv_leak` warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<super::CancelSpec>,
     /// Open loop: most requests in flight at once (unbounded when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]

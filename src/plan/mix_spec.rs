@@ -22,9 +22,11 @@ pub struct MixClassSpec {
     /// trace or multi-turn kind).
     pub dataset: String,
     /// The class's share of the run's requests, relative to the other classes' weights
-    /// (0.7 and 0.3, or 7 and 3).
+    /// (0.7 and 0.3, or 7 and 3). Needed by the weighted draw; not written under
+    /// `assign = "round_robin"` (every class takes its turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.000001, max = 1000000))]
-    pub weight: f64,
+    pub weight: Option<f64>,
     /// The class's name in reports and gates (`ttft_p99@NAME`); default: its dataset's.
     /// Letters, digits, `_`, `-` and `.`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -46,12 +48,25 @@ impl MixClassSpec {
     }
 }
 
+/// How a mix's classes are given to its requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MixAssign {
+    /// Each request's class a seeded draw by weight (the default).
+    #[default]
+    Weighted,
+    /// The classes in the order written, request by request (request `i` takes class
+    /// `i mod classes`, by the run's request index, so shards keep one global order): a
+    /// mix of LoRA adapters then swaps adapter on every request.
+    RoundRobin,
+}
+
 /// Where a problem of a mix stands: the class (its index) and the key at fault; `None`
 /// for the mix as a whole.
 pub type ClassKey = Option<(usize, &'static str)>;
 
 /// Problems of a mix as written that need no other table: `(where, message)`.
-pub fn problems(classes: &[MixClassSpec]) -> Vec<(ClassKey, String)> {
+pub fn problems(classes: &[MixClassSpec], assign: MixAssign) -> Vec<(ClassKey, String)> {
     let mut out = Vec::new();
     if classes.is_empty() {
         out.push((None, "a mix needs at least one class".to_string()));
@@ -66,11 +81,20 @@ pub fn problems(classes: &[MixClassSpec]) -> Vec<(ClassKey, String)> {
         ));
     }
     for (i, class) in classes.iter().enumerate() {
-        if !(class.weight.is_finite() && class.weight > 0.0) {
-            out.push((
+        match (assign, class.weight) {
+            (MixAssign::Weighted, None) => out.push((
+                Some((i, "dataset")),
+                "a class of a weighted mix needs a `weight` (or set `assign = \"round_robin\"` on the mix)".to_string(),
+            )),
+            (MixAssign::Weighted, Some(w)) if !(w.is_finite() && w > 0.0) => out.push((
                 Some((i, "weight")),
-                format!("weight must be a positive number; {} is not", class.weight),
-            ));
+                format!("weight must be a positive number; {w} is not"),
+            )),
+            (MixAssign::RoundRobin, Some(_)) => out.push((
+                Some((i, "weight")),
+                "`assign = \"round_robin\"` gives every class its turn in order: a `weight` has no effect there (remove it, or draw by weight without `assign`)".to_string(),
+            )),
+            _ => {}
         }
         let name = class.label();
         // A name from the class's dataset is at fault at `dataset`.

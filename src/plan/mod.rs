@@ -3,6 +3,7 @@
 //! located diagnostics. Knows nothing about HTTP, runs or storage.
 
 pub mod access;
+pub mod cancel_spec;
 pub mod explore_spec;
 pub mod hardware_spec;
 pub mod load_spec;
@@ -16,6 +17,7 @@ mod timeouts_spec;
 pub mod trust_spec;
 
 pub use access::{PathsSpec, TlsSpec};
+pub use cancel_spec::{CancelAfter, CancelSpec};
 pub use explore_spec::{ExploreBy, ExploreSpec, ExploreStep};
 pub use hardware_spec::HardwareSpec;
 pub use load_spec::*;

@@ -219,6 +219,14 @@ pub struct SimConfig {
     #[schemars(extend("x-duration-minimum" = "0s", "x-duration-maximum" = "1h"))]
     pub fault_headers_delay: HumanDuration,
 
+    /// Fault: a request that ends without finishing (the client aborted it, or a drop or
+    /// stall fault) keeps its batch slot and its KV-cache blocks for good, as a server
+    /// that leaks aborted requests would: `vllm:num_requests_running` and
+    /// `vllm:kv_cache_usage_perc` stay up after it (perfplan's `kv_leak` warning).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    #[serde(skip_serializing_if = "is_false")]
+    pub fault_leak_aborted: bool,
+
     /// Serve every route under this path prefix, as behind a gateway (`/gateway/openai`:
     /// `POST /gateway/openai/v1/chat/completions`, `GET /gateway/openai/metrics`, …).
     /// Requests outside it are answered 404, counted and printed to stderr. Default: the root.
@@ -296,6 +304,10 @@ impl SimConfig {
     }
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 fn is_one(n: &u32) -> bool {
     *n == 1
 }
@@ -339,6 +351,7 @@ impl Default for SimConfig {
             fault_malformed: 0.0,
             fault_slow_headers: 0.0,
             fault_headers_delay: ms(2000),
+            fault_leak_aborted: false,
             mount: None,
             replicas: 1,
             workers: 1,
@@ -372,6 +385,7 @@ mod tests {
             "replicas",
             "empty_chunks",
             "reasoning_tokens",
+            "fault_leak_aborted",
         ] {
             assert!(off.get(key).is_none(), "{key}: {off}");
         }

@@ -363,12 +363,10 @@ pub enum PrefixRole {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InputLenMode {
-    /// Prompts longer than `target_input_len` are cut to it; shorter ones are kept as
-    /// they are (or filled from `prefix_file`).
+    /// Longer prompts cut to `target_input_len`; shorter ones kept (or filled from `prefix_file`).
     #[default]
     Cap,
-    /// Prompts longer than `target_input_len` are cut to it; shorter ones are left out,
-    /// so every request is exactly the target (not with `prefix_file`).
+    /// Longer prompts cut to `target_input_len`; shorter ones left out (not with `prefix_file`).
     Drop,
 }
 
@@ -386,8 +384,7 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = ranges::MAX_TOKENS))]
     pub prefix_tokens: Option<u32>,
-    /// `random`: distinct shared prefixes (think system prompts), each `prefix_tokens`
-    /// long; requests take them round robin, or by `prefix_weights`.
+    /// `random`: distinct shared prefixes, `prefix_tokens` each; round robin or by `prefix_weights`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = ranges::MAX_PREFIX_GROUPS))]
     pub prefix_groups: Option<u32>,
@@ -493,8 +490,11 @@ pub struct DatasetSpec {
     #[schemars(range(min = 0.01, max = 100))]
     pub document_length_ratio: Option<f64>,
     /// `mix`: the workload classes, each `{ dataset, weight }` with optional `name`,
-    /// `output_tokens` and `model`; each request is drawn from one class by weight.
+    /// `output_tokens` and `model` (each request drawn from one class by weight).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     pub mix: Option<Vec<super::mix_spec::MixClassSpec>>,
+    /// `mix`: `"weighted"` (default: a seeded draw by weight) or `"round_robin"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assign: Option<super::mix_spec::MixAssign>,
 }

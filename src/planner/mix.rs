@@ -100,7 +100,8 @@ impl Resolver<'_> {
     ) -> Option<(Vec<MixClass>, DatasetPlan)> {
         let written = spec.mix.as_deref().unwrap_or_default();
         let before = diags.len();
-        for (place, message) in mix_spec::problems(written) {
+        let assign = spec.assign.unwrap_or_default();
+        for (place, message) in mix_spec::problems(written, assign) {
             let at = self.class_at(run.dataset, place.map(|p| p.0), place.map(|p| p.1));
             diags.push(Diagnostic::error(
                 format!("dataset `{}`: {message}", run.dataset),
@@ -118,7 +119,13 @@ impl Resolver<'_> {
         if diags[before..].iter().any(Diagnostic::is_error) {
             return None;
         }
-        Some((classes, DatasetPlan::Mix(MixPlan { classes: plans })))
+        Some((
+            classes,
+            DatasetPlan::Mix(MixPlan {
+                classes: plans,
+                assign,
+            }),
+        ))
     }
 
     /// The model a class names.
@@ -215,7 +222,8 @@ impl Resolver<'_> {
         let name = class.label().to_string();
         let settings = MixClass {
             name: name.clone(),
-            weight: class.weight,
+            // Round robin: every class one turn in each cycle (a planned share of 1/n).
+            weight: class.weight.unwrap_or(1.0),
             dataset: Named {
                 name: class.dataset.clone(),
                 spec: dataset.clone(),
@@ -225,7 +233,8 @@ impl Resolver<'_> {
         };
         let plan = MixClassPlan {
             name,
-            weight: class.weight,
+            // Round robin: every class one turn in each cycle (a planned share of 1/n).
+            weight: class.weight.unwrap_or(1.0),
             dataset: typed,
         };
         Some((settings, plan))

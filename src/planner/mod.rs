@@ -5,6 +5,7 @@
 //! request fields (`RequestPlan`); no stage after it reads the optional keys again.
 //! Knows nothing about HTTP or storage.
 
+pub mod cancel;
 pub mod concurrency_ramp;
 mod entries;
 pub mod explore;
@@ -249,7 +250,29 @@ fn load_label(map: &serde_json::Map<String, Value>) -> String {
     if let Some(d) = map.get("duration").and_then(Value::as_str) {
         parts.push(format!("for {d}"));
     }
+    if let Some(cancel) = map.get("cancel").and_then(Value::as_object) {
+        parts.push(cancel_label(cancel));
+    }
     parts.join(" ")
+}
+
+/// A load's `cancel` as `expand` shows it: `cancel 10% at 500ms` (or `at 200ms..2s`).
+fn cancel_label(cancel: &serde_json::Map<String, Value>) -> String {
+    let share = cancel
+        .get("share")
+        .and_then(Value::as_f64)
+        .map_or("?".to_string(), |s| {
+            format!("{}%", (s * 1e4).round() / 100.0)
+        });
+    let after = match cancel.get("after") {
+        Some(Value::Object(range)) => {
+            let end = |k: &str| range.get(k).map_or("?".to_string(), display_value);
+            format!("{}..{}", end("min"), end("max"))
+        }
+        Some(v) => display_value(v),
+        None => "?".to_string(),
+    };
+    format!("cancel {share} at {after}")
 }
 
 /// An exploring load as `expand` shows it: `explore c=1..1024 x2 step 30s` (by rate:

@@ -363,6 +363,10 @@ impl Resolver<'_> {
             let why = "an exploring load sends single requests: a trace keeps its recorded times and a multi-turn dataset its conversations (use a `random` or file dataset)";
             diags.push(Diagnostic::error(why, Some(at)));
         }
+        if load.cancel.is_some() && timed_elsewhere {
+            let why = "`cancel` aborts single requests: a trace replays its records and a multi-turn dataset builds each turn from the last answer (use a `random`, file or mix dataset)";
+            diags.push(Diagnostic::error(why, Some(at)));
+        }
         if load.concurrency_ramp.is_some() && timed_elsewhere {
             let why = "a concurrency ramp sends single requests: a trace keeps its recorded times and a multi-turn dataset its conversations (use a `random` or file dataset)";
             diags.push(Diagnostic::error(why, Some(at)));
@@ -390,6 +394,7 @@ impl WithSpan for Diagnostic {
 pub fn load_problems(load: &LoadSpec) -> Vec<String> {
     let mut out = super::search::search_problems(load);
     out.extend(super::saturation::saturation_problems(load));
+    out.extend(super::cancel::cancel_problems(load));
     if let Some(explore) = &load.explore {
         out.extend(super::explore::explore_problems(load, explore));
         return out;

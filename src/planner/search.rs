@@ -235,6 +235,7 @@ pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
         burstiness: search.burstiness,
         max_in_flight: search.max_in_flight,
         stop_when: None,
+        cancel: None,
         on_saturation: None,
         repeat: None,
         search: None,

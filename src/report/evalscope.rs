@@ -65,8 +65,9 @@ fn load_lines(run: &StoredRun) -> Vec<(String, String)> {
     if let Some(r) = get("rate") {
         lines.push(("Request rate (req/s)".to_string(), text(r)));
     }
+    let cancelled = metric(run, "cancelled_requests").unwrap_or(0.0);
     let total = match (metric(run, "requests_ok"), metric(run, "requests_failed")) {
-        (Some(ok), Some(failed)) => format!("{:.0}", ok + failed),
+        (Some(ok), Some(failed)) => format!("{:.0}", ok + failed + cancelled),
         _ => UNKNOWN.to_string(),
     };
     lines.push(("Total requests".to_string(), total));

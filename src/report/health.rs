@@ -23,6 +23,9 @@ pub struct RunHealth {
     pub failures: BTreeMap<String, u64>,
     /// Why the client, not the server, limited the run.
     pub client_bound: Option<String>,
+    /// Measured requests the client cancelled (the load's `cancel`, a stop, Ctrl-C):
+    /// not among `failed`.
+    pub cancelled: u64,
 }
 
 fn counts<K: Ord>(value: Option<&Value>, key: impl Fn(&str) -> Option<K>) -> BTreeMap<K, u64> {
@@ -41,7 +44,10 @@ impl RunHealth {
     /// falling back to its metrics and warnings where an older run lacks them.
     pub fn of(run: &StoredRun) -> RunHealth {
         let extras = &run.extras;
-        let by_outcome = counts(extras.get("failures"), |k| Some(k.to_string()));
+        let mut by_outcome = counts(extras.get("failures"), |k| Some(k.to_string()));
+        let cancelled = by_outcome
+            .remove(crate::record::Outcome::Cancelled.as_str())
+            .unwrap_or(0);
         let statuses = counts(extras.get("http_statuses"), |k| k.parse::<u16>().ok());
         let failures = failure_classes(&by_outcome, &statuses);
         let metric = |name: &str| run.metrics.get(name).copied().flatten();
@@ -67,19 +73,31 @@ impl RunHealth {
             failed,
             failures,
             client_bound,
+            cancelled,
         }
     }
 
     /// `12 of 40 failed: 8 http_500, 4 stream_broken`; `None` when nothing failed.
     pub fn failures_text(&self) -> Option<String> {
-        let failed = self.failed.filter(|&n| n > 0)?;
         let of = self.requests.map_or(String::new(), |n| format!(" of {n}"));
+        let cancelled = match self.cancelled {
+            0 => String::new(),
+            n => format!("{n}{of} cancelled by the client (not failures)"),
+        };
+        let Some(failed) = self.failed.filter(|&n| n > 0) else {
+            return Some(cancelled).filter(|c| !c.is_empty());
+        };
         let classes = if self.failures.is_empty() {
             String::new()
         } else {
             format!(": {}", describe(&self.failures))
         };
-        Some(format!("{failed}{of} failed{classes}"))
+        let and = if cancelled.is_empty() {
+            String::new()
+        } else {
+            format!("; {cancelled}")
+        };
+        Some(format!("{failed}{of} failed{classes}{and}"))
     }
 }
 

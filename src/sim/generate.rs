@@ -122,6 +122,19 @@ impl Drop for Slot {
     }
 }
 
+/// A generation dropped before it finished (the client gone, a drop or stall fault)
+/// gives its slot and blocks back at once, as the slot's own drop does; under
+/// `fault_leak_aborted` it keeps them for good (the slot is forgotten, never released).
+impl Drop for Generation {
+    fn drop(&mut self) {
+        if let Some(slot) = self.permit.take() {
+            if self.st.cfg.fault_leak_aborted {
+                std::mem::forget(slot);
+            }
+        }
+    }
+}
+
 /// Output length and finish reason: `ignore_eos` gives exactly the limit; otherwise a seeded
 /// natural length (exponential with mean `natural_output_mean`), at least `min_tokens`,
 /// capped by the limit.

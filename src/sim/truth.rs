@@ -10,7 +10,8 @@
 //!       "path": "/v1/chat/completions", "stream": true, "fault": "none", "status": 200,
 //!       "arrival_us": 1200, "admitted_us": 1210, "first_token_us": 201300,
 //!       "last_token_us": 1461400, "tokens_sent": 64, "chunks_sent": 64,
-//!       "prompt_tokens": 12, "cached_tokens": 0, "finished": true } ] }
+//!       "prompt_tokens": 12, "cached_tokens": 0, "finished": true,
+//!       "ended_us": 1461420 } ] }
 //! ```
 //!
 //! Times are microseconds since the server's start instant; add `server_start_unix_us` for
@@ -54,6 +55,10 @@ pub struct TruthRecord {
     pub prompt_tokens: u64,
     pub cached_tokens: u64,
     pub finished: bool,
+    /// When the response ended: its last byte handed to the connection, or, for one
+    /// that did not finish, when the simulator let it go (a client abort is seen when
+    /// the next chunk cannot be written, within one inter-token time).
+    pub ended_us: u64,
     /// The timing factor this generation's first-token and inter-token times were scaled
     /// by (`jitter`; 1 without jitter, 0 for a request that generated nothing).
     pub jitter: f64,
@@ -102,7 +107,9 @@ impl TruthGuard {
     }
 
     fn store(&mut self) {
-        if let Some(r) = self.record.take() {
+        let now = self.us(Instant::now());
+        if let Some(mut r) = self.record.take() {
+            r.ended_us = now;
             self.state.push_truth(r);
         }
     }

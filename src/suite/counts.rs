@@ -1,6 +1,7 @@
 //! The count check after every run, outside tests too: every request the engine sent is
 //! a row the writer wrote and the database holds, and the measured ones are exactly what
-//! the run's stored totals (`requests_ok + requests_failed`, what reports print) count.
+//! the run's stored totals (`requests_ok + requests_failed + cancelled_requests`, what
+//! reports print) count.
 //! A mismatch means rows are missing or doubled: the run is failed and the suite stops.
 
 use std::path::PathBuf;
@@ -23,7 +24,8 @@ pub struct Sent {
 pub(super) fn check(store: &Store, run_id: &str, sent: Sent) -> Result<(), SuiteError> {
     let (stored, measured_rows) = store.request_counts(run_id)?;
     let total = |name| store.run_metric(run_id, name).map(|v| v.unwrap_or(0.0));
-    let reported = (total("requests_ok")? + total("requests_failed")?) as u64;
+    let reported =
+        (total("requests_ok")? + total("requests_failed")? + total("cancelled_requests")?) as u64;
     let agree = sent.records == sent.written
         && sent.written == stored
         && sent.measured == measured_rows

@@ -62,6 +62,8 @@ pub struct RunResult {
     pub classes: Vec<RunSummary>,
     /// The server's counters against the client's sums (`None` without a server scrape).
     pub server_counts: Option<crate::telemetry::counts::ServerCounts>,
+    /// A run with `cancel`: the server's gauges after it against before (`cancel_settle`).
+    pub settle: Option<crate::telemetry::settle::Settle>,
 }
 
 /// Everything a run needs from its suite.
@@ -249,11 +251,8 @@ pub async fn execute(
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
-    warnings.extend(super::pass_warnings::after_load(
-        &mut source,
-        &prepared,
-        &output,
-    ));
+    let after_load = super::pass_warnings::after_load(&mut source, &prepared, &output);
+    warnings.extend(after_load);
     let closing = server_counts::after_measured(
         &ctx.watch,
         &run.id,
@@ -262,6 +261,8 @@ pub async fn execute(
         output.peak_in_flight,
     )
     .await;
+    let limit = run.cancels().map(|c| c.settle);
+    let settle = server_counts::settle_gauges(&ctx.watch, before.as_ref(), limit).await;
     drop(tx);
     progress.finish();
     // A failed write of the rows is the error to report, before anything after it.
@@ -279,6 +280,7 @@ pub async fn execute(
         telemetry,
         server_counts,
         explore,
+        settle,
     };
     Ok(conclude(ctx, run, &source, output, passes, warnings))
 }
@@ -296,6 +298,8 @@ struct Passes {
     server_counts: Option<crate::telemetry::counts::ServerCounts>,
     /// An exploring run's control: the steps it held.
     explore: Option<crate::workload::explore::Shared>,
+    /// A run with the load's `cancel`: the server's gauges after it, against before.
+    settle: Option<crate::telemetry::settle::Settle>,
 }
 
 /// The run's summary and warnings, from its measured records.
@@ -337,8 +341,10 @@ fn conclude(
     );
     warnings.extend(all_as(Code::SteadyWindow, explored));
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
-    let all_failed =
-        crate::measure::failures::all_failed(&summary, &tally.errors).filter(|_| !output.cancelled);
+    // The requests the client cancelled (the load's `cancel`, a stop) are not failures.
+    let client_cut = ctx.saturation.is_some_and(|s| s.fired().is_some()) || run.cancels().is_some();
+    let cut = (output.cancelled, client_cut);
+    let all_failed = crate::measure::failures::all_failed_unless_cut(&summary, &tally.errors, cut);
     let (input_lengths, length_warning) = tally.input_lengths();
     let preconnect = output.preconnect.as_ref().and_then(Preconnect::warning);
     warnings.extend(all_as(Code::Connections, preconnect));
@@ -349,13 +355,15 @@ fn conclude(
     warnings.extend(all_as(Code::InputLengths, length_warning));
     warnings.extend(crate::trust::of_summary::record_warnings(&summary));
     warnings.extend(all_as(Code::SteadyWindow, steady));
-    let stopped = ctx.saturation.is_some_and(|s| s.fired().is_some());
     let partial =
-        crate::measure::failures::partial_failure_warning(&summary, &tally.errors, stopped);
+        crate::measure::failures::partial_failure_warning(&summary, &tally.errors, client_cut);
     warnings.extend(all_as(Code::PartialFailures, partial));
     let evidence = tally.evidence();
-    let server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
-    let judged = (server, ctx.trust, stopped);
+    let mut server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
+    let leak =
+        crate::measure::kv_leak::reasons(run, &summary, passes.settle.as_ref(), server.as_mut());
+    warnings.extend(leak);
+    let judged = (server, ctx.trust, client_cut);
     crate::measure::judge::reasons(run, &mut summary, &evidence, &mut warnings, judged);
     RunResult {
         summary,
@@ -372,6 +380,7 @@ fn conclude(
         time,
         classes,
         server_counts: passes.server_counts,
+        settle: passes.settle,
     }
 }
 

@@ -28,6 +28,8 @@ pub struct Scraped {
     pub counters: Option<Counters>,
     /// The cache block size the (first) page names.
     pub block_size: Option<u32>,
+    /// The running requests and KV-cache usage, every replica's summed.
+    pub gauges: Option<super::settle::Gauges>,
 }
 
 /// One server's counters, scraped around a run's passes; with replicas, every
@@ -56,7 +58,9 @@ async fn scrape_one(client: &control::Client, candidates: &[CounterNames]) -> Sc
             continue;
         };
         if out.counters.is_none() {
-            out.counters = Some(Counters::of(&frame(&text)));
+            let frame = frame(&text);
+            out.counters = Some(Counters::of(&frame));
+            out.gauges = Some(super::settle::Gauges::of(&frame));
             out.block_size = block_size(&text);
         }
         let found = find(&parse(&text), candidates.iter().filter(|c| c.path == path));
@@ -109,6 +113,7 @@ impl ServerScrape {
                 values
             });
             all.counters = all.counters.zip(more.counters).map(|(a, b)| a.plus(b));
+            all.gauges = all.gauges.zip(more.gauges).map(|(a, b)| a.plus(b));
         }
         all
     }

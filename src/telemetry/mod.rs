@@ -19,6 +19,7 @@ pub mod queue;
 pub mod run;
 pub mod sampler;
 pub mod scalars;
+pub mod settle;
 
 pub use around::{Scraped, ServerScrape};
 

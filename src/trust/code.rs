@@ -108,6 +108,11 @@ codes! {
     /// completions stalled, so its latencies grew with its length (no steady state). On a
     /// tier skipped above it (`on_saturation = "skip_higher"`), an `info` note.
     Saturated = "saturated", Suspect, Timings;
+    /// After a run whose client aborted requests (the load's `cancel`), the server's
+    /// running requests or KV-cache usage did not return to their level before the run
+    /// within `cancel.settle`: it may keep aborted requests' KV blocks (a leak), which
+    /// the runs after it pay for.
+    KvLeak = "kv_leak", Suspect, Nothing;
     /// Some measured requests failed (fewer than the threshold).
     PartialFailures = "partial_failures", Info, Nothing;
     /// Prompts missed their target input length.

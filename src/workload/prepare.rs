@@ -286,6 +286,8 @@ pub struct BodyBuilder {
     session_seed: u64,
     /// Which session group each item is in (its prefix group, if any).
     sessions: super::session::ItemGroups,
+    /// The load's cancellation injection: which measured items are aborted, and when.
+    cancels: Option<planner::cancel::CancelPlan>,
 }
 
 impl BodyBuilder {
@@ -305,6 +307,7 @@ impl BodyBuilder {
             warmup: warmup_count(&s.load) as usize,
             session_seed: s.seed,
             sessions: super::session::ItemGroups::of(run),
+            cancels: run.cancels(),
         })
     }
 
@@ -363,6 +366,9 @@ impl BodyBuilder {
                 self.sessions.group(i),
             )),
             class: item.class,
+            cancel_after: (phase == Phase::Measured)
+                .then(|| self.cancels.and_then(|c| c.after_for(i)))
+                .flatten(),
         })
     }
 }

@@ -214,6 +214,7 @@ fn with_pass(window: Vec<PreparedRequest>, pass: Pass, skip: usize) -> Vec<Prepa
             .filter(|r| r.item as usize >= skip)
             .map(|r| PreparedRequest {
                 phase: Phase::Priming,
+                cancel_after: None,
                 ..r
             })
             .collect(),

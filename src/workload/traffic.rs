@@ -72,6 +72,7 @@ pub(crate) fn replayed(
         headers,
         session: Some(super::session::session_key(run.settings.seed, group)),
         class: None,
+        cancel_after: None,
     })
 }
 
@@ -149,6 +150,7 @@ pub(crate) fn replay_warnings(run: &RunSpec) -> Vec<String> {
 pub(crate) fn as_priming(requests: &[PreparedRequest]) -> Vec<PreparedRequest> {
     let priming = |r: &PreparedRequest| PreparedRequest {
         phase: Phase::Priming,
+        cancel_after: None,
         ..r.clone()
     };
     requests.iter().map(priming).collect()

@@ -50,6 +50,8 @@ pub fn parse_every(text: &str) -> Result<Duration, String> {
 struct Counts {
     done: AtomicU64,
     failed: AtomicU64,
+    /// Requests the client cancelled (the load's `cancel`, a stop): not failures.
+    cancelled: AtomicU64,
     ttft: TtftHistogram,
 }
 
@@ -141,7 +143,9 @@ impl RunProgress {
     pub fn tick(&self, r: &RequestRecord) {
         let c = &self.counts;
         c.done.fetch_add(1, Ordering::Relaxed);
-        if r.outcome != Outcome::Ok {
+        if r.outcome == Outcome::Cancelled {
+            c.cancelled.fetch_add(1, Ordering::Relaxed);
+        } else if r.outcome != Outcome::Ok {
             let n = c.failed.fetch_add(1, Ordering::Relaxed) + 1;
             self.bar.set_message(format!("{n} errors"));
         } else if let Some(t) = r.ttft().filter(|_| r.phase == Phase::Measured) {
@@ -181,6 +185,11 @@ impl RunProgress {
 fn line(label: &str, c: &Counts, total: Option<u64>, last: &mut (Instant, u64)) -> String {
     let done = c.done.load(Ordering::Relaxed);
     let failed = c.failed.load(Ordering::Relaxed).min(done);
+    let cut = c.cancelled.load(Ordering::Relaxed).min(done - failed);
+    let cancelled = match cut {
+        0 => String::new(),
+        n => format!(", {n} cancelled"),
+    };
     let secs = last.0.elapsed().as_secs_f64().max(1e-9);
     let rate = done.saturating_sub(last.1) as f64 / secs;
     *last = (Instant::now(), done);
@@ -190,8 +199,8 @@ fn line(label: &str, c: &Counts, total: Option<u64>, last: &mut (Instant, u64)) 
         .p50_ms()
         .map_or_else(|| "none yet".to_string(), |ms| format!("~{ms:.1} ms"));
     format!(
-        "progress {label}: {of} ({} ok, {failed} failed), {rate:.1} req/s over the last {secs:.1} s, \
-         TTFT p50 {ttft}",
-        done - failed
+        "progress {label}: {of} ({} ok, {failed} failed{cancelled}), {rate:.1} req/s over the last \
+         {secs:.1} s, TTFT p50 {ttft}",
+        done - failed - cut
     )
 }

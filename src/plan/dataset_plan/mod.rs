@@ -101,6 +101,8 @@ pub enum DatasetPlan {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MixPlan {
     pub classes: Vec<MixClassPlan>,
+    /// How requests get their class (by weight, or round robin).
+    pub assign: crate::plan::mix_spec::MixAssign,
 }
 
 /// One class of a mix: its name, its weight and its dataset's typed settings.

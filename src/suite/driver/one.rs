@@ -293,6 +293,9 @@ fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
         if let Some(p) = &result.preconnect {
             map.insert("preconnect".into(), p.to_json());
         }
+        if let Some(settle) = &result.settle {
+            map.insert("cancel_settle".into(), settle.to_json());
+        }
         if let Some(counts) = &result.server_counts {
             let key = crate::telemetry::counts::ServerCounts::KEY;
             map.insert(key.into(), serde_json::json!(counts));

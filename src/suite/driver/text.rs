@@ -24,8 +24,12 @@ pub(super) fn summary_line(run: &RunSpec, total: usize, s: &crate::metrics::RunS
     let ok = get("requests_ok").unwrap_or(0.0);
     let failed = get("requests_failed").unwrap_or(0.0);
     let fmt = |v: Option<f64>, unit: &str| v.map_or("—".to_string(), |x| format!("{x:.1}{unit}"));
+    let cancelled = match get("cancelled_requests").unwrap_or(0.0) {
+        n if n > 0.0 => format!(", {n:.0} cancelled"),
+        _ => String::new(),
+    };
     format!(
-        "{}: {ok:.0} ok, {failed:.0} failed, {} req/s, ttft p50 {}, tpot mean {}",
+        "{}: {ok:.0} ok, {failed:.0} failed{cancelled}, {} req/s, ttft p50 {}, tpot mean {}",
         run_label(run, total),
         fmt(get("rps"), ""),
         fmt(get("ttft_p50"), "ms"),

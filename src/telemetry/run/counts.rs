@@ -138,3 +138,18 @@ fn counters_since(after: &Scraped, before: &Scraped) -> crate::telemetry::counts
         _ => Default::default(),
     }
 }
+
+/// After a run whose client aborted requests: the server's running requests and
+/// KV-cache usage polled until back at their level in `before` (the scrape opening the
+/// measured pass), within `limit`; `None` without a limit (a run without `cancel`), a
+/// server scrape or either gauge.
+pub async fn settle_gauges(
+    ctx: &RunTelemetry,
+    before: Option<&Scraped>,
+    limit: Option<std::time::Duration>,
+) -> Option<crate::telemetry::settle::Settle> {
+    let limit = limit?;
+    let server = ctx.server.as_ref()?;
+    let gauges = before?.gauges?;
+    server.gauges_settled(gauges, limit).await
+}

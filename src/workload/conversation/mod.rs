@@ -224,12 +224,8 @@ impl ConversationSource {
                     .map_err(|e| crate::control::chain(&e))
             }
         };
-        let (path, body) = match built {
-            Ok(x) => x,
-            Err(e) => {
-                self.errors.push(e);
-                return None;
-            }
+        let Ok((path, body)) = built.map_err(|e| self.errors.push(e)) else {
+            return None;
         };
         conv.ready_at = None;
         self.turn_of_item.push(conv.next_turn as u32);
@@ -262,10 +258,11 @@ impl ConversationSource {
             running_usage,
             headers: Vec::new(),
             session: Some(super::session::session_key(
-                self.plan.template.session_seed,
+                t.session_seed,
                 self.ids[slot] as u64,
             )),
             class: None,
+            cancel_after: None,
         })
     }
 
