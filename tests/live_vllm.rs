@@ -21,6 +21,7 @@
 //!   of its median;
 //! - the per-token ITL agrees with TPOT where vLLM sends empty chunks (chat), as on the
 //!   token-id twin;
+//! - every answer is timed by the kernel's receive stamps (`kernel_clock_ratio` 1);
 //! - the run verdict (the lead's work): a cold rerun with the same seed is `invalid` with
 //!   `cache_leak`, and a run beside a second client is `invalid` with `server_not_alone`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -231,6 +232,10 @@ fn counts_and_timings_agree_with_vllms_own() {
             f("tokens_per_chunk_mean"),
             counts(run)
         );
+        // vLLM over plain HTTP: the lean client times every answer by the kernel's
+        // receive stamps (Linux), the warm runs' priming pass having taken the first moment.
+        #[cfg(target_os = "linux")]
+        assert_eq!(f("kernel_clock_ratio"), 1.0, "run {}", run.id);
         if run.axes["load"]["concurrency"] == 1 && run.axes["cache_state"] == "cold" {
             // Empty chunks (special tokens) and merged ones no longer skew the per-token
             // ITL away from TPOT.
