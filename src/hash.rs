@@ -3,7 +3,7 @@
 //! bytes ([`fnv1a`], any text as a stable number). A leaf: imports nothing of the crate.
 
 /// SplitMix64's finalizer: a 64-bit mix of `x`.
-pub fn mix64(x: u64) -> u64 {
+pub(crate) fn mix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -11,7 +11,7 @@ pub fn mix64(x: u64) -> u64 {
 }
 
 /// FNV-1a (64-bit) over `bytes`.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })

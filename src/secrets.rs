@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 /// What a hidden value is replaced with in settings and text.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// Header names whose values are never printed or stored: authorization, anything with
 /// `key`, `token`, `secret`, `cookie` or `password` in its name.
@@ -32,7 +32,7 @@ pub fn is_secret_header(name: &str) -> bool {
 /// from on `rerun`): `PERFPLAN_SECRET_<ENDPOINT>_<HEADER>`, upper case, every character
 /// other than a letter or digit written `_` (`cache-on` + `X-Api-Key` →
 /// `PERFPLAN_SECRET_CACHE_ON_X_API_KEY`).
-pub fn secret_variable(endpoint: &str, header: &str) -> String {
+pub(crate) fn secret_variable(endpoint: &str, header: &str) -> String {
     let part = |s: &str| -> String {
         s.chars()
             .map(|c| {
@@ -53,7 +53,7 @@ const SECRET_SETTING_KEYS: [&str; 5] = ["api_key", "authorization", "password", 
 
 /// `value` with the values of secret-looking keys replaced by [`REDACTED`], and under
 /// every `headers` table the values of secret headers (by [`is_secret_header`]).
-pub fn redact_settings(value: &Value) -> Value {
+pub(crate) fn redact_settings(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
@@ -95,7 +95,7 @@ fn redact_headers(headers: &Value) -> Value {
 
 /// Values shorter than this are not searched for in free text: a two-letter "secret"
 /// would blank out that pair of letters everywhere. Stored plans hide every length.
-pub const MIN_REDACTED_LEN: usize = 6;
+pub(crate) const MIN_REDACTED_LEN: usize = 6;
 
 /// Known secret values (a plan's secret headers, API keys), hidden wherever they appear
 /// in a text. Cheap to clone; empty hides nothing.
@@ -128,7 +128,7 @@ impl Redactor {
     }
 
     /// `text` with every known secret replaced by [`REDACTED`].
-    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for v in &self.values {
             if out.contains(v.as_str()) {

@@ -13,7 +13,7 @@
 //! `--url`, though they are three edits apart).
 
 /// The least similarity (0..=1) at which a name is offered.
-pub const MIN_SIMILARITY: f64 = 0.8;
+pub(crate) const MIN_SIMILARITY: f64 = 0.8;
 
 /// The nearest of `candidates` to `wrong`, if any is close enough.
 pub fn nearest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -34,7 +34,7 @@ pub fn nearest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -
 /// `nearest`, where case does not tell names apart (a server's model names): a candidate
 /// equal to `wrong` but for case is the one; else the nearest by the same rule, the names
 /// compared in lower case.
-pub fn nearest_ignoring_case<'a>(
+pub(crate) fn nearest_ignoring_case<'a>(
     wrong: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {

@@ -47,13 +47,13 @@ pub fn read(path: &Path) -> std::io::Result<String> {
 
 /// The first control character of `text` other than tab and newline (a NUL, an escape,
 /// a form feed, a DEL, a C1 control…), with its byte offset.
-pub fn control_char(text: &str) -> Option<(usize, char)> {
+pub(crate) fn control_char(text: &str) -> Option<(usize, char)> {
     text.char_indices()
         .find(|(_, c)| c.is_control() && !matches!(c, '\t' | '\n'))
 }
 
 /// A control character as a person reads it: `NUL`, `U+001B`.
-pub fn describe_control(c: char) -> String {
+pub(crate) fn describe_control(c: char) -> String {
     match c {
         '\0' => "NUL".to_string(),
         '\r' => "CR".to_string(),

@@ -12,7 +12,7 @@ use crate::planner::RunSpec;
 use crate::preflight::{self as check, CheckRow, Verdict};
 
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
     #[command(flatten)]
@@ -27,7 +27,7 @@ pub fn run(args: &CheckArgs) -> Ended {
 
 /// Checks the endpoints of `runs` and prints the table; the exit code (ENDPOINT when a
 /// check failed).
-pub fn check_runs(plan: &LoadedPlan, runs: &[RunSpec]) -> Ended {
+pub(crate) fn check_runs(plan: &LoadedPlan, runs: &[RunSpec]) -> Ended {
     let dir = std::env::temp_dir().join(format!("perfplan-check-{}", std::process::id()));
     let rows = check::check_plan(plan, runs, &dir);
     let code = match rows {

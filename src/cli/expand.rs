@@ -10,7 +10,7 @@ use super::plan_args::{self, OnlyArgs, PlanArgs};
 use crate::planner::{display_value, RunSpec};
 
 #[derive(Debug, Args)]
-pub struct ExpandArgs {
+pub(crate) struct ExpandArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
     #[command(flatten)]
@@ -36,7 +36,7 @@ pub fn run(args: &ExpandArgs) -> Ended {
 }
 
 /// The JSON form of one run, as `expand --json` prints it.
-pub fn run_json(run: &RunSpec) -> Value {
+pub(crate) fn run_json(run: &RunSpec) -> Value {
     json!({
         "ordinal": run.ordinal,
         "id": run.id,

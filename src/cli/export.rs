@@ -40,7 +40,7 @@ impl FromStr for Export {
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ExportError {
+pub(crate) enum ExportError {
     #[error("cannot push the metrics to the OTLP collector at {url}")]
     Send {
         url: String,
@@ -64,7 +64,7 @@ pub enum ExportError {
 }
 
 /// The collector's metrics address: `URL/v1/metrics` unless URL already ends so.
-pub fn metrics_url(url: &str) -> String {
+pub(crate) fn metrics_url(url: &str) -> String {
     let base = url.trim_end_matches('/');
     if base.ends_with("/v1/metrics") {
         base.to_string()
@@ -75,7 +75,7 @@ pub fn metrics_url(url: &str) -> String {
 
 /// `--export` of the suite in `db` (a database or output folder): every export done, or
 /// the first that failed.
-pub fn export_suite(db: &Path, accept: &[String], exports: &[Export]) -> Result<(), Failure> {
+pub(crate) fn export_suite(db: &Path, accept: &[String], exports: &[Export]) -> Result<(), Failure> {
     if exports.is_empty() {
         return Ok(());
     }
@@ -90,7 +90,7 @@ pub fn export_suite(db: &Path, accept: &[String], exports: &[Export]) -> Result<
 }
 
 /// Performs every export; says each on stderr.
-pub fn export_all(data: &ReportData, exports: &[Export]) -> Result<(), ExportError> {
+pub(crate) fn export_all(data: &ReportData, exports: &[Export]) -> Result<(), ExportError> {
     for e in exports {
         match e {
             Export::Prometheus(path) => {

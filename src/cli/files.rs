@@ -14,7 +14,7 @@ use crate::tokenize::TokenizerCache;
 
 /// What the check of a plan's files found: each dataset file with its usable entries,
 /// and the tokenizers loaded (the suite reuses them rather than loading them again).
-pub struct FilesChecked {
+pub(crate) struct FilesChecked {
     pub counts: Vec<(String, String, usize)>,
     pub tokenizers: TokenizerCache,
 }
@@ -59,7 +59,7 @@ fn check_tokenizers(plan: &LoadedPlan, runs: &[RunSpec], cache: &TokenizerCache)
 
 /// Checks every file the runs' datasets read (each distinct dataset once), printing its
 /// warnings to stderr; an error in one fails, with every error said: nothing may be sent.
-pub fn check_files(plan: &LoadedPlan, runs: &[RunSpec]) -> Result<FilesChecked, Failure> {
+pub(crate) fn check_files(plan: &LoadedPlan, runs: &[RunSpec]) -> Result<FilesChecked, Failure> {
     let mut seen: Vec<&DatasetPlan> = Vec::new();
     let mut printed: Vec<FileProblem> = Vec::new();
     let mut counts = Vec::new();

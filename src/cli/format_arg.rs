@@ -10,7 +10,7 @@ use crate::report::{Format, Writer};
 
 /// The `--format` values of one command.
 #[derive(Debug, Clone, Copy)]
-pub struct FormatParser(pub Writer);
+pub(crate) struct FormatParser(pub Writer);
 
 impl FormatParser {
     fn values(self) -> impl Iterator<Item = PossibleValue> {

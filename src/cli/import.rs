@@ -16,19 +16,19 @@ use crate::evalscope::{self, script, ImportError};
 use crate::plan::{emit, load_plan, process_env, LoadOptions};
 
 #[derive(Debug, Args)]
-pub struct ImportArgs {
+pub(crate) struct ImportArgs {
     #[command(subcommand)]
     pub from: ImportFrom,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ImportFrom {
+pub(crate) enum ImportFrom {
     /// EvalScope perf command lines: `perfplan import evalscope -- --model M --url U …`.
     Evalscope(EvalscopeArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct EvalscopeArgs {
+pub(crate) struct EvalscopeArgs {
     /// A shell script with `evalscope perf` command lines. It is executed, as
     /// `bash SCRIPT` would run it (your environment, this folder), with `evalscope`
     /// replaced by a recorder of its arguments: nothing is benchmarked.

@@ -49,7 +49,7 @@ pub const TEMPLATES: [(&str, &str, &str); 7] = [
 ];
 
 #[derive(Debug, Args)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// The template (default `quickstart`; `--list` names them all).
     pub template: Option<String>,
     /// Write the plan to FILE instead of standard output.

@@ -10,7 +10,7 @@ use super::plan_args::{self, OnlyArgs, PlanArgs};
 use crate::distribute::k8s::{manifests, K8sOptions};
 
 #[derive(Debug, Args)]
-pub struct K8sArgs {
+pub(crate) struct K8sArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
     #[command(flatten)]

@@ -29,7 +29,7 @@ pub fn run(args: &MergeArgs) -> Ended {
 
 /// Merges `shards` into `out`, says what it merged (and each run's shards), and reports
 /// the merged suite like `perfplan run`, judging the plan's gates.
-pub fn merge_and_report(out: &std::path::Path, shards: &[PathBuf]) -> Ended {
+pub(crate) fn merge_and_report(out: &std::path::Path, shards: &[PathBuf]) -> Ended {
     let outcome =
         merge_shards(out, shards).map_err(|e| Failure::of(exit::of_merge_error(&e), &e))?;
     for w in &outcome.warnings {

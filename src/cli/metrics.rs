@@ -12,7 +12,7 @@ use crate::report::grid::Grid;
 use crate::report::TableStyle;
 
 #[derive(Debug, Args)]
-pub struct MetricsArgs {
+pub(crate) struct MetricsArgs {
     /// `table` (a row per `<quantity>_<statistic>` family and per scalar, then the
     /// statistics) or `json` (every name, expanded, with its entry).
     #[arg(long, default_value = "table", value_name = "table|json")]

@@ -11,7 +11,7 @@ use crate::plan::{load_plan_partial, process_env, Failed, LoadOptions, LoadedPla
 use crate::planner::{self, RunSpec};
 
 #[derive(Debug, Clone, Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     /// The plan file (.toml, .yaml or .yml).
     pub plan: PathBuf,
     /// Override any key of the plan: `--set datasets.random-1k.input_tokens=8192` (repeatable).
@@ -47,7 +47,7 @@ pub fn load(args: &PlanArgs) -> Result<LoadedPlan, Failure> {
 /// could still be read of it (its faulty values left out), so that one pass reports
 /// them all. A planner's problem at or around a value left out is a consequence of
 /// leaving it out and is not reported.
-pub fn every_problem(failed: Failed) -> crate::plan::diag::Report {
+pub(crate) fn every_problem(failed: Failed) -> crate::plan::diag::Report {
     let Failed {
         mut report,
         partial,
@@ -98,7 +98,7 @@ pub fn accepted(codes: &[String]) -> Result<Vec<crate::trust::Code>, Failure> {
 
 /// Whether the plan's and `--gate`'s relative gates have the baseline they need: a
 /// located error for each that has none.
-pub fn baseline_for_gates(
+pub(crate) fn baseline_for_gates(
     plan: &LoadedPlan,
     cli_gates: &[String],
     has_baseline: bool,

@@ -159,7 +159,7 @@ fn dataset(q: &QuickArgs, plan_path: &Path) -> Result<(String, Map<String, Value
 }
 
 /// The plan of the flags, as a table.
-pub fn plan_table(q: &QuickArgs, plan_path: &Path) -> Result<Map<String, Value>, String> {
+pub(crate) fn plan_table(q: &QuickArgs, plan_path: &Path) -> Result<Map<String, Value>, String> {
     let url = q.url.as_deref().unwrap_or_default();
     let model = q.model.as_deref().unwrap_or_default();
     let parts = split(url);

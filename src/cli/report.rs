@@ -257,7 +257,7 @@ pub fn run(args: ReportArgs) -> Ended {
 /// After `perfplan run` (and `merge`, `rerun`): the summary table and the gates' verdicts
 /// (stored) on stdout and appended to `perfplan.log`, `report.md` and `report.html` next
 /// to the database. The exit code of the gates.
-pub fn after_run(
+pub(crate) fn after_run(
     dir: &Path,
     gates_cli: &[String],
     baseline: Option<&Path>,
@@ -269,7 +269,7 @@ pub fn after_run(
 
 /// `after_run`, with the verdicts also written where CI looks (`--junit`, and the job
 /// summary when `$GITHUB_STEP_SUMMARY` is set).
-pub fn after_run_signed(
+pub(crate) fn after_run_signed(
     dir: &Path,
     gates_cli: &[String],
     baseline: Option<&Path>,

@@ -15,7 +15,7 @@ use crate::store::{GitInfo, HostFacts, Store, StoredSecret, SuiteInfo, SuiteRow}
 use crate::suite::{self, RunOptions};
 
 #[derive(Debug, Args)]
-pub struct RerunArgs {
+pub(crate) struct RerunArgs {
     /// The suite to repeat: an output folder or its results.db.
     pub dir: PathBuf,
     /// Output folder of the new suite (default `outputs/<plan name>/<UTC timestamp>/`).
@@ -76,7 +76,7 @@ pub fn run(args: &RerunArgs) -> Ended {
 
 /// What `rerun` needs from the environment and does not find: the variables the suite's
 /// literal secrets were stored as. `None` when every one is set.
-pub fn missing_secrets(
+pub(crate) fn missing_secrets(
     secrets: &[StoredSecret],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
@@ -122,7 +122,7 @@ fn with_secrets(
 /// plan's folder recorded (and still there), the plan is loaded from it, so that its
 /// relative paths (imports, datasets, tokenizers, `@file` texts) resolve as when it ran,
 /// from any working directory; older suites load from the path as given then.
-pub fn stored_files(info: &SuiteInfo) -> (PathBuf, BTreeMap<String, String>) {
+pub(crate) fn stored_files(info: &SuiteInfo) -> (PathBuf, BTreeMap<String, String>) {
     let given = PathBuf::from(
         info.plan_path
             .clone()

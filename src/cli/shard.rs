@@ -71,7 +71,7 @@ pub fn usable(args: &RunArgs, shard: Option<Shard>, runs: &[RunSpec]) -> Result<
 }
 
 /// A shard's gates judge only its share: their failure is a note, not exit 1.
-pub fn gate_code(args: &RunArgs, code: u8) -> u8 {
+pub(crate) fn gate_code(args: &RunArgs, code: u8) -> u8 {
     if args.shard.is_some() && (code == exit::GATE_FAILED || code == exit::UNLIKE_BASELINE) {
         eprintln!(
             "note: gates judge this shard's share only; run `perfplan merge` and judge the merged suite"
@@ -160,7 +160,7 @@ pub fn finish(
 }
 
 /// `--merge` needs what tells shard 1 where the shards are and when they are done.
-pub fn merge_usable(args: &RunArgs, barrier: bool) -> Result<(), Failure> {
+pub(crate) fn merge_usable(args: &RunArgs, barrier: bool) -> Result<(), Failure> {
     if !args.merge {
         return Ok(());
     }

@@ -17,7 +17,7 @@ use crate::store::{RequestRow, Store, StoredRun};
 const SHOWN_CHARS: usize = 240;
 
 #[derive(Debug, Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// A results database, or the output folder holding `results.db`.
     pub db: PathBuf,
     /// The run: its id (or a prefix of it), or its ordinal (`#3`; `3` when no id starts with 3).
@@ -97,7 +97,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 /// The lines of one request (without body and text).
-pub fn describe(run: &StoredRun, row: &RequestRow) -> String {
+pub(crate) fn describe(run: &StoredRun, row: &RequestRow) -> String {
     let details: Vec<String> = [
         row.http_status.map(|s| format!("HTTP {s}")),
         row.finish_reason

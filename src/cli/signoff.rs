@@ -12,7 +12,7 @@ use crate::store::Store;
 
 /// Where the verdicts go besides the terminal.
 #[derive(Debug, Clone, Default)]
-pub struct SignOff {
+pub(crate) struct SignOff {
     /// `--junit FILE`.
     pub junit: Option<PathBuf>,
 }
@@ -24,7 +24,7 @@ fn now_rfc3339() -> String {
 
 impl SignOff {
     /// Writes the JUnit file (when asked) for the verdicts on `store`'s suite.
-    pub fn write_junit(
+    pub(crate) fn write_junit(
         &self,
         store: &Store,
         source: &str,
@@ -71,7 +71,7 @@ impl SignOff {
 
 /// Appends `markdown` to `$GITHUB_STEP_SUMMARY` when it is set; a summary that cannot be
 /// written is a warning, never a failed command.
-pub fn step_summary(markdown: impl FnOnce() -> Result<String, ReportError>) {
+pub(crate) fn step_summary(markdown: impl FnOnce() -> Result<String, ReportError>) {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
         return;
     };

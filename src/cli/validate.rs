@@ -8,7 +8,7 @@ use super::failure::Ended;
 use super::plan_args::{self, PlanArgs};
 
 #[derive(Debug, Args)]
-pub struct ValidateArgs {
+pub(crate) struct ValidateArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
     /// The baseline suite the plan's relative gates (`">= -5%"`) will be held against;

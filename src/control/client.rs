@@ -26,7 +26,7 @@ pub enum ControlError {
 }
 
 /// Whether `url` names this machine (requests to it never go through a proxy).
-pub fn is_loopback(url: &Url) -> bool {
+pub(crate) fn is_loopback(url: &Url) -> bool {
     matches!(
         url.host_str(),
         Some("127.0.0.1" | "localhost" | "[::1]" | "::1")

@@ -8,43 +8,43 @@ use std::time::Duration;
 
 /// `timeouts.connect`: longest wait to open a connection, for every request to an
 /// endpoint (load and control plane).
-pub const CONNECT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT: Duration = Duration::from_secs(10);
 
 /// `timeouts.read`: longest wait for the next bytes of a response (or its headers).
-pub const READ: Duration = Duration::from_secs(120);
+pub(crate) const READ: Duration = Duration::from_secs(120);
 
 /// `timeouts.total`: longest time from sending a request to the end of its response.
-pub const TOTAL: Duration = Duration::from_secs(30 * 60);
+pub(crate) const TOTAL: Duration = Duration::from_secs(30 * 60);
 
 /// `ready_timeout` of an endpoint perfplan launches: how long `ready` is polled.
-pub const READY_LAUNCHED: Duration = Duration::from_secs(120);
+pub(crate) const READY_LAUNCHED: Duration = Duration::from_secs(120);
 
 /// Longest wait for the answer to one readiness poll of a launched server.
-pub const READY_POLL: Duration = Duration::from_secs(5);
+pub(crate) const READY_POLL: Duration = Duration::from_secs(5);
 
 /// `ready_timeout` of an endpoint perfplan does not launch: how long the connection
 /// test retries a refused connection (the server may still be starting).
-pub const CONNECTION_TEST: Duration = Duration::from_secs(30);
+pub(crate) const CONNECTION_TEST: Duration = Duration::from_secs(30);
 
 /// Longest wait for one request of the connection test (`timeouts.read` if shorter).
-pub const CONNECTION_TEST_REQUEST: Duration = Duration::from_secs(60);
+pub(crate) const CONNECTION_TEST_REQUEST: Duration = Duration::from_secs(60);
 
 /// Longest wait for one control request of `perfplan check` (`timeouts.read` if
 /// shorter); its load probes keep the endpoint's own `timeouts`.
-pub const CHECK_REQUEST: Duration = Duration::from_secs(120);
+pub(crate) const CHECK_REQUEST: Duration = Duration::from_secs(120);
 
 /// Longest wait for the HTTP answer of a prefix-cache reset (`reset_cache`).
-pub const RESET: Duration = Duration::from_secs(30);
+pub(crate) const RESET: Duration = Duration::from_secs(30);
 
 /// Longest wait for one Prometheus scrape of a server's `metrics`.
-pub const SCRAPE: Duration = Duration::from_secs(5);
+pub(crate) const SCRAPE: Duration = Duration::from_secs(5);
 
 /// Longest wait for one self-description request (`/version`, `/info`, …) at an
 /// endpoint's first use (`timeouts.read` if shorter); no answer leaves it out.
-pub const SELF_DESCRIPTION: Duration = Duration::from_secs(2);
+pub(crate) const SELF_DESCRIPTION: Duration = Duration::from_secs(2);
 
 /// Time between SIGTERM and SIGKILL when perfplan stops a server it launched.
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {

@@ -122,17 +122,17 @@ fn read_certs(file: TlsFile, path: &Path) -> Result<Vec<CertificateDer<'static>>
 }
 
 /// The certificates of a `ca_file` (at least one).
-pub fn read_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(crate) fn read_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     read_certs(TlsFile::CaFile, path)
 }
 
 /// The client's certificate chain of a `cert_file` (at least one certificate).
-pub fn read_cert_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(crate) fn read_cert_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     read_certs(TlsFile::CertFile, path)
 }
 
 /// The private key of a `key_file` (the first one in it).
-pub fn read_key_file(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+pub(crate) fn read_key_file(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     let file = TlsFile::KeyFile;
     let bytes = read(file, path)?;
     match PrivateKeyDer::from_pem_slice(&bytes) {
@@ -161,7 +161,7 @@ impl Tls {
     }
 
     /// How certificates are checked, in words (for `perfplan check`).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let server = match (&self.ca_file, self.insecure) {
             (_, true) => "not verified (insecure = true): any certificate is accepted".into(),
             (Some(p), false) => format!(

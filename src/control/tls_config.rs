@@ -19,7 +19,7 @@ use super::tls::{read_ca_file, read_cert_file, read_key_file, Tls, TlsError};
 
 /// The one application protocol offered (ALPN): the load and the control plane speak
 /// HTTP/1.1.
-pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+pub(crate) const ALPN_HTTP1: &[u8] = b"http/1.1";
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(ring::default_provider())
@@ -28,7 +28,7 @@ fn provider() -> Arc<CryptoProvider> {
 impl Tls {
     /// The rustls client configuration of these settings, resuming sessions by
     /// `resumption` (`Resumption::disabled()`: every handshake a full one).
-    pub fn client_config(&self, resumption: Resumption) -> Result<ClientConfig, TlsError> {
+    pub(crate) fn client_config(&self, resumption: Resumption) -> Result<ClientConfig, TlsError> {
         let provider = provider();
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
@@ -72,7 +72,7 @@ impl Tls {
 
 /// The client certificate of `cert` (a PEM chain, the client's own first) and its private
 /// key `key`: both read and parsed, the key the certificate's.
-pub fn client_identity(cert: &Path, key: &Path) -> Result<CertifiedKey, TlsError> {
+pub(crate) fn client_identity(cert: &Path, key: &Path) -> Result<CertifiedKey, TlsError> {
     let chain = read_cert_file(cert)?;
     CertifiedKey::from_der(chain, read_key_file(key)?, &provider()).map_err(|source| {
         TlsError::Identity {

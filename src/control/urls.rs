@@ -49,7 +49,7 @@ impl Route {
     }
 
     /// The route's server path when not overridden.
-    pub fn default_path(self) -> &'static str {
+    pub(crate) fn default_path(self) -> &'static str {
         match self {
             Route::Api(kind) => kind.path(),
             Route::Models => "/v1/models",
@@ -90,7 +90,7 @@ enum Reference {
 }
 
 /// Checks the form of a `paths` override (as `Urls::new` reads it), without a base URL.
-pub fn check_override(value: &str) -> Result<(), UrlError> {
+pub(crate) fn check_override(value: &str) -> Result<(), UrlError> {
     reference(value).map(|_| ())
 }
 
@@ -239,7 +239,7 @@ impl Urls {
     }
 
     /// Whether `url` goes to the same scheme, host and port as the base URL.
-    pub fn same_origin(&self, url: &Url) -> bool {
+    pub(crate) fn same_origin(&self, url: &Url) -> bool {
         url.origin() == self.root.origin()
     }
 }

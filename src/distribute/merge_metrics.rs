@@ -101,7 +101,7 @@ impl MergeFold {
 
     /// A ramp's steps, folded from the merged rows (the shards sent the one schedule
     /// between them, so the merged time base is the ramp's), as `time.steps` keeps them.
-    pub fn take_steps(&mut self) -> Option<Value> {
+    pub(crate) fn take_steps(&mut self) -> Option<Value> {
         self.steps
             .take()
             .map(|(fold, key)| crate::metrics::steps::steps_json(fold, key))

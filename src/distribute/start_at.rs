@@ -13,14 +13,14 @@ use super::barrier::{BarrierError, StartBarrier};
 /// Why `--start-at` could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid --start-at `{text}`: {reason}")]
-pub struct StartAtError {
+pub(crate) struct StartAtError {
     pub text: String,
     pub reason: &'static str,
 }
 
 /// Reads `2026-11-29T12:00:00Z` (RFC 3339, any offset, optional fraction) or a number of
 /// unix seconds (`1795953600`, `1795953600.5`).
-pub fn parse_start_at(text: &str) -> Result<SystemTime, StartAtError> {
+pub(crate) fn parse_start_at(text: &str) -> Result<SystemTime, StartAtError> {
     let bad = |reason| StartAtError {
         text: text.to_string(),
         reason,
@@ -48,7 +48,7 @@ const SPIN: Duration = Duration::from_millis(2);
 /// Sleeps until `at` (the timer to within [`SPIN`] of it, then a spin on the clock, so
 /// shards start within tens of microseconds of the instant, not the timer's millisecond);
 /// a warning when `at` has already passed (the load starts at once).
-pub async fn wait_until(at: SystemTime) -> Option<String> {
+pub(crate) async fn wait_until(at: SystemTime) -> Option<String> {
     match at.duration_since(SystemTime::now()) {
         Ok(wait) => {
             if wait > SPIN {
@@ -96,7 +96,7 @@ pub struct Start<'a> {
 
 impl Start<'_> {
     /// Whether the load starts at once (no instant to wait for, no barrier to meet).
-    pub fn is_now(&self) -> bool {
+    pub(crate) fn is_now(&self) -> bool {
         self.at.is_none() && self.meet.is_none() && self.lead.is_zero()
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The variable naming the folder `/proc` and `/sys` are read under (tests).
-pub const SYSFS_ROOT_VAR: &str = "PERFPLAN_SYSFS_ROOT";
+pub(crate) const SYSFS_ROOT_VAR: &str = "PERFPLAN_SYSFS_ROOT";
 
 /// Facts about the machine perfplan ran on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,7 +49,7 @@ pub fn root() -> PathBuf {
 }
 
 /// A file under `root`, trimmed; `None` when absent or empty.
-pub fn read_under(root: &Path, path: &str) -> Option<String> {
+pub(crate) fn read_under(root: &Path, path: &str) -> Option<String> {
     std::fs::read_to_string(root.join(path.trim_start_matches('/')))
         .ok()
         .map(|s| s.trim().to_string())
@@ -57,7 +57,7 @@ pub fn read_under(root: &Path, path: &str) -> Option<String> {
 }
 
 /// The CPU model named in a `/proc/cpuinfo` text.
-pub fn cpu_model_of(cpuinfo: &str) -> Option<String> {
+pub(crate) fn cpu_model_of(cpuinfo: &str) -> Option<String> {
     cpuinfo
         .lines()
         .filter(|l| l.starts_with("model name") || l.starts_with("Model"))
@@ -94,7 +94,7 @@ fn open_files_of(limits: &str) -> Option<OpenFiles> {
 
 impl ClientFacts {
     /// This machine's facts, read under [`root`].
-    pub fn detect() -> ClientFacts {
+    pub(crate) fn detect() -> ClientFacts {
         ClientFacts::read(&root())
     }
 

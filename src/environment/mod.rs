@@ -84,7 +84,7 @@ impl Environment {
     }
 
     /// The record of `endpoint` (its labels kept) with what was read from it.
-    pub fn set_read(&mut self, endpoint: &str, read: EndpointFacts) {
+    pub(crate) fn set_read(&mut self, endpoint: &str, read: EndpointFacts) {
         let entry = self.endpoints.entry(endpoint.to_string()).or_default();
         let labels = std::mem::take(&mut entry.labels);
         *entry = EndpointFacts {

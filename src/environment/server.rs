@@ -45,7 +45,7 @@ pub struct ServerFacts {
 /// Whether a field's key names a secret: a word of it (split at `_`, `-`, `.`) is `key`,
 /// `apikey`, `token`, `secret`, `password`, `passwd`, `authorization`, `auth`, `cookie`
 /// or `credentials` (so `hf_token` and `api_key` are, `max_total_tokens` is not).
-pub fn is_secret_key(key: &str) -> bool {
+pub(crate) fn is_secret_key(key: &str) -> bool {
     const WORDS: [&str; 11] = [
         "key",
         "apikey",
@@ -89,7 +89,7 @@ fn flatten(prefix: &str, v: &Value, depth: usize, out: &mut BTreeMap<String, Val
 
 /// The server's facts from its answers (`route`, body) to the [`ROUTES`] (only 2xx
 /// answers); `None` when no answer is a JSON object.
-pub fn describe(answers: &[(&str, &[u8])]) -> Option<ServerFacts> {
+pub(crate) fn describe(answers: &[(&str, &[u8])]) -> Option<ServerFacts> {
     let mut facts = ServerFacts::default();
     for (route, body) in answers {
         let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(body) else {

@@ -168,7 +168,7 @@ impl Parsed {
     }
 
     /// Every value of a list flag, read as `T`.
-    pub fn nums<T: std::str::FromStr>(&self, flag: &str) -> Result<Vec<T>, ImportError> {
+    pub(crate) fn nums<T: std::str::FromStr>(&self, flag: &str) -> Result<Vec<T>, ImportError> {
         self.list(flag).iter().map(|v| parse_num(flag, v)).collect()
     }
 }

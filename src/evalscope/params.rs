@@ -54,7 +54,7 @@ const fn none(flag: &'static str, arity: Arity, because: &'static str) -> Param 
 use Arity::{Any, Bool, Many, One, Switch};
 
 /// Every parameter, in the reference's order.
-pub const PARAMS: &[Param] = &[
+pub(crate) const PARAMS: &[Param] = &[
     key("--model", One, "`models.NAME.served_name` (NAME from its last path part); optional with `--dataset workload_trace`, as in EvalScope: every record keeps its own model, and the plan's model (`trace`) only names the runs"),
     key("--url", One, "endpoint `base_url`; its path sets `api` (and `paths` when it is not the usual route)"),
     key("--name", One, "`[plan] name` (names the output folder)"),

@@ -29,7 +29,7 @@ pub struct ApiUrl {
 }
 
 /// The `paths` key of an API.
-pub fn paths_key(api: ApiSpec) -> &'static str {
+pub(crate) fn paths_key(api: ApiSpec) -> &'static str {
     match api {
         ApiSpec::Chat => "chat",
         ApiSpec::Completions => "completions",

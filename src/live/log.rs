@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use crate::record::RequestRecord;
 
 /// The suite's log; lines go to stderr and to the file.
-pub struct SuiteLog {
+pub(crate) struct SuiteLog {
     file: Option<Mutex<BufWriter<File>>>,
     debug: bool,
     /// `--progress-json FILE`: one JSON object per line (run start, progress, run end).
@@ -50,34 +50,34 @@ impl SuiteLog {
     }
 
     /// Hides these secrets in every line and event written from now on.
-    pub fn with_redactor(mut self, redactor: crate::secrets::Redactor) -> SuiteLog {
+    pub(crate) fn with_redactor(mut self, redactor: crate::secrets::Redactor) -> SuiteLog {
         self.redactor = redactor;
         self
     }
 
     /// The secret values this log hides.
-    pub fn redactor(&self) -> &crate::secrets::Redactor {
+    pub(crate) fn redactor(&self) -> &crate::secrets::Redactor {
         &self.redactor
     }
 
     /// Writes a progress line every `every` during each run (none: no lines).
-    pub fn with_progress_every(mut self, every: Option<std::time::Duration>) -> SuiteLog {
+    pub(crate) fn with_progress_every(mut self, every: Option<std::time::Duration>) -> SuiteLog {
         self.progress_every = every;
         self
     }
 
     /// The interval of progress lines, if they are on.
-    pub fn progress_every(&self) -> Option<std::time::Duration> {
+    pub(crate) fn progress_every(&self) -> Option<std::time::Duration> {
         self.progress_every
     }
 
     /// `text` with the suite's known secrets hidden.
-    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
         self.redactor.redact(text)
     }
 
     /// Whether `--progress-json` is on.
-    pub fn wants_events(&self) -> bool {
+    pub(crate) fn wants_events(&self) -> bool {
         self.progress.is_some()
     }
 
@@ -102,7 +102,7 @@ impl SuiteLog {
     }
 
     /// Appends a line to the log only (one already printed).
-    pub fn write_only(&self, line: &str) {
+    pub(crate) fn write_only(&self, line: &str) {
         self.write(line);
     }
 

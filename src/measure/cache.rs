@@ -20,7 +20,7 @@ use crate::trust::{Code, RunWarning, Thresholds};
 const FIRST_REQUEST_SLACK: u32 = 64;
 
 /// A measured hit ratio at most this is "no hits" (1% of the prompt tokens).
-pub const NO_HITS: f64 = 0.01;
+pub(crate) const NO_HITS: f64 = 0.01;
 
 /// The endpoint's `prefix_cache` label and the run's planned share held against the hit
 /// ratio measured (from usage, else from the server's counters): a cache-off endpoint
@@ -28,7 +28,7 @@ pub const NO_HITS: f64 = 0.01;
 /// cache-on run that falls short of its planned share by more than `[trust]
 /// cache_shortfall_margin`. An `unknown` label is held against nothing. Each warning names
 /// both figures.
-pub fn measured_against_planned(
+pub(crate) fn measured_against_planned(
     run: &RunSpec,
     summary: &RunSummary,
     trust: &Thresholds,
@@ -88,7 +88,7 @@ pub fn measured_against_planned(
 /// What the leak check reads, folded record by record: the (cached, prompt) tokens of
 /// the first wave of successful requests (by send time) and of every measured one.
 #[derive(Debug)]
-pub struct LeakWatch {
+pub(crate) struct LeakWatch {
     first: Earliest<(Option<u32>, Option<u32>)>,
     cached: u64,
     prompt: u64,
@@ -174,7 +174,7 @@ impl LeakWatch {
 
 /// The `k` earliest-sent items added (ties in the order they were added).
 #[derive(Debug)]
-pub struct Earliest<T> {
+pub(crate) struct Earliest<T> {
     k: usize,
     seq: u64,
     heap: BinaryHeap<(Duration, u64, Reverse<Held<T>>)>,
@@ -243,7 +243,7 @@ mod tests {
     /// The warning of a cold run whose usage shows more cache hits than its own shared prefix
     /// explains: the first requests found cached tokens, or the hit ratio is clearly above
     /// the planned share. `None` for warm runs and clean cold runs.
-    pub fn leak_warning(run: &RunSpec, records: &[RequestRecord]) -> Option<String> {
+    pub(crate) fn leak_warning(run: &RunSpec, records: &[RequestRecord]) -> Option<String> {
         let first_k = match run.load() {
             crate::planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
             _ => 1,

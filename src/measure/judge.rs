@@ -24,7 +24,7 @@ fn exact_limit(run: &RunSpec) -> Option<u32> {
 
 /// The server's counters around the run as the verdict's rules read them (the same
 /// figures: `telemetry::counts` gathers them, `trust` judges them).
-pub fn trust_counts(
+pub(crate) fn trust_counts(
     counts: Option<&crate::telemetry::counts::ServerCounts>,
 ) -> Option<ServerCounts> {
     serde_json::to_value(counts?)
@@ -36,7 +36,7 @@ pub fn trust_counts(
 /// timings of a run whose stream was not observed.
 /// The requests the client cancelled: a stopped run's in flight when it stopped, and
 /// those the load's `cancel` aborted.
-pub fn cut_by_stop(summary: &RunSummary) -> u64 {
+pub(crate) fn cut_by_stop(summary: &RunSummary) -> u64 {
     let cancelled = crate::record::Outcome::Cancelled.as_str();
     summary.failures.get(cancelled).copied().unwrap_or(0)
 }
@@ -44,7 +44,7 @@ pub fn cut_by_stop(summary: &RunSummary) -> u64 {
 /// Takes `aborted` requests off the server's most in flight (those the client cancelled,
 /// and those held before the run), so that requests the server has not let go of yet
 /// are not read as another client's (`server_not_alone`).
-pub fn allow_in_flight(server: Option<&mut ServerCounts>, aborted: f64) {
+pub(crate) fn allow_in_flight(server: Option<&mut ServerCounts>, aborted: f64) {
     if let Some(most) = server.and_then(|s| s.server_in_flight_max.as_mut()) {
         *most = (*most - aborted).max(0.0);
     }

@@ -38,7 +38,7 @@ use crate::record::{Outcome, Phase, RequestRecord};
 
 /// The planned shares of a run, folded from its records.
 #[derive(Debug)]
-pub struct PlannedWatch {
+pub(crate) struct PlannedWatch {
     warm: bool,
     kind: Option<Kind>,
 }
@@ -126,7 +126,7 @@ impl PlannedWatch {
     }
 
     /// Counts shared tokens in whole blocks of `block_size` tokens (when known).
-    pub fn with_block_size(mut self, block_size: Option<u32>) -> PlannedWatch {
+    pub(crate) fn with_block_size(mut self, block_size: Option<u32>) -> PlannedWatch {
         let blocks = Blocks(block_size);
         match &mut self.kind {
             Some(Kind::One(one)) => one.blocks = blocks,
@@ -173,7 +173,7 @@ impl PlannedWatch {
     }
 
     /// A mix class's own planned shares (none for any other run).
-    pub fn class_planned(&self, class: usize) -> Planned {
+    pub(crate) fn class_planned(&self, class: usize) -> Planned {
         match &self.kind {
             Some(Kind::Mix(mix)) => mix
                 .classes

@@ -14,7 +14,7 @@ use crate::record::RequestRecord;
 use crate::trust::{Code, RunWarning};
 
 /// The key of the stored stop in a run's `time` extras.
-pub const STOPPED: &str = "stopped";
+pub(crate) const STOPPED: &str = "stopped";
 
 /// The stop of one run: its watch, and what to do once the rule fires.
 pub struct SaturationStop {
@@ -54,7 +54,7 @@ impl SaturationStop {
         }
     }
 
-    pub fn fired(&self) -> Option<Saturation> {
+    pub(crate) fn fired(&self) -> Option<Saturation> {
         self.watch.lock().ok().and_then(|w| w.fired())
     }
 }
@@ -80,7 +80,7 @@ pub fn observe(stop: Option<&SaturationStop>, r: &RequestRecord) {
 
 /// What a fired stop leaves with its run: `time.stopped` in its time facts, and the
 /// `saturated` warning.
-pub fn record_stop(s: &Saturation, cut: u64, time: &mut Value, warnings: &mut Vec<RunWarning>) {
+pub(crate) fn record_stop(s: &Saturation, cut: u64, time: &mut Value, warnings: &mut Vec<RunWarning>) {
     let facts = json!({
         "reason": "saturated",
         "at_s": s.at_s,
@@ -107,6 +107,6 @@ pub fn record_stop(s: &Saturation, cut: u64, time: &mut Value, warnings: &mut Ve
 }
 
 /// Whether a run's stored time facts say it stopped on saturation.
-pub fn stopped_on_saturation(extras: &Value) -> bool {
+pub(crate) fn stopped_on_saturation(extras: &Value) -> bool {
     extras["time"][STOPPED]["reason"] == "saturated"
 }

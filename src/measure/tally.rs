@@ -18,7 +18,7 @@ use crate::workload::prepare::Targets;
 
 /// How a run's records are folded.
 #[derive(Debug, Clone)]
-pub struct TallySettings {
+pub(crate) struct TallySettings {
     pub definitions: MetricDefinitions,
     pub slos: Vec<Slo>,
     /// Requests sent at once when the run starts (a closed loop's concurrency; 1 for an
@@ -61,7 +61,7 @@ impl Default for TallySettings {
 
 /// The folded state of one run.
 #[derive(Debug)]
-pub struct Tally {
+pub(crate) struct Tally {
     fold: Fold,
     pub leak: LeakWatch,
     pub planned: PlannedWatch,
@@ -80,7 +80,7 @@ pub struct Tally {
 
 /// The first errors of the measured requests, in the order their records arrived.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct FirstErrors {
+pub(crate) struct FirstErrors {
     /// The first failed request's error (its outcome when it has no message).
     pub failure: Option<String>,
     /// The first error message of any measured request.
@@ -153,7 +153,7 @@ impl Tally {
     /// Each class's metrics, by class index (empty for a run that is not a mix), its
     /// planned shares its own. Rates count over the class's own requests, first send to
     /// last end.
-    pub fn class_summaries(&mut self, opts: &SummaryOptions) -> Vec<RunSummary> {
+    pub(crate) fn class_summaries(&mut self, opts: &SummaryOptions) -> Vec<RunSummary> {
         std::mem::take(&mut self.classes)
             .into_iter()
             .enumerate()

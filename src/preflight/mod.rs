@@ -37,7 +37,7 @@ impl Verdict {
 
 /// One line of the check table.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CheckRow {
+pub(crate) struct CheckRow {
     pub endpoint: String,
     /// `server`, or the API and prompt mode (`chat text`, `completions token ids`, …).
     pub mode: String,
@@ -51,7 +51,7 @@ pub struct CheckRow {
 const CORE_KEYS: [&str; 6] = ["model", "messages", "prompt", "input", "query", "documents"];
 
 /// Checks every endpoint of `runs`. Launched servers log under `log_dir/servers/`.
-pub fn check_plan(
+pub(crate) fn check_plan(
     plan: &LoadedPlan,
     runs: &[RunSpec],
     log_dir: &Path,

@@ -78,7 +78,7 @@ fn salt_body(body: &mut Map<String, Value>, salt: &str, ids: &[u32]) -> bool {
 
 /// The request body with `salt` at the start of its prompt; `None` when the body has no
 /// prompt a prefix cache keeps (embeddings, rerank) or is not JSON.
-pub fn salted(body: &[u8], salt: &str, tokenizer: Option<&Tokenizer>) -> Option<Vec<u8>> {
+pub(crate) fn salted(body: &[u8], salt: &str, tokenizer: Option<&Tokenizer>) -> Option<Vec<u8>> {
     let mut value: Value = serde_json::from_slice(body).ok()?;
     let ids = tokenizer
         .and_then(|t| t.encode(salt, false).ok())

@@ -25,7 +25,7 @@ const METRICS: [(&str, &str, &str); 5] = [
 
 /// One bar chart: groups of bars, one bar per value of the compared axis.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BarChart {
+pub(crate) struct BarChart {
     pub title: String,
     pub unit: String,
     /// The compared axis's values, in order of first appearance: the bar colours.
@@ -36,7 +36,7 @@ pub struct BarChart {
 
 /// The compared axes of `runs` and their bar charts: every varying axis other than the
 /// load with at most `MAX_VALUES` values; a metric no run of the suite has is left out.
-pub fn compared_charts(runs: &[StoredRun]) -> Vec<BarChart> {
+pub(crate) fn compared_charts(runs: &[StoredRun]) -> Vec<BarChart> {
     let labels = Labels::new(runs);
     let mut charts = Vec::new();
     for axis in labels.varying() {
@@ -106,7 +106,7 @@ const BAR: f64 = 14.0;
 const GAP: f64 = 12.0;
 
 /// The chart as an `<svg>` element.
-pub fn bar_chart(chart: &BarChart) -> String {
+pub(crate) fn bar_chart(chart: &BarChart) -> String {
     let per_group = BAR * chart.values.len() as f64 + GAP;
     let mut key = String::new();
     let top = TOP + legend(&mut key, &chart.values);

@@ -44,7 +44,7 @@ pub struct Interval {
 
 impl Interval {
     /// Zero lies outside the interval.
-    pub fn excludes_zero(&self) -> bool {
+    pub(crate) fn excludes_zero(&self) -> bool {
         self.low > 0.0 || self.high < 0.0
     }
 }
@@ -92,7 +92,7 @@ impl MeanOf {
 
 /// The mean input lengths of successful measured rows: (target, client, server).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct InputMeans([MeanOf; 3]);
+pub(crate) struct InputMeans([MeanOf; 3]);
 
 impl InputMeans {
     pub fn add(&mut self, row: &RequestRow) {
@@ -107,7 +107,7 @@ impl InputMeans {
 }
 
 /// A run's own metric definitions (`metric_definitions` in its extras).
-pub fn definitions_of(run: &StoredRun) -> MetricDefinitions {
+pub(crate) fn definitions_of(run: &StoredRun) -> MetricDefinitions {
     run.extras
         .get("metric_definitions")
         .and_then(serde_json::Value::as_str)
@@ -117,7 +117,7 @@ pub fn definitions_of(run: &StoredRun) -> MetricDefinitions {
 
 /// A `Sample` built one stored row at a time (rows are read as a stream, never all at once).
 #[derive(Debug, Default)]
-pub struct SampleBuilder {
+pub(crate) struct SampleBuilder {
     sample: Sample,
     defs: MetricDefinitions,
     slos: Vec<Slo>,
@@ -177,7 +177,7 @@ impl Sample {
     /// The sample of a run's stored rows, its timings under the run's own metric
     /// definitions (`metric_definitions` in its extras), as its metrics were computed.
     /// The rows are read one at a time.
-    pub fn of_run(store: &Store, run: &StoredRun) -> Result<Sample, StoreError> {
+    pub(crate) fn of_run(store: &Store, run: &StoredRun) -> Result<Sample, StoreError> {
         let mut builder = SampleBuilder::new(definitions_of(run));
         builder.slos = super::bootstrap_capacity::slos_of(&store.suite()?.info.slo);
         store.each_request_row(&run.id, |row| builder.add(&row))?;
@@ -188,7 +188,7 @@ impl Sample {
 
     /// The sample of one class of a mix run (its index in the run's mix): the rows drawn
     /// from that class, as the class's own metrics were folded.
-    pub fn of_class(store: &Store, run: &StoredRun, class: u16) -> Result<Sample, StoreError> {
+    pub(crate) fn of_class(store: &Store, run: &StoredRun, class: u16) -> Result<Sample, StoreError> {
         let mut builder = SampleBuilder::new(definitions_of(run));
         store.each_request_row(&run.id, |row| {
             if row.record.class == Some(class) {
@@ -299,7 +299,7 @@ fn estimator(metric: &str) -> Option<Estimator> {
 }
 
 /// Whether the bootstrap can judge `metric`.
-pub fn supports(metric: &str) -> bool {
+pub(crate) fn supports(metric: &str) -> bool {
     estimator(metric).is_some()
 }
 
@@ -311,7 +311,7 @@ fn metric_seed(seed: u64, metric: &str) -> u64 {
 
 /// The confidence interval of `new − base` for `metric`, or `None` when the metric is
 /// not covered or either run has fewer than two values.
-pub fn diff_interval(
+pub(crate) fn diff_interval(
     base: &Sample,
     new: &Sample,
     metric: &str,

@@ -54,7 +54,7 @@ pub fn factors(run: &StoredRun) -> Vec<(&'static str, f64)> {
 }
 
 /// The suite's stored `[slo]` as objectives (entries that no longer read are left out).
-pub fn slos_of(slo: &Value) -> Vec<Slo> {
+pub(crate) fn slos_of(slo: &Value) -> Vec<Slo> {
     slo.as_object()
         .into_iter()
         .flatten()
@@ -63,7 +63,7 @@ pub fn slos_of(slo: &Value) -> Vec<Slo> {
 }
 
 /// The estimator of a goodput or capacity metric (`None` for any other).
-pub fn estimator(metric: &str) -> Option<Estimator> {
+pub(crate) fn estimator(metric: &str) -> Option<Estimator> {
     if metric == "slo_attainment" {
         return Some(Box::new(attainment));
     }

@@ -25,7 +25,7 @@ pub struct ChangedSetting {
 }
 
 /// The settings the two runs differ in, beyond their axes, in path order.
-pub fn changed_settings(
+pub(crate) fn changed_settings(
     base: &StoredRun,
     new: &StoredRun,
     ignore: &[String],
@@ -137,7 +137,7 @@ pub fn judged<'a>(changes: &'a [ChangedSetting], allow: &[String]) -> Vec<&'a Ch
 }
 
 /// `request.output_tokens 16 → 64`.
-pub fn describe(c: &ChangedSetting) -> String {
+pub(crate) fn describe(c: &ChangedSetting) -> String {
     format!("{} {} → {}", c.setting, c.base, c.new)
 }
 

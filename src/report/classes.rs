@@ -16,7 +16,7 @@ use crate::metrics::names::{self, class_metric};
 use crate::store::StoredRun;
 
 /// The metrics of each class's row, after its share.
-pub const CLASS_METRICS: [&str; 7] = [
+pub(crate) const CLASS_METRICS: [&str; 7] = [
     "requests_ok",
     "requests_failed",
     "ttft_p50",
@@ -28,7 +28,7 @@ pub const CLASS_METRICS: [&str; 7] = [
 
 /// One class of a mix run, as its extras keep it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClassInfo {
+pub(crate) struct ClassInfo {
     pub name: String,
     pub dataset: String,
     pub model: Option<String>,
@@ -38,7 +38,7 @@ pub struct ClassInfo {
 }
 
 /// The classes of a run (empty for a run that is not a mix, and in databases before).
-pub fn of_run(run: &StoredRun) -> Vec<ClassInfo> {
+pub(crate) fn of_run(run: &StoredRun) -> Vec<ClassInfo> {
     let Some(list) = run.extras.get("mix").and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -72,7 +72,7 @@ fn measured_share(all: &[ClassInfo], class: &ClassInfo) -> Option<f64> {
 
 /// The JSON of a mix run's classes: `{NAME: {dataset, model, weight, planned_share,
 /// measured_share, requests, metrics: {every metric of the vocabulary}}}`.
-pub fn json_of(run: &StoredRun) -> Option<Value> {
+pub(crate) fn json_of(run: &StoredRun) -> Option<Value> {
     let classes = of_run(run);
     if classes.is_empty() {
         return None;
@@ -158,7 +158,7 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
 /// `dataset`, `model` (empty: the run's), `weight`, `planned_share`, `measured_share`,
 /// `requests`, then `metrics` (default [`CLASS_METRICS`]; durations in ms, as everywhere
 /// in CSV).
-pub fn render_csv(runs: &[StoredRun], metrics: &[String]) -> Result<String, ReportError> {
+pub(crate) fn render_csv(runs: &[StoredRun], metrics: &[String]) -> Result<String, ReportError> {
     let metrics = super::csv::breakdown_metrics("--by-class", metrics, &CLASS_METRICS)?;
     let mut out = format!(
         "run,class,dataset,model,weight,planned_share,measured_share,requests,{}\n",

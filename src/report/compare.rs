@@ -67,7 +67,7 @@ pub struct MetricDelta {
 
 impl MetricDelta {
     /// The interval excludes zero but the change is below the minimum effect.
-    pub fn below_min_effect(&self) -> bool {
+    pub(crate) fn below_min_effect(&self) -> bool {
         self.interval.is_some_and(|iv| iv.excludes_zero()) && self.beyond_noise == Some(false)
     }
 }
@@ -123,7 +123,7 @@ fn shape_key(run: &StoredRun, ignore: &[String]) -> String {
 /// Pairs among the runs left unmatched on both sides whose loads have the same shape,
 /// one to one (a shape that two runs of one side share matches nothing); the pairs are
 /// taken out of `only_base` and `only_new`.
-pub fn match_by_shape(
+pub(crate) fn match_by_shape(
     (base, new): (&[StoredRun], &[StoredRun]),
     only_base: &mut Vec<usize>,
     only_new: &mut Vec<usize>,
@@ -163,7 +163,7 @@ impl PairDelta {
     }
 
     /// The matched axes' values, `a · b`: the pair's name in every rendering.
-    pub fn key_label(&self) -> String {
+    pub(crate) fn key_label(&self) -> String {
         self.key
             .iter()
             .map(|(_, v)| v.as_str())
@@ -190,7 +190,7 @@ pub struct Comparison {
 
 /// Whether a larger value of `metric` is better (`Some(true)`), worse (`Some(false)`),
 /// or neither (token counts): the registry's direction.
-pub fn higher_is_better(metric: &str) -> Option<bool> {
+pub(crate) fn higher_is_better(metric: &str) -> Option<bool> {
     crate::metrics::registry::direction_of(metric)?.higher_is_better()
 }
 
@@ -212,7 +212,7 @@ fn canonical(v: &Value) -> String {
 }
 
 /// The matching key of a run: its axes minus the ignored ones, order-independent.
-pub fn match_key(run: &StoredRun, ignore: &[String]) -> String {
+pub(crate) fn match_key(run: &StoredRun, ignore: &[String]) -> String {
     let mut parts: BTreeMap<String, String> = BTreeMap::new();
     if let Value::Object(map) = &run.axes {
         for (k, v) in map.iter().filter(|(k, _)| !ignore.contains(k)) {
@@ -228,7 +228,7 @@ pub fn match_key(run: &StoredRun, ignore: &[String]) -> String {
 
 /// Pairs of `(base index, new index)` with equal keys, then the unmatched of each side.
 /// When a key repeats on one side, its first run is matched and the others are unmatched.
-pub fn match_runs(
+pub(crate) fn match_runs(
     base: &[StoredRun],
     new: &[StoredRun],
     ignore: &[String],
@@ -262,7 +262,7 @@ pub fn match_runs(
 /// are matched by axis values with `repeat` and `ignore` left out, so repeat k is never
 /// held against repeat k: group means are.
 #[derive(Debug, Clone)]
-pub struct GroupMatch {
+pub(crate) struct GroupMatch {
     pub base_leads: Vec<StoredRun>,
     pub new_leads: Vec<StoredRun>,
     /// `(base lead, new lead)` indices.
@@ -274,7 +274,7 @@ pub struct GroupMatch {
 }
 
 /// The groups of `base` and `new` matched (see `GroupMatch`).
-pub fn match_groups(base: &[StoredRun], new: &[StoredRun], ignore: &[String]) -> GroupMatch {
+pub(crate) fn match_groups(base: &[StoredRun], new: &[StoredRun], ignore: &[String]) -> GroupMatch {
     let mut ignore = ignore.to_vec();
     ignore.push(REPEAT_AXIS.to_string());
     let (base_leads, new_leads) = (group_leads(base), group_leads(new));

@@ -7,7 +7,7 @@ use crate::trust::Severity;
 
 /// Why `metric` of this pair is not judged, if a side's verdict forbids it:
 /// `new invalid: cache_leak`.
-pub fn why_not_judged(base: &StoredRun, new: &StoredRun, metric: &str) -> Option<String> {
+pub(crate) fn why_not_judged(base: &StoredRun, new: &StoredRun, metric: &str) -> Option<String> {
     let side = |name: &str, run: &StoredRun| {
         let codes: Vec<&str> = run
             .verdict
@@ -25,6 +25,6 @@ pub fn why_not_judged(base: &StoredRun, new: &StoredRun, metric: &str) -> Option
 }
 
 /// `valid · invalid`: the two sides' verdicts beside a delta.
-pub fn sides(base: &StoredRun, new: &StoredRun) -> String {
+pub(crate) fn sides(base: &StoredRun, new: &StoredRun) -> String {
     format!("{} · {}", base.verdict.status, new.verdict.status)
 }

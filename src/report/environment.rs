@@ -39,7 +39,7 @@ pub fn markdown(data: &ReportData) -> String {
 
 /// The environment a run measured in: the client, the labels and its endpoint's record
 /// (`null` for a suite that recorded none).
-pub fn json_of(env: Option<&Environment>, run: &StoredRun) -> Value {
+pub(crate) fn json_of(env: Option<&Environment>, run: &StoredRun) -> Value {
     let Some(env) = env else {
         return Value::Null;
     };
@@ -56,7 +56,7 @@ pub fn json_of(env: Option<&Environment>, run: &StoredRun) -> Value {
 }
 
 /// The HTML header's second line: the client, the labels and each endpoint, joined.
-pub fn html_line(data: &ReportData) -> Option<String> {
+pub(crate) fn html_line(data: &ReportData) -> Option<String> {
     let env = data.suite.info.environment.as_ref()?;
     let lines = environment::lines(env);
     (!lines.is_empty()).then(|| lines.join(" · "))

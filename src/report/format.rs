@@ -13,7 +13,7 @@ pub struct Display {
 /// Chooses the display unit of `metric` for a column holding `values`.
 /// Each of `metrics` with its display, chosen for the values `values_of` gives it (the
 /// one rule of a table's columns: a unit every value of the column reads well in).
-pub fn displays_of<'m>(
+pub(crate) fn displays_of<'m>(
     metrics: &[&'m str],
     values_of: impl Fn(&str) -> Vec<f64>,
 ) -> Vec<(&'m str, Display)> {
@@ -23,7 +23,7 @@ pub fn displays_of<'m>(
         .collect()
 }
 
-pub fn display_for(metric: &str, values: &[f64]) -> Display {
+pub(crate) fn display_for(metric: &str, values: &[f64]) -> Display {
     let max = values.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
     let (suffix, scale) = match unit_of(metric) {
         Some(MetricUnit::Millis) if max >= 10_000.0 => ("s", 1e-3),
@@ -61,7 +61,7 @@ impl Display {
     }
 
     /// `12.5 ms`, `99.90%`, `42`.
-    pub fn with_unit(&self, v: f64) -> String {
+    pub(crate) fn with_unit(&self, v: f64) -> String {
         match self.suffix {
             "" => self.value(v),
             "%" => format!("{}%", self.value(v)),
@@ -101,7 +101,7 @@ fn decimals_for(a: f64) -> usize {
 
 /// A signed difference shown with the precision of the values it is the difference of
 /// (`12.35` and `12.44` ms give `+0.10`, not `+0.09954`), in `disp`'s unit.
-pub fn delta_text(disp: &Display, delta: f64, values: &[Option<f64>]) -> String {
+pub(crate) fn delta_text(disp: &Display, delta: f64, values: &[Option<f64>]) -> String {
     let known: Vec<f64> = values.iter().flatten().map(|v| v * disp.scale).collect();
     let decimals = if disp.suffix == "%" {
         2
@@ -128,7 +128,7 @@ pub fn delta_text(disp: &Display, delta: f64, values: &[Option<f64>]) -> String 
 /// two significant digits (`25.96 ± 0.43`, `1230 ± 230`), as a careful scientist prints
 /// them, not the mean's four digits beside a half-width that makes two of them noise. A
 /// half-width of 0 (every repeat alike) leaves the mean as `value` shows it.
-pub fn mean_pm(disp: &Display, mean: f64, half: f64) -> String {
+pub(crate) fn mean_pm(disp: &Display, mean: f64, half: f64) -> String {
     let (m, h) = (mean * disp.scale, half.abs() * disp.scale);
     if !(h.is_finite() && m.is_finite()) || h == 0.0 {
         return format!("{} ± 0", disp.value(mean));
@@ -146,7 +146,7 @@ pub fn mean_pm(disp: &Display, mean: f64, half: f64) -> String {
 }
 
 /// A signed relative change: `+12.3%`.
-pub fn percent(x: f64) -> String {
+pub(crate) fn percent(x: f64) -> String {
     format!("{x:+.1}%")
 }
 

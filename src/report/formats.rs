@@ -28,7 +28,7 @@ pub enum Writer {
 
 /// One format as the command line knows it.
 #[derive(Debug)]
-pub struct FormatEntry {
+pub(crate) struct FormatEntry {
     pub format: Format,
     /// Its name on the command line.
     pub name: &'static str,
@@ -43,7 +43,7 @@ pub struct FormatEntry {
 use Writer::{Compare, History, Report};
 
 /// Every format, once.
-pub const FORMATS: &[FormatEntry] = &[
+pub(crate) const FORMATS: &[FormatEntry] = &[
     FormatEntry {
         format: Format::Table,
         name: "table",
@@ -90,7 +90,7 @@ pub const FORMATS: &[FormatEntry] = &[
 
 impl Format {
     /// The format named `text` (a name or an alias) if `writer` writes it.
-    pub fn for_writer(writer: Writer, text: &str) -> Option<Format> {
+    pub(crate) fn for_writer(writer: Writer, text: &str) -> Option<Format> {
         FORMATS
             .iter()
             .filter(|e| e.writers.contains(&writer))
@@ -100,7 +100,7 @@ impl Format {
 }
 
 /// The formats `writer` writes, in registration order.
-pub fn formats_of(writer: Writer) -> impl Iterator<Item = &'static FormatEntry> {
+pub(crate) fn formats_of(writer: Writer) -> impl Iterator<Item = &'static FormatEntry> {
     FORMATS.iter().filter(move |e| e.writers.contains(&writer))
 }
 

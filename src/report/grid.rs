@@ -7,7 +7,7 @@ use super::pivot::Pivot;
 use crate::store::{RunStatus, StoredRun};
 
 /// Shown for a combination no run covers.
-pub const MISSING: &str = "—";
+pub(crate) const MISSING: &str = "—";
 /// Shown for a value the run could not measure.
 pub const UNKNOWN: &str = "n/a";
 
@@ -47,7 +47,7 @@ fn cell_of(run: &StoredRun, m: &str, d: &Display) -> Cell {
 /// The pivot's cells formatted with one display unit per metric. With column axes and
 /// several metrics, metrics become rows (one column per variant reads far better than
 /// variants × metrics side by side).
-pub fn pivot_grid(runs: &[StoredRun], pivot: &Pivot) -> Grid {
+pub(crate) fn pivot_grid(runs: &[StoredRun], pivot: &Pivot) -> Grid {
     let layout = &pivot.layout;
     let displays: Vec<Display> = layout
         .metrics

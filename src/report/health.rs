@@ -14,7 +14,7 @@ use crate::store::StoredRun;
 
 /// The health of one stored run.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct RunHealth {
+pub(crate) struct RunHealth {
     /// Measured requests, when the run stored the count.
     pub requests: Option<u64>,
     /// Failed measured requests; `None` for a run that stored no count (not run yet).
@@ -78,7 +78,7 @@ impl RunHealth {
     }
 
     /// `12 of 40 failed: 8 http_500, 4 stream_broken`; `None` when nothing failed.
-    pub fn failures_text(&self) -> Option<String> {
+    pub(crate) fn failures_text(&self) -> Option<String> {
         let of = self.requests.map_or(String::new(), |n| format!(" of {n}"));
         let cancelled = match self.cancelled {
             0 => String::new(),
@@ -104,7 +104,7 @@ impl RunHealth {
 /// A merged run's shards (`perfplan merge` keeps them in its extras): how closely they
 /// started it, and each shard's client (CPU, send lateness p99, `client_bound`); empty
 /// for a run of one machine.
-pub fn shard_lines(run: &StoredRun) -> Vec<String> {
+pub(crate) fn shard_lines(run: &StoredRun) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(starts) = run.extras.get("shard_starts") {
         let ms = |k: &str| starts.get(k).and_then(Value::as_f64);

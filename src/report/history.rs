@@ -21,7 +21,7 @@ use crate::metrics::student::mean_interval;
 use crate::store::{Store, StoredRun};
 
 /// Metrics followed when `--metrics` is not given.
-pub const DEFAULT_METRICS: [&str; 3] = ["ttft_p99", "tpot_mean", "output_tps"];
+pub(crate) const DEFAULT_METRICS: [&str; 3] = ["ttft_p99", "tpot_mean", "output_tps"];
 
 /// How the suites are put in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +138,7 @@ pub struct History {
 }
 
 /// Text compared as a version: runs of digits by number, the rest as text.
-pub fn version_cmp(a: &str, b: &str) -> Ordering {
+pub(crate) fn version_cmp(a: &str, b: &str) -> Ordering {
     fn parts(s: &str) -> Vec<(bool, String)> {
         let mut out: Vec<(bool, String)> = Vec::new();
         for c in s.chars() {

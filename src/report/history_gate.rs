@@ -13,7 +13,7 @@ use crate::metrics::{names, stats};
 
 /// The statistic a gate compares with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stat {
+pub(crate) enum Stat {
     Median,
     Mean,
     Min,
@@ -39,7 +39,7 @@ impl Stat {
 
 /// One gate as written.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HistoryGate {
+pub(crate) struct HistoryGate {
     pub text: String,
     pub metric: String,
     pub op: String,
@@ -122,7 +122,7 @@ impl HistoryGate {
     }
 
     /// The gate on every run of the history that has its metric.
-    pub fn evaluate(&self, h: &History) -> Vec<GateOutcome> {
+    pub(crate) fn evaluate(&self, h: &History) -> Vec<GateOutcome> {
         h.lines
             .iter()
             .filter(|l| l.metric == self.metric)

@@ -10,7 +10,7 @@ use super::history::{History, Judgement, Line, OrderBy, Point, Step};
 use super::{markdown, table, Format, ReportError, TableStyle};
 
 /// How a marked step reads in a cell: `▲ worse +210.3%`.
-pub fn step_mark(step: &Step) -> Option<String> {
+pub(crate) fn step_mark(step: &Step) -> Option<String> {
     let pct = step.delta_pct.map(percent).unwrap_or_default();
     match &step.judgement {
         Judgement::Worse => Some(format!("▲ worse {pct}")),
@@ -22,7 +22,7 @@ pub fn step_mark(step: &Step) -> Option<String> {
 }
 
 /// The display unit of a line: one for all its points.
-pub fn display_of(line: &Line) -> Display {
+pub(crate) fn display_of(line: &Line) -> Display {
     let values: Vec<f64> = line
         .points
         .iter()

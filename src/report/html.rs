@@ -65,7 +65,7 @@ fn verdicts_html(data: &ReportData) -> String {
 }
 
 /// `2026-11-29 08:56:05 UTC`.
-pub fn utc(unix_ms: i64) -> String {
+pub(crate) fn utc(unix_ms: i64) -> String {
     let t = crate::units::UtcTime::of_unix_ms(unix_ms);
     format!("{} {} UTC", t.date(), t.time())
 }

@@ -24,7 +24,7 @@ fn number(v: Option<f64>) -> Value {
 }
 
 /// One run as a JSON object, with the verdicts of `gates` on it.
-pub fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
+pub(crate) fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
     let metrics: Map<String, Value> = names::all_names()
         .into_iter()
         .map(|name| {

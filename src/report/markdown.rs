@@ -48,7 +48,7 @@ pub(crate) fn escape(cell: &str) -> String {
 }
 
 /// Any grid as a Markdown table; numbers right-aligned.
-pub fn render_grid(grid: &Grid) -> String {
+pub(crate) fn render_grid(grid: &Grid) -> String {
     let mut out = String::new();
     let line = |cells: &[String]| {
         format!(

@@ -69,7 +69,7 @@ impl std::str::FromStr for MinEffect {
 }
 
 /// The default minimum effect of `metric`, in percent (see the module's table).
-pub fn default_pct(metric: &str) -> f64 {
+pub(crate) fn default_pct(metric: &str) -> f64 {
     // A mix class's metric (`ttft_p99@rag`) has its metric's minimum effect.
     let metric = crate::metrics::names::split_class(metric).0;
     let statistic = metric.rsplit('_').next().unwrap_or("");
@@ -89,7 +89,7 @@ pub fn default_pct(metric: &str) -> f64 {
 }
 
 /// The minimum effect of `metric`: its `--min-effect`, else the default.
-pub fn pct_for(metric: &str, overrides: &[MinEffect]) -> f64 {
+pub(crate) fn pct_for(metric: &str, overrides: &[MinEffect]) -> f64 {
     overrides
         .iter()
         .rev()

@@ -59,7 +59,7 @@ pub use formats::{Format, Writer};
 pub use pivot::{Layout, Pivot};
 
 /// Metrics shown when neither the plan nor the command line chooses.
-pub const DEFAULT_METRICS: [&str; 6] = [
+pub(crate) const DEFAULT_METRICS: [&str; 6] = [
     "ttft_p50",
     "ttft_p99",
     "tpot_mean",
@@ -123,7 +123,7 @@ pub struct TableStyle {
 
 impl TableStyle {
     /// The style for standard output: a terminal gets borders, colour unless `NO_COLOR`.
-    pub fn detect() -> TableStyle {
+    pub(crate) fn detect() -> TableStyle {
         use std::io::IsTerminal;
         let tty = std::io::stdout().is_terminal();
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
@@ -148,7 +148,7 @@ impl ReportData {
     }
 
     /// `load`, with `accept` (`--accept`) added to the reasons each verdict accepts.
-    pub fn load_accepting(
+    pub(crate) fn load_accepting(
         store: &Store,
         accept: &[crate::trust::Code],
     ) -> Result<ReportData, ReportError> {
@@ -162,7 +162,7 @@ impl ReportData {
     }
 
     /// The plan's `[report]` section as stored in the suite.
-    pub fn plan_layout(&self) -> Result<Layout, ReportError> {
+    pub(crate) fn plan_layout(&self) -> Result<Layout, ReportError> {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Metrics {

@@ -31,11 +31,11 @@ use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, Store, StoredRun};
 
 /// Item ids paired at most (20 bytes each: 80 MiB).
-pub const MAX_ITEMS: u64 = 1 << 22;
+pub(crate) const MAX_ITEMS: u64 = 1 << 22;
 /// The confidence of the paired intervals.
-pub const CONFIDENCE: f64 = 0.95;
+pub(crate) const CONFIDENCE: f64 = 0.95;
 /// The quantities paired, in display order.
-pub const QUANTITIES: [&str; 3] = ["ttft", "tpot", "latency"];
+pub(crate) const QUANTITIES: [&str; 3] = ["ttft", "tpot", "latency"];
 
 /// One quantity's paired differences (ms).
 #[derive(Debug, Clone, PartialEq)]
@@ -296,7 +296,7 @@ fn stat(
 /// 0-based ranks `(lo, hi)` of the order statistics bounding the median of `n` values with
 /// at least `confidence` coverage: the largest `lo` with P(Bin(n, ½) ≤ lo) ≤ (1 − c)/2, and
 /// `hi = n − 1 − lo`. `None` when `n` is too small for any interval (n < 6 at 95%).
-pub fn median_ranks(n: usize, confidence: f64) -> Option<(usize, usize)> {
+pub(crate) fn median_ranks(n: usize, confidence: f64) -> Option<(usize, usize)> {
     let tail = (1.0 - confidence) / 2.0;
     let lo = if n <= 1000 {
         // Exact: accumulate the binomial(n, ½) probabilities in logs.

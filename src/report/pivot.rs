@@ -41,7 +41,7 @@ impl Layout {
     }
 
     /// This layout with the non-empty parts of `over` taking precedence.
-    pub fn overridden_by(mut self, over: &Layout) -> Layout {
+    pub(crate) fn overridden_by(mut self, over: &Layout) -> Layout {
         if !over.rows.is_empty() || !over.columns.is_empty() {
             self.rows = over.rows.clone();
             self.columns = over.columns.clone();
@@ -129,7 +129,7 @@ pub(crate) fn lead_with_search_results(metrics: &mut Vec<String>, runs: &[Stored
 }
 
 /// Every axis name of the runs, in order of first appearance.
-pub fn axis_names(runs: &[StoredRun]) -> Vec<String> {
+pub(crate) fn axis_names(runs: &[StoredRun]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for run in runs {
         if let Value::Object(map) = &run.axes {
@@ -144,7 +144,7 @@ pub fn axis_names(runs: &[StoredRun]) -> Vec<String> {
 }
 
 /// Axes with more than one value among the runs.
-pub fn varying_axes(runs: &[StoredRun]) -> Vec<String> {
+pub(crate) fn varying_axes(runs: &[StoredRun]) -> Vec<String> {
     axis_names(runs)
         .into_iter()
         .filter(|axis| {
@@ -155,7 +155,7 @@ pub fn varying_axes(runs: &[StoredRun]) -> Vec<String> {
 }
 
 /// A person's label for an axis value: strings as they are, tables as `key=value …`.
-pub fn axis_label(value: Option<&Value>) -> String {
+pub(crate) fn axis_label(value: Option<&Value>) -> String {
     match value {
         None | Some(Value::Null) => "—".into(),
         Some(Value::String(s)) => s.clone(),
@@ -184,7 +184,7 @@ fn key_label(key: &str, value: Option<&Value>) -> String {
 /// among the runs (`concurrency=4` rather than `concurrency=4 requests=128 warmup=8`),
 /// and a whole run shows only the axes that vary.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Labels {
+pub(crate) struct Labels {
     varying_keys: HashMap<String, Vec<String>>,
     varying_axes: Vec<String>,
 }
@@ -277,7 +277,7 @@ impl Labels {
     }
 
     /// `run`'s label without the axes in `skip`.
-    pub fn run_without(&self, run: &StoredRun, skip: &[&str]) -> String {
+    pub(crate) fn run_without(&self, run: &StoredRun, skip: &[&str]) -> String {
         let axes: Vec<String> = match &run.axes {
             Value::Object(map) if self.varying_axes.is_empty() => map.keys().cloned().collect(),
             _ => self.varying_axes.clone(),
@@ -290,7 +290,7 @@ impl Labels {
     }
 
     /// The axes that vary among the runs, in order of first appearance.
-    pub fn varying(&self) -> &[String] {
+    pub(crate) fn varying(&self) -> &[String] {
         &self.varying_axes
     }
 

@@ -15,7 +15,7 @@ use crate::record::{Outcome, Phase};
 use crate::store::{Store, StoreError, StoredRun};
 
 /// How a CDF chart reads.
-pub const CDF_HOW: &str = "one line per run; go up from a time to the line and across: \
+pub(crate) const CDF_HOW: &str = "one line per run; go up from a time to the line and across: \
 that share of the run's requests took that long or less; a line further left is faster, \
 and a long flat stretch at the top is the tail (p99)";
 
@@ -23,7 +23,7 @@ and a long flat stretch at the top is the tail (p99)";
 const CDF_POINTS: usize = 200;
 
 /// The load level of a run: `("concurrency", 4.0)` or `("rate", 2.5)`.
-pub fn load_level(run: &StoredRun) -> Option<(&'static str, f64)> {
+pub(crate) fn load_level(run: &StoredRun) -> Option<(&'static str, f64)> {
     let from = |v: Option<&Value>| -> Option<(&'static str, f64)> {
         let v = v?;
         ["concurrency", "rate"]
@@ -36,10 +36,10 @@ pub fn load_level(run: &StoredRun) -> Option<(&'static str, f64)> {
 }
 
 /// The axes a run's load level lives in (drawn on the x axis, not as a line).
-pub const LOAD_AXES: [&str; 3] = ["load", "concurrency", "rate"];
+pub(crate) const LOAD_AXES: [&str; 3] = ["load", "concurrency", "rate"];
 
 /// The run's varying axes other than its load: the variant a line stands for.
-pub fn variant(run: &StoredRun, labels: &Labels) -> String {
+pub(crate) fn variant(run: &StoredRun, labels: &Labels) -> String {
     labels.short(run, &LOAD_AXES)
 }
 
@@ -136,7 +136,7 @@ fn server_ttft_series(runs: &[StoredRun], name: &str) -> Vec<Series> {
 /// against the load (ticks at the tiers run), then the operating-point curves (latency
 /// against throughput, one point per tier, labelled with it), the chart a serving team
 /// picks a tier from.
-pub fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
+pub(crate) fn sweep_charts(runs: &[StoredRun]) -> Vec<Chart> {
     let Some((kind, _)) = runs.iter().find_map(load_level) else {
         return Vec::new();
     };
@@ -259,7 +259,7 @@ impl Digest {
     /// The digest of a stored run, its rows read one at a time into the metrics' own
     /// compact columns (4 bytes a request for each of TTFT and latency), never a whole
     /// `Sample`, under the run's own metric definitions.
-    pub fn of_run(store: &Store, run: &StoredRun) -> Result<Digest, StoreError> {
+    pub(crate) fn of_run(store: &Store, run: &StoredRun) -> Result<Digest, StoreError> {
         let defs = super::bootstrap::definitions_of(run);
         let (mut ttft, mut tpot, mut latency) =
             (Times::default(), Times::default(), Times::default());
@@ -314,7 +314,7 @@ impl Digest {
 }
 
 /// TTFT, TPOT and latency CDFs, one line per run (`digests[i]` belongs to `runs[i]`).
-pub fn cdf_charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
+pub(crate) fn cdf_charts(runs: &[StoredRun], digests: &[Digest]) -> Vec<Chart> {
     type Pick = fn(&Digest) -> &Vec<(f64, f64)>;
     let mut charts = Vec::new();
     let labels = Labels::new(runs);
@@ -355,7 +355,7 @@ mod tests {
     use super::*;
 
     /// The empirical CDF of `values`, thinned to at most `CDF_POINTS` points.
-    pub fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
+    pub(crate) fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
         let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
         v.sort_by(f64::total_cmp);
         cdf_of_sorted(v.len(), |i| v[i])

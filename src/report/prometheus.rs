@@ -50,7 +50,7 @@ fn base_unit(unit: MetricUnit) -> (&'static str, f64) {
 
 /// The exposed name of a vocabulary metric and the factor its value is scaled by; `None`
 /// for a name outside the vocabulary.
-pub fn exposed_name(metric: &str) -> Option<(String, f64)> {
+pub(crate) fn exposed_name(metric: &str) -> Option<(String, f64)> {
     let (base, _) = names::split_class(metric);
     let unit = registry::unit_of(base)?;
     let (suffix, scale) = base_unit(unit);

@@ -15,7 +15,7 @@ use crate::metrics::steps::STEP_METRICS;
 use crate::store::StoredRun;
 
 /// The stored steps of a run (`None` without a ramp or from a database before them).
-pub fn steps_of(run: &StoredRun) -> Option<&Vec<Value>> {
+pub(crate) fn steps_of(run: &StoredRun) -> Option<&Vec<Value>> {
     run.extras
         .pointer("/time/steps")
         .and_then(Value::as_array)

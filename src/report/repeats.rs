@@ -15,20 +15,20 @@ use crate::metrics::student::{mean_interval, MeanInterval};
 use crate::store::{RunStatus, StoredRun};
 
 /// The confidence of every repeat interval.
-pub const CONFIDENCE: f64 = 0.95;
+pub(crate) const CONFIDENCE: f64 = 0.95;
 /// The axis that numbers repeats.
-pub const REPEAT_AXIS: &str = "repeat";
+pub(crate) const REPEAT_AXIS: &str = "repeat";
 
 /// A run's place among its group's repeats, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RepeatOf {
+pub(crate) struct RepeatOf {
     pub group: String,
     pub k: u32,
     pub of: u32,
 }
 
 /// The repeat facts of a stored run, when it is one of a group.
-pub fn repeat_of(run: &StoredRun) -> Option<RepeatOf> {
+pub(crate) fn repeat_of(run: &StoredRun) -> Option<RepeatOf> {
     let r = run.settings.get("repeat")?;
     let int = |k: &str| r.get(k).and_then(Value::as_u64).map(|v| v as u32);
     Some(RepeatOf {
@@ -142,7 +142,7 @@ pub fn grid(runs: &[StoredRun], metrics: &[String]) -> Option<Grid> {
 }
 
 /// What the groups' cells mean.
-pub const NOTE: &str = "Repeats: each cell is the mean over the group's done repeats ± the half-width of its Student t 95% confidence interval (n − 1 degrees of freedom); a group with one done repeat shows its value alone.";
+pub(crate) const NOTE: &str = "Repeats: each cell is the mean over the group's done repeats ± the half-width of its Student t 95% confidence interval (n − 1 degrees of freedom); a group with one done repeat shows its value alone.";
 
 /// The groups as JSON: `[{group, axes, of, done, runs: [id], metrics: {name: {mean, low,
 /// high, n}|null}}]`, every metric of the vocabulary present (`low`/`high` null for one
@@ -216,7 +216,7 @@ pub fn csv(runs: &[StoredRun]) -> String {
 
 /// The runs of `runs` that lead their group (its first stored repeat), and every run not
 /// repeated, by ordinal.
-pub fn group_leads(runs: &[StoredRun]) -> Vec<StoredRun> {
+pub(crate) fn group_leads(runs: &[StoredRun]) -> Vec<StoredRun> {
     let mut seen: Vec<String> = Vec::new();
     runs.iter()
         .filter(|r| match repeat_of(r) {
@@ -232,7 +232,7 @@ pub fn group_leads(runs: &[StoredRun]) -> Vec<StoredRun> {
 }
 
 /// The group `lead` leads (`lead` alone when it is not repeated).
-pub fn group_members<'a>(runs: &'a [StoredRun], lead: &StoredRun) -> Group<'a> {
+pub(crate) fn group_members<'a>(runs: &'a [StoredRun], lead: &StoredRun) -> Group<'a> {
     let Some(rep) = repeat_of(lead) else {
         return Group {
             id: lead.id.clone(),
@@ -252,7 +252,7 @@ pub fn group_members<'a>(runs: &'a [StoredRun], lead: &StoredRun) -> Group<'a> {
 
 /// A group's value of `metric` in a comparison: the mean over its done repeats when it has
 /// several, else the lead run's own value.
-pub fn group_value(group: &Group, lead: &StoredRun, metric: &str) -> Option<f64> {
+pub(crate) fn group_value(group: &Group, lead: &StoredRun, metric: &str) -> Option<f64> {
     if group.runs.len() > 1 {
         group.stat(metric).map(|(mean, _)| mean)
     } else {

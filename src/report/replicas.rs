@@ -17,7 +17,7 @@ use crate::metrics::{Fold, MetricDefinitions, SummaryOptions};
 use crate::store::Store;
 
 /// The metrics of each replica's row when `--metrics` names none.
-pub const DEFAULT_METRICS: [&str; 6] = [
+pub(crate) const DEFAULT_METRICS: [&str; 6] = [
     "requests_ok",
     "requests_failed",
     "rps",
@@ -27,7 +27,7 @@ pub const DEFAULT_METRICS: [&str; 6] = [
 ];
 
 /// Every run's per-replica rows, the metrics of `metrics` (empty: the defaults).
-pub fn render_csv(store: &Store, metrics: &[String]) -> Result<String, ReportError> {
+pub(crate) fn render_csv(store: &Store, metrics: &[String]) -> Result<String, ReportError> {
     let metrics = super::csv::breakdown_metrics("--by-replica", metrics, &DEFAULT_METRICS)?;
     let mut out = format!("run,replica,url,requests,{}\n", metrics.join(","));
     for run in store.runs()? {

@@ -19,7 +19,7 @@ use crate::metrics::MetricDefinitions;
 use crate::store::{Store, StoreError, StoredRun};
 
 /// The slices of run `run_id`, `width` wide (no slices when it measured nothing).
-pub fn run_slices(store: &Store, run_id: &str, width: Duration) -> Result<Slices, StoreError> {
+pub(crate) fn run_slices(store: &Store, run_id: &str, width: Duration) -> Result<Slices, StoreError> {
     let extras = store.run_extras(run_id)?;
     let definitions = extras
         .get("metric_definitions")
@@ -49,7 +49,7 @@ pub fn run_slices(store: &Store, run_id: &str, width: Duration) -> Result<Slices
 }
 
 /// The suite's slice width: the plan's `[report] slice` as stored, else 1 s.
-pub fn slice_width(data: &ReportData) -> Duration {
+pub(crate) fn slice_width(data: &ReportData) -> Duration {
     data.suite
         .info
         .report
@@ -69,7 +69,7 @@ fn opt(v: Option<f64>) -> String {
 }
 
 /// Every run's slices as CSV, `width` wide (default: `slice_width`).
-pub fn render_csv(
+pub(crate) fn render_csv(
     store: &Store,
     data: &ReportData,
     width: Option<Duration>,

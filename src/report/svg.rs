@@ -98,12 +98,12 @@ pub fn figure(svg: &str, how: &str) -> String {
 }
 
 /// A line chart in its figure.
-pub fn line_figure(chart: &Chart) -> String {
+pub(crate) fn line_figure(chart: &Chart) -> String {
     figure(&line_chart(chart), &chart.how)
 }
 
 /// Escapes text for XML.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -242,7 +242,7 @@ fn tier_grid(s: &mut String, ticks: &[f64], sx: &dyn Fn(f64) -> f64, plot_h: f64
 }
 
 /// The chart as an `<svg>` element.
-pub fn line_chart(chart: &Chart) -> String {
+pub(crate) fn line_chart(chart: &Chart) -> String {
     let ((x0, x1), (y0, y1)) = bounds(chart);
     let (pw, ph) = (W - LEFT - legend_width(chart), H - TOP - BOTTOM);
     // The legend may need more room than the plot.

@@ -50,7 +50,7 @@ pub fn render(
 }
 
 /// Any grid as a table, numbers right-aligned.
-pub fn render_grid(grid: &Grid, style: TableStyle) -> String {
+pub(crate) fn render_grid(grid: &Grid, style: TableStyle) -> String {
     let mut table = Table::new();
     if style.tty {
         table

@@ -10,7 +10,7 @@ use super::svg::{escape, open, x_grid, LEFT, RIGHT, TOP, W};
 use crate::record::{Outcome, Phase, RequestRecord};
 
 /// Most requests one timeline draws.
-pub const MAX_DRAWN: usize = 400;
+pub(crate) const MAX_DRAWN: usize = 400;
 
 /// One drawn request (seconds from the run's start).
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +92,7 @@ const PLOT_H: f64 = 320.0;
 
 /// The timeline as an `<svg>` element, on `0..span` seconds (`span` shared with the
 /// run's other time charts).
-pub fn timeline_svg(title: &str, t: &Timeline, span: f64) -> String {
+pub(crate) fn timeline_svg(title: &str, t: &Timeline, span: f64) -> String {
     let span = span.max(t.span).max(1e-3);
     let pw = W - LEFT - RIGHT;
     let height = TOP + PLOT_H + 50.0;

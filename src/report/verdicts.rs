@@ -10,9 +10,9 @@ use crate::store::StoredRun;
 use crate::trust::{Code, Severity, Status, Verdict};
 
 /// Marks a cell of an invalid run's metric.
-pub const INVALID_MARK: &str = "✗";
+pub(crate) const INVALID_MARK: &str = "✗";
 /// Marks a cell of a suspect run's metric.
-pub const SUSPECT_MARK: &str = "?";
+pub(crate) const SUSPECT_MARK: &str = "?";
 
 /// The suite's runs re-judged with `accept` added to each verdict's accepted reasons.
 pub fn accept(data: &mut ReportData, accept: &[Code]) {
@@ -33,7 +33,7 @@ pub fn mark(run: &StoredRun, metric: &str) -> Option<&'static str> {
 }
 
 /// The note under a table with marked cells.
-pub fn mark_note() -> String {
+pub(crate) fn mark_note() -> String {
     format!(
         "{INVALID_MARK} invalid, {SUSPECT_MARK} suspect: the run's verdict has a reason that \
          touches this metric (see the verdicts above the table)"
@@ -41,7 +41,7 @@ pub fn mark_note() -> String {
 }
 
 /// `8 runs: 6 valid, 1 suspect, 1 invalid` (and `n not judged`, for older runs).
-pub fn count_line(runs: &[StoredRun]) -> String {
+pub(crate) fn count_line(runs: &[StoredRun]) -> String {
     let n = |s: Status| runs.iter().filter(|r| r.verdict.status == s).count();
     let mut parts = Vec::new();
     for s in [
@@ -80,7 +80,7 @@ pub fn entries(data: &ReportData) -> Vec<Entry> {
 }
 
 /// A reason as one line: `invalid cache_leak: …` (`accepted` when accepted).
-pub fn reason_line(r: &crate::trust::Reason) -> String {
+pub(crate) fn reason_line(r: &crate::trust::Reason) -> String {
     let weight = if r.accepted {
         "accepted".to_string()
     } else {

@@ -46,7 +46,7 @@ impl Servers {
     }
 
     /// The log file of an endpoint's launched server.
-    pub fn log_path(&self, endpoint: &str) -> PathBuf {
+    pub(crate) fn log_path(&self, endpoint: &str) -> PathBuf {
         self.dir.join("servers").join(format!("{endpoint}.log"))
     }
 
@@ -80,7 +80,7 @@ impl Servers {
     /// Makes sure the endpoint's server is up: launches it on first use and waits until it
     /// is ready (every replica of `servers`, one per URL, within `ready_timeout`); an error
     /// when it exited or never became ready (with its log tail).
-    pub async fn ensure(
+    pub(crate) async fn ensure(
         &mut self,
         endpoint: &str,
         spec: &EndpointSpec,
@@ -202,11 +202,6 @@ impl Servers {
         }
     }
 
-    /// Whether the endpoint has a launched server running now.
-    pub fn is_running(&self, endpoint: &str) -> bool {
-        self.running.contains_key(endpoint)
-    }
-
     /// The process group id of an endpoint's launched server.
     pub fn pgid(&self, endpoint: &str) -> Option<u32> {
         self.running.get(endpoint).map(|l| l.pgid)
@@ -245,7 +240,7 @@ impl Servers {
     }
 
     /// Stops every launched server.
-    pub async fn stop_all(&mut self) {
+    pub(crate) async fn stop_all(&mut self) {
         let names: Vec<String> = self.running.keys().cloned().collect();
         for name in names {
             self.stop(&name).await;

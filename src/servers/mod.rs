@@ -23,7 +23,7 @@ pub use reset::{reset_cache, reset_warning};
 
 /// The placeholder filled with a free TCP port in `base_url`, `launch`, `ready`, `stop`
 /// and `reset_cache` of an endpoint with `launch`.
-pub const PORT_PLACEHOLDER: &str = "{port}";
+pub(crate) const PORT_PLACEHOLDER: &str = "{port}";
 /// Lines of a server log quoted in errors.
 const TAIL_LINES: usize = 15;
 
@@ -66,4 +66,4 @@ pub enum LifecycleError {
 }
 
 /// Process group ids of launched servers, shared with the Ctrl-C handler.
-pub type Registry = Arc<Mutex<BTreeSet<u32>>>;
+pub(crate) type Registry = Arc<Mutex<BTreeSet<u32>>>;

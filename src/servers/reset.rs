@@ -9,7 +9,7 @@ use crate::control::{self, chain, explain};
 use crate::plan::EndpointSpec;
 
 /// The reset used when `reset_cache_before` is set without `reset_cache` (vLLM's route).
-pub const DEFAULT_RESET: &str = "POST /reset_prefix_cache";
+pub(crate) const DEFAULT_RESET: &str = "POST /reset_prefix_cache";
 
 /// Resets the endpoint's prefix cache (`reset_cache`, or vLLM's route) on every replica
 /// (`servers`: one per URL; a shell command runs once); the run warning when that failed.

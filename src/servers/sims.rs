@@ -9,7 +9,7 @@ use crate::sim::{SimConfig, SimServer};
 
 /// Why the simulators could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum SimsError {
+pub(crate) enum SimsError {
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
     #[error("cannot start the simulator for endpoint `{endpoint}`")]
@@ -21,7 +21,7 @@ pub enum SimsError {
 }
 
 /// The simulators of a suite, by `sim://` name (with `sim.replicas`, one per replica).
-pub struct Sims {
+pub(crate) struct Sims {
     runtime: Option<tokio::runtime::Runtime>,
     servers: BTreeMap<String, Vec<SimServer>>,
 }

@@ -35,7 +35,7 @@ use crate::workload::RequestLog;
 const GRACE: Duration = Duration::from_secs(5);
 
 /// What one run produced.
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub summary: RunSummary,
     pub cancelled: bool,
     /// Rows the writer stored.
@@ -67,7 +67,7 @@ pub struct RunResult {
 }
 
 /// Everything a run needs from its suite.
-pub struct RunContext<'a> {
+pub(crate) struct RunContext<'a> {
     pub store: Arc<Mutex<Store>>,
     pub endpoint: &'a Endpoint,
     pub cancel: &'a CancelHandle,

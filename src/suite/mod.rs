@@ -197,7 +197,7 @@ fn folder(path: &std::path::Path) -> String {
 impl SuiteError {
     /// The error as seen from a suite writing the database at `path`: a failed write
     /// (disk full, locked, read-only, I/O) names the file and what to do.
-    pub fn at_database(self, path: &std::path::Path) -> SuiteError {
+    pub(crate) fn at_database(self, path: &std::path::Path) -> SuiteError {
         match self {
             SuiteError::Store(source) if source.write_failure().is_some() => {
                 SuiteError::StoreWrite {
@@ -210,7 +210,7 @@ impl SuiteError {
     }
 
     /// Whether the whole suite must stop (as opposed to failing one run).
-    pub fn stops_suite(&self) -> bool {
+    pub(crate) fn stops_suite(&self) -> bool {
         matches!(
             self,
             SuiteError::Store(_)

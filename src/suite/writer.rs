@@ -26,7 +26,7 @@ use crate::tokenize::Tokenizer;
 
 /// Tests only: the writer may grow the database by at most this many pages (SQLite's
 /// `max_page_count`), so a full disk can be tested without filling one.
-pub const MAX_PAGES_ENV: &str = "PERFPLAN_TEST_WRITER_MAX_PAGES";
+pub(crate) const MAX_PAGES_ENV: &str = "PERFPLAN_TEST_WRITER_MAX_PAGES";
 
 /// Most records per transaction.
 const BATCH: usize = 512;
@@ -35,7 +35,7 @@ const FLUSH_EVERY: Duration = Duration::from_millis(200);
 /// Most records waiting for the writer: about a second of the engine's peak rate on this
 /// kind of machine (the writer commits a batch every 200 ms), and about 10 MB (the queue's
 /// slots are allocated when it opens).
-pub const QUEUE: usize = 1 << 15;
+pub(crate) const QUEUE: usize = 1 << 15;
 
 /// The writer thread of one run.
 pub struct Writer {
@@ -48,7 +48,7 @@ pub struct Writer {
 
 /// What a writer wrote, and the run's records folded (in completion order).
 #[derive(Debug)]
-pub struct Written {
+pub(crate) struct Written {
     pub rows: u64,
     pub tally: crate::measure::tally::Tally,
 }
@@ -65,7 +65,7 @@ struct Behind {
 
 /// What the engine's sink sends the writer.
 #[derive(Clone)]
-pub struct WriterSender {
+pub(crate) struct WriterSender {
     tx: mpsc::SyncSender<RequestRecord>,
     behind: Arc<Behind>,
     cancel: CancelHandle,
@@ -95,7 +95,7 @@ impl WriterSender {
 }
 
 /// What the writer needs besides the records.
-pub struct WriterContext {
+pub(crate) struct WriterContext {
     pub store: Arc<Mutex<Store>>,
     pub run_id: String,
     pub tokenizer: Option<Arc<Tokenizer>>,
@@ -152,7 +152,7 @@ impl Writer {
     }
 
     /// A sender for the engine's sink.
-    pub fn sender(&self, cancel: &CancelHandle) -> Option<WriterSender> {
+    pub(crate) fn sender(&self, cancel: &CancelHandle) -> Option<WriterSender> {
         self.tx.clone().map(|tx| WriterSender {
             tx,
             behind: self.behind.clone(),

@@ -90,7 +90,7 @@ impl ServerScrape {
     }
 
     /// Scrapes `server` too (another replica), and adds its counters to the first's.
-    pub fn with_replica(
+    pub(crate) fn with_replica(
         mut self,
         server: control::ClientSpec<'_>,
     ) -> Result<ServerScrape, control::ControlError> {
@@ -102,7 +102,7 @@ impl ServerScrape {
     }
 
     /// Every replica's page, summed.
-    pub async fn scrape_all(&self) -> Scraped {
+    pub(crate) async fn scrape_all(&self) -> Scraped {
         let mut all = scrape_one(&self.client, &self.candidates).await;
         for other in &self.others {
             let more = scrape_one(other, &self.candidates).await;

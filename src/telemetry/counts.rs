@@ -82,7 +82,7 @@ impl Counters {
     /// client received: its finished requests when it counts them, else its generated
     /// tokens (counters are updated a moment after the last response is sent). A
     /// server with neither counter has nothing to wait for.
-    pub fn caught_up(&self, before: &Counters, client: &ClientSide) -> bool {
+    pub(crate) fn caught_up(&self, before: &Counters, client: &ClientSide) -> bool {
         let d = self.since(before);
         match (d.requests, d.generation_tokens) {
             (Some(n), _) if self.requests.is_some() => n >= client.requests_ok,
@@ -171,14 +171,14 @@ pub struct ServerCounts {
 }
 
 /// The window of the measured pass.
-pub const MEASURED_WINDOW: &str = "warmup+measured";
+pub(crate) const MEASURED_WINDOW: &str = "warmup+measured";
 
 /// The longest wait for a server's counters to catch up after a pass.
-pub const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ServerCounts {
     /// The key of the run's extras that holds them.
-    pub const KEY: &'static str = "server_counts";
+    pub(crate) const KEY: &'static str = "server_counts";
 
     /// The counts a run's extras hold, if any.
     pub fn from_extras(extras: &Value) -> Option<ServerCounts> {
@@ -188,7 +188,7 @@ impl ServerCounts {
 
 /// The most requests running plus waiting at one scrape, over the gauges the sampler
 /// kept (`UrlTally`'s `in_flight`).
-pub fn in_flight_of(frame: &Frame) -> Option<f64> {
+pub(crate) fn in_flight_of(frame: &Frame) -> Option<f64> {
     match (frame.value(RUNNING), frame.value(WAITING)) {
         (None, None) => None,
         (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),

@@ -7,7 +7,7 @@
 
 /// What a family's samples are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Gauge,
     Counter,
     /// `_bucket{le}` (kept), `_sum` and `_count` lines.
@@ -16,7 +16,7 @@ pub enum Kind {
 
 /// How a family's series (labels: model, engine, GPU) become one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fold {
+pub(crate) enum Fold {
     Sum,
     /// The mean over series: a fraction or a utilisation per engine or per GPU.
     Mean,
@@ -24,7 +24,7 @@ pub enum Fold {
 
 /// One known family: its name on the server and its perfplan name.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Family {
+pub(crate) struct Family {
     pub source: &'static str,
     pub name: &'static str,
     pub kind: Kind,
@@ -44,27 +44,27 @@ use Fold::{Mean, Sum};
 use Kind::{Counter, Gauge, Histogram};
 
 /// Requests in the running batch.
-pub const RUNNING: &str = "running";
+pub(crate) const RUNNING: &str = "running";
 /// Requests waiting for a batch slot.
-pub const WAITING: &str = "waiting";
+pub(crate) const WAITING: &str = "waiting";
 /// KV-cache use, a fraction 0..1.
-pub const KV_CACHE_USAGE: &str = "kv_cache_usage";
-pub const PREEMPTIONS: &str = "preemptions_total";
-pub const SPEC_ACCEPTED: &str = "spec_decode_accepted_tokens_total";
-pub const SPEC_DRAFT: &str = "spec_decode_draft_tokens_total";
+pub(crate) const KV_CACHE_USAGE: &str = "kv_cache_usage";
+pub(crate) const PREEMPTIONS: &str = "preemptions_total";
+pub(crate) const SPEC_ACCEPTED: &str = "spec_decode_accepted_tokens_total";
+pub(crate) const SPEC_DRAFT: &str = "spec_decode_draft_tokens_total";
 /// DCGM GPU utilisation, percent (mean over GPUs).
-pub const GPU_UTIL: &str = "gpu_utilization_percent";
+pub(crate) const GPU_UTIL: &str = "gpu_utilization_percent";
 /// DCGM power draw, watts (summed over GPUs).
-pub const GPU_POWER: &str = "gpu_power_w";
+pub(crate) const GPU_POWER: &str = "gpu_power_w";
 /// DCGM energy since boot, millijoules (summed over GPUs).
-pub const GPU_ENERGY: &str = "gpu_energy_mj_total";
-pub const SERVER_TTFT: &str = "server_ttft_seconds";
-pub const SERVER_ITL: &str = "server_itl_seconds";
-pub const SERVER_LATENCY: &str = "server_latency_seconds";
-pub const SERVER_QUEUE: &str = "server_queue_seconds";
+pub(crate) const GPU_ENERGY: &str = "gpu_energy_mj_total";
+pub(crate) const SERVER_TTFT: &str = "server_ttft_seconds";
+pub(crate) const SERVER_ITL: &str = "server_itl_seconds";
+pub(crate) const SERVER_LATENCY: &str = "server_latency_seconds";
+pub(crate) const SERVER_QUEUE: &str = "server_queue_seconds";
 
 /// Every known family, alternatives of one name in order of preference.
-pub const FAMILIES: &[Family] = &[
+pub(crate) const FAMILIES: &[Family] = &[
     f("vllm:num_requests_running", RUNNING, Gauge, Sum),
     f("sglang:num_running_reqs", RUNNING, Gauge, Sum),
     f("tgi_batch_current_size", RUNNING, Gauge, Sum),
@@ -257,22 +257,13 @@ pub const FAMILIES: &[Family] = &[
 
 /// The known family a sample line belongs to, and which part of it the line is
 /// (`""`, `"_bucket"`, `"_sum"`, `"_count"`).
-pub fn family_of(sample_name: &str) -> Option<(&'static Family, &'static str)> {
+pub(crate) fn family_of(sample_name: &str) -> Option<(&'static Family, &'static str)> {
     FAMILIES.iter().find_map(|fam| match fam.kind {
         Kind::Histogram => ["_bucket", "_sum", "_count"].into_iter().find_map(|part| {
             (sample_name.strip_suffix(part)? == fam.source).then_some((fam, part))
         }),
         _ => (sample_name == fam.source).then_some((fam, "")),
     })
-}
-
-/// The rank of `fam` among the sources of its perfplan name (0 = preferred).
-pub fn preference(fam: &Family) -> usize {
-    FAMILIES
-        .iter()
-        .filter(|g| g.name == fam.name)
-        .position(|g| g.source == fam.source)
-        .unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
@@ -292,7 +283,6 @@ mod tests {
         );
         assert!(family_of("vllm:num_requests_waiting_bucket").is_none());
         assert!(family_of("process_cpu_seconds_total").is_none());
-        let alias = family_of("vllm:time_per_output_token_seconds_sum").unwrap_or_else(|| panic!());
-        assert_eq!(preference(alias.0), 1);
+        assert!(family_of("vllm:time_per_output_token_seconds_sum").is_some());
     }
 }

@@ -11,7 +11,7 @@ use super::families::{self, Fold, Kind};
 use crate::store::TelemetryRow;
 
 /// Most rows stored per scrape of one URL (a vLLM page maps to about 120).
-pub const MAX_ROWS_PER_SCRAPE: usize = 512;
+pub(crate) const MAX_ROWS_PER_SCRAPE: usize = 512;
 
 /// The rows of one scrape.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -57,7 +57,7 @@ struct Acc {
 }
 
 /// The rows of one page.
-pub fn frame(text: &str) -> Frame {
+pub(crate) fn frame(text: &str) -> Frame {
     let mut known: BTreeMap<Slot, Acc> = BTreeMap::new();
     let mut raw: Vec<(String, f64)> = Vec::new();
     let mut raw_at: HashMap<String, usize> = HashMap::new();

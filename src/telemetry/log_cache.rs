@@ -10,7 +10,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Most log bytes read for one run: a longer span gives no ratio.
-pub const MAX_SPAN_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_SPAN_BYTES: u64 = 64 << 20;
 
 /// Token counts found in a log span.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct LogCounts {
 
 impl LogCounts {
     /// Hits over prompt tokens; `None` when no request was timed.
-    pub fn hit_ratio(&self) -> Option<f64> {
+    pub(crate) fn hit_ratio(&self) -> Option<f64> {
         let total = self.hits + self.evaluated;
         (self.requests > 0 && total > 0).then(|| self.hits as f64 / total as f64)
     }
@@ -55,7 +55,7 @@ pub fn count(text: &str) -> LogCounts {
 
 /// A launched server's log, from the byte offset it had when a run's pass began.
 #[derive(Debug, Clone)]
-pub struct LogSpan {
+pub(crate) struct LogSpan {
     path: PathBuf,
     start: u64,
 }

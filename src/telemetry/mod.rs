@@ -27,13 +27,13 @@ use crate::control;
 use crate::plan::ServerMetricsSpec;
 
 /// vLLM (v1): prompt tokens found in the prefix cache.
-pub const VLLM_HITS: &str = "vllm:prefix_cache_hits_total";
+pub(crate) const VLLM_HITS: &str = "vllm:prefix_cache_hits_total";
 /// vLLM (v1): prompt tokens looked up in the prefix cache.
-pub const VLLM_QUERIES: &str = "vllm:prefix_cache_queries_total";
+pub(crate) const VLLM_QUERIES: &str = "vllm:prefix_cache_queries_total";
 /// SGLang: cached prompt tokens (one series per `cache_source`, summed).
-pub const SGLANG_HITS: &str = "sglang:cached_tokens_total";
+pub(crate) const SGLANG_HITS: &str = "sglang:cached_tokens_total";
 /// SGLang: prompt tokens processed.
-pub const SGLANG_QUERIES: &str = "sglang:prompt_tokens_total";
+pub(crate) const SGLANG_QUERIES: &str = "sglang:prompt_tokens_total";
 
 /// Where and what to scrape on one server.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ pub struct CounterNames {
 impl CounterNames {
     /// The names to look for: the endpoint's `metrics` table, or else vLLM's, then
     /// SGLang's, at `/metrics` (the first pair a server exposes is used).
-    pub fn candidates(spec: Option<&ServerMetricsSpec>) -> Vec<CounterNames> {
+    pub(crate) fn candidates(spec: Option<&ServerMetricsSpec>) -> Vec<CounterNames> {
         let at_metrics = |hits: &str, queries: &str| CounterNames {
             path: "/metrics".into(),
             hits: hits.into(),
@@ -77,7 +77,7 @@ pub fn parse(text: &str) -> BTreeMap<String, f64> {
 }
 
 /// The cache counters of one scrape: only the two names asked for.
-pub fn pick(all: &BTreeMap<String, f64>, names: &CounterNames) -> BTreeMap<String, f64> {
+pub(crate) fn pick(all: &BTreeMap<String, f64>, names: &CounterNames) -> BTreeMap<String, f64> {
     [&names.hits, &names.queries]
         .into_iter()
         .filter_map(|n| all.get(n).map(|v| (n.clone(), *v)))
@@ -96,7 +96,7 @@ pub fn find<'a>(
 }
 
 /// The hit ratio of the first candidate both scrapes hold (see `hit_ratio`).
-pub fn first_ratio(
+pub(crate) fn first_ratio(
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
     candidates: &[CounterNames],
@@ -108,7 +108,7 @@ pub fn first_ratio(
 
 /// Hits over queries between two scrapes; `None` when either counter is missing, no
 /// query was counted, or a counter went backwards (the server restarted).
-pub fn hit_ratio(
+pub(crate) fn hit_ratio(
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
     names: &CounterNames,
@@ -150,14 +150,14 @@ pub async fn scrape<'a>(
 
 /// Largest metrics page read: a server that sends more (or never stops) has no counters
 /// (a vLLM page is about 100 kB).
-pub const MAX_PAGE_BYTES: usize = 16 << 20;
+pub(crate) const MAX_PAGE_BYTES: usize = 16 << 20;
 
 pub(crate) async fn page(client: &control::Client, url: url::Url) -> Option<String> {
     fetch(client, url, control::timeouts::SCRAPE).await.ok()
 }
 
 /// One page, at most `MAX_PAGE_BYTES`, within `timeout`; the error in words.
-pub async fn fetch(
+pub(crate) async fn fetch(
     client: &control::Client,
     url: url::Url,
     timeout: std::time::Duration,
@@ -166,7 +166,7 @@ pub async fn fetch(
 }
 
 /// One page of at most `max` bytes, within `timeout`; the error in words.
-pub async fn fetch_at_most(
+pub(crate) async fn fetch_at_most(
     client: &control::Client,
     url: url::Url,
     timeout: std::time::Duration,

@@ -40,7 +40,7 @@ pub struct TelemetryPlan {
 
 impl TelemetryPlan {
     /// Each scrape's timeout: three quarters of the interval, at most the scrape default.
-    pub fn scrape_timeout(&self) -> Duration {
+    pub(crate) fn scrape_timeout(&self) -> Duration {
         (self.interval * 3 / 4).min(control::timeouts::SCRAPE)
     }
 }
@@ -92,13 +92,13 @@ pub struct SamplerOutcome {
 }
 
 impl SamplerOutcome {
-    pub fn tallies(&self) -> Vec<UrlTally> {
+    pub(crate) fn tallies(&self) -> Vec<UrlTally> {
         self.urls.iter().map(|u| u.tally.clone()).collect()
     }
 }
 
 /// A running sampler; `finish` stops it after one last scrape.
-pub struct Sampler {
+pub(crate) struct Sampler {
     stop: Option<oneshot::Sender<()>>,
     thread: std::thread::JoinHandle<(Vec<UrlRecord>, Option<TelemetryError>)>,
     origin: SystemTime,

@@ -37,7 +37,7 @@ const TRACKED: [&str; 5] = [
 ];
 
 /// Running plus waiting requests at one scrape (the gauges' sum), tracked like a gauge.
-pub const IN_FLIGHT: &str = "in_flight";
+pub(crate) const IN_FLIGHT: &str = "in_flight";
 
 /// What the sampler keeps of one URL's scrapes (bounded: two frames and a few gauges).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -16,7 +16,7 @@ use super::ServerScrape;
 const POLL_EVERY: Duration = Duration::from_millis(100);
 /// KV-cache usage (0..1) above its level before the run by no more than this is back:
 /// a block or two of another tenant's traffic, or the server's own rounding.
-pub const KV_TOLERANCE: f64 = 0.001;
+pub(crate) const KV_TOLERANCE: f64 = 0.001;
 
 /// The two gauges of one scrape (every replica's summed); `None` where the server has none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -44,7 +44,7 @@ impl Gauges {
 
     /// Whether neither gauge is above its level in `baseline` (a gauge either side
     /// lacks is not judged).
-    pub fn back_to(&self, baseline: &Gauges) -> bool {
+    pub(crate) fn back_to(&self, baseline: &Gauges) -> bool {
         let running = match (self.running, baseline.running) {
             (Some(now), Some(then)) => now <= then,
             _ => true,
@@ -89,7 +89,7 @@ impl Settle {
 impl ServerScrape {
     /// Reads the gauges until they are back at `before` or `limit` has passed; `None`
     /// when the server has neither gauge.
-    pub async fn gauges_settled(&self, before: Gauges, limit: Duration) -> Option<Settle> {
+    pub(crate) async fn gauges_settled(&self, before: Gauges, limit: Duration) -> Option<Settle> {
         if !before.any() {
             return None;
         }

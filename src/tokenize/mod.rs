@@ -77,7 +77,7 @@ pub enum TokenizeError {
 }
 
 /// A token id and the byte range `(start, end)` it covers in the encoded text.
-pub type TokenSpan = (u32, (usize, usize));
+pub(crate) type TokenSpan = (u32, (usize, usize));
 
 /// A loaded tokenizer with its chat template and special tokens. Cheap to share (`Arc`).
 pub struct Tokenizer {
@@ -161,7 +161,7 @@ impl Tokenizer {
     }
 
     /// Token ids of `text` with the byte range each token covers in `text`.
-    pub fn encode_with_offsets(
+    pub(crate) fn encode_with_offsets(
         &self,
         text: &str,
         add_special_tokens: bool,
@@ -210,7 +210,7 @@ impl Tokenizer {
     }
 
     /// A special token of `tokenizer_config.json` by key (`"pad_token"`, ...).
-    pub fn special_token(&self, key: &str) -> Option<&str> {
+    pub(crate) fn special_token(&self, key: &str) -> Option<&str> {
         self.special_tokens
             .iter()
             .find(|(name, _)| name == key)
@@ -275,7 +275,7 @@ impl Tokenizer {
     }
 
     /// [`Tokenizer::encode_chat`] with extra template variables.
-    pub fn encode_chat_with(
+    pub(crate) fn encode_chat_with(
         &self,
         messages: &[Value],
         kwargs: &Map<String, Value>,

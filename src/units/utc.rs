@@ -99,7 +99,7 @@ pub struct UtcTime {
 
 impl UtcTime {
     /// The UTC time of `secs` seconds since 1970-01-01T00:00:00Z (negative: before).
-    pub fn of_unix_secs(secs: i64) -> UtcTime {
+    pub(crate) fn of_unix_secs(secs: i64) -> UtcTime {
         let days = secs.div_euclid(86_400);
         let rem = secs.rem_euclid(86_400) as u32;
         let (year, month, day) = civil_from_days(days);
@@ -116,12 +116,12 @@ impl UtcTime {
     }
 
     /// The UTC time of `ms` milliseconds since the epoch, to the whole second below.
-    pub fn of_unix_ms(ms: i64) -> UtcTime {
+    pub(crate) fn of_unix_ms(ms: i64) -> UtcTime {
         UtcTime::of_unix_secs(ms.div_euclid(1000))
     }
 
     /// `2026-11-29T08:56:05Z` (RFC 3339).
-    pub fn rfc3339(&self) -> String {
+    pub(crate) fn rfc3339(&self) -> String {
         format!("{}T{}Z", self.date(), self.time())
     }
 

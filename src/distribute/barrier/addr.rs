@@ -145,7 +145,7 @@ fn slurm_port(var: &impl Fn(&str) -> Option<String>) -> u16 {
 
 /// The first host of a Slurm node list: `node[03-05,09],gpu1` → `node03`,
 /// `rack[1-2]-n[7,9]` → `rack1-n7`; `None` for a form it does not know.
-pub fn first_host(list: &str) -> Option<String> {
+pub(crate) fn first_host(list: &str) -> Option<String> {
     let mut depth = 0i32;
     let end = list
         .char_indices()

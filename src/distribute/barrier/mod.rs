@@ -36,16 +36,13 @@ pub use addr::{barrier_address, AddrError, DEFAULT_PORT};
 /// trip: enough for the announcement to reach every shard and wake it.
 pub const MARGIN: Duration = Duration::from_millis(100);
 /// A peer not heard from for this long is lost (each side says `alive` every second).
-pub const SILENCE: Duration = Duration::from_secs(15);
+pub(crate) const SILENCE: Duration = Duration::from_secs(15);
 /// How long a connected shard may take to say who it is.
 const HANDSHAKE: Duration = Duration::from_secs(10);
-/// The default of `--barrier-timeout`: long enough for pods to be scheduled and pull
-/// their image, and for a run's preparation.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How a shard takes part in the barrier.
 #[derive(Debug, Clone)]
-pub struct BarrierConfig {
+pub(crate) struct BarrierConfig {
     pub shard: Shard,
     /// `host:port` of shard 1.
     pub addr: String,
@@ -75,7 +72,7 @@ enum Command {
 /// A shard's side of the barrier; dropping it ends the barrier's thread (shard 1 then
 /// stops any shard still waiting, with the reason).
 #[derive(Debug)]
-pub struct TcpBarrier {
+pub(crate) struct TcpBarrier {
     /// Shard 1's address (port 0 asked of shard 1: the port it was given).
     addr: String,
     commands: Mutex<Option<mpsc::UnboundedSender<Command>>>,

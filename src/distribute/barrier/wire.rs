@@ -18,7 +18,7 @@ const MAX_LINE: usize = 64 * 1024;
 /// What a shard says to shard 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
-pub enum ToLeader {
+pub(crate) enum ToLeader {
     Hello {
         shard: String,
         version: String,
@@ -43,7 +43,7 @@ pub enum ToLeader {
 /// What shard 1 says to a shard.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
-pub enum ToShard {
+pub(crate) enum ToShard {
     Welcome,
     Refuse { reason: String },
     Pong { n: u32, wall_us: u64 },
@@ -101,7 +101,7 @@ pub async fn receive<T: for<'de> Deserialize<'de>>(r: &mut (impl AsyncBufRead + 
 }
 
 /// Microseconds since the unix epoch of the wall clock now.
-pub fn wall_us() -> u64 {
+pub(crate) fn wall_us() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)

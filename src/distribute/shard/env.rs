@@ -38,7 +38,7 @@ pub enum Engine {
 
 /// Why `--shard auto` found no shard.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShardEnvError {
+pub(crate) enum ShardEnvError {
     #[error(
         "--shard auto: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job, with \
          PERFPLAN_SHARDS for the count) nor SLURM_PROCID and SLURM_NTASKS (a Slurm step: run \
@@ -65,7 +65,7 @@ pub enum ShardEnvError {
 }
 
 /// The shard `--shard auto` stands for in the environment `var` reads, and its engine.
-pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<(Shard, Engine), ShardEnvError> {
+pub(crate) fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<(Shard, Engine), ShardEnvError> {
     let (index_var, count_var, engine) = if var("JOB_COMPLETION_INDEX").is_some() {
         (
             "JOB_COMPLETION_INDEX",
@@ -110,14 +110,14 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<(Shard, Engine),
 }
 
 /// The folder of shard `shard` in a suite folder shared by every shard: `shard-K-of-N`.
-pub fn shard_folder(dir: &Path, shard: Shard) -> PathBuf {
+pub(crate) fn shard_folder(dir: &Path, shard: Shard) -> PathBuf {
     dir.join(format!("shard-{}-of-{}", shard.k, shard.n))
 }
 
 /// The folder `--resume DIR` continues for `shard`: its `shard-K-of-N` folder when that
 /// holds a suite, else DIR itself (a suite run with `--out` before shard folders, or
 /// unsharded).
-pub fn resume_folder(dir: &Path, shard: Option<Shard>) -> PathBuf {
+pub(crate) fn resume_folder(dir: &Path, shard: Option<Shard>) -> PathBuf {
     match shard.map(|s| shard_folder(dir, s)) {
         Some(own) if crate::store::db_path(&own).exists() => own,
         _ => dir.to_path_buf(),
@@ -125,7 +125,7 @@ pub fn resume_folder(dir: &Path, shard: Option<Shard>) -> PathBuf {
 }
 
 /// The shard a folder name `shard-K-of-N` stands for.
-pub fn parse_shard_folder(name: &str) -> Option<Shard> {
+pub(crate) fn parse_shard_folder(name: &str) -> Option<Shard> {
     let rest = name.strip_prefix("shard-")?;
     let (k, n) = rest.split_once("-of-")?;
     format!("{k}/{n}").parse().ok()

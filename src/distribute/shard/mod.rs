@@ -98,7 +98,7 @@ impl Shard {
     }
 
     /// This shard's part of an arrival rate.
-    pub fn share_rate(&self, rate: f64) -> f64 {
+    pub(crate) fn share_rate(&self, rate: f64) -> f64 {
         rate / f64::from(self.n)
     }
 
@@ -108,7 +108,7 @@ impl Shard {
     }
 
     /// The first stored request index of this shard in a run of `total` requests.
-    pub fn index_base(&self, total: u64) -> u64 {
+    pub(crate) fn index_base(&self, total: u64) -> u64 {
         u64::from(self.k - 1) * total
     }
 
@@ -139,14 +139,14 @@ impl Shard {
     }
 
     /// The run as this shard executes it: the same id and settings, its share of the load.
-    pub fn share_run(&self, run: &RunSpec) -> Result<RunSpec, String> {
+    pub(crate) fn share_run(&self, run: &RunSpec) -> Result<RunSpec, String> {
         run.shared(self)
     }
 }
 
 /// What a run's extras keep for `merge`: the shard, and the wall-clock start of the
 /// measured pass (record times are offsets from it), in unix microseconds.
-pub fn shard_extras(extras: &mut serde_json::Value, shard: Option<Shard>, started: SystemTime) {
+pub(crate) fn shard_extras(extras: &mut serde_json::Value, shard: Option<Shard>, started: SystemTime) {
     if let serde_json::Value::Object(map) = extras {
         let us = started
             .duration_since(std::time::UNIX_EPOCH)

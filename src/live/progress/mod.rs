@@ -26,11 +26,11 @@ use ttft::TtftHistogram;
 const EVENT_EVERY: Duration = Duration::from_secs(1);
 
 /// The interval of progress lines when stderr is not a terminal and none is given.
-pub const DEFAULT_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_EVERY: Duration = Duration::from_secs(10);
 
 /// The interval of progress lines: `flag` as given (`Some(ZERO)`: none), else every
 /// `DEFAULT_EVERY` when stderr is not a terminal and none on a terminal (its bar shows).
-pub fn line_interval(flag: Option<Duration>) -> Option<Duration> {
+pub(crate) fn line_interval(flag: Option<Duration>) -> Option<Duration> {
     match flag {
         Some(d) => (!d.is_zero()).then_some(d),
         None => (!std::io::stderr().is_terminal()).then_some(DEFAULT_EVERY),
@@ -57,7 +57,7 @@ struct Counts {
 
 /// Progress of one run, updated from the engine's sink.
 #[derive(Clone)]
-pub struct RunProgress {
+pub(crate) struct RunProgress {
     bar: ProgressBar,
     counts: Arc<Counts>,
     events: Option<Events>,
@@ -80,7 +80,7 @@ struct Lines {
 
 impl RunProgress {
     /// With `--progress-json`, also a progress event at most once a second.
-    pub fn with_events(mut self, log: &Arc<SuiteLog>, run_id: &str) -> RunProgress {
+    pub(crate) fn with_events(mut self, log: &Arc<SuiteLog>, run_id: &str) -> RunProgress {
         if log.wants_events() {
             let now = Instant::now();
             self.events = Some(Events {
@@ -94,7 +94,7 @@ impl RunProgress {
     }
 
     /// With the log's progress interval, a line every interval (see the module doc).
-    pub fn with_lines(mut self, log: &Arc<SuiteLog>, label: &str) -> RunProgress {
+    pub(crate) fn with_lines(mut self, log: &Arc<SuiteLog>, label: &str) -> RunProgress {
         let Some(every) = log.progress_every() else {
             return self;
         };
@@ -140,7 +140,7 @@ impl RunProgress {
     }
 
     /// One request finished.
-    pub fn tick(&self, r: &RequestRecord) {
+    pub(crate) fn tick(&self, r: &RequestRecord) {
         let c = &self.counts;
         c.done.fetch_add(1, Ordering::Relaxed);
         if r.outcome == Outcome::Cancelled {

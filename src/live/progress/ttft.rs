@@ -15,7 +15,7 @@ const BUCKETS: usize = 1024;
 
 /// TTFTs seen so far, by bucket.
 #[derive(Debug)]
-pub struct TtftHistogram {
+pub(crate) struct TtftHistogram {
     counts: Box<[AtomicU64]>,
 }
 
@@ -56,7 +56,7 @@ impl TtftHistogram {
     }
 
     /// The median so far, in milliseconds; `None` before the first TTFT.
-    pub fn p50_ms(&self) -> Option<f64> {
+    pub(crate) fn p50_ms(&self) -> Option<f64> {
         let counts: Vec<u64> = self
             .counts
             .iter()

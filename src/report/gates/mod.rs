@@ -43,7 +43,7 @@ pub struct GateOutcome {
 /// The baseline relative gates compare with: its runs, the axes left out of the
 /// matching, and the settings allowed to differ (`--allow-changed`).
 #[derive(Debug, Clone, Copy)]
-pub struct Baseline<'a> {
+pub(crate) struct Baseline<'a> {
     pub runs: &'a [StoredRun],
     pub ignore: &'a [String],
     pub allow_changed: &'a [String],
@@ -51,7 +51,7 @@ pub struct Baseline<'a> {
 
 /// How the gates of a suite ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GateVerdict {
+pub(crate) enum GateVerdict {
     Passed,
     /// A gate was on a run whose verdict is invalid (or suspect under strict): named
     /// apart, the numbers themselves cannot be signed off.
@@ -65,7 +65,7 @@ pub enum GateVerdict {
 
 /// The suite's verdict: gates on invalid runs first, then unlike baselines (their values
 /// mean nothing), then failures.
-pub fn verdict_of(outcomes: &[GateOutcome]) -> GateVerdict {
+pub(crate) fn verdict_of(outcomes: &[GateOutcome]) -> GateVerdict {
     if outcomes.iter().any(|o| o.invalid_run) {
         GateVerdict::InvalidRun
     } else if outcomes.iter().any(|o| o.unlike_baseline) {
@@ -78,7 +78,7 @@ pub fn verdict_of(outcomes: &[GateOutcome]) -> GateVerdict {
 }
 
 /// Splits `METRIC=CONDITION` (as given to `--gate`).
-pub fn parse_gate_arg(text: &str) -> Result<(String, String), ReportError> {
+pub(crate) fn parse_gate_arg(text: &str) -> Result<(String, String), ReportError> {
     let (metric, cond) = text
         .split_once('=')
         .filter(|(m, c)| !m.trim().is_empty() && !c.trim().is_empty())
@@ -88,7 +88,7 @@ pub fn parse_gate_arg(text: &str) -> Result<(String, String), ReportError> {
 
 /// The plan's gates (from the suite) with command-line gates added; a command-line
 /// gate replaces the plan's gate on the same metric.
-pub fn collect_gates(suite: &SuiteRow, cli: &[String]) -> Result<Vec<Condition>, ReportError> {
+pub(crate) fn collect_gates(suite: &SuiteRow, cli: &[String]) -> Result<Vec<Condition>, ReportError> {
     let mut gates: BTreeMap<String, String> = if suite.info.gates.is_null() {
         BTreeMap::new()
     } else {
@@ -113,7 +113,7 @@ pub fn collect_gates(suite: &SuiteRow, cli: &[String]) -> Result<Vec<Condition>,
 /// compare with, matched as `compare` matches (`compare::match_groups`): a group of
 /// repeats is one relative verdict, its mean against the baseline group's mean (a run
 /// not repeated is a group of one); absolute gates are checked on every repeat.
-pub fn evaluate(
+pub(crate) fn evaluate(
     runs: &[StoredRun],
     gates: &[Condition],
     baseline: Option<Baseline<'_>>,
@@ -339,7 +339,7 @@ pub fn all_passed(outcomes: &[GateOutcome]) -> bool {
 }
 
 /// The verdicts as stored rows.
-pub fn to_records(outcomes: &[GateOutcome]) -> Vec<GateRecord> {
+pub(crate) fn to_records(outcomes: &[GateOutcome]) -> Vec<GateRecord> {
     outcomes
         .iter()
         .map(|o| GateRecord {

@@ -7,7 +7,7 @@ use crate::metrics::sla::{Bounds, SearchOutcome};
 
 /// The result of a finished search.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SearchResult {
+pub(crate) struct SearchResult {
     /// The highest value that met every condition.
     pub best_pass: Option<f64>,
     /// The lowest value that failed a condition.
@@ -17,7 +17,7 @@ pub struct SearchResult {
 
 /// What to do next.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Next {
+pub(crate) enum Next {
     Probe(f64),
     Done(SearchResult),
 }

@@ -18,7 +18,7 @@ pub struct Probe {
 
 /// The result of a finished objective search.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct OptimumResult {
+pub(crate) struct OptimumResult {
     /// The passing value with the best objective value (ties: the lower load).
     pub best: Option<f64>,
     /// The objective value at `best`.
@@ -31,14 +31,14 @@ pub struct OptimumResult {
 
 /// What to do next.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum OptimumNext {
+pub(crate) enum OptimumNext {
     Probe(f64),
     Done(OptimumResult),
 }
 
 /// The ladder-then-refine search for the best passing value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OptimumSearch {
+pub(crate) struct OptimumSearch {
     bounds: Bounds,
     goal: Goal,
     /// Every probe so far, in order.

@@ -20,7 +20,7 @@ use crate::suite::SuiteError;
 use crate::units::UtcTime;
 
 /// `YYYYMMDDTHHMMSSZ` in UTC (before 1970: the epoch).
-pub fn utc_stamp(t: SystemTime) -> String {
+pub(crate) fn utc_stamp(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let t = UtcTime::of_unix_secs(i64::try_from(secs).unwrap_or(i64::MAX / 2));
     format!(

@@ -17,7 +17,7 @@ use crate::trust::{Code, RunWarning, Severity};
 
 /// One run's own cancel (the suite's Ctrl-C triggers it) and its stop on saturation,
 /// which triggers it too.
-pub struct RunStop {
+pub(crate) struct RunStop {
     pub cancel: CancelHandle,
     pub watch: Option<SaturationStop>,
     /// `stop_when` asked for under `--shard`: not applied (each shard sees only its share,
@@ -68,7 +68,7 @@ impl RunStop {
 
 /// A tier stopped on saturation that skips the higher ones.
 #[derive(Debug, Clone)]
-pub struct StoppedTier {
+pub(crate) struct StoppedTier {
     tier: Tier,
     id: String,
     label: String,

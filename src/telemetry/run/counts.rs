@@ -18,7 +18,7 @@ use crate::telemetry::TelemetryError;
 
 /// The client's sums of the run's windows, added record by record as they are sent on.
 #[derive(Debug, Default)]
-pub struct Window {
+pub(crate) struct Window {
     priming: Mutex<ClientSide>,
     measured: Mutex<ClientSide>,
 }
@@ -51,7 +51,7 @@ pub async fn opening(ctx: &RunTelemetry) -> Option<Scraped> {
 
 /// The scrape that opens the measured pass (stored as `before`), after a priming pass of
 /// `primed` requests that began at `opening`; with the priming pass's own counts.
-pub async fn before_measured(
+pub(crate) async fn before_measured(
     ctx: &RunTelemetry,
     run_id: &str,
     opening: Option<&Scraped>,
@@ -77,7 +77,7 @@ pub async fn before_measured(
 }
 
 /// What the measured pass's closing scrape gives the run.
-pub struct Closing {
+pub(crate) struct Closing {
     /// The server's prefix-cache hit ratio over the pass.
     pub ratio: Option<f64>,
     pub counts: Option<ServerCounts>,
@@ -86,7 +86,7 @@ pub struct Closing {
 impl Closing {
     /// The run's counts: the measured pass's, with the priming pass's and the server's
     /// peak in flight (the telemetry's).
-    pub fn counts_with(
+    pub(crate) fn counts_with(
         self,
         priming: Option<PassCounts>,
         telemetry: &super::watch::Observed,
@@ -101,7 +101,7 @@ impl Closing {
 
 /// The scrape that closes the measured pass (stored as `after`), once the server's
 /// counters have caught up with what the client received; the counts of the window.
-pub async fn after_measured(
+pub(crate) async fn after_measured(
     ctx: &RunTelemetry,
     run_id: &str,
     before: Option<&Scraped>,
@@ -143,7 +143,7 @@ fn counters_since(after: &Scraped, before: &Scraped) -> crate::telemetry::counts
 /// KV-cache usage polled until back at their level in `before` (the scrape opening the
 /// measured pass), within `limit`; `None` without a limit (a run without `cancel`), a
 /// server scrape or either gauge.
-pub async fn settle_gauges(
+pub(crate) async fn settle_gauges(
     ctx: &RunTelemetry,
     before: Option<&Scraped>,
     limit: Option<std::time::Duration>,
