@@ -55,6 +55,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 headers: Vec::new(),
                 session: None,
                 class: None,
+                tools: None,
             }
         })
         .collect()

@@ -148,6 +148,7 @@ async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
         headers: Vec::new(),
         session: None,
         class: None,
+        tools: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },
@@ -256,6 +257,7 @@ async fn refused(ep: &Endpoint) {
         headers: Vec::new(),
         session: None,
         class: None,
+        tools: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

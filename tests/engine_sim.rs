@@ -58,6 +58,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
             headers: Vec::new(),
             session: None,
             class: None,
+            tools: None,
         })
         .collect()
 }

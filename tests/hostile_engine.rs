@@ -73,6 +73,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         headers: Vec::new(),
         session: None,
         class: None,
+        tools: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

@@ -56,6 +56,8 @@ fn record(index: u64) -> RequestRecord {
         raw: Vec::new(),
         replica: None,
         class: None,
+        tools: None,
+        tool_calls: Vec::new(),
         unstreamed: false,
     }
 }

@@ -265,6 +265,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         headers: Vec::new(),
         session: None,
         class: None,
+        tools: None,
     }
 }
 

@@ -92,6 +92,9 @@ impl StreamState {
             for piece in info.answer_pieces() {
                 keep_text(rec, Text::Answer, piece, max);
             }
+            for d in &info.tool_deltas {
+                api::tools::assemble(&mut rec.tool_calls, d, max);
+            }
             if rec.content_times.len() as u64 > self.chunk_cap {
                 self.stop = Some(self.overlong());
                 return;
@@ -343,6 +346,8 @@ fn whole_body(
             if let Some(u) = info.usage {
                 merge_usage(&mut rec.usage, u);
             }
+            rec.tool_calls = info.tool_calls;
+            rec.tool_calls.truncate(crate::record::MAX_TOOL_CALLS);
             Ok(())
         }
     }

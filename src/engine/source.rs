@@ -38,6 +38,9 @@ pub struct PreparedRequest {
     pub session: Option<u64>,
     /// A mix's class of the request (copied to the record).
     pub class: Option<u16>,
+    /// A tool-calling run's request: its round, and the tools its answer's calls are
+    /// checked against (the record's `tools` tally).
+    pub tools: Option<crate::api::tools::ToolTurn>,
 }
 
 /// The answer of [`RequestSource::next`].

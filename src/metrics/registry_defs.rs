@@ -106,7 +106,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 50] = [
+pub const SCALAR_DEFS: [MetricDef; 56] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests"),
@@ -127,6 +127,12 @@ pub const SCALAR_DEFS: [MetricDef; 50] = [
     m("ttft_first_turn_mean", Millis, Lower, "multi-turn runs: mean TTFT of first turns"),
     m("ttft_later_turns_mean", Millis, Lower, "multi-turn runs: mean TTFT of later turns"),
     m("cache_hit_ratio_later_turns", Ratio, Higher, "multi-turn runs: cached share of later turns' prompt tokens (usage)"),
+    m("tool_calls_per_turn", Count, Neither, "tool_calls runs: tool calls of measured successful requests / their user turns (requests of round 0)"),
+    m("tool_call_parse_ok_ratio", Ratio, Higher, "tool_calls runs: tool calls that parsed (a tool offered, arguments JSON valid for its schema's type, required, properties, items, enum) / tool calls, of measured successful requests"),
+    m("tool_calls_unparsed", Count, Lower, "tool_calls runs: tool calls of measured successful requests that did not parse"),
+    m("ttft_user_round_mean", Millis, Lower, "tool_calls runs: mean TTFT of requests that open a turn with the user's message (round 0)"),
+    m("ttft_tool_round_mean", Millis, Lower, "tool_calls runs: mean TTFT of requests that send tool results back (rounds 1 and later)"),
+    m("ttft_tool_round_p99", Millis, Lower, "tool_calls runs: 99th percentile TTFT of requests that send tool results back"),
     m("sla_best_concurrency", Count, Higher, "an SLA search with an objective: the passing concurrency with the best objective"),
     m("sla_best_rate", RequestsPerSec, Higher, "an SLA search with an objective: the passing rate with the best objective"),
     m("requests_no_output", Count, Lower, "successful measured requests that carried no output at all"),

@@ -49,6 +49,8 @@ fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRecord {
         raw: Vec::new(),
         replica: None,
         class: None,
+        tools: None,
+        tool_calls: Vec::new(),
     }
 }
 

@@ -145,7 +145,7 @@ pub(crate) fn check_dataset_api(
 ) {
     let multi_turn = matches!(
         kind,
-        DatasetKind::RandomMultiTurn | DatasetKind::Conversations
+        DatasetKind::RandomMultiTurn | DatasetKind::Conversations | DatasetKind::ToolCalls
     );
     if multi_turn && api != ApiSpec::Chat {
         let name = crate::request::api_kind(api).as_str();

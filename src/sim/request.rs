@@ -32,6 +32,8 @@ pub(crate) struct Job {
     /// Every chunk carries the running usage (`stream_options.continuous_usage_stats`
     /// with `include_usage`, as vLLM reads them).
     pub running_usage: bool,
+    /// The tools a chat request offers (see `tools`).
+    pub tools: Vec<super::tools::SimTool>,
 }
 
 impl Job {
@@ -124,12 +126,17 @@ pub(crate) fn parse_job(
 ) -> Result<Job, ApiError> {
     check_common(cfg, body)?;
     let prompts = match api {
-        Api::Chat => vec![chat_tokens(
-            body.get("messages"),
-            None,
-            tok,
-            cfg.image_tokens,
-        )?],
+        Api::Chat => {
+            if let Some(Value::Array(messages)) = body.get("messages") {
+                super::tools::check_tool_messages(messages)?;
+            }
+            vec![chat_tokens(
+                body.get("messages"),
+                None,
+                tok,
+                cfg.image_tokens,
+            )?]
+        }
         Api::Completions => completion_prompts(body.get("prompt"), tok)?,
         Api::Responses => vec![response_tokens(body, tok, cfg.image_tokens)?],
     };
@@ -181,6 +188,10 @@ pub(crate) fn parse_job(
         stream,
         stream_usage,
         running_usage: running_usage && api != Api::Responses,
+        tools: match api {
+            Api::Chat => super::tools::offered(body),
+            _ => Vec::new(),
+        },
     })
 }
 
@@ -278,6 +289,21 @@ fn chat_tokens(
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
         out.push(marker(role));
         content_tokens(m.get("content"), tok, image_tokens, &mut out);
+        for call in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for key in ["name", "arguments"] {
+                if let Some(text) = call
+                    .pointer(&format!("/function/{key}"))
+                    .and_then(Value::as_str)
+                {
+                    tok.encode(text, &mut out);
+                }
+            }
+        }
         out.push(marker("end"));
     }
     out.push(marker("assistant"));

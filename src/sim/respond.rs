@@ -95,6 +95,10 @@ fn body_json(gen: &Generation) -> Value {
                 Api::Chat => {
                     let mut message =
                         json!({"role": "assistant", "content": text, "tool_calls": []});
+                    if let Some(calls) = &gen.tool_calls {
+                        message["content"] = Value::Null;
+                        message["tool_calls"] = super::tools::message_calls(calls);
+                    }
                     if thought > 0 {
                         message["reasoning_content"] = json!(words(offset, (0, thought), empty));
                     }

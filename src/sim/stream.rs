@@ -123,7 +123,15 @@ fn emit_due(s: &mut Streamer) {
                 reasoning,
                 running: chunk_usage,
             };
-            s.gen.fmt.content(&mut s.buf, chunk);
+            match s.gen.tool_calls.as_deref().filter(|_| !reasoning) {
+                Some(calls) if s.gen.job.api == Api::Chat => {
+                    let think = s.gen.reasoning_len();
+                    let span = (from - think, to - think);
+                    let deltas = super::tools::deltas(calls, span, s.gen.out_len - think);
+                    s.gen.fmt.tool_chunk(&mut s.buf, chunk, &deltas);
+                }
+                _ => s.gen.fmt.content(&mut s.buf, chunk),
+            }
         }
         s.gen.note_sent(n, now);
         if last {

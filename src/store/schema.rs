@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 15] = [
+const MIGRATIONS: [&str; 16] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -242,6 +242,15 @@ ALTER TABLE requests ADD COLUMN chunk_tokens BLOB;
     // labels); NULL in suites stored before, which read with no environment.
     r#"
 ALTER TABLE suites ADD COLUMN environment_json TEXT;
+"#,
+    // 16: a tool-calling run's request (`kind = "tool_calls"`): its round in the turn (0:
+    // the user's message, 1..: after tool results), its answer's tool calls and how many
+    // of them parsed (known tool, JSON arguments valid for the schema); NULL for every
+    // other run and in rows written before.
+    r#"
+ALTER TABLE requests ADD COLUMN tool_round INTEGER;
+ALTER TABLE requests ADD COLUMN tool_calls INTEGER;
+ALTER TABLE requests ADD COLUMN tool_calls_parsed INTEGER;
 "#,
 ];
 

@@ -363,6 +363,7 @@ impl BodyBuilder {
                 self.sessions.group(i),
             )),
             class: item.class,
+            tools: None,
         })
     }
 }

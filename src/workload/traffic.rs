@@ -30,9 +30,9 @@ pub(crate) fn prepare(
             super::public_trace::prepare(run, plan, ctx, base).map(Some)
         }
         DatasetPlan::Trace(plan) => trace(run, plan, ctx, base).map(Some),
-        DatasetPlan::RandomMultiTurn(_) | DatasetPlan::Conversations { .. } => {
-            conversation(run, ctx, base).map(Some)
-        }
+        DatasetPlan::RandomMultiTurn(_)
+        | DatasetPlan::Conversations { .. }
+        | DatasetPlan::ToolCalls(..) => conversation(run, ctx, base).map(Some),
         _ => Ok(None),
     }
 }
@@ -72,6 +72,7 @@ pub(crate) fn replayed(
         headers,
         session: Some(super::session::session_key(run.settings.seed, group)),
         class: None,
+        tools: None,
     })
 }
 
@@ -194,7 +195,7 @@ fn conversation(
         total: ctx.count,
         max_active,
         think_time: match &run.dataset {
-            DatasetPlan::RandomMultiTurn(m) => m.think_time,
+            DatasetPlan::RandomMultiTurn(m) | DatasetPlan::ToolCalls(m, _) => m.think_time,
             DatasetPlan::Conversations { think_time, .. } => *think_time,
             _ => Duration::ZERO,
         },
@@ -207,8 +208,26 @@ fn conversation(
         stop_new_after: run.duration(),
         counter: dataset::PromptCounter::new(ctx).map_err(|e| dataset_error(run, e))?,
         prompt_sink: None,
+        tools: match &run.dataset {
+            DatasetPlan::ToolCalls(_, tools) => Some(tool_plan(run, tools, ctx)?),
+            _ => None,
+        },
     });
     Ok(out)
+}
+
+/// The tools of a `tool_calls` run, read once (the file's, or the built-in set).
+fn tool_plan(
+    run: &RunSpec,
+    tools: &crate::plan::ToolLoop,
+    ctx: &DatasetContext,
+) -> Result<super::conversation::ToolPlan, WorkloadError> {
+    let set = dataset::tool_calls::tool_set(tools, ctx).map_err(|e| dataset_error(run, e))?;
+    Ok(super::conversation::ToolPlan {
+        set: std::sync::Arc::new(set),
+        max_rounds: tools.max_tool_rounds,
+        results: dataset::tool_calls::ToolResults::new(tools, ctx),
+    })
 }
 
 /// The load of a run: the plan's, or a scheduled one for a trace.

@@ -293,6 +293,7 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
             headers: Vec::new(),
             session: None,
             class: None,
+            tools: None,
         })
         .collect()
 }

@@ -63,6 +63,20 @@ pub struct ConversationPlan {
     /// Where each turn's messages go as it is sent, to be counted off the timing path
     /// (see `turn_inputs`).
     pub prompt_sink: Option<Sender<TurnPrompt>>,
+    /// A tool-calling run's tools and how their calls are answered (`kind = "tool_calls"`).
+    pub tools: Option<ToolPlan>,
+}
+
+/// The tool loop of a `tool_calls` run: every request offers `set`; an answer with tool
+/// calls gets the assistant message with the calls and one `tool` message per call
+/// (a mocked result) appended, and its turn goes on with another request (a tool round,
+/// sent at once, no think time) up to `max_rounds` times; after that the next user turn
+/// follows the results.
+#[derive(Debug, Clone)]
+pub struct ToolPlan {
+    pub set: Arc<crate::api::tools::ToolSet>,
+    pub max_rounds: u32,
+    pub results: crate::dataset::tool_calls::ToolResults,
 }
 
 impl ConversationPlan {
@@ -82,6 +96,8 @@ struct Active {
     script: Script,
     messages: Vec<Value>,
     next_turn: usize,
+    /// Tool rounds of the current turn so far (0: its user message is next or in flight).
+    round: u32,
     /// `None` while a turn is in flight.
     ready_at: Option<Instant>,
 }
@@ -174,6 +190,7 @@ impl ConversationSource {
                     script,
                     messages,
                     next_turn: 0,
+                    round: 0,
                     ready_at: Some(Instant::now()),
                 });
                 self.ids.push(self.next_id);
@@ -193,37 +210,23 @@ impl ConversationSource {
         let t = &self.plan.template;
         let conv = &mut self.active[slot];
         let turn = &conv.script.turns[conv.next_turn];
-        conv.messages
-            .push(json!({"role": "user", "content": turn.user}));
+        if conv.round == 0 {
+            conv.messages
+                .push(json!({"role": "user", "content": turn.user}));
+        }
         let limit = turn
             .max_tokens
             .or_else(|| t.request.output.draw(None, &mut self.rng));
-        let f: Map<String, Value> = t.request.fields_with(limit);
-        let prompt = Prompt::Messages(conv.messages.clone());
-        let input = BodyInput {
-            model: &t.request.model,
-            prompt: &prompt,
-            fields: &f,
-            stream: t.request.stream,
-            include_usage: t.request.stream,
-            continuous_usage: t.request.continuous_usage,
-            reject_fields: &t.reject_fields,
-        };
-        let built = match &t.body_template {
-            None => api::build_body(t.request.api, &input).map_err(|e| crate::control::chain(&e)),
-            Some(env) => {
-                let t_input = TemplateInput {
-                    model: input.model,
-                    prompt: input.prompt,
-                    fields: input.fields,
-                    stream: input.stream,
-                    reject_fields: input.reject_fields,
-                };
-                template::render(env, &t_input)
-                    .map(|body| (t.request.api.path(), body))
-                    .map_err(|e| crate::control::chain(&e))
+        let mut f: Map<String, Value> = t.request.fields_with(limit);
+        let tools = self.plan.tools.as_ref().map(|p| {
+            f.insert("tools".into(), p.set.body_field(t.request.api));
+            crate::api::tools::ToolTurn {
+                round: u16::try_from(conv.round).unwrap_or(u16::MAX),
+                set: p.set.clone(),
             }
-        };
+        });
+        let prompt = Prompt::Messages(conv.messages.clone());
+        let built = build_turn_body(t, &prompt, &f);
         let (path, body) = match built {
             Ok(x) => x,
             Err(e) => {
@@ -266,6 +269,7 @@ impl ConversationSource {
                 self.ids[slot] as u64,
             )),
             class: None,
+            tools,
         })
     }
 
@@ -337,16 +341,123 @@ impl RequestSource for ConversationSource {
         let Some(slot) = self.ids.iter().position(|&i| i == id) else {
             return;
         };
-        let conv = &mut self.active[slot];
-        conv.next_turn += 1;
-        if record.outcome != Outcome::Ok || conv.next_turn >= conv.script.turns.len() {
+        if record.outcome != Outcome::Ok {
             self.active.remove(slot);
             self.ids.remove(slot);
             return;
         }
-        conv.messages
-            .push(answer_message(record, self.plan.echo_reasoning));
+        let calls = match &self.plan.tools {
+            Some(tools) if !record.tool_calls.is_empty() => {
+                Some(self.answer_tools(slot, tools.clone(), id, record))
+            }
+            _ => None,
+        };
+        let conv = &mut self.active[slot];
+        if let Some(Ok(max_rounds)) = calls {
+            if conv.round < max_rounds {
+                conv.round += 1;
+                conv.ready_at = Some(Instant::now());
+                return;
+            }
+        }
+        conv.round = 0;
+        conv.next_turn += 1;
+        if matches!(calls, Some(Err(()))) || conv.next_turn >= conv.script.turns.len() {
+            self.active.remove(slot);
+            self.ids.remove(slot);
+            return;
+        }
+        if calls.is_none() {
+            conv.messages
+                .push(answer_message(record, self.plan.echo_reasoning));
+        }
         conv.ready_at = Some(Instant::now() + self.plan.think_time);
+    }
+}
+
+impl ConversationSource {
+    /// Appends the answer's tool calls and a mocked result for each to conversation
+    /// `slot`; `Ok(max_rounds)`, or `Err` when a result could not be made (noted in
+    /// `errors`, and the conversation ends).
+    fn answer_tools(
+        &mut self,
+        slot: usize,
+        tools: ToolPlan,
+        id: usize,
+        record: &RequestRecord,
+    ) -> Result<u32, ()> {
+        let conv = &mut self.active[slot];
+        let (turn, round) = (conv.next_turn as u32, conv.round);
+        let ids: Vec<String> = record
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match c.id.is_empty() {
+                true => format!("call_{id}_{turn}_{round}_{i}"),
+                false => c.id.clone(),
+            })
+            .collect();
+        let calls: Vec<Value> = record
+            .tool_calls
+            .iter()
+            .zip(&ids)
+            .map(|(c, id)| {
+                json!({"id": id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+        conv.messages
+            .push(json!({"role": "assistant", "content": null, "tool_calls": calls}));
+        for (i, (call, call_id)) in record.tool_calls.iter().zip(&ids).enumerate() {
+            let at = crate::dataset::tool_calls::ResultKey {
+                conversation: id as u64,
+                turn,
+                round,
+                call: i as u32,
+            };
+            match tools.results.result(tools.set.find(&call.name), at) {
+                Ok(text) => conv
+                    .messages
+                    .push(json!({"role": "tool", "tool_call_id": call_id, "content": text})),
+                Err(e) => {
+                    self.errors.push(crate::control::chain(&e));
+                    return Err(());
+                }
+            }
+        }
+        Ok(tools.max_rounds)
+    }
+}
+
+/// The body of one turn: the API's own rule, or the plan's `body_template`.
+fn build_turn_body(
+    t: &TurnTemplate,
+    prompt: &Prompt,
+    fields: &Map<String, Value>,
+) -> Result<(&'static str, bytes::Bytes), String> {
+    let input = BodyInput {
+        model: &t.request.model,
+        prompt,
+        fields,
+        stream: t.request.stream,
+        include_usage: t.request.stream,
+        continuous_usage: t.request.continuous_usage,
+        reject_fields: &t.reject_fields,
+    };
+    match &t.body_template {
+        None => api::build_body(t.request.api, &input).map_err(|e| crate::control::chain(&e)),
+        Some(env) => {
+            let t_input = TemplateInput {
+                model: input.model,
+                prompt: input.prompt,
+                fields: input.fields,
+                stream: input.stream,
+                reject_fields: input.reject_fields,
+            };
+            template::render(env, &t_input)
+                .map(|body| (t.request.api.path(), body))
+                .map_err(|e| crate::control::chain(&e))
+        }
     }
 }
 
