@@ -206,3 +206,87 @@ fn a_bad_tools_file_and_a_misspelt_key_are_located_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn the_responses_api_sends_function_call_items_back() {
+    let rt = runtime();
+    let sim = rt
+        .block_on(SimServer::start(sim_config(0.7, 0.25, 2)))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let text = plan(
+        &sim.base_url(),
+        "max_tool_rounds = 2",
+        "{ concurrency = 2, requests = 24 }\napi = \"responses\"",
+    );
+    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    let db = run(&dir.path().join("plan.toml"), &dir.path().join("out"));
+    let received = sim.received();
+    let bodies: Vec<&Value> = received
+        .iter()
+        .filter(|r| r.path.ends_with("/responses"))
+        .map(|r| &r.body)
+        .collect();
+    assert_eq!(bodies.len(), 24);
+    // The tools in the Responses API's flat shape; results as function_call_output items.
+    assert!(bodies
+        .iter()
+        .all(|b| b["tools"][0]["name"] == "get_weather"));
+    let outputs = bodies
+        .iter()
+        .flat_map(|b| b["input"].as_array().unwrap().iter())
+        .filter(|i| i["type"] == "function_call_output")
+        .count();
+    assert!(outputs > 0);
+    let truth = sim.truth();
+    assert!(truth.iter().all(|t| t.status == 200), "{truth:?}");
+    let calls: u64 = truth.iter().map(|t| u64::from(t.tool_calls)).sum();
+    let bad: u64 = truth
+        .iter()
+        .map(|t| u64::from(t.tool_calls_malformed))
+        .sum();
+    let rows = tool_rows(&db);
+    let stored: i64 = rows.iter().map(|r| r.1).sum();
+    let parsed: i64 = rows.iter().map(|r| r.2).sum();
+    assert!(calls > 0 && bad > 0, "calls {calls}, malformed {bad}");
+    assert_eq!((stored as u64, (stored - parsed) as u64), (calls, bad));
+    assert!(rows.iter().any(|r| r.0 > 0) && rows.iter().all(|r| r.3.is_some()));
+    rt.block_on(sim.shutdown());
+}
+
+#[test]
+fn the_simulator_refuses_tool_results_that_answer_no_call() {
+    let rt = runtime();
+    let sim = rt
+        .block_on(SimServer::start(sim_config(1.0, 0.0, 1)))
+        .unwrap();
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let body = serde_json::json!({"model": "m", "max_tokens": 4, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "3"}]});
+    let (status, answer) = rt.block_on(async {
+        let r = reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (
+            status,
+            serde_json::from_str::<Value>(&r.text().await.unwrap()).unwrap(),
+        )
+    });
+    assert_eq!(status, 400);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`call_2`"),
+        "{answer}"
+    );
+    rt.block_on(sim.shutdown());
+}

@@ -92,13 +92,14 @@ impl StreamState {
             for piece in info.answer_pieces() {
                 keep_text(rec, Text::Answer, piece, max);
             }
-            for d in &info.tool_deltas {
-                api::tools::assemble(&mut rec.tool_calls, d, max);
-            }
             if rec.content_times.len() as u64 > self.chunk_cap {
                 self.stop = Some(self.overlong());
                 return;
             }
+        }
+        // A call's pieces (Responses names a call in an event that carries no output).
+        for d in &info.tool_deltas {
+            api::tools::assemble(&mut rec.tool_calls, d, self.limits.max_text);
         }
         if let Some(f) = info.finish_reason {
             rec.finish_reason = Some(f.into_owned());

@@ -125,18 +125,21 @@ pub(crate) fn parse_job(
     tok: &TokenCounter,
 ) -> Result<Job, ApiError> {
     check_common(cfg, body)?;
+    let history = match api {
+        Api::Chat => body.get("messages"),
+        Api::Responses => body.get("input"),
+        Api::Completions => None,
+    };
+    if let Some(Value::Array(items)) = history {
+        super::tools::check_tool_messages(items)?;
+    }
     let prompts = match api {
-        Api::Chat => {
-            if let Some(Value::Array(messages)) = body.get("messages") {
-                super::tools::check_tool_messages(messages)?;
-            }
-            vec![chat_tokens(
-                body.get("messages"),
-                None,
-                tok,
-                cfg.image_tokens,
-            )?]
-        }
+        Api::Chat => vec![chat_tokens(
+            body.get("messages"),
+            None,
+            tok,
+            cfg.image_tokens,
+        )?],
         Api::Completions => completion_prompts(body.get("prompt"), tok)?,
         Api::Responses => vec![response_tokens(body, tok, cfg.image_tokens)?],
     };
@@ -189,8 +192,8 @@ pub(crate) fn parse_job(
         stream_usage,
         running_usage: running_usage && api != Api::Responses,
         tools: match api {
-            Api::Chat => super::tools::offered(body),
-            _ => Vec::new(),
+            Api::Chat | Api::Responses => super::tools::offered(body),
+            Api::Completions => Vec::new(),
         },
     })
 }
@@ -289,6 +292,12 @@ fn chat_tokens(
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
         out.push(marker(role));
         content_tokens(m.get("content"), tok, image_tokens, &mut out);
+        // Responses' function-call items and their results.
+        for key in ["name", "arguments", "output"] {
+            if let Some(text) = m.get(key).and_then(Value::as_str) {
+                tok.encode(text, &mut out);
+            }
+        }
         for call in m
             .get("tool_calls")
             .and_then(Value::as_array)

@@ -111,6 +111,16 @@ fn body_json(gen: &Generation) -> Value {
         })
         .collect();
     match gen.job.api {
+        Api::Responses if gen.tool_calls.is_some() => {
+            let calls = gen.tool_calls.as_deref().unwrap_or_default();
+            let output = super::tools::response_items(calls, &gen.fmt.id);
+            response_object(
+                gen,
+                "completed",
+                output,
+                with_usage.then(|| response_usage_json(u)),
+            )
+        }
         Api::Responses => {
             let text = words(gen.offset, (0, gen.out_len), empty);
             let item = message_item(gen, &text, "completed");

@@ -1,16 +1,19 @@
-//! Tool calls: when a chat request offers `tools`, a seeded share of its answers
+//! Tool calls: when a chat or Responses API request offers `tools`, a seeded share of its answers
 //! (`tool_call_rate`) are tool calls instead of text: `tool_calls_per_answer` parallel
 //! calls of tools drawn from those offered, arguments made valid for the tool's schema
 //! (required keys, then each optional one by a coin; strings, numbers, integers,
 //! booleans, arrays, `enum` picks) and streamed as vLLM does: the first delta of a call
 //! carries its `index`, `id`, `type` and `function.name` with the first piece of the
-//! arguments, later deltas only the `index` and the next piece. A share of calls
+//! arguments, later deltas only the `index` and the next piece (Responses: a
+//! `function_call` item per call and its `function_call_arguments` events). A share of calls
 //! (`fault_tool_arguments`) is malformed: the arguments cut short (not JSON), a required
 //! key left out, or a tool name nobody offered, so a client's parse ratio has an exact
 //! truth (the truth record's `tool_calls` and `tool_calls_malformed`).
 //!
-//! A request's `tool` messages must answer the calls of the assistant message before
-//! them: every call id once, no other id (else HTTP 400, as OpenAI answers).
+//! A request's tool results must answer the calls before them (`tool` messages after an
+//! assistant message's `tool_calls`, or `function_call_output` items after
+//! `function_call` items): every call id once, no other id (else HTTP 400, as OpenAI
+//! answers).
 
 use std::collections::BTreeSet;
 
@@ -52,37 +55,43 @@ pub(crate) fn offered(body: &Value) -> Vec<SimTool> {
         .collect()
 }
 
-/// Checks that every run of `tool` messages answers the calls of the assistant message
-/// before it: each id once, none unknown, none missing.
+/// Checks that every run of tool results answers the calls before it: each id once,
+/// none unknown, none missing. Chat: `tool` messages (`tool_call_id`) after an assistant
+/// message's `tool_calls`; Responses: `function_call_output` items (`call_id`) after
+/// `function_call` items.
 pub(crate) fn check_tool_messages(messages: &[Value]) -> Result<(), ApiError> {
-    let mut open: Option<BTreeSet<String>> = None;
+    let mut open: BTreeSet<String> = BTreeSet::new();
     for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
-        if role == "tool" {
-            let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
-            let answered = open.as_mut().is_some_and(|ids| ids.remove(id));
-            if !answered {
+        let field = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
+        let answered = match (field("role"), field("type")) {
+            ("tool", _) => Some(field("tool_call_id")),
+            (_, "function_call_output") => Some(field("call_id")),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            if !open.remove(id) {
                 return Err(bad(format!(
-                    "messages[{i}]: tool message answers `{id}`, which no open tool call of the assistant message before it has"
+                    "messages[{i}]: a tool result answers `{id}`, which no open tool call before it has"
                 )));
             }
             continue;
         }
-        if let Some(ids) = open.take().filter(|ids| !ids.is_empty()) {
-            let first = ids.into_iter().next().unwrap_or_default();
+        if field("type") == "function_call" {
+            open.insert(field("call_id").to_string());
+            continue;
+        }
+        if let Some(first) = open.iter().next() {
             return Err(bad(format!(
-                "messages[{i}]: the tool call `{first}` was not answered by a tool message"
+                "messages[{i}]: the tool call `{first}` was not answered by a tool result"
             )));
         }
-        if role == "assistant" {
-            let calls = m.get("tool_calls").and_then(Value::as_array);
-            let ids: BTreeSet<String> = calls
+        let calls = m.get("tool_calls").and_then(Value::as_array);
+        open.extend(
+            calls
                 .into_iter()
                 .flatten()
-                .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_string))
-                .collect();
-            open = (!ids.is_empty()).then_some(ids);
-        }
+                .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_string)),
+        );
     }
     Ok(())
 }
@@ -236,6 +245,72 @@ fn cut(text: &str, k: u32, pieces: u32) -> usize {
         at += 1;
     }
     at
+}
+
+/// The Responses API events of the chunk carrying output tokens `span` of an answer of
+/// `len` tokens (the calls share the tokens as in `deltas`): a call's
+/// `response.output_item.added` with its first piece, `function_call_arguments.delta`
+/// for each piece, and its `.done` events with its last. Output index c is call c.
+pub(crate) fn response_events(
+    calls: &[PlannedCall],
+    (from, to): (u32, u32),
+    len: u32,
+    id: &str,
+) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    let n = (calls.len() as u32).min(len.max(1)).max(1);
+    for c in 0..n {
+        let (start, end) = (c * len / n, (c + 1) * len / n);
+        let (lo, hi) = (from.max(start), to.min(end));
+        if lo >= hi {
+            continue;
+        }
+        let call = &calls[c as usize];
+        let item_id = format!("fc_{id}_{c}");
+        if lo == start {
+            let item = response_item(call, &item_id, "", "in_progress");
+            out.push((
+                "response.output_item.added",
+                json!({"output_index": c, "item": item}),
+            ));
+        }
+        let at = |k: u32| cut(&call.arguments, k, end - start);
+        let piece = &call.arguments[at(lo - start)..at(hi - start)];
+        out.push((
+            "response.function_call_arguments.delta",
+            json!({"item_id": item_id, "output_index": c, "delta": piece}),
+        ));
+        if hi == end {
+            out.push((
+                "response.function_call_arguments.done",
+                json!({"item_id": item_id, "output_index": c, "arguments": call.arguments}),
+            ));
+            let item = response_item(call, &item_id, &call.arguments, "completed");
+            out.push((
+                "response.output_item.done",
+                json!({"output_index": c, "item": item}),
+            ));
+        }
+    }
+    out
+}
+
+/// A Responses API `function_call` output item.
+pub(crate) fn response_item(
+    call: &PlannedCall,
+    item_id: &str,
+    arguments: &str,
+    status: &str,
+) -> Value {
+    json!({"type": "function_call", "id": item_id, "call_id": call.id, "name": call.name,
+        "arguments": arguments, "status": status})
+}
+
+/// Every call as a completed Responses API output item.
+pub(crate) fn response_items(calls: &[PlannedCall], id: &str) -> Vec<Value> {
+    let each = calls.iter().enumerate();
+    each.map(|(c, call)| response_item(call, &format!("fc_{id}_{c}"), &call.arguments, "completed"))
+        .collect()
 }
 
 /// The whole calls, as a non-streamed message carries them.

@@ -162,13 +162,15 @@ fn conversation(
 ) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let kind = run.request.api;
-    if kind != ApiKind::Chat {
+    let tools = matches!(run.dataset, DatasetPlan::ToolCalls(..));
+    if kind != ApiKind::Chat && !(tools && kind == ApiKind::Responses) {
+        let need = match tools {
+            true => "tool_calls datasets need api = \"chat\" or \"responses\"",
+            false => "multi-turn datasets need api = \"chat\"",
+        };
         return Err(dataset_error(
             run,
-            dataset::DatasetError::Invalid(format!(
-                "multi-turn datasets need api = \"chat\" (this run uses `{}`)",
-                kind.as_str()
-            )),
+            dataset::DatasetError::Invalid(format!("{need} (this run uses `{}`)", kind.as_str())),
         ));
     }
     let conversations =

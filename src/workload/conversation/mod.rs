@@ -397,17 +397,23 @@ impl ConversationSource {
                 false => c.id.clone(),
             })
             .collect();
-        let calls: Vec<Value> = record
-            .tool_calls
-            .iter()
-            .zip(&ids)
-            .map(|(c, id)| {
-                json!({"id": id, "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments}})
+        let responses = self.plan.template.request.api == crate::api::ApiKind::Responses;
+        let calls = record.tool_calls.iter().zip(&ids);
+        let calls: Vec<Value> = calls
+            .map(|(c, id)| match responses {
+                true => json!({"type": "function_call", "call_id": id,
+                    "name": c.name, "arguments": c.arguments}),
+                false => json!({"id": id, "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments}}),
             })
             .collect();
-        conv.messages
-            .push(json!({"role": "assistant", "content": null, "tool_calls": calls}));
+        match responses {
+            // The Responses API takes the calls back as input items of their own.
+            true => conv.messages.extend(calls),
+            false => conv
+                .messages
+                .push(json!({"role": "assistant", "content": null, "tool_calls": calls})),
+        }
         for (i, (call, call_id)) in record.tool_calls.iter().zip(&ids).enumerate() {
             let at = crate::dataset::tool_calls::ResultKey {
                 conversation: id as u64,
@@ -415,15 +421,17 @@ impl ConversationSource {
                 round,
                 call: i as u32,
             };
-            match tools.results.result(tools.set.find(&call.name), at) {
-                Ok(text) => conv
-                    .messages
-                    .push(json!({"role": "tool", "tool_call_id": call_id, "content": text})),
+            let text = match tools.results.result(tools.set.find(&call.name), at) {
+                Ok(text) => text,
                 Err(e) => {
                     self.errors.push(crate::control::chain(&e));
                     return Err(());
                 }
-            }
+            };
+            conv.messages.push(match responses {
+                true => json!({"type": "function_call_output", "call_id": call_id, "output": text}),
+                false => json!({"role": "tool", "tool_call_id": call_id, "content": text}),
+            });
         }
         Ok(tools.max_rounds)
     }
