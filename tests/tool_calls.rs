@@ -290,3 +290,47 @@ fn the_simulator_refuses_tool_results_that_answer_no_call() {
     );
     rt.block_on(sim.shutdown());
 }
+
+#[test]
+fn with_the_models_tokenizer_every_round_is_counted_and_tokens_are_conserved() {
+    let rt = runtime();
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smollm2");
+    let cfg = SimConfig {
+        tokenizer: Some(tokenizer.to_string_lossy().into_owned()),
+        ..sim_config(0.8, 0.0, 2)
+    };
+    let sim = rt.block_on(SimServer::start(cfg)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let text = plan(
+        &sim.base_url(),
+        "max_tool_rounds = 2\ntool_result_tokens = 24",
+        "{ concurrency = 2, requests = 16 }\napi = [\"chat\", \"responses\"]",
+    )
+    .replace(
+        "[models.m]\n",
+        &format!(
+            "[models.m]\ntokenizer = {:?}\n",
+            tokenizer.to_string_lossy()
+        ),
+    );
+    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
+    let db = run(&dir.path().join("plan.toml"), &dir.path().join("out"));
+    let rows = query::<i64>(
+        &db,
+        "SELECT r.ordinal, q.tool_round, q.prompt_tokens, q.client_input_tokens FROM requests q \
+         JOIN runs r ON r.id = q.run_id WHERE q.phase = 'measured' ORDER BY r.ordinal, q.request_index",
+    );
+    assert_eq!(rows.len(), 32);
+    assert!(rows.iter().any(|r| r[1] > Some(0)), "{rows:?}");
+    // Every round's input is counted client-side (Responses items as chat messages);
+    // on chat the simulator, with the same tokenizer and template, counts the same.
+    assert!(rows.iter().all(|r| r[3].is_some()), "{rows:?}");
+    for r in rows.iter().filter(|r| r[0] == Some(1)) {
+        assert_eq!(r[2], r[3], "{rows:?}");
+    }
+    for run in report_json(&db) {
+        let warnings = run["warnings"].to_string();
+        assert!(!warnings.contains("tokens_not_conserved"), "{warnings}");
+    }
+    rt.block_on(sim.shutdown());
+}

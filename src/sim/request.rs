@@ -139,6 +139,7 @@ pub(crate) fn parse_job(
             None,
             tok,
             cfg.image_tokens,
+            body.get("tools"),
         )?],
         Api::Completions => completion_prompts(body.get("prompt"), tok)?,
         Api::Responses => vec![response_tokens(body, tok, cfg.image_tokens)?],
@@ -270,6 +271,7 @@ fn chat_tokens(
     system: Option<&str>,
     tok: &TokenCounter,
     image_tokens: u32,
+    tools: Option<&Value>,
 ) -> Result<Vec<u32>, ApiError> {
     let Some(Value::Array(messages)) = messages else {
         return Err(ApiError::bad_request(
@@ -278,7 +280,7 @@ fn chat_tokens(
         ));
     };
     if system.is_none() {
-        if let Some(ids) = tok.chat(messages) {
+        if let Some(ids) = tok.chat(messages, tools) {
             return Ok(ids);
         }
     }
@@ -329,9 +331,9 @@ fn response_tokens(
     match body.get("input") {
         Some(Value::String(s)) => {
             let msgs = json!([{"role": "user", "content": s}]);
-            chat_tokens(Some(&msgs), system, tok, image_tokens)
+            chat_tokens(Some(&msgs), system, tok, image_tokens, None)
         }
-        Some(v @ Value::Array(_)) => chat_tokens(Some(v), system, tok, image_tokens),
+        Some(v @ Value::Array(_)) => chat_tokens(Some(v), system, tok, image_tokens, None),
         _ => Err(ApiError::bad_request(
             "`input` must be a string or a list of items",
             Some("input"),

@@ -178,6 +178,17 @@ fn conversation(
     let warnings = Vec::new();
     // A closed loop counts conversations in flight; an open loop's `max_in_flight` bounds them.
     let max_active = run.load().in_flight().map_or(usize::MAX, |n| n as usize);
+    let tools = match &run.dataset {
+        DatasetPlan::ToolCalls(_, tools) => Some(tool_plan(run, tools, ctx)?),
+        _ => None,
+    };
+    // A tool-calling turn's prompt holds the tools as the chat template renders them
+    // (its `tools` variable, as vLLM passes them).
+    let mut counted = ctx.clone();
+    if let Some(t) = &tools {
+        let offered = t.set.body_field(ApiKind::Chat);
+        counted.template_kwargs.entry("tools").or_insert(offered);
+    }
     let mut out = base(warnings);
     out.conversation = Some(ConversationPlan {
         conversations,
@@ -208,12 +219,9 @@ fn conversation(
         },
         priming: false,
         stop_new_after: run.duration(),
-        counter: dataset::PromptCounter::new(ctx).map_err(|e| dataset_error(run, e))?,
+        counter: dataset::PromptCounter::new(&counted).map_err(|e| dataset_error(run, e))?,
         prompt_sink: None,
-        tools: match &run.dataset {
-            DatasetPlan::ToolCalls(_, tools) => Some(tool_plan(run, tools, ctx)?),
-            _ => None,
-        },
+        tools,
     });
     Ok(out)
 }

@@ -67,18 +67,6 @@ pub struct ConversationPlan {
     pub tools: Option<ToolPlan>,
 }
 
-/// The tool loop of a `tool_calls` run: every request offers `set`; an answer with tool
-/// calls gets the assistant message with the calls and one `tool` message per call
-/// (a mocked result) appended, and its turn goes on with another request (a tool round,
-/// sent at once, no think time) up to `max_rounds` times; after that the next user turn
-/// follows the results.
-#[derive(Debug, Clone)]
-pub struct ToolPlan {
-    pub set: Arc<crate::api::tools::ToolSet>,
-    pub max_rounds: u32,
-    pub results: crate::dataset::tool_calls::ToolResults,
-}
-
 impl ConversationPlan {
     /// The same conversations as the warm run's unmeasured priming pass: every turn
     /// (warmup ones too), no think time.
@@ -279,7 +267,7 @@ impl ConversationSource {
             let _ = tx.send(TurnPrompt {
                 priming: self.plan.priming,
                 item,
-                messages,
+                messages: tools::as_chat(messages),
             });
         }
     }
@@ -375,68 +363,6 @@ impl RequestSource for ConversationSource {
     }
 }
 
-impl ConversationSource {
-    /// Appends the answer's tool calls and a mocked result for each to conversation
-    /// `slot`; `Ok(max_rounds)`, or `Err` when a result could not be made (noted in
-    /// `errors`, and the conversation ends).
-    fn answer_tools(
-        &mut self,
-        slot: usize,
-        tools: ToolPlan,
-        id: usize,
-        record: &RequestRecord,
-    ) -> Result<u32, ()> {
-        let conv = &mut self.active[slot];
-        let (turn, round) = (conv.next_turn as u32, conv.round);
-        let ids: Vec<String> = record
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| match c.id.is_empty() {
-                true => format!("call_{id}_{turn}_{round}_{i}"),
-                false => c.id.clone(),
-            })
-            .collect();
-        let responses = self.plan.template.request.api == crate::api::ApiKind::Responses;
-        let calls = record.tool_calls.iter().zip(&ids);
-        let calls: Vec<Value> = calls
-            .map(|(c, id)| match responses {
-                true => json!({"type": "function_call", "call_id": id,
-                    "name": c.name, "arguments": c.arguments}),
-                false => json!({"id": id, "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments}}),
-            })
-            .collect();
-        match responses {
-            // The Responses API takes the calls back as input items of their own.
-            true => conv.messages.extend(calls),
-            false => conv
-                .messages
-                .push(json!({"role": "assistant", "content": null, "tool_calls": calls})),
-        }
-        for (i, (call, call_id)) in record.tool_calls.iter().zip(&ids).enumerate() {
-            let at = crate::dataset::tool_calls::ResultKey {
-                conversation: id as u64,
-                turn,
-                round,
-                call: i as u32,
-            };
-            let text = match tools.results.result(tools.set.find(&call.name), at) {
-                Ok(text) => text,
-                Err(e) => {
-                    self.errors.push(crate::control::chain(&e));
-                    return Err(());
-                }
-            };
-            conv.messages.push(match responses {
-                true => json!({"type": "function_call_output", "call_id": call_id, "output": text}),
-                false => json!({"role": "tool", "tool_call_id": call_id, "content": text}),
-            });
-        }
-        Ok(tools.max_rounds)
-    }
-}
-
 /// The body of one turn: the API's own rule, or the plan's `body_template`.
 fn build_turn_body(
     t: &TurnTemplate,
@@ -486,6 +412,10 @@ pub fn conversation_turns(run: &crate::planner::RunSpec, turns: usize) -> usize 
         crate::plan::CacheState::Cold => 0,
     }
 }
+
+mod tools;
+
+pub use tools::ToolPlan;
 
 #[cfg(test)]
 mod tests;
