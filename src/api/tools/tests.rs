@@ -55,6 +55,21 @@ fn vllm_fragments_assemble_by_index() {
 }
 
 #[test]
+fn a_name_repeated_in_every_piece_is_read_once() {
+    // Some servers (and proxies) repeat the whole name, or the id, in every delta.
+    let calls = calls_of(&[
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"add","arguments":"{\"a\":"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"add","arguments":"1,\"b\":2}"}}]}}]}"#,
+    ]);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0].name.as_str(), calls[0].arguments.as_str()),
+        ("add", r#"{"a":1,"b":2}"#)
+    );
+    assert_eq!(ToolSet::builtin().check(&calls[0]), ToolCheck::Parsed);
+}
+
+#[test]
 fn a_whole_message_and_the_older_function_call_are_read() {
     let body = br#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"search","arguments":"{\"query\":\"rust\"}"}}]},"finish_reason":"tool_calls"}]}"#;
     let info = crate::api::parse_body(ApiKind::Chat, body).unwrap();

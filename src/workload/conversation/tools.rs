@@ -116,3 +116,37 @@ pub(super) fn as_chat(items: Vec<Value>) -> Vec<Value> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_items_count_as_the_chat_messages_vllm_makes_of_them() {
+        let items = vec![
+            json!({"role": "user", "content": "weather?"}),
+            json!({"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}),
+            json!({"type": "function_call", "call_id": "b", "name": "g", "arguments": "{\"x\":1}"}),
+            json!({"type": "function_call_output", "call_id": "a", "output": "sunny"}),
+            json!({"type": "function_call_output", "call_id": "b", "output": "2"}),
+            json!({"role": "assistant", "content": null, "tool_calls": []}),
+        ];
+        let chat = as_chat(items);
+        assert_eq!(chat.len(), 5);
+        assert_eq!(chat[1]["role"], "assistant");
+        assert_eq!(chat[1]["content"], "");
+        let calls = chat[1]["tool_calls"].as_array().unwrap();
+        assert_eq!(
+            (
+                calls[0]["id"].as_str(),
+                calls[1]["function"]["name"].as_str()
+            ),
+            (Some("a"), Some("g"))
+        );
+        assert_eq!(
+            chat[2],
+            json!({"role": "tool", "tool_call_id": "a", "content": "sunny"})
+        );
+        assert_eq!(chat[4]["content"], "");
+    }
+}
