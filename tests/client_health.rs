@@ -56,6 +56,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 session: None,
                 class: None,
                 cancel_after: None,
+                tools: None,
             }
         })
         .collect()

@@ -84,6 +84,7 @@ fn client_efficiency_against_a_running_sim() {
                 session: sessions.then_some(i as u64),
                 class: None,
                 cancel_after: None,
+                tools: None,
             })
             .collect();
         let rate: Option<f64> = std::env::var("BENCH_RATE").ok().and_then(|r| r.parse().ok());

@@ -149,6 +149,7 @@ async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
         session: None,
         class: None,
         cancel_after: None,
+        tools: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },
@@ -258,6 +259,7 @@ async fn refused(ep: &Endpoint) {
         session: None,
         class: None,
         cancel_after: None,
+        tools: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

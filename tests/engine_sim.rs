@@ -59,6 +59,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
             session: None,
             class: None,
             cancel_after: None,
+            tools: None,
         })
         .collect()
 }

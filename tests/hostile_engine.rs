@@ -74,6 +74,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         session: None,
         class: None,
         cancel_after: None,
+        tools: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

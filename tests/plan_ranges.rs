@@ -169,6 +169,7 @@ fn contexts(dir: &Path) -> Vec<Value> {
             None,
         ),
         (json!({"kind": "random_multi_turn", "turns": 2}), None),
+        (json!({"kind": "tool_calls", "turns": 1}), None),
         (json!({"kind": "lines", "path": "lines.txt"}), None),
         (
             json!({"kind": "random_embedding", "input_tokens": 4}),

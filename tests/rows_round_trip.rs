@@ -147,6 +147,13 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         unstreamed: false,
         replica: some(rng, 0.5, |r| r.gen_range(0..8)),
         class: some(rng, 0.5, |r| r.gen_range(0..64)),
+        tools: some(rng, 0.3, |r| perfplan::record::ToolTally {
+            round: r.gen_range(0..8),
+            calls: r.gen_range(0..5),
+            parsed: r.gen_range(0..3),
+        }),
+        // Not stored: the calls build the next round and are then dropped.
+        tool_calls: Vec::new(),
     }
 }
 

@@ -57,6 +57,8 @@ fn record(index: u64) -> RequestRecord {
         replica: None,
         class: None,
         read_clock: None,
+        tools: None,
+        tool_calls: Vec::new(),
         unstreamed: false,
     }
 }

@@ -266,6 +266,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         session: None,
         class: None,
         cancel_after: None,
+        tools: None,
     }
 }
 

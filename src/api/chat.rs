@@ -38,7 +38,12 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let info = parse_chunk(data)?;
     let text: String = info.answer_pieces().collect();
+    let mut tool_calls = Vec::new();
+    for d in &info.tool_deltas {
+        super::tools::assemble(&mut tool_calls, d, usize::MAX);
+    }
     Ok(BodyInfo {
+        tool_calls,
         text,
         reasoning: info.reasoning.map(Cow::into_owned).unwrap_or_default(),
         finish_reason: info.finish_reason.map(Cow::into_owned),

@@ -38,6 +38,7 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let info = parse_chunk(data)?;
     Ok(BodyInfo {
+        tool_calls: Vec::new(),
         text: info.content.map(Cow::into_owned).unwrap_or_default(),
         reasoning: String::new(),
         finish_reason: info.finish_reason.map(Cow::into_owned),

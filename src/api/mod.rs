@@ -18,6 +18,7 @@ pub mod responses;
 mod scan;
 pub mod sse;
 mod stream_chunk;
+pub mod tools;
 mod wire;
 
 use std::borrow::Cow;
@@ -211,6 +212,9 @@ pub struct ChunkInfo<'a> {
     /// Non-empty tool-call text of choice 0: function names and argument fragments
     /// (`tool_calls[].function`, Responses' `response.function_call_arguments.delta`).
     pub tool: Option<Cow<'a, str>>,
+    /// The same tool-call pieces with their call's `index` and `id` (see [`ToolDelta`]);
+    /// empty (no allocation) for every chunk without a tool call.
+    pub tool_deltas: Vec<ToolDelta<'a>>,
     pub finish_reason: Option<Cow<'a, str>>,
     pub usage: Option<Usage>,
     /// An error object (`{"error": ...}`, `"object": "error"`, `response.failed`).
@@ -241,6 +245,16 @@ impl ChunkInfo<'_> {
     }
 }
 
+/// One piece of one tool call in a streamed event: which call (`index`), and whichever
+/// of its `id`, name and arguments fragment the event carried (see `tools::assemble`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ToolDelta<'a> {
+    pub index: u32,
+    pub id: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
+    pub arguments: Option<Cow<'a, str>>,
+}
+
 /// What a non-streamed response body says.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct BodyInfo {
@@ -251,6 +265,8 @@ pub struct BodyInfo {
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub error: bool,
+    /// The answer's tool calls.
+    pub tool_calls: Vec<crate::record::ToolCall>,
 }
 
 /// Parses the data of one SSE event of `kind`. `event` is the SSE event name, if any.

@@ -37,6 +37,7 @@ struct Body {
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let body: Body = serde_json::from_slice(data)?;
     Ok(BodyInfo {
+        tool_calls: Vec::new(),
         usage: body.usage.as_ref().map(UsageWire::to_input_usage),
         error: body.error.is_some(),
         ..BodyInfo::default()

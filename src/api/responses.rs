@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::wire::{is_error, non_empty, UsageWire};
-use super::{base_body, prompt_name, ApiError, BodyInfo, BodyInput, ChunkInfo, Prompt};
+use super::{base_body, prompt_name, ApiError, BodyInfo, BodyInput, ChunkInfo, Prompt, ToolDelta};
 
 pub(crate) fn body(input: &BodyInput<'_>) -> Result<Map<String, Value>, ApiError> {
     let value = match input.prompt {
@@ -42,6 +42,22 @@ struct Event<'a> {
     error: Option<IgnoredAny>,
     #[serde(borrow, default)]
     object: Option<Cow<'a, str>>,
+    /// The output item an event is about (a function call's place among the calls).
+    #[serde(default)]
+    output_index: Option<u32>,
+    /// `response.output_item.added`: the item (a function call's `call_id` and `name`).
+    #[serde(borrow, default)]
+    item: Option<ItemWire<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ItemWire<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -92,6 +108,25 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
         "response.function_call_arguments.delta" => {
             (info.has_choice, info.token) = (true, true);
             info.tool = non_empty(ev.delta);
+            info.tool_deltas.push(ToolDelta {
+                index: ev.output_index.unwrap_or(0),
+                arguments: info.tool.clone(),
+                ..ToolDelta::default()
+            });
+        }
+        // A function call opens: its call id and name (its arguments follow in deltas).
+        "response.output_item.added" => {
+            let call = ev
+                .item
+                .filter(|i| i.kind.as_deref() == Some("function_call"));
+            if let Some(item) = call {
+                info.tool_deltas.push(ToolDelta {
+                    index: ev.output_index.unwrap_or(0),
+                    id: non_empty(item.call_id),
+                    name: non_empty(item.name),
+                    arguments: None,
+                });
+            }
         }
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
             (info.has_choice, info.token) = (true, true);
@@ -113,10 +148,26 @@ pub(crate) fn parse_chunk(data: &[u8]) -> Result<ChunkInfo<'_>, serde_json::Erro
 pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let body: Value = serde_json::from_slice(data)?;
     let (mut text, mut reasoning) = (String::new(), String::new());
+    let mut tool_calls = Vec::new();
     let items = body.get("output").and_then(Value::as_array);
-    for item in items.into_iter().flatten() {
+    for (n, item) in items.into_iter().flatten().enumerate() {
         match item.get("type").and_then(Value::as_str) {
             Some("reasoning") => reasoning.push_str(&item_text(item)),
+            Some("function_call") => {
+                let s = |k: &str| {
+                    item.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                tool_calls.push(crate::record::ToolCall {
+                    index: n as u32,
+                    id: s("call_id"),
+                    name: s("name"),
+                    arguments: s("arguments"),
+                });
+                text.push_str(&item_text(item));
+            }
             _ => text.push_str(&item_text(item)),
         }
     }
@@ -124,6 +175,7 @@ pub(crate) fn parse_body(data: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     let error = body.get("error").is_some_and(|e| !e.is_null())
         || body.get("status").and_then(Value::as_str) == Some("failed");
     Ok(BodyInfo {
+        tool_calls,
         text,
         reasoning,
         finish_reason: finish_of(&response).map(Cow::into_owned),

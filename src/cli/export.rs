@@ -75,7 +75,11 @@ pub(crate) fn metrics_url(url: &str) -> String {
 
 /// `--export` of the suite in `db` (a database or output folder): every export done, or
 /// the first that failed.
-pub(crate) fn export_suite(db: &Path, accept: &[String], exports: &[Export]) -> Result<(), Failure> {
+pub(crate) fn export_suite(
+    db: &Path,
+    accept: &[String],
+    exports: &[Export],
+) -> Result<(), Failure> {
     if exports.is_empty() {
         return Ok(());
     }

@@ -13,7 +13,11 @@ use crate::store::Store;
 
 /// The first place two JSON trees differ: its dotted path and both values (`absent` when
 /// one side lacks it).
-pub(crate) fn first_difference(a: &Value, b: &Value, path: &str) -> Option<(String, String, String)> {
+pub(crate) fn first_difference(
+    a: &Value,
+    b: &Value,
+    path: &str,
+) -> Option<(String, String, String)> {
     let show = |v: Option<&Value>| v.map_or("absent".to_string(), Value::to_string);
     let join = |k: &str| {
         if path.is_empty() {

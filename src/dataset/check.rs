@@ -230,6 +230,11 @@ impl Checker<'_> {
                 "record",
             ),
             DatasetPlan::Images { path, .. } => self.images(path),
+            DatasetPlan::ToolCalls(_, tools) => {
+                if let Some(file) = &tools.tools {
+                    self.tools(file);
+                }
+            }
             DatasetPlan::Mix(mix) => {
                 for class in &mix.classes {
                     self.dataset(&class.dataset);
@@ -303,6 +308,24 @@ impl Checker<'_> {
             }
         }
         log.finish("record", &mut self.out);
+    }
+
+    /// A `tool_calls` tools file: one JSON array of tools, read by the run's own reader.
+    fn tools(&mut self, file: &str) {
+        let mut log = FileLog::new(self.resolve(file));
+        if let Some(text) = self.read(&mut log) {
+            match serde_json::from_str::<Value>(&text) {
+                Err(e) => log.error(
+                    Some(e.line()),
+                    format!("malformed JSON at column {}: {e}", e.column()),
+                ),
+                Ok(v) => match crate::api::tools::ToolSet::from_json(&v) {
+                    Ok(set) => log.usable = set.tools.len(),
+                    Err(message) => log.error(None, message),
+                },
+            }
+        }
+        log.finish("tool", &mut self.out);
     }
 
     fn embedding(&mut self, file: &str) {

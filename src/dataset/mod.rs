@@ -33,6 +33,7 @@ mod image_header;
 mod images;
 pub mod multi_turn;
 mod rerank;
+pub mod tool_calls;
 pub mod trace;
 mod trace_formats;
 pub mod trace_headers;

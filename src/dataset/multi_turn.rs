@@ -91,7 +91,7 @@ pub fn conversations(
     ctx: &DatasetContext,
 ) -> Result<Conversations, DatasetError> {
     match plan {
-        DatasetPlan::RandomMultiTurn(m) => Ok(random(m, ctx)?),
+        DatasetPlan::RandomMultiTurn(m) | DatasetPlan::ToolCalls(m, _) => Ok(random(m, ctx)?),
         DatasetPlan::Conversations {
             path, max_turns, ..
         } => read_file(path, *max_turns, ctx),

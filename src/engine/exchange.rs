@@ -64,6 +64,8 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         replica: None,
         class: req.class,
         read_clock: None,
+        tools: None,
+        tool_calls: Vec::new(),
         unstreamed: false,
         raw: Vec::new(),
     }
@@ -101,6 +103,9 @@ pub(crate) async fn exchange(
         rec.outcome = f.outcome;
         rec.error = Some(f.error);
         rec.end = Instant::now() - t0;
+    }
+    if let Some(turn) = &req.tools {
+        rec.tools = Some(turn.set.tally(turn.round, &rec.tool_calls));
     }
     rec
 }

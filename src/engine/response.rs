@@ -98,6 +98,10 @@ impl StreamState {
                 return;
             }
         }
+        // A call's pieces (Responses names a call in an event that carries no output).
+        for d in &info.tool_deltas {
+            api::tools::assemble(&mut rec.tool_calls, d, self.limits.max_text);
+        }
         if let Some(f) = info.finish_reason {
             rec.finish_reason = Some(f.into_owned());
         }
@@ -355,6 +359,8 @@ fn whole_body(
             if let Some(u) = info.usage {
                 merge_usage(&mut rec.usage, u);
             }
+            rec.tool_calls = info.tool_calls;
+            rec.tool_calls.truncate(crate::record::MAX_TOOL_CALLS);
             Ok(())
         }
     }

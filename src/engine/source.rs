@@ -42,6 +42,9 @@ pub struct PreparedRequest {
     /// connection is dropped and the record ends `cancelled`, unless the response ended
     /// before.
     pub cancel_after: Option<std::time::Duration>,
+    /// A tool-calling run's request: its round, and the tools its answer's calls are
+    /// checked against (the record's `tools` tally).
+    pub tools: Option<crate::api::tools::ToolTurn>,
 }
 
 /// The answer of [`RequestSource::next`].

@@ -80,7 +80,12 @@ pub fn observe(stop: Option<&SaturationStop>, r: &RequestRecord) {
 
 /// What a fired stop leaves with its run: `time.stopped` in its time facts, and the
 /// `saturated` warning.
-pub(crate) fn record_stop(s: &Saturation, cut: u64, time: &mut Value, warnings: &mut Vec<RunWarning>) {
+pub(crate) fn record_stop(
+    s: &Saturation,
+    cut: u64,
+    time: &mut Value,
+    warnings: &mut Vec<RunWarning>,
+) {
     let facts = json!({
         "reason": "saturated",
         "at_s": s.at_s,

@@ -107,7 +107,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 53] = [
+pub const SCALAR_DEFS: [MetricDef; 59] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok or cancelled)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests not cancelled by the client"),
@@ -161,6 +161,12 @@ pub const SCALAR_DEFS: [MetricDef; 53] = [
     m("kernel_clock_ratio", Ratio, Neither, "measured requests whose answer was timed by the kernel's receive stamps / measured requests that read an answer (1 on the lean client over TCP on Linux; 0 where the client's reads timed it: the reqwest path, a refused option, another platform)"),
     m("cancelled_requests", Count, Neither, "measured requests the client cancelled: the load's `cancel`, a stop on saturation, Ctrl-C (not failures; out of every latency metric)"),
     m("cancelled_ratio", Ratio, Neither, "cancelled_requests / measured requests"),
+    m("tool_calls_per_turn", Count, Neither, "tool_calls runs: tool calls of measured successful requests / their user turns (requests of round 0)"),
+    m("tool_call_parse_ok_ratio", Ratio, Higher, "tool_calls runs: tool calls that parsed (a tool offered, arguments JSON valid for its schema's type, required, properties, items, enum) / tool calls, of measured successful requests"),
+    m("tool_calls_unparsed", Count, Lower, "tool_calls runs: tool calls of measured successful requests that did not parse"),
+    m("ttft_user_round_mean", Millis, Lower, "tool_calls runs: mean TTFT of requests that open a turn with the user's message (round 0)"),
+    m("ttft_tool_round_mean", Millis, Lower, "tool_calls runs: mean TTFT of requests that send tool results back (rounds 1 and later)"),
+    m("ttft_tool_round_p99", Millis, Lower, "tool_calls runs: 99th percentile TTFT of requests that send tool results back"),
 ];
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without

@@ -50,6 +50,8 @@ pub(super) fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRec
         raw: Vec::new(),
         replica: None,
         class: None,
+        tools: None,
+        tool_calls: Vec::new(),
     }
 }
 

@@ -34,6 +34,16 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
             "echo_reasoning",
         ],
         DatasetKind::Conversations => &["path", "think_time", "turns", "echo_reasoning"],
+        DatasetKind::ToolCalls => &[
+            "turns",
+            "user_tokens",
+            "assistant_tokens",
+            "think_time",
+            "prefix_tokens",
+            "tools",
+            "max_tool_rounds",
+            "tool_result_tokens",
+        ],
         DatasetKind::Trace => &[
             "path",
             "speed",

@@ -49,14 +49,15 @@ pub mod semantic;
 pub mod set;
 mod sim_checks;
 pub mod sim_settings;
+mod token_range;
 pub mod toml_src;
 mod trace_checks;
 pub mod validate;
 pub mod yaml_src;
 
 pub use dataset_plan::{
-    DatasetPlan, DatasetPlanError, FileSelect, MixClassPlan, MixPlan, MultiTurn, TraceFormat,
-    TracePlan,
+    DatasetPlan, DatasetPlanError, FileSelect, MixClassPlan, MixPlan, MultiTurn, ToolLoop,
+    TraceFormat, TracePlan,
 };
 pub use load::{
     load_plan, load_plan_partial, plan_schema, process_env, Failed, LoadOptions, LoadedPlan,

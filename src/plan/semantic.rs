@@ -308,6 +308,7 @@ fn length_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
         ("turns", ds.turns),
         ("user_tokens", ds.user_tokens),
         ("assistant_tokens", ds.assistant_tokens),
+        ("tool_result_tokens", ds.tool_result_tokens),
     ] {
         if let Some(r) = range.filter(|r| r.min() > r.max()) {
             out.push((

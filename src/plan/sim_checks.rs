@@ -40,6 +40,23 @@ impl SimConfig {
                 reason: format!("fault fractions add up to {sum}, more than 1"),
             });
         }
+        for (setting, f) in [
+            ("tool_call_rate", self.tool_call_rate),
+            ("fault_tool_arguments", self.fault_tool_arguments),
+        ] {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(SettingError {
+                    setting,
+                    reason: format!("{f} is not a fraction between 0 and 1"),
+                });
+            }
+        }
+        if !(1..=16).contains(&self.tool_calls_per_answer) {
+            return Err(SettingError {
+                setting: "tool_calls_per_answer",
+                reason: format!("{} is not between 1 and 16", self.tool_calls_per_answer),
+            });
+        }
         if !(0.0..=0.9).contains(&self.jitter) {
             return Err(SettingError {
                 setting: "jitter",

@@ -226,6 +226,26 @@ pub struct SimConfig {
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     #[serde(skip_serializing_if = "is_false")]
     pub fault_leak_aborted: bool,
+    /// Share of chat answers to requests that offer `tools` that are tool calls instead of
+    /// text (seeded by `seed` and the arrival order); 0 never, 1 always. Requests without
+    /// `tools` are not affected.
+    #[arg(long, default_value_t = DEFAULT_TOOL_CALL_RATE, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
+    #[serde(skip_serializing_if = "is_default_tool_rate")]
+    pub tool_call_rate: f64,
+
+    /// Parallel tool calls in each tool-call answer (1 to 16), sharing its output tokens.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[schemars(range(min = 1, max = 16))]
+    #[serde(skip_serializing_if = "is_one")]
+    pub tool_calls_per_answer: u32,
+
+    /// Fault: fraction of tool calls that do not parse (seeded): arguments cut short (not
+    /// JSON), a required key left out, or an unknown tool name, in turn at random.
+    #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
+    #[schemars(range(min = 0, max = 1))]
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub fault_tool_arguments: f64,
 
     /// Serve every route under this path prefix, as behind a gateway (`/gateway/openai`:
     /// `POST /gateway/openai/v1/chat/completions`, `GET /gateway/openai/metrics`, …).
@@ -316,6 +336,17 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// The share of tool-call answers when `tool_call_rate` is not set.
+pub const DEFAULT_TOOL_CALL_RATE: f64 = 0.5;
+
+fn is_default_tool_rate(rate: &f64) -> bool {
+    *rate == DEFAULT_TOOL_CALL_RATE
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
@@ -352,6 +383,9 @@ impl Default for SimConfig {
             fault_slow_headers: 0.0,
             fault_headers_delay: ms(2000),
             fault_leak_aborted: false,
+            tool_call_rate: DEFAULT_TOOL_CALL_RATE,
+            tool_calls_per_answer: 1,
+            fault_tool_arguments: 0.0,
             mount: None,
             replicas: 1,
             workers: 1,

@@ -308,28 +308,7 @@ pub enum ChatTemplateMode {
     Off,
 }
 
-/// A token count: fixed, or uniform in `{min, max}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged, deny_unknown_fields)]
-pub enum TokenRange {
-    Fixed(u32),
-    Range { min: u32, max: u32 },
-}
-
-impl TokenRange {
-    pub fn max(self) -> u32 {
-        match self {
-            TokenRange::Fixed(n) => n,
-            TokenRange::Range { max, .. } => max,
-        }
-    }
-    pub fn min(self) -> u32 {
-        match self {
-            TokenRange::Fixed(n) => n,
-            TokenRange::Range { min, .. } => min,
-        }
-    }
-}
+pub use super::token_range::TokenRange;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -341,6 +320,8 @@ pub enum DatasetKind {
     Sharegpt,
     RandomMultiTurn,
     Conversations,
+    /// Multi-turn conversations that offer tools and answer the model's tool calls.
+    ToolCalls,
     Trace,
     RandomImages,
     Images,
@@ -437,6 +418,23 @@ pub struct DatasetSpec {
     /// default (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub echo_reasoning: Option<bool>,
+    /// `tool_calls`: the tools every request offers: a JSON file (relative to the plan
+    /// file) holding a list of tools (`{"type": "function", "function": {"name",
+    /// "description", "parameters"}}` or flat `{"name", "description", "parameters"}`,
+    /// each with an optional `"result"` string: its mocked result); unset: the built-in
+    /// `get_weather(city, unit?)`, `add(a, b)` and `search(query)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<String>,
+    /// `tool_calls`: most tool rounds of one turn (requests that send tool results back
+    /// and continue the turn); default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 64))]
+    pub max_tool_rounds: Option<u32>,
+    /// `tool_calls`: the length in tokens of each mocked tool result whose tool has no
+    /// `result` text, fixed or `{min, max}` (default 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 1, "maximum" = ranges::MAX_TOKENS))]
+    pub tool_result_tokens: Option<TokenRange>,
     /// Trace replay speed-up (2 = twice as fast).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.001, max = 1000))]

@@ -37,7 +37,7 @@ fn refused(kind: DatasetKind) -> Option<&'static str> {
     match kind {
         DatasetKind::Mix => Some("a mix cannot hold a mix"),
         DatasetKind::Trace => Some("a trace replays its own schedule"),
-        DatasetKind::RandomMultiTurn | DatasetKind::Conversations => {
+        DatasetKind::RandomMultiTurn | DatasetKind::Conversations | DatasetKind::ToolCalls => {
             Some("a conversation's turns are sent in order, not drawn one by one")
         }
         DatasetKind::RandomEmbedding

@@ -147,11 +147,18 @@ pub(crate) fn check_dataset_api(
         kind,
         DatasetKind::RandomMultiTurn | DatasetKind::Conversations
     );
-    if multi_turn && api != ApiSpec::Chat {
+    let tools = kind == DatasetKind::ToolCalls;
+    let refused = (multi_turn && api != ApiSpec::Chat)
+        || (tools && !matches!(api, ApiSpec::Chat | ApiSpec::Responses));
+    if refused {
         let name = crate::request::api_kind(api).as_str();
+        let need = match tools {
+            true => "tool_calls datasets need api = \"chat\" or \"responses\"",
+            false => "multi-turn datasets need api = \"chat\"",
+        };
         diags.push(
             Diagnostic::error(
-                format!("multi-turn datasets need api = \"chat\" (this run uses `{name}`)"),
+                format!("{need} (this run uses `{name}`)"),
                 Some(place(plan, point, "api")),
             )
             .with_help("set api = \"chat\", or exclude this combination in [matrix]"),

@@ -353,7 +353,10 @@ impl Resolver<'_> {
         }
         let timed_elsewhere = matches!(
             kind,
-            DatasetKind::Trace | DatasetKind::RandomMultiTurn | DatasetKind::Conversations
+            DatasetKind::Trace
+                | DatasetKind::RandomMultiTurn
+                | DatasetKind::Conversations
+                | DatasetKind::ToolCalls
         );
         if load.ramp.is_some() && timed_elsewhere {
             let why = "a ramp times single requests: a trace keeps its recorded times and a multi-turn dataset its conversations (use a `random` or file dataset)";

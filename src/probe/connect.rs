@@ -183,7 +183,11 @@ pub(crate) fn served_line(endpoint: &str, served: &Served) -> Option<String> {
 /// Every model the run sends whose name the server does not list: the first one is an
 /// error naming the nearest listed name (case aside) and every listed one. A server that
 /// lists no model is not judged.
-pub(crate) fn check_models(endpoint: &str, run: &RunSpec, served: &Served) -> Result<(), ProbeError> {
+pub(crate) fn check_models(
+    endpoint: &str,
+    run: &RunSpec,
+    served: &Served,
+) -> Result<(), ProbeError> {
     if served.models.is_empty() {
         return Ok(());
     }

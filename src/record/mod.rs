@@ -11,9 +11,14 @@ use serde::{Deserialize, Serialize};
 
 mod read_clock;
 mod stream;
+mod tools;
 
 pub use read_clock::ReadClock;
 pub use stream::{StreamTokens, TokenSource};
+pub use tools::{ToolCall, ToolTally};
+
+/// Most tool calls of one answer a record keeps (more are counted as calls that did not parse).
+pub const MAX_TOOL_CALLS: usize = 64;
 
 /// Longest error text kept in a record.
 pub const ERROR_EXCERPT_BYTES: usize = 512;
@@ -205,6 +210,14 @@ pub struct RequestRecord {
     /// `None` for an endpoint with one URL (and in rows written before replicas).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<u32>,
+    /// A tool-calling run's request: its round and its calls' parse tally (`None` for
+    /// every other run, and in rows written before schema 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ToolTally>,
+    /// The answer's tool calls, assembled from the stream (at most `MAX_TOOL_CALLS`, each
+    /// argument text within the endpoint's `limits.max_text`). Not stored in rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
     /// A mix's class of the request (its index in the run's mix); `None` for a run that is
     /// not a mix (and in rows written before mixes).
     pub class: Option<u16>,
@@ -255,6 +268,8 @@ impl Default for RequestRecord {
             replica: None,
             class: None,
             read_clock: None,
+            tools: None,
+            tool_calls: Vec::new(),
             unstreamed: false,
             raw: Vec::new(),
         }
@@ -304,6 +319,8 @@ impl RequestRecord {
             replica: _,
             class: _,
             read_clock: _,
+            tools: _,
+            tool_calls: _,
             unstreamed: _,
             raw: _,
         } = self;

@@ -188,7 +188,11 @@ impl Sample {
 
     /// The sample of one class of a mix run (its index in the run's mix): the rows drawn
     /// from that class, as the class's own metrics were folded.
-    pub(crate) fn of_class(store: &Store, run: &StoredRun, class: u16) -> Result<Sample, StoreError> {
+    pub(crate) fn of_class(
+        store: &Store,
+        run: &StoredRun,
+        class: u16,
+    ) -> Result<Sample, StoreError> {
         let mut builder = SampleBuilder::new(definitions_of(run));
         store.each_request_row(&run.id, |row| {
             if row.record.class == Some(class) {

@@ -19,7 +19,11 @@ use crate::metrics::MetricDefinitions;
 use crate::store::{Store, StoreError, StoredRun};
 
 /// The slices of run `run_id`, `width` wide (no slices when it measured nothing).
-pub(crate) fn run_slices(store: &Store, run_id: &str, width: Duration) -> Result<Slices, StoreError> {
+pub(crate) fn run_slices(
+    store: &Store,
+    run_id: &str,
+    width: Duration,
+) -> Result<Slices, StoreError> {
     let extras = store.run_extras(run_id)?;
     let definitions = extras
         .get("metric_definitions")

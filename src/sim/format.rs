@@ -206,6 +206,26 @@ impl ChunkFormat {
         }
     }
 
+    /// A chat chunk whose delta carries `tool_calls` (see `tools::deltas`).
+    pub(crate) fn tool_chunk(&self, buf: &mut BytesMut, c: ChunkOut<'_>, calls: &Value) {
+        buf.put_slice(&self.prefix);
+        put_uint(buf, u64::from(c.index));
+        buf.put_slice(b",\"delta\":{\"tool_calls\":");
+        buf.put_slice(calls.to_string().as_bytes());
+        buf.put_slice(b"},\"logprobs\":null,\"finish_reason\":");
+        match c.finish {
+            Some(f) => {
+                buf.put_u8(b'"');
+                buf.put_slice(f.as_bytes());
+                buf.put_u8(b'"');
+            }
+            None => buf.put_slice(b"null"),
+        }
+        buf.put_slice(b"}]");
+        put_running(buf, c.running);
+        buf.put_slice(b"}\n\n");
+    }
+
     /// The final usage chunk (chat/completions): empty `choices`.
     pub(crate) fn usage(&self, buf: &mut BytesMut, u: UsageNumbers, with_cached: bool) {
         let object = if self.api == Api::Chat {

@@ -78,6 +78,8 @@ pub(crate) struct Generation {
     pub truth: TruthGuard,
     /// The factor this generation's times are scaled by (`jitter_factor`).
     pub jitter: f64,
+    /// A tool-call answer's calls (see `tools`): its answer tokens carry them, not text.
+    pub tool_calls: Option<Vec<super::tools::PlannedCall>>,
 }
 
 /// The timing factor of the generation that arrived `seq`-th: uniform on
@@ -168,7 +170,11 @@ impl Generation {
         fault: Fault,
         record: TruthRecord,
     ) -> Self {
-        let (out_len, finish) = output_length(&st, &job, seq);
+        let (out_len, mut finish) = output_length(&st, &job, seq);
+        let tool_calls = super::tools::plan_calls(&st.cfg, &job.tools, seq);
+        if tool_calls.is_some() {
+            finish = "tool_calls";
+        }
         let prefix = match job.api {
             Api::Chat => "chatcmpl-",
             Api::Completions => "cmpl-",
@@ -182,9 +188,13 @@ impl Generation {
         };
         let jitter = jitter_factor(&st, seq);
         let mut truth = TruthGuard::new(st.clone(), record);
+        let calls = tool_calls.as_deref().unwrap_or_default();
+        let malformed = calls.iter().filter(|c| c.malformed).count() as u32;
         truth.with(|r| {
             r.request_id = id.clone();
             r.jitter = jitter;
+            r.tool_calls = calls.len() as u32;
+            r.tool_calls_malformed = malformed;
         });
         let arrival = Instant::now();
         Generation {
@@ -202,6 +212,7 @@ impl Generation {
             job,
             st,
             jitter,
+            tool_calls,
         }
     }
 

@@ -38,6 +38,7 @@ mod rx_stamp;
 mod state;
 mod stream;
 mod tokens;
+mod tools;
 mod truth;
 
 use std::net::SocketAddr;

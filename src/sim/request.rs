@@ -32,6 +32,8 @@ pub(crate) struct Job {
     /// Every chunk carries the running usage (`stream_options.continuous_usage_stats`
     /// with `include_usage`, as vLLM reads them).
     pub running_usage: bool,
+    /// The tools a chat request offers (see `tools`).
+    pub tools: Vec<super::tools::SimTool>,
 }
 
 impl Job {
@@ -123,12 +125,21 @@ pub(crate) fn parse_job(
     tok: &TokenCounter,
 ) -> Result<Job, ApiError> {
     check_common(cfg, body)?;
+    let history = match api {
+        Api::Chat => body.get("messages"),
+        Api::Responses => body.get("input"),
+        Api::Completions => None,
+    };
+    if let Some(Value::Array(items)) = history {
+        super::tools::check_tool_messages(items)?;
+    }
     let prompts = match api {
         Api::Chat => vec![chat_tokens(
             body.get("messages"),
             None,
             tok,
             cfg.image_tokens,
+            body.get("tools"),
         )?],
         Api::Completions => completion_prompts(body.get("prompt"), tok)?,
         Api::Responses => vec![response_tokens(body, tok, cfg.image_tokens)?],
@@ -181,6 +192,10 @@ pub(crate) fn parse_job(
         stream,
         stream_usage,
         running_usage: running_usage && api != Api::Responses,
+        tools: match api {
+            Api::Chat | Api::Responses => super::tools::offered(body),
+            Api::Completions => Vec::new(),
+        },
     })
 }
 
@@ -256,6 +271,7 @@ fn chat_tokens(
     system: Option<&str>,
     tok: &TokenCounter,
     image_tokens: u32,
+    tools: Option<&Value>,
 ) -> Result<Vec<u32>, ApiError> {
     let Some(Value::Array(messages)) = messages else {
         return Err(ApiError::bad_request(
@@ -264,7 +280,7 @@ fn chat_tokens(
         ));
     };
     if system.is_none() {
-        if let Some(ids) = tok.chat(messages) {
+        if let Some(ids) = tok.chat(messages, tools) {
             return Ok(ids);
         }
     }
@@ -278,6 +294,27 @@ fn chat_tokens(
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
         out.push(marker(role));
         content_tokens(m.get("content"), tok, image_tokens, &mut out);
+        // Responses' function-call items and their results.
+        for key in ["name", "arguments", "output"] {
+            if let Some(text) = m.get(key).and_then(Value::as_str) {
+                tok.encode(text, &mut out);
+            }
+        }
+        for call in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for key in ["name", "arguments"] {
+                if let Some(text) = call
+                    .pointer(&format!("/function/{key}"))
+                    .and_then(Value::as_str)
+                {
+                    tok.encode(text, &mut out);
+                }
+            }
+        }
         out.push(marker("end"));
     }
     out.push(marker("assistant"));
@@ -294,9 +331,9 @@ fn response_tokens(
     match body.get("input") {
         Some(Value::String(s)) => {
             let msgs = json!([{"role": "user", "content": s}]);
-            chat_tokens(Some(&msgs), system, tok, image_tokens)
+            chat_tokens(Some(&msgs), system, tok, image_tokens, None)
         }
-        Some(v @ Value::Array(_)) => chat_tokens(Some(v), system, tok, image_tokens),
+        Some(v @ Value::Array(_)) => chat_tokens(Some(v), system, tok, image_tokens, None),
         _ => Err(ApiError::bad_request(
             "`input` must be a string or a list of items",
             Some("input"),

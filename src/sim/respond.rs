@@ -95,6 +95,10 @@ fn body_json(gen: &Generation) -> Value {
                 Api::Chat => {
                     let mut message =
                         json!({"role": "assistant", "content": text, "tool_calls": []});
+                    if let Some(calls) = &gen.tool_calls {
+                        message["content"] = Value::Null;
+                        message["tool_calls"] = super::tools::message_calls(calls);
+                    }
                     if thought > 0 {
                         message["reasoning_content"] = json!(words(offset, (0, thought), empty));
                     }
@@ -107,6 +111,16 @@ fn body_json(gen: &Generation) -> Value {
         })
         .collect();
     match gen.job.api {
+        Api::Responses if gen.tool_calls.is_some() => {
+            let calls = gen.tool_calls.as_deref().unwrap_or_default();
+            let output = super::tools::response_items(calls, &gen.fmt.id);
+            response_object(
+                gen,
+                "completed",
+                output,
+                with_usage.then(|| response_usage_json(u)),
+            )
+        }
         Api::Responses => {
             let text = words(gen.offset, (0, gen.out_len), empty);
             let item = message_item(gen, &text, "completed");

@@ -104,7 +104,7 @@ fn emit_due(s: &mut Streamer) {
         let (from, to) = (s.gen.sent, s.gen.sent + n);
         let last = to == s.gen.out_len;
         let finish = last.then_some(s.gen.finish);
-        if from == 0 && s.gen.job.api == Api::Responses {
+        if from == 0 && s.gen.job.api == Api::Responses && s.gen.tool_calls.is_none() {
             response_first(s);
         }
         let prompt = s.gen.job.prompt_tokens();
@@ -123,7 +123,23 @@ fn emit_due(s: &mut Streamer) {
                 reasoning,
                 running: chunk_usage,
             };
-            s.gen.fmt.content(&mut s.buf, chunk);
+            match s.gen.tool_calls.as_deref().filter(|_| !reasoning) {
+                Some(calls) if s.gen.job.api == Api::Chat => {
+                    let think = s.gen.reasoning_len();
+                    let span = (from - think, to - think);
+                    let deltas = super::tools::deltas(calls, span, s.gen.out_len - think);
+                    s.gen.fmt.tool_chunk(&mut s.buf, chunk, &deltas);
+                }
+                Some(calls) if s.gen.job.api == Api::Responses => {
+                    let id = s.gen.fmt.id.clone();
+                    let events =
+                        super::tools::response_events(calls, (from, to), s.gen.out_len, &id);
+                    for (kind, fields) in events {
+                        s.gen.fmt.event(&mut s.buf, kind, fields);
+                    }
+                }
+                _ => s.gen.fmt.content(&mut s.buf, chunk),
+            }
         }
         s.gen.note_sent(n, now);
         if last {
@@ -172,6 +188,15 @@ fn tail(s: &mut Streamer) {
                 s.gen.fmt.usage(&mut s.buf, usage, cached);
             }
             put_done(&mut s.buf);
+        }
+        Api::Responses if s.gen.tool_calls.is_some() => {
+            let calls = s.gen.tool_calls.as_deref().unwrap_or_default();
+            let output = super::tools::response_items(calls, &s.gen.fmt.id);
+            let usage = s.gen.job.stream_usage.then(|| response_usage_json(usage));
+            let resp = response_object(&s.gen, "completed", output, usage);
+            s.gen
+                .fmt
+                .event(&mut s.buf, "response.completed", json!({"response": resp}));
         }
         Api::Responses => {
             let text = words(s.gen.offset, (0, s.gen.out_len), s.gen.fmt.empty);

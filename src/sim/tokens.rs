@@ -66,10 +66,33 @@ impl TokenCounter {
         }
     }
 
-    /// A whole chat through the real chat template, when there is one.
-    pub(crate) fn chat(&self, messages: &[serde_json::Value]) -> Option<Vec<u32>> {
+    /// A whole chat through the real chat template, when there is one, with the
+    /// request's `tools` as the template's `tools` variable; a message without content
+    /// (an assistant's tool calls) goes in with `""`, as vLLM hands it over.
+    pub(crate) fn chat(
+        &self,
+        messages: &[serde_json::Value],
+        tools: Option<&serde_json::Value>,
+    ) -> Option<Vec<u32>> {
         let tok = self.exact.as_ref().filter(|t| t.has_chat_template())?;
-        tok.encode_chat(messages).ok()
+        let mut kwargs = serde_json::Map::new();
+        if let Some(tools) = tools {
+            kwargs.insert("tools".into(), tools.clone());
+        }
+        if messages
+            .iter()
+            .any(|m| m.get("content").is_some_and(|c| c.is_null()))
+        {
+            let mut filled = messages.to_vec();
+            for m in filled
+                .iter_mut()
+                .filter(|m| m.get("content").is_some_and(|c| c.is_null()))
+            {
+                m["content"] = serde_json::json!("");
+            }
+            return tok.encode_chat_with(&filled, &kwargs).ok();
+        }
+        tok.encode_chat_with(messages, &kwargs).ok()
     }
 }
 

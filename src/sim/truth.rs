@@ -62,9 +62,19 @@ pub struct TruthRecord {
     /// The timing factor this generation's first-token and inter-token times were scaled
     /// by (`jitter`; 1 without jitter, 0 for a request that generated nothing).
     pub jitter: f64,
+    /// Tool calls the answer made (a request that offered `tools`), and how many of them
+    /// were made not to parse (`fault_tool_arguments`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_calls: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_calls_malformed: u32,
     /// The worker that served it, in a simulator with `workers` above 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worker: Option<u32>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The body of `GET /sim/truth`.

@@ -5,6 +5,7 @@
 //! HTTP or report layout; never stores secrets (there is no column for headers or keys).
 
 mod bodies;
+mod chunk_codec;
 mod merge;
 mod requests;
 mod row_codec;
@@ -282,6 +283,8 @@ mod tests_clock;
 mod tests_environment;
 #[cfg(test)]
 mod tests_tls;
+#[cfg(test)]
+mod tests_tools;
 
 impl Store {
     /// The columns `table` has: fewer than this build writes in an older database read

@@ -20,12 +20,13 @@ use std::time::Duration;
 
 use rusqlite::types::Value;
 
+use super::chunk_codec::{chunk_times, chunk_times_back};
 use super::requests::RequestRow;
 use super::token_codec;
-use crate::record::{excerpt, Outcome, Phase, RequestRecord, TlsHandshake, Usage};
+use crate::record::{excerpt, Outcome, Phase, RequestRecord, TlsHandshake, ToolTally, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 42] = [
+pub(super) const COLUMNS: [&str; 45] = [
     "request_index",
     "item",
     "phase",
@@ -63,6 +64,9 @@ pub(super) const COLUMNS: [&str; 42] = [
     "first_read_delay_us",
     "end_read_delay_us",
     "max_read_delay_us",
+    "tool_round",
+    "tool_calls",
+    "tool_calls_parsed",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
     "latency_us",
@@ -70,10 +74,6 @@ pub(super) const COLUMNS: [&str; 42] = [
     "itl_mean_us",
     "itl_max_us",
 ];
-
-/// `chunk_times` tags: gaps that never go backwards (every real stream), or signed ones.
-const GAPS: u8 = 1;
-const SIGNED_GAPS: u8 = 2;
 
 /// What a stored row holds besides the record.
 #[derive(Debug, Clone, Copy)]
@@ -189,6 +189,9 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         opt(r.read_clock.and_then(|c| c.first_delay), us),               // first_read_delay_us
         opt(r.read_clock.map(|c| c.end_delay), us),                      // end_read_delay_us
         opt(r.read_clock.map(|c| c.max_delay), us),                      // max_read_delay_us
+        opt(r.tools, |t| Value::Integer(i64::from(t.round))),            // tool_round
+        opt(r.tools, |t| Value::Integer(i64::from(t.calls))),            // tool_calls
+        opt(r.tools, |t| Value::Integer(i64::from(t.parsed))),           // tool_calls_parsed
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
         int(r.content_times.len() as u64),                               // chunk_count
@@ -245,6 +248,22 @@ fn tls_handshake(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<TlsHandshake>
             took,
             resumed: resumed != 0,
         }))
+}
+
+/// A tool-calling request's tally: all three columns, or none (other runs, and rows
+/// written before schema 16).
+fn tool_tally(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<ToolTally>> {
+    let round: Option<u16> = get(r, "tool_round")?;
+    let calls: Option<u32> = get(r, "tool_calls")?;
+    let parsed: Option<u32> = get(r, "tool_calls_parsed")?;
+    Ok(match (round, calls, parsed) {
+        (Some(round), Some(calls), Some(parsed)) => Some(ToolTally {
+            round,
+            calls,
+            parsed,
+        }),
+        _ => None,
+    })
 }
 
 fn phase(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phase> {
@@ -306,6 +325,8 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
             opt_time(r, "end_read_delay_us")?,
             opt_time(r, "max_read_delay_us")?,
         ),
+        tools: tool_tally(r)?,
+        tool_calls: Vec::new(),
         unstreamed: false,
         raw: Vec::new(),
     };
@@ -359,125 +380,9 @@ fn itl_summary(times: &[Duration]) -> (Option<i64>, Option<i64>) {
     (mean, gaps.iter().copied().max())
 }
 
-fn micros(d: Duration) -> i128 {
-    i128::try_from(d.as_micros()).unwrap_or(i128::MAX)
-}
-
-pub(super) fn push_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-pub(super) fn read_varint(bytes: &mut std::slice::Iter<'_, u8>) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *bytes.next()?;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
-
-/// The `chunk_times` blob of `times` (µs), relative to `sent`; `None` when there are none.
-pub(super) fn chunk_times(sent: Duration, times: &[Duration]) -> Option<Vec<u8>> {
-    if times.is_empty() {
-        return None;
-    }
-    let mut prev = micros(sent);
-    let gaps: Vec<i128> = times
-        .iter()
-        .map(|t| {
-            let t = micros(*t);
-            let gap = t - prev;
-            prev = t;
-            gap
-        })
-        .collect();
-    let signed = gaps.iter().any(|g| *g < 0);
-    let mut out = Vec::with_capacity(1 + 3 * gaps.len());
-    out.push(if signed { SIGNED_GAPS } else { GAPS });
-    for g in gaps {
-        let g = i64::try_from(g).unwrap_or(if g < 0 { i64::MIN } else { i64::MAX });
-        // Zigzag: 0, -1, 1, -2, … → 0, 1, 2, 3, …
-        let v = if signed {
-            ((g << 1) ^ (g >> 63)) as u64
-        } else {
-            g as u64
-        };
-        push_varint(&mut out, v);
-    }
-    Some(out)
-}
-
-/// `chunk_times` back into the times it was made of; `None` for a corrupt blob.
-pub(super) fn chunk_times_back(sent: Duration, blob: &[u8]) -> Option<Vec<Duration>> {
-    let (&tag, rest) = blob.split_first()?;
-    let signed = match tag {
-        GAPS => false,
-        SIGNED_GAPS => true,
-        _ => return None,
-    };
-    let mut bytes = rest.iter();
-    let mut at = micros(sent);
-    let mut out = Vec::with_capacity(rest.len() / 2);
-    while bytes.len() > 0 {
-        let v = read_varint(&mut bytes)?;
-        let gap = if signed {
-            i128::from(((v >> 1) as i64) ^ -((v & 1) as i64))
-        } else {
-            i128::from(v)
-        };
-        at += gap;
-        out.push(Duration::from_micros(u64::try_from(at).ok()?));
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn us(v: &[u64]) -> Vec<Duration> {
-        v.iter().copied().map(Duration::from_micros).collect()
-    }
-
-    #[test]
-    fn chunk_times_round_trip_in_two_or_three_bytes_a_chunk() {
-        let sent = Duration::from_micros(1_000_000);
-        let times = us(&[1_020_000, 1_020_000, 1_030_000, 1_031_000, 3_031_000]);
-        let blob = chunk_times(sent, &times).unwrap();
-        // tag + 20000 (3 bytes) + 0 + 10000 (2) + 1000 (2) + 2000000 (3)
-        assert_eq!(blob.len(), 1 + 3 + 1 + 2 + 2 + 3);
-        assert_eq!(blob[0], GAPS);
-        assert_eq!(chunk_times_back(sent, &blob).unwrap(), times);
-        assert_eq!(chunk_times(sent, &[]), None);
-    }
-
-    #[test]
-    fn times_that_go_backwards_still_round_trip() {
-        let sent = Duration::from_micros(500);
-        let times = us(&[400, 900, 800, 0, u64::from(u32::MAX) * 4]);
-        let blob = chunk_times(sent, &times).unwrap();
-        assert_eq!(blob[0], SIGNED_GAPS);
-        assert_eq!(chunk_times_back(sent, &blob).unwrap(), times);
-    }
-
-    #[test]
-    fn corrupt_blobs_are_refused_not_misread() {
-        let sent = Duration::ZERO;
-        assert_eq!(chunk_times_back(sent, &[]), None);
-        assert_eq!(chunk_times_back(sent, &[9, 1]), None);
-        assert_eq!(chunk_times_back(sent, &[GAPS, 0x80]), None, "a cut varint");
-        assert_eq!(
-            chunk_times_back(sent, &[GAPS]).unwrap(),
-            Vec::<Duration>::new()
-        );
-    }
 
     #[test]
     fn every_column_has_a_value_and_the_statements_name_them_all() {

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 16] = [
+const MIGRATIONS: [&str; 17] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -252,6 +252,15 @@ ALTER TABLE requests ADD COLUMN read_clock INTEGER;
 ALTER TABLE requests ADD COLUMN first_read_delay_us INTEGER;
 ALTER TABLE requests ADD COLUMN end_read_delay_us INTEGER;
 ALTER TABLE requests ADD COLUMN max_read_delay_us INTEGER;
+"#,
+    // 17: a tool-calling run's request (`kind = "tool_calls"`): its round in the turn (0:
+    // the user's message, 1..: after tool results), its answer's tool calls and how many
+    // of them parsed (known tool, JSON arguments valid for the schema); NULL for every
+    // other run and in rows written before.
+    r#"
+ALTER TABLE requests ADD COLUMN tool_round INTEGER;
+ALTER TABLE requests ADD COLUMN tool_calls INTEGER;
+ALTER TABLE requests ADD COLUMN tool_calls_parsed INTEGER;
 "#,
 ];
 

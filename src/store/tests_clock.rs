@@ -7,6 +7,12 @@ use super::tests::{record, store_in};
 use super::*;
 use crate::record::ReadClock;
 
+/// Undoes migration 16 (the read clock's columns), after `tests_tools::UNDO_17`.
+pub(crate) const UNDO_16: &str = "ALTER TABLE requests DROP COLUMN read_clock; \
+     ALTER TABLE requests DROP COLUMN first_read_delay_us; \
+     ALTER TABLE requests DROP COLUMN end_read_delay_us; \
+     ALTER TABLE requests DROP COLUMN max_read_delay_us;";
+
 #[test]
 fn the_read_clock_is_kept_and_rows_before_it_have_none() {
     let dir = tempfile::tempdir().unwrap();
@@ -31,12 +37,10 @@ fn the_read_clock_is_kept_and_rows_before_it_have_none() {
     );
     store
         .conn
-        .execute_batch(
-            "ALTER TABLE requests DROP COLUMN read_clock; \
-             ALTER TABLE requests DROP COLUMN first_read_delay_us; \
-             ALTER TABLE requests DROP COLUMN end_read_delay_us; \
-             ALTER TABLE requests DROP COLUMN max_read_delay_us; PRAGMA user_version = 15;",
-        )
+        .execute_batch(&format!(
+            "{} {UNDO_16} PRAGMA user_version = 15;",
+            super::tests_tools::UNDO_17
+        ))
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();

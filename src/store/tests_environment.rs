@@ -45,7 +45,11 @@ fn a_suite_stored_before_the_environment_reads_without_one() {
     let store = Store::create(dir.path(), &info).unwrap();
     store
         .conn
-        .execute_batch("ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; ALTER TABLE suites DROP COLUMN environment_json; PRAGMA user_version = 14;")
+        .execute_batch(&format!(
+            "{} {} ALTER TABLE suites DROP COLUMN environment_json; PRAGMA user_version = 14;",
+            super::tests_tools::UNDO_17,
+            super::tests_clock::UNDO_16
+        ))
         .unwrap();
     drop(store);
     let store = Store::open(dir.path()).unwrap();

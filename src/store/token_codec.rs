@@ -9,7 +9,7 @@
 //! Rows written before schema 12 have neither column: they read with no stream counts
 //! (`None`), which the metrics read as one token per content chunk, as before.
 
-use super::row_codec::{push_varint, read_varint};
+use super::chunk_codec::{push_varint, read_varint};
 use crate::record::{StreamTokens, TokenSource};
 
 /// Tags: counted from chunks or from usage, with each content chunk's tokens listed.

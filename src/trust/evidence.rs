@@ -125,7 +125,7 @@ impl EvidenceFold {
 
     /// The server's output count against the client's own: both ways when the client
     /// counted the text, only "fewer than the chunks" when it counted chunks alone (a
-    /// chunk may carry several tokens).
+    /// chunk may carry several tokens) or when the answer was tool calls.
     fn check_output(&mut self, r: &RequestRecord) {
         let (Some(usage), Some(received)) = (r.usage.completion_tokens, r.received_output_tokens())
         else {
@@ -134,7 +134,11 @@ impl EvidenceFold {
         let (usage, received) = (u64::from(usage), u64::from(received));
         let e = &mut self.evidence;
         e.output_checked += 1;
-        let agree = if r.client_output_tokens.is_some() {
+        // An answer with tool calls shows the client each call's name and arguments, not
+        // the markup the server generated around them (which vLLM's usage counts): only
+        // fewer tokens than the client received is a disagreement there.
+        let tool_answer = r.tools.is_some_and(|t| t.calls > 0);
+        let agree = if r.client_output_tokens.is_some() && !tool_answer {
             self.rules.tokens_agree(received, usage, 1)
         } else {
             usage >= received || self.rules.tokens_agree(received, usage, 1)
@@ -245,6 +249,27 @@ mod tests {
             ex.seen,
             "usage says 800 output tokens, the client received 8"
         );
+    }
+
+    #[test]
+    fn a_tool_call_answer_may_have_generated_more_than_the_client_saw() {
+        let steps: Vec<u64> = (1..=8).map(|i| i * 10).collect();
+        let tools = |mut r: RequestRecord, calls| {
+            r.tools = Some(crate::record::ToolTally {
+                round: 0,
+                calls,
+                parsed: calls,
+            });
+            r
+        };
+        let e = fold(&[
+            // vLLM counts the tool-call markup its parser strips: more is fine, fewer not.
+            tools(rec(Some(30), Some(8), &steps), 1),
+            tools(rec(Some(3), Some(8), &steps), 1),
+            // A tool-calling run's answer without calls is checked both ways.
+            tools(rec(Some(30), Some(8), &steps), 0),
+        ]);
+        assert_eq!((e.output_checked, e.output_mismatched), (3, 2));
     }
 
     #[test]

@@ -369,6 +369,7 @@ impl BodyBuilder {
             cancel_after: (phase == Phase::Measured)
                 .then(|| self.cancels.and_then(|c| c.after_for(i)))
                 .flatten(),
+            tools: None,
         })
     }
 }

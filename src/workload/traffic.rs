@@ -30,9 +30,9 @@ pub(crate) fn prepare(
             super::public_trace::prepare(run, plan, ctx, base).map(Some)
         }
         DatasetPlan::Trace(plan) => trace(run, plan, ctx, base).map(Some),
-        DatasetPlan::RandomMultiTurn(_) | DatasetPlan::Conversations { .. } => {
-            conversation(run, ctx, base).map(Some)
-        }
+        DatasetPlan::RandomMultiTurn(_)
+        | DatasetPlan::Conversations { .. }
+        | DatasetPlan::ToolCalls(..) => conversation(run, ctx, base).map(Some),
         _ => Ok(None),
     }
 }
@@ -73,6 +73,7 @@ pub(crate) fn replayed(
         session: Some(super::session::session_key(run.settings.seed, group)),
         class: None,
         cancel_after: None,
+        tools: None,
     })
 }
 
@@ -163,13 +164,15 @@ fn conversation(
 ) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let kind = run.request.api;
-    if kind != ApiKind::Chat {
+    let tools = matches!(run.dataset, DatasetPlan::ToolCalls(..));
+    if kind != ApiKind::Chat && !(tools && kind == ApiKind::Responses) {
+        let need = match tools {
+            true => "tool_calls datasets need api = \"chat\" or \"responses\"",
+            false => "multi-turn datasets need api = \"chat\"",
+        };
         return Err(dataset_error(
             run,
-            dataset::DatasetError::Invalid(format!(
-                "multi-turn datasets need api = \"chat\" (this run uses `{}`)",
-                kind.as_str()
-            )),
+            dataset::DatasetError::Invalid(format!("{need} (this run uses `{}`)", kind.as_str())),
         ));
     }
     let conversations =
@@ -177,6 +180,17 @@ fn conversation(
     let warnings = Vec::new();
     // A closed loop counts conversations in flight; an open loop's `max_in_flight` bounds them.
     let max_active = run.load().in_flight().map_or(usize::MAX, |n| n as usize);
+    let tools = match &run.dataset {
+        DatasetPlan::ToolCalls(_, tools) => Some(tool_plan(run, tools, ctx)?),
+        _ => None,
+    };
+    // A tool-calling turn's prompt holds the tools as the chat template renders them
+    // (its `tools` variable, as vLLM passes them).
+    let mut counted = ctx.clone();
+    if let Some(t) = &tools {
+        let offered = t.set.body_field(ApiKind::Chat);
+        counted.template_kwargs.entry("tools").or_insert(offered);
+    }
     let mut out = base(warnings);
     out.conversation = Some(ConversationPlan {
         conversations,
@@ -196,7 +210,7 @@ fn conversation(
         total: ctx.count,
         max_active,
         think_time: match &run.dataset {
-            DatasetPlan::RandomMultiTurn(m) => m.think_time,
+            DatasetPlan::RandomMultiTurn(m) | DatasetPlan::ToolCalls(m, _) => m.think_time,
             DatasetPlan::Conversations { think_time, .. } => *think_time,
             _ => Duration::ZERO,
         },
@@ -207,10 +221,25 @@ fn conversation(
         },
         priming: false,
         stop_new_after: run.duration(),
-        counter: dataset::PromptCounter::new(ctx).map_err(|e| dataset_error(run, e))?,
+        counter: dataset::PromptCounter::new(&counted).map_err(|e| dataset_error(run, e))?,
         prompt_sink: None,
+        tools,
     });
     Ok(out)
+}
+
+/// The tools of a `tool_calls` run, read once (the file's, or the built-in set).
+fn tool_plan(
+    run: &RunSpec,
+    tools: &crate::plan::ToolLoop,
+    ctx: &DatasetContext,
+) -> Result<super::conversation::ToolPlan, WorkloadError> {
+    let set = dataset::tool_calls::tool_set(tools, ctx).map_err(|e| dataset_error(run, e))?;
+    Ok(super::conversation::ToolPlan {
+        set: std::sync::Arc::new(set),
+        max_rounds: tools.max_tool_rounds,
+        results: dataset::tool_calls::ToolResults::new(tools, ctx),
+    })
 }
 
 /// The load of a run: the plan's, or a scheduled one for a trace.

@@ -294,6 +294,7 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
             session: None,
             class: None,
             cancel_after: None,
+            tools: None,
         })
         .collect()
 }

@@ -117,6 +117,8 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 raw: Vec::new(),
                 replica: None,
                 class: None,
+                tools: None,
+                tool_calls: Vec::new(),
             }
         })
         .collect()

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use super::scan::{Cursor, Scan};
 use super::wire::{non_empty, DetailsWire, UsageWire};
-use super::ChunkInfo;
+use super::{ChunkInfo, ToolDelta};
 
 /// Which API's choice shape to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +93,8 @@ struct Message<'a> {
     reasoning: Option<Cow<'a, str>>,
     /// Every tool call's name and arguments text, joined (see [`ToolText`]).
     tools: ToolText<'a>,
+    /// Each tool call's pieces, by `index` (what a tool-calling run assembles).
+    deltas: Vec<ToolDelta<'a>>,
 }
 
 /// The text of a delta's or message's tool calls (names and argument fragments, in order):
@@ -134,6 +136,7 @@ impl<'a> Choice<'a> {
             info.content = non_empty(m.content);
             info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
             info.tool = m.tools.into_text();
+            info.tool_deltas = m.deltas;
             info.token = token_slot(info, slot, m.role.is_some());
         } else {
             info.token = self.text.is_some();
@@ -201,11 +204,21 @@ fn opt_message<'a>(c: &mut Cursor<'a>) -> Scan<Option<Message<'a>>> {
             b"role" => (5, &mut m.role),
             b"tool_calls" => {
                 seen.once(c, 3, "tool_calls")?;
-                return tool_calls(c, &mut m.tools);
+                return tool_calls(c, &mut m.tools, &mut m.deltas);
             }
             b"function_call" => {
                 seen.once(c, 4, "function_call")?;
-                return function(c, &mut m.tools);
+                let (name, arguments) = function(c)?;
+                m.tools.push(name.clone());
+                m.tools.push(arguments.clone());
+                if name.is_some() || arguments.is_some() {
+                    m.deltas.push(ToolDelta {
+                        name,
+                        arguments,
+                        ..ToolDelta::default()
+                    });
+                }
+                return Ok(());
             }
             _ => return c.skip(),
         };
@@ -216,27 +229,55 @@ fn opt_message<'a>(c: &mut Cursor<'a>) -> Scan<Option<Message<'a>>> {
     Ok(Some(m))
 }
 
-/// `tool_calls`: `null` or an array of `{"index", "id", "type", "function": {...}}`.
-fn tool_calls<'a>(c: &mut Cursor<'a>, text: &mut ToolText<'a>) -> Scan<()> {
+/// `tool_calls`: `null` or an array of `{"index", "id", "type", "function": {...}}`. As
+/// vLLM streams them: the first delta of a call carries its `index`, `id` and
+/// `function.name` (and maybe an empty or first `arguments` piece), later ones only the
+/// `index` and the next `arguments` piece; parallel calls differ by `index`.
+fn tool_calls<'a>(
+    c: &mut Cursor<'a>,
+    text: &mut ToolText<'a>,
+    deltas: &mut Vec<ToolDelta<'a>>,
+) -> Scan<()> {
     if c.null()? {
         return Ok(());
     }
-    c.array(|c, _| {
-        let mut seen = Seen::default();
+    c.array(|c, n| {
+        let (mut seen, mut delta) = (Seen::default(), ToolDelta::default());
+        let mut index = None;
         c.object(|c, key| match key {
             b"function" => {
                 seen.once(c, 0, "function")?;
-                function(c, text)
+                (delta.name, delta.arguments) = function(c)?;
+                text.push(delta.name.clone());
+                text.push(delta.arguments.clone());
+                Ok(())
+            }
+            b"index" => {
+                seen.once(c, 1, "index")?;
+                index = c.opt_u32()?;
+                Ok(())
+            }
+            b"id" => {
+                seen.once(c, 2, "id")?;
+                delta.id = non_empty(c.opt_string()?);
+                Ok(())
             }
             _ => c.skip(),
-        })
+        })?;
+        delta.index = index.unwrap_or(n as u32);
+        if delta.id.is_some() || delta.name.is_some() || delta.arguments.is_some() {
+            deltas.push(delta);
+        }
+        Ok(())
     })
 }
 
 /// `function` (or the older `function_call`): `null` or `{"name", "arguments"}`.
-fn function<'a>(c: &mut Cursor<'a>, text: &mut ToolText<'a>) -> Scan<()> {
+type NameAndArguments<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+fn function<'a>(c: &mut Cursor<'a>) -> Scan<NameAndArguments<'a>> {
     if c.null()? {
-        return Ok(());
+        return Ok((None, None));
     }
     let (mut name, mut arguments, mut seen) = (None, None, Seen::default());
     c.object(|c, key| {
@@ -249,9 +290,7 @@ fn function<'a>(c: &mut Cursor<'a>, text: &mut ToolText<'a>) -> Scan<()> {
         *slot = c.opt_string()?;
         Ok(())
     })?;
-    text.push(name);
-    text.push(arguments);
-    Ok(())
+    Ok((non_empty(name), non_empty(arguments)))
 }
 
 fn usage(c: &mut Cursor<'_>) -> Scan<Option<UsageWire>> {

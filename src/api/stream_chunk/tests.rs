@@ -11,7 +11,6 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::*;
-
 use crate::api::wire::is_error;
 
 /// The choice a chunk is timed by: the first whose `index` is 0, or the first element
@@ -75,6 +74,9 @@ struct RefMessage<'a> {
 
 #[derive(Deserialize)]
 struct RefToolCall<'a> {
+    index: Option<u32>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     function: Option<RefFunction<'a>>,
 }
@@ -87,19 +89,32 @@ struct RefFunction<'a> {
     arguments: Option<Cow<'a, str>>,
 }
 
-/// The reference's tool-call text: every call's name then arguments, then `function_call`.
-fn reference_tools<'a>(m: &mut RefMessage<'a>) -> Option<Cow<'a, str>> {
-    let mut text = ToolText::default();
-    let calls = m.tool_calls.take().unwrap_or_default();
-    for f in calls
+/// The reference's tool-call text (every call's name then arguments, then
+/// `function_call`) and pieces (each call's index, id, name and arguments).
+fn reference_tools<'a>(m: &mut RefMessage<'a>) -> (Option<Cow<'a, str>>, Vec<ToolDelta<'a>>) {
+    let (mut text, mut deltas) = (ToolText::default(), Vec::new());
+    let calls = m
+        .tool_calls
+        .take()
+        .unwrap_or_default()
         .into_iter()
-        .filter_map(|c| c.function)
-        .chain(m.function_call.take())
-    {
-        text.push(f.name);
-        text.push(f.arguments);
+        .enumerate();
+    let calls = calls.map(|(n, c)| (c.index.unwrap_or(n as u32), non_empty(c.id), c.function));
+    for (index, id, f) in calls.chain(m.function_call.take().map(|f| (0, None, Some(f)))) {
+        let (name, arguments) = f.map_or((None, None), |f| (f.name, f.arguments));
+        let (name, arguments) = (non_empty(name), non_empty(arguments));
+        text.push(name.clone());
+        text.push(arguments.clone());
+        if id.is_some() || name.is_some() || arguments.is_some() {
+            deltas.push(ToolDelta {
+                index,
+                id,
+                name,
+                arguments,
+            });
+        }
     }
-    text.into_text()
+    (text.into_text(), deltas)
 }
 
 #[derive(Deserialize)]
@@ -147,7 +162,7 @@ fn reference(data: &[u8], shape: Shape) -> Result<ChunkInfo<'_>, serde_json::Err
                     let slot = m.content.is_some()
                         || m.reasoning_content.is_some()
                         || m.reasoning.is_some();
-                    info.tool = reference_tools(&mut m);
+                    (info.tool, info.tool_deltas) = reference_tools(&mut m);
                     info.content = non_empty(m.content);
                     info.reasoning = non_empty(m.reasoning_content).or(non_empty(m.reasoning));
                     info.token = token_slot(&info, slot, m.role.is_some());
@@ -289,23 +304,20 @@ fn only_choice_zero_is_read() {
 /// calls in one delta are joined; a whole message's calls are its text.
 #[test]
 fn tool_calls_are_output_text() {
-    let name = parse(CORPUS[22].as_bytes(), Shape::Chat).unwrap();
+    let chat = |i: usize| parse(CORPUS[i].as_bytes(), Shape::Chat).unwrap();
+    let name = chat(22);
     assert_eq!(name.tool.as_deref(), Some("get_weather"));
     assert!(name.has_output() && name.has_answer() && name.content.is_none());
-    let args = parse(CORPUS[23].as_bytes(), Shape::Chat).unwrap();
-    assert_eq!(args.tool.as_deref(), Some("{\"city\": \""));
-    let two = parse(CORPUS[24].as_bytes(), Shape::Chat).unwrap();
-    assert_eq!(two.tool.as_deref(), Some("a{}b"));
-    let body = parse(CORPUS[25].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(chat(23).tool.as_deref(), Some("{\"city\": \""));
+    assert_eq!(chat(24).tool.as_deref(), Some("a{}b"));
+    let body = chat(25);
     assert_eq!(body.tool.as_deref(), Some("f{\"x\":1}"));
     assert_eq!(body.finish_reason.as_deref(), Some("tool_calls"));
-    let legacy = parse(CORPUS[26].as_bytes(), Shape::Chat).unwrap();
-    assert_eq!(legacy.tool.as_deref(), Some("1}"));
-    let none = parse(CORPUS[27].as_bytes(), Shape::Chat).unwrap();
+    assert_eq!(chat(26).tool.as_deref(), Some("1}"));
+    let none = chat(27);
     assert!(none.has_choice && !none.has_output() && !none.token);
     // Reasoning is output but not an answer.
-    let thinking = parse(CORPUS[6].as_bytes(), Shape::Chat).unwrap();
-    assert!(thinking.has_output() && !thinking.has_answer());
+    assert!(chat(6).has_output() && !chat(6).has_answer());
 }
 
 #[test]

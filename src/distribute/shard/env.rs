@@ -65,7 +65,9 @@ pub(crate) enum ShardEnvError {
 }
 
 /// The shard `--shard auto` stands for in the environment `var` reads, and its engine.
-pub(crate) fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<(Shard, Engine), ShardEnvError> {
+pub(crate) fn from_env(
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<(Shard, Engine), ShardEnvError> {
     let (index_var, count_var, engine) = if var("JOB_COMPLETION_INDEX").is_some() {
         (
             "JOB_COMPLETION_INDEX",

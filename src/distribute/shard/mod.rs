@@ -146,7 +146,11 @@ impl Shard {
 
 /// What a run's extras keep for `merge`: the shard, and the wall-clock start of the
 /// measured pass (record times are offsets from it), in unix microseconds.
-pub(crate) fn shard_extras(extras: &mut serde_json::Value, shard: Option<Shard>, started: SystemTime) {
+pub(crate) fn shard_extras(
+    extras: &mut serde_json::Value,
+    shard: Option<Shard>,
+    started: SystemTime,
+) {
     if let serde_json::Value::Object(map) = extras {
         let us = started
             .duration_since(std::time::UNIX_EPOCH)

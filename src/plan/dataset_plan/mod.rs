@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::dataset_keys::{keys_for, misplaced_keys};
 pub use super::prefix_groups::PrefixGroups;
 use super::spec::{DatasetKind, DatasetSpec, InputLenMode, PrefixRole, TokenRange};
+pub use trace_format::{TraceFormat, DEFAULT_BLOCK_SIZE};
 
 /// The user turn's length of `random_multi_turn` when `user_tokens` is not set.
 pub const DEFAULT_USER_TOKENS: u32 = 64;
@@ -55,6 +56,9 @@ pub enum DatasetPlan {
         /// Send each answer's reasoning back with it (`echo_reasoning`).
         echo_reasoning: bool,
     },
+    /// Random conversations that offer tools and answer each tool call with a mocked
+    /// result, continuing the turn up to `max_tool_rounds` times.
+    ToolCalls(MultiTurn, ToolLoop),
     Trace(TracePlan),
     RandomImages {
         width: u32,
@@ -142,6 +146,23 @@ pub struct MultiTurn {
     pub prefix_tokens: u32,
 }
 
+/// `tool_calls`: the tools offered and how their calls are answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolLoop {
+    /// The tools file as written (relative to the plan); `None`: the built-in tools.
+    pub tools: Option<String>,
+    /// Most tool rounds per turn (default `DEFAULT_MAX_TOOL_ROUNDS`).
+    pub max_tool_rounds: u32,
+    /// Length of a mocked tool result without a `result` text (default
+    /// `DEFAULT_TOOL_RESULT_TOKENS`).
+    pub tool_result_tokens: TokenRange,
+}
+
+/// `max_tool_rounds` when not set.
+pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 3;
+/// `tool_result_tokens` when not set.
+pub const DEFAULT_TOOL_RESULT_TOKENS: u32 = 32;
+
 /// `trace`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TracePlan {
@@ -162,48 +183,6 @@ pub struct TracePlan {
     /// trace's first record (before `speed`).
     pub from: Duration,
     pub to: Option<Duration>,
-}
-
-/// What a trace file holds (`format` of kind `trace`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TraceFormat {
-    /// perfplan's JSONL: recorded bodies.
-    #[default]
-    Perfplan,
-    /// Mooncake's JSONL: `timestamp` (ms), `input_length`, `output_length`, `hash_ids`.
-    Mooncake,
-    /// BurstGPT's CSV: `Timestamp` (s), `Model`, `Request tokens`, `Response tokens`, …
-    Burstgpt,
-    /// Azure's LLM inference CSV: `TIMESTAMP`, `ContextTokens`, `GeneratedTokens`.
-    Azure,
-}
-
-/// Mooncake's published block size, in tokens.
-pub const DEFAULT_BLOCK_SIZE: u32 = 512;
-
-impl TraceFormat {
-    /// The names a plan writes, in order.
-    pub const NAMES: [&'static str; 4] = ["perfplan", "mooncake", "burstgpt", "azure"];
-
-    /// The format named `name` (as written in a plan).
-    pub fn parse(name: &str) -> Option<TraceFormat> {
-        Some(match name {
-            "perfplan" => TraceFormat::Perfplan,
-            "mooncake" => TraceFormat::Mooncake,
-            "burstgpt" => TraceFormat::Burstgpt,
-            "azure" => TraceFormat::Azure,
-            _ => return None,
-        })
-    }
-
-    /// The formats whose prompts are synthesised, as messages name them.
-    pub const SYNTHESIZED: &'static str =
-        "a trace of `format = \"mooncake\"`, `\"burstgpt\"` or `\"azure\"`";
-
-    /// Whether prompts are synthesised from lengths (every format but perfplan's).
-    pub fn synthesized(self) -> bool {
-        self != TraceFormat::Perfplan
-    }
 }
 
 /// Why a `DatasetSpec` makes no `DatasetPlan`.
@@ -261,6 +240,7 @@ impl DatasetPlan {
             DatasetPlan::Sharegpt { .. } => DatasetKind::Sharegpt,
             DatasetPlan::RandomMultiTurn(_) => DatasetKind::RandomMultiTurn,
             DatasetPlan::Conversations { .. } => DatasetKind::Conversations,
+            DatasetPlan::ToolCalls(..) => DatasetKind::ToolCalls,
             DatasetPlan::Trace(_) => DatasetKind::Trace,
             DatasetPlan::RandomImages { .. } => DatasetKind::RandomImages,
             DatasetPlan::Images { .. } => DatasetKind::Images,
@@ -388,16 +368,17 @@ fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan
             path: path(missing)?,
             select: file_select(s),
         },
-        DatasetKind::RandomMultiTurn => DatasetPlan::RandomMultiTurn(MultiTurn {
-            turns: need(&s.turns, "turns", missing)?,
-            user_tokens: s
-                .user_tokens
-                .unwrap_or(TokenRange::Fixed(DEFAULT_USER_TOKENS)),
-            assistant_tokens: s.assistant_tokens,
-            think_time,
-            echo_reasoning: s.echo_reasoning == Some(true),
-            prefix_tokens: s.prefix_tokens.unwrap_or(0),
-        }),
+        DatasetKind::RandomMultiTurn => DatasetPlan::RandomMultiTurn(multi_turn(s, missing)?),
+        DatasetKind::ToolCalls => DatasetPlan::ToolCalls(
+            multi_turn(s, missing)?,
+            ToolLoop {
+                tools: s.tools.clone(),
+                max_tool_rounds: s.max_tool_rounds.unwrap_or(DEFAULT_MAX_TOOL_ROUNDS),
+                tool_result_tokens: s
+                    .tool_result_tokens
+                    .unwrap_or(TokenRange::Fixed(DEFAULT_TOOL_RESULT_TOKENS)),
+            },
+        ),
         DatasetKind::Conversations => DatasetPlan::Conversations {
             path: path(missing)?,
             think_time,
@@ -409,6 +390,20 @@ fn build(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPlan
             DatasetPlan::Mix(MixPlan::default())
         }
         _ => return traffic(s, missing),
+    })
+}
+
+/// The random conversations of `random_multi_turn` and `tool_calls`.
+fn multi_turn(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<MultiTurn> {
+    Some(MultiTurn {
+        turns: need(&s.turns, "turns", missing)?,
+        user_tokens: s
+            .user_tokens
+            .unwrap_or(TokenRange::Fixed(DEFAULT_USER_TOKENS)),
+        assistant_tokens: s.assistant_tokens,
+        think_time: s.think_time.map_or(Duration::ZERO, |d| d.0),
+        echo_reasoning: s.echo_reasoning == Some(true),
+        prefix_tokens: s.prefix_tokens.unwrap_or(0),
     })
 }
 
@@ -481,6 +476,7 @@ fn traffic(s: &DatasetSpec, missing: &mut Vec<&'static str>) -> Option<DatasetPl
         | DatasetKind::Sharegpt
         | DatasetKind::RandomMultiTurn
         | DatasetKind::Conversations
+        | DatasetKind::ToolCalls
         | DatasetKind::Mix => return build(s, missing),
     })
 }
@@ -495,6 +491,8 @@ fn file_select(s: &DatasetSpec) -> FileSelect {
         max_input_tokens: s.max_input_tokens,
     }
 }
+
+mod trace_format;
 
 #[cfg(test)]
 mod tests;

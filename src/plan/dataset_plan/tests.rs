@@ -1,7 +1,7 @@
 use super::*;
 use serde_json::{json, Value};
 
-const KINDS: [DatasetKind; 15] = [
+const KINDS: [DatasetKind; 16] = [
     DatasetKind::Random,
     DatasetKind::Prompt,
     DatasetKind::Lines,
@@ -9,6 +9,7 @@ const KINDS: [DatasetKind; 15] = [
     DatasetKind::Sharegpt,
     DatasetKind::RandomMultiTurn,
     DatasetKind::Conversations,
+    DatasetKind::ToolCalls,
     DatasetKind::Trace,
     DatasetKind::RandomImages,
     DatasetKind::Images,
@@ -26,7 +27,7 @@ fn minimal(kind: DatasetKind) -> Value {
         DatasetKind::Random | DatasetKind::RandomEmbedding => json!({"input_tokens": 8}),
         DatasetKind::Prompt => json!({"text": "hi"}),
         DatasetKind::Mix => json!({"mix": [{"dataset": "d", "weight": 1}]}),
-        DatasetKind::RandomMultiTurn => json!({"turns": 2}),
+        DatasetKind::RandomMultiTurn | DatasetKind::ToolCalls => json!({"turns": 2}),
         DatasetKind::RandomImages => json!({"width": 4, "height": 3}),
         DatasetKind::RandomRerank => json!({"query_tokens": 5}),
         DatasetKind::Lines

@@ -88,7 +88,10 @@ pub(crate) fn parse_gate_arg(text: &str) -> Result<(String, String), ReportError
 
 /// The plan's gates (from the suite) with command-line gates added; a command-line
 /// gate replaces the plan's gate on the same metric.
-pub(crate) fn collect_gates(suite: &SuiteRow, cli: &[String]) -> Result<Vec<Condition>, ReportError> {
+pub(crate) fn collect_gates(
+    suite: &SuiteRow,
+    cli: &[String],
+) -> Result<Vec<Condition>, ReportError> {
     let mut gates: BTreeMap<String, String> = if suite.info.gates.is_null() {
         BTreeMap::new()
     } else {

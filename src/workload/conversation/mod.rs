@@ -63,6 +63,8 @@ pub struct ConversationPlan {
     /// Where each turn's messages go as it is sent, to be counted off the timing path
     /// (see `turn_inputs`).
     pub prompt_sink: Option<Sender<TurnPrompt>>,
+    /// A tool-calling run's tools and how their calls are answered (`kind = "tool_calls"`).
+    pub tools: Option<ToolPlan>,
 }
 
 impl ConversationPlan {
@@ -82,6 +84,8 @@ struct Active {
     script: Script,
     messages: Vec<Value>,
     next_turn: usize,
+    /// Tool rounds of the current turn so far (0: its user message is next or in flight).
+    round: u32,
     /// `None` while a turn is in flight.
     ready_at: Option<Instant>,
 }
@@ -174,6 +178,7 @@ impl ConversationSource {
                     script,
                     messages,
                     next_turn: 0,
+                    round: 0,
                     ready_at: Some(Instant::now()),
                 });
                 self.ids.push(self.next_id);
@@ -193,39 +198,29 @@ impl ConversationSource {
         let t = &self.plan.template;
         let conv = &mut self.active[slot];
         let turn = &conv.script.turns[conv.next_turn];
-        conv.messages
-            .push(json!({"role": "user", "content": turn.user}));
+        if conv.round == 0 {
+            conv.messages
+                .push(json!({"role": "user", "content": turn.user}));
+        }
         let limit = turn
             .max_tokens
             .or_else(|| t.request.output.draw(None, &mut self.rng));
-        let f: Map<String, Value> = t.request.fields_with(limit);
-        let prompt = Prompt::Messages(conv.messages.clone());
-        let input = BodyInput {
-            model: &t.request.model,
-            prompt: &prompt,
-            fields: &f,
-            stream: t.request.stream,
-            include_usage: t.request.stream,
-            continuous_usage: t.request.continuous_usage,
-            reject_fields: &t.reject_fields,
-        };
-        let built = match &t.body_template {
-            None => api::build_body(t.request.api, &input).map_err(|e| crate::control::chain(&e)),
-            Some(env) => {
-                let t_input = TemplateInput {
-                    model: input.model,
-                    prompt: input.prompt,
-                    fields: input.fields,
-                    stream: input.stream,
-                    reject_fields: input.reject_fields,
-                };
-                template::render(env, &t_input)
-                    .map(|body| (t.request.api.path(), body))
-                    .map_err(|e| crate::control::chain(&e))
+        let mut f: Map<String, Value> = t.request.fields_with(limit);
+        let tools = self.plan.tools.as_ref().map(|p| {
+            f.insert("tools".into(), p.set.body_field(t.request.api));
+            crate::api::tools::ToolTurn {
+                round: u16::try_from(conv.round).unwrap_or(u16::MAX),
+                set: p.set.clone(),
             }
-        };
-        let Ok((path, body)) = built.map_err(|e| self.errors.push(e)) else {
-            return None;
+        });
+        let prompt = Prompt::Messages(conv.messages.clone());
+        let built = build_turn_body(t, &prompt, &f);
+        let (path, body) = match built {
+            Ok(x) => x,
+            Err(e) => {
+                self.errors.push(e);
+                return None;
+            }
         };
         conv.ready_at = None;
         self.turn_of_item.push(conv.next_turn as u32);
@@ -263,6 +258,7 @@ impl ConversationSource {
             )),
             class: None,
             cancel_after: None,
+            tools,
         })
     }
 
@@ -272,7 +268,7 @@ impl ConversationSource {
             let _ = tx.send(TurnPrompt {
                 priming: self.plan.priming,
                 item,
-                messages,
+                messages: tools::as_chat(messages),
             });
         }
     }
@@ -334,16 +330,69 @@ impl RequestSource for ConversationSource {
         let Some(slot) = self.ids.iter().position(|&i| i == id) else {
             return;
         };
-        let conv = &mut self.active[slot];
-        conv.next_turn += 1;
-        if record.outcome != Outcome::Ok || conv.next_turn >= conv.script.turns.len() {
+        if record.outcome != Outcome::Ok {
             self.active.remove(slot);
             self.ids.remove(slot);
             return;
         }
-        conv.messages
-            .push(answer_message(record, self.plan.echo_reasoning));
+        let calls = match &self.plan.tools {
+            Some(tools) if !record.tool_calls.is_empty() => {
+                Some(self.answer_tools(slot, tools.clone(), id, record))
+            }
+            _ => None,
+        };
+        let conv = &mut self.active[slot];
+        if let Some(Ok(max_rounds)) = calls {
+            if conv.round < max_rounds {
+                conv.round += 1;
+                conv.ready_at = Some(Instant::now());
+                return;
+            }
+        }
+        conv.round = 0;
+        conv.next_turn += 1;
+        if matches!(calls, Some(Err(()))) || conv.next_turn >= conv.script.turns.len() {
+            self.active.remove(slot);
+            self.ids.remove(slot);
+            return;
+        }
+        if calls.is_none() {
+            conv.messages
+                .push(answer_message(record, self.plan.echo_reasoning));
+        }
         conv.ready_at = Some(Instant::now() + self.plan.think_time);
+    }
+}
+
+/// The body of one turn: the API's own rule, or the plan's `body_template`.
+fn build_turn_body(
+    t: &TurnTemplate,
+    prompt: &Prompt,
+    fields: &Map<String, Value>,
+) -> Result<(&'static str, bytes::Bytes), String> {
+    let input = BodyInput {
+        model: &t.request.model,
+        prompt,
+        fields,
+        stream: t.request.stream,
+        include_usage: t.request.stream,
+        continuous_usage: t.request.continuous_usage,
+        reject_fields: &t.reject_fields,
+    };
+    match &t.body_template {
+        None => api::build_body(t.request.api, &input).map_err(|e| crate::control::chain(&e)),
+        Some(env) => {
+            let t_input = TemplateInput {
+                model: input.model,
+                prompt: input.prompt,
+                fields: input.fields,
+                stream: input.stream,
+                reject_fields: input.reject_fields,
+            };
+            template::render(env, &t_input)
+                .map(|body| (t.request.api.path(), body))
+                .map_err(|e| crate::control::chain(&e))
+        }
     }
 }
 
@@ -364,6 +413,10 @@ pub fn conversation_turns(run: &crate::planner::RunSpec, turns: usize) -> usize 
         crate::plan::CacheState::Cold => 0,
     }
 }
+
+mod tools;
+
+pub use tools::ToolPlan;
 
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,7 @@ fn plan(total: usize, max_active: usize, think_ms: u64) -> ConversationPlan {
         stop_new_after: None,
         counter: None,
         prompt_sink: None,
+        tools: None,
     }
 }
 
