@@ -340,6 +340,11 @@ impl RequestRecord {
         if let Some(tls) = &mut self.tls {
             tls.took = truncate(tls.took);
         }
+        if let Some(clock) = &mut self.read_clock {
+            clock.first_delay = clock.first_delay.map(truncate);
+            clock.end_delay = truncate(clock.end_delay);
+            clock.max_delay = truncate(clock.max_delay);
+        }
     }
 
     /// Time to first token under perfplan's definition: the first non-empty content chunk.
