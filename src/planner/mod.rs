@@ -162,6 +162,7 @@ impl Runs {
             dataset_seed,
             dataset: typed,
             request,
+            ramp_part: None,
         };
         for run in repeat::repeats(group, of, self.runs.len() + 1) {
             self.runs.push(run);

@@ -71,6 +71,11 @@ pub struct RunSpec {
     /// What every request sends (from `settings.request`, `settings.api` and the model).
     #[serde(skip)]
     pub request: RequestPlan,
+    /// One part's slot levels of a split concurrency ramp (`RunSpec::shared`): each level
+    /// of the whole ramp split as its other counts are, so the parts sum to it at every
+    /// instant; `None` for the whole run.
+    #[serde(skip)]
+    pub ramp_part: Option<Vec<(std::time::Duration, u32)>>,
 }
 
 /// How a run sends its requests: the mode, worked out here once from the run's load
@@ -199,7 +204,23 @@ impl Load {
 impl RunSpec {
     /// How this run sends its requests (see [`Load`]).
     pub fn load(&self) -> Load {
-        Load::of(&self.settings.load, self.settings.dataset.spec.kind)
+        let load = Load::of(&self.settings.load, self.settings.dataset.spec.kind);
+        match (load, &self.ramp_part) {
+            (Load::ClosedRamp { .. }, Some(levels)) => Load::ClosedRamp {
+                first: levels.first().map_or(0, |l| l.1),
+                most: levels.iter().map(|l| l.1).max().unwrap_or(0),
+            },
+            _ => load,
+        }
+    }
+
+    /// A concurrency ramp's slot levels as this run sends them (its part of them when the
+    /// ramp is split: `ramp_part`); `None` for any other load.
+    pub fn slot_levels(&self) -> Option<Vec<(std::time::Duration, u32)>> {
+        self.ramp_part.clone().or_else(|| {
+            self.concurrency_ramp()
+                .map(|c| super::concurrency_ramp::slot_levels(&c))
+        })
     }
 
     /// The rate curve of a ramped load (`None` for any other load).

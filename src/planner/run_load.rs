@@ -103,6 +103,21 @@ impl RunSpec {
     pub fn shared(&self, part: &dyn LoadShare) -> Result<RunSpec, String> {
         let mut out = self.clone();
         out.settings.load = share_load(&self.settings.load, part)?;
+        if let Some(levels) = self.slot_levels() {
+            let most = levels.iter().map(|l| l.1).max().unwrap_or(0);
+            let mine: Vec<_> = levels
+                .into_iter()
+                .map(|(at, slots)| (at, part.count(u64::from(slots)) as u32))
+                .collect();
+            if mine.iter().all(|l| l.1 == 0) {
+                return Err(format!(
+                    "shard {part} has no share of this run (a concurrency ramp of at most \
+                     {most} over {} shards); skipped",
+                    part.parts()
+                ));
+            }
+            out.ramp_part = Some(mine);
+        }
         Ok(out)
     }
 }

@@ -283,6 +283,7 @@ pub fn probe_run(search: &RunSpec, value: f64, trial: u32) -> Option<RunSpec> {
         // A probe changes only the load: its dataset and requests are the search's.
         dataset: search.dataset.clone(),
         request: search.request.clone(),
+        ramp_part: None,
     })
 }
 

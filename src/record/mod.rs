@@ -341,9 +341,7 @@ impl RequestRecord {
             tls.took = truncate(tls.took);
         }
         if let Some(clock) = &mut self.read_clock {
-            clock.first_delay = clock.first_delay.map(truncate);
-            clock.end_delay = truncate(clock.end_delay);
-            clock.max_delay = truncate(clock.max_delay);
+            clock.map_delays(truncate);
         }
     }
 

@@ -35,6 +35,13 @@ impl ReadClock {
         }
     }
 
+    /// Every delay through `f` (truncated to the stored resolution, as the times are).
+    pub fn map_delays(&mut self, f: impl Fn(Duration) -> Duration) {
+        self.first_delay = self.first_delay.map(&f);
+        self.end_delay = f(self.end_delay);
+        self.max_delay = f(self.max_delay);
+    }
+
     /// The clock as stored in a row's columns (`None` without `read_clock`: a row of schema
     /// 15 and older, or a request that read no answer byte).
     pub fn stored(

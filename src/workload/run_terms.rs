@@ -15,11 +15,7 @@ pub fn engine_load(run: &RunSpec) -> Load {
     match run.load() {
         planner::Load::Closed { concurrency } => Load::Closed { concurrency },
         planner::Load::ClosedRamp { .. } => Load::ClosedRamp {
-            levels: run
-                .concurrency_ramp()
-                .map(|c| planner::concurrency_ramp::slot_levels(&c))
-                .unwrap_or_default()
-                .into(),
+            levels: run.slot_levels().unwrap_or_default().into(),
         },
         planner::Load::Explore { .. } => super::explore::engine_load(run)
             .map_or(Load::Closed { concurrency: 1 }, |(load, _)| load),
