@@ -83,7 +83,7 @@ impl RunConfig {
 
     /// Connections to open before the first request (see `preconnect`): the pool size,
     /// never more than the `requests` the run still has (when known).
-    pub fn preconnections(&self, requests: Option<usize>) -> usize {
+    pub(crate) fn preconnections(&self, requests: Option<usize>) -> usize {
         // An exploring load opens its first level's connections; it may never need more.
         let wanted = match self.load {
             Load::Explore { first, .. } => first as usize,

@@ -216,7 +216,7 @@ impl RunSpec {
 
     /// A concurrency ramp's slot levels as this run sends them (its part of them when the
     /// ramp is split: `ramp_part`); `None` for any other load.
-    pub fn slot_levels(&self) -> Option<Vec<(std::time::Duration, u32)>> {
+    pub(crate) fn slot_levels(&self) -> Option<Vec<(std::time::Duration, u32)>> {
         self.ramp_part.clone().or_else(|| {
             self.concurrency_ramp()
                 .map(|c| super::concurrency_ramp::slot_levels(&c))
@@ -250,14 +250,14 @@ impl RunSpec {
     }
 
     /// The model name sent in requests.
-    pub fn served_model(&self) -> &str {
+    pub(crate) fn served_model(&self) -> &str {
         &self.request.model
     }
 
     /// Every model name the run's requests carry, for the connection test to find on the
     /// server: its model's, and each mix class's own; a trace's records keep their own
     /// models, so only what its rewrites set (`model_override`, `model_mapping`'s values).
-    pub fn models_sent(&self) -> Vec<String> {
+    pub(crate) fn models_sent(&self) -> Vec<String> {
         let mut out: Vec<String> = match &self.dataset {
             DatasetPlan::Trace(t) => {
                 let mut out: Vec<String> = t
@@ -297,7 +297,7 @@ impl RunSpec {
 
     /// Settings as stored and printed, by the one redaction rule
     /// (`secrets::redact_settings`): secret header values and secret-looking keys hidden.
-    pub fn redacted_settings(&self) -> Value {
+    pub(crate) fn redacted_settings(&self) -> Value {
         crate::secrets::redact_settings(
             &serde_json::to_value(&self.settings).unwrap_or(Value::Null),
         )
@@ -333,7 +333,7 @@ fn sha256_hex(text: &str) -> String {
 
 /// The request plan of `settings`: the fields, limit, streaming and output length every
 /// request of the run sends, for the model name the server knows.
-pub fn request_plan(settings: &RunSettings) -> RequestPlan {
+pub(crate) fn request_plan(settings: &RunSettings) -> RequestPlan {
     RequestPlan::resolve(
         &settings.request,
         settings.api,

@@ -38,7 +38,7 @@ pub fn engine_load(run: &RunSpec) -> Load {
 
 /// The engine's soft stop of a run's passes: the load's `duration`; a concurrency ramp
 /// ends with its curve (or its `duration`, when shorter).
-pub fn engine_duration(run: &RunSpec) -> Option<std::time::Duration> {
+pub(crate) fn engine_duration(run: &RunSpec) -> Option<std::time::Duration> {
     match run.concurrency_ramp() {
         Some(curve) => Some(planner::concurrency_ramp::run_span(&curve, run.duration())),
         None => run.duration(),
