@@ -193,3 +193,19 @@ pub fn median_bucket(before: &[(f64, f64)], after: &[(f64, f64)]) -> (f64, f64) 
     }
     unreachable!("the +Inf bucket holds every observation")
 }
+
+/// Whether this kernel stamps received data (`SO_TIMESTAMPNS` accepted on a loopback
+/// socket): where it refuses, answers are timed by the client's reads.
+pub fn kernel_stamps() -> bool {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tcp = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        perfplan::rx_stamp::StampedTcp::new(tcp, true).kernel()
+    })
+}
