@@ -78,6 +78,13 @@ fn json_has_designs_shape_and_every_metric() {
     let first = &runs[0];
     assert_eq!(first["axes"]["load"]["concurrency"], 1);
     assert!(first["metrics"]["cache_hit_ratio"].is_null());
+    // Counts are integers, other metrics numbers.
+    assert!(
+        first["metrics"]["requests_ok"].is_u64(),
+        "{}",
+        first["metrics"]
+    );
+    assert!(first["metrics"]["ttft_p50"].is_f64());
     let pending = runs.iter().find(|r| r["status"] == "pending").unwrap();
     assert!(pending["metrics"]["ttft_p50"].is_null());
     // Shape snapshot on one run, numbers redacted.

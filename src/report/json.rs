@@ -23,12 +23,22 @@ fn number(v: Option<f64>) -> Value {
     v.filter(|v| v.is_finite()).map_or(Value::Null, Value::from)
 }
 
+/// A metric's value: a count (`MetricUnit::Count`) that is whole as an integer
+/// (`"requests_ok": 48`), any other as a number.
+fn metric_value(name: &str, v: Option<f64>) -> Value {
+    let whole = v.filter(|v| v.fract() == 0.0 && v.abs() < 9.0e15);
+    match (crate::metrics::registry::unit_of(name), whole) {
+        (Some(crate::metrics::registry::MetricUnit::Count), Some(n)) => Value::from(n as i64),
+        _ => number(v),
+    }
+}
+
 /// One run as a JSON object, with the verdicts of `gates` on it.
 pub(crate) fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
     let metrics: Map<String, Value> = names::all_names()
         .into_iter()
         .map(|name| {
-            let v = number(run.metrics.get(&name).copied().flatten());
+            let v = metric_value(&name, run.metrics.get(&name).copied().flatten());
             (name, v)
         })
         .collect();
