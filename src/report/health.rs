@@ -77,15 +77,19 @@ impl RunHealth {
         }
     }
 
-    /// `12 of 40 failed: 8 http_500, 4 stream_broken`; `None` when nothing failed.
+    /// `12 of 40 failed: 8 http_500, 4 stream_broken`, with the requests the client
+    /// cancelled apart (`none failed; 6 of 40 cancelled by the client`); `None` when
+    /// nothing failed or was cancelled.
     pub(crate) fn failures_text(&self) -> Option<String> {
         let of = self.requests.map_or(String::new(), |n| format!(" of {n}"));
         let cancelled = match self.cancelled {
             0 => String::new(),
-            n => format!("{n}{of} cancelled by the client (not failures)"),
+            n => format!("{n}{of} cancelled by the client"),
         };
         let Some(failed) = self.failed.filter(|&n| n > 0) else {
-            return Some(cancelled).filter(|c| !c.is_empty());
+            return Some(cancelled)
+                .filter(|c| !c.is_empty())
+                .map(|c| format!("none failed; {c}"));
         };
         let classes = if self.failures.is_empty() {
             String::new()
