@@ -275,10 +275,15 @@ fn a_merged_ramp_keeps_its_steps() {
             .expect("the merged run's steps"),
     );
     assert_eq!(a.len(), b.len());
+    let sent = |s: &serde_json::Value| metric(s, "requests_ok") + metric(s, "requests_failed");
     for (sa, sb) in a.iter().zip(b) {
         assert_eq!(sa["rate"], sb["rate"]);
-        let sent = |s: &serde_json::Value| metric(s, "requests_ok") + metric(s, "requests_failed");
-        assert_eq!(sent(sa), sent(sb), "{sa} vs {sb}");
+        // A step holds the requests sent in it: one sent late on a busy machine (the
+        // arrival due just before a step's end) counts in the next; never more.
+        assert!((sent(sa) - sent(sb)).abs() <= 1.0, "{sa} vs {sb}");
         assert!(metric(sb, "ttft_p50") > 0.0);
     }
+    // Every arrival once (the last one, sent late past the ramp's end, may fall in no step).
+    let total = |steps: &[serde_json::Value]| steps.iter().map(sent).sum::<f64>();
+    assert!((total(a) - total(b)).abs() <= 1.0, "{a:?} vs {b:?}");
 }
