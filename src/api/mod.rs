@@ -9,6 +9,7 @@
 pub mod chat;
 pub mod completions;
 pub mod embeddings;
+pub mod golden;
 mod error_body;
 pub mod models;
 mod output_limit;

@@ -48,6 +48,10 @@ pub struct PlanSpec {
         skip_serializing_if = "super::trust_spec::TrustSpec::is_default"
     )]
     pub trust: super::trust_spec::TrustSpec,
+    /// Golden requests mixed into each run's measured traffic, their answers checked
+    /// (`answers_ok_ratio`); timings kept out of the run's metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<super::checks_spec::ChecksSpec>,
 }
 
 /// `[plan]`: the suite's identity.

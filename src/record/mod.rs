@@ -43,6 +43,9 @@ pub enum Phase {
     Priming,
     /// Counted in every metric.
     Measured,
+    /// A golden request of the plan's `[checks]`, mixed into the measured traffic: its
+    /// answer is checked (`answer`), its timings are kept out of every metric.
+    Check,
 }
 
 impl Phase {
@@ -51,7 +54,47 @@ impl Phase {
             Phase::Warmup => "warmup",
             Phase::Priming => "priming",
             Phase::Measured => "measured",
+            Phase::Check => "check",
         }
+    }
+
+    /// Every phase, in the order a run sends them.
+    pub const ALL: [Phase; 4] = [Phase::Warmup, Phase::Priming, Phase::Measured, Phase::Check];
+}
+
+/// How a golden request's answer (`Phase::Check`) compared with its expected answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerCheck {
+    /// The answer is the expected one (exact, regex, schema-valid JSON, a parsed tool call).
+    Ok,
+    /// The answer could be read but is not the expected one.
+    Wrong,
+    /// The answer could not be read for the check: empty, not JSON, no tool call.
+    Unparsed,
+    /// The request failed: no answer to check.
+    Failed,
+}
+
+impl AnswerCheck {
+    pub const ALL: [AnswerCheck; 4] = [
+        AnswerCheck::Ok,
+        AnswerCheck::Wrong,
+        AnswerCheck::Unparsed,
+        AnswerCheck::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerCheck::Ok => "ok",
+            AnswerCheck::Wrong => "wrong",
+            AnswerCheck::Unparsed => "unparsed",
+            AnswerCheck::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<AnswerCheck> {
+        AnswerCheck::ALL.into_iter().find(|a| a.as_str() == text)
     }
 }
 
@@ -225,6 +268,10 @@ pub struct RequestRecord {
     /// written before schema 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_clock: Option<ReadClock>,
+    /// A golden request's check (`Phase::Check`); `None` for every other request (and in
+    /// rows written before schema 18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerCheck>,
     /// A stream was asked for and the server answered HTTP 200 with a whole body: no chunk
     /// was timed (the run's verdict says the stream was not observed). Not stored in rows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -268,6 +315,7 @@ impl Default for RequestRecord {
             replica: None,
             class: None,
             read_clock: None,
+            answer: None,
             tools: None,
             tool_calls: Vec::new(),
             unstreamed: false,
@@ -319,6 +367,7 @@ impl RequestRecord {
             replica: _,
             class: _,
             read_clock: _,
+            answer: _,
             tools: _,
             tool_calls: _,
             unstreamed: _,

@@ -39,6 +39,7 @@ mod state;
 mod stream;
 mod tokens;
 mod tools;
+mod golden;
 mod truth;
 
 use std::net::SocketAddr;

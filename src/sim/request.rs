@@ -34,6 +34,9 @@ pub(crate) struct Job {
     pub running_usage: bool,
     /// The tools a chat request offers (see `tools`).
     pub tools: Vec<super::tools::SimTool>,
+    /// A golden question of a plan's `[checks]` the simulator can solve (see `golden`),
+    /// looked for only under `golden_answers`.
+    pub question: Option<super::golden::Question>,
 }
 
 impl Job {
@@ -174,6 +177,17 @@ pub(crate) fn parse_job(
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let running_usage = stream && asked && continuous && cfg.usage != UsageMode::Never;
+    let tools = match api {
+        Api::Chat | Api::Responses => super::tools::offered(body),
+        Api::Completions => Vec::new(),
+    };
+    let question = match cfg.golden_answers.is_off() {
+        true => None,
+        false => super::golden::prompt_text(body).and_then(|t| {
+            let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+            super::golden::question(&t, &names)
+        }),
+    };
     Ok(Job {
         api,
         model: body
@@ -192,10 +206,8 @@ pub(crate) fn parse_job(
         stream,
         stream_usage,
         running_usage: running_usage && api != Api::Responses,
-        tools: match api {
-            Api::Chat | Api::Responses => super::tools::offered(body),
-            Api::Completions => Vec::new(),
-        },
+        tools,
+        question,
     })
 }
 

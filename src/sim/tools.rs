@@ -129,6 +129,13 @@ pub(crate) fn plan_calls(cfg: &SimConfig, tools: &[SimTool], seq: u64) -> Option
     Some(calls)
 }
 
+/// Arguments valid for `schema` (seeded by `seq`), as a JSON text: a golden tool call
+/// answered correctly.
+pub(crate) fn valid_arguments(schema: &Value, seq: u64) -> String {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x676f_6c64 ^ seq.wrapping_mul(0x9e37_79b9));
+    example(schema, &mut rng, 0).to_string()
+}
+
 /// Makes `call` fail to parse in way `how`: 0 arguments cut short (not JSON), 1 a
 /// required key left out (cut when the schema requires none), 2 an unknown tool name.
 fn break_call(call: &mut PlannedCall, schema: &Value, mut args: Value, how: u32) {
