@@ -102,7 +102,7 @@ pub(crate) fn reply(cfg: &SimConfig, job: &Job, seq: u64) -> Option<Reply> {
         Question::Tool(name) => {
             let tool = job.tools.iter().find(|t| t.name == *name)?;
             let arguments = match correct {
-                true => super::tools::valid_arguments(&tool.parameters, seq),
+                true => super::tools::valid_arguments(&tool.parameters, 0),
                 false => "{}".to_string(),
             };
             Reply {

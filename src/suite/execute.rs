@@ -363,6 +363,7 @@ fn conclude(
     let leak =
         crate::measure::kv_leak::reasons(run, &summary, passes.settle.as_ref(), server.as_mut());
     warnings.extend(leak);
+    warnings.extend(crate::measure::answers::from_store(&ctx.store, run));
     let judged = (server, ctx.trust, client_cut);
     crate::measure::judge::reasons(run, &mut summary, &evidence, &mut warnings, judged);
     RunResult {
