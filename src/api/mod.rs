@@ -9,8 +9,8 @@
 pub mod chat;
 pub mod completions;
 pub mod embeddings;
-pub mod golden;
 mod error_body;
+pub mod golden;
 pub mod models;
 mod output_limit;
 pub mod prompt;

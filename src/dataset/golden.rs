@@ -71,7 +71,9 @@ mod tests {
         let errs = golden_set(Some("g.jsonl"), dir.path(), false).unwrap_err();
         assert_eq!(errs.len(), 2);
         assert_eq!(errs[0].line, 3);
-        assert!(errs[0].to_string().ends_with("g.jsonl:3: not JSON: key must be a string at line 1 column 2"));
+        assert!(errs[0]
+            .to_string()
+            .ends_with("g.jsonl:3: not JSON: key must be a string at line 1 column 2"));
         assert_eq!(errs[1].line, 4);
         assert!(errs[1].message.contains("did you mean `regex`?"));
         assert_eq!(golden_set(None, dir.path(), true).unwrap().len(), 5);

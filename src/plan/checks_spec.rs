@@ -80,11 +80,13 @@ pub fn problems(spec: Option<&ChecksSpec>, tree: &Node) -> Vec<Diagnostic> {
             Some(at("per_run")),
         )
         .with_help("give one: a share of the measured requests, or a number per run")],
-        (None, None) => vec![Diagnostic::error(
-            "[checks] needs `share` or `per_run`",
-            Some(at("")),
-        )
-        .with_help("`share = 0.05` (5% of each run's measured requests) or `per_run = 20`")],
+        (None, None) => {
+            vec![
+                Diagnostic::error("[checks] needs `share` or `per_run`", Some(at(""))).with_help(
+                    "`share = 0.05` (5% of each run's measured requests) or `per_run = 20`",
+                ),
+            ]
+        }
         _ => Vec::new(),
     }
 }

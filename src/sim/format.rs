@@ -347,14 +347,17 @@ mod tests {
         assert_eq!(events[0]["usage"]["completion_tokens"], 2);
         assert_eq!(events[0]["usage"]["total_tokens"], 9);
         assert_eq!(events[1]["usage"]["completion_tokens"], 0);
-        assert_eq!(words(
+        assert_eq!(
+            words(
                 3,
                 (0, 4),
                 &Empty {
                     every: 2,
                     answer: None
                 }
-            ), " tokens and");
+            ),
+            " tokens and"
+        );
     }
 
     #[test]

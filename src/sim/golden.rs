@@ -49,7 +49,9 @@ pub(crate) fn prompt_text(body: &Value) -> Option<String> {
         .iter()
         .rev()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
-    last.get("content").and_then(Value::as_str).map(str::to_string)
+    last.get("content")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// The golden question in `text`, if the simulator knows it (`tools`: the names offered).
@@ -61,7 +63,9 @@ pub(crate) fn question(text: &str, tools: &[String]) -> Option<Question> {
     if let Some(c) = sum.captures(text) {
         return Some(Question::Sum(c[1].parse().ok()?, c[2].parse().ok()?));
     }
-    let person = regex::Regex::new(r#"JSON[^"]*"[^"]*"[^"]*"[^"]*"[^"]*"([^"]+?) is (\d+) years old\.""#).ok()?;
+    let person =
+        regex::Regex::new(r#"JSON[^"]*"[^"]*"[^"]*"[^"]*"[^"]*"([^"]+?) is (\d+) years old\.""#)
+            .ok()?;
     let c = person.captures(text)?;
     Some(Question::Person {
         name: c[1].to_string(),
@@ -140,7 +144,10 @@ mod tests {
                 age: 36
             })
         );
-        assert_eq!(q("Use the get_weather tool."), Some(Question::Tool("get_weather".into())));
+        assert_eq!(
+            q("Use the get_weather tool."),
+            Some(Question::Tool("get_weather".into()))
+        );
         assert_eq!(q("the model serves tokens"), None);
         assert_eq!(pieces("{\"a\": 1}").join(""), "{\\\"a\\\": 1}");
     }

@@ -28,6 +28,7 @@ mod faults;
 mod format;
 mod front;
 mod generate;
+mod golden;
 mod histograms;
 mod listen;
 mod metrics;
@@ -39,7 +40,6 @@ mod state;
 mod stream;
 mod tokens;
 mod tools;
-mod golden;
 mod truth;
 
 use std::net::SocketAddr;

@@ -120,7 +120,12 @@ impl Store {
         let read = || -> rusqlite::Result<Vec<(String, u32, u64, String)>> {
             let mut stmt = self.conn.prepare(sql)?;
             let rows = stmt.query_map([], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)?.max(0) as u64, r.get(3)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, i64>(2)?.max(0) as u64,
+                    r.get(3)?,
+                ))
             })?;
             rows.collect()
         };

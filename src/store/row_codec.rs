@@ -23,7 +23,9 @@ use rusqlite::types::Value;
 use super::chunk_codec::{chunk_times, chunk_times_back};
 use super::requests::RequestRow;
 use super::token_codec;
-use crate::record::{excerpt, AnswerCheck, Outcome, Phase, RequestRecord, TlsHandshake, ToolTally, Usage};
+use crate::record::{
+    excerpt, AnswerCheck, Outcome, Phase, RequestRecord, TlsHandshake, ToolTally, Usage,
+};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
 pub(super) const COLUMNS: [&str; 47] = [

@@ -87,7 +87,11 @@ pub(crate) fn set_of(
     crate::dataset::golden::golden_set(checks.path.as_deref(), base_dir, tools)
         .map(Some)
         .map_err(|errors| WorkloadError::Golden {
-            first: errors.into_iter().next().map(|e| e.to_string()).unwrap_or_default(),
+            first: errors
+                .into_iter()
+                .next()
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
         })
 }
 

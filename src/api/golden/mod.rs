@@ -116,9 +116,10 @@ impl GoldenCase {
         let obj = line.as_object().ok_or("expected a JSON object")?;
         for key in obj.keys() {
             if !["prompt", "messages", "expected", "tools"].contains(&key.as_str()) {
-                let hint = crate::suggest::nearest(key, ["prompt", "messages", "expected", "tools"])
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
+                let hint =
+                    crate::suggest::nearest(key, ["prompt", "messages", "expected", "tools"])
+                        .map(|s| format!(" (did you mean `{s}`?)"))
+                        .unwrap_or_default();
                 return Err(format!("unknown key `{key}`{hint}"));
             }
         }
@@ -133,9 +134,9 @@ impl GoldenCase {
         let expected = expected(obj.get("expected").ok_or("missing `expected`")?)?;
         let tools = match (&expected, obj.get("tools")) {
             (Expected::ToolCall(_), None) => Some(Arc::new(ToolSet::builtin())),
-            (Expected::ToolCall(_), Some(t)) => {
-                Some(Arc::new(ToolSet::from_json(t).map_err(|e| format!("`tools`: {e}"))?))
-            }
+            (Expected::ToolCall(_), Some(t)) => Some(Arc::new(
+                ToolSet::from_json(t).map_err(|e| format!("`tools`: {e}"))?,
+            )),
             (_, Some(_)) => return Err("`tools` is only for a `tool_call` check".into()),
             (_, None) => None,
         };
@@ -155,10 +156,9 @@ impl GoldenCase {
 const KINDS: [&str; 4] = ["exact", "regex", "json_schema", "tool_call"];
 
 fn expected(v: &Value) -> Result<Expected, String> {
-    let obj = v
-        .as_object()
-        .filter(|o| o.len() == 1)
-        .ok_or("`expected` must be an object with one of `exact`, `regex`, `json_schema`, `tool_call`")?;
+    let obj = v.as_object().filter(|o| o.len() == 1).ok_or(
+        "`expected` must be an object with one of `exact`, `regex`, `json_schema`, `tool_call`",
+    )?;
     let (kind, value) = obj.iter().next().ok_or("`expected` is empty")?;
     let text = || {
         value
