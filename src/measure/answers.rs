@@ -102,3 +102,63 @@ pub(crate) fn from_store(store: &std::sync::Mutex<Store>, run: &RunSpec) -> Opti
     };
     changed(run, &answers, &same_model)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::ChecksSpec;
+    use crate::planner::order::tests::runs;
+
+    fn with_checks(temperature: Option<f64>) -> Vec<RunSpec> {
+        let mut all = runs("");
+        for r in &mut all {
+            r.settings.checks = Some(ChecksSpec {
+                share: None,
+                per_run: Some(2),
+                path: None,
+                output_tokens: None,
+                temperature,
+            });
+        }
+        all
+    }
+
+    fn answer(run: &RunSpec, case: u64, text: &str) -> (String, u32, u64, String) {
+        (run.id.clone(), run.ordinal as u32, case, text.to_string())
+    }
+
+    #[test]
+    fn a_changed_answer_names_the_earlier_run_and_the_same_ones_say_nothing() {
+        let all = with_checks(None);
+        let (first, second) = (&all[0], &all[1]);
+        let mut answers = vec![
+            answer(first, 0, "42"),
+            answer(first, 1, "{\"a\": 1}"),
+            answer(second, 0, " 42\n"),
+            answer(second, 1, "{\"a\": 1}"),
+        ];
+        let any = |_: &str| true;
+        assert_eq!(changed(second, &answers, &any), None, "trimmed alike");
+        assert_eq!(
+            changed(first, &answers, &any),
+            None,
+            "nothing before the first"
+        );
+        answers[3].3 = "{\"a\": 2}".into();
+        let w = changed(second, &answers, &any).unwrap();
+        assert_eq!(w.code, Code::AnswersChanged);
+        assert_eq!(
+            w.text,
+            format!(
+                "1 of 2 golden answers at temperature 0 differ from run #1 ({}): golden case 2 \
+                 answered `{{\"a\": 1}}` there, `{{\"a\": 2}}` here; the server's answers \
+                 change with the load or the settings between the runs",
+                first.id
+            )
+        );
+        // Another model's answers, or answers above temperature 0, are not compared.
+        assert_eq!(changed(second, &answers, &|_| false), None);
+        let warm = with_checks(Some(0.7));
+        assert_eq!(changed(&warm[1], &answers, &any), None);
+    }
+}
