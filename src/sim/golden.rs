@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use super::request::Job;
-use super::tools::PlannedCall;
+use super::tools::{PlannedCall, SimTool};
 use super::SimConfig;
 
 /// A golden prompt the simulator recognised.
@@ -71,6 +71,15 @@ pub(crate) fn question(text: &str, tools: &[String]) -> Option<Question> {
         name: c[1].to_string(),
         age: c[2].parse().ok()?,
     })
+}
+
+/// The golden question of a request body, looked for only under `golden_answers`.
+pub(crate) fn question_of(cfg: &SimConfig, body: &Value, tools: &[SimTool]) -> Option<Question> {
+    if cfg.golden_answers.is_off() {
+        return None;
+    }
+    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+    question(&prompt_text(body)?, &names)
 }
 
 /// Text cut into tokens of at most 4 characters, each JSON-escaped for a string.

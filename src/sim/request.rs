@@ -177,17 +177,8 @@ pub(crate) fn parse_job(
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let running_usage = stream && asked && continuous && cfg.usage != UsageMode::Never;
-    let tools = match api {
-        Api::Chat | Api::Responses => super::tools::offered(body),
-        Api::Completions => Vec::new(),
-    };
-    let question = match cfg.golden_answers.is_off() {
-        true => None,
-        false => super::golden::prompt_text(body).and_then(|t| {
-            let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-            super::golden::question(&t, &names)
-        }),
-    };
+    let tools = super::tools::offered_by(api, body);
+    let question = super::golden::question_of(cfg, body, &tools);
     Ok(Job {
         api,
         model: body

@@ -55,6 +55,14 @@ pub(crate) fn offered(body: &Value) -> Vec<SimTool> {
         .collect()
 }
 
+/// The tools a request of `api` offers (none on completions).
+pub(crate) fn offered_by(api: super::request::Api, body: &Value) -> Vec<SimTool> {
+    match api {
+        super::request::Api::Chat | super::request::Api::Responses => offered(body),
+        super::request::Api::Completions => Vec::new(),
+    }
+}
+
 /// Checks that every run of tool results answers the calls before it: each id once,
 /// none unknown, none missing. Chat: `tool` messages (`tool_call_id`) after an assistant
 /// message's `tool_calls`; Responses: `function_call_output` items (`call_id`) after

@@ -393,8 +393,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
     assert_eq!(info.plan_name, "old");
 }
 
-/// A database written before migration 8 (no `first_answer_us`, no `output_bytes`) is
-/// read: its rows have no TTFO and an unknown output size (never "no output").
+/// A database before migration 8 (no `first_answer_us`, `output_bytes`) reads with no TTFO and an unknown output size.
 #[test]
 fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
     let dir = tempfile::tempdir().unwrap();
