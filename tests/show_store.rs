@@ -168,6 +168,10 @@ fn without_store_nothing_is_kept_and_old_databases_still_show() {
              ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; \
              ALTER TABLE requests DROP COLUMN tool_calls; \
              ALTER TABLE requests DROP COLUMN tool_calls_parsed; \
+             ALTER TABLE requests DROP COLUMN read_clock; \
+             ALTER TABLE requests DROP COLUMN first_read_delay_us; \
+             ALTER TABLE requests DROP COLUMN end_read_delay_us; \
+             ALTER TABLE requests DROP COLUMN max_read_delay_us; \
              ALTER TABLE suites DROP COLUMN environment_json; \
              ALTER TABLE requests DROP COLUMN chunk_tokens; \
              ALTER TABLE requests DROP COLUMN choice_chunks; \
