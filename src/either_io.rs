@@ -9,14 +9,14 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A plain stream, or the TLS stream over one.
-pub enum EitherIo<P, T> {
+pub(crate) enum EitherIo<P, T> {
     Plain(P),
     Tls(T),
 }
 
 impl<P, T> EitherIo<P, T> {
     /// A TLS stream.
-    pub fn is_tls(&self) -> bool {
+    pub(crate) fn is_tls(&self) -> bool {
         matches!(self, EitherIo::Tls(_))
     }
 }

@@ -8,6 +8,14 @@
 
 pub use imp::{buffer, enable, recv};
 
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
 #[cfg(target_os = "linux")]
 mod imp {
     use std::io;
@@ -93,4 +101,102 @@ pub fn age(stamp: std::time::SystemTime) -> std::time::Duration {
     std::time::SystemTime::now()
         .duration_since(stamp)
         .unwrap_or_default()
+}
+
+/// A connected TCP stream whose reads are stamped by the kernel where it can: the lean
+/// client's connections and the simulator's.
+pub struct StampedTcp {
+    tcp: TcpStream,
+    /// The kernel stamps this socket's received data.
+    kernel: bool,
+    cmsg: Vec<u8>,
+    /// The kernel's stamp of the last read's bytes (`None`: the read had none).
+    last: Option<SystemTime>,
+}
+
+impl StampedTcp {
+    /// Asks the kernel to stamp the socket's received data (`receive_stamps`), and keeps
+    /// whether it agreed.
+    pub fn new(tcp: TcpStream, receive_stamps: bool) -> StampedTcp {
+        let kernel = receive_stamps && enable(&tcp);
+        StampedTcp {
+            tcp,
+            kernel,
+            cmsg: if kernel { buffer() } else { Vec::new() },
+            last: None,
+        }
+    }
+
+    /// The kernel's stamp of the last read's bytes.
+    pub fn stamp(&self) -> Option<SystemTime> {
+        self.last
+    }
+
+    /// The kernel stamps this socket's received data.
+    pub fn kernel(&self) -> bool {
+        self.kernel
+    }
+
+    /// The socket, for a non-blocking probe of an idle connection.
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+}
+
+impl AsyncRead for StampedTcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.kernel {
+            this.last = None;
+            return Pin::new(&mut this.tcp).poll_read(cx, buf);
+        }
+        loop {
+            std::task::ready!(this.tcp.poll_read_ready(cx))?;
+            let (tcp, cmsg) = (&this.tcp, &mut this.cmsg);
+            let dst = buf.initialize_unfilled();
+            match tcp.try_io(tokio::io::Interest::READABLE, || recv(tcp, dst, cmsg)) {
+                Ok((n, stamp)) => {
+                    buf.advance(n);
+                    this.last = stamp;
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for StampedTcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
 }

@@ -198,7 +198,7 @@ pub(crate) fn prompt_name(prompt: &Prompt) -> &'static str {
 
 /// What one streamed event says, as far as the metrics care.
 #[derive(Debug, Default, PartialEq)]
-pub struct ChunkInfo<'a> {
+pub(crate) struct ChunkInfo<'a> {
     /// The event carried choice 0 (vLLM's and EvalScope's TTFT point).
     pub has_choice: bool,
     /// Choice 0 carried a token slot: any output, or a text field present though empty
@@ -227,19 +227,19 @@ pub struct ChunkInfo<'a> {
 impl ChunkInfo<'_> {
     /// Whether the event carried output the server generated (content, reasoning or a
     /// tool call): perfplan's TTFT point and an inter-token gap.
-    pub fn has_output(&self) -> bool {
+    pub(crate) fn has_output(&self) -> bool {
         self.has_answer() || self.reasoning.is_some()
     }
 
     /// Whether the event carried answer output (content or a tool call, not reasoning):
     /// the time to the first of them is `ttfo`.
-    pub fn has_answer(&self) -> bool {
+    pub(crate) fn has_answer(&self) -> bool {
         self.content.is_some() || self.tool.is_some()
     }
 
     /// The event's answer text pieces in the order a reader sees them: content, then
     /// tool-call text (reasoning is `reasoning`, apart).
-    pub fn answer_pieces(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn answer_pieces(&self) -> impl Iterator<Item = &str> {
         [&self.content, &self.tool]
             .into_iter()
             .filter_map(|p| p.as_deref())
@@ -249,7 +249,7 @@ impl ChunkInfo<'_> {
 /// One piece of one tool call in a streamed event: which call (`index`), and whichever
 /// of its `id`, name and arguments fragment the event carried (see `tools::assemble`).
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct ToolDelta<'a> {
+pub(crate) struct ToolDelta<'a> {
     pub index: u32,
     pub id: Option<Cow<'a, str>>,
     pub name: Option<Cow<'a, str>>,
@@ -258,7 +258,7 @@ pub struct ToolDelta<'a> {
 
 /// What a non-streamed response body says.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct BodyInfo {
+pub(crate) struct BodyInfo {
     /// The answer's text (content and tool-call text).
     pub text: String,
     /// The reasoning text.
@@ -271,7 +271,7 @@ pub struct BodyInfo {
 }
 
 /// Parses the data of one SSE event of `kind`. `event` is the SSE event name, if any.
-pub fn parse_chunk<'a>(
+pub(crate) fn parse_chunk<'a>(
     kind: ApiKind,
     event: Option<&str>,
     data: &'a [u8],
@@ -297,7 +297,7 @@ pub fn parse_chunk<'a>(
 }
 
 /// Parses a whole (non-streamed) response body of `kind`.
-pub fn parse_body(kind: ApiKind, body: &[u8]) -> Result<BodyInfo, serde_json::Error> {
+pub(crate) fn parse_body(kind: ApiKind, body: &[u8]) -> Result<BodyInfo, serde_json::Error> {
     match kind {
         ApiKind::Chat => chat::parse_body(body),
         ApiKind::Completions => completions::parse_body(body),
@@ -308,7 +308,7 @@ pub fn parse_body(kind: ApiKind, body: &[u8]) -> Result<BodyInfo, serde_json::Er
 }
 
 /// Whether an SSE data payload is the end-of-stream marker.
-pub fn is_done(data: &[u8]) -> bool {
+pub(crate) fn is_done(data: &[u8]) -> bool {
     data.trim_ascii() == b"[DONE]"
 }
 

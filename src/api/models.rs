@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The key of a model list that says the server serves any model name.
-pub const ANY_MODEL_KEY: &str = "x_perfplan_any_model";
+pub(crate) const ANY_MODEL_KEY: &str = "x_perfplan_any_model";
 
 /// One entry of a model list: its id and the metadata servers add to it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ pub fn listed(body: &[u8]) -> (Vec<ListedModel>, bool) {
 
 /// The `id`s of an OpenAI model list (`{"data": [{"id": …}]}`); none for any other body,
 /// and none for a server that serves any name.
-pub fn model_ids(body: &[u8]) -> Vec<String> {
+pub(crate) fn model_ids(body: &[u8]) -> Vec<String> {
     match listed(body) {
         (_, true) => Vec::new(),
         (models, false) => models.into_iter().map(|m| m.id).collect(),

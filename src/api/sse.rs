@@ -60,7 +60,7 @@ impl SseDecoder {
     }
 
     /// Bounds a line, and an event's joined data, to `bytes` (default: unbounded).
-    pub fn set_max_event(&mut self, bytes: usize) {
+    pub(crate) fn set_max_event(&mut self, bytes: usize) {
         self.max_event = bytes;
     }
 
@@ -81,7 +81,7 @@ impl SseDecoder {
 
     /// Feeds the next piece of the stream; calls `on_event` for every event it completes.
     /// After an error the decoder must be `reset` before it is used again.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut input: &[u8],
         mut on_event: impl FnMut(SseEvent<'_>),

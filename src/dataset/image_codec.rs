@@ -69,7 +69,7 @@ pub fn encode(format: ImageFormat, width: u32, height: u32, rgb: &[u8]) -> Resul
 }
 
 /// `data:<mime>;base64,<bytes>`.
-pub fn data_url(mime: &str, bytes: &[u8]) -> String {
+pub(crate) fn data_url(mime: &str, bytes: &[u8]) -> String {
     let mut url = format!("data:{mime};base64,");
     base64::engine::general_purpose::STANDARD.encode_string(bytes, &mut url);
     url

@@ -24,7 +24,7 @@ use crate::plan::spec::TokenRange;
 const DEFAULT_TEXT: &str = "Describe this image.";
 
 /// One chat message: the text part, then one `image_url` part per URL.
-pub fn image_message(text: &str, urls: &[String]) -> Value {
+pub(crate) fn image_message(text: &str, urls: &[String]) -> Value {
     let mut parts = vec![json!({"type": "text", "text": text})];
     parts.extend(
         urls.iter()

@@ -107,7 +107,7 @@ impl Measure {
     /// The text a chat template puts before and after a single user message's content,
     /// or empty strings when text is counted without a template. `None` when the template
     /// changes the content itself (so the content cannot be counted apart).
-    pub fn frame(&self) -> Result<Option<(String, String)>, DatasetError> {
+    pub(crate) fn frame(&self) -> Result<Option<(String, String)>, DatasetError> {
         let (Mode::Chat { template: true }, Some(tok)) = (self.mode, self.tok.as_deref()) else {
             return Ok(Some((String::new(), String::new())));
         };
@@ -122,7 +122,7 @@ impl Measure {
 
     /// Tokens the server sees before a text prompt's content: the chat template's opening,
     /// or the special tokens (BOS) a completions prompt gets. 0 when unknown.
-    pub fn lead_tokens(&self) -> Result<usize, DatasetError> {
+    pub(crate) fn lead_tokens(&self) -> Result<usize, DatasetError> {
         let Some(tok) = self.tok.as_deref() else {
             return Ok(0);
         };
@@ -189,7 +189,7 @@ impl Measure {
     }
 
     /// The final prompt of measured text.
-    pub fn finish_text(&self, text: String, m: Measured) -> (Prompt, Option<u32>) {
+    pub(crate) fn finish_text(&self, text: String, m: Measured) -> (Prompt, Option<u32>) {
         let count = m.count.map(to_u32);
         match m.ids {
             Some(ids) => (Prompt::TokenIds(ids), count),
@@ -198,7 +198,7 @@ impl Measure {
     }
 
     /// The final prompt of a measured conversation (rendered text for completions).
-    pub fn finish_messages(
+    pub(crate) fn finish_messages(
         &self,
         messages: Vec<Value>,
         m: Measured,

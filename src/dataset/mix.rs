@@ -36,7 +36,7 @@ impl ClassDraw {
     }
 
     /// The class of request `index`.
-    pub fn class_of(&self, index: usize) -> usize {
+    pub(crate) fn class_of(&self, index: usize) -> usize {
         if self.round_robin {
             return index % self.weights.count.max(1) as usize;
         }
@@ -46,7 +46,7 @@ impl ClassDraw {
 
 /// A mix's prompts, produced in order.
 #[derive(Debug)]
-pub struct MixStream {
+pub(crate) struct MixStream {
     draw: ClassDraw,
     names: Vec<String>,
     classes: Vec<PromptStream>,
@@ -71,7 +71,7 @@ impl MixStream {
 
     /// The next `n` items, each with its class. Fewer when a class has no more prompts
     /// (the window then ends before that class's first missing one).
-    pub fn next_window(&mut self, n: usize) -> Result<Vec<PromptItem>, DatasetError> {
+    pub(crate) fn next_window(&mut self, n: usize) -> Result<Vec<PromptItem>, DatasetError> {
         if self.classes.len() != self.names.len() || self.classes.is_empty() {
             return Err(DatasetError::Invalid(format!(
                 "a mix of {} classes was given {} class contexts",
@@ -109,7 +109,7 @@ impl MixStream {
     }
 
     /// Each class's fresh warnings, named by class.
-    pub fn take_warnings(&mut self) -> Vec<String> {
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
         let mut out = Vec::new();
         for (name, stream) in self.names.iter().zip(&mut self.classes) {
             out.extend(

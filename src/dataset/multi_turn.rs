@@ -153,7 +153,7 @@ pub(crate) fn parse_line(raw: &str) -> Result<Script, LineError> {
 
 /// A conversation line: its system message and user turns (assistant turns are dropped:
 /// the server's real answers take their place).
-pub fn parse_conversation(v: &Value) -> Option<Script> {
+pub(crate) fn parse_conversation(v: &Value) -> Option<Script> {
     let (list, role_key, text_key) = if let Some(m) = v.get("messages").and_then(Value::as_array) {
         (m, "role", "content")
     } else if let Some(c) = v.get("conversations").and_then(Value::as_array) {

@@ -229,7 +229,7 @@ impl<'a> RandomText<'a> {
     }
 
     /// The prefix plus as many drawn words as make `target` tokens, measured.
-    pub fn fit_text(
+    pub(crate) fn fit_text(
         &self,
         target: u32,
         rng: &mut ChaCha8Rng,

@@ -92,7 +92,7 @@ impl LineError {
     }
 
     /// What is wrong, in words.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             LineError::Json(e) => format!("malformed JSON ({e})"),
             LineError::Message(m) => m.clone(),

@@ -50,7 +50,7 @@ impl PromptStream {
     }
 
     /// The next `n` items.
-    pub fn next_window(&mut self, n: usize) -> Result<Vec<PromptItem>, DatasetError> {
+    pub(crate) fn next_window(&mut self, n: usize) -> Result<Vec<PromptItem>, DatasetError> {
         if let Some(mix) = &mut self.mix {
             let items = mix.next_window(n)?;
             let warnings = mix.take_warnings();
@@ -126,7 +126,7 @@ impl PromptStream {
     }
 
     /// Warnings the stream met since the last call (each once).
-    pub fn take_warnings(&mut self) -> Vec<String> {
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.fresh)
     }
 
@@ -136,7 +136,7 @@ impl PromptStream {
     }
 
     /// Items produced so far.
-    pub fn produced(&self) -> usize {
+    pub(crate) fn produced(&self) -> usize {
         self.next
     }
 }

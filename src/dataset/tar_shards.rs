@@ -17,7 +17,7 @@ const MAX_CAPTION: u64 = 64 * 1024;
 
 /// One image of a shard: where its bytes are, and its caption.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShardImage {
+pub(crate) struct ShardImage {
     pub shard: PathBuf,
     /// The member's name in the shard.
     pub name: String,

@@ -19,7 +19,7 @@ use crate::plan::ToolLoop;
 use crate::tokenize::Tokenizer;
 
 /// The tools of `plan`: its file's, or the built-in ones.
-pub fn tool_set(plan: &ToolLoop, ctx: &DatasetContext) -> Result<ToolSet, DatasetError> {
+pub(crate) fn tool_set(plan: &ToolLoop, ctx: &DatasetContext) -> Result<ToolSet, DatasetError> {
     let Some(path) = &plan.tools else {
         return Ok(ToolSet::builtin());
     };

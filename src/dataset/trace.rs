@@ -176,7 +176,7 @@ fn order_and_note(
 }
 
 /// The configured rewrites of one recorded body.
-pub fn rewrite(
+pub(crate) fn rewrite(
     plan: &TracePlan,
     mut body: Map<String, Value>,
     completion_tokens: Option<u32>,
@@ -250,7 +250,7 @@ const LAST_US: i128 = 253_402_300_799_999_999;
 /// ISO-8601 text (`2025-01-02T03:04:05.678Z`, an offset, or no zone meaning UTC). A
 /// time at or before 1970-01-01 (a zero or negative epoch number) or after year 9999 is
 /// no recorded time: an error naming it.
-pub fn timestamp_us(v: &Value) -> Result<i128, String> {
+pub(crate) fn timestamp_us(v: &Value) -> Result<i128, String> {
     let us = timestamp_any_us(v)?;
     if us <= 0 {
         return Err(format!(

@@ -31,10 +31,10 @@ const OWN: &[&str] = &[
 ];
 
 /// Header names and values.
-pub type Headers = Vec<(String, String)>;
+pub(crate) type Headers = Vec<(String, String)>;
 
 /// The headers of one record: the ones to send, and the names left out (lowercase).
-pub fn replayable(headers: Option<&Value>) -> Result<(Headers, BTreeSet<String>), String> {
+pub(crate) fn replayable(headers: Option<&Value>) -> Result<(Headers, BTreeSet<String>), String> {
     let (mut keep, mut skipped) = (Vec::new(), BTreeSet::new());
     let map = match headers {
         None | Some(Value::Null) => return Ok((keep, skipped)),

@@ -75,7 +75,7 @@ impl ArrivalClock {
     /// they had before (`None` for recorded offsets, or a rate that is not positive,
     /// which change nothing). A gap already drawn is the caller's to rescale by old ÷ new
     /// rate from the instant of the change (exact for Poisson, whose gaps are memoryless).
-    pub fn set_rate(&mut self, rate: f64) -> Option<f64> {
+    pub(crate) fn set_rate(&mut self, rate: f64) -> Option<f64> {
         let (arrivals, old) = self.process?;
         self.gaps = gaps_of(rate, arrivals).ok()?;
         self.process = Some((arrivals, rate));
@@ -85,7 +85,7 @@ impl ArrivalClock {
     /// Arrivals at recorded offsets (sorted; the first arrival is at zero, later ones at
     /// their offset from the first). After the last one, arrivals come without a gap, so
     /// the driver asks its source at once and learns that it is exhausted.
-    pub fn from_offsets(offsets: &[Duration]) -> ArrivalClock {
+    pub(crate) fn from_offsets(offsets: &[Duration]) -> ArrivalClock {
         ArrivalClock {
             gaps: Gaps::Offsets(offsets.to_vec(), 0),
             rng: ChaCha8Rng::seed_from_u64(0),

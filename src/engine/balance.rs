@@ -19,7 +19,7 @@ pub enum Balance {
 
 impl Balance {
     /// The replica (of `n`) of request `index` with session id `session`.
-    pub fn pick(self, n: usize, index: u64, session: Option<u64>) -> usize {
+    pub(crate) fn pick(self, n: usize, index: u64, session: Option<u64>) -> usize {
         let n64 = n.max(1) as u64;
         let at = match (self, session) {
             (Balance::RoundRobin, _) | (Balance::Session, None) => index % n64,

@@ -21,15 +21,15 @@ pub struct ResponseLimits {
 }
 
 impl ResponseLimits {
-    pub const DEFAULT_MAX_EVENT: usize = 4 << 20;
-    pub const DEFAULT_MAX_BODY: usize = 64 << 20;
-    pub const DEFAULT_MAX_TEXT: usize = 1 << 20;
-    pub const DEFAULT_OVERLONG_FACTOR: f64 = 2.0;
-    pub const DEFAULT_OVERLONG_SLACK: u32 = 64;
-    pub const DEFAULT_MAX_CHUNKS: u32 = 1 << 18;
+    pub(crate) const DEFAULT_MAX_EVENT: usize = 4 << 20;
+    pub(crate) const DEFAULT_MAX_BODY: usize = 64 << 20;
+    pub(crate) const DEFAULT_MAX_TEXT: usize = 1 << 20;
+    pub(crate) const DEFAULT_OVERLONG_FACTOR: f64 = 2.0;
+    pub(crate) const DEFAULT_OVERLONG_SLACK: u32 = 64;
+    pub(crate) const DEFAULT_MAX_CHUNKS: u32 = 1 << 18;
 
     /// The most output chunks a stream may carry, given the request's output limit.
-    pub fn chunk_cap(&self, max_output_tokens: Option<u32>) -> u64 {
+    pub(crate) fn chunk_cap(&self, max_output_tokens: Option<u32>) -> u64 {
         match max_output_tokens {
             Some(limit) => {
                 let far = (f64::from(limit) * self.overlong_factor).ceil();

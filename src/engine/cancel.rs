@@ -27,7 +27,7 @@ impl CancelHandle {
         self.tx.send_replace(true);
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         *self.tx.borrow()
     }
 

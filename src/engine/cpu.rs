@@ -10,7 +10,7 @@ use std::thread::ThreadId;
 use std::time::Duration;
 
 /// CPU time from the start of a run.
-pub struct CpuClock {
+pub(crate) struct CpuClock {
     thread: Option<(ThreadId, Duration)>,
     process: Option<Duration>,
     /// The thread's run-queue wait at the start.
@@ -49,7 +49,7 @@ impl CpuClock {
 
 /// The calling thread's CPU time so far (user + system).
 #[cfg(target_os = "linux")]
-pub fn thread_cpu_time() -> Option<Duration> {
+pub(crate) fn thread_cpu_time() -> Option<Duration> {
     use nix::time::{clock_gettime, ClockId};
     let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
     Some(Duration::new(
@@ -59,13 +59,13 @@ pub fn thread_cpu_time() -> Option<Duration> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn thread_cpu_time() -> Option<Duration> {
+pub(crate) fn thread_cpu_time() -> Option<Duration> {
     None
 }
 
 /// The calling thread's time so far runnable but waiting for a CPU (the second field of
 /// `/proc/thread-self/schedstat`, nanoseconds).
-pub fn thread_run_queue_wait() -> Option<Duration> {
+pub(crate) fn thread_run_queue_wait() -> Option<Duration> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     parse_schedstat(&text)
 }

@@ -8,7 +8,7 @@ const SPARE_FDS: u64 = 64;
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the soft limit now in
 /// force (`None` where the platform has no such limit or it cannot be read).
-pub fn raise_fd_limit() -> Option<u64> {
+pub(crate) fn raise_fd_limit() -> Option<u64> {
     #[cfg(unix)]
     {
         match rlimit::increase_nofile_limit(u64::MAX) {
@@ -25,7 +25,7 @@ pub fn raise_fd_limit() -> Option<u64> {
 }
 
 /// The soft open-file limit in force, if known.
-pub fn fd_limit() -> Option<u64> {
+pub(crate) fn fd_limit() -> Option<u64> {
     #[cfg(unix)]
     {
         rlimit::getrlimit(rlimit::Resource::NOFILE)
@@ -40,7 +40,7 @@ pub fn fd_limit() -> Option<u64> {
 
 /// Local ports available for outgoing connections (Linux), from
 /// `/proc/sys/net/ipv4/ip_local_port_range`.
-pub fn local_ports() -> Option<u64> {
+pub(crate) fn local_ports() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
     let mut it = text.split_whitespace().map(str::parse::<u64>);
     let (lo, hi) = (it.next()?.ok()?, it.next()?.ok()?);
@@ -49,7 +49,7 @@ pub fn local_ports() -> Option<u64> {
 
 /// Why a load cannot hold `connections` connections on this machine, naming the limit
 /// and what to do; `None` when it fits.
-pub fn connection_limit_problem(connections: u64) -> Option<String> {
+pub(crate) fn connection_limit_problem(connections: u64) -> Option<String> {
     if let Some(limit) = fd_limit() {
         if connections.saturating_add(SPARE_FDS) > limit {
             return Some(format!(

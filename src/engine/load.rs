@@ -83,7 +83,7 @@ impl RunConfig {
 
     /// Connections to open before the first request (see `preconnect`): the pool size,
     /// never more than the `requests` the run still has (when known).
-    pub fn preconnections(&self, requests: Option<usize>) -> usize {
+    pub(crate) fn preconnections(&self, requests: Option<usize>) -> usize {
         // An exploring load opens its first level's connections; it may never need more.
         let wanted = match self.load {
             Load::Explore { first, .. } => first as usize,
@@ -97,7 +97,8 @@ impl RunConfig {
 pub(crate) fn limit_of(load: &Load) -> usize {
     match *load {
         Load::Closed { concurrency } => concurrency as usize,
-        Load::ClosedRamp { ref levels } => levels.first().map_or(1, |l| l.1.max(1) as usize),
+        // A shard's part of a split ramp may hold no slot at first.
+        Load::ClosedRamp { ref levels } => levels.first().map_or(1, |l| l.1 as usize),
         Load::Explore {
             first, open: None, ..
         } => first.max(1) as usize,

@@ -21,10 +21,10 @@ use super::h1::H1Client;
 /// (Python asyncio's 100, the Rust standard library's and tokio's 128; uvicorn's is 2048),
 /// so a burst does not overflow a server's accept queue, where each dropped SYN costs a
 /// 1 s retransmit.
-pub const WINDOW: usize = 64;
+pub(crate) const WINDOW: usize = 64;
 
 /// A connect this slow waited for a SYN retransmit (Linux's first one is at 1 s).
-pub const SLOW_CONNECT: Duration = Duration::from_secs(1);
+pub(crate) const SLOW_CONNECT: Duration = Duration::from_secs(1);
 
 /// What pre-connecting did before a run's first request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

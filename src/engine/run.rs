@@ -270,8 +270,10 @@ impl<'a> Driver<'a> {
         ramp.or(explore).map(|at| self.t0 + at)
     }
 
+    /// `slots` hold from `at`: none (a shard's part of a split ramp's low level) lets the
+    /// requests in flight end and starts none until the next level.
     fn set_level(&mut self, at: Duration, slots: u32) {
-        let slots = slots.max(1) as usize;
+        let slots = slots as usize;
         for _ in self.limit..slots {
             self.freed.push_back(at);
         }

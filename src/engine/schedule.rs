@@ -11,7 +11,7 @@ use super::arrivals::{ArrivalClock, ArrivalError, Arrivals};
 
 /// `n` send times at `rate` per second by `arrivals`, the first at zero: the gaps of one
 /// [`ArrivalClock`] seeded with `seed`, as the engine itself would draw them.
-pub fn clocked(
+pub(crate) fn clocked(
     rate: f64,
     arrivals: Arrivals,
     seed: u64,
@@ -39,7 +39,7 @@ pub fn clocked(
 /// seeds with 1,000 gaps, where independent draws scatter by ±0.045 — and the gaps
 /// are scaled to sum to (N − 1) / rate, so the achieved rate is the plan's. Two runs of a
 /// plan then differ by the server, not by the luck of their arrival samples. Seeded.
-pub fn balanced_poisson(rate: f64, n: usize, seed: u64) -> Option<Vec<Duration>> {
+pub(crate) fn balanced_poisson(rate: f64, n: usize, seed: u64) -> Option<Vec<Duration>> {
     if !(rate.is_finite() && rate > 0.0) || n == 0 {
         return None;
     }
@@ -67,7 +67,7 @@ pub fn balanced_poisson(rate: f64, n: usize, seed: u64) -> Option<Vec<Duration>>
 /// spread over the cumulative count `total`, each mapped to its time by `time_of` (the
 /// inverse of the cumulative count, in seconds). The first is at zero; seeded. Holds 16
 /// bytes a request.
-pub fn rescaled(
+pub(crate) fn rescaled(
     total: f64,
     n: usize,
     constant: bool,

@@ -96,7 +96,7 @@ impl VecSource {
     }
 
     /// Requests to send at the given offsets (one per request, sorted) under `Load::Scheduled`.
-    pub fn scheduled(
+    pub(crate) fn scheduled(
         requests: Vec<PreparedRequest>,
         offsets: Vec<std::time::Duration>,
     ) -> VecSource {

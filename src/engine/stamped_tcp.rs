@@ -1,7 +1,7 @@
-//! The lean client's TCP stream with the kernel's receive stamps (`rx_stamp`): every read
-//! notes when the kernel received the bytes it returned, so the answer's times are
-//! when its bytes arrived, not when the client's runtime got round to reading them (the
-//! difference is the client's own delay). Where the kernel gives no stamp (not Linux,
+//! When the bytes of the lean client's reads arrived (`Arrival`): the kernel's receive
+//! stamp of each read (`rx_stamp::StampedTcp`, the client's TCP stream), so the answer's
+//! times are when its bytes arrived, not when the client's runtime got round to reading
+//! them (the difference is the client's own delay). Where the kernel gives no stamp (not Linux,
 //! stamping refused, or the first moment after it was turned on) a read notes none and
 //! the read's own time is used.
 //!
@@ -12,23 +12,9 @@
 //! (Reading one event at a time does not help: measured, the merge happens before the
 //! read.) Knows nothing about HTTP.
 
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
-
-/// A connected TCP stream whose reads are stamped by the kernel where it can.
-pub(crate) struct StampedTcp {
-    tcp: TcpStream,
-    /// The kernel stamps this socket's received data.
-    kernel: bool,
-    cmsg: Vec<u8>,
-    /// The kernel's stamp of the last read's bytes (`None`: the read had none).
-    last: Option<SystemTime>,
-}
+pub(crate) use crate::rx_stamp::StampedTcp;
 
 /// When the bytes of a read arrived: the kernel's time as an `Instant`, and how long
 /// before the read that was (zero without a kernel stamp).
@@ -53,99 +39,12 @@ impl Arrival {
     }
 }
 
-impl StampedTcp {
-    /// Asks the kernel to stamp the socket's received data (`receive_stamps`), and keeps
-    /// whether it agreed.
-    pub(crate) fn new(tcp: TcpStream, receive_stamps: bool) -> StampedTcp {
-        let kernel = receive_stamps && crate::rx_stamp::enable(&tcp);
-        StampedTcp {
-            tcp,
-            kernel,
-            cmsg: if kernel {
-                crate::rx_stamp::buffer()
-            } else {
-                Vec::new()
-            },
-            last: None,
-        }
-    }
-
-    /// The kernel's stamp of the last read's bytes.
-    pub(crate) fn stamp(&self) -> Option<SystemTime> {
-        self.last
-    }
-
-    /// The socket, for a non-blocking probe of an idle connection.
-    pub(crate) fn tcp(&self) -> &TcpStream {
-        &self.tcp
-    }
-}
-
-impl AsyncRead for StampedTcp {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if !this.kernel {
-            this.last = None;
-            return Pin::new(&mut this.tcp).poll_read(cx, buf);
-        }
-        loop {
-            std::task::ready!(this.tcp.poll_read_ready(cx))?;
-            let (tcp, cmsg) = (&this.tcp, &mut this.cmsg);
-            let dst = buf.initialize_unfilled();
-            match tcp.try_io(tokio::io::Interest::READABLE, || {
-                crate::rx_stamp::recv(tcp, dst, cmsg)
-            }) {
-                Ok((n, stamp)) => {
-                    buf.advance(n);
-                    this.last = stamp;
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
-    }
-}
-
-impl AsyncWrite for StampedTcp {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write(cx, data)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
-    }
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
+    use tokio::net::TcpStream;
 
     /// A reader delayed on purpose: the kernel's time of the bytes lies before the read's
     /// own time by the delay.
@@ -159,7 +58,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let mut client = StampedTcp::new(TcpStream::connect(addr).await.unwrap(), true);
         let (mut server, _) = listener.accept().await.unwrap();
-        if !first.kernel {
+        if !first.kernel() {
             eprintln!("skipped: this kernel refuses SO_TIMESTAMPNS");
             return;
         }

@@ -216,7 +216,7 @@ impl Endpoint {
     }
 
     /// Keeps every response as received in its record's `raw` (costly: for debugging).
-    pub fn with_raw_responses(mut self, on: bool) -> Endpoint {
+    pub(crate) fn with_raw_responses(mut self, on: bool) -> Endpoint {
         self.raw_responses = on;
         self.others = std::mem::take(&mut self.others)
             .into_iter()
@@ -281,7 +281,7 @@ impl Target {
     /// One target per replica (each its URL as `base_url`, no replicas of its own); the
     /// target itself when it has one URL. What runs per URL (the connection test,
     /// readiness, cache resets, telemetry scrapes) runs on each of these.
-    pub fn each_replica(&self) -> Vec<Target> {
+    pub(crate) fn each_replica(&self) -> Vec<Target> {
         if self.replicas.is_empty() {
             return vec![self.clone()];
         }
@@ -306,7 +306,7 @@ impl Target {
 
     /// Where this server is and how to talk to it, for the stages that must not know the
     /// engine (`servers`, `telemetry`): they set their own `timeout`.
-    pub fn control_spec(&self) -> control::ClientSpec<'_> {
+    pub(crate) fn control_spec(&self) -> control::ClientSpec<'_> {
         control::ClientSpec {
             base_url: &self.base_url,
             paths: &self.paths,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// Fills `good_requests` and `slo_attainment` of a run whose stored metrics predate them
 /// (neither key stored) and give them; leaves any other run as it is (adds no unknowns).
-pub fn backfill(values: &mut BTreeMap<String, Option<f64>>) {
+pub(crate) fn backfill(values: &mut BTreeMap<String, Option<f64>>) {
     if values.contains_key("good_requests") {
         return;
     }

@@ -39,7 +39,7 @@ pub const CAPACITY_NAMES: [&str; 5] = [
 
 /// The cost of a million tokens: `cost_per_hour × duration_s / 3600 / tokens × 10⁶`;
 /// none without tokens or time.
-pub fn cost_per_million(cost_per_hour: f64, duration_s: f64, tokens: f64) -> Option<f64> {
+pub(crate) fn cost_per_million(cost_per_hour: f64, duration_s: f64, tokens: f64) -> Option<f64> {
     (tokens > 0.0 && duration_s > 0.0).then(|| cost_per_hour * duration_s / 3600.0 / tokens * 1e6)
 }
 

@@ -18,7 +18,7 @@ use hdrhistogram::Histogram;
 use super::stats::{quantile_by, Distribution, Moments};
 
 /// Inter-token gaps kept exactly (4 MiB) before the histogram takes over.
-pub const EXACT_GAPS: usize = 1 << 20;
+pub(crate) const EXACT_GAPS: usize = 1 << 20;
 
 /// Microseconds per millisecond: columns hold microseconds, metrics are milliseconds.
 const US_PER_MS: f64 = 1e3;
@@ -35,7 +35,7 @@ const REPEATS: usize = 8;
 /// bits either way: moments from exact integer sums, percentiles from the same values
 /// by rank, whatever order the values came in.
 #[derive(Debug, Clone, Default)]
-pub struct Times {
+pub(crate) struct Times {
     mode: TimesMode,
     n: u64,
     sum_ns: u128,
@@ -61,7 +61,7 @@ impl Times {
     }
 
     /// Adds `k` copies of `d` (the same as `k` pushes).
-    pub fn push_n(&mut self, d: Duration, k: u32) {
+    pub(crate) fn push_n(&mut self, d: Duration, k: u32) {
         if k == 0 {
             return;
         }
@@ -170,7 +170,7 @@ fn moments_ms(n: u64, sum_ns: u128, sum_sq_ns: u128) -> Moments {
 
 /// A column read by rank: its distinct values ascending, each with the rank after its
 /// last copy, in units of `unit` (nanoseconds per millisecond for times, 1 for counts).
-pub struct Ranked {
+pub(crate) struct Ranked {
     ranked: Vec<(u64, u64)>,
     moments: Moments,
     unit: f64,
@@ -225,7 +225,7 @@ impl Counts {
     }
 
     /// The values by rank.
-    pub fn ranked(&self) -> Ranked {
+    pub(crate) fn ranked(&self) -> Ranked {
         let mut end = 0u64;
         let mut moments = Moments::default();
         let mut ranked = Vec::with_capacity(self.counts.len());
@@ -245,7 +245,7 @@ impl Counts {
 /// Inter-token gaps: an exact time column while it holds at most `EXACT_GAPS` values one
 /// by one (a table of repeated values has no such limit), then an error-bounded histogram.
 #[derive(Debug, Clone, Default)]
-pub struct Gaps {
+pub(crate) struct Gaps {
     exact: Times,
     histogram: Option<Histogram<u64>>,
     /// Exact sums of every gap and of its square, in nanoseconds: moments that do not
@@ -265,7 +265,7 @@ impl Gaps {
 
     /// Adds `k` gaps of `d` each (the same as `k` pushes): a gap of `k` tokens read
     /// per token.
-    pub fn push_n(&mut self, d: Duration, k: u32) {
+    pub(crate) fn push_n(&mut self, d: Duration, k: u32) {
         if k == 0 {
             return;
         }
@@ -332,7 +332,7 @@ enum GapBody {
 }
 
 /// Every gap of a run, ready to be read.
-pub struct GapDistribution {
+pub(crate) struct GapDistribution {
     body: GapBody,
     moments: Moments,
     min: Option<f64>,

@@ -102,7 +102,7 @@ fn nearest_metric(metric: &str) -> Option<String> {
 }
 
 /// Parses `text` as a condition on `metric`.
-pub fn parse_condition(metric: &str, text: &str) -> Result<Condition, ConditionError> {
+pub(crate) fn parse_condition(metric: &str, text: &str) -> Result<Condition, ConditionError> {
     let unit = unit_of(metric).ok_or_else(|| ConditionError::UnknownMetric {
         metric: metric.into(),
         text: text.into(),
@@ -202,7 +202,7 @@ fn convert(value: f64, suffix: &str, unit: MetricUnit) -> Option<f64> {
 }
 
 impl Condition {
-    pub fn is_relative(&self) -> bool {
+    pub(crate) fn is_relative(&self) -> bool {
         matches!(self.threshold, Threshold::RelativePercent(_))
     }
 
@@ -228,7 +228,7 @@ impl Condition {
 }
 
 /// `(value − baseline) / |baseline| × 100`; 0 when both are 0; `None` when only the baseline is.
-pub fn relative_change(value: f64, baseline: f64) -> Option<f64> {
+pub(crate) fn relative_change(value: f64, baseline: f64) -> Option<f64> {
     if baseline == 0.0 {
         return (value == 0.0).then_some(0.0);
     }

@@ -80,7 +80,7 @@ impl Timing {
     /// `k` tokens, meaning k samples of gap / k. A gap that brought none (a chunk whose
     /// running count did not move) is carried into the next one, so the samples always
     /// add up to the gaps' time.
-    pub fn per_token(&self) -> impl Iterator<Item = (Duration, u32)> + '_ {
+    pub(crate) fn per_token(&self) -> impl Iterator<Item = (Duration, u32)> + '_ {
         let mut carried = Duration::ZERO;
         self.gaps.iter().enumerate().filter_map(move |(i, gap)| {
             let k = self.gap_tokens.get(i).copied().unwrap_or(1);

@@ -6,7 +6,7 @@
 pub use super::step_tally::StepTally;
 
 /// The explore metrics, in registry order.
-pub const EXPLORE_NAMES: [&str; 6] = [
+pub(crate) const EXPLORE_NAMES: [&str; 6] = [
     "knee_concurrency",
     "knee_rps",
     "knee_output_tps",
@@ -17,7 +17,7 @@ pub const EXPLORE_NAMES: [&str; 6] = [
 
 /// The names of an exploring run's knee and saturation levels: requests in flight, or
 /// an open loop's arrivals per second.
-pub fn level_names(by_rate: bool) -> (&'static str, &'static str) {
+pub(crate) fn level_names(by_rate: bool) -> (&'static str, &'static str) {
     if by_rate {
         ("knee_rps", "saturation_rps")
     } else {
@@ -60,12 +60,12 @@ pub struct StepFigures {
 }
 
 /// Readings in a step of a server's queue fewer than this say nothing of it.
-pub const MIN_QUEUE_READINGS: usize = 5;
+pub(crate) const MIN_QUEUE_READINGS: usize = 5;
 
 /// Whether the server's queue kept growing through a step, from its readings (seconds
 /// into the step, waiting requests): at least [`MIN_QUEUE_READINGS`] of them, rising by
 /// the over-saturation rule's test (`saturation::rising`).
-pub fn queue_rises(readings: &[(f64, f64)]) -> bool {
+pub(crate) fn queue_rises(readings: &[(f64, f64)]) -> bool {
     readings.len() >= MIN_QUEUE_READINGS && super::saturation::rising(readings)
 }
 
@@ -114,7 +114,7 @@ pub struct Ending {
 /// The growing-then-bisecting walk of an exploring load: told each step's figures, it
 /// names the next level, or ends.
 #[derive(Debug, Clone)]
-pub struct Explorer {
+pub(crate) struct Explorer {
     rule: Rule,
     phase: Phase,
     first: Option<StepFigures>,
@@ -135,7 +135,7 @@ impl Explorer {
     }
 
     /// The first level held.
-    pub fn first_level(&self) -> u32 {
+    pub(crate) fn first_level(&self) -> u32 {
         self.rule.from.clamp(1, self.rule.max.max(1))
     }
 

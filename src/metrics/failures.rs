@@ -29,7 +29,7 @@ pub fn failure_classes(
 }
 
 /// `8 http_500, 4 stream_broken`: the most frequent class first, ties by name.
-pub fn describe(classes: &BTreeMap<String, u64>) -> String {
+pub(crate) fn describe(classes: &BTreeMap<String, u64>) -> String {
     let mut by_count: Vec<(&String, &u64)> = classes.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
     by_count

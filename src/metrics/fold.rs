@@ -254,7 +254,7 @@ impl Fold {
 
     /// Whether the ITL percentiles carry the histogram's bounded error (more gaps than
     /// `columns::EXACT_GAPS`).
-    pub fn itl_bounded(&self) -> bool {
+    pub(crate) fn itl_bounded(&self) -> bool {
         self.itl.bounded() || self.chunk_gap.bounded()
     }
 

@@ -41,7 +41,7 @@ pub struct Counts {
 
 /// `input_lengths` folded one request at a time.
 #[derive(Default, Debug)]
-pub struct Lengths {
+pub(crate) struct Lengths {
     st: Diff,
     ct: Diff,
     sc: Diff,
@@ -59,7 +59,7 @@ impl Lengths {
         }
     }
 
-    pub fn add_counts(&mut self, c: Counts) {
+    pub(crate) fn add_counts(&mut self, c: Counts) {
         self.st.add(c.server, c.target);
         self.ct.add(c.client, c.target);
         self.sc.add(c.server, c.client);

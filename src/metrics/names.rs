@@ -6,13 +6,13 @@ use super::registry_defs::{QUANTITY_DEFS, SCALAR_DEFS, SERVER_DEFS};
 
 /// Distributions: `<quantity>_<statistic>` (their units, directions and definitions are
 /// the registry's, `registry_defs::QUANTITY_DEFS`, in this order).
-pub const QUANTITIES: [&str; QUANTITY_DEFS.len()] = names_of(&QUANTITY_DEFS);
+pub(crate) const QUANTITIES: [&str; QUANTITY_DEFS.len()] = names_of(&QUANTITY_DEFS);
 
 /// The statistics of every distribution, in column order.
-pub const STATISTICS: [&str; 14] = statistic_names();
+pub(crate) const STATISTICS: [&str; 14] = statistic_names();
 
 /// Scalars, one value per run (`registry_defs::SCALAR_DEFS`).
-pub const SCALARS: [&str; SCALAR_DEFS.len()] = names_of(&SCALAR_DEFS);
+pub(crate) const SCALARS: [&str; SCALAR_DEFS.len()] = names_of(&SCALAR_DEFS);
 
 /// Scalars of the server's side: telemetry scraped during the run (null without it;
 /// the book, metrics/telemetry.md), which no request row holds (a merged or pooled run
@@ -64,7 +64,7 @@ pub fn class_metric(name: &str, class: &str) -> String {
 }
 
 /// Whether `name` may name a class (it follows `@` in a class's metric names).
-pub fn valid_class_name(name: &str) -> bool {
+pub(crate) fn valid_class_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name
@@ -73,7 +73,7 @@ pub fn valid_class_name(name: &str) -> bool {
 }
 
 /// A metric name split into the vocabulary's name and the mix class it is of, if any.
-pub fn split_class(metric: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_class(metric: &str) -> (&str, Option<&str>) {
     match metric.split_once('@') {
         Some((name, class)) => (name, Some(class)),
         None => (metric, None),
@@ -82,7 +82,7 @@ pub fn split_class(metric: &str) -> (&str, Option<&str>) {
 
 /// Whether `name` is a run's stored metric: one of the vocabulary, or a mix class's
 /// (`NAME@CLASS`, a valid class name after a metric of the vocabulary).
-pub fn is_metric_or_class(name: &str) -> bool {
+pub(crate) fn is_metric_or_class(name: &str) -> bool {
     match split_class(name) {
         (metric, Some(class)) => valid_class_name(class) && is_metric(metric),
         (metric, None) => is_metric(metric),

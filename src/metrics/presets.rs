@@ -15,11 +15,12 @@ pub enum Preset {
 
 /// The statistics of EvalScope's percentile table that perfplan measures (EvalScope also
 /// prints p66, p80 and p98, which are not in perfplan's statistics).
-pub const EVALSCOPE_PERCENTILES: [&str; 7] = ["p10", "p25", "p50", "p75", "p90", "p95", "p99"];
+pub(crate) const EVALSCOPE_PERCENTILES: [&str; 7] =
+    ["p10", "p25", "p50", "p75", "p90", "p95", "p99"];
 
 /// The quantities of EvalScope's percentile table, with its column titles: (quantity,
 /// title, shown in seconds).
-pub const EVALSCOPE_COLUMNS: [(&str, &str, bool); 7] = [
+pub(crate) const EVALSCOPE_COLUMNS: [(&str, &str, bool); 7] = [
     ("ttft", "TTFT (s)", true),
     ("itl", "ITL (s)", true),
     ("tpot", "TPOT (s)", true),

@@ -10,7 +10,7 @@ use super::columns::{Ranked, Times};
 /// a whole micro-token per second (an exact integer, so the statistics are the same bits
 /// whatever order the rates came in) and read back in tokens per second.
 #[derive(Debug, Clone, Default)]
-pub struct Rates(Times);
+pub(crate) struct Rates(Times);
 
 /// Micro-tokens per second in a token per second: a `Times` reads its nanoseconds as
 /// milliseconds (a factor of 1e6), so its ranks read straight in tokens per second.

@@ -67,7 +67,7 @@ impl Direction {
     }
 
     /// `Some(true)` for higher, `Some(false)` for lower, `None` for neither.
-    pub fn higher_is_better(self) -> Option<bool> {
+    pub(crate) fn higher_is_better(self) -> Option<bool> {
         match self {
             Direction::Higher => Some(true),
             Direction::Lower => Some(false),
@@ -97,7 +97,7 @@ impl Kind {
 
 /// One entry: a scalar, or the quantity of a `<quantity>_<statistic>` family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MetricDef {
+pub(crate) struct MetricDef {
     pub name: &'static str,
     pub unit: MetricUnit,
     pub direction: Direction,
@@ -190,7 +190,7 @@ pub fn unit_of(name: &str) -> Option<MetricUnit> {
 }
 
 /// Whether a larger value of `name` is better, or `None` for a name outside the vocabulary.
-pub fn direction_of(name: &str) -> Option<Direction> {
+pub(crate) fn direction_of(name: &str) -> Option<Direction> {
     lookup(name).map(|m| m.direction)
 }
 

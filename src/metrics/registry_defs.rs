@@ -25,7 +25,7 @@ const fn m(
 }
 
 /// The quantities of the distributions (`<quantity>_<statistic>`), per request.
-pub const QUANTITY_DEFS: [MetricDef; 18] = [
+pub(crate) const QUANTITY_DEFS: [MetricDef; 18] = [
     m("ttft", Millis, Lower, "time to first token: request sent → first chunk with any output (content, reasoning or a tool call)"),
     m("tpot", Millis, Lower, "time per output token: (latency − TTFT) / (output tokens − 1), requests of two or more output tokens"),
     m("itl", Millis, Lower, "inter-token latency, per token: each gap between content chunks spread evenly over the output tokens that arrived in it (a gap of k tokens is k samples of gap / k); with one token per chunk, the gaps as observed"),
@@ -47,7 +47,7 @@ pub const QUANTITY_DEFS: [MetricDef; 18] = [
 ];
 
 /// The statistics of every distribution, in column order.
-pub const STATISTIC_DEFS: [StatisticDef; 14] = [
+pub(crate) const STATISTIC_DEFS: [StatisticDef; 14] = [
     StatisticDef {
         name: "mean",
         definition: "the arithmetic mean",
@@ -107,7 +107,7 @@ pub const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub const SCALAR_DEFS: [MetricDef; 62] = [
+pub(crate) const SCALAR_DEFS: [MetricDef; 62] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok or cancelled)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests not cancelled by the client"),
@@ -174,7 +174,7 @@ pub const SCALAR_DEFS: [MetricDef; 62] = [
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without
 /// it); they follow `SCALAR_DEFS` in every export.
-pub const SERVER_DEFS: [MetricDef; 18] = [
+pub(crate) const SERVER_DEFS: [MetricDef; 18] = [
     m(
         "server_ttft_p50",
         Millis,

@@ -201,7 +201,7 @@ struct Open {
 /// measured, in about the order they end), it closes a slice once a record ends two
 /// slices later (one slice of lag for stragglers) and judges the window at each close.
 #[derive(Debug)]
-pub struct SaturationWatch {
+pub(crate) struct SaturationWatch {
     rule: Rule,
     width: Duration,
     open: Vec<Open>,
@@ -221,7 +221,7 @@ impl SaturationWatch {
     }
 
     /// What fired the rule, once it has.
-    pub fn fired(&self) -> Option<Saturation> {
+    pub(crate) fn fired(&self) -> Option<Saturation> {
         self.fired
     }
 

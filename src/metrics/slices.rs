@@ -29,14 +29,14 @@ use crate::record::{Outcome, Phase, RequestRecord};
 
 /// Most slices of one run: a longer run gets wider slices (a whole multiple of the width
 /// asked for), so the slices stay a few MB whatever the run's length.
-pub const MAX_SLICES: usize = 100_000;
+pub(crate) const MAX_SLICES: usize = 100_000;
 
 /// Calls `f(time, tokens)` for the output tokens of a successful record: each content
 /// chunk's tokens at its arrival when the stream's counts add up to the output tokens
 /// (those after the last content chunk at the last chunk), else one token at each
 /// content chunk when the chunks are exactly as many as the tokens, else all of them at
 /// the record's end.
-pub fn token_times(r: &RequestRecord, mut f: impl FnMut(Duration, f64)) {
+pub(crate) fn token_times(r: &RequestRecord, mut f: impl FnMut(Duration, f64)) {
     let Some((n, _)) = r.output_tokens() else {
         return;
     };
@@ -124,7 +124,7 @@ struct Open {
 
 /// A run's slices folded from its records in end order.
 #[derive(Debug)]
-pub struct SliceFold {
+pub(crate) struct SliceFold {
     width_ns: u64,
     origin: Duration,
     span_ns: u64,

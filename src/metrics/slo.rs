@@ -30,7 +30,7 @@ pub enum SloQuantity {
 
 /// Every quantity an SLO may bound, by its `[slo]` key: the per-request quantities of
 /// the metric vocabulary whose better direction is known.
-pub const SLO_QUANTITIES: [(&str, SloQuantity); 8] = [
+pub(crate) const SLO_QUANTITIES: [(&str, SloQuantity); 8] = [
     ("ttft", SloQuantity::Ttft),
     ("ttfo", SloQuantity::Ttfo),
     ("tpot", SloQuantity::Tpot),
@@ -57,7 +57,7 @@ impl SloQuantity {
     }
 
     /// Whether the objective is a floor (a rate) rather than a ceiling (a time).
-    pub fn is_rate(self) -> bool {
+    pub(crate) fn is_rate(self) -> bool {
         matches!(self, SloQuantity::RequestOutputTps | SloQuantity::DecodeTps)
     }
 }
@@ -188,7 +188,7 @@ pub(super) fn meets(f: &RequestFigures<'_>, slos: &[Slo]) -> bool {
 
 /// Whether a successful request meets every objective of `slos`, timed under `defs`
 /// (the fold's own rule, for readers of stored rows such as `compare`'s bootstrap).
-pub fn request_meets(r: &RequestRecord, defs: MetricDefinitions, slos: &[Slo]) -> bool {
+pub(crate) fn request_meets(r: &RequestRecord, defs: MetricDefinitions, slos: &[Slo]) -> bool {
     if slos.is_empty() {
         return true;
     }
@@ -214,7 +214,7 @@ pub struct SloTableError {
 }
 
 /// Every entry of an `[slo]` table (a suite's or a search's), in the table's order.
-pub fn slos_of(
+pub(crate) fn slos_of(
     slo: &std::collections::BTreeMap<String, String>,
 ) -> Result<Vec<Slo>, SloTableError> {
     slo.iter()

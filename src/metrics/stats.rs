@@ -25,7 +25,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 
 /// The `q`-quantile of `n` values in ascending order read by rank with `at` (an array,
 /// or a table of counts): the one interpolation rule of every exact percentile.
-pub fn quantile_by(n: usize, at: impl Fn(usize) -> f64, q: f64) -> Option<f64> {
+pub(crate) fn quantile_by(n: usize, at: impl Fn(usize) -> f64, q: f64) -> Option<f64> {
     if n == 0 {
         return None;
     }
@@ -39,7 +39,7 @@ pub fn quantile_by(n: usize, at: impl Fn(usize) -> f64, q: f64) -> Option<f64> {
 
 /// Count, mean and Σ(x − mean)² of a set of values: what `mean` and `stdev` are made of.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Moments {
+pub(crate) struct Moments {
     pub n: u64,
     pub mean: f64,
     pub m2: f64,
@@ -75,13 +75,13 @@ impl Moments {
     }
 
     /// The population standard deviation √(Σ(x − mean)² / n); `None` for no values.
-    pub fn stdev(&self) -> Option<f64> {
+    pub(crate) fn stdev(&self) -> Option<f64> {
         (self.n > 0).then(|| (self.m2 / self.n as f64).max(0.0).sqrt())
     }
 }
 
 /// How a statistic reads a distribution: its moments, its extremes and its quantiles.
-pub trait Distribution {
+pub(crate) trait Distribution {
     /// Values held.
     fn count(&self) -> u64;
     /// Their moments (read for `mean` and `stdev` only).
@@ -93,7 +93,7 @@ pub trait Distribution {
 
 /// One statistic of `STATISTICS` (`mean`, `stdev`, `min`, `max`, `p1` … `p999`) of `d`;
 /// `None` when it holds no value or `name` is not a statistic.
-pub fn statistic_of(d: &impl Distribution, name: &str) -> Option<f64> {
+pub(crate) fn statistic_of(d: &impl Distribution, name: &str) -> Option<f64> {
     if d.count() == 0 {
         return None;
     }
@@ -138,7 +138,11 @@ pub fn statistic(sorted: &[f64], name: &str) -> Option<f64> {
 }
 
 /// Writes `<quantity>_<statistic>` of `d` for every statistic (`None` when it is empty).
-pub fn fill_from(out: &mut BTreeMap<String, Option<f64>>, quantity: &str, d: &impl Distribution) {
+pub(crate) fn fill_from(
+    out: &mut BTreeMap<String, Option<f64>>,
+    quantity: &str,
+    d: &impl Distribution,
+) {
     for stat in STATISTICS {
         out.insert(format!("{quantity}_{stat}"), statistic_of(d, stat));
     }
@@ -156,7 +160,7 @@ pub fn fill(out: &mut BTreeMap<String, Option<f64>>, quantity: &str, mut values:
 /// holding rank `q * total`, linearly interpolated between its lower bound (the previous
 /// `le`, 0 for the first) and its `le`; a rank in the `+Inf` bucket gives the highest
 /// finite `le`. `None` without observations or when counts decrease.
-pub fn histogram_quantile(buckets: &[(f64, f64)], q: f64) -> Option<f64> {
+pub(crate) fn histogram_quantile(buckets: &[(f64, f64)], q: f64) -> Option<f64> {
     let total = buckets.last()?.1;
     if total <= 0.0 || buckets.windows(2).any(|w| w[1].1 < w[0].1) {
         return None;

@@ -28,7 +28,7 @@ use super::window_fold::{Span, WindowFold};
 use crate::record::{Phase, RequestRecord};
 
 /// A window shorter than this many time slices has no steady metrics.
-pub const MIN_SLICES: u32 = 2;
+pub(crate) const MIN_SLICES: u32 = 2;
 
 /// The steady metrics and the run metric each one reads inside the window.
 const FROM_RUN: [(&str, &str); 7] = [
@@ -43,7 +43,7 @@ const FROM_RUN: [(&str, &str); 7] = [
 
 /// How a run's load was sent, as the window's rule reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoadShape {
+pub(crate) enum LoadShape {
     Closed {
         concurrency: usize,
     },
@@ -85,7 +85,7 @@ impl Span for Window {
 /// Finds a run's window from its records, in any order (a live run's completion order,
 /// the store's index order).
 #[derive(Debug, Clone)]
-pub struct WindowFinder {
+pub(crate) struct WindowFinder {
     shape: LoadShape,
     /// The `concurrency` earliest sends of the pass (a max-heap: its top is the C-th).
     earliest: BinaryHeap<Duration>,
@@ -97,7 +97,7 @@ pub struct WindowFinder {
 
 impl WindowFinder {
     /// Whether the load can have a steady window at all (a ramp cannot).
-    pub fn can_be_steady(&self) -> bool {
+    pub(crate) fn can_be_steady(&self) -> bool {
         self.shape != LoadShape::Ramp
     }
 
@@ -178,7 +178,7 @@ impl WindowFinder {
 /// The steady metrics of a run, folded from its records (any order) once its window is
 /// known: `window_fold`'s rule, a request counted by its send.
 #[derive(Debug, Clone)]
-pub struct SteadyFold(WindowFold<Window>);
+pub(crate) struct SteadyFold(WindowFold<Window>);
 
 impl SteadyFold {
     pub fn new(window: Window, definitions: MetricDefinitions) -> SteadyFold {

@@ -55,7 +55,7 @@ impl StepTally {
     /// of the successful requests that ended in it over its length (an open loop's
     /// arrivals do not wait for responses, so what ends is what the server served), and
     /// a fresh tally for the next step.
-    pub fn take_open(&mut self, level: u32, span: Duration) -> StepFigures {
+    pub(crate) fn take_open(&mut self, level: u32, span: Duration) -> StepFigures {
         let tokens = self.ended.0;
         let mut figures = self.take(level);
         let secs = span.as_secs_f64();

@@ -15,7 +15,7 @@ use super::window_fold::{Span, WindowFold};
 use crate::record::RequestRecord;
 
 /// The per-step metrics, by their names in the one vocabulary (`metrics::names`).
-pub const STEP_METRICS: [&str; 9] = [
+pub(crate) const STEP_METRICS: [&str; 9] = [
     "requests_ok",
     "requests_failed",
     "rps",
@@ -49,7 +49,7 @@ impl Span for StepWindow {
 
 /// The metrics of one step.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StepMetrics {
+pub(crate) struct StepMetrics {
     pub window: StepWindow,
     /// `STEP_METRICS`' values, in the vocabulary's units (null when unknown).
     pub values: BTreeMap<String, Option<f64>>,
@@ -58,7 +58,7 @@ pub struct StepMetrics {
 /// Folds a run's records (any order) into its steps: `window_fold`'s rule per step, a
 /// request counted by its planned send.
 #[derive(Debug, Clone)]
-pub struct StepFold {
+pub(crate) struct StepFold {
     steps: Vec<WindowFold<StepWindow>>,
 }
 
@@ -97,7 +97,7 @@ impl StepFold {
 }
 
 /// The folded steps as `time.steps` keeps them.
-pub fn steps_json(fold: StepFold, key: &str) -> serde_json::Value {
+pub(crate) fn steps_json(fold: StepFold, key: &str) -> serde_json::Value {
     let steps: Vec<serde_json::Value> = fold
         .finish()
         .into_iter()

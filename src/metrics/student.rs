@@ -17,14 +17,14 @@ pub struct MeanInterval {
 
 impl MeanInterval {
     /// Half the interval's width (the `±` of `mean ± h`).
-    pub fn half_width(&self) -> f64 {
+    pub(crate) fn half_width(&self) -> f64 {
         (self.high - self.low) / 2.0
     }
 }
 
 /// The mean of `values` with its Student t interval at `confidence` (0.95 for 95%);
 /// `None` for fewer than two values or any value that is not finite.
-pub fn mean_interval(values: &[f64], confidence: f64) -> Option<MeanInterval> {
+pub(crate) fn mean_interval(values: &[f64], confidence: f64) -> Option<MeanInterval> {
     if values.len() < 2 || values.iter().any(|v| !v.is_finite()) {
         return None;
     }
@@ -42,7 +42,7 @@ pub fn mean_interval(values: &[f64], confidence: f64) -> Option<MeanInterval> {
 
 /// Welch's interval at `confidence` of `mean(new) − mean(base)`; `None` when either side
 /// has fewer than two values (or a value that is not finite).
-pub fn welch_interval(base: &[f64], new: &[f64], confidence: f64) -> Option<(f64, f64)> {
+pub(crate) fn welch_interval(base: &[f64], new: &[f64], confidence: f64) -> Option<(f64, f64)> {
     let finite = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.is_finite());
     if !finite(base) || !finite(new) {
         return None;
@@ -66,7 +66,7 @@ fn sample_variance(m: &Moments) -> f64 {
 }
 
 /// The `p` quantile (0.5 < p < 1) of Student's t with `df` degrees of freedom.
-pub fn t_quantile(p: f64, df: f64) -> Option<f64> {
+pub(crate) fn t_quantile(p: f64, df: f64) -> Option<f64> {
     if !(0.5..1.0).contains(&p) || df.is_nan() || df <= 0.0 || !df.is_finite() {
         return None;
     }

@@ -105,7 +105,7 @@ pub struct RunSummary {
 impl RunSummary {
     /// The facts stored with a run (its extras): the counts behind its metrics and its
     /// flags; `stored` is the number of its request rows in the database.
-    pub fn facts_json(&self, stored: u64) -> serde_json::Value {
+    pub(crate) fn facts_json(&self, stored: u64) -> serde_json::Value {
         serde_json::json!({
             "requests": self.requests,
             "stored_rows": stored,
@@ -157,7 +157,7 @@ pub fn summarize(records: &[RequestRecord], opts: &SummaryOptions) -> RunSummary
 }
 
 /// The shortest run whose client CPU share can say the client was saturated.
-pub const MIN_CPU_WALL_S: f64 = 1.0;
+pub(crate) const MIN_CPU_WALL_S: f64 = 1.0;
 
 pub(super) fn client_bound(s: &RunSummary, opts: &SummaryOptions) -> Option<String> {
     let mut reasons = Vec::new();

@@ -9,7 +9,7 @@ use crate::record::{Outcome, Phase, RequestRecord, ToolTally};
 
 /// What the per-turn metrics read of one measured successful turn.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TurnSample {
+pub(crate) struct TurnSample {
     pub item: u64,
     /// TTFT in milliseconds.
     pub ttft_ms: Option<f64>,
@@ -32,7 +32,7 @@ impl TurnSample {
 }
 
 /// `turn_metrics` of the samples a run folded.
-pub fn turn_metrics_of(
+pub(crate) fn turn_metrics_of(
     samples: &[TurnSample],
     turn_of_item: &[u32],
 ) -> Vec<(&'static str, Option<f64>)> {

@@ -22,7 +22,7 @@ pub trait Span: Copy {
 
 /// One window's fold.
 #[derive(Debug, Clone)]
-pub struct WindowFold<W> {
+pub(crate) struct WindowFold<W> {
     pub window: W,
     fold: Fold,
     ended_ok: u64,
@@ -31,7 +31,7 @@ pub struct WindowFold<W> {
 
 /// What a window's requests make.
 #[derive(Debug, Clone)]
-pub struct WindowFigures {
+pub(crate) struct WindowFigures {
     /// The summary of the requests whose instant lies in the window.
     pub run: RunSummary,
     /// The window's length, s.

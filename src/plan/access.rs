@@ -185,7 +185,7 @@ fn tls_problems(name: &str, ep: &EndpointSpec, tls: &TlsSpec, tree: &Node) -> Ve
 
 /// A `tls` file (`ca_file`, `cert_file`, `key_file`) that is missing or holds no
 /// certificate or key, located. Paths are relative to the plan's folder.
-pub fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &Path) -> Vec<Diagnostic> {
+pub(crate) fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &Path) -> Vec<Diagnostic> {
     type Reader = fn(&Path) -> Result<(), control::TlsError>;
     let readers: [(&str, Reader, &str); 3] = [
         (

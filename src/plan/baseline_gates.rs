@@ -11,7 +11,7 @@ use crate::metrics::condition::{parse_condition, unit_of, MetricUnit, Threshold}
 
 /// One diagnostic per relative gate of `spec`'s `[gates]` and of `cli` (`METRIC=COND`,
 /// from `--gate`), when no baseline was given; nothing when one was.
-pub fn without_baseline(
+pub(crate) fn without_baseline(
     spec: &PlanSpec,
     tree: &Node,
     cli: &[(String, String)],

@@ -84,7 +84,10 @@ pub fn keys_for(kind: DatasetKind) -> Vec<&'static str> {
 
 /// Keys set that a kind takes but that do nothing without another key: `(key, message)`.
 /// `supplied` says which keys come from elsewhere (a matrix axis).
-pub fn idle_keys(spec: &DatasetSpec, supplied: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+pub(crate) fn idle_keys(
+    spec: &DatasetSpec,
+    supplied: impl Fn(&str) -> bool,
+) -> Vec<(String, String)> {
     let rules: [(&str, bool, &str, bool); 3] = [
         (
             "prefix_role",

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 /// Index of a source in `Sources`.
-pub type FileId = usize;
+pub(crate) type FileId = usize;
 
 /// A byte range in one source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,7 +47,7 @@ impl Sources {
     }
 
     /// 1-based line and column (in characters) of a byte offset.
-    pub fn line_col(&self, file: FileId, offset: usize) -> (usize, usize) {
+    pub(crate) fn line_col(&self, file: FileId, offset: usize) -> (usize, usize) {
         let Some(src) = self.files.get(file) else {
             return (1, 1);
         };
@@ -111,12 +111,12 @@ impl Diagnostic {
         }
     }
 
-    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
     }
 
-    pub fn with_label(mut self, label: impl Into<String>) -> Diagnostic {
+    pub(crate) fn with_label(mut self, label: impl Into<String>) -> Diagnostic {
         self.label = Some(label.into());
         self
     }

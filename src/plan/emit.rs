@@ -15,7 +15,7 @@ const INLINE_MAX: usize = 100;
 /// starting with `:schema` becomes the `#:schema` line). Strings are written as given:
 /// `${VAR}` in one is expanded when the plan is loaded, so a caller writing a literal
 /// value escapes it (`$${`) first.
-pub fn to_toml(plan: &Map<String, Value>, header: &[String]) -> String {
+pub(crate) fn to_toml(plan: &Map<String, Value>, header: &[String]) -> String {
     let mut out = String::new();
     for line in header {
         if line.is_empty() {

@@ -50,7 +50,9 @@ fn conflict(first: &Entry, second: &Entry, sources: &Sources, path: &[String]) -
 }
 
 /// The `imports` list of a file, removed from its tree.
-pub fn take_imports(root: &mut Node) -> Result<Vec<(String, super::diag::Span)>, Diagnostic> {
+pub(crate) fn take_imports(
+    root: &mut Node,
+) -> Result<Vec<(String, super::diag::Span)>, Diagnostic> {
     let NodeKind::Map(entries) = &mut root.kind else {
         return Ok(Vec::new());
     };

@@ -5,7 +5,10 @@ use super::diag::{Diagnostic, Span};
 use super::node::{Node, NodeKind};
 
 /// Expands every string in the tree; returns the problems found.
-pub fn interpolate(node: &mut Node, env: &dyn Fn(&str) -> Option<String>) -> Vec<Diagnostic> {
+pub(crate) fn interpolate(
+    node: &mut Node,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     walk(node, env, &mut diags);
     diags

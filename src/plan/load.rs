@@ -66,7 +66,7 @@ pub struct LoadedPlan {
 impl LoadedPlan {
     /// The texts of the plan file and its imports (not the `--set` pseudo-files) as they
     /// are stored: literal secrets written as `${PERFPLAN_SECRET_…}`.
-    pub fn file_texts(&self) -> Vec<(String, String)> {
+    pub(crate) fn file_texts(&self) -> Vec<(String, String)> {
         self.stored_sources()
             .filter(|(name, _)| name != "--set")
             .collect()
@@ -74,7 +74,7 @@ impl LoadedPlan {
 
     /// The `--set` overrides as they are stored: literal secrets written as
     /// `${PERFPLAN_SECRET_…}` (`rerun` resolves them from the environment).
-    pub fn stored_sets(&self) -> Vec<String> {
+    pub(crate) fn stored_sets(&self) -> Vec<String> {
         self.stored_sources()
             .filter(|(name, _)| name == "--set")
             .map(|(_, text)| text)
@@ -89,7 +89,7 @@ impl LoadedPlan {
     }
 
     /// Where a path of the plan is written, for diagnostics found after loading.
-    pub fn locate(&self, path: &[Step]) -> Span {
+    pub(crate) fn locate(&self, path: &[Step]) -> Span {
         self.tree.locate(path)
     }
 }

@@ -10,7 +10,7 @@ use super::RequestSpec;
 
 /// Where an axis's value lands in a run's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AxisTarget {
+pub(crate) enum AxisTarget {
     /// `endpoint`, `model`, `dataset`, `cache_state`, `tokenize_prompt`, `api`, `load`.
     Run,
     /// A key of the run's dataset (`input_tokens`, `prefix_tokens`, …).
@@ -20,7 +20,7 @@ pub enum AxisTarget {
 }
 
 /// Axes that choose a run's parts rather than override a setting.
-pub const RUN_AXES: [&str; 7] = [
+pub(crate) const RUN_AXES: [&str; 7] = [
     "endpoint",
     "model",
     "dataset",
@@ -47,7 +47,7 @@ fn property_names<T: schemars::JsonSchema>() -> Vec<String> {
 }
 
 /// Which part of a run an axis key sets, or `None` if it is not an axis.
-pub fn axis_target(key: &str) -> Option<AxisTarget> {
+pub(crate) fn axis_target(key: &str) -> Option<AxisTarget> {
     if RUN_AXES.contains(&key) {
         return Some(AxisTarget::Run);
     }

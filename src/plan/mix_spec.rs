@@ -12,7 +12,7 @@ use super::spec::TokenRange;
 use crate::metrics::names::valid_class_name;
 
 /// Most classes in one mix.
-pub const MAX_MIX_CLASSES: usize = 64;
+pub(crate) const MAX_MIX_CLASSES: usize = 64;
 
 /// One workload class of a mix.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -63,7 +63,7 @@ pub enum MixAssign {
 
 /// Where a problem of a mix stands: the class (its index) and the key at fault; `None`
 /// for the mix as a whole.
-pub type ClassKey = Option<(usize, &'static str)>;
+pub(crate) type ClassKey = Option<(usize, &'static str)>;
 
 /// Problems of a mix as written that need no other table: `(where, message)`.
 pub fn problems(classes: &[MixClassSpec], assign: MixAssign) -> Vec<(ClassKey, String)> {

@@ -59,7 +59,7 @@ impl Node {
     }
 
     /// What a person calls this kind of value.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self.kind {
             NodeKind::Null => "null",
             NodeKind::Bool(_) => "a boolean",
@@ -73,7 +73,7 @@ impl Node {
 
     /// The best span for a path: the key of the deepest entry found (or the value for
     /// list items). Used to place errors found after deserialization.
-    pub fn locate(&self, path: &[Step]) -> Span {
+    pub(crate) fn locate(&self, path: &[Step]) -> Span {
         let mut node = self;
         let mut best = self.span;
         for step in path {
@@ -101,7 +101,7 @@ impl Node {
     }
 
     /// The span of a value at a path (not its key), if it exists.
-    pub fn value_span(&self, path: &[Step]) -> Option<Span> {
+    pub(crate) fn value_span(&self, path: &[Step]) -> Option<Span> {
         let mut node = self;
         for step in path {
             node = match (step, &node.kind) {
@@ -161,7 +161,7 @@ impl Node {
 }
 
 /// Renders a path as a person writes it: `datasets.random-1k.input_tokens`, `matrix.load[2]`.
-pub fn path_text(path: &[Step]) -> String {
+pub(crate) fn path_text(path: &[Step]) -> String {
     let mut out = String::new();
     for step in path {
         match step {

@@ -8,7 +8,7 @@ use super::node::{Node, Step};
 use super::spec::PlanSpec;
 
 /// Why `name` cannot name a file or folder, if it cannot.
-pub fn path_name_problem(name: &str) -> Option<String> {
+pub(crate) fn path_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("it is empty".into());
     }

@@ -33,7 +33,7 @@ fn path_order(a: &[Step], b: &[Step]) -> Ordering {
 /// A copy of `tree` without the values at `paths`, and where they were written. Later
 /// list items go first, so that the indices of the others still hold; a path under one
 /// already taken out is skipped.
-pub fn prune(tree: &Node, paths: &[Vec<Step>]) -> (Node, Vec<Span>) {
+pub(crate) fn prune(tree: &Node, paths: &[Vec<Step>]) -> (Node, Vec<Span>) {
     let mut sorted: Vec<&Vec<Step>> = paths.iter().collect();
     sorted.sort_by(|a, b| path_order(a, b));
     sorted.dedup();
@@ -63,7 +63,7 @@ pub struct Pruned {
 
 impl Pruned {
     /// Records the table holding the value at `path` (not the top level).
-    pub fn table_of(&mut self, path: &[Step]) {
+    pub(crate) fn table_of(&mut self, path: &[Step]) {
         if path.len() >= 2 {
             self.tables.push(path[..path.len() - 1].to_vec());
         }
@@ -72,7 +72,7 @@ impl Pruned {
     /// Whether `d`, found on the plan with these values left out (`tree`), is a
     /// consequence of leaving them out: at or around a value left out, or inside a table
     /// that held one.
-    pub fn covers(&self, d: &Diagnostic, tree: &Node) -> bool {
+    pub(crate) fn covers(&self, d: &Diagnostic, tree: &Node) -> bool {
         if overlaps(d, &self.spans) {
             return true;
         }
@@ -85,7 +85,7 @@ impl Pruned {
 }
 
 /// The path of the deepest key or value of `tree` written where `span` starts.
-pub fn path_at(tree: &Node, span: Span) -> Vec<Step> {
+pub(crate) fn path_at(tree: &Node, span: Span) -> Vec<Step> {
     let holds = |s: Span| s.file == span.file && s.start <= span.start && span.start < s.end;
     fn walk(node: &Node, holds: &dyn Fn(Span) -> bool, path: &mut Vec<Step>, best: &mut Vec<Step>) {
         let children: Vec<(Step, Option<Span>, &Node)> = match &node.kind {
@@ -145,7 +145,7 @@ pub fn remove(tree: &mut Node, path: &[Step]) -> Option<Span> {
 
 /// Whether `d` is at or around a value left out (its span and one of `pruned` share a
 /// byte, or one holds the other).
-pub fn overlaps(d: &Diagnostic, pruned: &[Span]) -> bool {
+pub(crate) fn overlaps(d: &Diagnostic, pruned: &[Span]) -> bool {
     let Some(s) = d.span else {
         return false;
     };

@@ -102,7 +102,7 @@ pub struct ConcurrencyRampSpec {
 impl ConcurrencyRampSpec {
     /// The same curve as a ramp table with numbers for values (the planner's one curve
     /// type reads both).
-    pub fn as_curve(&self) -> RampSpec {
+    pub(crate) fn as_curve(&self) -> RampSpec {
         RampSpec {
             from: self.from.map(f64::from),
             to: self.to.map(f64::from),

@@ -104,7 +104,7 @@ fn url_problems(name: &str, ep: &EndpointSpec, tree: &Node) -> Vec<Diagnostic> {
 }
 
 /// Whether `h` is a valid HTTP header name (an RFC 9110 token).
-pub fn is_header_name(h: &str) -> bool {
+pub(crate) fn is_header_name(h: &str) -> bool {
     !h.is_empty()
         && h.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))

@@ -132,15 +132,15 @@ impl ReportMetrics {
 }
 
 /// The default width of a run's time slices.
-pub const DEFAULT_SLICE: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_SLICE: Duration = Duration::from_secs(1);
 /// The narrowest and widest `[report] slice` (the schema's range, which validation
 /// checks; `perfplan report --slice` checks this copy).
-pub const SLICE_RANGE: (Duration, Duration) =
+pub(crate) const SLICE_RANGE: (Duration, Duration) =
     (Duration::from_millis(10), Duration::from_secs(3600));
 
 impl ReportSpec {
     /// The width of the runs' time slices (`slice`, or the default).
-    pub fn slice_width(&self) -> Duration {
+    pub(crate) fn slice_width(&self) -> Duration {
         self.slice.map_or(DEFAULT_SLICE, |s| s.0)
     }
 }

@@ -96,7 +96,7 @@ impl PlanSecrets {
 
     /// Masks every literal secret in `sources` (same length, so spans stay right) and
     /// gives `sources` the redactor, so that no diagnostic shows a secret.
-    pub fn mask(&self, sources: &mut Sources) {
+    pub(crate) fn mask(&self, sources: &mut Sources) {
         for s in &self.literal {
             let Some(src) = sources.files.get_mut(s.span.file) else {
                 continue;

@@ -87,7 +87,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
 }
 
 /// Most extra telemetry URLs of one endpoint.
-pub const MAX_TELEMETRY_URLS: usize = 16;
+pub(crate) const MAX_TELEMETRY_URLS: usize = 16;
 
 /// Each telemetry URL a server path or an http(s) URL, at most `MAX_TELEMETRY_URLS`, none twice.
 fn telemetry_problems(
@@ -220,13 +220,13 @@ fn unknown_class(spec: &PlanSpec, gate: &str, class: &str, at: Span) -> Option<D
 }
 
 /// Problems of one dataset (as written, or as resolved for a run): `(key, message)`.
-pub fn dataset_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
+pub(crate) fn dataset_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
     dataset_problems_given(ds, |_| false)
 }
 
 /// `dataset_problems`, where a required key that `supplied` says comes from elsewhere
 /// (a matrix axis) is not missing.
-pub fn dataset_problems_given(
+pub(crate) fn dataset_problems_given(
     ds: &DatasetSpec,
     supplied: impl Fn(&str) -> bool,
 ) -> Vec<(String, String)> {
@@ -342,7 +342,7 @@ fn length_problems(ds: &DatasetSpec) -> Vec<(String, String)> {
 
 /// Matrix values naming endpoints, models or datasets that the plan does not define,
 /// checked on the tree so they are reported together with schema errors.
-pub fn check_refs(tree: &Node) -> Vec<Diagnostic> {
+pub(crate) fn check_refs(tree: &Node) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let Some(matrix) = tree.get("matrix") else {
         return diags;
@@ -399,7 +399,11 @@ fn collect_strings<'a>(node: &'a Node, out: &mut Vec<&'a Node>) {
 
 /// Files the plan names (tokenizers, dataset files, `@file` prompts) that do not exist,
 /// reported before any run starts. Paths are relative to the plan's folder.
-pub fn check_files(spec: &PlanSpec, tree: &Node, base_dir: &std::path::Path) -> Vec<Diagnostic> {
+pub(crate) fn check_files(
+    spec: &PlanSpec,
+    tree: &Node,
+    base_dir: &std::path::Path,
+) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let mut missing = |path: &str, at: Vec<Step>, what: &str| {
         let full = base_dir.join(path);

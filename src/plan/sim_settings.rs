@@ -315,13 +315,13 @@ pub enum RouteRule {
 
 impl RouteRule {
     /// Whether the rule routes by the session header.
-    pub fn reads_session(self) -> bool {
+    pub(crate) fn reads_session(self) -> bool {
         matches!(self, RouteRule::Session | RouteRule::Sticky)
     }
 }
 
 /// The header `route = "session"` reads when `session_header` is not set.
-pub const DEFAULT_SESSION_HEADER: &str = "x-session-id";
+pub(crate) const DEFAULT_SESSION_HEADER: &str = "x-session-id";
 
 impl SimConfig {
     /// The header the session route reads.
@@ -345,7 +345,7 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// The share of tool-call answers when `tool_call_rate` is not set.
-pub const DEFAULT_TOOL_CALL_RATE: f64 = 0.5;
+pub(crate) const DEFAULT_TOOL_CALL_RATE: f64 = 0.5;
 
 fn is_default_tool_rate(rate: &f64) -> bool {
     *rate == DEFAULT_TOOL_CALL_RATE

@@ -94,7 +94,7 @@ pub struct StoreSpec {
 }
 
 impl StoreSpec {
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == StoreSpec::default()
     }
 }

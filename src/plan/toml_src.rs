@@ -25,7 +25,7 @@ pub fn parse(file: FileId, text: &str) -> Result<Node, Diagnostic> {
 }
 
 /// Parses one TOML value (for `--set key=value`).
-pub fn parse_value(file: FileId, text: &str) -> Option<Node> {
+pub(crate) fn parse_value(file: FileId, text: &str) -> Option<Node> {
     let value = DeValue::parse(text).ok()?;
     Some(convert(file, &value))
 }

@@ -84,7 +84,7 @@ pub struct TrustSpec {
 }
 
 impl TrustSpec {
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == TrustSpec::default()
     }
 }
@@ -92,7 +92,7 @@ impl TrustSpec {
 impl TrustSpec {
     /// The thresholds this table sets, the rest at their defaults; `accept` codes that
     /// name no reason are skipped here (validation reports them).
-    pub fn thresholds(&self) -> crate::trust::Thresholds {
+    pub(crate) fn thresholds(&self) -> crate::trust::Thresholds {
         let d = crate::trust::Thresholds::default();
         let ms =
             |h: Option<HumanDuration>, default: f64| h.map_or(default, |h| h.0.as_secs_f64() * 1e3);

@@ -15,7 +15,7 @@ pub fn check(root_schema: &Value, node: &Node) -> Vec<Diagnostic> {
 /// `check`, and the paths of the values at fault (an unknown key's entry, a value of the
 /// wrong type or out of range, a table missing a required key): leaving them out gives a
 /// tree whose other problems later checks can still find.
-pub fn check_with_paths(root_schema: &Value, node: &Node) -> (Vec<Diagnostic>, Faults) {
+pub(crate) fn check_with_paths(root_schema: &Value, node: &Node) -> (Vec<Diagnostic>, Faults) {
     let mut checker = Checker {
         root: root_schema,
         diags: Vec::new(),
@@ -32,7 +32,7 @@ pub fn check_with_paths(root_schema: &Value, node: &Node) -> (Vec<Diagnostic>, F
 
 /// Where the schema's problems are.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Faults {
+pub(crate) struct Faults {
     /// Values of the wrong type, out of range, or tables missing a key: leaving one out
     /// may make its table lack it (a later "needs …" there is a consequence).
     pub values: Vec<Vec<Step>>,

@@ -9,11 +9,11 @@ use crate::hash::mix64;
 use crate::plan::{CancelAfter, CancelSpec, LoadSpec};
 
 /// `settle` when unset.
-pub const DEFAULT_SETTLE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_SETTLE: Duration = Duration::from_secs(10);
 /// The longest `settle`.
-pub const MAX_SETTLE: Duration = Duration::from_secs(600);
+pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(600);
 /// The longest `after` (a request is never aborted later than this after send).
-pub const MAX_AFTER: Duration = Duration::from_secs(3600);
+pub(crate) const MAX_AFTER: Duration = Duration::from_secs(3600);
 
 /// Salts of the two draws (apart from every other draw of the seed).
 const CHOSEN_SALT: u64 = 0x6361_6e63_656c_5f63;
@@ -109,7 +109,7 @@ pub(crate) fn cancel_problems(load: &LoadSpec) -> Vec<String> {
 
 impl super::RunSpec {
     /// The run's cancellation injection (`cancel` of its load), if any.
-    pub fn cancels(&self) -> Option<CancelPlan> {
+    pub(crate) fn cancels(&self) -> Option<CancelPlan> {
         let spec = self.settings.load.cancel.as_ref()?;
         Some(CancelPlan::of(spec, self.settings.seed))
     }

@@ -11,7 +11,7 @@ use crate::plan::{ranges, ConcurrencyRampSpec, LoadSpec};
 use crate::units::duration_from_secs;
 
 /// A concurrency ramp's words in its errors.
-pub const CONCURRENCY_WORDS: RampWords = RampWords {
+pub(crate) const CONCURRENCY_WORDS: RampWords = RampWords {
     key: "concurrency_ramp",
     noun: "concurrency",
     series: "concurrencies",
@@ -19,7 +19,7 @@ pub const CONCURRENCY_WORDS: RampWords = RampWords {
 };
 
 /// The curve of a concurrency ramp that [`concurrency_ramp_problems`] accepts.
-pub fn curve_of(spec: &ConcurrencyRampSpec) -> Option<RateCurve> {
+pub(crate) fn curve_of(spec: &ConcurrencyRampSpec) -> Option<RateCurve> {
     if !spec_problems(spec).is_empty() {
         return None;
     }
@@ -30,7 +30,7 @@ pub fn curve_of(spec: &ConcurrencyRampSpec) -> Option<RateCurve> {
 /// until the next, the curve's value rounded to a whole slot (at least 1); only changes
 /// are listed, the first at zero. A linear or exponential curve changes where it crosses
 /// a half (k ± ½), a step curve at its steps.
-pub fn slot_levels(curve: &RateCurve) -> Vec<(Duration, u32)> {
+pub(crate) fn slot_levels(curve: &RateCurve) -> Vec<(Duration, u32)> {
     let whole = |v: f64| v.round().clamp(1.0, f64::from(ranges::MAX_CONCURRENCY)) as u32;
     let mut out: Vec<(Duration, u32)> = Vec::new();
     let mut push = |at: f64, slots: u32| {
@@ -75,7 +75,7 @@ pub fn slot_levels(curve: &RateCurve) -> Vec<(Duration, u32)> {
 /// The windows of a concurrency ramp's per-step metrics (the curve's `steps`), each with
 /// its slots' time-weighted mean in `rate`: a step's own concurrency for a step curve or a
 /// series, the mean in flight planned inside the window for a cut linear or exponential one.
-pub fn concurrency_steps(curve: &RateCurve) -> Vec<RampStep> {
+pub(crate) fn concurrency_steps(curve: &RateCurve) -> Vec<RampStep> {
     let levels = slot_levels(curve);
     let span = curve.span();
     curve
@@ -106,7 +106,7 @@ fn mean_slots(levels: &[(Duration, u32)], span: f64, a: f64, b: f64) -> f64 {
 }
 
 /// How long the run lasts: the curve, or its `duration` when that is shorter.
-pub fn run_span(curve: &RateCurve, duration: Option<Duration>) -> Duration {
+pub(crate) fn run_span(curve: &RateCurve, duration: Option<Duration>) -> Duration {
     let span = duration_from_secs(curve.span());
     duration.map_or(span, |d| d.min(span))
 }
@@ -129,7 +129,10 @@ fn spec_problems(spec: &ConcurrencyRampSpec) -> Vec<String> {
 
 /// What is wrong with a concurrency ramp in its load: the table, and the keys it cannot
 /// go with.
-pub fn concurrency_ramp_problems(load: &LoadSpec, spec: &ConcurrencyRampSpec) -> Vec<String> {
+pub(crate) fn concurrency_ramp_problems(
+    load: &LoadSpec,
+    spec: &ConcurrencyRampSpec,
+) -> Vec<String> {
     let mut out = spec_problems(spec);
     let clashing: Vec<&str> = [
         ("concurrency", load.concurrency.is_some()),

@@ -8,15 +8,15 @@ use crate::metrics::explore::Rule;
 use crate::plan::{ranges, ExploreBy, ExploreSpec, ExploreStep, LoadSpec};
 
 /// The defaults of an exploring load's keys.
-pub const DEFAULT_MAX: u32 = 1024;
-pub const DEFAULT_GROWTH: f64 = 2.0;
-pub const DEFAULT_MIN_GAIN: f64 = 0.1;
-pub const DEFAULT_TTFT_FACTOR: f64 = 5.0;
-pub const DEFAULT_MAX_FAILURES: f64 = 0.05;
-pub const DEFAULT_PROBES: u32 = 3;
+pub(crate) const DEFAULT_MAX: u32 = 1024;
+pub(crate) const DEFAULT_GROWTH: f64 = 2.0;
+pub(crate) const DEFAULT_MIN_GAIN: f64 = 0.1;
+pub(crate) const DEFAULT_TTFT_FACTOR: f64 = 5.0;
+pub(crate) const DEFAULT_MAX_FAILURES: f64 = 0.05;
+pub(crate) const DEFAULT_PROBES: u32 = 3;
 
 /// The rule of an exploring load that [`explore_problems`] accepts.
-pub fn rule_of(spec: &ExploreSpec) -> Rule {
+pub(crate) fn rule_of(spec: &ExploreSpec) -> Rule {
     Rule {
         from: spec.from.unwrap_or(1).max(1),
         max: spec.max.unwrap_or(DEFAULT_MAX).max(1),
@@ -67,7 +67,7 @@ pub struct ExploreTerms {
 }
 
 /// The terms of an exploring load that [`explore_problems`] accepts.
-pub fn terms_of(spec: &ExploreSpec) -> ExploreTerms {
+pub(crate) fn terms_of(spec: &ExploreSpec) -> ExploreTerms {
     ExploreTerms {
         rule: rule_of(spec),
         step: step_of(spec),
@@ -77,7 +77,7 @@ pub fn terms_of(spec: &ExploreSpec) -> ExploreTerms {
 }
 
 /// When each level ends (the plan requires `step`; one second should none reach here).
-pub fn step_of(spec: &ExploreSpec) -> StepEnd {
+pub(crate) fn step_of(spec: &ExploreSpec) -> StepEnd {
     match spec.step {
         None => StepEnd::After(Duration::from_secs(1)),
         Some(ExploreStep::Duration(d)) => StepEnd::After(d.0),
@@ -90,7 +90,7 @@ const QUEUE_READINGS: u32 = 5;
 
 /// What keeps `server_queue = true` from ever judging a level on this endpoint: its
 /// telemetry off, or scraped too seldom for [`QUEUE_READINGS`] readings in a timed step.
-pub fn queue_signal_problem(
+pub(crate) fn queue_signal_problem(
     load: &LoadSpec,
     telemetry: Option<&crate::plan::TelemetrySpec>,
 ) -> Option<String> {
@@ -172,7 +172,7 @@ fn spec_problems(spec: &ExploreSpec) -> Vec<String> {
 }
 
 /// What is wrong with an exploring load: the table, and the keys it cannot go with.
-pub fn explore_problems(load: &LoadSpec, spec: &ExploreSpec) -> Vec<String> {
+pub(crate) fn explore_problems(load: &LoadSpec, spec: &ExploreSpec) -> Vec<String> {
     let mut out = spec_problems(spec);
     let clashing: Vec<&str> = [
         ("concurrency", load.concurrency.is_some()),

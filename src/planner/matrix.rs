@@ -12,7 +12,7 @@ pub type Point = Map<String, Value>;
 /// Whether a point's value matches an entry's: equal, or for tables, every key of the
 /// entry's table equal in the point's (so `{ load = { concurrency = 8 } }` matches any
 /// load with concurrency 8).
-pub fn value_matches(point: &Value, entry: &Value) -> bool {
+pub(crate) fn value_matches(point: &Value, entry: &Value) -> bool {
     match (point, entry) {
         (Value::Object(p), Value::Object(e)) => e
             .iter()
@@ -31,7 +31,7 @@ fn entry_matches(point: &Point, entry: &Map<String, Value>, keys: impl Fn(&str) 
 
 /// Merges `patch` into `base`: tables key by key (recursively), any other value replaces.
 /// How an `extra` axis value lands on `[defaults].extra`.
-pub fn merge_tables(base: &mut Value, patch: &Value) {
+pub(crate) fn merge_tables(base: &mut Value, patch: &Value) {
     match (base, patch) {
         (Value::Object(b), Value::Object(p)) => {
             for (k, v) in p {
@@ -48,7 +48,7 @@ pub fn merge_tables(base: &mut Value, patch: &Value) {
 }
 
 /// The cartesian product, first axis outermost.
-pub fn product(axes: &[(String, Vec<Value>)]) -> Vec<Point> {
+pub(crate) fn product(axes: &[(String, Vec<Value>)]) -> Vec<Point> {
     let mut points = vec![Point::new()];
     for (key, values) in axes {
         let mut next = Vec::with_capacity(points.len() * values.len());
@@ -68,7 +68,7 @@ pub fn product(axes: &[(String, Vec<Value>)]) -> Vec<Point> {
 }
 
 /// The indices of `exclude` entries that drop no point of the product.
-pub fn unmatched_excludes(
+pub(crate) fn unmatched_excludes(
     axes: &[(String, Vec<Value>)],
     exclude: &[Map<String, Value>],
 ) -> Vec<usize> {

@@ -58,7 +58,7 @@ pub fn expand(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
 /// `expand` of a plan that did not load, its faulty values left out
 /// (`plan::load_plan_partial`): every check but those of `exclude` entries against the
 /// matrix's points, which are not the points written once values are left out.
-pub fn expand_partial(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
+pub(crate) fn expand_partial(plan: &LoadedPlan) -> Result<Expansion, Vec<Diagnostic>> {
     expand_checked(plan, false)
 }
 
@@ -162,6 +162,7 @@ impl Runs {
             dataset_seed,
             dataset: typed,
             request,
+            ramp_part: None,
         };
         for run in repeat::repeats(group, of, self.runs.len() + 1) {
             self.runs.push(run);
@@ -183,7 +184,7 @@ fn dedup_warnings(diags: &mut Vec<Diagnostic>) {
 }
 
 /// A value as shown in tables and matched by `--only`.
-pub fn display_value(value: &Value) -> String {
+pub(crate) fn display_value(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Object(map)

@@ -8,7 +8,7 @@ use super::RunSpec;
 /// The execution order: the matrix order, except that when any endpoint has a `launch`
 /// command, runs are grouped by endpoint (in the order endpoints first appear, keeping the
 /// matrix order within each), so each server is launched once for all its runs.
-pub fn execution_order(runs: &[RunSpec]) -> Vec<RunSpec> {
+pub(crate) fn execution_order(runs: &[RunSpec]) -> Vec<RunSpec> {
     if !runs
         .iter()
         .any(|r| r.settings.endpoint.spec.launch.is_some())
@@ -30,7 +30,7 @@ pub fn execution_order(runs: &[RunSpec]) -> Vec<RunSpec> {
 
 /// Whether the endpoint's cache is reset before `run`; `previous` is the last run executed
 /// on the same endpoint in this suite.
-pub fn wants_reset(run: &RunSpec, previous: Option<&RunSpec>) -> bool {
+pub(crate) fn wants_reset(run: &RunSpec, previous: Option<&RunSpec>) -> bool {
     match run.settings.endpoint.spec.reset_cache_before {
         ResetCacheBefore::Never => false,
         ResetCacheBefore::EachRun => true,

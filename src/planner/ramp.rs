@@ -119,12 +119,12 @@ impl RateCurve {
     }
 
     /// The requests a ramp sends: round(Λ(span)), at least 1.
-    pub fn planned_requests(&self) -> u64 {
+    pub(crate) fn planned_requests(&self) -> u64 {
         self.total().round().max(1.0) as u64
     }
 
     /// Λ⁻¹(u): the time by which `u` arrivals are planned (u clamped to [0, total]).
-    pub fn time_of(&self, u: f64) -> f64 {
+    pub(crate) fn time_of(&self, u: f64) -> f64 {
         let u = u.clamp(0.0, self.total());
         match self {
             RateCurve::Steps { rates, width } => {
@@ -181,7 +181,7 @@ impl RateCurve {
 
 /// How a ramp's errors name its keys: a rate ramp's or a concurrency ramp's.
 #[derive(Debug, Clone, Copy)]
-pub struct RampWords {
+pub(crate) struct RampWords {
     /// The load key (`ramp`, `concurrency_ramp`).
     pub key: &'static str,
     /// What it varies (`rate`, `concurrency`), and the series key (`rates`, `concurrencies`).
@@ -192,7 +192,7 @@ pub struct RampWords {
 }
 
 /// A rate ramp's words.
-pub const RATE_WORDS: RampWords = RampWords {
+pub(crate) const RATE_WORDS: RampWords = RampWords {
     key: "ramp",
     noun: "rate",
     series: "rates",
@@ -200,7 +200,7 @@ pub const RATE_WORDS: RampWords = RampWords {
 };
 
 /// What is wrong with a rate ramp table itself (its ranges are the schema's, checked before).
-pub fn ramp_problems(spec: &RampSpec) -> Vec<String> {
+pub(crate) fn ramp_problems(spec: &RampSpec) -> Vec<String> {
     let mut out = curve_problems(spec, &RATE_WORDS);
     if let Some(r) = spec
         .rates
@@ -217,7 +217,7 @@ pub fn ramp_problems(spec: &RampSpec) -> Vec<String> {
 }
 
 /// What is wrong with a ramp's curve or series, in the words of its kind (`w`).
-pub fn curve_problems(spec: &RampSpec, w: &RampWords) -> Vec<String> {
+pub(crate) fn curve_problems(spec: &RampSpec, w: &RampWords) -> Vec<String> {
     let mut out = Vec::new();
     let RampWords {
         key,
@@ -278,7 +278,7 @@ pub fn curve_problems(spec: &RampSpec, w: &RampWords) -> Vec<String> {
 
 /// What is wrong with a ramp in its load: the keys it cannot go with, and a count of
 /// planned arrivals out of range.
-pub fn ramp_load_problems(load: &LoadSpec, spec: &RampSpec) -> Vec<String> {
+pub(crate) fn ramp_load_problems(load: &LoadSpec, spec: &RampSpec) -> Vec<String> {
     let mut out = ramp_problems(spec);
     if load.rate.is_some() || load.concurrency.is_some() {
         out.push("a ramp sets the load's rate over time: drop `rate` and `concurrency`".into());
@@ -308,7 +308,7 @@ pub fn ramp_load_problems(load: &LoadSpec, spec: &RampSpec) -> Vec<String> {
 
 /// The step windows of a stored run's load (its settings as the database keeps them);
 /// `None` for settings without a ramp or that cannot be read.
-pub fn stored_windows(
+pub(crate) fn stored_windows(
     settings: &serde_json::Value,
 ) -> Option<(Vec<crate::metrics::steps::StepWindow>, &'static str)> {
     let load = settings.get("load")?;
@@ -317,7 +317,7 @@ pub fn stored_windows(
 
 /// The step windows of a load with a ramp, and the key each step's level goes under
 /// (`rate` or `concurrency`); `None` for any other load, or a curve without steps.
-pub fn windows_of(
+pub(crate) fn windows_of(
     load: &crate::plan::LoadSpec,
 ) -> Option<(Vec<crate::metrics::steps::StepWindow>, &'static str)> {
     let rate = load.ramp.as_ref().and_then(RateCurve::of);

@@ -13,17 +13,17 @@ use super::run::{RepeatOf, RunSpec};
 use crate::plan::CacheState;
 
 /// The axis that numbers a run's repeat (1-based).
-pub const REPEAT_AXIS: &str = "repeat";
+pub(crate) const REPEAT_AXIS: &str = "repeat";
 
 /// The id of repeat `k` of the group `group`.
-pub fn repeat_id(group: &str, k: u32) -> String {
+pub(crate) fn repeat_id(group: &str, k: u32) -> String {
     let digest = Sha256::digest(format!("{group}/repeat={k}").as_bytes());
     digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
 /// The request-set seed of repeat `k` of a run whose seed is `seed`: the run's own for a
 /// warm run and for repeat 1, a fresh one for every other cold repeat.
-pub fn repeat_seed(seed: u64, k: u32, cache_state: CacheState) -> u64 {
+pub(crate) fn repeat_seed(seed: u64, k: u32, cache_state: CacheState) -> u64 {
     if k <= 1 || cache_state == CacheState::Warm {
         return seed;
     }
@@ -34,7 +34,7 @@ pub fn repeat_seed(seed: u64, k: u32, cache_state: CacheState) -> u64 {
 }
 
 /// Takes `repeat` out of a load axis value (its label and match key are the group's).
-pub fn strip_axis(axes: &mut serde_json::Map<String, Value>) {
+pub(crate) fn strip_axis(axes: &mut serde_json::Map<String, Value>) {
     if let Some(Value::Object(load)) = axes.get_mut("load") {
         load.remove("repeat");
     }

@@ -75,6 +75,11 @@ pub struct RunSpec {
     /// What every request sends (from `settings.request`, `settings.api` and the model).
     #[serde(skip)]
     pub request: RequestPlan,
+    /// One part's slot levels of a split concurrency ramp (`RunSpec::shared`): each level
+    /// of the whole ramp split as its other counts are, so the parts sum to it at every
+    /// instant; `None` for the whole run.
+    #[serde(skip)]
+    pub ramp_part: Option<Vec<(std::time::Duration, u32)>>,
 }
 
 /// How a run sends its requests: the mode, worked out here once from the run's load
@@ -203,7 +208,23 @@ impl Load {
 impl RunSpec {
     /// How this run sends its requests (see [`Load`]).
     pub fn load(&self) -> Load {
-        Load::of(&self.settings.load, self.settings.dataset.spec.kind)
+        let load = Load::of(&self.settings.load, self.settings.dataset.spec.kind);
+        match (load, &self.ramp_part) {
+            (Load::ClosedRamp { .. }, Some(levels)) => Load::ClosedRamp {
+                first: levels.first().map_or(0, |l| l.1),
+                most: levels.iter().map(|l| l.1).max().unwrap_or(0),
+            },
+            _ => load,
+        }
+    }
+
+    /// A concurrency ramp's slot levels as this run sends them (its part of them when the
+    /// ramp is split: `ramp_part`); `None` for any other load.
+    pub(crate) fn slot_levels(&self) -> Option<Vec<(std::time::Duration, u32)>> {
+        self.ramp_part.clone().or_else(|| {
+            self.concurrency_ramp()
+                .map(|c| super::concurrency_ramp::slot_levels(&c))
+        })
     }
 
     /// The rate curve of a ramped load (`None` for any other load).
@@ -233,14 +254,14 @@ impl RunSpec {
     }
 
     /// The model name sent in requests.
-    pub fn served_model(&self) -> &str {
+    pub(crate) fn served_model(&self) -> &str {
         &self.request.model
     }
 
     /// Every model name the run's requests carry, for the connection test to find on the
     /// server: its model's, and each mix class's own; a trace's records keep their own
     /// models, so only what its rewrites set (`model_override`, `model_mapping`'s values).
-    pub fn models_sent(&self) -> Vec<String> {
+    pub(crate) fn models_sent(&self) -> Vec<String> {
         let mut out: Vec<String> = match &self.dataset {
             DatasetPlan::Trace(t) => {
                 let mut out: Vec<String> = t
@@ -280,7 +301,7 @@ impl RunSpec {
 
     /// Settings as stored and printed, by the one redaction rule
     /// (`secrets::redact_settings`): secret header values and secret-looking keys hidden.
-    pub fn redacted_settings(&self) -> Value {
+    pub(crate) fn redacted_settings(&self) -> Value {
         crate::secrets::redact_settings(
             &serde_json::to_value(&self.settings).unwrap_or(Value::Null),
         )
@@ -316,7 +337,7 @@ fn sha256_hex(text: &str) -> String {
 
 /// The request plan of `settings`: the fields, limit, streaming and output length every
 /// request of the run sends, for the model name the server knows.
-pub fn request_plan(settings: &RunSettings) -> RequestPlan {
+pub(crate) fn request_plan(settings: &RunSettings) -> RequestPlan {
     RequestPlan::resolve(
         &settings.request,
         settings.api,

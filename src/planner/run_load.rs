@@ -48,43 +48,43 @@ impl RunSpec {
     }
 
     /// Whether the load names a `concurrency` or a `rate` (which a trace replay ignores).
-    pub fn names_concurrency_or_rate(&self) -> bool {
+    pub(crate) fn names_concurrency_or_rate(&self) -> bool {
         self.settings.load.concurrency.is_some() || self.settings.load.rate.is_some()
     }
 
     /// The step windows of a ramped load, and the key a step's level goes under (`rate`
     /// or `concurrency`); `None` for any other load.
-    pub fn step_windows(&self) -> Option<(Vec<StepWindow>, &'static str)> {
+    pub(crate) fn step_windows(&self) -> Option<(Vec<StepWindow>, &'static str)> {
         super::ramp::windows_of(&self.settings.load)
     }
 
     /// The load table as written, for `expand` to show.
-    pub fn load_as_written(&self) -> Value {
+    pub(crate) fn load_as_written(&self) -> Value {
         serde_json::to_value(&self.settings.load).unwrap_or(Value::Null)
     }
 
     /// A search's `slo` as written (empty for any other load).
-    pub fn search_slo(&self) -> &BTreeMap<String, String> {
+    pub(crate) fn search_slo(&self) -> &BTreeMap<String, String> {
         &self.settings.load.slo
     }
 
     /// A search's bounds (`None` for any other load, or a precision that cannot be read).
-    pub fn search_bounds(&self) -> Option<Bounds> {
+    pub(crate) fn search_bounds(&self) -> Option<Bounds> {
         super::search::bounds(&self.settings.load)
     }
 
     /// A search's trials per probed value.
-    pub fn search_trials(&self) -> u32 {
+    pub(crate) fn search_trials(&self) -> u32 {
         super::search::trials(&self.settings.load)
     }
 
     /// The success floor a search applies (`None` for any other load).
-    pub fn success_floor(&self) -> Option<SuccessFloor> {
+    pub(crate) fn success_floor(&self) -> Option<SuccessFloor> {
         super::search::success_floor(&self.settings.load)
     }
 
     /// The run cut down to one request, without warmup, at concurrency 1 (`check`'s probe).
-    pub fn single_request(&self) -> RunSpec {
+    pub(crate) fn single_request(&self) -> RunSpec {
         let mut r = self.clone();
         r.settings.load = LoadSpec {
             concurrency: Some(1),
@@ -103,6 +103,21 @@ impl RunSpec {
     pub fn shared(&self, part: &dyn LoadShare) -> Result<RunSpec, String> {
         let mut out = self.clone();
         out.settings.load = share_load(&self.settings.load, part)?;
+        if let Some(levels) = self.slot_levels() {
+            let most = levels.iter().map(|l| l.1).max().unwrap_or(0);
+            let mine: Vec<_> = levels
+                .into_iter()
+                .map(|(at, slots)| (at, part.count(u64::from(slots)) as u32))
+                .collect();
+            if mine.iter().all(|l| l.1 == 0) {
+                return Err(format!(
+                    "shard {part} has no share of this run (a concurrency ramp of at most \
+                     {most} over {} shards); skipped",
+                    part.parts()
+                ));
+            }
+            out.ramp_part = Some(mine);
+        }
         Ok(out)
     }
 }

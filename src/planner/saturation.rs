@@ -42,12 +42,12 @@ pub struct Tier {
 
 impl super::RunSpec {
     /// Whether the run stops once it over-saturates the server (`stop_when`).
-    pub fn stops_when_saturated(&self) -> bool {
+    pub(crate) fn stops_when_saturated(&self) -> bool {
         self.settings.load.stop_when == Some(crate::plan::StopWhen::Saturated)
     }
 
     /// Whether a stop on saturation skips the higher tiers (`on_saturation`).
-    pub fn skips_higher_on_saturation(&self) -> bool {
+    pub(crate) fn skips_higher_on_saturation(&self) -> bool {
         self.settings.load.on_saturation == Some(crate::plan::OnSaturation::SkipHigher)
     }
 

@@ -13,19 +13,19 @@ use crate::plan::ranges::{MAX_CONCURRENCY, MAX_REQUESTS, MAX_STEP_MULTIPLE};
 use crate::plan::{LoadSpec, PrecisionSpec, SearchVariable, StepRequests, WarmupSpec};
 
 /// Fewest measured requests of a probe sized as a multiple (`"4x"`).
-pub const MIN_STEP_REQUESTS: u32 = 16;
+pub(crate) const MIN_STEP_REQUESTS: u32 = 16;
 /// Default `max` of a concurrency search.
-pub const DEFAULT_MAX_CONCURRENCY: f64 = 512.0;
+pub(crate) const DEFAULT_MAX_CONCURRENCY: f64 = 512.0;
 /// Default `max` of a rate search.
-pub const DEFAULT_MAX_RATE: f64 = 1000.0;
+pub(crate) const DEFAULT_MAX_RATE: f64 = 1000.0;
 /// Default `requests_per_step`.
-pub const DEFAULT_MULTIPLE: f64 = 4.0;
+pub(crate) const DEFAULT_MULTIPLE: f64 = 4.0;
 /// Default precision: 5% of the passing value.
-pub const DEFAULT_PRECISION: f64 = 0.05;
+pub(crate) const DEFAULT_PRECISION: f64 = 0.05;
 
 /// Problems of a load that sets any search key (empty when it is a valid search or
 /// not a search at all).
-pub fn search_problems(load: &LoadSpec) -> Vec<String> {
+pub(crate) fn search_problems(load: &LoadSpec) -> Vec<String> {
     let mut out = Vec::new();
     let Some(var) = load.search else {
         let set: Vec<&str> = [
@@ -205,7 +205,7 @@ pub fn bounds(load: &LoadSpec) -> Option<Bounds> {
 }
 
 /// The fixed load of one probe at `value`.
-pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
+pub(crate) fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
     let concurrency = search.search == Some(SearchVariable::Concurrency);
     let requests = match &search.requests_per_step {
         Some(StepRequests::Count(n)) => *n,
@@ -249,7 +249,7 @@ pub fn probe_load(search: &LoadSpec, value: f64) -> LoadSpec {
 }
 
 /// The stable id of a probe: derived from its search run's id, the value and the trial.
-pub fn probe_id(search_id: &str, var: SearchVariable, value: f64, trial: u32) -> String {
+pub(crate) fn probe_id(search_id: &str, var: SearchVariable, value: f64, trial: u32) -> String {
     let var = match var {
         SearchVariable::Concurrency => "concurrency",
         SearchVariable::Rate => "rate",
@@ -261,7 +261,7 @@ pub fn probe_id(search_id: &str, var: SearchVariable, value: f64, trial: u32) ->
 
 /// The run of one probe: the search run's settings with the probe's fixed load, and a
 /// request set of its own (cold prompts stay unseen across probes and trials).
-pub fn probe_run(search: &RunSpec, value: f64, trial: u32) -> Option<RunSpec> {
+pub(crate) fn probe_run(search: &RunSpec, value: f64, trial: u32) -> Option<RunSpec> {
     let var = search.settings.load.search?;
     let mut settings = search.settings.clone();
     settings.load = probe_load(&search.settings.load, value);
@@ -283,12 +283,13 @@ pub fn probe_run(search: &RunSpec, value: f64, trial: u32) -> Option<RunSpec> {
         // A probe changes only the load: its dataset and requests are the search's.
         dataset: search.dataset.clone(),
         request: search.request.clone(),
+        ramp_part: None,
     })
 }
 
 /// The success floor a search applies (its `slo`'s `success_ratio`, or the default);
 /// `None` for a load that is not a valid search.
-pub fn success_floor(load: &LoadSpec) -> Option<crate::metrics::sla::SuccessFloor> {
+pub(crate) fn success_floor(load: &LoadSpec) -> Option<crate::metrics::sla::SuccessFloor> {
     load.search?;
     let (_, limits) = crate::metrics::sla::split_slo(&load.slo).ok()?;
     Some(crate::metrics::sla::with_success_floor(limits).1)

@@ -20,7 +20,7 @@ pub use stream::{StreamTokens, TokenSource};
 pub use tools::{ToolCall, ToolTally};
 
 /// Most tool calls of one answer a record keeps (more are counted as calls that did not parse).
-pub const MAX_TOOL_CALLS: usize = 64;
+pub(crate) const MAX_TOOL_CALLS: usize = 64;
 
 /// Longest error text kept in a record.
 pub const ERROR_EXCERPT_BYTES: usize = 512;
@@ -273,7 +273,7 @@ impl RequestRecord {
     /// Applies `f` to every instant of the record (times since the run's start), e.g. to
     /// move a record to another time base. The one list of a record's instants: a new
     /// instant field is added here (the destructuring below does not compile without it).
-    pub fn map_times(&mut self, f: impl Fn(Duration) -> Duration) {
+    pub(crate) fn map_times(&mut self, f: impl Fn(Duration) -> Duration) {
         let RequestRecord {
             index: _,
             item: _,
@@ -325,6 +325,9 @@ impl RequestRecord {
         self.connect = self.connect.map(truncate);
         if let Some(tls) = &mut self.tls {
             tls.took = truncate(tls.took);
+        }
+        if let Some(clock) = &mut self.read_clock {
+            clock.map_delays(truncate);
         }
     }
 

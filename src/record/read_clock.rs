@@ -24,7 +24,7 @@ pub struct ReadClock {
 impl ReadClock {
     /// Notes a read whose bytes arrived `delay` before it, stamped by the kernel or not;
     /// `first_content`: it delivered the answer's first content chunk.
-    pub fn on_read(&mut self, delay: Duration, kernel: bool, first_content: bool) {
+    pub(crate) fn on_read(&mut self, delay: Duration, kernel: bool, first_content: bool) {
         self.end_delay = delay;
         self.max_delay = self.max_delay.max(delay);
         if self.first_delay.is_none() {
@@ -33,6 +33,13 @@ impl ReadClock {
         if first_content {
             self.first_delay = Some(delay);
         }
+    }
+
+    /// Every delay through `f` (truncated to the stored resolution, as the times are).
+    pub(crate) fn map_delays(&mut self, f: impl Fn(Duration) -> Duration) {
+        self.first_delay = self.first_delay.map(&f);
+        self.end_delay = f(self.end_delay);
+        self.max_delay = f(self.max_delay);
     }
 
     /// The clock as stored in a row's columns (`None` without `read_clock`: a row of schema

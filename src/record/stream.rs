@@ -39,7 +39,7 @@ pub struct StreamTokens {
 impl StreamTokens {
     /// Counts one chunk of choice 0: `token` (it carries a token slot) and the server's
     /// running count on it, if any (per-chunk usage wins over counting chunks).
-    pub fn on_choice(&mut self, token: bool, running: Option<u32>) {
+    pub(crate) fn on_choice(&mut self, token: bool, running: Option<u32>) {
         self.choice_chunks = self.choice_chunks.saturating_add(1);
         match running {
             Some(n) => {
@@ -52,13 +52,13 @@ impl StreamTokens {
     }
 
     /// Notes that a content chunk arrived (after `on_choice` counted it).
-    pub fn on_content(&mut self) {
+    pub(crate) fn on_content(&mut self) {
         self.at_content.push(self.total);
     }
 
     /// The tokens each content chunk brought (since the previous content chunk; the
     /// first one's since the stream began).
-    pub fn per_content(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn per_content(&self) -> impl Iterator<Item = u32> + '_ {
         let mut before = 0u32;
         self.at_content.iter().map(move |&n| {
             let k = n.saturating_sub(before);
@@ -68,7 +68,7 @@ impl StreamTokens {
     }
 
     /// Output tokens that arrived with or before the last content chunk.
-    pub fn through_last_content(&self) -> u32 {
+    pub(crate) fn through_last_content(&self) -> u32 {
         self.at_content.last().copied().unwrap_or(0)
     }
 }

@@ -21,7 +21,7 @@ pub(crate) const REPEAT_AXIS: &str = "repeat";
 
 /// A run's place among its group's repeats, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RepeatOf {
+pub struct RepeatOf {
     pub group: String,
     pub k: u32,
     pub of: u32,

@@ -30,7 +30,7 @@ pub(crate) struct Empty {
 
 impl Empty {
     /// Whether output token `k` (from 0) is special.
-    pub(crate) fn is_empty(&self, k: u32) -> bool {
+    pub fn is_empty(&self, k: u32) -> bool {
         self.every > 0 && (u64::from(k) + 1) % u64::from(self.every) == 0
     }
 }

@@ -152,7 +152,10 @@ impl SimServer {
     }
 
     /// Starts on `addr` (port 0: ephemeral).
-    pub async fn start_on(config: SimConfig, addr: SocketAddr) -> Result<SimServer, SimError> {
+    pub(crate) async fn start_on(
+        config: SimConfig,
+        addr: SocketAddr,
+    ) -> Result<SimServer, SimError> {
         Self::start_with(config, addr, None).await
     }
 

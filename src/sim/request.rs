@@ -51,7 +51,7 @@ impl Job {
 
 /// An error answer: status and OpenAI-style body.
 #[derive(Debug, Clone)]
-pub(crate) struct ApiError {
+pub struct ApiError {
     pub status: u16,
     pub message: String,
     pub kind: &'static str,

@@ -20,6 +20,8 @@ use axum::serve::Listener;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::rx_stamp::StampedTcp;
+
 /// The arrival of the request a connection is carrying.
 #[derive(Debug, Default)]
 pub(crate) struct RxClock {
@@ -98,22 +100,16 @@ impl Listener for StampedListener {
 
 /// One accepted connection.
 pub(crate) struct StampedStream {
-    tcp: TcpStream,
+    tcp: StampedTcp,
     clock: Arc<RxClock>,
-    /// The kernel stamps received data on this socket.
-    kernel: bool,
-    cmsg: Vec<u8>,
 }
 
 impl StampedStream {
     fn new(tcp: TcpStream) -> StampedStream {
         let _ = tcp.set_nodelay(true);
-        let kernel = crate::rx_stamp::enable(&tcp);
         StampedStream {
-            tcp,
+            tcp: StampedTcp::new(tcp, true),
             clock: Arc::default(),
-            kernel,
-            cmsg: crate::rx_stamp::buffer(),
         }
     }
 }
@@ -125,32 +121,13 @@ impl AsyncRead for StampedStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.kernel {
-            let before = buf.filled().len();
-            let polled = Pin::new(&mut this.tcp).poll_read(cx, buf);
-            if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-                this.clock.on_read(SystemTime::now());
-            }
-            return polled;
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.tcp).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            let at = this.tcp.stamp().unwrap_or_else(SystemTime::now);
+            this.clock.on_read(at);
         }
-        loop {
-            std::task::ready!(this.tcp.poll_read_ready(cx))?;
-            let (tcp, cmsg) = (&this.tcp, &mut this.cmsg);
-            let dst = buf.initialize_unfilled();
-            match tcp.try_io(tokio::io::Interest::READABLE, || {
-                crate::rx_stamp::recv(tcp, dst, cmsg)
-            }) {
-                Ok((n, stamp)) => {
-                    buf.advance(n);
-                    if n > 0 {
-                        this.clock.on_read(stamp.unwrap_or_else(SystemTime::now));
-                    }
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        polled
     }
 }
 
@@ -205,7 +182,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let mut client = TcpStream::connect(addr).await.unwrap();
         let (mut server, _) = listener.accept().await;
-        if !server.kernel {
+        if !server.tcp.kernel() {
             eprintln!("skipped: this kernel refuses SO_TIMESTAMPNS (reads stamp arrivals)");
             return;
         }

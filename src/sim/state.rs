@@ -28,7 +28,7 @@ pub struct ReceivedRequest {
 
 /// Monotonic counters exported on `/metrics` under vLLM's names.
 #[derive(Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     pub prompt_tokens: AtomicU64,
     pub generation_tokens: AtomicU64,
     pub cache_queries: AtomicU64,

@@ -14,7 +14,7 @@ use rusqlite::{params, OptionalExtension};
 use super::{SqlContext, Store, StoreError};
 
 /// The stored form of `data`: compressed, or as it is when that is not smaller.
-pub fn pack(data: &[u8]) -> Vec<u8> {
+pub(crate) fn pack(data: &[u8]) -> Vec<u8> {
     let mut enc = ZlibEncoder::new(Vec::with_capacity(data.len() / 2), Compression::default());
     match enc.write_all(data).and_then(|()| enc.finish()) {
         Ok(z) if z.len() < data.len() => z,
@@ -53,7 +53,7 @@ pub struct StoredContent {
 
 impl Store {
     /// Keeps the bodies of a run's items (rewriting any of the same item).
-    pub fn write_bodies<'a>(
+    pub(crate) fn write_bodies<'a>(
         &mut self,
         run_id: &str,
         bodies: impl IntoIterator<Item = (u64, &'a [u8])>,
@@ -75,7 +75,7 @@ impl Store {
     }
 
     /// Keeps the response texts of a batch of requests, by request index.
-    pub fn write_texts<'a>(
+    pub(crate) fn write_texts<'a>(
         &mut self,
         run_id: &str,
         texts: impl IntoIterator<Item = (u64, &'a str)>,

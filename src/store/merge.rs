@@ -15,7 +15,7 @@ use super::{SqlContext, Store, StoreError, SuiteInfo};
 
 impl Store {
     /// Creates a database at exactly `path` (its folder must exist) for a new suite.
-    pub fn create_file(path: &Path, suite: &SuiteInfo) -> Result<Store, StoreError> {
+    pub(crate) fn create_file(path: &Path, suite: &SuiteInfo) -> Result<Store, StoreError> {
         if path.exists() {
             return Err(StoreError::AlreadyExists {
                 path: path.to_path_buf(),
@@ -45,7 +45,7 @@ impl Store {
     /// Starts writing a merged run: its row with what identifies it (id, ordinal, axes,
     /// settings) and its status; `finish_merged_run` writes the rest, known only after its
     /// requests. The run must be new.
-    pub fn begin_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
+    pub(crate) fn begin_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "INSERT INTO runs (id, ordinal, axes_json, settings_json, status)
@@ -63,7 +63,7 @@ impl Store {
     }
 
     /// Writes a batch of a merged run's request rows, as they are, in one transaction.
-    pub fn insert_merged_rows(
+    pub(crate) fn insert_merged_rows(
         &mut self,
         run_id: &str,
         rows: &[RequestRow],
@@ -101,7 +101,7 @@ impl Store {
 
     /// Finishes a merged run begun by `begin_merged_run`: its status, times, warnings,
     /// extras, error and metrics as given.
-    pub fn finish_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
+    pub(crate) fn finish_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
         let warnings = serde_json::to_string(&run.warnings).map_err(|source| StoreError::Json {
             what: "run warnings",
             source,

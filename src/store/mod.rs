@@ -30,7 +30,7 @@ pub use suite::{GitInfo, HostFacts, StoredSecret, SuiteInfo, SuiteRow};
 pub use telemetry::{TelemetryRow, TelemetrySeries};
 
 /// The database's file name inside an output folder.
-pub const DB_FILE: &str = "results.db";
+pub(crate) const DB_FILE: &str = "results.db";
 
 /// Why the results database could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +77,7 @@ pub enum StoreError {
 
 /// Why a write to the results database failed, in terms a person can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteFailure {
+pub(crate) enum WriteFailure {
     /// The disk, or the database's size limit, is full.
     DiskFull,
     /// Another connection holds the database locked (a write transaction).
@@ -120,7 +120,7 @@ impl WriteFailure {
 
 impl StoreError {
     /// Whether the error is a failed write to the database, and of which kind.
-    pub fn write_failure(&self) -> Option<WriteFailure> {
+    pub(crate) fn write_failure(&self) -> Option<WriteFailure> {
         match self {
             StoreError::Sql { source, .. } | StoreError::Open { source, .. } => {
                 WriteFailure::of(source)
@@ -150,7 +150,7 @@ pub struct Store {
 }
 
 /// `DIR` → `DIR/results.db`; a path ending in `.db` (or any existing file) is taken as is.
-pub fn db_path(path: &Path) -> PathBuf {
+pub(crate) fn db_path(path: &Path) -> PathBuf {
     if path.is_dir() || (!path.exists() && path.extension().is_none_or(|e| e != "db")) {
         path.join(DB_FILE)
     } else {
@@ -258,7 +258,7 @@ impl Store {
 
     /// Lets the database grow by at most `pages` more pages on this connection (SQLite's
     /// `max_page_count`); writes beyond fail as on a full disk. For tests of that case.
-    pub fn limit_growth(&mut self, pages: u64) -> Result<(), StoreError> {
+    pub(crate) fn limit_growth(&mut self, pages: u64) -> Result<(), StoreError> {
         let count: i64 = self
             .conn
             .query_row("PRAGMA page_count", [], |r| r.get(0))
@@ -270,7 +270,7 @@ impl Store {
     }
 
     /// The shard (`K/N`) recorded on every request row written from now on.
-    pub fn set_shard(&mut self, shard: Option<&str>) {
+    pub(crate) fn set_shard(&mut self, shard: Option<&str>) {
         self.shard = shard.map(str::to_string);
     }
 }

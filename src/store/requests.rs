@@ -41,12 +41,12 @@ impl std::ops::Deref for RequestRow {
 
 impl RequestRow {
     /// The record the metrics read (the one way back from a row; see `row_codec`).
-    pub fn to_record(&self) -> RequestRecord {
+    pub(crate) fn to_record(&self) -> RequestRecord {
         self.record.clone()
     }
 
     /// The record the metrics read, without a copy.
-    pub fn into_record(self) -> RequestRecord {
+    pub(crate) fn into_record(self) -> RequestRecord {
         self.record
     }
 }
@@ -100,7 +100,7 @@ impl Store {
     }
 
     /// How many requests of a run are stored: all of them, and the measured ones.
-    pub fn request_counts(&self, run_id: &str) -> Result<(u64, u64), StoreError> {
+    pub(crate) fn request_counts(&self, run_id: &str) -> Result<(u64, u64), StoreError> {
         self.conn
             .query_row(
                 "SELECT COUNT(*), COALESCE(SUM(phase = ?2), 0) FROM requests WHERE run_id = ?1",
@@ -141,7 +141,7 @@ impl Store {
 
     /// Calls `f` with every stored request of a run, by index, one row at a time (a
     /// run of millions of rows is never held whole).
-    pub fn each_request_row(
+    pub(crate) fn each_request_row(
         &self,
         run_id: &str,
         f: impl FnMut(RequestRow),
@@ -173,7 +173,7 @@ impl Store {
 
     /// Calls `f` with every measured request of a run in order of its end (ties by
     /// index), one row at a time: the order a run's time slices are folded in.
-    pub fn each_measured_row_by_end(
+    pub(crate) fn each_measured_row_by_end(
         &self,
         run_id: &str,
         f: impl FnMut(RequestRow),
@@ -183,7 +183,7 @@ impl Store {
 
     /// The first send and the last end of a run's measured requests (`None` without
     /// any), on their time base.
-    pub fn measured_span(
+    pub(crate) fn measured_span(
         &self,
         run_id: &str,
     ) -> Result<Option<(std::time::Duration, std::time::Duration)>, StoreError> {

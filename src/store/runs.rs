@@ -201,7 +201,7 @@ impl Store {
     }
 
     /// A run's verdict (`not_judged` when none is stored).
-    pub fn run_verdict(&self, id: &str) -> Result<Verdict, StoreError> {
+    pub(crate) fn run_verdict(&self, id: &str) -> Result<Verdict, StoreError> {
         let sql = format!("SELECT {} FROM runs WHERE id = ?1", self.verdict_column()?);
         let verdict = self
             .conn
@@ -255,7 +255,7 @@ impl Store {
     }
 
     /// The extras stored with a run (`{}` before it finished).
-    pub fn run_extras(&self, id: &str) -> Result<Value, StoreError> {
+    pub(crate) fn run_extras(&self, id: &str) -> Result<Value, StoreError> {
         let text: Option<String> = self
             .conn
             .query_row("SELECT extras_json FROM runs WHERE id = ?1", [id], |r| {
@@ -392,7 +392,7 @@ impl Store {
     }
 
     /// Stores one scrape of the server's `/metrics` for a run (replacing an earlier one).
-    pub fn write_server_metrics(
+    pub(crate) fn write_server_metrics(
         &mut self,
         run_id: &str,
         phase: ServerPhase,
@@ -436,7 +436,7 @@ impl Store {
     }
 
     /// Appends gate verdicts (`source`: the command that evaluated them).
-    pub fn write_gate_results(
+    pub(crate) fn write_gate_results(
         &mut self,
         source: &str,
         gates: &[GateRecord],

@@ -69,7 +69,7 @@ fn json_err(what: &'static str) -> impl Fn(serde_json::Error) -> StoreError {
 
 impl Store {
     /// Forgets a search's steps and result (not its probe runs), before it is rerun.
-    pub fn clear_search(&mut self, search_id: &str) -> Result<(), StoreError> {
+    pub(crate) fn clear_search(&mut self, search_id: &str) -> Result<(), StoreError> {
         let tx = self.conn.transaction().doing("clearing a search")?;
         tx.execute("DELETE FROM searches WHERE run_id = ?1", [search_id])
             .doing("clearing a search")?;
@@ -79,7 +79,7 @@ impl Store {
     }
 
     /// Links a probe run (already registered in `runs`) to its search.
-    pub fn link_probe(&mut self, link: &ProbeLink) -> Result<(), StoreError> {
+    pub(crate) fn link_probe(&mut self, link: &ProbeLink) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "INSERT INTO search_probes (run_id, search_id, step, value, trial)
@@ -99,7 +99,7 @@ impl Store {
     }
 
     /// Stores a step's verdict (and marks its probes with it).
-    pub fn write_search_step(&mut self, row: &SearchStepRow) -> Result<(), StoreError> {
+    pub(crate) fn write_search_step(&mut self, row: &SearchStepRow) -> Result<(), StoreError> {
         let metrics = serde_json::to_string(&row.metrics).map_err(json_err("step metrics"))?;
         let tx = self.conn.transaction().doing("writing a search step")?;
         tx.execute(
@@ -124,7 +124,7 @@ impl Store {
     }
 
     /// Stores a search's result (replacing an earlier one).
-    pub fn write_search(&mut self, row: &SearchRow) -> Result<(), StoreError> {
+    pub(crate) fn write_search(&mut self, row: &SearchRow) -> Result<(), StoreError> {
         let slo = serde_json::to_string(&row.slo).map_err(json_err("search slo"))?;
         self.conn
             .execute(

@@ -20,7 +20,7 @@ pub struct GitInfo {
 
 impl GitInfo {
     /// The revision of the git work tree holding `dir`, or `None` outside git (or without git).
-    pub fn detect(dir: &Path) -> Option<GitInfo> {
+    pub(crate) fn detect(dir: &Path) -> Option<GitInfo> {
         let run = |args: &[&str]| {
             Command::new("git")
                 .arg("-C")
@@ -56,7 +56,7 @@ fn read_trimmed(path: &str) -> Option<String> {
 
 impl HostFacts {
     /// Reads the facts of this machine (best effort; unknown parts say `unknown`).
-    pub fn detect() -> HostFacts {
+    pub(crate) fn detect() -> HostFacts {
         let pretty = std::fs::read_to_string("/etc/os-release")
             .ok()
             .and_then(|t| {
@@ -207,7 +207,7 @@ pub(crate) fn optional_json_column<T: serde::de::DeserializeOwned>(
 impl Store {
     /// Records what was read from `endpoint` (its server's self-description, models,
     /// launch command) in the suite's environment; a suite with no environment gets one.
-    pub fn record_endpoint(
+    pub(crate) fn record_endpoint(
         &mut self,
         endpoint: &str,
         read: crate::environment::EndpointFacts,

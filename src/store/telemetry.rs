@@ -21,7 +21,7 @@ pub type TelemetrySeries = (String, Vec<(f64, f64)>);
 
 impl Store {
     /// Appends one scrape of `url` taken `t_ms` after the run's start (one transaction).
-    pub fn write_telemetry(
+    pub(crate) fn write_telemetry(
         &mut self,
         run_id: &str,
         url: &str,
@@ -46,7 +46,11 @@ impl Store {
 
     /// Moves every scrape time of a run by `delta_ms` (the sampler counts from its own
     /// start; the run's clock starts a little later).
-    pub fn shift_telemetry(&mut self, run_id: &str, delta_ms: i64) -> Result<(), StoreError> {
+    pub(crate) fn shift_telemetry(
+        &mut self,
+        run_id: &str,
+        delta_ms: i64,
+    ) -> Result<(), StoreError> {
         if delta_ms == 0 {
             return Ok(());
         }

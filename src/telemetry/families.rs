@@ -7,7 +7,7 @@
 
 /// What a family's samples are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     Gauge,
     Counter,
     /// `_bucket{le}` (kept), `_sum` and `_count` lines.
@@ -16,7 +16,7 @@ pub(crate) enum Kind {
 
 /// How a family's series (labels: model, engine, GPU) become one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fold {
+pub enum Fold {
     Sum,
     /// The mean over series: a fraction or a utilisation per engine or per GPU.
     Mean,

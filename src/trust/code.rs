@@ -31,7 +31,7 @@ impl Severity {
 
 /// Which metrics a reason makes untrustworthy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Touches {
+pub(crate) enum Touches {
     /// Every metric.
     All,
     /// Every timing and rate (TTFT, TPOT, ITL, latency, throughput, goodput, lateness).
@@ -68,7 +68,7 @@ macro_rules! codes {
             }
 
             /// What the code makes untrustworthy.
-            pub fn touches(self) -> Touches {
+            pub(crate) fn touches(self) -> Touches {
                 match self { $( Code::$variant => Touches::$touches, )* }
             }
         }
@@ -148,7 +148,7 @@ impl Code {
 
     /// Codes as given to `--accept`: every one must name a code; the error names the
     /// first that does not, with the nearest code.
-    pub fn parse_list(texts: &[String]) -> Result<Vec<Code>, String> {
+    pub(crate) fn parse_list(texts: &[String]) -> Result<Vec<Code>, String> {
         let mut out = Vec::new();
         for text in texts.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
             let Some(code) = Code::parse(text) else {
@@ -167,7 +167,7 @@ impl Code {
     }
 
     /// Whether a reason of this code makes `metric` untrustworthy.
-    pub fn touches_metric(self, metric: &str) -> bool {
+    pub(crate) fn touches_metric(self, metric: &str) -> bool {
         let base = metric.split('@').next().unwrap_or(metric);
         let any = |prefixes: &[&str]| prefixes.iter().any(|p| base.starts_with(p));
         const TIMINGS: &[&str] = &[

@@ -8,10 +8,10 @@ use super::thresholds::Thresholds;
 use super::warning::RunWarning;
 
 /// The metric families a run whose stream was not observed did not measure.
-pub const NOT_MEASURED: &[&str] = &["ttft", "ttfo", "itl", "tpot", "chunk_gap"];
+pub(crate) const NOT_MEASURED: &[&str] = &["ttft", "ttfo", "itl", "tpot", "chunk_gap"];
 
 /// Whether `metric` is one the stream rule marks not measured.
-pub fn not_measured(metric: &str) -> bool {
+pub(crate) fn not_measured(metric: &str) -> bool {
     NOT_MEASURED.iter().any(|p| {
         metric
             .strip_prefix(p)

@@ -39,7 +39,7 @@ pub fn client_bound(summary: &RunSummary, trust: &Thresholds) -> Option<RunWarni
 
 /// Warnings about the records themselves: truncated streams, successes with no output
 /// (estimated counts are a reason the verdict's rules give).
-pub fn record_warnings(summary: &RunSummary) -> Vec<RunWarning> {
+pub(crate) fn record_warnings(summary: &RunSummary) -> Vec<RunWarning> {
     let mut out = Vec::new();
     if summary.truncated > 0 {
         out.push(RunWarning::new(

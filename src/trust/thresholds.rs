@@ -71,10 +71,10 @@ impl Default for Thresholds {
 }
 
 /// How many times `lateness_p99` makes a client-bound run invalid, not just suspect.
-pub const HARD_LATENESS: f64 = 4.0;
+pub(crate) const HARD_LATENESS: f64 = 4.0;
 
 /// How many times `client_wait_share` makes a client-bound run invalid.
-pub const HARD_WAIT: f64 = 2.0;
+pub(crate) const HARD_WAIT: f64 = 2.0;
 
 impl Thresholds {
     /// The severity of a client-bound run: `invalid` when its send lateness p99 is past
@@ -82,7 +82,7 @@ impl Thresholds {
     /// second or more, one core being the engine's ceiling), else `suspect` (a few
     /// milliseconds late: the load offered was a little off, each timing still starts
     /// at its own send).
-    pub fn client_bound_severity(
+    pub(crate) fn client_bound_severity(
         &self,
         values: &std::collections::BTreeMap<String, Option<f64>>,
     ) -> super::code::Severity {
@@ -100,7 +100,7 @@ impl Thresholds {
     }
 
     /// What of these thresholds reports and gates apply later.
-    pub fn policy(&self) -> super::verdict::Policy {
+    pub(crate) fn policy(&self) -> super::verdict::Policy {
         super::verdict::Policy {
             strict: self.strict,
             accept: self.accept.clone(),
@@ -109,7 +109,7 @@ impl Thresholds {
 
     /// Whether `client` and `server` counts of the same tokens agree: within
     /// `token_tolerance` of the larger, or `token_slack` tokens (`per` requests' worth).
-    pub fn tokens_agree(&self, client: u64, server: u64, per: u64) -> bool {
+    pub(crate) fn tokens_agree(&self, client: u64, server: u64, per: u64) -> bool {
         let diff = client.abs_diff(server) as f64;
         let allowed = (self.token_tolerance * client.max(server) as f64)
             .max(f64::from(self.token_slack) * per.max(1) as f64);

@@ -61,7 +61,7 @@ pub struct Policy {
 
 impl Policy {
     /// The policy with more codes accepted (a report's `--accept`).
-    pub fn accepting(&self, more: &[Code]) -> Policy {
+    pub(crate) fn accepting(&self, more: &[Code]) -> Policy {
         let mut accept = self.accept.clone();
         for c in more {
             if !accept.contains(c) {
@@ -101,7 +101,7 @@ impl Default for Verdict {
 }
 
 impl Verdict {
-    pub fn not_judged() -> Verdict {
+    pub(crate) fn not_judged() -> Verdict {
         Verdict {
             status: Status::NotJudged,
             reasons: Vec::new(),
@@ -140,7 +140,7 @@ impl Verdict {
 
     /// The same verdict with more codes accepted (a report's `--accept`); a run not
     /// judged stays so.
-    pub fn accepting(&self, more: &[Code]) -> Verdict {
+    pub(crate) fn accepting(&self, more: &[Code]) -> Verdict {
         if self.status == Status::NotJudged || more.is_empty() {
             return self.clone();
         }
@@ -164,7 +164,7 @@ impl Verdict {
 
     /// Whether a gate on this run fails whatever its value: invalid, or suspect under
     /// `strict`.
-    pub fn blocks_gates(&self, strict: bool) -> bool {
+    pub(crate) fn blocks_gates(&self, strict: bool) -> bool {
         match self.status {
             Status::Invalid => true,
             Status::Suspect => strict,

@@ -29,7 +29,7 @@ impl RunWarning {
     }
 
     /// The same warning with another severity.
-    pub fn with_severity(mut self, severity: Severity) -> RunWarning {
+    pub(crate) fn with_severity(mut self, severity: Severity) -> RunWarning {
         self.severity = severity;
         self
     }
@@ -41,7 +41,7 @@ impl RunWarning {
 
     /// Reads a warning stored as a bare string: the code its `code: ` prefix names (the
     /// prefix dropped from the text), else a note. Severity is the code's.
-    pub fn from_legacy(text: &str) -> RunWarning {
+    pub(crate) fn from_legacy(text: &str) -> RunWarning {
         if let Some((head, rest)) = text.split_once(": ") {
             if let Some(code) = Code::parse(head).filter(|c| *c != Code::Note) {
                 return RunWarning::new(code, rest);
@@ -51,7 +51,7 @@ impl RunWarning {
     }
 
     /// Whether this warning weighs on the verdict.
-    pub fn is_reason(&self) -> bool {
+    pub(crate) fn is_reason(&self) -> bool {
         self.severity > Severity::Info
     }
 }
@@ -97,7 +97,7 @@ impl<'de> Deserialize<'de> for RunWarning {
 
 /// Converts plain notes (from stages that know no codes) into warnings of `code`; a note
 /// that already starts with `code: ` loses that prefix.
-pub fn all_as(code: Code, texts: impl IntoIterator<Item = String>) -> Vec<RunWarning> {
+pub(crate) fn all_as(code: Code, texts: impl IntoIterator<Item = String>) -> Vec<RunWarning> {
     let prefix = format!("{code}: ");
     texts
         .into_iter()

@@ -46,7 +46,7 @@ impl ExploreControl {
     }
 
     /// Whether the level is an open loop's rate (req/s) rather than requests in flight.
-    pub fn by_rate(&self) -> bool {
+    pub(crate) fn by_rate(&self) -> bool {
         self.by_rate
     }
 }
@@ -93,7 +93,7 @@ impl LevelControl for ExploreControl {
 }
 
 /// An exploring run's control, shared with the engine.
-pub type Shared = Arc<Mutex<ExploreControl>>;
+pub(crate) type Shared = Arc<Mutex<ExploreControl>>;
 
 /// The engine's load of an exploring run with a fresh control, and that control.
 pub fn engine_load(run: &RunSpec) -> Option<(Load, Shared)> {

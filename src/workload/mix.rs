@@ -22,7 +22,7 @@ fn class_seed(seed: u64, c: usize) -> u64 {
 }
 
 /// Each class's dataset context (empty for a run that is not a mix).
-pub fn class_contexts(
+pub(crate) fn class_contexts(
     run: &RunSpec,
     base_dir: &Path,
     cache: &TokenizerCache,
@@ -56,7 +56,7 @@ pub fn class_contexts(
 }
 
 /// Each class's request plan, in the mix's order (empty for a run that is not a mix).
-pub fn class_requests(run: &RunSpec) -> Vec<RequestPlan> {
+pub(crate) fn class_requests(run: &RunSpec) -> Vec<RequestPlan> {
     let Some(classes) = &run.settings.mix else {
         return Vec::new();
     };

@@ -25,12 +25,12 @@ use crate::tokenize::{Tokenizer, TokenizerCache};
 /// p99 was within this machine's noise of a list's (bench/RESULTS.md, "Issue 17"), but a
 /// run this size keeps exactly the old path (nothing built while it is measured) for a
 /// list of some tens of MB at most.
-pub const PREBUILT_MAX: usize = 1 << 16;
+pub(crate) const PREBUILT_MAX: usize = 1 << 16;
 
 /// Most requests prepared for a duration-only load of a sharded run (`--shard`): a shard
 /// keeps every Nth request of the run's one list, so that list is built before the run.
 /// Unsharded duration-only loads have no such limit (their requests are built as sent).
-pub const SHARDED_DURATION_ONLY_CAP: usize = 20_000;
+pub(crate) const SHARDED_DURATION_ONLY_CAP: usize = 20_000;
 
 /// Everything a run sends, and what the dataset reported.
 #[derive(Debug)]
@@ -260,7 +260,7 @@ fn prebuilt(
 }
 
 /// "N of M prompts missed their target length", when some did.
-pub fn missed_target_warning(stats: &dataset::DatasetStats) -> Option<String> {
+pub(crate) fn missed_target_warning(stats: &dataset::DatasetStats) -> Option<String> {
     (stats.missed_target > 0).then(|| {
         format!(
             "{} of {} prompts missed their target length (by at most {} tokens)",

@@ -15,11 +15,7 @@ pub fn engine_load(run: &RunSpec) -> Load {
     match run.load() {
         planner::Load::Closed { concurrency } => Load::Closed { concurrency },
         planner::Load::ClosedRamp { .. } => Load::ClosedRamp {
-            levels: run
-                .concurrency_ramp()
-                .map(|c| planner::concurrency_ramp::slot_levels(&c))
-                .unwrap_or_default()
-                .into(),
+            levels: run.slot_levels().unwrap_or_default().into(),
         },
         planner::Load::Explore { .. } => super::explore::engine_load(run)
             .map_or(Load::Closed { concurrency: 1 }, |(load, _)| load),
@@ -42,7 +38,7 @@ pub fn engine_load(run: &RunSpec) -> Load {
 
 /// The engine's soft stop of a run's passes: the load's `duration`; a concurrency ramp
 /// ends with its curve (or its `duration`, when shorter).
-pub fn engine_duration(run: &RunSpec) -> Option<std::time::Duration> {
+pub(crate) fn engine_duration(run: &RunSpec) -> Option<std::time::Duration> {
     match run.concurrency_ramp() {
         Some(curve) => Some(planner::concurrency_ramp::run_span(&curve, run.duration())),
         None => run.duration(),

@@ -14,14 +14,14 @@ use crate::plan::DatasetPlan;
 use crate::planner::RunSpec;
 
 /// The session id of group `group` under the plan's `seed`.
-pub fn session_key(seed: u64, group: u64) -> u64 {
+pub(crate) fn session_key(seed: u64, group: u64) -> u64 {
     use crate::hash::mix64;
     mix64(mix64(seed ^ 0x7365_7373_696f_6e73) ^ group)
 }
 
 /// The session group of single-turn item `item` when its dataset has no prefix groups:
 /// the item itself.
-pub fn item_group(item: u64) -> u64 {
+pub(crate) fn item_group(item: u64) -> u64 {
     item
 }
 
@@ -29,7 +29,7 @@ pub fn item_group(item: u64) -> u64 {
 /// (`dataset::prefix_groups::group_of`, the one rule the prompts are built by) when its
 /// `random` dataset has more than one, else by `item_group`.
 #[derive(Debug, Clone, Default)]
-pub struct ItemGroups(Option<(PrefixGroups, u64)>);
+pub(crate) struct ItemGroups(Option<(PrefixGroups, u64)>);
 
 impl ItemGroups {
     pub fn of(run: &RunSpec) -> ItemGroups {

@@ -15,7 +15,7 @@ use crate::workload::prepare::PreparedRun;
 
 /// A shard's part of one run.
 #[derive(Debug, Clone)]
-pub struct ShardShare {
+pub(crate) struct ShardShare {
     /// The run with the shard's load (same id and settings otherwise).
     pub run: RunSpec,
     /// The first stored request index.
@@ -25,7 +25,7 @@ pub struct ShardShare {
 }
 
 /// The shard's run and requests: `share_run` then `select`.
-pub fn take_share(
+pub(crate) fn take_share(
     shard: &Shard,
     run: &RunSpec,
     prepared: &mut PreparedRun,

@@ -67,7 +67,7 @@ impl Targets {
 
     /// The row of `item` is written: a run building its requests as they are sent no
     /// longer needs its target (a list keeps every item's).
-    pub fn forget(&self, item: u64) {
+    pub(crate) fn forget(&self, item: u64) {
         if let Held::Pending(map) = &mut *self.0.write().unwrap_or_else(PoisonError::into_inner) {
             map.remove(&item);
         }

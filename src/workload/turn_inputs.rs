@@ -25,7 +25,7 @@ pub struct TurnPrompt {
 }
 
 /// Counts turns' prompts as their records reach the writer.
-pub struct TurnInputs {
+pub(crate) struct TurnInputs {
     counter: PromptCounter,
     state: Mutex<State>,
 }

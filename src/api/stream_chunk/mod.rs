@@ -25,7 +25,7 @@ pub(crate) enum Shape {
 }
 
 /// Parses one chunk (or whole body) of `shape`.
-pub(crate) fn parse(data: &[u8], shape: Shape) -> Scan<ChunkInfo<'_>> {
+pub fn parse(data: &[u8], shape: Shape) -> Scan<ChunkInfo<'_>> {
     let mut c = Cursor::new(data);
     let mut info = ChunkInfo::default();
     let (mut seen, mut error, mut object_error) = (Seen::default(), false, false);

@@ -116,7 +116,7 @@ impl ToolSet {
     }
 
     /// The request body's `tools` for `api`.
-    pub fn body_field(&self, api: ApiKind) -> Value {
+    pub(crate) fn body_field(&self, api: ApiKind) -> Value {
         let each = self.tools.iter().map(|t| match api {
             ApiKind::Responses => json!({"type": "function", "name": t.name,
                 "description": t.description, "parameters": t.parameters}),
@@ -146,7 +146,7 @@ impl ToolSet {
 
     /// The tally of an answer's calls in round `round` (the calls the record kept: at
     /// most `MAX_TOOL_CALLS`).
-    pub fn tally(&self, round: u16, calls: &[ToolCall]) -> ToolTally {
+    pub(crate) fn tally(&self, round: u16, calls: &[ToolCall]) -> ToolTally {
         let parsed = calls
             .iter()
             .filter(|c| self.check(c) == ToolCheck::Parsed)
@@ -321,7 +321,7 @@ fn kind_of(v: &Value) -> &'static str {
 /// [`MAX_TOOL_CALLS`]; returns false for a piece of a call beyond them), a later piece
 /// of the same index sets its id and name if not yet known and appends its arguments
 /// (kept up to `max_text` bytes).
-pub fn assemble(calls: &mut Vec<ToolCall>, d: &ToolDelta<'_>, max_text: usize) -> bool {
+pub(crate) fn assemble(calls: &mut Vec<ToolCall>, d: &ToolDelta<'_>, max_text: usize) -> bool {
     let at = match calls.iter().position(|c| c.index == d.index) {
         Some(at) => at,
         None if calls.len() >= MAX_TOOL_CALLS => return false,

@@ -114,13 +114,15 @@ impl Shard {
 
     /// This shard as it takes part in a run: a closed loop of concurrency C below N is
     /// split over the first C shards only (one slot each; the others have no share), so
-    /// the shards that run it still send all of its requests. A concurrency ramp is not
-    /// split (its slots change over time): the first shard runs all of it.
+    /// the shards that run it still send all of its requests. A concurrency ramp is split
+    /// level by level (`RunSpec::shared`: a shard may hold no slot at a low level). An
+    /// exploring load is not split (its next level is chosen from what it measured): the
+    /// first shard runs all of it.
     pub fn within(&self, load: Load) -> Result<Shard, String> {
-        if let Load::ClosedRamp { .. } | Load::Explore { .. } = load {
+        if let Load::Explore { .. } = load {
             if self.k > 1 {
                 return Err(format!(
-                    "shard {self} has no share of this run (a concurrency ramp runs on the first shard only); skipped"
+                    "shard {self} has no share of this run (an exploring load runs on the first shard only); skipped"
                 ));
             }
             return Ok(Shard { k: 1, n: 1 });
@@ -222,10 +224,20 @@ mod tests {
             Shard { k: 2, n: 4 }.within(Load::Closed { concurrency: 5 }),
             Ok(Shard { k: 2, n: 4 })
         );
-        // A concurrency ramp is not split: the first shard runs all of it.
+        // A concurrency ramp is split level by level (`RunSpec::shared`); an exploring
+        // load runs on the first shard only.
         let ramp = Load::ClosedRamp { first: 1, most: 8 };
-        assert_eq!(Shard { k: 1, n: 3 }.within(ramp), Ok(Shard { k: 1, n: 1 }));
-        let note = Shard { k: 2, n: 3 }.within(ramp).unwrap_err();
+        assert_eq!(Shard { k: 2, n: 3 }.within(ramp), Ok(Shard { k: 2, n: 3 }));
+        let explore = Load::Explore {
+            first: 1,
+            most: 8,
+            by_rate: false,
+        };
+        assert_eq!(
+            Shard { k: 1, n: 3 }.within(explore),
+            Ok(Shard { k: 1, n: 1 })
+        );
+        let note = Shard { k: 2, n: 3 }.within(explore).unwrap_err();
         assert!(note.contains("first shard only"), "{note}");
     }
 

@@ -78,13 +78,13 @@ impl SearchOutcome {
 }
 
 /// `"4x"` → 4.0 (a positive multiple).
-pub fn parse_multiple(text: &str) -> Option<f64> {
+pub(crate) fn parse_multiple(text: &str) -> Option<f64> {
     let n: f64 = text.trim().strip_suffix('x')?.trim().parse().ok()?;
     (n.is_finite() && n > 0.0).then_some(n)
 }
 
 /// The SLO conditions of a search. Each must be absolute (a search has no baseline).
-pub fn parse_slo<'a>(
+pub(crate) fn parse_slo<'a>(
     slo: impl IntoIterator<Item = (&'a String, &'a String)>,
 ) -> Result<Vec<Condition>, ConditionError> {
     let mut out = Vec::new();
@@ -106,11 +106,11 @@ pub fn parse_slo<'a>(
 /// request of a probe must succeed (as EvalScope requires). Failed requests are left out
 /// of the timing distributions, so without a floor a probe whose requests failed could
 /// pass on the latencies of the few that succeeded.
-pub const DEFAULT_SUCCESS_FLOOR: &str = ">= 1.0";
+pub(crate) const DEFAULT_SUCCESS_FLOOR: &str = ">= 1.0";
 
 /// The success condition a search applies, and whether it is the default.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SuccessFloor {
+pub(crate) struct SuccessFloor {
     pub condition: Condition,
     /// `true`: the `slo` set no `success_ratio`, so [`DEFAULT_SUCCESS_FLOOR`] applies.
     pub default: bool,
@@ -118,7 +118,7 @@ pub struct SuccessFloor {
 
 impl SuccessFloor {
     /// `success_ratio >= 1.0 (the default: …)` or `success_ratio >= 0.99 (from slo)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let how = if self.default {
             "the default: every measured request must succeed; set `success_ratio` in the \
              search's `slo` (e.g. \">= 0.99\") to allow failures"
@@ -132,7 +132,7 @@ impl SuccessFloor {
 /// A search's limit conditions with its success floor: the `slo`'s own `success_ratio`
 /// condition when it has one, else the default floor, checked before the others (a
 /// probe with failures fails on them first).
-pub fn with_success_floor(mut conds: Vec<Condition>) -> (Vec<Condition>, SuccessFloor) {
+pub(crate) fn with_success_floor(mut conds: Vec<Condition>) -> (Vec<Condition>, SuccessFloor) {
     if let Some(own) = conds.iter().find(|c| c.metric == "success_ratio") {
         let floor = SuccessFloor {
             condition: own.clone(),

@@ -52,7 +52,7 @@ pub struct Objective {
 impl Objective {
     /// A condition that holds whenever the objective's value is known, so that a probe
     /// without a value (no successful request) fails rather than wins.
-    pub fn known_condition(&self) -> Condition {
+    pub(crate) fn known_condition(&self) -> Condition {
         Condition {
             metric: self.metric.clone(),
             op: Op::Ge,

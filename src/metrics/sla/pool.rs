@@ -58,7 +58,7 @@ impl Pool {
 
     /// Adds one trial: `each` calls its argument with every record of the trial, and is
     /// called twice (the span first, then the records to fold).
-    pub fn add_trial<E>(
+    pub(crate) fn add_trial<E>(
         &mut self,
         mut each: impl FnMut(&mut dyn FnMut(&RequestRecord)) -> Result<(), E>,
     ) -> Result<(), E> {

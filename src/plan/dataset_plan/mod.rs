@@ -14,9 +14,9 @@ use super::spec::{DatasetKind, DatasetSpec, InputLenMode, PrefixRole, TokenRange
 pub use trace_format::{TraceFormat, DEFAULT_BLOCK_SIZE};
 
 /// The user turn's length of `random_multi_turn` when `user_tokens` is not set.
-pub const DEFAULT_USER_TOKENS: u32 = 64;
+pub(crate) const DEFAULT_USER_TOKENS: u32 = 64;
 /// The image format of `random_images` when `format` is not set.
-pub const DEFAULT_IMAGE_FORMAT: &str = "png";
+pub(crate) const DEFAULT_IMAGE_FORMAT: &str = "png";
 
 /// A dataset's settings for one run, by kind.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,9 +159,9 @@ pub struct ToolLoop {
 }
 
 /// `max_tool_rounds` when not set.
-pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 3;
+pub(crate) const DEFAULT_MAX_TOOL_ROUNDS: u32 = 3;
 /// `tool_result_tokens` when not set.
-pub const DEFAULT_TOOL_RESULT_TOKENS: u32 = 32;
+pub(crate) const DEFAULT_TOOL_RESULT_TOKENS: u32 = 32;
 
 /// `trace`.
 #[derive(Debug, Clone, PartialEq)]
@@ -284,7 +284,7 @@ impl DatasetPlan {
 
 /// `DatasetPlan::needs_tokenizer` of the settings as written (complete or not), for
 /// validation: the same rule.
-pub fn spec_needs_tokenizer(spec: &DatasetSpec) -> Option<&'static str> {
+pub(crate) fn spec_needs_tokenizer(spec: &DatasetSpec) -> Option<&'static str> {
     let format = spec.format.as_deref().and_then(TraceFormat::parse);
     tokenizer_need(spec.kind, format, &file_select(spec))
 }
@@ -322,7 +322,7 @@ impl FileSelect {
 }
 
 /// The keys `spec`'s kind requires and it lacks (all of them, in the kind's order).
-pub fn missing_keys(spec: &DatasetSpec) -> Vec<&'static str> {
+pub(crate) fn missing_keys(spec: &DatasetSpec) -> Vec<&'static str> {
     let mut missing = Vec::new();
     build(spec, &mut missing);
     missing

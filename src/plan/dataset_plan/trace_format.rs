@@ -33,11 +33,11 @@ impl TraceFormat {
     }
 
     /// The formats whose prompts are synthesised, as messages name them.
-    pub const SYNTHESIZED: &'static str =
+    pub(crate) const SYNTHESIZED: &'static str =
         "a trace of `format = \"mooncake\"`, `\"burstgpt\"` or `\"azure\"`";
 
     /// Whether prompts are synthesised from lengths (every format but perfplan's).
-    pub fn synthesized(self) -> bool {
+    pub(crate) fn synthesized(self) -> bool {
         self != TraceFormat::Perfplan
     }
 }

@@ -17,7 +17,7 @@ pub(crate) struct SearchResult {
 
 /// What to do next.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Next {
+pub enum Next {
     Probe(f64),
     Done(SearchResult),
 }

@@ -18,7 +18,7 @@ use crate::telemetry::TelemetryError;
 
 /// The client's sums of the run's windows, added record by record as they are sent on.
 #[derive(Debug, Default)]
-pub(crate) struct Window {
+pub struct Window {
     priming: Mutex<ClientSide>,
     measured: Mutex<ClientSide>,
 }

@@ -102,7 +102,7 @@ impl Active {
 }
 
 /// The multi-turn source.
-pub struct ConversationSource {
+pub(crate) struct ConversationSource {
     plan: ConversationPlan,
     rng: ChaCha8Rng,
     active: Vec<Active>,
@@ -284,7 +284,7 @@ impl ConversationSource {
 impl ConversationSource {
     /// Whether every turn the plan allows was handed out (a sharded duration-only run's
     /// limit, rather than its duration, ended it).
-    pub fn used_all_turns(&self) -> bool {
+    pub(crate) fn used_all_turns(&self) -> bool {
         self.handed >= self.plan.total
     }
 }
@@ -408,7 +408,7 @@ fn answer_message(record: &RequestRecord, echo: bool) -> Value {
 }
 
 /// Turns a multi-turn run plays in its priming pass (every turn of the measured pass).
-pub fn conversation_turns(run: &crate::planner::RunSpec, turns: usize) -> usize {
+pub(crate) fn conversation_turns(run: &crate::planner::RunSpec, turns: usize) -> usize {
     match run.settings.cache_state {
         crate::plan::CacheState::Warm => turns,
         crate::plan::CacheState::Cold => 0,
