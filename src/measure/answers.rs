@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::planner::RunSpec;
+use crate::record::CHECK_ITEM_BASE;
 use crate::store::Store;
 use crate::trust::{Code, RunWarning};
 
@@ -71,7 +72,7 @@ pub(crate) fn changed(
             differ.len(),
             first.ordinal,
             first.id,
-            case + 1,
+            case.saturating_sub(CHECK_ITEM_BASE) + 1,
             quote(want),
             quote(got),
         ),
@@ -124,7 +125,12 @@ mod tests {
     }
 
     fn answer(run: &RunSpec, case: u64, text: &str) -> (String, u32, u64, String) {
-        (run.id.clone(), run.ordinal as u32, case, text.to_string())
+        (
+            run.id.clone(),
+            run.ordinal as u32,
+            CHECK_ITEM_BASE + case,
+            text.to_string(),
+        )
     }
 
     #[test]

@@ -14,7 +14,7 @@ mod read_clock;
 mod stream;
 mod tools;
 
-pub use phase::{AnswerCheck, Phase};
+pub use phase::{AnswerCheck, Phase, CHECK_ITEM_BASE};
 pub use read_clock::ReadClock;
 pub use stream::{StreamTokens, TokenSource};
 pub use tools::{ToolCall, ToolTally};

@@ -33,6 +33,11 @@ impl Phase {
     pub const ALL: [Phase; 4] = [Phase::Warmup, Phase::Priming, Phase::Measured, Phase::Check];
 }
 
+/// The `item` of golden case 0 (`Phase::Check`): case `k` is `CHECK_ITEM_BASE + k`, far
+/// above any dataset item, so that a golden request never shares an item's target
+/// length or stored body with a request of the dataset.
+pub const CHECK_ITEM_BASE: u64 = 1 << 48;
+
 /// How a golden request's answer (`Phase::Check`) compared with its expected answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

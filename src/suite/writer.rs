@@ -267,7 +267,7 @@ fn write_loop(
             written += flush(ctx, &pending).map_err(|source| stopped(ctx, written, source))?;
             // A warm run's priming pass repeats the measured items, whose targets the
             // measured pass sets again; only its own rows let go of them. A golden
-            // request's item is its case in the golden set, not a dataset item.
+            // request's item is no dataset item (`record::CHECK_ITEM_BASE`).
             for r in pending.iter().filter(|r| {
                 !matches!(
                     r.phase,

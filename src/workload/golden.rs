@@ -3,8 +3,8 @@
 //! request settings with the checks' own output limit and temperature (no `ignore_eos`,
 //! no `min_tokens`: the model may stop when it has answered), and placed at seeded
 //! positions among the measured requests, marked `Phase::Check`. A golden request's
-//! `item` is its case's place in the golden set, so that the same case is known in every
-//! run of the suite.
+//! `item` is `record::CHECK_ITEM_BASE` + its case's place in the golden set, so that the
+//! same case is known in every run of the suite and shares nothing with a dataset item.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use crate::api::golden::GoldenCase;
 use crate::api::{self, ApiKind, BodyInput};
 use crate::engine::PreparedRequest;
 use crate::planner::RunSpec;
-use crate::record::Phase;
+use crate::record::{Phase, CHECK_ITEM_BASE};
 
 /// Fields a golden request never sends: they force answers longer than the answer.
 const DROPPED: [&str; 2] = ["ignore_eos", "min_tokens"];
@@ -120,14 +120,14 @@ pub(crate) fn mix_in(
     let mut golden = at.into_iter().enumerate().peekable();
     for (i, r) in tail.into_iter().enumerate() {
         while let Some((k, _)) = golden.next_if(|(_, p)| *p <= i) {
-            let item = (k % set.len()) as u64;
-            requests.push(body(run, &set[item as usize], item)?);
+            let case = k % set.len();
+            requests.push(body(run, &set[case], CHECK_ITEM_BASE + case as u64)?);
         }
         requests.push(r);
     }
     for (k, _) in golden {
-        let item = (k % set.len()) as u64;
-        requests.push(body(run, &set[item as usize], item)?);
+        let case = k % set.len();
+        requests.push(body(run, &set[case], CHECK_ITEM_BASE + case as u64)?);
     }
     Ok(n)
 }
