@@ -57,6 +57,7 @@ fn requests(tokens: &[u32], phase: Phase) -> Vec<PreparedRequest> {
                 class: None,
                 cancel_after: None,
                 tools: None,
+                check: None,
             }
         })
         .collect()

@@ -85,6 +85,7 @@ fn client_efficiency_against_a_running_sim() {
                 class: None,
                 cancel_after: None,
                 tools: None,
+                check: None,
             })
             .collect();
         let rate: Option<f64> = std::env::var("BENCH_RATE").ok().and_then(|r| r.parse().ok());

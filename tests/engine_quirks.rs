@@ -150,6 +150,7 @@ async fn one_with(scenario: &str, force_reqwest: bool) -> RequestRecord {
         class: None,
         cancel_after: None,
         tools: None,
+        check: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },
@@ -260,6 +261,7 @@ async fn refused(ep: &Endpoint) {
         class: None,
         cancel_after: None,
         tools: None,
+        check: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

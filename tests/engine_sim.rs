@@ -60,6 +60,7 @@ fn prepare(r: &Req<'_>, warmup: usize, measured: usize) -> Vec<PreparedRequest> 
             class: None,
             cancel_after: None,
             tools: None,
+            check: None,
         })
         .collect()
 }

@@ -75,6 +75,7 @@ async fn one(server: &HostileServer, route: &Route, force_reqwest: bool) -> Requ
         class: None,
         cancel_after: None,
         tools: None,
+        check: None,
     };
     let cfg = RunConfig {
         load: Load::Closed { concurrency: 1 },

@@ -32,6 +32,7 @@ const PLACES: &[(&str, &[&str])] = &[
     ),
     ("ExploreSpec", &["matrix", "load", "explore"]),
     ("CancelSpec", &["matrix", "load", "cancel"]),
+    ("ChecksSpec", &["checks"]),
     ("ReportSpec", &["report"]),
     ("TrustSpec", &["trust"]),
     ("MixClassSpec", &["datasets", "d", "mix", "0"]),
@@ -190,7 +191,10 @@ fn contexts(dir: &Path) -> Vec<Value> {
     mix["datasets"]["d"] = json!({"kind": "mix", "mix": [{"dataset": "c", "weight": 1}]});
     mix["datasets"]["c"] = json!({"kind": "prompt", "text": "hello"});
     mix["matrix"]["dataset"] = json!("d");
-    let mut out = vec![base.clone()];
+    // Golden requests (`[checks]` needs `share` or `per_run`).
+    let mut checks = base.clone();
+    checks["checks"] = json!({"per_run": 1});
+    let mut out = vec![base.clone(), checks];
     for load in loads {
         let mut plan = base.clone();
         plan["matrix"]["load"] = load;
@@ -479,6 +483,7 @@ const RANGE_TABLES: &[(&str, &str)] = &[
     ("ConcurrencyRampSpec", "`concurrency_ramp`"),
     ("ExploreSpec", "`explore`"),
     ("CancelSpec", "`cancel`"),
+    ("ChecksSpec", "`[checks]`"),
     ("ReportSpec", "`[report]`"),
     ("TrustSpec", "`[trust]`"),
     ("MixClassSpec", "`mix` class"),

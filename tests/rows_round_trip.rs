@@ -144,6 +144,7 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         raw: Vec::new(),
         // Not stored: the run's evidence keeps what it says (see `trust::evidence`).
         read_clock: None,
+        answer: None,
         unstreamed: false,
         replica: some(rng, 0.5, |r| r.gen_range(0..8)),
         class: some(rng, 0.5, |r| r.gen_range(0..64)),

@@ -267,6 +267,7 @@ fn request(kind: ApiKind, item: u64) -> PreparedRequest {
         class: None,
         cancel_after: None,
         tools: None,
+        check: None,
     }
 }
 

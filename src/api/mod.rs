@@ -10,6 +10,7 @@ pub mod chat;
 pub mod completions;
 pub mod embeddings;
 mod error_body;
+pub mod golden;
 pub mod models;
 mod output_limit;
 pub mod prompt;

@@ -57,6 +57,23 @@ fn check_tokenizers(plan: &LoadedPlan, runs: &[RunSpec], cache: &TokenizerCache)
     errors
 }
 
+/// The golden file of `[checks]` (its `path`), every bad line said as `file:line`.
+fn check_golden(plan: &LoadedPlan, runs: &[RunSpec]) -> Vec<String> {
+    let path = runs
+        .iter()
+        .find_map(|r| r.settings.checks.as_ref()?.path.as_deref());
+    let Some(path) = path else {
+        return Vec::new();
+    };
+    match crate::dataset::golden::golden_set(Some(path), &plan.base_dir, true) {
+        Ok(_) => Vec::new(),
+        Err(errors) => errors
+            .into_iter()
+            .map(|e| format!("error: [checks] golden file {e}"))
+            .collect(),
+    }
+}
+
 /// Checks every file the runs' datasets read (each distinct dataset once), printing its
 /// warnings to stderr; an error in one fails, with every error said: nothing may be sent.
 pub(crate) fn check_files(plan: &LoadedPlan, runs: &[RunSpec]) -> Result<FilesChecked, Failure> {
@@ -88,12 +105,13 @@ pub(crate) fn check_files(plan: &LoadedPlan, runs: &[RunSpec]) -> Result<FilesCh
             printed.push(p);
         }
     }
+    errors.extend(check_golden(plan, runs));
     let tokenizers = TokenizerCache::new();
     errors.extend(check_tokenizers(plan, runs, &tokenizers));
     if !errors.is_empty() {
         let n = errors.len();
         errors.push(format!(
-            "{n} error{} in the dataset and tokenizer files: nothing was sent (fix \
+            "{n} error{} in the dataset, golden and tokenizer files: nothing was sent (fix \
              them, or leave the runs that read them out with --only)",
             if n == 1 { "" } else { "s" }
         ));

@@ -11,6 +11,7 @@ mod batch_files;
 pub mod check;
 mod fit;
 mod fixed;
+pub mod golden;
 mod jsonl;
 mod lines;
 mod measure;

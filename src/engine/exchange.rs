@@ -64,6 +64,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         replica: None,
         class: req.class,
         read_clock: None,
+        answer: None,
         tools: None,
         tool_calls: Vec::new(),
         unstreamed: false,
@@ -106,6 +107,9 @@ pub(crate) async fn exchange(
     }
     if let Some(turn) = &req.tools {
         rec.tools = Some(turn.set.tally(turn.round, &rec.tool_calls));
+    }
+    if let Some(golden) = &req.check {
+        rec.answer = Some(golden.expected.judge(&rec, golden.tools.as_deref()));
     }
     rec
 }

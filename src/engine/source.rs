@@ -45,6 +45,9 @@ pub struct PreparedRequest {
     /// A tool-calling run's request: its round, and the tools its answer's calls are
     /// checked against (the record's `tools` tally).
     pub tools: Option<crate::api::tools::ToolTurn>,
+    /// A golden request of the plan's `[checks]` (`Phase::Check`): what its answer is
+    /// checked against (the record's `answer`).
+    pub check: Option<std::sync::Arc<crate::api::golden::GoldenCase>>,
 }
 
 /// The answer of [`RequestSource::next`].

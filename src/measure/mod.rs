@@ -8,6 +8,7 @@
 //! verdict's rules `trust`'s.
 //! Must not know: HTTP, the engine, the run loop (the suite calls it).
 
+pub mod answers;
 pub mod cache;
 pub mod connections;
 pub mod explore;

@@ -15,7 +15,7 @@ use super::rates::Rates;
 use super::slo::{meets, RequestFigures};
 use super::stats::fill_from;
 use super::summary::{client_bound, Connections, RunSummary, Slo, SummaryOptions};
-use crate::record::{Outcome, Phase, RequestRecord};
+use crate::record::{AnswerCheck, Outcome, Phase, RequestRecord};
 
 /// The running state of one run's metrics.
 #[derive(Debug, Clone)]
@@ -52,6 +52,8 @@ pub struct Fold {
     cached: Counts,
     reasoning: Counts,
     answer: Counts,
+    /// Golden requests (`Phase::Check`) not cancelled, by their check (`AnswerCheck::ALL`).
+    answers: [u64; 4],
 }
 
 /// The counters of a run's summary.
@@ -113,6 +115,7 @@ impl Fold {
             cached: Counts::default(),
             reasoning: Counts::default(),
             answer: Counts::default(),
+            answers: [0; 4],
         }
     }
 
@@ -120,6 +123,10 @@ impl Fold {
     pub fn add(&mut self, r: &RequestRecord) {
         if r.phase != Phase::Measured {
             self.counts.unmeasured += 1;
+            if let Some(a) = r.answer.filter(|_| r.outcome != Outcome::Cancelled) {
+                let at = AnswerCheck::ALL.iter().position(|x| *x == a).unwrap_or(0);
+                self.answers[at] += 1;
+            }
             return;
         }
         self.counts.requests += 1;
@@ -319,8 +326,24 @@ impl Fold {
             "kernel_clock_ratio".into(),
             (read > 0).then(|| kernel as f64 / read as f64),
         );
+        answer_metrics(&self.answers, &mut s);
         s.client_bound = client_bound(&s, opts);
         s
+    }
+}
+
+/// `answers_checked`, `answers_ok_ratio`, `answers_unparsed_ratio` from the golden
+/// requests' checks (by `AnswerCheck::ALL`): null ratios when the run had none.
+fn answer_metrics(answers: &[u64; 4], s: &mut RunSummary) {
+    let [ok, _wrong, unparsed, _failed] = *answers;
+    let checked: u64 = answers.iter().sum();
+    let ratio = |n: u64| (checked > 0).then(|| n as f64 / checked as f64);
+    for (k, value) in [
+        ("answers_checked", Some(checked as f64)),
+        ("answers_ok_ratio", ratio(ok)),
+        ("answers_unparsed_ratio", ratio(unparsed)),
+    ] {
+        s.values.insert(k.to_string(), value);
     }
 }
 

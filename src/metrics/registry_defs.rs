@@ -107,7 +107,7 @@ pub(crate) const STATISTIC_DEFS: [StatisticDef; 14] = [
 ];
 
 /// Scalars, one value per run, measured by the client.
-pub(crate) const SCALAR_DEFS: [MetricDef; 59] = [
+pub(crate) const SCALAR_DEFS: [MetricDef; 62] = [
     m("requests_ok", Count, Higher, "measured requests that succeeded"),
     m("requests_failed", Count, Lower, "measured requests that failed (any outcome but ok or cancelled)"),
     m("success_ratio", Ratio, Higher, "requests_ok / measured requests not cancelled by the client"),
@@ -167,6 +167,9 @@ pub(crate) const SCALAR_DEFS: [MetricDef; 59] = [
     m("ttft_user_round_mean", Millis, Lower, "tool_calls runs: mean TTFT of requests that open a turn with the user's message (round 0)"),
     m("ttft_tool_round_mean", Millis, Lower, "tool_calls runs: mean TTFT of requests that send tool results back (rounds 1 and later)"),
     m("ttft_tool_round_p99", Millis, Lower, "tool_calls runs: 99th percentile TTFT of requests that send tool results back"),
+    m("answers_checked", Count, Neither, "[checks]: golden requests of the run not cancelled (phase `check`; out of every other metric)"),
+    m("answers_ok_ratio", Ratio, Higher, "[checks]: golden answers equal to the expected one (exact after trimming, regex, JSON valid for the schema, a tool call that parses) / answers_checked; a failed golden request counts as not ok"),
+    m("answers_unparsed_ratio", Ratio, Lower, "[checks]: golden answers that could not be read for their check (empty, not JSON, no tool call or arguments not JSON) / answers_checked"),
 ];
 
 /// Scalars of the server's side, from telemetry scraped during the run (null without

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod cancel_spec;
+pub mod checks_spec;
 pub mod explore_spec;
 pub mod hardware_spec;
 pub mod load_spec;
@@ -18,6 +19,7 @@ pub mod trust_spec;
 
 pub use access::{PathsSpec, TlsSpec};
 pub use cancel_spec::{CancelAfter, CancelSpec};
+pub use checks_spec::ChecksSpec;
 pub use explore_spec::{ExploreBy, ExploreSpec, ExploreStep};
 pub use hardware_spec::HardwareSpec;
 pub use load_spec::*;
@@ -48,6 +50,7 @@ pub mod secrets;
 pub mod semantic;
 pub mod set;
 mod sim_checks;
+pub mod sim_golden;
 pub mod sim_settings;
 mod token_range;
 pub mod toml_src;

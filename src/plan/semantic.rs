@@ -29,6 +29,7 @@ pub fn check(spec: &PlanSpec, tree: &Node) -> Vec<Diagnostic> {
         }
     }
     diags.extend(super::trust_spec::problems(&spec.trust, tree));
+    diags.extend(super::checks_spec::problems(spec.checks.as_ref(), tree));
     diags.extend(super::capacity_checks::check(spec, tree));
     for (name, ep) in &spec.endpoints {
         let url = &ep.base_url;
@@ -442,6 +443,9 @@ pub(crate) fn check_files(
         .and_then(|t| t.strip_prefix('@'))
     {
         missing(file, key(&["defaults", "body_template"]), "template file");
+    }
+    if let Some(p) = spec.checks.as_ref().and_then(|c| c.path.as_deref()) {
+        missing(p, key(&["checks", "path"]), "golden file");
     }
     for (name, ep) in &spec.endpoints {
         if let Some(t) = ep.sim.as_ref().and_then(|s| s.tokenizer.as_deref()) {

@@ -247,6 +247,14 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_zero_f64")]
     pub fault_tool_arguments: f64,
 
+    /// How golden requests of a plan's `[checks]` that the simulator can solve are
+    /// answered ("What is A + B?", a person's JSON extraction, a call of the tool the
+    /// prompt names): `off` (the usual text), `correct`, `wrong`, or the share answered
+    /// correctly (0 to 1, seeded per request): the exact truth of `answers_ok_ratio`.
+    #[arg(long, default_value = "off", value_name = "off|correct|wrong|SHARE")]
+    #[serde(skip_serializing_if = "super::sim_golden::GoldenAnswers::is_off")]
+    pub golden_answers: super::sim_golden::GoldenAnswers,
+
     /// Serve every route under this path prefix, as behind a gateway (`/gateway/openai`:
     /// `POST /gateway/openai/v1/chat/completions`, `GET /gateway/openai/metrics`, …).
     /// Requests outside it are answered 404, counted and printed to stderr. Default: the root.
@@ -386,6 +394,7 @@ impl Default for SimConfig {
             tool_call_rate: DEFAULT_TOOL_CALL_RATE,
             tool_calls_per_answer: 1,
             fault_tool_arguments: 0.0,
+            golden_answers: super::sim_golden::GoldenAnswers::default(),
             mount: None,
             replicas: 1,
             workers: 1,

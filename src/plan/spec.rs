@@ -48,6 +48,9 @@ pub struct PlanSpec {
         skip_serializing_if = "super::trust_spec::TrustSpec::is_default"
     )]
     pub trust: super::trust_spec::TrustSpec,
+    /// Golden requests mixed into each run's measured traffic, their answers checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<super::checks_spec::ChecksSpec>,
 }
 
 /// `[plan]`: the suite's identity.
@@ -487,8 +490,7 @@ pub struct DatasetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.01, max = 100))]
     pub document_length_ratio: Option<f64>,
-    /// `mix`: the workload classes, each `{ dataset, weight }` with optional `name`,
-    /// `output_tokens` and `model` (each request drawn from one class by weight).
+    /// `mix`: the workload classes, each `{ dataset, weight }` with optional `name`, `output_tokens` and `model` (each request drawn from one class by weight).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     pub mix: Option<Vec<super::mix_spec::MixClassSpec>>,

@@ -103,6 +103,7 @@ impl Resolver<'_> {
             seed: spec.plan.seed,
             repeat: None,
             mix,
+            checks: spec.checks.clone(),
         };
         Some((settings, typed))
     }

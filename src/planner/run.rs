@@ -33,6 +33,10 @@ pub struct RunSettings {
     /// dataset, and left out of the JSON then, so other runs keep their ids).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<Vec<super::mix::MixClass>>,
+    /// The plan's `[checks]` (golden requests); left out of the JSON when absent, so
+    /// runs of plans without it keep their ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<crate::plan::ChecksSpec>,
 }
 
 /// A run's place among the repeats of its load: its group's id (the id the run would

@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod phase;
 mod read_clock;
 mod stream;
 mod tools;
 
+pub use phase::{AnswerCheck, Phase, CHECK_ITEM_BASE};
 pub use read_clock::ReadClock;
 pub use stream::{StreamTokens, TokenSource};
 pub use tools::{ToolCall, ToolTally};
@@ -31,28 +33,6 @@ pub fn excerpt(bytes: &[u8]) -> String {
         end -= 1;
     }
     text[..end].to_string()
-}
-
-/// Which part of a run a request belongs to. Only `Measured` requests count in metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// Sent before the measured requests to fill the slots (closed loop) or warm the path.
-    Warmup,
-    /// The unmeasured pass that sends a warm run's request set once before measuring it.
-    Priming,
-    /// Counted in every metric.
-    Measured,
-}
-
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Warmup => "warmup",
-            Phase::Priming => "priming",
-            Phase::Measured => "measured",
-        }
-    }
 }
 
 /// How a request ended. A failed request is data, never an error that aborts a run.
@@ -225,6 +205,10 @@ pub struct RequestRecord {
     /// written before schema 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_clock: Option<ReadClock>,
+    /// A golden request's check (`Phase::Check`); `None` for every other request (and in
+    /// rows written before schema 18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerCheck>,
     /// A stream was asked for and the server answered HTTP 200 with a whole body: no chunk
     /// was timed (the run's verdict says the stream was not observed). Not stored in rows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -268,6 +252,7 @@ impl Default for RequestRecord {
             replica: None,
             class: None,
             read_clock: None,
+            answer: None,
             tools: None,
             tool_calls: Vec::new(),
             unstreamed: false,
@@ -319,6 +304,7 @@ impl RequestRecord {
             replica: _,
             class: _,
             read_clock: _,
+            answer: _,
             tools: _,
             tool_calls: _,
             unstreamed: _,

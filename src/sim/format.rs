@@ -20,20 +20,29 @@ const WORDS: [&str; 64] = [
 
 /// Which output tokens are special (no text): every `every`th (tokens `every`,
 /// `2 × every`, … counted from 1); none when 0.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Empty {
     pub every: u32,
+    /// A golden request's answer (`golden`): output token k is piece k (JSON-escaped),
+    /// no token is special.
+    pub answer: Option<std::sync::Arc<[String]>>,
 }
 
 impl Empty {
     /// Whether output token `k` (from 0) is special.
-    pub fn is_empty(self, k: u32) -> bool {
+    pub fn is_empty(&self, k: u32) -> bool {
         self.every > 0 && (u64::from(k) + 1) % u64::from(self.every) == 0
     }
 }
 
 /// Appends the text of output tokens `from..to` (JSON-safe, no escaping needed).
-pub(crate) fn put_words(buf: &mut BytesMut, offset: u64, (from, to): (u32, u32), empty: Empty) {
+pub(crate) fn put_words(buf: &mut BytesMut, offset: u64, (from, to): (u32, u32), empty: &Empty) {
+    if let Some(pieces) = &empty.answer {
+        for piece in pieces.iter().take(to as usize).skip(from as usize) {
+            buf.put_slice(piece.as_bytes());
+        }
+        return;
+    }
     for k in (from..to).filter(|&k| !empty.is_empty(k)) {
         let w = WORDS[((offset + u64::from(k)) % WORDS.len() as u64) as usize];
         buf.put_u8(b' ');
@@ -42,7 +51,7 @@ pub(crate) fn put_words(buf: &mut BytesMut, offset: u64, (from, to): (u32, u32),
 }
 
 /// The text of output tokens `from..to`.
-pub(crate) fn words(offset: u64, span: (u32, u32), empty: Empty) -> String {
+pub(crate) fn words(offset: u64, span: (u32, u32), empty: &Empty) -> String {
     let mut b = BytesMut::new();
     put_words(&mut b, offset, span, empty);
     String::from_utf8_lossy(&b).into_owned()
@@ -171,7 +180,7 @@ impl ChunkFormat {
                     (Api::Chat, false) => b",\"delta\":{\"content\":\"",
                     _ => b",\"text\":\"",
                 });
-                put_words(buf, offset, span, self.empty);
+                put_words(buf, offset, span, &self.empty);
                 buf.put_slice(if self.api == Api::Chat {
                     b"\"},\"logprobs\":null,\"finish_reason\":"
                 } else {
@@ -200,7 +209,7 @@ impl ChunkFormat {
                 buf.put_slice(b"\",\"output_index\":");
                 put_uint(buf, u64::from(index));
                 buf.put_slice(b",\"content_index\":0,\"delta\":\"");
-                put_words(buf, offset, span, self.empty);
+                put_words(buf, offset, span, &self.empty);
                 buf.put_slice(b"\",\"logprobs\":[]}\n\n");
             }
         }
@@ -314,7 +323,10 @@ mod tests {
         assert_eq!(json["choices"][0]["finish_reason"], "length");
         assert_eq!(json["model"], "m\"x");
         // Reasoning, a special token's empty text and a running usage, as vLLM sends them.
-        f.empty = Empty { every: 2 };
+        f.empty = Empty {
+            every: 2,
+            answer: None,
+        };
         let mut buf = BytesMut::new();
         let running = ChunkOut {
             span: (1, 2),
@@ -335,7 +347,17 @@ mod tests {
         assert_eq!(events[0]["usage"]["completion_tokens"], 2);
         assert_eq!(events[0]["usage"]["total_tokens"], 9);
         assert_eq!(events[1]["usage"]["completion_tokens"], 0);
-        assert_eq!(words(3, (0, 4), Empty { every: 2 }), " tokens and");
+        assert_eq!(
+            words(
+                3,
+                (0, 4),
+                &Empty {
+                    every: 2,
+                    answer: None
+                }
+            ),
+            " tokens and"
+        );
     }
 
     #[test]

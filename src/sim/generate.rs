@@ -170,8 +170,12 @@ impl Generation {
         fault: Fault,
         record: TruthRecord,
     ) -> Self {
-        let (out_len, mut finish) = output_length(&st, &job, seq);
-        let tool_calls = super::tools::plan_calls(&st.cfg, &job.tools, seq);
+        let (mut out_len, mut finish) = output_length(&st, &job, seq);
+        let golden = super::golden::reply(&st.cfg, &job, seq);
+        let tool_calls = match golden.as_ref().and_then(|g| g.call.clone()) {
+            Some(call) => Some(vec![call]),
+            None => super::tools::plan_calls(&st.cfg, &job.tools, seq),
+        };
         if tool_calls.is_some() {
             finish = "tool_calls";
         }
@@ -185,7 +189,19 @@ impl Generation {
         let mut fmt = ChunkFormat::new(job.api, id.clone(), job.model.clone(), created);
         fmt.empty = super::format::Empty {
             every: st.cfg.empty_chunks,
+            answer: None,
         };
+        if let Some(pieces) = golden.as_ref().and_then(|g| g.pieces.clone()) {
+            let limit = job.max_tokens.unwrap_or(u32::MAX).max(1);
+            out_len = (pieces.len() as u32).clamp(1, limit);
+            finish = if (pieces.len() as u32) > limit {
+                "length"
+            } else {
+                "stop"
+            };
+            fmt.empty.every = 0;
+            fmt.empty.answer = Some(pieces);
+        }
         let jitter = jitter_factor(&st, seq);
         let mut truth = TruthGuard::new(st.clone(), record);
         let calls = tool_calls.as_deref().unwrap_or_default();
@@ -195,6 +211,7 @@ impl Generation {
             r.jitter = jitter;
             r.tool_calls = calls.len() as u32;
             r.tool_calls_malformed = malformed;
+            r.golden_correct = golden.as_ref().map(|g| g.correct);
         });
         let arrival = Instant::now();
         Generation {

@@ -28,6 +28,7 @@ mod faults;
 mod format;
 mod front;
 mod generate;
+mod golden;
 mod histograms;
 mod listen;
 mod metrics;

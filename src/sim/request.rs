@@ -34,6 +34,9 @@ pub(crate) struct Job {
     pub running_usage: bool,
     /// The tools a chat request offers (see `tools`).
     pub tools: Vec<super::tools::SimTool>,
+    /// A golden question of a plan's `[checks]` the simulator can solve (see `golden`),
+    /// looked for only under `golden_answers`.
+    pub question: Option<super::golden::Question>,
 }
 
 impl Job {
@@ -174,6 +177,8 @@ pub(crate) fn parse_job(
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let running_usage = stream && asked && continuous && cfg.usage != UsageMode::Never;
+    let tools = super::tools::offered_by(api, body);
+    let question = super::golden::question_of(cfg, body, &tools);
     Ok(Job {
         api,
         model: body
@@ -192,10 +197,8 @@ pub(crate) fn parse_job(
         stream,
         stream_usage,
         running_usage: running_usage && api != Api::Responses,
-        tools: match api {
-            Api::Chat | Api::Responses => super::tools::offered(body),
-            Api::Completions => Vec::new(),
-        },
+        tools,
+        question,
     })
 }
 

@@ -86,7 +86,7 @@ pub(crate) async fn complete(mut gen: Generation) -> Response {
 fn body_json(gen: &Generation) -> Value {
     let u = gen.usage();
     let with_usage = gen.st.cfg.usage != UsageMode::Never;
-    let (empty, thought) = (gen.fmt.empty, gen.reasoning_len());
+    let (empty, thought) = (&gen.fmt.empty, gen.reasoning_len());
     let choices: Vec<Value> = (0..gen.job.choices())
         .map(|i| {
             let offset = gen.offset + u64::from(i) * 13;

@@ -199,7 +199,7 @@ fn tail(s: &mut Streamer) {
                 .event(&mut s.buf, "response.completed", json!({"response": resp}));
         }
         Api::Responses => {
-            let text = words(s.gen.offset, (0, s.gen.out_len), s.gen.fmt.empty);
+            let text = words(s.gen.offset, (0, s.gen.out_len), &s.gen.fmt.empty);
             let item = message_item(&s.gen, &text, "completed");
             let item_id = format!("msg_{}", s.gen.fmt.id);
             let part = json!({"type": "output_text", "text": text, "annotations": []});

@@ -55,6 +55,14 @@ pub(crate) fn offered(body: &Value) -> Vec<SimTool> {
         .collect()
 }
 
+/// The tools a request of `api` offers (none on completions).
+pub(crate) fn offered_by(api: super::request::Api, body: &Value) -> Vec<SimTool> {
+    match api {
+        super::request::Api::Chat | super::request::Api::Responses => offered(body),
+        super::request::Api::Completions => Vec::new(),
+    }
+}
+
 /// Checks that every run of tool results answers the calls before it: each id once,
 /// none unknown, none missing. Chat: `tool` messages (`tool_call_id`) after an assistant
 /// message's `tool_calls`; Responses: `function_call_output` items (`call_id`) after
@@ -127,6 +135,13 @@ pub(crate) fn plan_calls(cfg: &SimConfig, tools: &[SimTool], seq: u64) -> Option
         })
         .collect();
     Some(calls)
+}
+
+/// Arguments valid for `schema` (seeded by `seq`), as a JSON text: a golden tool call
+/// answered correctly.
+pub(crate) fn valid_arguments(schema: &Value, seq: u64) -> String {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x676f_6c64 ^ seq.wrapping_mul(0x9e37_79b9));
+    example(schema, &mut rng, 0).to_string()
 }
 
 /// Makes `call` fail to parse in way `how`: 0 arguments cut short (not JSON), 1 a

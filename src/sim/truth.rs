@@ -55,6 +55,10 @@ pub struct TruthRecord {
     pub prompt_tokens: u64,
     pub cached_tokens: u64,
     pub finished: bool,
+    /// A golden request of `[checks]` the simulator recognised (`golden_answers`):
+    /// whether it answered it correctly; absent for every other request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub golden_correct: Option<bool>,
     /// When the response ended: its last byte handed to the connection, or, for one
     /// that did not finish, when the simulator let it go (a client abort is seen when
     /// the next chunk cannot be written, within one inter-token time).

@@ -282,6 +282,8 @@ mod tests_clock;
 #[cfg(test)]
 mod tests_environment;
 #[cfg(test)]
+mod tests_golden;
+#[cfg(test)]
 mod tests_tls;
 #[cfg(test)]
 mod tests_tools;

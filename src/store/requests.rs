@@ -110,6 +110,28 @@ impl Store {
             .doing("counting requests")
     }
 
+    /// The answers of the suite's golden requests (phase `check`) that got one, each
+    /// `(run id, run ordinal, case, answer text)`, by run ordinal then request index.
+    pub fn golden_answers(&self) -> Result<Vec<(String, u32, u64, String)>, StoreError> {
+        let sql = "SELECT q.run_id, r.ordinal, q.item, q.answer_text FROM requests q \
+                   JOIN runs r ON r.id = q.run_id WHERE q.phase = 'check' \
+                   AND q.answer_check IS NOT NULL AND q.answer_check != 'failed' \
+                   AND q.answer_text IS NOT NULL ORDER BY r.ordinal, q.request_index";
+        let read = || -> rusqlite::Result<Vec<(String, u32, u64, String)>> {
+            let mut stmt = self.conn.prepare(sql)?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, i64>(2)?.max(0) as u64,
+                    r.get(3)?,
+                ))
+            })?;
+            rows.collect()
+        };
+        read().doing("reading golden answers")
+    }
+
     /// Every stored request of a run, by index (warmup included; see `phase`).
     pub fn request_rows(&self, run_id: &str) -> Result<Vec<RequestRow>, StoreError> {
         let mut rows = Vec::new();

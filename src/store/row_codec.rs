@@ -23,10 +23,12 @@ use rusqlite::types::Value;
 use super::chunk_codec::{chunk_times, chunk_times_back};
 use super::requests::RequestRow;
 use super::token_codec;
-use crate::record::{excerpt, Outcome, Phase, RequestRecord, TlsHandshake, ToolTally, Usage};
+use crate::record::{
+    excerpt, AnswerCheck, Outcome, Phase, RequestRecord, TlsHandshake, ToolTally, Usage,
+};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 45] = [
+pub(super) const COLUMNS: [&str; 47] = [
     "request_index",
     "item",
     "phase",
@@ -67,6 +69,8 @@ pub(super) const COLUMNS: [&str; 45] = [
     "tool_round",
     "tool_calls",
     "tool_calls_parsed",
+    "answer_check",
+    "answer_text",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
     "latency_us",
@@ -192,6 +196,8 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         opt(r.tools, |t| Value::Integer(i64::from(t.round))),            // tool_round
         opt(r.tools, |t| Value::Integer(i64::from(t.calls))),            // tool_calls
         opt(r.tools, |t| Value::Integer(i64::from(t.parsed))),           // tool_calls_parsed
+        opt(r.answer, |a| text(a.as_str())),                             // answer_check
+        opt(r.answer.map(|_| r.output_text.as_str()), text),             // answer_text
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
         int(r.content_times.len() as u64),                               // chunk_count
@@ -268,10 +274,19 @@ fn tool_tally(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<ToolTally>> {
 
 fn phase(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phase> {
     let t: String = get(r, "phase")?;
-    [Phase::Warmup, Phase::Priming, Phase::Measured]
+    Phase::ALL
         .into_iter()
         .find(|p| p.as_str() == t)
         .ok_or_else(|| bad("phase", format!("unknown phase `{t}`")))
+}
+
+fn answer_check(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<AnswerCheck>> {
+    let Some(t) = get::<Option<String>>(r, "answer_check")? else {
+        return Ok(None);
+    };
+    AnswerCheck::parse(&t)
+        .map(Some)
+        .ok_or_else(|| bad("answer_check", format!("unknown answer check `{t}`")))
 }
 
 fn outcome(r: &rusqlite::Row<'_>) -> rusqlite::Result<Outcome> {
@@ -308,7 +323,8 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
             cached_tokens: get(r, "cached_tokens")?,
             reasoning_tokens: get(r, "reasoning_tokens")?,
         },
-        output_text: String::new(),
+        // A golden request's answer text is kept (the consistency check reads it).
+        output_text: get::<Option<String>>(r, "answer_text")?.unwrap_or_default(),
         reasoning_text: String::new(),
         client_reasoning_tokens: get(r, "client_reasoning_tokens")?,
         stream_tokens,
@@ -325,6 +341,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
             opt_time(r, "end_read_delay_us")?,
             opt_time(r, "max_read_delay_us")?,
         ),
+        answer: answer_check(r)?,
         tools: tool_tally(r)?,
         tool_calls: Vec::new(),
         unstreamed: false,

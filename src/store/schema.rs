@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 17] = [
+const MIGRATIONS: [&str; 18] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -261,6 +261,15 @@ ALTER TABLE requests ADD COLUMN max_read_delay_us INTEGER;
 ALTER TABLE requests ADD COLUMN tool_round INTEGER;
 ALTER TABLE requests ADD COLUMN tool_calls INTEGER;
 ALTER TABLE requests ADD COLUMN tool_calls_parsed INTEGER;
+"#,
+    // 18: a golden request of the plan's `[checks]` (phase `check`): how its answer
+    // compared with the expected one (`ok`, `wrong`, `unparsed`, `failed`) and the
+    // answer's text (at most the endpoint's `limits.max_text`), which the suite's
+    // `temperature = 0` consistency check compares across runs; NULL for every other
+    // request and in rows written before.
+    r#"
+ALTER TABLE requests ADD COLUMN answer_check TEXT;
+ALTER TABLE requests ADD COLUMN answer_text TEXT;
 "#,
 ];
 

@@ -4,8 +4,8 @@
 use super::tests::{record, store_in};
 use super::*;
 
-/// Undoes migration 17 (the tool tallies).
-pub(crate) const UNDO_17: &str = "ALTER TABLE requests DROP COLUMN tool_round; \
+/// Undoes migrations 17 (the tool tallies) and 18 (the golden checks).
+pub(crate) const UNDO_17: &str = "ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; \
      ALTER TABLE requests DROP COLUMN tool_calls; \
      ALTER TABLE requests DROP COLUMN tool_calls_parsed;";
 

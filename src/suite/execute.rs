@@ -12,6 +12,7 @@ use crate::engine::{
     self, CancelHandle, Endpoint, Preconnect, RequestSource, RunConfig, RunOutput,
 };
 use crate::live::progress::RunProgress;
+use crate::measure::answers;
 use crate::measure::tally::{Tally, TallySettings};
 use crate::metrics::steady::LoadShape;
 use crate::metrics::{RunSummary, Slo, SummaryOptions};
@@ -362,7 +363,7 @@ fn conclude(
     let mut server = crate::measure::judge::trust_counts(passes.server_counts.as_ref());
     let leak =
         crate::measure::kv_leak::reasons(run, &summary, passes.settle.as_ref(), server.as_mut());
-    warnings.extend(leak);
+    warnings.extend(leak.into_iter().chain(answers::from_store(&ctx.store, run)));
     let judged = (server, ctx.trust, client_cut);
     crate::measure::judge::reasons(run, &mut summary, &evidence, &mut warnings, judged);
     RunResult {

@@ -266,11 +266,14 @@ fn write_loop(
         if !pending.is_empty() && (closed || due || pending.len() >= BATCH) {
             written += flush(ctx, &pending).map_err(|source| stopped(ctx, written, source))?;
             // A warm run's priming pass repeats the measured items, whose targets the
-            // measured pass sets again; only its own rows let go of them.
-            for r in pending
-                .iter()
-                .filter(|r| r.phase != crate::record::Phase::Priming)
-            {
+            // measured pass sets again; only its own rows let go of them. A golden
+            // request's item is no dataset item (`record::CHECK_ITEM_BASE`).
+            for r in pending.iter().filter(|r| {
+                !matches!(
+                    r.phase,
+                    crate::record::Phase::Priming | crate::record::Phase::Check
+                )
+            }) {
                 ctx.targets.forget(r.item);
             }
             pending.clear();
@@ -318,7 +321,10 @@ fn flush(ctx: &WriterContext, records: &[RequestRecord]) -> Result<u64, SuiteErr
         .iter()
         .map(|r| StoredRequest {
             record: r,
-            target_input_tokens: ctx.targets.get(r.item),
+            target_input_tokens: match r.phase {
+                crate::record::Phase::Check => None,
+                _ => ctx.targets.get(r.item),
+            },
         })
         .collect();
     let mut store = ctx.store.lock().map_err(|_| SuiteError::Poisoned)?;

@@ -113,6 +113,10 @@ codes! {
     /// within `cancel.settle`: it may keep aborted requests' KV blocks (a leak), which
     /// the runs after it pay for.
     KvLeak = "kv_leak", Suspect, Nothing;
+    /// Golden requests of `[checks]` sent at temperature 0 were answered differently in
+    /// this run than in an earlier run of the suite (same model): the server's answers
+    /// change with the load (a batch-dependent kernel, a wrong configuration).
+    AnswersChanged = "answers_changed", Suspect, Nothing;
     /// Some measured requests failed (fewer than the threshold).
     PartialFailures = "partial_failures", Info, Nothing;
     /// Prompts missed their target input length.

@@ -8,6 +8,7 @@
 
 pub(crate) mod conversation;
 pub mod explore;
+pub(crate) mod golden;
 pub(crate) mod mix;
 pub mod prepare;
 pub(crate) mod produce;
@@ -44,6 +45,8 @@ pub enum WorkloadError {
     },
     #[error(transparent)]
     Template(#[from] crate::request::TemplateError),
+    #[error("cannot read the golden requests of [checks]: {first}")]
+    Golden { first: String },
     #[error("cannot start the thread that builds a run's requests as they are sent")]
     Thread(#[source] std::io::Error),
 }

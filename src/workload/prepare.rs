@@ -178,6 +178,7 @@ pub fn prepare(
         if special.conversation.is_none() {
             special.duration_cap = None;
         }
+        special.warnings.extend(super::golden::not_mixed(run));
         return Ok(special);
     }
     let builder = BodyBuilder::new(run, base_dir)?;
@@ -194,6 +195,7 @@ pub fn prepare(
     if measured.is_none() || !listed {
         let production = super::produce::Production::start(run, ctx, builder)?;
         let mut out = empty(production.warnings().to_vec());
+        out.warnings.extend(super::golden::not_mixed(run));
         out.targets = production.targets();
         out.built_as_sent = Some(production);
         out.sharing = sharing;
@@ -242,6 +244,8 @@ fn prebuilt(
         CacheState::Cold => Vec::new(),
         CacheState::Warm => super::traffic::as_priming(&requests[warmup..]),
     };
+    // Golden requests join after the priming pass is taken: it never sends them.
+    super::golden::mix_in(run, &ctx.base_dir, &mut requests, warmup)?;
     out.targets = Arc::new(Targets::new(
         items.iter().map(|i| i.target_input_tokens).collect(),
     ));
@@ -370,6 +374,7 @@ impl BodyBuilder {
                 .then(|| self.cancels.and_then(|c| c.after_for(i)))
                 .flatten(),
             tools: None,
+            check: None,
         })
     }
 }

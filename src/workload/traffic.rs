@@ -74,6 +74,7 @@ pub(crate) fn replayed(
         class: None,
         cancel_after: None,
         tools: None,
+        check: None,
     })
 }
 

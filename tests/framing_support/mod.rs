@@ -295,6 +295,7 @@ pub fn requests(n: usize, stream: bool) -> Vec<PreparedRequest> {
             class: None,
             cancel_after: None,
             tools: None,
+            check: None,
         })
         .collect()
 }

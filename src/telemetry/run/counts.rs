@@ -28,7 +28,7 @@ impl Window {
     pub fn add(&self, r: &RequestRecord) {
         let side = match r.phase {
             Phase::Priming => &self.priming,
-            Phase::Warmup | Phase::Measured => &self.measured,
+            Phase::Warmup | Phase::Measured | Phase::Check => &self.measured,
         };
         if let Ok(mut side) = side.lock() {
             side.add(r);

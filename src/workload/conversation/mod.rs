@@ -259,6 +259,7 @@ impl ConversationSource {
             class: None,
             cancel_after: None,
             tools,
+            check: None,
         })
     }
 
