@@ -57,6 +57,7 @@ fn record(index: u64) -> RequestRecord {
         replica: None,
         class: None,
         read_clock: None,
+        content_delays: Vec::new(),
         tools: None,
         tool_calls: Vec::new(),
         unstreamed: false,

@@ -64,6 +64,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         replica: None,
         class: req.class,
         read_clock: None,
+        content_delays: Vec::new(),
         tools: None,
         tool_calls: Vec::new(),
         unstreamed: false,

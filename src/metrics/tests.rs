@@ -46,6 +46,7 @@ pub(super) fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRec
         request_bytes: 0,
         response_bytes: 0,
         read_clock: None,
+        content_delays: Vec::new(),
         unstreamed: false,
         raw: Vec::new(),
         replica: None,

@@ -225,6 +225,11 @@ pub struct RequestRecord {
     /// written before schema 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_clock: Option<ReadClock>,
+    /// How long after its arrival each content chunk was read (`content_times`' order; the
+    /// delay of the read that delivered it, zero when not timed by the kernel). Empty when
+    /// every delay is zero, and in rows written before schema 19. See `ReadClock`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content_delays: Vec<Duration>,
     /// A stream was asked for and the server answered HTTP 200 with a whole body: no chunk
     /// was timed (the run's verdict says the stream was not observed). Not stored in rows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -268,6 +273,7 @@ impl Default for RequestRecord {
             replica: None,
             class: None,
             read_clock: None,
+            content_delays: Vec::new(),
             tools: None,
             tool_calls: Vec::new(),
             unstreamed: false,
@@ -319,6 +325,7 @@ impl RequestRecord {
             replica: _,
             class: _,
             read_clock: _,
+            content_delays: _, // durations, not instants
             tools: _,
             tool_calls: _,
             unstreamed: _,
@@ -337,6 +344,12 @@ impl RequestRecord {
     pub fn truncate_to_resolution(&mut self) {
         self.map_times(truncate);
         self.connect = self.connect.map(truncate);
+        self.content_delays
+            .iter_mut()
+            .for_each(|d| *d = truncate(*d));
+        if self.content_delays.iter().all(Duration::is_zero) {
+            self.content_delays.clear();
+        }
         if let Some(tls) = &mut self.tls {
             tls.took = truncate(tls.took);
         }

@@ -20,13 +20,13 @@ use std::time::Duration;
 
 use rusqlite::types::Value;
 
-use super::chunk_codec::{chunk_times, chunk_times_back};
+use super::chunk_codec::{chunk_times, chunk_times_back, read_delays, read_delays_back};
 use super::requests::RequestRow;
 use super::token_codec;
 use crate::record::{excerpt, Outcome, Phase, RequestRecord, TlsHandshake, ToolTally, Usage};
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 45] = [
+pub(super) const COLUMNS: [&str; 46] = [
     "request_index",
     "item",
     "phase",
@@ -67,6 +67,7 @@ pub(super) const COLUMNS: [&str; 45] = [
     "tool_round",
     "tool_calls",
     "tool_calls_parsed",
+    "chunk_read_delays",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
     "latency_us",
@@ -192,6 +193,7 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         opt(r.tools, |t| Value::Integer(i64::from(t.round))),            // tool_round
         opt(r.tools, |t| Value::Integer(i64::from(t.calls))),            // tool_calls
         opt(r.tools, |t| Value::Integer(i64::from(t.parsed))),           // tool_calls_parsed
+        opt(read_delays(&r.content_delays), Value::Blob),                // chunk_read_delays
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
         int(r.content_times.len() as u64),                               // chunk_count
@@ -325,6 +327,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
             opt_time(r, "end_read_delay_us")?,
             opt_time(r, "max_read_delay_us")?,
         ),
+        content_delays: content_delays(r)?,
         tools: tool_tally(r)?,
         tool_calls: Vec::new(),
         unstreamed: false,
@@ -351,6 +354,17 @@ fn stream_tokens(
     token_codec::decode(&blob, content_chunks, choices)
         .map(Some)
         .ok_or_else(|| bad("chunk_tokens", "corrupt".into()))
+}
+
+/// Per-chunk read delays from `chunk_read_delays` (none: every delay zero, or a row of
+/// schema 18 and older).
+fn content_delays(r: &rusqlite::Row<'_>) -> rusqlite::Result<Vec<Duration>> {
+    match get::<Option<Vec<u8>>>(r, "chunk_read_delays")? {
+        None => Ok(Vec::new()),
+        Some(blob) => {
+            read_delays_back(&blob).ok_or_else(|| bad("chunk_read_delays", "corrupt".into()))
+        }
+    }
 }
 
 /// Content chunk times from `chunk_times`, or from the `chunks` table of schema 3.

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 17] = [
+const MIGRATIONS: [&str; 19] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -261,6 +261,14 @@ ALTER TABLE requests ADD COLUMN max_read_delay_us INTEGER;
 ALTER TABLE requests ADD COLUMN tool_round INTEGER;
 ALTER TABLE requests ADD COLUMN tool_calls INTEGER;
 ALTER TABLE requests ADD COLUMN tool_calls_parsed INTEGER;
+"#,
+    // 18: reserved for another branch's migration (merged separately); a no-op here.
+    "-- reserved",
+    // 19: how long after its arrival each content chunk was read (`chunk_codec`'s
+    // `chunk_read_delays`: a varint of microseconds per chunk); NULL when every delay is
+    // zero and in rows written before, which read with no per-chunk delays.
+    r#"
+ALTER TABLE requests ADD COLUMN chunk_read_delays BLOB;
 "#,
 ];
 

@@ -5,7 +5,7 @@ use super::tests::{record, store_in};
 use super::*;
 
 /// Undoes migration 17 (the tool tallies).
-pub(crate) const UNDO_17: &str = "ALTER TABLE requests DROP COLUMN tool_round; \
+pub(crate) const UNDO_17: &str = "ALTER TABLE requests DROP COLUMN chunk_read_delays; ALTER TABLE requests DROP COLUMN tool_round; \
      ALTER TABLE requests DROP COLUMN tool_calls; \
      ALTER TABLE requests DROP COLUMN tool_calls_parsed;";
 

@@ -113,6 +113,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 request_bytes: 600,
                 response_bytes: 4000,
                 read_clock: None,
+                content_delays: Vec::new(),
                 unstreamed: false,
                 raw: Vec::new(),
                 replica: None,
