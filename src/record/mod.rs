@@ -13,7 +13,7 @@ mod read_clock;
 mod stream;
 mod tools;
 
-pub use read_clock::ReadClock;
+pub use read_clock::{Clock, ReadClock};
 pub use stream::{StreamTokens, TokenSource};
 pub use tools::{ToolCall, ToolTally};
 

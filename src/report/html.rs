@@ -271,7 +271,7 @@ pub fn render(
     (layout, accept): (&Layout, &[crate::trust::Code]),
     gates: &[GateOutcome],
 ) -> Result<String, ReportError> {
-    let data = ReportData::load_accepting(store, accept)?;
+    let (data, layout) = ReportData::load_laid_out(store, accept, layout)?;
     let layout = layout.resolve(&data.runs)?;
     let groups = super::repeats::grid(&data.runs, &layout.metrics);
     let grid = pivot_grid(&data.runs, &Pivot::build(&data.runs, layout));
