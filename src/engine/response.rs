@@ -418,8 +418,7 @@ mod tests {
         let mut rec = RequestRecord::default();
         let read = |rec: &mut RequestRecord, chunks: usize, delay: Duration| {
             let before = rec.content_times.len();
-            rec.content_times
-                .extend(std::iter::repeat(ms(1)).take(chunks));
+            rec.content_times.extend(std::iter::repeat_n(ms(1), chunks));
             note_delays(rec, before, delay);
         };
         read(&mut rec, 2, Duration::ZERO);

@@ -19,8 +19,7 @@ pub struct Layout {
     /// A report preset (`evalscope`): the text formats print its view instead of the
     /// pivot, and `metrics` are its names where a format has metric columns.
     pub preset: Option<Preset>,
-    /// The clock of the answer times (`[report] clock`, `--clock`; `None`: the default,
-    /// the kernel's).
+    /// The clock of the answer times (`[report] clock`, `--clock`; `None`: the kernel's).
     pub clock: Option<crate::record::Clock>,
 }
 

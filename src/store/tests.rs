@@ -59,9 +59,6 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
         request_bytes: 1000,
         response_bytes: 2000,
         read_clock: None,
-        content_delays: Vec::new(),
-        unstreamed: false,
-        raw: Vec::new(),
         replica: None,
         class: None,
         // Every other row: a tool-calling request's tally (schema 16).
@@ -70,7 +67,7 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
             calls: 2,
             parsed: 1,
         }),
-        tool_calls: Vec::new(),
+        ..RequestRecord::default()
     }
 }
 
