@@ -152,4 +152,12 @@ fn the_user_clock_moves_the_answers_by_the_stored_delays_and_says_so() {
         table.contains("answer times: when the client read them"),
         "{table}"
     );
+    let db = db.to_str().unwrap();
+    let html = cli_support::stdout_of(&[
+        "report", db, "--clock", "user", "--format", "html", "--out", "-",
+    ]);
+    assert!(
+        html.contains("when the client read them"),
+        "the page says its clock"
+    );
 }

@@ -290,7 +290,15 @@ pub fn render(
         facts(&data)
     );
     s.push_str(&verdicts_html(&data));
-    let _ = write!(s, "<h2>Results</h2>{}", grid_html(&grid));
+    s.push_str("<h2>Results</h2>");
+    if data.clock == crate::record::Clock::User {
+        let _ = write!(
+            s,
+            "<p class=\"facts\">{} The per-request plots stay on the kernel's clock.</p>",
+            escape(super::user_clock::line(data.clock).trim_end())
+        );
+    }
+    s.push_str(&grid_html(&grid));
     if let Some(groups) = groups {
         let _ = write!(s, "<h2>Repeats</h2>{}", grid_html(&groups));
     }
