@@ -353,6 +353,11 @@ impl RequestRecord {
         if let Some(tls) = &mut self.tls {
             tls.took = truncate(tls.took);
         }
+        if let Some(c) = &mut self.read_clock {
+            c.first_delay = c.first_delay.map(truncate);
+            c.end_delay = truncate(c.end_delay);
+            c.max_delay = truncate(c.max_delay);
+        }
     }
 
     /// Time to first token under perfplan's definition: the first non-empty content chunk.
