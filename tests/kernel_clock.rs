@@ -104,3 +104,60 @@ fn without_stamps_the_reads_time_the_run_and_the_report_says_so() {
     assert!(rows.iter().all(|r| r.0 == Some(0)), "{rows:?}");
     assert!(metric(&run, "ttft_p50").unwrap() >= 5.0);
 }
+
+/// `report --clock user`: every answer time moved to when the client read it, from the
+/// delays the rows keep. The rows of a run timed by its reads are given known delays
+/// (3 ms on each first content chunk, none on the others), so TTFT on the user clock is
+/// the kernel's + 3 ms exactly, and the gaps after the first chunk do not move.
+#[test]
+fn the_user_clock_moves_the_answers_by_the_stored_delays_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, rows) = run(dir.path(), "off");
+    assert_eq!(rows.len(), 40);
+    let db = dir.path().join("out-off/results.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // `chunk_read_delays`: tag 1, then 3000 µs (0xB8 0x17) and three zeros.
+    conn.execute_batch(
+        "UPDATE requests SET read_clock = 1, first_read_delay_us = 3000, \
+         end_read_delay_us = 0, chunk_read_delays = X'01B817000000' \
+         WHERE phase = 'measured';",
+    )
+    .unwrap();
+    drop(conn);
+    let kernel = cli_support::report_json(&db).remove(0);
+    let o = cli_support::perfplan(&[
+        "report",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+        "--clock",
+        "user",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let user: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let user = &user[0];
+    assert_eq!(
+        (kernel["clock"].as_str(), user["clock"].as_str()),
+        (Some("kernel"), Some("user"))
+    );
+    for name in ["ttft_mean", "ttft_p50", "ttft_p99"] {
+        let (k, u) = (metric(&kernel, name).unwrap(), metric(user, name).unwrap());
+        assert!((u - k - 3.0).abs() < 1e-6, "{name}: kernel {k}, user {u}");
+    }
+    assert_eq!(metric(user, "latency_p50"), metric(&kernel, "latency_p50"));
+    assert_eq!(metric(user, "requests_ok"), metric(&kernel, "requests_ok"));
+    // The table says which clock it shows.
+    let table = cli_support::stdout_of(&["report", db.to_str().unwrap(), "--clock", "user"]);
+    assert!(
+        table.contains("answer times: when the client read them"),
+        "{table}"
+    );
+    let db = db.to_str().unwrap();
+    let html = cli_support::stdout_of(&[
+        "report", db, "--clock", "user", "--format", "html", "--out", "-",
+    ]);
+    assert!(
+        html.contains("when the client read them"),
+        "the page says its clock"
+    );
+}

@@ -83,6 +83,19 @@ fn a_time_slice_out_of_range_is_located_at_its_value() {
 }
 
 #[test]
+fn a_misspelt_report_clock_is_located_with_the_clocks_there_are() {
+    let plan = format!("{PLAN}\n[report]\nclock = \"usr\"\n");
+    let text = invalid("validate", &plan, &[]);
+    assert!(
+        text.contains("`report.clock`")
+            && text.contains("expected one of `kernel`, `user`")
+            && text.contains("p.toml:")
+            && text.contains("did you mean `user`?"),
+        "{text}"
+    );
+}
+
+#[test]
 fn token_ranges_are_checked_at_min_and_max() {
     let plan = PLAN.replace(
         "kind = \"prompt\"\ntext = \"hello\"",

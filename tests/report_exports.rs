@@ -64,7 +64,8 @@ fn json_has_designs_shape_and_every_metric() {
                 "warnings",
                 "error",
                 "gates",
-                "environment"
+                "environment",
+                "clock"
             ]
         );
         let metrics: Vec<String> = run["metrics"]

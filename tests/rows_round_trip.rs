@@ -92,6 +92,12 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
     let phase = [Phase::Warmup, Phase::Priming, Phase::Measured][rng.gen_range(0..6).min(2)];
     let outcome = outcome(rng);
     let stream_tokens = streamed.then(|| stream_tokens(rng, content_times.len()));
+    let content_delays: Vec<Duration> = match rng.gen_bool(0.5) {
+        true => (0..content_times.len())
+            .map(|_| Duration::from_nanos(rng.gen_range(0..20_000_000)))
+            .collect(),
+        false => Vec::new(),
+    };
     RequestRecord {
         index,
         item: rng.gen_range(0..40),
@@ -145,6 +151,7 @@ fn random_record(rng: &mut ChaCha8Rng, index: u64) -> RequestRecord {
         // Not stored: the run's evidence keeps what it says (see `trust::evidence`).
         read_clock: None,
         answer: None,
+        content_delays,
         unstreamed: false,
         replica: some(rng, 0.5, |r| r.gen_range(0..8)),
         class: some(rng, 0.5, |r| r.gen_range(0..64)),

@@ -165,7 +165,7 @@ fn without_store_nothing_is_kept_and_old_databases_still_show() {
         assert_eq!(n, 0);
         conn.execute_batch(
             "DROP TABLE request_bodies; DROP TABLE response_texts; \
-             ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; \
+             ALTER TABLE requests DROP COLUMN chunk_read_delays; ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; \
              ALTER TABLE requests DROP COLUMN tool_calls; \
              ALTER TABLE requests DROP COLUMN tool_calls_parsed; \
              ALTER TABLE requests DROP COLUMN read_clock; \

@@ -58,6 +58,7 @@ fn record(index: u64) -> RequestRecord {
         class: None,
         read_clock: None,
         answer: None,
+        content_delays: Vec::new(),
         tools: None,
         tool_calls: Vec::new(),
         unstreamed: false,

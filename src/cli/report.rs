@@ -8,6 +8,7 @@ use clap::Args;
 use super::exit;
 use super::failure::{Ended, Failure};
 use super::format_arg::FormatParser;
+use crate::record::Clock;
 use crate::report::{self, gates, Format, Layout, ReportError, TableStyle, Writer};
 use crate::store::{Store, StoreError};
 
@@ -77,6 +78,16 @@ pub struct ReportArgs {
     /// exposition; repeatable.
     #[arg(long = "export", value_name = "KIND=TARGET")]
     pub export: Vec<super::export::Export>,
+    /// The clock of the answer times: `kernel` (when the bytes arrived, by the kernel's
+    /// receive stamps where the run had them) or `user` (when the client read them: the
+    /// metrics recomputed from the rows). Default: the plan's `[report] clock`, else kernel.
+    #[arg(long, value_name = "CLOCK", value_parser = parse_clock,
+          conflicts_with_all = ["slices", "groups", "by_replica", "by_class"])]
+    pub clock: Option<Clock>,
+}
+
+fn parse_clock(text: &str) -> Result<Clock, String> {
+    Clock::parse(text).ok_or_else(|| format!("a clock is `kernel` or `user`, not `{text}`"))
 }
 
 /// A `--slice` width, in `[report] slice`'s range.
@@ -210,7 +221,8 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
     if let Err(e) = store.write_gate_results("report", &gates::to_records(&verdicts)) {
         warn_not_stored(&e);
     }
-    let layout = Layout::from_args(&args.rows, &args.columns, &args.metrics);
+    let mut layout = Layout::from_args(&args.rows, &args.columns, &args.metrics);
+    layout.clock = args.clock;
     let format = args.format;
     let style = TableStyle::detect();
     let sign = super::signoff::SignOff {

@@ -65,6 +65,7 @@ fn new_record(req: &PreparedRequest, index: u64, intended: Duration) -> RequestR
         class: req.class,
         read_clock: None,
         answer: None,
+        content_delays: Vec::new(),
         tools: None,
         tool_calls: Vec::new(),
         unstreamed: false,

@@ -236,9 +236,10 @@ impl Reading {
 
     /// Bytes of the body that arrived at `arrival` (with how long before they were read).
     pub(crate) fn on_data(&mut self, rec: &mut RequestRecord, data: &[u8], arrival: Arrival) {
-        let had_content = !rec.content_times.is_empty();
+        let before = rec.content_times.len();
         self.feed(rec, data, arrival.at);
-        let first_content = !had_content && !rec.content_times.is_empty();
+        let first_content = before == 0 && !rec.content_times.is_empty();
+        note_delays(rec, before, arrival.delay);
         rec.read_clock.get_or_insert_with(Default::default).on_read(
             arrival.delay,
             arrival.kernel,
@@ -294,10 +295,13 @@ impl Reading {
             return;
         }
         if self.streamed {
-            let (state, at) = (&mut self.state, rec.end);
+            let (state, at, before) = (&mut self.state, rec.end, rec.content_times.len());
             if let Err(e) = self.decoder.finish(|ev| state.on_event(rec, ev, at)) {
                 state.stop.get_or_insert(too_long(e));
             }
+            // A pending event is timed by the last read: its delay is that read's.
+            let delay = rec.read_clock.map(|c| c.end_delay).unwrap_or_default();
+            note_delays(rec, before, delay);
         } else if self.state.raw {
             let max = self.state.limits.max_text;
             keep_raw(rec, &mut self.state.raw_bytes, max, &self.body);
@@ -318,6 +322,18 @@ impl Reading {
         rec.unstreamed = self.asked_stream;
         whole_body(self.state.kind, &self.body, rec, &self.state.limits)
     }
+}
+
+/// The content chunks a read delivered (from index `before` on) were read `delay` after
+/// they arrived. The list stays empty while every delay is zero (no allocation for an
+/// answer not timed by the kernel), else it has one delay per content chunk.
+fn note_delays(rec: &mut RequestRecord, before: usize, delay: Duration) {
+    let after = rec.content_times.len();
+    if after == before || (delay.is_zero() && rec.content_delays.is_empty()) {
+        return;
+    }
+    rec.content_delays.resize(before, Duration::ZERO);
+    rec.content_delays.resize(after, delay);
 }
 
 fn too_long(e: api::SseTooLong) -> Failure {
@@ -393,6 +409,27 @@ mod tests {
         assert_eq!(
             (rec.reasoning_text.as_str(), rec.output_bytes),
             ("hmm", Some(11))
+        );
+    }
+
+    #[test]
+    fn every_content_chunk_keeps_the_delay_of_the_read_that_delivered_it() {
+        let ms = Duration::from_millis;
+        let mut rec = RequestRecord::default();
+        let read = |rec: &mut RequestRecord, chunks: usize, delay: Duration| {
+            let before = rec.content_times.len();
+            rec.content_times.extend(std::iter::repeat_n(ms(1), chunks));
+            note_delays(rec, before, delay);
+        };
+        read(&mut rec, 2, Duration::ZERO);
+        read(&mut rec, 0, ms(9)); // a read without a content chunk (a head, a usage chunk)
+        assert!(rec.content_delays.is_empty(), "zeros are kept as none");
+        read(&mut rec, 1, ms(3));
+        read(&mut rec, 2, Duration::ZERO);
+        read(&mut rec, 1, ms(1));
+        assert_eq!(
+            rec.content_delays,
+            vec![ms(0), ms(0), ms(3), ms(0), ms(0), ms(1)]
         );
     }
 

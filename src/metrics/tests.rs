@@ -47,6 +47,7 @@ pub(super) fn rec(sent: u64, content: &[u64], tokens: Option<u32>) -> RequestRec
         response_bytes: 0,
         read_clock: None,
         answer: None,
+        content_delays: Vec::new(),
         unstreamed: false,
         raw: Vec::new(),
         replica: None,

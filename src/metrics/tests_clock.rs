@@ -34,3 +34,39 @@ fn answers_read_late_are_client_delay_and_client_bound() {
     let s = summarize(&[rec(0, &[10], Some(1))], &SummaryOptions::default());
     assert_eq!(v(&s, "kernel_clock_ratio"), None);
 }
+
+/// The user clock: the fold of records moved to when the client read them gives TTFT =
+/// the kernel's + the first chunk's delay, and ITL from the moved chunks.
+#[test]
+fn the_fold_on_the_user_clock_adds_each_chunks_read_delay() {
+    let timed = |i: u64| {
+        let mut r = rec(0, &[10 + i, 20 + i, 30 + i], Some(3));
+        r.read_clock = Some(crate::record::ReadClock {
+            kernel: true,
+            first_delay: Some(d(i)),
+            end_delay: d(0),
+            max_delay: d(i),
+        });
+        // The first chunk read i ms late, the second 2 ms, the last on time.
+        r.content_delays = vec![d(i), d(2), d(0)];
+        r
+    };
+    let kernel: Vec<RequestRecord> = (0..5).map(timed).collect();
+    let user: Vec<RequestRecord> = kernel
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            r.move_to_user_clock();
+            r
+        })
+        .collect();
+    let opts = SummaryOptions::default();
+    let (k, u) = (summarize(&kernel, &opts), summarize(&user, &opts));
+    // Kernel TTFT 10..14 ms (mean 12), each + its own first delay 0..4 (mean 2).
+    assert!(close(v(&k, "ttft_mean"), 12.0));
+    assert!(close(v(&u, "ttft_mean"), 14.0));
+    assert!(close(v(&u, "ttft_max"), 18.0));
+    // The last chunk on time: latency does not move; the client delay is the same.
+    assert_eq!(v(&u, "latency_p50"), v(&k, "latency_p50"));
+    assert_eq!(v(&u, "client_delay_p50"), v(&k, "client_delay_p50"));
+}

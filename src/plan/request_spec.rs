@@ -101,6 +101,11 @@ pub struct ReportSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-duration-minimum" = "10ms", "x-duration-maximum" = "1h"))]
     pub slice: Option<HumanDuration>,
+    /// The clock of the report's answer times: `"kernel"` (the default: when the bytes
+    /// arrived, by the kernel's receive stamps where the run had them) or `"user"` (when
+    /// the client read them: the metrics recomputed from the rows). Not part of run ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<crate::record::Clock>,
 }
 
 /// `[report] metrics`: metric names, or a preset's name.

@@ -15,7 +15,7 @@ mod stream;
 mod tools;
 
 pub use phase::{AnswerCheck, Phase, CHECK_ITEM_BASE};
-pub use read_clock::ReadClock;
+pub use read_clock::{Clock, ReadClock};
 pub use stream::{StreamTokens, TokenSource};
 pub use tools::{ToolCall, ToolTally};
 
@@ -209,6 +209,11 @@ pub struct RequestRecord {
     /// rows written before schema 18).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<AnswerCheck>,
+    /// How long after its arrival each content chunk was read (`content_times`' order; the
+    /// delay of the read that delivered it, zero when not timed by the kernel). Empty when
+    /// every delay is zero, and in rows written before schema 19. See `ReadClock`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content_delays: Vec<Duration>,
     /// A stream was asked for and the server answered HTTP 200 with a whole body: no chunk
     /// was timed (the run's verdict says the stream was not observed). Not stored in rows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -253,6 +258,7 @@ impl Default for RequestRecord {
             class: None,
             read_clock: None,
             answer: None,
+            content_delays: Vec::new(),
             tools: None,
             tool_calls: Vec::new(),
             unstreamed: false,
@@ -305,6 +311,7 @@ impl RequestRecord {
             class: _,
             read_clock: _,
             answer: _,
+            content_delays: _, // durations, not instants
             tools: _,
             tool_calls: _,
             unstreamed: _,
@@ -323,6 +330,12 @@ impl RequestRecord {
     pub fn truncate_to_resolution(&mut self) {
         self.map_times(truncate);
         self.connect = self.connect.map(truncate);
+        self.content_delays
+            .iter_mut()
+            .for_each(|d| *d = truncate(*d));
+        if self.content_delays.iter().all(Duration::is_zero) {
+            self.content_delays.clear();
+        }
         if let Some(tls) = &mut self.tls {
             tls.took = truncate(tls.took);
         }
@@ -431,55 +444,4 @@ impl RequestRecord {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn excerpt_cuts_on_char_boundary() {
-        let text = "é".repeat(600);
-        let e = excerpt(text.as_bytes());
-        assert!(e.len() <= ERROR_EXCERPT_BYTES);
-        assert!(e.chars().all(|c| c == 'é'));
-        assert_eq!(excerpt(b"short"), "short");
-    }
-
-    #[test]
-    fn map_times_moves_every_instant_and_no_duration() {
-        let ms = Duration::from_millis;
-        let r = RequestRecord {
-            intended: ms(10),
-            sent: ms(12),
-            first_chunk: Some(ms(18)),
-            content_times: vec![ms(20), ms(42)],
-            last_chunk: Some(ms(43)),
-            end: ms(44),
-            ..RequestRecord::default()
-        };
-        let mut moved = r.clone();
-        moved.map_times(|t| t + ms(1000));
-        assert_eq!(
-            (moved.intended, moved.sent, moved.end),
-            (ms(1010), ms(1012), ms(1044))
-        );
-        assert_eq!(
-            (moved.first_chunk, moved.last_chunk),
-            (Some(ms(1018)), Some(ms(1043)))
-        );
-        assert_eq!(moved.content_times, vec![ms(1020), ms(1042)]);
-        assert_eq!((moved.ttft(), moved.latency()), (r.ttft(), r.latency()));
-    }
-
-    #[test]
-    fn truncation_keeps_whole_microseconds() {
-        let mut r = RequestRecord {
-            sent: Duration::from_nanos(1_999),
-            content_times: vec![Duration::from_nanos(5_000), Duration::from_nanos(5_001)],
-            end: Duration::from_nanos(u64::MAX),
-            ..RequestRecord::default()
-        };
-        r.truncate_to_resolution();
-        assert_eq!(r.sent, Duration::from_micros(1));
-        assert_eq!(r.content_times, vec![Duration::from_micros(5); 2]);
-        assert_eq!(r.end, Duration::from_micros(u64::MAX / 1_000));
-    }
-}
+mod tests;

@@ -42,7 +42,7 @@ pub(crate) fn changed_settings(
             .find(|(p, _)| p == path)
             .map_or_else(|| "unset".to_string(), |(_, v)| v.clone())
     };
-    paths
+    let mut out: Vec<ChangedSetting> = paths
         .into_iter()
         .filter(|p| !exempt.iter().any(|e| under(p, e)))
         .filter_map(|p| {
@@ -54,7 +54,29 @@ pub(crate) fn changed_settings(
                 new: nv,
             })
         })
-        .collect()
+        .collect();
+    let (bc, nc) = (clock_of(base), clock_of(new));
+    if bc != nc {
+        out.push(ChangedSetting {
+            setting: "clock".into(),
+            base: bc.into(),
+            new: nc.into(),
+            endpoint: false,
+        });
+        out.sort_by(|a, b| a.setting.cmp(&b.setting));
+    }
+    out
+}
+
+/// The clock a run's stored answer times are on, as a setting: `kernel` when the kernel's
+/// receive stamps timed any of its answers, else `user` (the client's reads: every run
+/// stored before the stamps, whose `kernel_clock_ratio` is unset, and runs without them).
+/// TTFT on one is not TTFT on the other: the difference is the client's own delay.
+fn clock_of(run: &StoredRun) -> &'static str {
+    match run.metrics.get("kernel_clock_ratio").copied().flatten() {
+        Some(r) if r > 0.0 => "kernel",
+        _ => "user",
+    }
 }
 
 /// Whether `path` is `prefix` or lies under it.
@@ -196,5 +218,25 @@ mod tests {
             describe(&changed_settings(&unset, &set, &[])[0]),
             "request.temperature unset → 0.0"
         );
+    }
+
+    /// A suite stored before the kernel's receive stamps (no `kernel_clock_ratio`) is on
+    /// the user clock: compared with one on the kernel's, the clock is a changed setting
+    /// that makes the comparison unlike unless `--allow-changed clock`.
+    #[test]
+    fn a_run_on_another_clock_is_a_changed_setting() {
+        let on = |ratio: Option<f64>| {
+            let mut r = run(json!({}), json!({"seed": 1}));
+            r.metrics.insert("kernel_clock_ratio".into(), ratio);
+            r
+        };
+        let old = run(json!({}), json!({"seed": 1}));
+        let changes = changed_settings(&old, &on(Some(1.0)), &[]);
+        let shown: Vec<String> = changes.iter().map(describe).collect();
+        assert_eq!(shown, ["clock user → kernel"]);
+        assert_eq!(judged(&changes, &[]).len(), 1);
+        assert!(judged(&changes, &["clock".into()]).is_empty());
+        assert!(changed_settings(&on(Some(0.0)), &old, &[]).is_empty());
+        assert!(changed_settings(&on(Some(1.0)), &on(Some(0.5)), &[]).is_empty());
     }
 }

@@ -271,7 +271,7 @@ pub fn render(
     (layout, accept): (&Layout, &[crate::trust::Code]),
     gates: &[GateOutcome],
 ) -> Result<String, ReportError> {
-    let data = ReportData::load_accepting(store, accept)?;
+    let (data, layout) = ReportData::load_laid_out(store, accept, layout)?;
     let layout = layout.resolve(&data.runs)?;
     let groups = super::repeats::grid(&data.runs, &layout.metrics);
     let grid = pivot_grid(&data.runs, &Pivot::build(&data.runs, layout));
@@ -290,7 +290,15 @@ pub fn render(
         facts(&data)
     );
     s.push_str(&verdicts_html(&data));
-    let _ = write!(s, "<h2>Results</h2>{}", grid_html(&grid));
+    s.push_str("<h2>Results</h2>");
+    if data.clock == crate::record::Clock::User {
+        let _ = write!(
+            s,
+            "<p class=\"facts\">{} The per-request plots stay on the kernel's clock.</p>",
+            escape(super::user_clock::line(data.clock).trim_end())
+        );
+    }
+    s.push_str(&grid_html(&grid));
     if let Some(groups) = groups {
         let _ = write!(s, "<h2>Repeats</h2>{}", grid_html(&groups));
     }

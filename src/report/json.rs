@@ -96,6 +96,7 @@ pub fn render(data: &ReportData, gates: &[GateOutcome]) -> Result<String, Report
             let mut obj = run_object(r, gates);
             if let Some(map) = obj.as_object_mut() {
                 map.insert("environment".into(), super::environment::json_of(env, r));
+                map.insert("clock".into(), Value::from(data.clock.as_str()));
             }
             obj
         })

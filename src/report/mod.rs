@@ -46,6 +46,7 @@ mod svg;
 mod svg_series;
 pub mod table;
 mod timeline;
+mod user_clock;
 pub mod verdicts;
 
 use std::path::PathBuf;
@@ -139,6 +140,9 @@ impl TableStyle {
 pub struct ReportData {
     pub suite: SuiteRow,
     pub runs: Vec<StoredRun>,
+    /// The clock of the runs' answer times (their metrics recomputed from the rows for
+    /// the user clock: `user_clock`).
+    pub clock: crate::record::Clock,
 }
 
 impl ReportData {
@@ -155,10 +159,26 @@ impl ReportData {
         let mut data = ReportData {
             suite: store.suite()?,
             runs: store.runs()?,
+            clock: crate::record::Clock::Kernel,
         };
         let policy = data.suite.info.trust.policy().accepting(accept);
         verdicts::accept(&mut data, &policy.accept);
         Ok(data)
+    }
+
+    /// `load_accepting` with the layout the plan's `[report]` and `over` (the command
+    /// line) make, the metrics on its clock.
+    pub(crate) fn load_laid_out(
+        store: &Store,
+        accept: &[crate::trust::Code],
+        over: &Layout,
+    ) -> Result<(ReportData, Layout), ReportError> {
+        let mut data = ReportData::load_accepting(store, accept)?;
+        let layout = data.plan_layout()?.overridden_by(over);
+        if layout.clock == Some(crate::record::Clock::User) {
+            user_clock::apply(store, &mut data)?;
+        }
+        Ok((data, layout))
     }
 
     /// The plan's `[report]` section as stored in the suite.
@@ -180,6 +200,7 @@ impl ReportData {
             rows: Vec<String>,
             columns: Vec<String>,
             metrics: Metrics,
+            clock: Option<crate::record::Clock>,
         }
         let raw: Raw = if self.suite.info.report.is_null() {
             Raw::default()
@@ -207,6 +228,7 @@ impl ReportData {
                 .collect(),
             metrics,
             preset,
+            clock: raw.clock,
         })
     }
 }
@@ -232,8 +254,7 @@ pub fn render(
     style: TableStyle,
     gates: &[gates::GateOutcome],
 ) -> Result<String, ReportError> {
-    let data = ReportData::load_accepting(store, accept)?;
-    let layout = data.plan_layout()?.overridden_by(layout);
+    let (data, layout) = ReportData::load_laid_out(store, accept, layout)?;
     match format {
         Format::Table => table::render(&data, &layout, style),
         Format::Md => {

@@ -19,6 +19,8 @@ pub struct Layout {
     /// A report preset (`evalscope`): the text formats print its view instead of the
     /// pivot, and `metrics` are its names where a format has metric columns.
     pub preset: Option<Preset>,
+    /// The clock of the answer times (`[report] clock`, `--clock`; `None`: the kernel's).
+    pub clock: Option<crate::record::Clock>,
 }
 
 impl Layout {
@@ -37,6 +39,7 @@ impl Layout {
                 None => metrics.to_vec(),
             },
             preset,
+            clock: None,
         }
     }
 
@@ -50,6 +53,7 @@ impl Layout {
             self.metrics = over.metrics.clone();
             self.preset = over.preset;
         }
+        self.clock = over.clock.or(self.clock);
         self
     }
 
@@ -88,6 +92,7 @@ impl Layout {
             columns: self.columns.clone(),
             metrics,
             preset: self.preset,
+            clock: self.clock,
         })
     }
 }
@@ -424,6 +429,7 @@ mod tests {
             columns: vec!["endpoint".into(), "cache_state".into()],
             metrics: vec![],
             preset: None,
+            clock: None,
         }
         .resolve(&runs)
         .unwrap();

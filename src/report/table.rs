@@ -30,6 +30,7 @@ pub fn render(
         data.suite.info.plan_name,
         data.runs.len()
     );
+    out.push_str(super::user_clock::line(data.clock));
     out.push_str(&super::environment::text(data));
     out.push_str(&super::verdicts::text(data));
     out.push_str(&render_grid(&grid, style));

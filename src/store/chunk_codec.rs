@@ -2,6 +2,10 @@
 //! gaps from `sent` to the first chunk and between chunks, LEB128 varints behind a
 //! one-byte format tag (2–3 bytes a chunk for gaps up to 16 ms / 2 s); zigzag-coded
 //! signed gaps when a time goes backwards. The varints serve `token_codec` too.
+//!
+//! The `chunk_read_delays` BLOB: how long after its arrival each content chunk was read,
+//! one varint of microseconds a chunk behind a tag (1 byte under 128 µs, 2 under 16 ms);
+//! no blob at all when every delay is zero (an answer not timed by the kernel).
 
 use std::time::Duration;
 
@@ -88,6 +92,37 @@ pub(super) fn chunk_times_back(sent: Duration, blob: &[u8]) -> Option<Vec<Durati
     Some(out)
 }
 
+/// `chunk_read_delays` tag: one varint of microseconds per content chunk.
+const DELAYS: u8 = 1;
+
+/// The `chunk_read_delays` blob of `delays`; `None` when every one is zero (or there are
+/// none), which reads back as no delays.
+pub(super) fn read_delays(delays: &[Duration]) -> Option<Vec<u8>> {
+    if delays.iter().all(Duration::is_zero) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(1 + 2 * delays.len());
+    out.push(DELAYS);
+    for d in delays {
+        push_varint(&mut out, u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    }
+    Some(out)
+}
+
+/// `chunk_read_delays` back into the delays; `None` for a corrupt blob.
+pub(super) fn read_delays_back(blob: &[u8]) -> Option<Vec<Duration>> {
+    let (&tag, rest) = blob.split_first()?;
+    if tag != DELAYS {
+        return None;
+    }
+    let mut bytes = rest.iter();
+    let mut out = Vec::with_capacity(rest.len());
+    while bytes.len() > 0 {
+        out.push(Duration::from_micros(read_varint(&mut bytes)?));
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +162,19 @@ mod tests {
             chunk_times_back(sent, &[GAPS]).unwrap(),
             Vec::<Duration>::new()
         );
+    }
+
+    #[test]
+    fn read_delays_round_trip_in_a_byte_or_two_a_chunk_and_zeros_in_none() {
+        let delays = us(&[0, 90, 1_500, 16_000, 0]);
+        let blob = read_delays(&delays).unwrap();
+        // tag + 0 (1) + 90 (1) + 1500 (2) + 16000 (2) + 0 (1)
+        assert_eq!(blob.len(), 1 + 1 + 1 + 2 + 2 + 1);
+        assert_eq!(read_delays_back(&blob).unwrap(), delays);
+        assert_eq!(read_delays(&us(&[0, 0, 0])), None);
+        assert_eq!(read_delays(&[]), None);
+        assert_eq!(read_delays_back(&[]), None);
+        assert_eq!(read_delays_back(&[7, 1]), None);
+        assert_eq!(read_delays_back(&[DELAYS, 0x80]), None, "a cut varint");
     }
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use rusqlite::types::Value;
 
-use super::chunk_codec::{chunk_times, chunk_times_back};
+use super::chunk_codec::{chunk_times, chunk_times_back, read_delays, read_delays_back};
 use super::requests::RequestRow;
 use super::token_codec;
 use crate::record::{
@@ -28,7 +28,7 @@ use crate::record::{
 };
 
 /// The columns of a `requests` row after `run_id`, in the order of `encode`'s values.
-pub(super) const COLUMNS: [&str; 47] = [
+pub(super) const COLUMNS: [&str; 48] = [
     "request_index",
     "item",
     "phase",
@@ -71,6 +71,7 @@ pub(super) const COLUMNS: [&str; 47] = [
     "tool_calls_parsed",
     "answer_check",
     "answer_text",
+    "chunk_read_delays",
     // Derived, for SQL readers only (never decoded).
     "ttft_us",
     "latency_us",
@@ -198,6 +199,7 @@ pub(super) fn encode(r: &RequestRecord, meta: RowMeta<'_>) -> Vec<Value> {
         opt(r.tools, |t| Value::Integer(i64::from(t.parsed))),           // tool_calls_parsed
         opt(r.answer, |a| text(a.as_str())),                             // answer_check
         opt(r.answer.map(|_| r.output_text.as_str()), text),             // answer_text
+        opt(read_delays(&r.content_delays), Value::Blob),                // chunk_read_delays
         opt(r.ttft(), us),                                               // ttft_us
         us(r.latency()),                                                 // latency_us
         int(r.content_times.len() as u64),                               // chunk_count
@@ -342,6 +344,7 @@ pub(super) fn decode(r: &rusqlite::Row<'_>) -> rusqlite::Result<RequestRow> {
             opt_time(r, "max_read_delay_us")?,
         ),
         answer: answer_check(r)?,
+        content_delays: content_delays(r)?,
         tools: tool_tally(r)?,
         tool_calls: Vec::new(),
         unstreamed: false,
@@ -368,6 +371,17 @@ fn stream_tokens(
     token_codec::decode(&blob, content_chunks, choices)
         .map(Some)
         .ok_or_else(|| bad("chunk_tokens", "corrupt".into()))
+}
+
+/// Per-chunk read delays from `chunk_read_delays` (none: every delay zero, or a row of
+/// schema 18 and older).
+fn content_delays(r: &rusqlite::Row<'_>) -> rusqlite::Result<Vec<Duration>> {
+    match get::<Option<Vec<u8>>>(r, "chunk_read_delays")? {
+        None => Ok(Vec::new()),
+        Some(blob) => {
+            read_delays_back(&blob).ok_or_else(|| bad("chunk_read_delays", "corrupt".into()))
+        }
+    }
 }
 
 /// Content chunk times from `chunk_times`, or from the `chunks` table of schema 3.

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Migration `i` brings the database from `user_version = i` to `i + 1`.
-const MIGRATIONS: [&str; 18] = [
+const MIGRATIONS: [&str; 19] = [
     r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -270,6 +270,12 @@ ALTER TABLE requests ADD COLUMN tool_calls_parsed INTEGER;
     r#"
 ALTER TABLE requests ADD COLUMN answer_check TEXT;
 ALTER TABLE requests ADD COLUMN answer_text TEXT;
+"#,
+    // 19: how long after its arrival each content chunk was read (`chunk_codec`'s
+    // `chunk_read_delays`: a varint of microseconds per chunk); NULL when every delay is
+    // zero and in rows written before, which read with no per-chunk delays.
+    r#"
+ALTER TABLE requests ADD COLUMN chunk_read_delays BLOB;
 "#,
 ];
 

@@ -70,7 +70,7 @@ pub(crate) fn record(index: u64, ttft_ms: u64, chunks: u64) -> RequestRecord {
             calls: 2,
             parsed: 1,
         }),
-        tool_calls: Vec::new(),
+        ..RequestRecord::default()
     }
 }
 
@@ -317,7 +317,7 @@ fn rows_written_before_the_connect_column_read_back_without_it() {
     store
         .conn
         .execute_batch(
-            "ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; ALTER TABLE requests DROP COLUMN tool_calls; ALTER TABLE requests DROP COLUMN tool_calls_parsed; ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; ALTER TABLE suites DROP COLUMN environment_json; ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
+            "ALTER TABLE requests DROP COLUMN chunk_read_delays; ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; ALTER TABLE requests DROP COLUMN tool_calls; ALTER TABLE requests DROP COLUMN tool_calls_parsed; ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; ALTER TABLE suites DROP COLUMN environment_json; ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
              ALTER TABLE requests DROP COLUMN connect_us;
              ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
              DROP TABLE request_bodies; DROP TABLE response_texts;
@@ -361,8 +361,8 @@ fn newer_schema_is_refused_and_migrations_are_recorded() {
     );
 }
 
-/// Undoes migrations 14 to 18, for tests that make a database of an earlier schema.
-pub(crate) const UNDO_12: &str = "ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; \
+/// Undoes migrations 14 to 19, for tests that make a database of an earlier schema.
+pub(crate) const UNDO_12: &str = "ALTER TABLE requests DROP COLUMN chunk_read_delays; ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; \
      ALTER TABLE requests DROP COLUMN tool_calls; ALTER TABLE requests DROP COLUMN tool_calls_parsed; \
      ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; \
      ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; \
@@ -379,7 +379,7 @@ fn a_suite_recorded_before_plan_folders_and_secrets_reads_without_them() {
     // The database as the previous version wrote it: schema 5, without the two columns.
     let conn = rusqlite::Connection::open(dir.path().join(DB_FILE)).unwrap();
     conn.execute_batch(
-        "ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; ALTER TABLE requests DROP COLUMN tool_calls; ALTER TABLE requests DROP COLUMN tool_calls_parsed; ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; ALTER TABLE suites DROP COLUMN environment_json; ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
+        "ALTER TABLE requests DROP COLUMN chunk_read_delays; ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; ALTER TABLE requests DROP COLUMN tool_calls; ALTER TABLE requests DROP COLUMN tool_calls_parsed; ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; ALTER TABLE suites DROP COLUMN environment_json; ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
          ALTER TABLE suites DROP COLUMN secrets_json; ALTER TABLE suites DROP COLUMN plan_dir;
          DROP TABLE request_bodies; DROP TABLE response_texts;
          ALTER TABLE requests DROP COLUMN first_answer_us;
@@ -411,7 +411,7 @@ fn rows_written_before_ttfo_and_output_bytes_read_as_unknown() {
     store
         .conn
         .execute_batch(
-            "ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; ALTER TABLE requests DROP COLUMN tool_calls; ALTER TABLE requests DROP COLUMN tool_calls_parsed; ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; ALTER TABLE suites DROP COLUMN environment_json; ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
+            "ALTER TABLE requests DROP COLUMN chunk_read_delays; ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; ALTER TABLE requests DROP COLUMN tool_calls; ALTER TABLE requests DROP COLUMN tool_calls_parsed; ALTER TABLE requests DROP COLUMN read_clock; ALTER TABLE requests DROP COLUMN first_read_delay_us; ALTER TABLE requests DROP COLUMN end_read_delay_us; ALTER TABLE requests DROP COLUMN max_read_delay_us; ALTER TABLE suites DROP COLUMN environment_json; ALTER TABLE requests DROP COLUMN chunk_tokens; ALTER TABLE requests DROP COLUMN choice_chunks; ALTER TABLE requests DROP COLUMN client_reasoning_tokens; ALTER TABLE requests DROP COLUMN reasoning_tokens;
          ALTER TABLE requests DROP COLUMN first_answer_us;
              ALTER TABLE requests DROP COLUMN output_bytes;
              DROP TABLE telemetry; ALTER TABLE requests DROP COLUMN tls_handshake_us; ALTER TABLE requests DROP COLUMN tls_resumed; ALTER TABLE requests DROP COLUMN class; ALTER TABLE requests DROP COLUMN replica; ALTER TABLE runs DROP COLUMN verdict_json; ALTER TABLE suites DROP COLUMN trust_json; PRAGMA user_version = 7;",

@@ -55,7 +55,8 @@ fn golden_checks_round_trip_and_are_read_back_by_run() {
     store
         .conn
         .execute_batch(
-            "ALTER TABLE requests DROP COLUMN answer_check; \
+            "ALTER TABLE requests DROP COLUMN chunk_read_delays; \
+             ALTER TABLE requests DROP COLUMN answer_check; \
              ALTER TABLE requests DROP COLUMN answer_text; PRAGMA user_version = 17;",
         )
         .unwrap();

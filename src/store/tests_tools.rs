@@ -4,8 +4,8 @@
 use super::tests::{record, store_in};
 use super::*;
 
-/// Undoes migrations 17 (the tool tallies) and 18 (the golden checks).
-pub(crate) const UNDO_17: &str = "ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; \
+/// Undoes migrations 17 (the tool tallies), 18 (the golden checks) and 19 (the chunks' read delays).
+pub(crate) const UNDO_17: &str = "ALTER TABLE requests DROP COLUMN chunk_read_delays; ALTER TABLE requests DROP COLUMN answer_check; ALTER TABLE requests DROP COLUMN answer_text; ALTER TABLE requests DROP COLUMN tool_round; \
      ALTER TABLE requests DROP COLUMN tool_calls; \
      ALTER TABLE requests DROP COLUMN tool_calls_parsed;";
 

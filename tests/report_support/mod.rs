@@ -114,6 +114,7 @@ pub fn records(p: &Point, slow: f64, seed: u64) -> Vec<RequestRecord> {
                 response_bytes: 4000,
                 read_clock: None,
                 answer: None,
+                content_delays: Vec::new(),
                 unstreamed: false,
                 raw: Vec::new(),
                 replica: None,
