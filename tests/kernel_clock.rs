@@ -102,7 +102,8 @@ fn without_stamps_the_reads_time_the_run_and_the_report_says_so() {
     assert_eq!(metric(&run, "kernel_clock_ratio"), Some(0.0));
     assert_eq!(metric(&run, "client_delay_p50"), None);
     assert!(rows.iter().all(|r| r.0 == Some(0)), "{rows:?}");
-    assert!(metric(&run, "ttft_p50").unwrap() >= 5.0);
+    // The simulator's TTFT is 5 ms give or take its jitter.
+    assert!(metric(&run, "ttft_p50").unwrap() > 2.0);
 }
 
 /// `report --clock user`: every answer time moved to when the client read it, from the
