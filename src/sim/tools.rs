@@ -226,31 +226,53 @@ fn example(schema: &Value, rng: &mut ChaCha8Rng, depth: u32) -> Value {
     }
 }
 
-/// The `tool_calls` entries of the chunk carrying output tokens `span` of an answer of
-/// `len` tokens: the calls share the tokens in order (call c takes tokens
+/// One call's piece of the chunk carrying output tokens `span` of an answer of `len`
+/// tokens: the calls share the tokens in order (call c takes tokens
 /// `c × len / n .. (c + 1) × len / n`), and each call's arguments are cut into as many
 /// pieces as it has tokens.
-pub(crate) fn deltas(calls: &[PlannedCall], (from, to): (u32, u32), len: u32) -> Value {
+struct Piece<'a> {
+    index: u32,
+    call: &'a PlannedCall,
+    text: &'a str,
+    /// The call's first piece (its name goes with it).
+    first: bool,
+    /// The call's last piece.
+    last: bool,
+}
+
+/// The pieces of every call that the chunk carrying tokens `from..to` holds.
+fn pieces(calls: &[PlannedCall], (from, to): (u32, u32), len: u32) -> Vec<Piece<'_>> {
     let n = (calls.len() as u32).min(len.max(1)).max(1);
-    let mut out: Vec<Value> = Vec::new();
-    for c in 0..n {
-        let (start, end) = (c * len / n, (c + 1) * len / n);
-        let (lo, hi) = (from.max(start), to.min(end));
-        if lo >= hi {
-            continue;
-        }
-        let call = &calls[c as usize];
-        let at = |k: u32| cut(&call.arguments, k, end - start);
-        let text = &call.arguments[at(lo - start)..at(hi - start)];
-        let mut entry = json!({"index": c, "function": {"arguments": text}});
-        if lo == start {
-            entry["id"] = json!(call.id);
+    (0..n)
+        .filter_map(|c| {
+            let (start, end) = (c * len / n, (c + 1) * len / n);
+            let (lo, hi) = (from.max(start), to.min(end));
+            let call = calls.get(c as usize).filter(|_| lo < hi)?;
+            let at = |k: u32| cut(&call.arguments, k, end - start);
+            Some(Piece {
+                index: c,
+                call,
+                text: &call.arguments[at(lo - start)..at(hi - start)],
+                first: lo == start,
+                last: hi == end,
+            })
+        })
+        .collect()
+}
+
+/// The `tool_calls` entries of the chunk carrying output tokens `span` of an answer of
+/// `len` tokens (see [`Piece`]).
+pub(crate) fn deltas(calls: &[PlannedCall], span: (u32, u32), len: u32) -> Value {
+    let out = pieces(calls, span, len).into_iter().map(|p| {
+        let mut entry = json!({"index": p.index, "function": {"arguments": p.text}});
+        if p.first {
+            entry["id"] = json!(p.call.id);
             entry["type"] = json!("function");
-            entry["function"]["name"] = json!(call.name);
+            entry["function"]["name"] = json!(p.call.name);
         }
-        out.push(entry);
-    }
-    Value::Array(out)
+        entry
+    });
+    Value::Array(out.collect())
 }
 
 /// The byte offset where piece `k` of `pieces` of `text` starts (on a char boundary).
@@ -263,39 +285,37 @@ fn cut(text: &str, k: u32, pieces: u32) -> usize {
 }
 
 /// The Responses API events of the chunk carrying output tokens `span` of an answer of
-/// `len` tokens (the calls share the tokens as in `deltas`): a call's
+/// `len` tokens (the calls share the tokens as in [`Piece`]): a call's
 /// `response.output_item.added` with its first piece, `function_call_arguments.delta`
 /// for each piece, and its `.done` events with its last. Output index c is call c.
 pub(crate) fn response_events(
     calls: &[PlannedCall],
-    (from, to): (u32, u32),
+    span: (u32, u32),
     len: u32,
     id: &str,
 ) -> Vec<(&'static str, Value)> {
     let mut out = Vec::new();
-    let n = (calls.len() as u32).min(len.max(1)).max(1);
-    for c in 0..n {
-        let (start, end) = (c * len / n, (c + 1) * len / n);
-        let (lo, hi) = (from.max(start), to.min(end));
-        if lo >= hi {
-            continue;
-        }
-        let call = &calls[c as usize];
+    for Piece {
+        index: c,
+        call,
+        text,
+        first,
+        last,
+    } in pieces(calls, span, len)
+    {
         let item_id = format!("fc_{id}_{c}");
-        if lo == start {
+        if first {
             let item = response_item(call, &item_id, "", "in_progress");
             out.push((
                 "response.output_item.added",
                 json!({"output_index": c, "item": item}),
             ));
         }
-        let at = |k: u32| cut(&call.arguments, k, end - start);
-        let piece = &call.arguments[at(lo - start)..at(hi - start)];
         out.push((
             "response.function_call_arguments.delta",
-            json!({"item_id": item_id, "output_index": c, "delta": piece}),
+            json!({"item_id": item_id, "output_index": c, "delta": text}),
         ));
-        if hi == end {
+        if last {
             out.push((
                 "response.function_call_arguments.done",
                 json!({"item_id": item_id, "output_index": c, "arguments": call.arguments}),
