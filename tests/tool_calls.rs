@@ -46,6 +46,12 @@ fn plan(base_url: &str, dataset_extra: &str, load: &str) -> String {
 }
 
 /// (tool_round, tool_calls, tool_calls_parsed, ttft_us) of the measured rows.
+/// Writes `text` as `dir/plan.toml`, runs it into `dir/out` and returns the database.
+fn run_plan(dir: &Path, text: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("plan.toml"), text).unwrap();
+    run(&dir.join("plan.toml"), &dir.join("out"))
+}
+
 fn tool_rows(db: &Path) -> Vec<(i64, i64, i64, Option<i64>)> {
     query::<i64>(
         db,
@@ -69,8 +75,7 @@ fn the_loop_answers_every_call_and_the_parse_ratio_is_the_simulators_truth() {
         "max_tool_rounds = 2\ntool_result_tokens = 20",
         "{ concurrency = 3, requests = 40 }",
     );
-    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
-    let db = run(&dir.path().join("plan.toml"), &dir.path().join("out"));
+    let db = run_plan(dir.path(), &text);
 
     // Every request the simulator saw offered the tools; every tool message answered
     // the call before it (the simulator answers 400 otherwise, and the run has none).
@@ -143,8 +148,7 @@ fn tool_rounds_stop_at_max_tool_rounds_and_results_come_from_the_file() {
         "max_tool_rounds = 1\ntools = \"tools.json\"",
         "{ concurrency = 1, requests = 4 }",
     );
-    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
-    let db = run(&dir.path().join("plan.toml"), &dir.path().join("out"));
+    let db = run_plan(dir.path(), &text);
     // Every answer is a call: each of the 2 turns is its user round and one tool round.
     let rows = tool_rows(&db);
     let rounds: Vec<i64> = rows.iter().map(|r| r.0).collect();
@@ -219,8 +223,7 @@ fn the_responses_api_sends_function_call_items_back() {
         "max_tool_rounds = 2",
         "{ concurrency = 2, requests = 24 }\napi = \"responses\"",
     );
-    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
-    let db = run(&dir.path().join("plan.toml"), &dir.path().join("out"));
+    let db = run_plan(dir.path(), &text);
     let received = sim.received();
     let bodies: Vec<&Value> = received
         .iter()
@@ -313,8 +316,7 @@ fn with_the_models_tokenizer_every_round_is_counted_and_tokens_are_conserved() {
             tokenizer.to_string_lossy()
         ),
     );
-    std::fs::write(dir.path().join("plan.toml"), text).unwrap();
-    let db = run(&dir.path().join("plan.toml"), &dir.path().join("out"));
+    let db = run_plan(dir.path(), &text);
     let rows = query::<i64>(
         &db,
         "SELECT r.ordinal, q.tool_round, q.prompt_tokens, q.client_input_tokens FROM requests q \
