@@ -211,12 +211,7 @@ pub(super) fn options(
     slos: &[crate::metrics::Slo],
     server_cache_hit_ratio: Option<f64>,
 ) -> SummaryOptions {
-    let definitions = first
-        .extras
-        .get("metric_definitions")
-        .and_then(Value::as_str)
-        .and_then(MetricDefinitions::parse)
-        .unwrap_or(MetricDefinitions::Perfplan);
+    let definitions = MetricDefinitions::of_extras(&first.extras);
     // The run's settings as planned (the whole load, not a shard's share of it).
     let settings =
         serde_json::from_value::<crate::planner::RunSettings>(first.settings.clone()).ok();

@@ -61,6 +61,16 @@ impl MetricDefinitions {
         .into_iter()
         .find(|d| d.as_str() == text)
     }
+
+    /// A stored run's definitions: `metric_definitions` in its extras (the run summary
+    /// writes it), perfplan's where it is missing or unknown.
+    pub fn of_extras(extras: &serde_json::Value) -> MetricDefinitions {
+        extras
+            .get("metric_definitions")
+            .and_then(serde_json::Value::as_str)
+            .and_then(MetricDefinitions::parse)
+            .unwrap_or_default()
+    }
 }
 
 /// One request's timings under a rule set.

@@ -108,11 +108,7 @@ impl InputMeans {
 
 /// A run's own metric definitions (`metric_definitions` in its extras).
 pub(crate) fn definitions_of(run: &StoredRun) -> MetricDefinitions {
-    run.extras
-        .get("metric_definitions")
-        .and_then(serde_json::Value::as_str)
-        .and_then(MetricDefinitions::parse)
-        .unwrap_or_default()
+    MetricDefinitions::of_extras(&run.extras)
 }
 
 /// A `Sample` built one stored row at a time (rows are read as a stream, never all at once).

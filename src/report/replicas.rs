@@ -31,12 +31,7 @@ pub(crate) fn render_csv(store: &Store, metrics: &[String]) -> Result<String, Re
     let metrics = super::csv::breakdown_metrics("--by-replica", metrics, &DEFAULT_METRICS)?;
     let mut out = format!("run,replica,url,requests,{}\n", metrics.join(","));
     for run in store.runs()? {
-        let definitions = run
-            .extras
-            .get("metric_definitions")
-            .and_then(Value::as_str)
-            .and_then(MetricDefinitions::parse)
-            .unwrap_or_default();
+        let definitions = MetricDefinitions::of_extras(&run.extras);
         let urls: Vec<&str> = run
             .extras
             .get("replicas")

@@ -25,11 +25,7 @@ pub(crate) fn run_slices(
     width: Duration,
 ) -> Result<Slices, StoreError> {
     let extras = store.run_extras(run_id)?;
-    let definitions = extras
-        .get("metric_definitions")
-        .and_then(Value::as_str)
-        .and_then(MetricDefinitions::parse)
-        .unwrap_or_default();
+    let definitions = MetricDefinitions::of_extras(&extras);
     let steady = extras.pointer("/time/steady").and_then(|w| {
         let at = |k: &str| {
             w.get(k)

@@ -10,8 +10,6 @@
 //!
 //! Time slices, per-replica and per-class breakdowns stay on the kernel's clock.
 
-use serde_json::Value;
-
 use super::{ReportData, ReportError};
 use crate::metrics::{Fold, MetricDefinitions, SummaryOptions};
 use crate::record::Clock;
@@ -21,12 +19,7 @@ use crate::store::Store;
 pub(super) fn apply(store: &Store, data: &mut ReportData) -> Result<(), ReportError> {
     let slos = super::bootstrap_capacity::slos_of(&data.suite.info.slo);
     for run in &mut data.runs {
-        let definitions = run
-            .extras
-            .get("metric_definitions")
-            .and_then(Value::as_str)
-            .and_then(MetricDefinitions::parse)
-            .unwrap_or_default();
+        let definitions = MetricDefinitions::of_extras(&run.extras);
         let mut kernel = Fold::new(definitions, &slos);
         let mut user = Fold::new(definitions, &slos);
         let mut rows = 0u64;
