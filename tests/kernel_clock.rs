@@ -116,6 +116,9 @@ fn the_user_clock_moves_the_answers_by_the_stored_delays_and_says_so() {
     let (_, rows) = run(dir.path(), "off");
     assert_eq!(rows.len(), 40);
     let db = dir.path().join("out-off/results.db");
+    // The run as stored, each answer timed by its reads: the same on either clock.
+    let unmoved = dir.path().join("unmoved.db");
+    std::fs::copy(&db, &unmoved).unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
     // `chunk_read_delays`: tag 1, then 3000 µs (0xB8 0x17) and three zeros.
     conn.execute_batch(
@@ -161,4 +164,57 @@ fn the_user_clock_moves_the_answers_by_the_stored_delays_and_says_so() {
         html.contains("when the client read them"),
         "the page says its clock"
     );
+    let md = cli_support::stdout_of(&["report", db, "--clock", "user", "--format", "md"]);
+    assert!(
+        md.contains("*answer times: when the client read them"),
+        "{md}"
+    );
+    let csv = cli_support::stdout_of(&["report", db, "--clock", "user", "--format", "csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines[0].ends_with(",clock") && lines[1].ends_with(",user"),
+        "{csv}"
+    );
+    let csv = cli_support::stdout_of(&["report", db, "--format", "csv"]);
+    assert!(!csv.lines().next().unwrap().ends_with(",clock"), "{csv}");
+    the_gates_and_compare_judge_on_the_chosen_clock(
+        db,
+        &metric(&kernel, "ttft_p50").unwrap(),
+        &unmoved,
+    );
+}
+
+/// A gate between the kernel's TTFT p50 and the user clock's (3 ms later) passes on the
+/// kernel clock and fails on the user clock, as the report shows it; `compare --clock user`
+/// puts both suites on the user clock (the delta is the 3 ms the new one's reads lagged).
+fn the_gates_and_compare_judge_on_the_chosen_clock(db: &str, ttft_p50: &f64, unmoved: &Path) {
+    let gate = format!("ttft_p50=<={}ms", ttft_p50 + 1.5);
+    let gated = |clock: &str| {
+        cli_support::perfplan(&["report", db, "--gate", &gate, "--clock", clock])
+            .status
+            .code()
+    };
+    assert_eq!((gated("kernel"), gated("user")), (Some(0), Some(1)));
+    let base = unmoved.to_str().unwrap();
+    let delta = |clock: &str| {
+        let o = cli_support::perfplan(&[
+            "compare",
+            base,
+            db,
+            "--metrics",
+            "ttft_p50",
+            "--format",
+            "json",
+            "--clock",
+            clock,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["clock"].as_str(), Some(clock), "{v}");
+        v["pairs"][0]["metrics"]["ttft_p50"]["delta"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(delta("kernel").abs() < 1e-6);
+    assert!((delta("user") - 3.0).abs() < 1e-6);
 }

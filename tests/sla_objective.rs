@@ -122,13 +122,14 @@ fn max_objective_finds_the_best_passing_concurrency_and_reports_it() {
         &store,
         (&gate, &[]),
         Some(gates::BaselineSuite::new(&store)),
+        None,
     )
     .unwrap();
     assert_eq!(same.len(), 1);
     assert!(gates::all_passed(&same), "{same:?}");
     // A gate on the limit search's result does not apply to an objective search.
     let limit = ["sla_max_concurrency=>= 1".to_string()];
-    assert!(gates::evaluate_suite(&store, (&limit, &[]), None)
+    assert!(gates::evaluate_suite(&store, (&limit, &[]), None, None)
         .unwrap()
         .is_empty());
     let cmp = report::compare::compare(&store, &store, &Default::default()).unwrap();

@@ -390,12 +390,22 @@ fn search_results_are_report_cells_plots_and_gates() {
     let html = render(&base, Format::Html);
     assert!(html.contains("SLA searches") && html.contains("SLA search: ttft_p90 vs concurrency"));
     let gate = ["sla_max_concurrency=>= -10%".to_string()];
-    let same =
-        gates::evaluate_suite(&base, (&gate, &[]), Some(gates::BaselineSuite::new(&base))).unwrap();
+    let same = gates::evaluate_suite(
+        &base,
+        (&gate, &[]),
+        Some(gates::BaselineSuite::new(&base)),
+        None,
+    )
+    .unwrap();
     assert_eq!(same.len(), 2);
     assert!(gates::all_passed(&same), "{same:?}");
-    let worse =
-        gates::evaluate_suite(&new, (&gate, &[]), Some(gates::BaselineSuite::new(&base))).unwrap();
+    let worse = gates::evaluate_suite(
+        &new,
+        (&gate, &[]),
+        Some(gates::BaselineSuite::new(&base)),
+        None,
+    )
+    .unwrap();
     assert_eq!(worse.len(), 2);
     let fast_gate = worse.iter().find(|g| g.run_label.contains("fast")).unwrap();
     assert!(!fast_gate.passed, "{fast_gate:?}");

@@ -64,6 +64,12 @@ pub struct CompareArgs {
     /// touches is judged again); comma-separated or repeated.
     #[arg(long = "accept", value_name = "REASON", value_delimiter = ',')]
     pub accept: Vec<String>,
+    /// The clock of both suites' answer times, for the deltas, their noise and the gates:
+    /// `kernel` (when the bytes arrived) or `user` (when the client read them: a suite
+    /// stored before kernel receive stamps is on it). Default: the new plan's `[report]
+    /// clock`, else kernel.
+    #[arg(long, value_name = "CLOCK", value_parser = super::report::parse_clock)]
+    pub clock: Option<crate::record::Clock>,
 }
 
 /// How a comparison ended: its gates' verdict, and how many runs it matched.
@@ -87,6 +93,7 @@ fn compare_suites(args: &CompareArgs) -> Result<Compared, ReportError> {
         allow_changed: args.allow_changed.clone(),
         min_effect: args.min_effect.clone(),
         accept: accept.clone(),
+        clock: args.clock,
     };
     let comparison = compare::compare(&base, &new, &opts)?;
     let baseline = gates::BaselineSuite {
@@ -94,7 +101,7 @@ fn compare_suites(args: &CompareArgs) -> Result<Compared, ReportError> {
         ignore: &args.ignore,
         allow_changed: &args.allow_changed,
     };
-    let verdicts = gates::evaluate_suite(&new, (&args.gates, &accept), Some(baseline))?;
+    let verdicts = gates::evaluate_suite(&new, (&args.gates, &accept), Some(baseline), args.clock)?;
     if let Err(e) = new.write_gate_results("compare", &gates::to_records(&verdicts)) {
         warn_not_stored(&e);
     }

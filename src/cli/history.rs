@@ -98,6 +98,7 @@ fn run_history(args: &HistoryArgs) -> Ended {
             allow_changed: Vec::new(),
             min_effect: args.min_effect.clone(),
             accept,
+            clock: None,
         },
     };
     let h = history::history(&args.suites, &opts)?;

@@ -86,7 +86,7 @@ pub struct ReportArgs {
     pub clock: Option<Clock>,
 }
 
-fn parse_clock(text: &str) -> Result<Clock, String> {
+pub(super) fn parse_clock(text: &str) -> Result<Clock, String> {
     Clock::parse(text).ok_or_else(|| format!("a clock is `kernel` or `user`, not `{text}`"))
 }
 
@@ -217,7 +217,7 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
         allow_changed: &args.allow_changed,
     });
     let accept = crate::trust::Code::parse_list(&args.accept).map_err(ReportError::Format)?;
-    let verdicts = gates::evaluate_suite(&store, (&args.gates, &accept), baseline)?;
+    let verdicts = gates::evaluate_suite(&store, (&args.gates, &accept), baseline, args.clock)?;
     if let Err(e) = store.write_gate_results("report", &gates::to_records(&verdicts)) {
         warn_not_stored(&e);
     }

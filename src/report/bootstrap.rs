@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::metrics::slo::request_meets;
 use crate::metrics::{stats, timing, MetricDefinitions, Slo};
-use crate::record::{Outcome, Phase};
+use crate::record::{Clock, Outcome, Phase};
 use crate::store::{RequestRow, Store, StoreError, StoredRun};
 
 /// How the bootstrap runs.
@@ -119,6 +119,8 @@ pub(crate) struct SampleBuilder {
     slos: Vec<Slo>,
     span: Option<(Duration, Duration)>,
     means: InputMeans,
+    /// The clock of the answer times (`User`: each row moved to when it was read).
+    clock: Clock,
 }
 
 impl SampleBuilder {
@@ -132,7 +134,16 @@ impl SampleBuilder {
     /// Adds one stored row (unmeasured and failed ones count only toward the duration
     /// when measured).
     pub fn add(&mut self, row: &RequestRow) {
-        let r = &row.record;
+        let moved;
+        let r = match self.clock {
+            Clock::Kernel => &row.record,
+            Clock::User => {
+                let mut record = row.record.clone();
+                record.move_to_user_clock();
+                moved = record;
+                &moved
+            }
+        };
         if r.phase != Phase::Measured {
             return;
         }
@@ -173,8 +184,14 @@ impl Sample {
     /// The sample of a run's stored rows, its timings under the run's own metric
     /// definitions (`metric_definitions` in its extras), as its metrics were computed.
     /// The rows are read one at a time.
-    pub(crate) fn of_run(store: &Store, run: &StoredRun) -> Result<Sample, StoreError> {
+    /// `clock` is the clock of its answer times (`report::user_clock`).
+    pub(crate) fn of_run(
+        store: &Store,
+        run: &StoredRun,
+        clock: Clock,
+    ) -> Result<Sample, StoreError> {
         let mut builder = SampleBuilder::new(definitions_of(run));
+        builder.clock = clock;
         builder.slos = super::bootstrap_capacity::slos_of(&store.suite()?.info.slo);
         store.each_request_row(&run.id, |row| builder.add(&row))?;
         let mut sample = builder.finish();

@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 
+use crate::record::Clock;
 use crate::store::StoredRun;
 
 /// One setting that differs between a matched pair.
@@ -25,10 +26,14 @@ pub struct ChangedSetting {
 }
 
 /// The settings the two runs differ in, beyond their axes, in path order.
+///
+/// `clock` is the clock the command puts both runs' answer times on: on the user clock
+/// (`--clock user`) runs stored on either are alike, so the clock is no changed setting.
 pub(crate) fn changed_settings(
     base: &StoredRun,
     new: &StoredRun,
     ignore: &[String],
+    clock: Clock,
 ) -> Vec<ChangedSetting> {
     let exempt = exempt_paths(base, new, ignore);
     let (mut b, mut n) = (Vec::new(), Vec::new());
@@ -56,7 +61,7 @@ pub(crate) fn changed_settings(
         })
         .collect();
     let (bc, nc) = (clock_of(base), clock_of(new));
-    if bc != nc {
+    if bc != nc && clock == Clock::Kernel {
         out.push(ChangedSetting {
             setting: "clock".into(),
             base: bc.into(),
@@ -194,7 +199,7 @@ mod tests {
         let axes = json!({"input_tokens": 64});
         let base = run(axes.clone(), settings(16, "http://a", 64));
         let new = run(axes, settings(64, "http://b", 128));
-        let changes = changed_settings(&base, &new, &[]);
+        let changes = changed_settings(&base, &new, &[], Clock::Kernel);
         let shown: Vec<String> = changes.iter().map(describe).collect();
         assert_eq!(
             shown,
@@ -210,12 +215,12 @@ mod tests {
         }
         assert_eq!(judged(&changes, &["tokens".to_string()]).len(), 1);
         // An ignored axis's settings differ by design.
-        let ignored = changed_settings(&base, &new, &["output_tokens".into()]);
+        let ignored = changed_settings(&base, &new, &["output_tokens".into()], Clock::Kernel);
         assert!(judged(&ignored, &[]).is_empty(), "{ignored:?}");
         let unset = run(json!({}), json!({"request": {}}));
         let set = run(json!({}), json!({"request": {"temperature": 0.0}}));
         assert_eq!(
-            describe(&changed_settings(&unset, &set, &[])[0]),
+            describe(&changed_settings(&unset, &set, &[], Clock::Kernel)[0]),
             "request.temperature unset → 0.0"
         );
     }
@@ -231,12 +236,14 @@ mod tests {
             r
         };
         let old = run(json!({}), json!({"seed": 1}));
-        let changes = changed_settings(&old, &on(Some(1.0)), &[]);
+        let changes = changed_settings(&old, &on(Some(1.0)), &[], Clock::Kernel);
         let shown: Vec<String> = changes.iter().map(describe).collect();
         assert_eq!(shown, ["clock user → kernel"]);
         assert_eq!(judged(&changes, &[]).len(), 1);
         assert!(judged(&changes, &["clock".into()]).is_empty());
-        assert!(changed_settings(&on(Some(0.0)), &old, &[]).is_empty());
-        assert!(changed_settings(&on(Some(1.0)), &on(Some(0.5)), &[]).is_empty());
+        assert!(changed_settings(&on(Some(0.0)), &old, &[], Clock::Kernel).is_empty());
+        assert!(changed_settings(&on(Some(1.0)), &on(Some(0.5)), &[], Clock::Kernel).is_empty());
+        // Both moved to the user clock (`--clock user`), the two runs are alike.
+        assert!(changed_settings(&old, &on(Some(1.0)), &[], Clock::User).is_empty());
     }
 }

@@ -38,6 +38,9 @@ pub struct CompareOptions {
     pub min_effect: Vec<MinEffect>,
     /// `--accept`: verdict reasons accepted on both sides.
     pub accept: Vec<crate::trust::Code>,
+    /// `--clock`: the clock both suites' answer times are put on (`None`: the new plan's
+    /// `[report] clock`, else the kernel's).
+    pub clock: Option<crate::record::Clock>,
 }
 
 /// One metric of one matched pair.
@@ -186,6 +189,8 @@ pub struct Comparison {
     /// Every difference between the two suites' environments, most important first
     /// (`environment::differences`).
     pub environment: Vec<String>,
+    /// The clock both sides' answer times are on (`report::user_clock`).
+    pub clock: crate::record::Clock,
 }
 
 /// Whether a larger value of `metric` is better (`Some(true)`), worse (`Some(false)`),
@@ -376,8 +381,13 @@ pub fn compare(
     new: &Store,
     opts: &CompareOptions,
 ) -> Result<Comparison, ReportError> {
-    let b = ReportData::load_accepting(base, &opts.accept)?;
-    let n = ReportData::load_accepting(new, &opts.accept)?;
+    let mut b = ReportData::load_accepting(base, &opts.accept)?;
+    let mut n = ReportData::load_accepting(new, &opts.accept)?;
+    let clock = super::user_clock::chosen(opts.clock, &n.suite.info.report);
+    if clock == crate::record::Clock::User {
+        super::user_clock::apply(base, &mut b)?;
+        super::user_clock::apply(new, &mut n)?;
+    }
     let metrics = resolve_metrics(&n, opts)?;
     let GroupMatch {
         base_leads: b_leads,
@@ -425,6 +435,7 @@ pub fn compare(
             b.suite.info.environment.as_ref(),
             n.suite.info.environment.as_ref(),
         ),
+        clock,
     })
 }
 
@@ -455,7 +466,11 @@ impl PairContext<'_> {
         );
         let repeated = bg.runs.len() > 1 && ng.runs.len() > 1;
         let samples = if judged && !repeated {
-            Some((Sample::of_run(base, br)?, Sample::of_run(new, nr)?))
+            let clock = self.data.1.clock;
+            Some((
+                Sample::of_run(base, br, clock)?,
+                Sample::of_run(new, nr, clock)?,
+            ))
         } else {
             None
         };
@@ -480,7 +495,7 @@ impl PairContext<'_> {
         }
         Ok(PairDelta {
             key: Vec::new(),
-            changed: changed_settings(br, nr, ignore),
+            changed: changed_settings(br, nr, ignore, self.data.1.clock),
             base: br.clone(),
             new: nr.clone(),
             deltas,

@@ -230,7 +230,7 @@ fn to_json(c: &Comparison) -> Value {
             .map(|r| json!({"id": r.id, "axes": r.axes}))
             .collect::<Vec<_>>()
     };
-    json!({"environment_differences": c.environment, "pairs": pairs,
+    json!({"environment_differences": c.environment, "clock": c.clock.as_str(), "pairs": pairs,
            "only_base": ids(&c.only_base), "only_new": ids(&c.only_new)})
 }
 
@@ -263,8 +263,14 @@ pub fn render(c: &Comparison, format: Format, style: TableStyle) -> Result<Strin
         0 => String::new(),
         n => format!(" ({n} by their load's shape: only their request counts differ)"),
     };
+    let clock_text = match c.clock {
+        crate::record::Clock::Kernel => "",
+        crate::record::Clock::User => {
+            "; both on the user clock (answer times when the client read them)"
+        }
+    };
     let title = format!(
-        "compare: {} (base) → {} (new): {} matched runs{shape_text}, {} unmatched; beyond noise: {} worse, {} better{unlike_text}",
+        "compare: {} (base) → {} (new): {} matched runs{shape_text}, {} unmatched; beyond noise: {} worse, {} better{unlike_text}{clock_text}",
         c.base_name,
         c.new_name,
         c.pairs.len(),

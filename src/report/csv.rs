@@ -124,6 +124,12 @@ pub fn render(data: &ReportData) -> String {
     header.extend(LOAD_COLUMNS.map(String::from));
     header.extend(metrics.iter().cloned());
     header.extend(HEALTH_COLUMNS.map(String::from));
+    // On the user clock (`--clock user`) a last column says so on every row, so a file
+    // cannot pass for the kernel clock's; on the kernel's, the columns stay as they were.
+    let user_clock = data.clock == crate::record::Clock::User;
+    if user_clock {
+        header.push("clock".into());
+    }
     let mut out = header
         .iter()
         .map(|h| quote(h))
@@ -149,6 +155,9 @@ pub fn render(data: &ReportData) -> String {
                 .map_or_else(String::new, |v| v.to_string())
         }));
         fields.extend(health_fields(run));
+        if user_clock {
+            fields.push(data.clock.as_str().into());
+        }
         out.push_str(
             &fields
                 .iter()

@@ -268,7 +268,7 @@ fn point(
     } else {
         if sample.is_none() {
             let s = match super::bootstrap::supports(metric) {
-                true => Some(Sample::of_run(&l.store, lead)?),
+                true => Some(Sample::of_run(&l.store, lead, l.data.clock)?),
                 false => None,
             };
             *sample = Some(s);

@@ -20,6 +20,12 @@ pub fn render(data: &ReportData, layout: &Layout) -> Result<String, ReportError>
         info.perfplan_version
     ));
     out.push_str(&super::environment::markdown(data));
+    if data.clock == crate::record::Clock::User {
+        out.push_str(&format!(
+            "*{}*\n\n",
+            super::user_clock::line(data.clock).trim_end()
+        ));
+    }
     out.push_str(&super::verdicts::markdown(data));
     if pivot.layout.preset.is_some() {
         out.push_str(&super::evalscope::markdown(data));

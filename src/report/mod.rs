@@ -200,7 +200,6 @@ impl ReportData {
             rows: Vec<String>,
             columns: Vec<String>,
             metrics: Metrics,
-            clock: Option<crate::record::Clock>,
         }
         let raw: Raw = if self.suite.info.report.is_null() {
             Raw::default()
@@ -228,7 +227,7 @@ impl ReportData {
                 .collect(),
             metrics,
             preset,
-            clock: raw.clock,
+            clock: user_clock::of_plan(&self.suite.info.report),
         })
     }
 }

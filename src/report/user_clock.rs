@@ -1,5 +1,5 @@
-//! The user clock (`[report] clock = "user"`, `report --clock user`): every run's metrics
-//! with each answer time moved to when the client read it
+//! The user clock (`[report] clock = "user"`, `--clock user` of `report` and `compare`):
+//! every run's metrics with each answer time moved to when the client read it
 //! (`RequestRecord::move_to_user_clock`). A run's stored metrics were folded live on the
 //! kernel's clock, so its measured rows are folded again by the one metric fold
 //! (`metrics::Fold`, as `merge` and an SLA search's pools fold stored rows): once as
@@ -8,17 +8,48 @@
 //! metric (counts, server counters, client CPU, the clock's own figures) stays as stored,
 //! so what the rows cannot say is never recomputed from defaults.
 //!
-//! Time slices, per-replica and per-class breakdowns stay on the kernel's clock.
+//! One clock for everything a command judges: the pivot, the gates (the baseline's runs
+//! moved too) and `compare`'s deltas and noise samples. Time slices, per-replica and
+//! per-class breakdowns stay on the kernel's clock.
+
+use serde_json::Value;
 
 use super::{ReportData, ReportError};
 use crate::metrics::{Fold, MetricDefinitions, SummaryOptions};
 use crate::record::Clock;
-use crate::store::Store;
+use crate::store::{Store, StoredRun};
+
+/// The clock a command uses: the one it was given (`--clock`), else the plan's
+/// `[report] clock` as stored with the suite, else the kernel's.
+pub(crate) fn chosen(given: Option<Clock>, report: &Value) -> Clock {
+    given.or_else(|| of_plan(report)).unwrap_or(Clock::Kernel)
+}
+
+/// The plan's `[report] clock` as stored (`None` when it names none, or one that no longer
+/// reads).
+pub(crate) fn of_plan(report: &Value) -> Option<Clock> {
+    report
+        .get("clock")
+        .and_then(Value::as_str)
+        .and_then(Clock::parse)
+}
 
 /// Moves `data`'s runs' metrics to the user clock, and says so in `data.clock`.
 pub(super) fn apply(store: &Store, data: &mut ReportData) -> Result<(), ReportError> {
-    let slos = super::bootstrap_capacity::slos_of(&data.suite.info.slo);
-    for run in &mut data.runs {
+    move_runs(store, &mut data.runs, &data.suite.info.slo)?;
+    data.clock = Clock::User;
+    Ok(())
+}
+
+/// Moves the metrics of `runs` (stored in `store`, whose suite's `[slo]` is `slo`) to the
+/// user clock.
+pub(super) fn move_runs(
+    store: &Store,
+    runs: &mut [StoredRun],
+    slo: &Value,
+) -> Result<(), ReportError> {
+    let slos = super::bootstrap_capacity::slos_of(slo);
+    for run in runs {
         let definitions = MetricDefinitions::of_extras(&run.extras);
         let mut kernel = Fold::new(definitions, &slos);
         let mut user = Fold::new(definitions, &slos);
@@ -44,7 +75,6 @@ pub(super) fn apply(store: &Store, data: &mut ReportData) -> Result<(), ReportEr
             }
         }
     }
-    data.clock = Clock::User;
     Ok(())
 }
 

@@ -17,6 +17,7 @@ use super::pivot::Labels;
 use super::repeats::{group_leads, group_members, group_value, Group, REPEAT_AXIS};
 use super::{markdown, table, Format, ReportError, TableStyle};
 use crate::metrics::condition::{parse_condition, relative_change, Condition};
+use crate::record::Clock;
 use crate::store::{GateRecord, RunStatus, StoredRun, SuiteRow};
 
 /// One gate checked on one run.
@@ -47,6 +48,8 @@ pub(crate) struct Baseline<'a> {
     pub runs: &'a [StoredRun],
     pub ignore: &'a [String],
     pub allow_changed: &'a [String],
+    /// The clock both suites' runs are on (`report::user_clock`).
+    pub clock: Clock,
 }
 
 /// How the gates of a suite ended.
@@ -221,7 +224,7 @@ fn unlike_reason(
     ignore: &[String],
     b: Baseline<'_>,
 ) -> Option<String> {
-    let changes = changed_settings(base, run, ignore);
+    let changes = changed_settings(base, run, ignore, b.clock);
     let judged = judged(&changes, b.allow_changed);
     if judged.is_empty() {
         return None;
@@ -440,25 +443,36 @@ impl<'a> BaselineSuite<'a> {
 }
 
 /// Collects the plan's gates and `cli` gates and checks them on every run of `store`
-/// (relative ones against `baseline`). No gates: no verdicts.
+/// (relative ones against `baseline`). No gates: no verdicts. The runs are judged on the
+/// clock the report shows (`clock`, else the plan's `[report] clock`, else the kernel's),
+/// the baseline's on the same.
 pub fn evaluate_suite(
     store: &crate::store::Store,
     (cli, accept): (&[String], &[crate::trust::Code]),
     baseline: Option<BaselineSuite<'_>>,
+    clock: Option<Clock>,
 ) -> Result<Vec<GateOutcome>, ReportError> {
     let suite = store.suite()?;
     let gates = collect_gates(&suite, cli)?;
     if gates.is_empty() {
         return Ok(Vec::new());
     }
-    let runs = store.runs()?;
-    let base_runs = baseline.map(|b| b.store.runs()).transpose()?;
+    let clock = super::user_clock::chosen(clock, &suite.info.report);
+    let mut runs = store.runs()?;
+    let mut base_runs = baseline.map(|b| b.store.runs()).transpose()?;
+    if clock == Clock::User {
+        super::user_clock::move_runs(store, &mut runs, &suite.info.slo)?;
+        if let (Some(b), Some(base)) = (baseline, base_runs.as_mut()) {
+            super::user_clock::move_runs(b.store, base, &b.store.suite()?.info.slo)?;
+        }
+    }
     let base = baseline
         .zip(base_runs.as_deref())
         .map(|(b, runs)| Baseline {
             runs,
             ignore: b.ignore,
             allow_changed: b.allow_changed,
+            clock,
         });
     let mut outcomes = evaluate(&runs, &gates, base);
     let policy = suite.info.trust.policy().accepting(accept);
@@ -473,7 +487,7 @@ pub fn check_suite(
     cli: (&[String], &[crate::trust::Code]),
     baseline: Option<BaselineSuite<'_>>,
 ) -> Result<Vec<GateOutcome>, ReportError> {
-    let outcomes = evaluate_suite(store, cli, baseline)?;
+    let outcomes = evaluate_suite(store, cli, baseline, None)?;
     if !outcomes.is_empty() {
         store.write_gate_results(source, &to_records(&outcomes))?;
     }

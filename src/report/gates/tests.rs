@@ -39,6 +39,7 @@ fn a_relative_gate_holds_the_group_mean_against_the_baseline_groups() {
         runs: &base,
         ignore: &[],
         allow_changed: &[],
+        clock: Clock::Kernel,
     };
     let out = evaluate(&new, &[gate("<= +5%")], Some(baseline));
     assert_eq!(out.len(), 1, "one verdict per group: {out:?}");
@@ -69,6 +70,7 @@ fn a_run_not_repeated_is_a_group_of_one() {
         runs: std::slice::from_ref(&base),
         ignore: &[],
         allow_changed: &[],
+        clock: Clock::Kernel,
     };
     let out = evaluate(&[new], &[gate("<= +5%")], Some(baseline));
     assert_eq!(out.len(), 1);
