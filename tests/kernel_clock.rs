@@ -218,3 +218,48 @@ fn the_gates_and_compare_judge_on_the_chosen_clock(db: &str, ttft_p50: &f64, unm
     assert!(delta("kernel").abs() < 1e-6);
     assert!((delta("user") - 3.0).abs() < 1e-6);
 }
+
+/// A mix's per-class metrics move with the run's: each class's TTFT on the user clock is
+/// its kernel TTFT + the 3 ms its rows' first reads are given.
+#[test]
+fn a_mix_s_class_metrics_move_to_the_user_clock_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = PLAN.replace(
+        "[defaults]",
+        "[datasets.both]\nkind = \"mix\"\nmix = [\n  { dataset = \"hello\", name = \"a\", weight = 0.5 },\n  \
+         { dataset = \"hello\", name = \"b\", weight = 0.5 },\n]\n\n[defaults]",
+    );
+    let plan = plan.replace("[matrix]\n", "[matrix]\ndataset = \"both\"\n");
+    std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_perfplan"))
+        .args(["run", "plan.toml", "--out", out.to_str().unwrap()])
+        .current_dir(dir.path())
+        .env("PERFPLAN_RECEIVE_STAMPS", "off")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let db = out.join("results.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "UPDATE requests SET read_clock = 1, first_read_delay_us = 3000, \
+             end_read_delay_us = 0, chunk_read_delays = X'01B817000000' \
+             WHERE phase = 'measured';",
+        )
+        .unwrap();
+    let kernel = cli_support::report_json(&db).remove(0);
+    let db = db.to_str().unwrap();
+    let user: Value = serde_json::from_str(&cli_support::stdout_of(&[
+        "report", db, "--format", "json", "--clock", "user",
+    ]))
+    .unwrap();
+    for (class, name) in [("a", "ttft_p50"), ("b", "ttft_p50"), ("a", "ttft_mean")] {
+        let of = |run: &Value| run["classes"][class]["metrics"][name].as_f64().unwrap();
+        let (k, u) = (of(&kernel), of(&user[0]));
+        assert!(
+            (u - k - 3.0).abs() < 1e-6,
+            "{name}@{class}: kernel {k}, user {u}"
+        );
+    }
+}

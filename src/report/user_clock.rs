@@ -9,8 +9,8 @@
 //! so what the rows cannot say is never recomputed from defaults.
 //!
 //! One clock for everything a command judges: the pivot, the gates (the baseline's runs
-//! moved too) and `compare`'s deltas and noise samples. Time slices, per-replica and
-//! per-class breakdowns stay on the kernel's clock.
+//! moved too) and `compare`'s deltas and noise samples; a mix's per-class metrics move
+//! with the run's. Time slices and the per-replica breakdown stay on the kernel's clock.
 
 use serde_json::Value;
 
@@ -42,7 +42,7 @@ pub(super) fn apply(store: &Store, data: &mut ReportData) -> Result<(), ReportEr
 }
 
 /// Moves the metrics of `runs` (stored in `store`, whose suite's `[slo]` is `slo`) to the
-/// user clock.
+/// user clock: the run's own and, for a mix, each class's (`name@class`) it stored.
 pub(super) fn move_runs(
     store: &Store,
     runs: &mut [StoredRun],
@@ -51,14 +51,26 @@ pub(super) fn move_runs(
     let slos = super::bootstrap_capacity::slos_of(slo);
     for run in runs {
         let definitions = MetricDefinitions::of_extras(&run.extras);
-        let mut kernel = Fold::new(definitions, &slos);
-        let mut user = Fold::new(definitions, &slos);
+        let classes: Vec<String> = super::classes::of_run(run)
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        let pair = || (Fold::new(definitions, &slos), Fold::new(definitions, &slos));
+        let mut whole = pair();
+        let mut by_class: Vec<(Fold, Fold)> = classes.iter().map(|_| pair()).collect();
         let mut rows = 0u64;
         store.each_request_row(&run.id, |mut row| {
             rows += 1;
-            kernel.add(&row.record);
+            let class = row.record.class.map(usize::from);
+            let mut folds: Vec<&mut (Fold, Fold)> = vec![&mut whole];
+            folds.extend(class.and_then(|c| by_class.get_mut(c)));
+            for (kernel, _) in &mut folds {
+                kernel.add(&row.record);
+            }
             row.record.move_to_user_clock();
-            user.add(&row.record);
+            for (_, user) in &mut folds {
+                user.add(&row.record);
+            }
         })?;
         if rows == 0 {
             continue;
@@ -68,10 +80,21 @@ pub(super) fn move_runs(
             slos: slos.clone(),
             ..SummaryOptions::default()
         };
-        let (kernel, user) = (kernel.finish(&opts), user.finish(&opts));
-        for (name, value) in user.values {
-            if kernel.values.get(&name) != Some(&value) {
-                run.metrics.insert(name, value);
+        let moved = |(kernel, user): (Fold, Fold)| {
+            let (kernel, user) = (kernel.finish(&opts), user.finish(&opts));
+            user.values
+                .into_iter()
+                .filter(move |(name, value)| kernel.values.get(name) != Some(value))
+        };
+        for (name, value) in moved(whole) {
+            run.metrics.insert(name, value);
+        }
+        for (class, folds) in classes.iter().zip(by_class) {
+            for (name, value) in moved(folds) {
+                let name = crate::metrics::names::class_metric(&name, class);
+                if run.metrics.contains_key(&name) {
+                    run.metrics.insert(name, value);
+                }
             }
         }
     }
