@@ -177,6 +177,24 @@ fn the_user_clock_moves_the_answers_by_the_stored_delays_and_says_so() {
     );
     let csv = cli_support::stdout_of(&["report", db, "--format", "csv"]);
     assert!(!csv.lines().next().unwrap().ends_with(",clock"), "{csv}");
+    // Time slices: every slice's TTFT p50 moves by the 3 ms too.
+    let slices = |clock: &str| -> Vec<f64> {
+        let csv = cli_support::stdout_of(&["report", db, "--slices", "--clock", clock]);
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let at = header.iter().position(|h| *h == "ttft_p50_ms").unwrap();
+        lines
+            .filter_map(|l| l.split(',').nth(at)?.parse().ok())
+            .collect()
+    };
+    let (k, u) = (slices("kernel"), slices("user"));
+    assert!(!k.is_empty() && k.len() == u.len(), "{k:?} {u:?}");
+    for (k, u) in k.iter().zip(&u) {
+        assert!(
+            (u - k - 3.0).abs() < 1e-3,
+            "slice ttft_p50: kernel {k}, user {u}"
+        );
+    }
     the_gates_and_compare_judge_on_the_chosen_clock(
         db,
         &metric(&kernel, "ttft_p50").unwrap(),
@@ -254,6 +272,24 @@ fn a_mix_s_class_metrics_move_to_the_user_clock_too() {
         "report", db, "--format", "json", "--clock", "user",
     ]))
     .unwrap();
+    let by_class = |clock: &str| {
+        let csv = cli_support::stdout_of(&[
+            "report",
+            db,
+            "--by-class",
+            "--metrics",
+            "ttft_p50",
+            "--clock",
+            clock,
+        ]);
+        let row = csv.lines().nth(1).unwrap().to_string();
+        row.rsplit(',').next().unwrap().parse::<f64>().unwrap()
+    };
+    let (k, u) = (by_class("kernel"), by_class("user"));
+    assert!(
+        (u - k - 3.0).abs() < 1e-6,
+        "--by-class: kernel {k}, user {u}"
+    );
     for (class, name) in [("a", "ttft_p50"), ("b", "ttft_p50"), ("a", "ttft_mean")] {
         let of = |run: &Value| run["classes"][class]["metrics"][name].as_f64().unwrap();
         let (k, u) = (of(&kernel), of(&user[0]));

@@ -80,9 +80,10 @@ pub struct ReportArgs {
     pub export: Vec<super::export::Export>,
     /// The clock of the answer times: `kernel` (when the bytes arrived, by the kernel's
     /// receive stamps where the run had them) or `user` (when the client read them: the
-    /// metrics recomputed from the rows). Default: the plan's `[report] clock`, else kernel.
-    #[arg(long, value_name = "CLOCK", value_parser = parse_clock,
-          conflicts_with_all = ["slices", "groups", "by_replica", "by_class"])]
+    /// metrics recomputed from the rows), for the pivot, the gates, `--slices`, `--groups`,
+    /// `--by-replica` and `--by-class` alike. Default: the plan's `[report] clock`, else
+    /// kernel.
+    #[arg(long, value_name = "CLOCK", value_parser = parse_clock)]
     pub clock: Option<Clock>,
 }
 
@@ -100,13 +101,23 @@ fn parse_slice(text: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
+/// The suite's runs with their metrics on the clock `--clock` or the plan's `[report]
+/// clock` chooses (what a breakdown shows is on the report's one clock).
+fn on_clock(store: &Store, args: &ReportArgs) -> Result<report::ReportData, ReportError> {
+    let over = Layout {
+        clock: args.clock,
+        ..Layout::default()
+    };
+    Ok(report::ReportData::load_laid_out(store, &[], &over)?.0)
+}
+
 /// `--slices`: every run's slices as CSV.
 fn slices(args: &ReportArgs) -> Result<(), ReportError> {
     if !matches!(args.format, Format::Table | Format::Csv) {
         return Err(ReportError::SlicesFormat);
     }
     let store = Store::open(&args.db)?;
-    let data = report::ReportData::load(&store)?;
+    let data = on_clock(&store, args)?;
     let text = report::slices::render_csv(&store, &data, args.slice)?;
     write_out(args.out.as_deref(), &text)
 }
@@ -114,7 +125,7 @@ fn slices(args: &ReportArgs) -> Result<(), ReportError> {
 /// `report --groups`: the groups of repeated runs as JSON (the default) or CSV.
 fn groups(args: &ReportArgs) -> Result<(), ReportError> {
     let store = Store::open(&args.db)?;
-    let data = report::ReportData::load(&store)?;
+    let data = on_clock(&store, args)?;
     let text = match args.format {
         Format::Csv => report::repeats::csv(&data.runs),
         Format::Json | Format::Table => {
@@ -178,7 +189,8 @@ fn by_replica(args: &ReportArgs) -> Result<(), ReportError> {
         return Err(ReportError::ByReplicaFormat);
     }
     let store = Store::open(&args.db)?;
-    let text = report::replicas::render_csv(&store, &args.metrics)?;
+    let clock = on_clock(&store, args)?.clock;
+    let text = report::replicas::render_csv(&store, &args.metrics, clock)?;
     write_out(args.out.as_deref(), &text)
 }
 
@@ -188,7 +200,7 @@ fn by_class(args: &ReportArgs) -> Result<(), ReportError> {
         return Err(ReportError::ByClassFormat);
     }
     let store = Store::open(&args.db)?;
-    let text = report::classes::render_csv(&store.runs()?, &args.metrics)?;
+    let text = report::classes::render_csv(&on_clock(&store, args)?.runs, &args.metrics)?;
     write_out(args.out.as_deref(), &text)
 }
 

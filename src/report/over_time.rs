@@ -32,7 +32,7 @@ pub fn section(store: &Store, data: &ReportData, digests: &[Digest]) -> Result<S
             continue;
         }
         let name = format!("#{} {}", run.ordinal, labels.short(run, &[]));
-        let slices = run_slices(store, &run.id, width)?;
+        let slices = run_slices(store, &run.id, width, data.clock)?;
         let span = digest.timeline.span.max(slices_end(&slices));
         let failed = digest.latency_cdf.is_empty();
         let _ = write!(

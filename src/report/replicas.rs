@@ -27,7 +27,12 @@ pub(crate) const DEFAULT_METRICS: [&str; 6] = [
 ];
 
 /// Every run's per-replica rows, the metrics of `metrics` (empty: the defaults).
-pub(crate) fn render_csv(store: &Store, metrics: &[String]) -> Result<String, ReportError> {
+/// On the user clock (`clock`) each row is moved to when the client read it.
+pub(crate) fn render_csv(
+    store: &Store,
+    metrics: &[String],
+    clock: crate::record::Clock,
+) -> Result<String, ReportError> {
     let metrics = super::csv::breakdown_metrics("--by-replica", metrics, &DEFAULT_METRICS)?;
     let mut out = format!("run,replica,url,requests,{}\n", metrics.join(","));
     for run in store.runs()? {
@@ -39,7 +44,10 @@ pub(crate) fn render_csv(store: &Store, metrics: &[String]) -> Result<String, Re
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let mut folds: BTreeMap<u32, (u64, Fold)> = BTreeMap::new();
-        store.each_measured_row_by_end(&run.id, |row| {
+        store.each_measured_row_by_end(&run.id, |mut row| {
+            if clock == crate::record::Clock::User {
+                row.record.move_to_user_clock();
+            }
             if let Some(r) = row.record.replica {
                 let (n, fold) = folds
                     .entry(r)

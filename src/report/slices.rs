@@ -16,13 +16,18 @@ use serde_json::Value;
 use super::ReportData;
 use crate::metrics::slices::{SliceFold, Slices};
 use crate::metrics::MetricDefinitions;
+use crate::record::Clock;
 use crate::store::{Store, StoreError, StoredRun};
 
-/// The slices of run `run_id`, `width` wide (no slices when it measured nothing).
+/// The slices of run `run_id`, `width` wide (no slices when it measured nothing), its
+/// answer times on `clock` (`report::user_clock`: on the user clock each row is moved to
+/// when the client read it before it is folded; rows are read in order of their stored
+/// end, so one whose read moved it past a slice already closed counts as `late`).
 pub(crate) fn run_slices(
     store: &Store,
     run_id: &str,
     width: Duration,
+    clock: Clock,
 ) -> Result<Slices, StoreError> {
     let extras = store.run_extras(run_id)?;
     let definitions = MetricDefinitions::of_extras(&extras);
@@ -44,7 +49,12 @@ pub(crate) fn run_slices(
         });
     };
     let mut fold = SliceFold::new(width, span, definitions);
-    store.each_measured_row_by_end(run_id, |row| fold.add(&row.record))?;
+    store.each_measured_row_by_end(run_id, |mut row| {
+        if clock == Clock::User {
+            row.record.move_to_user_clock();
+        }
+        fold.add(&row.record);
+    })?;
     Ok(fold.finish(steady))
 }
 
@@ -77,7 +87,11 @@ pub(crate) fn render_csv(
     let width = width.unwrap_or_else(|| slice_width(data));
     let mut out = format!("{HEADER}\n");
     for run in &data.runs {
-        write_run(&mut out, run, &run_slices(store, &run.id, width)?);
+        write_run(
+            &mut out,
+            run,
+            &run_slices(store, &run.id, width, data.clock)?,
+        );
     }
     Ok(out)
 }
