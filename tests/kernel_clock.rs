@@ -161,8 +161,8 @@ fn the_user_clock_moves_the_answers_by_the_stored_delays_and_says_so() {
         "report", db, "--clock", "user", "--format", "html", "--out", "-",
     ]);
     assert!(
-        html.contains("when the client read them"),
-        "the page says its clock"
+        html.contains("when the client read them") && html.contains("So are the plots"),
+        "the page says its clock, its plots' too"
     );
     let md = cli_support::stdout_of(&["report", db, "--clock", "user", "--format", "md"]);
     assert!(

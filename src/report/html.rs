@@ -279,7 +279,7 @@ pub fn render(
     let digests = data
         .runs
         .iter()
-        .map(|r| Digest::of_run(store, r))
+        .map(|r| Digest::of_run(store, r, data.clock))
         .collect::<Result<Vec<_>, _>>()?;
     let name = escape(&data.suite.info.plan_name);
     let mut s = format!("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfplan: {name}</title><style>{STYLE}</style></head><body>");
@@ -294,7 +294,7 @@ pub fn render(
     if data.clock == crate::record::Clock::User {
         let _ = write!(
             s,
-            "<p class=\"facts\">{} The per-request plots stay on the kernel's clock.</p>",
+            "<p class=\"facts\">{} So are the plots.</p>",
             escape(super::user_clock::line(data.clock).trim_end())
         );
     }

@@ -258,15 +258,23 @@ pub struct ClassCdfs {
 impl Digest {
     /// The digest of a stored run, its rows read one at a time into the metrics' own
     /// compact columns (4 bytes a request for each of TTFT and latency), never a whole
-    /// `Sample`, under the run's own metric definitions.
-    pub(crate) fn of_run(store: &Store, run: &StoredRun) -> Result<Digest, StoreError> {
+    /// `Sample`, under the run's own metric definitions; on the user clock (`clock`) each
+    /// row moved to when the client read it.
+    pub(crate) fn of_run(
+        store: &Store,
+        run: &StoredRun,
+        clock: crate::record::Clock,
+    ) -> Result<Digest, StoreError> {
         let defs = super::bootstrap::definitions_of(run);
         let (mut ttft, mut tpot, mut latency) =
             (Times::default(), Times::default(), Times::default());
         let mut means = super::bootstrap::InputMeans::default();
         let mut timeline = super::timeline::Timeline::default();
         let mut classes: BTreeMap<u16, (Times, Times)> = BTreeMap::new();
-        store.each_request_row(&run.id, |row| {
+        store.each_request_row(&run.id, |mut row| {
+            if clock == crate::record::Clock::User {
+                row.record.move_to_user_clock();
+            }
             let r = &row.record;
             timeline.push(r);
             if r.phase != Phase::Measured || r.outcome != Outcome::Ok {

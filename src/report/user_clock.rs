@@ -11,8 +11,8 @@
 //! One clock for everything a command judges: the pivot, the gates (the baseline's runs
 //! moved too) and `compare`'s deltas and noise samples; a mix's per-class metrics move
 //! with the run's; time slices and the per-replica breakdown move their rows
-//! (`slices::run_slices`, `replicas::render_csv`). The HTML page's per-request plots stay
-//! on the kernel's clock.
+//! (`slices::run_slices`, `replicas::render_csv`), and so do the HTML page's per-request
+//! plots (`plots::Digest::of_run`).
 
 use serde_json::Value;
 
