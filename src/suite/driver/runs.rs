@@ -44,10 +44,7 @@ impl Suite<'_> {
     ) -> Result<SuiteOutcome, SuiteError> {
         let mut outcome = SuiteOutcome {
             dir,
-            done: 0,
-            skipped: 0,
-            failed: 0,
-            interrupted: false,
+            ..SuiteOutcome::default()
         };
         let mut seen = Seen {
             tested: self.tested.clone(),
@@ -76,6 +73,7 @@ impl Suite<'_> {
                 }
             }
         }
+        self.sinks.suite_ended(self.log);
         self.log.event(serde_json::json!({
             "event": "suite_end", "done": outcome.done, "skipped": outcome.skipped,
             "failed": outcome.failed, "interrupted": outcome.interrupted,
@@ -171,6 +169,7 @@ impl Suite<'_> {
             true => outcome.failed += 1,
             false => self.count(run, result, outcome, total)?,
         }
+        self.sinks.run_stored(self.log, &outcome.dir, &run.id).await;
         seen.stopped.extend(self.stopped_tier(run, total)?);
         Ok(())
     }
