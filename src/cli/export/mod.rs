@@ -194,7 +194,7 @@ pub(crate) fn export_all(data: &ReportData, exports: &[Export]) -> Result<(), Ex
 }
 
 /// Sends `delivery`; where it went, as said after an export.
-pub(crate) async fn deliver(delivery: Delivery) -> Result<String, ExportError> {
+async fn deliver(delivery: Delivery) -> Result<String, ExportError> {
     match delivery {
         Delivery::File { path, text } => {
             std::fs::write(&path, text).map_err(|source| ExportError::Write {

@@ -1,8 +1,9 @@
 //! The per-run loop of a suite: for each run in order, the launched server of the
 //! previous endpoint stopped when it is done with, finished runs skipped, the run's
 //! server up, its cache reset and connection test, then the run (or SLA search) itself,
-//! counted in the suite's outcome; a run that fails is stored as failed and the loop goes
-//! on. Knows how a run ends, not how it runs on the engine (`one`).
+//! counted in the suite's outcome and told to the suite's sinks; a run that fails is
+//! stored as failed and the loop goes on. Knows how a run ends, not how it runs on the
+//! engine (`one`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
