@@ -87,7 +87,8 @@ async fn every_metric_reaches_the_collector_in_base_units() {
     let out = dir.path().join("out");
     let (url, got) = receiver(StatusCode::OK).await;
     let export = format!("otlp={url}");
-    // `run --export` pushes when the suite ends; `report --export` pushes the same again.
+    // `run --export` pushes each run as it is stored and all when the suite ends;
+    // `report --export` pushes the same again.
     let args = [
         "run",
         plan.to_str().unwrap(),
@@ -119,9 +120,13 @@ async fn every_metric_reaches_the_collector_in_base_units() {
     let runs: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
 
     let got = got.lock().unwrap().clone();
-    assert_eq!(got.len(), 2, "one POST by run, one by report");
-    assert_eq!(got[0], got[1], "run and report push the same");
-    let (path, ct, body) = &got[1];
+    assert_eq!(
+        got.len(),
+        4,
+        "one POST by run as each run is stored, one when its suite ends, one by report"
+    );
+    assert_eq!(got[2], got[3], "run and report push the same");
+    let (path, ct, body) = &got[3];
     assert_eq!(
         (path.as_str(), ct.as_str()),
         ("/v1/metrics", "application/json")

@@ -73,10 +73,9 @@ pub struct ReportArgs {
     /// `kind = "mix"`; `--metrics` picks the columns; the book's "Mixes").
     #[arg(long, conflicts_with_all = ["rows", "columns", "gates", "baseline", "junit", "slices", "groups", "by_replica"])]
     pub by_class: bool,
-    /// Also push every run's metrics where the team looks: `otlp=URL` to an OpenTelemetry
-    /// collector over OTLP/HTTP JSON (`URL/v1/metrics`), `prometheus=FILE` as the text
-    /// exposition; repeatable.
-    #[arg(long = "export", value_name = "KIND=TARGET")]
+    #[arg(long = "export", value_name = "KIND=TARGET", help = super::export::help(
+        "Also push every run's metrics where the team looks"
+    ))]
     pub export: Vec<super::export::Export>,
     /// The clock of the answer times: `kernel` (when the bytes arrived, by the kernel's
     /// receive stamps where the run had them) or `user` (when the client read them: the

@@ -68,6 +68,7 @@ pub fn run(args: &RerunArgs) -> Ended {
         // A rerun's plan is the stored text, not a file `run --resume` could name.
         resume_args: None,
         tokenizers: crate::tokenize::TokenizerCache::new(),
+        sinks: Default::default(),
     };
     let outcome = suite::run_suite(&plan, &runs, &opts)
         .map_err(|e| Failure::of(exit::of_suite_error(&e), &e))?;

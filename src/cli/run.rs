@@ -58,10 +58,11 @@ pub struct RunArgs {
     /// Also write the gate verdicts as JUnit XML to FILE (one test case per gate and run).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// When the suite ends, push its metrics where the team looks: `otlp=URL` (an
-    /// OpenTelemetry collector, OTLP/HTTP JSON) or `prometheus=FILE`; repeatable (as
-    /// `report --export`).
-    #[arg(long = "export", value_name = "KIND=TARGET")]
+    #[arg(long = "export", value_name = "KIND=TARGET", help = super::export::help(
+        "Push the metrics where the team looks, each run's as it is stored (a failed push \
+         is a warning) and the suite's when it ends (after its report and gates, as `report \
+         --export`)"
+    ))]
     pub export: Vec<super::export::Export>,
     /// Run `perfplan check` first and stop if it finds a failure.
     #[arg(long)]
@@ -155,9 +156,10 @@ pub fn run(args: &RunArgs) -> Ended {
         progress_every: args.progress_every,
         search: Some(&crate::search::DRIVER),
         barrier: barrier.clone().map(|b| b as _),
-        accept,
         resume_args: Some(resume_args(std::env::args().skip(1))),
         tokenizers: files.tokenizers,
+        sinks: super::export::sinks(&args.export, &accept),
+        accept,
     };
     let sharding = crate::distribute::shard::ShardOptions {
         shard: shard.map(|s| s.0),

@@ -67,6 +67,8 @@ pub struct RunOptions {
     /// Tokenizers loaded before the suite (by `run`'s check of its files): the suite
     /// loads only those it does not hold.
     pub tokenizers: TokenizerCache,
+    /// Told of every run once it is stored (`run --export`'s exporters).
+    pub sinks: crate::live::sink::Sinks,
 }
 
 /// Runs one SLA-search run of a suite: each trial a run of its own through
@@ -83,7 +85,7 @@ pub trait SearchDriver: Sync + std::fmt::Debug {
 }
 
 /// How a suite ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SuiteOutcome {
     pub dir: PathBuf,
     pub done: usize,
@@ -206,6 +208,7 @@ fn run_in(
         lead: std::cell::Cell::new(std::time::Duration::ZERO),
         trust: trust_of(plan, opts),
         tested,
+        sinks: &opts.sinks,
     };
     let result = rt.block_on(async {
         let result = suite.run_all(runs, dir, &mut servers).await;
@@ -286,6 +289,8 @@ pub struct Suite<'a> {
     pub(crate) trust: crate::trust::Thresholds,
     /// The endpoints connection-tested before the suite (`before`).
     tested: BTreeSet<String>,
+    /// Told of each run once it is stored.
+    sinks: &'a crate::live::sink::Sinks,
 }
 
 impl Suite<'_> {

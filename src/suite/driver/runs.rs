@@ -1,8 +1,9 @@
 //! The per-run loop of a suite: for each run in order, the launched server of the
 //! previous endpoint stopped when it is done with, finished runs skipped, the run's
 //! server up, its cache reset and connection test, then the run (or SLA search) itself,
-//! counted in the suite's outcome; a run that fails is stored as failed and the loop goes
-//! on. Knows how a run ends, not how it runs on the engine (`one`).
+//! counted in the suite's outcome and told to the suite's sinks; a run that fails is
+//! stored as failed and the loop goes on. Knows how a run ends, not how it runs on the
+//! engine (`one`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -44,10 +45,7 @@ impl Suite<'_> {
     ) -> Result<SuiteOutcome, SuiteError> {
         let mut outcome = SuiteOutcome {
             dir,
-            done: 0,
-            skipped: 0,
-            failed: 0,
-            interrupted: false,
+            ..SuiteOutcome::default()
         };
         let mut seen = Seen {
             tested: self.tested.clone(),
@@ -76,6 +74,7 @@ impl Suite<'_> {
                 }
             }
         }
+        self.sinks.suite_ended(self.log);
         self.log.event(serde_json::json!({
             "event": "suite_end", "done": outcome.done, "skipped": outcome.skipped,
             "failed": outcome.failed, "interrupted": outcome.interrupted,
@@ -171,6 +170,7 @@ impl Suite<'_> {
             true => outcome.failed += 1,
             false => self.count(run, result, outcome, total)?,
         }
+        self.sinks.run_stored(self.log, &outcome.dir, &run.id).await;
         seen.stopped.extend(self.stopped_tier(run, total)?);
         Ok(())
     }
