@@ -193,11 +193,25 @@ pub(crate) fn export_all(data: &ReportData, exports: &[Export]) -> Result<(), Ex
     Ok(())
 }
 
+/// Writes `text` to `path` whole or not at all: into a file beside it, then renamed over
+/// it, so a reader (a node exporter's textfile collector scraping while `run --export`
+/// rewrites the file after each run) never sees half a file.
+fn replace_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".perfplan-{}.tmp", std::process::id()));
+    let temp = path.with_file_name(name);
+    std::fs::write(&temp, text)
+        .and_then(|()| std::fs::rename(&temp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&temp);
+        })
+}
+
 /// Sends `delivery`; where it went, as said after an export.
 async fn deliver(delivery: Delivery) -> Result<String, ExportError> {
     match delivery {
         Delivery::File { path, text } => {
-            std::fs::write(&path, text).map_err(|source| ExportError::Write {
+            replace_file(&path, &text).map_err(|source| ExportError::Write {
                 path: path.clone(),
                 source,
             })?;
@@ -244,6 +258,29 @@ async fn post(url: &str, content_type: &str, body: String) -> Result<(), ExportE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The file is replaced by a rename (a reader sees the old file or the new one), and
+    /// nothing is left beside it, written or not.
+    #[test]
+    fn a_file_is_replaced_whole_and_leaves_nothing_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("perfplan.prom");
+        std::fs::write(&path, "old\n").unwrap();
+        let before = std::fs::metadata(&path).unwrap();
+        replace_file(&path, "new\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+        use std::os::unix::fs::MetadataExt;
+        let after = std::fs::metadata(&path).unwrap();
+        assert_ne!(
+            before.ino(),
+            after.ino(),
+            "renamed over, not written in place"
+        );
+        let missing = dir.path().join("no-such-dir/perfplan.prom");
+        assert!(replace_file(&missing, "x").is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
 
     #[test]
     fn every_exporter_is_registered_once_and_parses_by_its_kind() {
