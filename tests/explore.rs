@@ -261,7 +261,12 @@ fn rates(steps: &[serde_json::Value]) -> Vec<f64> {
 #[test]
 fn by_rate_finds_the_simulators_capacity() {
     let load = r#"load = { explore = { by = "rate", from = 20, max = 1000, step = "800ms", probes = 3 } }"#;
-    let (_dir, db, runs) = explored(HEAD, load);
+    // Two accelerators at 3.6 an hour (a thousandth a second): the steps' capacity figures.
+    let head = HEAD.replace(
+        "base_url = \"sim://explore\"\n",
+        "base_url = \"sim://explore\"\nhardware = { accelerators = 2, cost_per_hour = 3.6 }\n",
+    );
+    let (dir, db, runs) = explored(&head, load);
     let r = &runs[0];
     let steps = r["steps"].as_array().unwrap();
     let levels = rates(steps);
@@ -296,6 +301,68 @@ fn by_rate_finds_the_simulators_capacity() {
     let header = table.lines().find(|l| l.contains("knee_rps")).unwrap();
     assert!(header.trim_start().starts_with("knee_rps"), "{table}");
     assert!(!header.contains("knee_concurrency"), "{table}");
+    rate_steps_carry_capacity(steps, &db, dir.path());
+}
+
+/// Each step of an exploring run by rate has the run's capacity figures by its rule:
+/// its users are its mean in flight by Little's law, which below the capacity is its rate
+/// × one request's time; the HTML's Pareto front draws the steps, labelled by rate.
+fn rate_steps_carry_capacity(
+    steps: &[serde_json::Value],
+    db: &std::path::Path,
+    dir: &std::path::Path,
+) {
+    for s in steps {
+        let tps = metric(s, "output_tps");
+        let users = metric(s, "in_flight_mean");
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-9;
+        assert!(close(metric(s, "output_tps_per_user"), tps / users), "{s}");
+        assert!(
+            close(metric(s, "output_tps_per_accelerator"), tps / 2.0),
+            "{s}"
+        );
+        assert!(
+            close(metric(s, "cost_per_million_output_tokens"), 1000.0 / tps),
+            "{s}"
+        );
+        assert!(
+            metric(s, "cost_per_million_total_tokens") < 1000.0 / tps,
+            "{s}"
+        );
+    }
+    let at_40 = &steps[1];
+    let little = 40.0 * metric(at_40, "latency_p50") / 1e3;
+    let users = metric(at_40, "in_flight_mean");
+    assert!(
+        (users / little - 1.0).abs() < 0.25,
+        "{users} in flight at 40/s, not {little}"
+    );
+    let o = perfplan(&["report", db.to_str().unwrap(), "--format", "md"]);
+    let md = String::from_utf8_lossy(&o.stdout);
+    let head = md
+        .lines()
+        .find(|l| l.starts_with("| run | step |"))
+        .unwrap();
+    assert!(head.contains("output_tps_per_user") && head.contains("cost_per_million_total_tokens"));
+    let html = dir.join("r.html");
+    let o = perfplan(&[
+        "report",
+        db.to_str().unwrap(),
+        "--format",
+        "html",
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let figure = &page[page.find("Pareto front: speed").unwrap()..];
+    let figure = &figure[..figure.find("</figure>").unwrap()];
+    assert!(figure.contains(">40 rps</text>"), "{figure}");
+    assert!(
+        figure.contains("Little&#39;s law") || figure.contains("Little's law"),
+        "{figure}"
+    );
+    assert!(figure.contains("output tok/s per accelerator"), "{figure}");
 }
 
 #[test]

@@ -63,7 +63,10 @@ impl MergeFold {
             steps: parts
                 .first()
                 .and_then(|(_, run)| stored_windows(&run.settings))
-                .map(|(windows, key)| (StepFold::new(&windows, opts.definitions), key)),
+                .map(|(windows, key)| {
+                    let fold = StepFold::new(&windows, opts.definitions, opts.hardware);
+                    (fold, key)
+                }),
         }
     }
 

@@ -26,7 +26,8 @@ pub(crate) fn finish(
         summary.values.insert(name.into(), None);
     }
     let control = shared?.lock().ok()?;
-    let mut fold = StepFold::new(control.held(), definitions);
+    let hardware = crate::planner::hardware_of(&run.settings);
+    let mut fold = StepFold::new(control.held(), definitions, hardware);
     let read = match store.lock() {
         Ok(store) => store.each_request_row(&run.id, |row| fold.add(&row.record)),
         Err(_) => return Some("no exploring steps: the store is poisoned".into()),

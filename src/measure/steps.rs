@@ -24,7 +24,8 @@ pub(crate) fn measure(
     time: &mut Value,
 ) -> Option<String> {
     let (windows, key) = run.step_windows()?;
-    let mut fold = StepFold::new(&windows, definitions);
+    let hardware = crate::planner::hardware_of(&run.settings);
+    let mut fold = StepFold::new(&windows, definitions, hardware);
     let read = match store.lock() {
         Ok(store) => store.each_request_row(&run.id, |row| fold.add(&row.record)),
         Err(_) => return Some("no per-step metrics: the store is poisoned".into()),

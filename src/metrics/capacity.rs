@@ -43,19 +43,17 @@ pub(crate) fn cost_per_million(cost_per_hour: f64, duration_s: f64, tokens: f64)
     (tokens > 0.0 && duration_s > 0.0).then(|| cost_per_hour * duration_s / 3600.0 / tokens * 1e6)
 }
 
-/// The capacity metrics of a run: per user (over `users`, a closed loop's concurrency,
-/// else the mean in flight), per accelerator and cost (with `hardware`).
+/// The capacity metrics of a run, or of one step of a ramped or exploring run: per user
+/// (over `users`, a closed loop's concurrency or a step's level, else the mean in
+/// flight), per accelerator and cost (with `hardware`).
 pub fn capacity(
     t: &Throughput,
-    users: Option<u32>,
+    users: Option<f64>,
     hardware: Option<&Hardware>,
 ) -> [(&'static str, Option<f64>); 5] {
     let d = t.duration_s.filter(|d| *d > 0.0);
     let output_tps = d.zip(t.output_tokens).map(|(d, n)| n / d);
-    let users = users
-        .map(f64::from)
-        .or(t.in_flight_mean)
-        .filter(|u| *u > 0.0);
+    let users = users.or(t.in_flight_mean).filter(|u| *u > 0.0);
     let accelerators = hardware
         .and_then(|h| h.accelerators)
         .filter(|a| *a > 0)
@@ -113,7 +111,7 @@ mod tests {
             accelerators: Some(8),
             cost_per_hour: Some(25.0),
         };
-        let v = capacity(&t, Some(16), Some(&hw));
+        let v = capacity(&t, Some(16.0), Some(&hw));
         assert_eq!(v.map(|(n, _)| n), CAPACITY_NAMES);
         close(by_name(&v, "output_tps_per_user"), 1500.0 / 16.0);
         close(by_name(&v, "output_tps_per_accelerator"), 187.5);

@@ -385,7 +385,8 @@ impl Scalars {
             good_output_tokens: good_output,
             in_flight_mean,
         };
-        let capacity = capacity(&throughput, opts.users, opts.hardware.as_ref());
+        let users = opts.users.map(f64::from);
+        let capacity = capacity(&throughput, users, opts.hardware.as_ref());
         for (k, value) in [
             ("requests_ok", Some(self.ok)),
             ("requests_no_output", Some(no_output)),

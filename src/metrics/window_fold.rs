@@ -27,6 +27,10 @@ pub(crate) struct WindowFold<W> {
     fold: Fold,
     ended_ok: u64,
     output_tokens: f64,
+    /// Input tokens of the successful requests that ended in the window.
+    ended_input_tokens: f64,
+    /// Σ (end − sent) of the measured requests that ended in the window, seconds.
+    ended_latency_s: f64,
 }
 
 /// What a window's requests make.
@@ -40,6 +44,12 @@ pub(crate) struct WindowFigures {
     pub rps: Option<f64>,
     /// Output tokens that arrived in it, per second.
     pub output_tps: Option<f64>,
+    /// Output tokens that arrived in it plus the input tokens of the successful requests
+    /// that ended in it, per second.
+    pub total_tps: Option<f64>,
+    /// Mean requests in flight by Little's law: the measured requests that ended in it
+    /// (any outcome), per second, × their mean latency (Σ latency ÷ its length).
+    pub in_flight: Option<f64>,
 }
 
 impl<W: Span> WindowFold<W> {
@@ -49,6 +59,8 @@ impl<W: Span> WindowFold<W> {
             fold: Fold::new(definitions, &[]),
             ended_ok: 0,
             output_tokens: 0.0,
+            ended_input_tokens: 0.0,
+            ended_latency_s: 0.0,
         }
     }
 
@@ -61,8 +73,15 @@ impl<W: Span> WindowFold<W> {
         if self.window.holds(at) {
             self.fold.add(r);
         }
+        let ended = self.window.holds(r.end);
+        if ended {
+            self.ended_latency_s += r.end.saturating_sub(r.sent).as_secs_f64();
+        }
         if r.outcome == Outcome::Ok {
-            self.ended_ok += u64::from(self.window.holds(r.end));
+            self.ended_ok += u64::from(ended);
+            if ended {
+                self.ended_input_tokens += f64::from(r.input_tokens().map_or(0, |(n, _)| n));
+            }
             token_times(r, |t, n| {
                 if self.window.holds(t) {
                     self.output_tokens += n;
@@ -79,6 +98,8 @@ impl<W: Span> WindowFold<W> {
             len_s,
             rps: per_s(self.ended_ok as f64),
             output_tps: per_s(self.output_tokens),
+            total_tps: per_s(self.output_tokens + self.ended_input_tokens),
+            in_flight: per_s(self.ended_latency_s),
         }
     }
 }

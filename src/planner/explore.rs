@@ -64,15 +64,19 @@ pub struct ExploreTerms {
     pub by_rate: bool,
     /// A level whose server queue (telemetry) kept growing is saturated.
     pub server_queue: bool,
+    /// How an open loop's arrivals are spaced (`by = "rate"`; the load's `arrivals`).
+    pub arrivals: super::run::ArrivalProcess,
 }
 
-/// The terms of an exploring load that [`explore_problems`] accepts.
+/// The terms of an exploring load that [`explore_problems`] accepts (Poisson arrivals:
+/// the load's own are `RunSpec::explore`'s).
 pub(crate) fn terms_of(spec: &ExploreSpec) -> ExploreTerms {
     ExploreTerms {
         rule: rule_of(spec),
         step: step_of(spec),
         by_rate: spec.by == Some(ExploreBy::Rate),
         server_queue: spec.server_queue == Some(true),
+        arrivals: super::run::ArrivalProcess::Poisson,
     }
 }
 
@@ -194,8 +198,15 @@ pub(crate) fn explore_problems(load: &LoadSpec, spec: &ExploreSpec) -> Vec<Strin
     if load.search.is_some() {
         out.push("an exploring load cannot be searched: an SLA search probes fixed loads".into());
     }
-    if load.arrivals.is_some() || load.burstiness.is_some() || load.max_in_flight.is_some() {
-        out.push("`arrivals`, `burstiness` and `max_in_flight` apply to open loops (`rate`, `ramp`), not to an exploring load".into());
+    let by_rate = spec.by == Some(ExploreBy::Rate);
+    if load.max_in_flight.is_some() {
+        out.push("`max_in_flight` caps an open loop (`rate`, `ramp`), not an exploring load, whose queue past saturation is what it measures".into());
+    }
+    if !by_rate && (load.arrivals.is_some() || load.burstiness.is_some()) {
+        out.push("`arrivals` and `burstiness` space an open loop's arrivals: an exploring load has them only with `by = \"rate\"` (by concurrency, each request is sent when one ends)".into());
+    }
+    if by_rate {
+        out.extend(super::resolve::burstiness_problem(load));
     }
     if super::warmup_count(load) > 0 {
         out.push(

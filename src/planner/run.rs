@@ -133,6 +133,20 @@ pub enum ArrivalProcess {
     Constant,
 }
 
+impl ArrivalProcess {
+    /// The arrivals of an open loop, or of an exploring load by rate: `arrivals` (Poisson
+    /// by default) with its `burstiness`.
+    pub fn of(load: &LoadSpec) -> ArrivalProcess {
+        match load.arrivals.unwrap_or_default() {
+            Arrivals::Poisson => ArrivalProcess::Poisson,
+            Arrivals::Gamma => ArrivalProcess::Gamma {
+                burstiness: load.burstiness.unwrap_or(1.0),
+            },
+            Arrivals::Constant => ArrivalProcess::Constant,
+        }
+    }
+}
+
 impl Load {
     /// The mode of `load` for a dataset of `kind`. A load that names neither
     /// `concurrency` nor `rate` is refused at validation unless a trace times it; should
@@ -173,13 +187,7 @@ impl Load {
             (Some(concurrency), _) => Load::Closed { concurrency },
             (None, Some(rate)) => Load::Open {
                 rate,
-                process: match load.arrivals.unwrap_or_default() {
-                    Arrivals::Poisson => ArrivalProcess::Poisson,
-                    Arrivals::Gamma => ArrivalProcess::Gamma {
-                        burstiness: load.burstiness.unwrap_or(1.0),
-                    },
-                    Arrivals::Constant => ArrivalProcess::Constant,
-                },
+                process: ArrivalProcess::of(load),
                 max_in_flight: load.max_in_flight,
             },
             (None, None) => Load::Closed { concurrency: 1 },
@@ -239,8 +247,11 @@ impl RunSpec {
     /// The terms of an exploring load: its rule, how each level ends, and what grows
     /// (`None` for any other load).
     pub fn explore(&self) -> Option<super::explore::ExploreTerms> {
-        let spec = self.settings.load.explore.as_ref()?;
-        Some(super::explore::terms_of(spec))
+        let load = &self.settings.load;
+        Some(super::explore::ExploreTerms {
+            arrivals: ArrivalProcess::of(load),
+            ..super::explore::terms_of(load.explore.as_ref()?)
+        })
     }
 
     /// The curve of a concurrency ramp (`None` for any other load): requests in flight

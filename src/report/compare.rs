@@ -4,7 +4,9 @@
 //! metric's minimum effect (`min_effect`). Repeated runs (`repeat = N`) are matched as
 //! groups; where both sides have two or more repeats, the deltas are of group means and
 //! the interval is Welch's t over the repeat values (the spread between runs, which one
-//! run's bootstrap cannot see), again with the minimum effect. Runs on one
+//! run's bootstrap cannot see), again with the minimum effect. An exploring run's
+//! figures depend on the levels its walk held: without repeats on both sides, its pair is
+//! not judged for noise (`ONE_WALK`), never called a change. Runs on one
 //! side only are listed, not dropped; a matched pair whose settings differ beyond its
 //! axes says so with each setting and both values (see `changed`).
 
@@ -15,6 +17,7 @@ use serde_json::Value;
 use super::bootstrap::{diff_interval, supports, BootstrapOptions, Interval, Sample};
 use super::changed::{changed_settings, ChangedSetting};
 pub use super::compare_render::render;
+use super::compare_trust::{exploring, ONE_WALK};
 use super::min_effect::{pct_for, MinEffect};
 use super::pivot::Labels;
 use super::repeats::{group_leads, group_members, group_value, REPEAT_AXIS};
@@ -64,7 +67,8 @@ pub struct MetricDelta {
     /// repeats: then `base` and `new` are group means and `interval` is Welch's.
     pub repeats: Option<(usize, usize)>,
     /// Why the change is not judged although it could be: a side is invalid for a
-    /// reason that touches the metric (`new invalid: cache_leak`).
+    /// reason that touches the metric (`new invalid: cache_leak`), or a side is one
+    /// exploring run with no repeats to judge it by (`ONE_WALK`).
     pub untrusted: Option<String>,
 }
 
@@ -465,7 +469,8 @@ impl PairContext<'_> {
             group_members(&self.data.1.runs, nr),
         );
         let repeated = bg.runs.len() > 1 && ng.runs.len() > 1;
-        let samples = if judged && !repeated {
+        let one_walk = !repeated && (exploring(br) || exploring(nr));
+        let samples = if judged && !repeated && !one_walk {
             let clock = self.data.1.clock;
             Some((
                 Sample::of_run(base, br, clock)?,
@@ -482,12 +487,15 @@ impl PairContext<'_> {
             let interval = if repeated {
                 welch_interval(&bvals, &nvals, self.opts.bootstrap.confidence)
                     .map(|(low, high)| Interval { low, high })
+            } else if one_walk {
+                None
             } else {
                 pair_interval((base, new), (br, nr), samples.as_ref(), m, self.opts)?
             };
             let repeats = repeated.then_some((bvals.len(), nvals.len()));
             let mut d = metric_delta(m, (bv, nv), interval, repeats, self.opts);
-            d.untrusted = super::compare_trust::why_not_judged(br, nr, m);
+            d.untrusted = super::compare_trust::why_not_judged(br, nr, m)
+                .or_else(|| one_walk.then(|| ONE_WALK.to_string()));
             if d.untrusted.is_some() {
                 d.beyond_noise = None;
             }

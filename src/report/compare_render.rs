@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::changed::{allowed, describe, ChangedSetting};
 use super::compare::{higher_is_better, Comparison, MatchedBy, MetricDelta, PairDelta};
+use super::compare_trust::{ONE_WALK, ONE_WALK_NOTE};
 use super::format::{delta_text, display_for, percent, Display};
 use super::grid::{Grid, MISSING, UNKNOWN};
 use super::{markdown, table, Format, ReportError, TableStyle};
@@ -97,6 +98,13 @@ fn grid(c: &Comparison) -> Grid {
         .any(|p| p.deltas.iter().any(|d| d.repeats.is_some()))
     {
         notes.push("Pairs with repeats on both sides compare group means: their noise verdict is Welch's t 95% interval over the repeats' values, which must exclude zero with at least the minimum effect; other pairs use the bootstrap of each run's requests.".into());
+    }
+    if c.pairs.iter().any(|p| {
+        p.deltas
+            .iter()
+            .any(|d| d.untrusted.as_deref() == Some(ONE_WALK))
+    }) {
+        notes.push(ONE_WALK_NOTE.into());
     }
     for (side, runs) in [("base", &c.only_base), ("new", &c.only_new)] {
         for run in runs.iter() {

@@ -3,7 +3,10 @@
 //! against throughput per accelerator (`output_tps_per_accelerator`; plain output tok/s
 //! when no endpoint says its hardware), one front per endpoint: the points no other point
 //! of that endpoint beats on both at once, joined by a line and labelled by tier; the
-//! points off the front as markers. Reads stored metrics and steps only.
+//! points off the front as markers. A step's point is its stored `output_tps_per_user`
+//! (users: a concurrency step's level, a rate step's mean in flight by Little's law;
+//! `metrics::steps`); a concurrency step stored before it has its output tok/s over its
+//! level. Reads stored metrics and steps only.
 
 use serde_json::Value;
 
@@ -17,7 +20,9 @@ const HOW: &str = "each point is a run or a step (labelled by its tier); right i
 each user, up is more throughput from the same hardware; the line joins an endpoint's \
 points that no other of its points beats on both at once (its Pareto front): pick an \
 operating point on it, and a release whose front lies up and to the right serves more at \
-every speed";
+every speed. A run or step of an open loop (a rate, or an exploring or ramp step by rate) \
+has as its users its measured mean in flight, by Little's law: the requests that ended in \
+it per second × their mean latency";
 
 /// One point: (tok/s per user, tok/s per accelerator or in all, tier label).
 type Point = (f64, f64, String);
@@ -41,7 +46,26 @@ fn accelerators(run: &StoredRun) -> Option<f64> {
         .filter(|a| *a > 0.0)
 }
 
-/// The run's own point and its steps' (a step's users: its concurrency).
+/// One step's point: its stored per-user figure (else, from before it, its output tok/s
+/// over a concurrency step's level), labelled by its level.
+fn step_point(step: &Value, share: f64) -> Option<Point> {
+    let tps = step
+        .pointer("/metrics/output_tps")
+        .and_then(Value::as_f64)?;
+    let users = step.get("concurrency").and_then(Value::as_f64);
+    let per_user = step
+        .pointer("/metrics/output_tps_per_user")
+        .and_then(Value::as_f64)
+        .or_else(|| users.filter(|c| *c > 0.0).map(|c| tps / c))?;
+    let label = match (users, step.get("rate").and_then(Value::as_f64)) {
+        (Some(c), _) => format!("c={}", super::format::number(c)),
+        (None, Some(r)) => format!("{} rps", super::format::number(r)),
+        (None, None) => String::new(),
+    };
+    Some((per_user, tps / share, label))
+}
+
+/// The run's own point and its steps'.
 fn points_of(run: &StoredRun, per_accelerator: bool) -> Vec<Point> {
     let share = if per_accelerator {
         accelerators(run)
@@ -66,14 +90,8 @@ fn points_of(run: &StoredRun, per_accelerator: bool) -> Vec<Point> {
             out.push((x, tps / share, tier));
         }
     }
-    for step in steps_of(run).map(Vec::as_slice).unwrap_or_default() {
-        let users = step.get("concurrency").and_then(Value::as_f64);
-        let tps = step.pointer("/metrics/output_tps").and_then(Value::as_f64);
-        if let (Some(c), Some(tps)) = (users.filter(|c| *c > 0.0), tps) {
-            let label = format!("c={}", super::format::number(c));
-            out.push((tps / c, tps / share, label));
-        }
-    }
+    let steps = steps_of(run).map(Vec::as_slice).unwrap_or_default();
+    out.extend(steps.iter().filter_map(|s| step_point(s, share)));
     out
 }
 
@@ -196,6 +214,27 @@ mod tests {
         assert!(chart.series[1].scatter && !chart.series[0].scatter);
         assert_eq!(chart.series[1].points, [(12.0, 25.0)]);
         assert!(super::chart(&runs[..1]).is_none());
+    }
+
+    #[test]
+    fn a_rate_steps_users_are_its_mean_in_flight() {
+        // An exploring run by rate: its steps have no concurrency, their per-user figure
+        // is over their mean in flight (stored), the y axis their output tok/s over 8.
+        let mut r = run("a", 1.0, 0.0, 0.0);
+        r.axes = json!({"load": {"explore": {"by": "rate"}}});
+        r.extras = json!({"time": {"steps": [
+            {"rate": 20.0, "metrics": {"output_tps": 320.0, "output_tps_per_user": 200.0, "in_flight_mean": 1.6}},
+            {"rate": 40.0, "metrics": {"output_tps": 640.0, "output_tps_per_user": 190.0, "in_flight_mean": 3.37}},
+            {"rate": 80.0, "metrics": {"output_tps": 700.0, "output_tps_per_user": 60.0, "in_flight_mean": 11.7}},
+            {"concurrency": 4.0, "metrics": {"output_tps": 400.0}},
+        ]}});
+        let chart = chart(std::slice::from_ref(&r)).unwrap();
+        let front = &chart.series[0];
+        assert_eq!(front.points, [(60.0, 87.5), (190.0, 80.0), (200.0, 40.0)]);
+        assert_eq!(front.labels, ["80 rps", "40 rps", "20 rps"]);
+        // A concurrency step stored without the figure: its output tok/s over its level.
+        assert_eq!(chart.series[1].points, [(100.0, 50.0)]);
+        assert!(chart.how.contains("Little's law"));
     }
 
     #[test]

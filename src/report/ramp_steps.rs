@@ -11,7 +11,7 @@ use super::format::{displays_of, number};
 use super::grid::{Grid, UNKNOWN};
 use super::pivot::Labels;
 use super::svg::{Chart, Series};
-use crate::metrics::steps::STEP_METRICS;
+use crate::metrics::steps::{STEP_CAPACITY, STEP_METRICS};
 use crate::store::StoredRun;
 
 /// The stored steps of a run (`None` without a ramp or from a database before them).
@@ -79,12 +79,25 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
         return None;
     }
     let labels = Labels::new(runs);
-    let displays = displays_of(&STEP_METRICS, |m| {
+    let values_of = |m: &str| -> Vec<f64> {
         ramped
             .iter()
             .flat_map(|(_, s)| s.iter().filter_map(|st| metric(st, m)))
             .collect()
-    });
+    };
+    // The capacity figures where some step has them (steps stored before them, or
+    // without `hardware`, add no column of blanks).
+    let names: Vec<&str> = STEP_METRICS
+        .iter()
+        .copied()
+        .chain(
+            STEP_CAPACITY
+                .iter()
+                .copied()
+                .filter(|m| !values_of(m).is_empty()),
+        )
+        .collect();
+    let displays = displays_of(&names, values_of);
     let kinds: Vec<Kind> = ramped.iter().map(|(_, s)| Kind::of(s)).collect();
     let one_kind = kinds.windows(2).all(|w| w[0] == w[1]);
     let load_header = if one_kind { kinds[0].header() } else { "load" };
@@ -121,6 +134,7 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
         label_cols: 2,
         notes: vec![
             "each step: the requests planned in it (TTFT, TPOT, latency, ok/failed); rps and output tok/s from what ended in it".into(),
+            "capacity per step, by the run's rule over the step's length: tok/s per user over a concurrency step's level, or a rate step's mean in flight (Little's law: the requests that ended in it per second × their mean latency); per accelerator and cost per million tokens from the endpoint's hardware".into(),
         ],
     })
 }
@@ -227,10 +241,40 @@ mod tests {
             .position(|h| h == "output_tps (tok/s)")
             .unwrap();
         assert_eq!(g.rows[1][tps], UNKNOWN);
+        // No step has a capacity figure: no column for them.
+        assert!(!g
+            .header
+            .iter()
+            .any(|h| h.starts_with("output_tps_per_user")));
         let c = charts(&runs);
         assert_eq!(c[0].series[0].points, [(5.0, 10.5), (20.0, 30.0)]);
         assert_eq!(c[1].series[0].points, [(5.0, 40.0)]);
         assert!(grid(&[run(json!([]))]).is_none());
+    }
+
+    #[test]
+    fn capacity_figures_get_columns_where_some_step_has_them() {
+        let steps = json!([
+            {"rate": 5.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"output_tps": 40.0,
+              "in_flight_mean": 0.5, "output_tps_per_user": 80.0,
+              "output_tps_per_accelerator": 20.0, "cost_per_million_output_tokens": 12.5,
+              "cost_per_million_total_tokens": null}},
+        ]);
+        let g = grid(&[run(steps)]).unwrap();
+        let col = |name: &str| {
+            g.header
+                .iter()
+                .position(|h| h.starts_with(name))
+                .unwrap_or_else(|| panic!("{name}: {:?}", g.header))
+        };
+        assert_eq!(g.rows[0][col("output_tps_per_user")], "80");
+        assert_eq!(g.rows[0][col("output_tps_per_accelerator")], "20");
+        assert_eq!(g.rows[0][col("cost_per_million_output_tokens")], "12.50");
+        assert!(!g
+            .header
+            .iter()
+            .any(|h| h.starts_with("cost_per_million_total")));
+        assert_eq!(g.header.len(), 5 + STEP_METRICS.len() + 4);
     }
 
     #[test]

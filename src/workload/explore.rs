@@ -1,14 +1,14 @@
 //! An exploring load during its run: the engine's level control ([`ExploreControl`],
 //! `metrics::explore`'s walk fed the records of each step), which keeps the steps it
 //! held for the run's end (`measure::explore`). A level is a closed loop's requests in
-//! flight, or (`by = "rate"`) an open loop's arrivals per second, seeded as every open
-//! loop; a step ends after its duration or once its count of requests ended. Knows
+//! flight, or (`by = "rate"`) an open loop's arrivals per second, seeded and spaced as
+//! every open loop's (`arrivals`, `burstiness`); a step ends after its duration or once its count of requests ended. Knows
 //! nothing of HTTP.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::engine::{Arrivals, LevelControl, Levels, Load, RunConfig};
+use crate::engine::{LevelControl, Levels, Load, RunConfig};
 use crate::metrics::explore::{queue_rises, Ending, Explorer, StepTally};
 use crate::metrics::steps::StepWindow;
 use crate::planner::RunSpec;
@@ -118,7 +118,7 @@ pub fn engine_load(run: &RunSpec) -> Option<(Load, Shared)> {
         step: terms.step.length(),
         open: terms
             .by_rate
-            .then_some((Arrivals::Poisson, run.dataset_seed)),
+            .then(|| (super::run_terms::arrivals(terms.arrivals), run.dataset_seed)),
         control: Levels(shared.clone()),
     };
     Some((load, shared))

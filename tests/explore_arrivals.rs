@@ -1,0 +1,100 @@
+//! The exploring load by rate takes an open loop's arrivals (`arrivals`, `burstiness`)
+//! through the CLI against the built-in simulator: with `constant`, every gap inside a
+//! level is 1/rate across a change of rate; by concurrency they are a located error.
+//! Kept apart from `tests/explore.rs`, whose simulator tests judge timing in parallel
+//! (about 2 s).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli_support;
+
+use cli_support::{perfplan, query, report_json, run};
+
+/// 8 slots of ~80 ms requests (capacity ~100 req/s, above every rate held here).
+const HEAD: &str = r#"
+[plan]
+name = "explore-arrivals"
+seed = 5
+
+[endpoints.sim]
+base_url = "sim://explore"
+
+[endpoints.sim.sim]
+ttft_base = "20ms"
+itl_base = "4ms"
+max_num_seqs = 8
+
+[models.m]
+
+[datasets.p]
+kind = "prompt"
+text = "hi"
+
+[defaults]
+output_tokens = 16
+ignore_eos = true
+"#;
+
+/// By rate, arrivals are spaced as an open loop's (`arrivals`, `burstiness`): with
+/// `constant`, every gap inside a level is 1/rate, and the rate's change rescales the
+/// one clock. By concurrency they mean nothing, and are a located error.
+#[test]
+fn by_rate_takes_the_open_loops_arrivals() {
+    let load = r#"load = { explore = { by = "rate", from = 20, max = 80, step = "500ms", probes = 0 }, arrivals = "constant" }"#;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{load}\n")).unwrap();
+    let db = run(&plan, &dir.path().join("out"));
+    let runs = report_json(&db);
+    let rates: Vec<f64> = runs[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["rate"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, [20.0, 40.0, 80.0]);
+    let sent: Vec<i64> = query::<i64>(&db, "SELECT intended_us FROM requests ORDER BY intended_us")
+        .into_iter()
+        .map(|r| r[0].unwrap())
+        .collect();
+    let gaps_in = |from: i64, to: i64| -> Vec<i64> {
+        sent.windows(2)
+            .filter(|w| w[0] >= from && w[1] < to)
+            .map(|w| w[1] - w[0])
+            .collect()
+    };
+    for (from, to, gap) in [(0, 480_000, 50_000), (560_000, 960_000, 25_000)] {
+        let gaps = gaps_in(from, to);
+        assert!(gaps.len() >= 7, "{gaps:?}");
+        assert!(
+            gaps.iter().all(|g| (g - gap).abs() <= 2),
+            "{from}..{to} µs: {gaps:?}"
+        );
+    }
+    for (extra, said) in [
+        (
+            r#"{ explore = { step = "1s" }, arrivals = "constant" }"#,
+            "only with `by = \"rate\"`",
+        ),
+        (
+            r#"{ explore = { by = "rate", step = "1s" }, burstiness = 0.5 }"#,
+            "without `arrivals = \"gamma\"`",
+        ),
+        (
+            r#"{ explore = { by = "rate", step = "1s" }, arrivals = "gamma", burstiness = 0.5 }"#,
+            "",
+        ),
+    ] {
+        std::fs::write(&plan, format!("{HEAD}\n[matrix]\nload = {extra}\n")).unwrap();
+        let o = perfplan(&["expand", plan.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        if said.is_empty() {
+            assert!(o.status.success(), "{extra}: {err}");
+            continue;
+        }
+        assert!(!o.status.success(), "{extra}");
+        assert!(
+            err.contains(said) && err.contains("plan.toml:"),
+            "{extra}: {err}"
+        );
+    }
+}
