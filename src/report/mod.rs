@@ -10,6 +10,7 @@ mod bootstrap_capacity;
 pub mod changed;
 pub mod classes;
 pub mod compare;
+mod compare_match;
 mod compare_render;
 pub mod compare_trust;
 pub mod csv;
