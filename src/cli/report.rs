@@ -273,7 +273,7 @@ fn report(args: &ReportArgs) -> Result<gates::GateVerdict, ReportError> {
 /// Runs `perfplan report`; the exit code of its gates.
 pub fn run(args: ReportArgs) -> Ended {
     let verdict = report(&args).map_err(|e| failure_of(&e))?;
-    super::export::export_suite(&args.db, &args.accept, &args.export)?;
+    super::export::export_suite(&args.db, (&args.accept, args.clock), &args.export)?;
     Ok(exit::of_gates(verdict))
 }
 

@@ -226,7 +226,9 @@ fn report_outcome(args: &RunArgs, outcome: &suite::SuiteOutcome) -> u8 {
     )
     .unwrap_or_else(Failure::print);
     let code = super::shard::gate_code(args, code);
-    if let Err(failed) = super::export::export_suite(&outcome.dir, &args.accept, &args.export) {
+    if let Err(failed) =
+        super::export::export_suite(&outcome.dir, (&args.accept, None), &args.export)
+    {
         let failed = failed.print();
         if code == exit::OK {
             return failed;

@@ -26,7 +26,9 @@ impl Sink for LiveExport {
     fn run_stored<'a>(&'a self, dir: &'a Path, run: &'a str) -> Told<'a> {
         Box::pin(async move {
             let store = Store::open(dir)?;
-            let mut data = ReportData::load_accepting(&store, &self.accept)?;
+            // On the clock the report shows (the plan's `[report] clock`).
+            let over = crate::report::Layout::default();
+            let (mut data, _) = ReportData::load_laid_out(&store, &self.accept, &over)?;
             drop(store);
             if self.export.exporter.live == Live::Run {
                 data.runs.retain(|r| r.id == run && !r.metrics.is_empty());

@@ -161,10 +161,11 @@ pub(crate) enum ExportError {
 }
 
 /// `--export` of the suite in `db` (a database or output folder): every export done, or
-/// the first that failed.
+/// the first that failed. The metrics are on the report's clock (`clock`, else the
+/// plan's `[report] clock`, else the kernel's), as the report shows them.
 pub(crate) fn export_suite(
     db: &Path,
-    accept: &[String],
+    (accept, clock): (&[String], Option<crate::record::Clock>),
     exports: &[Export],
 ) -> Result<(), Failure> {
     if exports.is_empty() {
@@ -175,7 +176,13 @@ pub(crate) fn export_suite(
         .map_err(|e| failed(&ReportError::Format(e), super::exit::INVALID))?;
     let loaded = Store::open(db)
         .map_err(ReportError::from)
-        .and_then(|store| ReportData::load_accepting(&store, &accept));
+        .and_then(|store| {
+            let over = crate::report::Layout {
+                clock,
+                ..crate::report::Layout::default()
+            };
+            ReportData::load_laid_out(&store, &accept, &over).map(|(data, _)| data)
+        });
     let data = loaded.map_err(|e| failed(&e, super::report::code_of(&e)))?;
     export_all(&data, exports).map_err(|e| failed(&e, super::exit::OUTPUT))
 }
