@@ -177,6 +177,24 @@ fn the_user_clock_moves_the_answers_by_the_stored_delays_and_says_so() {
     );
     let csv = cli_support::stdout_of(&["report", db, "--format", "csv"]);
     assert!(!csv.lines().next().unwrap().ends_with(",clock"), "{csv}");
+    // An export is on the report's clock too.
+    let exported = |clock: &str| -> f64 {
+        let file = dir.path().join(format!("{clock}.prom"));
+        let target = format!("prometheus={}", file.display());
+        let o = cli_support::perfplan(&["report", db, "--clock", clock, "--export", &target]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&file).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("perfplan_ttft_p50_seconds{"))
+            .unwrap_or_else(|| panic!("{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (k, u) = (exported("kernel"), exported("user"));
+    assert!(
+        (u - k - 0.003).abs() < 1e-9,
+        "exported ttft_p50: kernel {k}, user {u}"
+    );
     // Time slices: every slice's TTFT p50 moves by the 3 ms too.
     let slices = |clock: &str| -> Vec<f64> {
         let csv = cli_support::stdout_of(&["report", db, "--slices", "--clock", clock]);
