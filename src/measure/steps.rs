@@ -23,7 +23,7 @@ pub(crate) fn measure(
     definitions: MetricDefinitions,
     time: &mut Value,
 ) -> Option<String> {
-    let (windows, key) = run.step_windows()?;
+    let (windows, key) = run.load.step_windows()?;
     let mut fold = StepFold::new(&windows, definitions);
     let read = match store.lock() {
         Ok(store) => store.each_request_row(&run.id, |row| fold.add(&row.record)),

@@ -112,7 +112,7 @@ fn load_error(run: &RunSpec) -> impl FnOnce(engine::RunError) -> SuiteError + '_
 /// The engine's settings of a run's passes.
 fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
     RunConfig {
-        load: traffic::load(prepared, engine_load(run), run.max_in_flight()),
+        load: traffic::load(prepared, engine_load(run), run.load.mode.max_in_flight()),
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
         duration: crate::workload::run_terms::engine_duration(run)
@@ -262,7 +262,7 @@ pub async fn execute(
         output.peak_in_flight,
     )
     .await;
-    let limit = run.cancels().map(|c| c.settle);
+    let limit = run.load.cancel.map(|c| c.settle);
     let settle = server_counts::settle_gauges(&ctx.watch, before.as_ref(), limit).await;
     drop(tx);
     progress.finish();
@@ -342,8 +342,7 @@ fn conclude(
     );
     warnings.extend(all_as(Code::SteadyWindow, explored));
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
-    // The requests the client cancelled (the load's `cancel`, a stop) are not failures.
-    let client_cut = ctx.saturation.is_some_and(|s| s.fired().is_some()) || run.cancels().is_some();
+    let client_cut = client_cut(ctx, run);
     let cut = (output.cancelled, client_cut);
     let all_failed = crate::measure::failures::all_failed_unless_cut(&summary, &tally.errors, cut);
     let (input_lengths, length_warning) = tally.input_lengths();
@@ -385,6 +384,12 @@ fn conclude(
     }
 }
 
+/// Whether the client cut requests short (the load's `cancel`, a stop on saturation):
+/// the requests it cancelled are not failures.
+fn client_cut(ctx: &RunContext<'_>, run: &RunSpec) -> bool {
+    ctx.saturation.is_some_and(|s| s.fired().is_some()) || run.load.cancel.is_some()
+}
+
 /// How the writer folds a run's records: the metric definitions and SLOs, the first
 /// wave the leak check reads, and whether per-turn samples are kept.
 fn tally_settings(
@@ -396,23 +401,18 @@ fn tally_settings(
     TallySettings {
         definitions: definitions(ctx.definitions),
         slos: ctx.slos.to_vec(),
-        first_wave: match run.load() {
-            planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
-            planner::Load::ClosedRamp { first, .. }
-            | planner::Load::Explore {
-                first,
-                by_rate: false,
-                ..
-            } => first.max(1) as usize,
-            _ => 1,
-        },
-        shape: match run.load() {
+        first_wave: run
+            .load
+            .mode
+            .first_in_flight()
+            .map_or(1, |first| first.max(1) as usize),
+        shape: match run.load.mode {
             planner::Load::Closed { concurrency } => LoadShape::Closed {
                 concurrency: concurrency.max(1) as usize,
             },
             planner::Load::Ramp { .. }
             | planner::Load::ClosedRamp { .. }
-            | planner::Load::Explore { .. } => LoadShape::Ramp,
+            | planner::Load::Explore(_) => LoadShape::Ramp,
             _ => LoadShape::Open,
         },
         turns: prepared.conversation.is_some(),
@@ -460,7 +460,7 @@ fn summarize_output(
         lateness_limit_ms: ctx.trust.lateness_p99_ms,
         cpu_share_limit: ctx.trust.client_cpu_share,
         wait_share_limit: ctx.trust.client_wait_share,
-        users: planner::users_of(&run.settings),
+        users: run.load.mode.users(),
         hardware: planner::hardware_of(&run.settings),
         ..SummaryOptions::default()
     };

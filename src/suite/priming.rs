@@ -52,7 +52,7 @@ fn list_pass(run: &RunSpec, prepared: &mut PreparedRun, planned: Load) -> Option
             let offsets = from_first(&offsets[..requests.len().min(offsets.len())]);
             let source = VecSource::scheduled(requests, offsets);
             let load = Load::Scheduled {
-                max_in_flight: run.max_in_flight(),
+                max_in_flight: run.load.mode.max_in_flight(),
             };
             Some((Source::List(source), load, None))
         }

@@ -13,7 +13,7 @@ use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized, PromptItem};
 use crate::engine::PreparedRequest;
 use crate::plan::CacheState;
-use crate::planner::{self, warmup_count, RunSpec};
+use crate::planner::{self, RunSpec};
 use crate::record::Phase;
 use crate::request::template::{self, TemplateInput};
 use crate::request::RequestPlan;
@@ -67,9 +67,9 @@ pub use super::targets::Targets;
 /// How many measured requests a load asks for; `None` for a load bounded only by its
 /// duration (its requests are built as they are sent, however many that takes).
 pub fn measured_count(run: &RunSpec) -> Option<usize> {
-    let requests = run.requests().map(|n| n as usize);
-    if let Some(curve) = run.ramp() {
-        return Some(ramp_count(&curve, run.duration()).min(requests.unwrap_or(usize::MAX)));
+    let requests = run.load.requests.map(|n| n as usize);
+    if let planner::Load::Ramp { curve, .. } = &run.load.mode {
+        return Some(ramp_count(curve, run.load.duration).min(requests.unwrap_or(usize::MAX)));
     }
     requests
 }
@@ -149,7 +149,7 @@ pub fn prepare(
     let sharded = needs.sharded;
     let s = &run.settings;
     let tokenizer = tokenizer(run, base_dir, cache)?;
-    let warmup = warmup_count(&s.load) as usize;
+    let warmup = run.load.warmup as usize;
     let (measured, duration_cap) = match measured_count(run) {
         Some(n) => (Some(n), None),
         None if sharded => (Some(sharded_cap(run)), Some(sharded_cap(run))),
@@ -190,7 +190,7 @@ pub fn prepare(
     let listed = needs.list
         || sharded
         || poisson_schedule(run, 1).is_some()
-        || run.ramp().is_some()
+        || matches!(run.load.mode, planner::Load::Ramp { .. })
         || count <= PREBUILT_MAX;
     if measured.is_none() || !listed {
         let production = super::produce::Production::start(run, ctx, builder)?;
@@ -209,7 +209,7 @@ pub fn prepare(
 /// A sharded duration-only load's list: rate × duration × 1.2 + 16 requests for an open
 /// loop (never more than the cap), the cap for a closed one.
 fn sharded_cap(run: &RunSpec) -> usize {
-    match (run.load(), run.duration()) {
+    match (&run.load.mode, run.load.duration) {
         (planner::Load::Open { rate, .. }, Some(d)) => {
             ((rate * d.as_secs_f64() * 1.2).ceil() as usize + 16).min(SHARDED_DURATION_ONLY_CAP)
         }
@@ -308,10 +308,10 @@ impl BodyBuilder {
                 .map(|t| template::load(t, base_dir))
                 .transpose()?,
             rng: output_rng(run),
-            warmup: warmup_count(&s.load) as usize,
+            warmup: run.load.warmup as usize,
             session_seed: s.seed,
             sessions: super::session::ItemGroups::of(run),
-            cancels: run.cancels(),
+            cancels: run.load.cancel,
         })
     }
 
@@ -383,20 +383,20 @@ impl BodyBuilder {
 /// Poisson): N = the requests built, or rate × `duration` when that is fewer. Gamma and
 /// constant arrivals, and loads bounded only by their duration, keep the engine's clock.
 fn poisson_schedule(run: &RunSpec, n: usize) -> Option<Vec<std::time::Duration>> {
-    if let (Some(curve), planner::Load::Ramp { constant, .. }) = (run.ramp(), run.load()) {
-        return Some(ramp_schedule(&curve, constant, n, run.dataset_seed));
-    }
-    let planner::Load::Open {
-        rate,
-        process: planner::ArrivalProcess::Poisson,
-        ..
-    } = run.load()
-    else {
-        return None;
+    let rate = match &run.load.mode {
+        planner::Load::Ramp {
+            curve, constant, ..
+        } => return Some(ramp_schedule(curve, *constant, n, run.dataset_seed)),
+        planner::Load::Open {
+            rate,
+            process: planner::ArrivalProcess::Poisson,
+            ..
+        } => *rate,
+        _ => return None,
     };
     // A load bounded only by its duration has no list to schedule.
-    run.requests()?;
-    let n = match run.duration() {
+    run.load.requests?;
+    let n = match run.load.duration {
         Some(d) if rate.is_finite() && rate > 0.0 => {
             n.min((rate * d.as_secs_f64()).round().max(1.0) as usize)
         }

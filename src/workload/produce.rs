@@ -111,7 +111,7 @@ impl Production {
     pub fn planned(&self) -> Option<u64> {
         let limit = self.limit?;
         let warm = self.run.settings.cache_state == crate::plan::CacheState::Warm;
-        let warmup = self.run.warmup() as usize;
+        let warmup = self.run.load.warmup as usize;
         let priming = if warm {
             limit.saturating_sub(warmup)
         } else {

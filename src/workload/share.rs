@@ -30,7 +30,7 @@ pub(crate) fn take_share(
     run: &RunSpec,
     prepared: &mut PreparedRun,
 ) -> Result<ShardShare, String> {
-    let shard = shard.within(run.load())?;
+    let shard = shard.within(&run.load.mode)?;
     let share = shard.share_run(run)?;
     let index_base = select(&shard, run, prepared)?;
     // The engine sends a schedule's first request at once: this shard's first arrival
@@ -115,7 +115,7 @@ fn select_conversations(
     }
     plan.warmup = shard.share(plan.warmup as u64) as usize;
     plan.total = shard.share(plan.total as u64) as usize;
-    plan.max_active = match run.load() {
+    plan.max_active = match run.load.mode {
         Load::Closed { concurrency } => shard.share(u64::from(concurrency)).max(1) as usize,
         _ => plan.max_active,
     };

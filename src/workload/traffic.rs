@@ -41,7 +41,7 @@ pub(crate) fn prepare(
 /// every record (no duration cap).
 pub(crate) fn replay_context(run: &RunSpec, ctx: &DatasetContext) -> DatasetContext {
     let mut ctx = ctx.clone();
-    ctx.count = run.requests().map_or(usize::MAX, |n| n as usize);
+    ctx.count = run.load.requests.map_or(usize::MAX, |n| n as usize);
     ctx
 }
 
@@ -136,10 +136,10 @@ fn trace(
 /// What a trace replay leaves out of the plan's load.
 pub(crate) fn replay_warnings(run: &RunSpec) -> Vec<String> {
     let mut warnings = Vec::new();
-    if run.warmup() > 0 {
+    if run.load.warmup > 0 {
         warnings.push("a trace replay has no warmup: every record is measured".into());
     }
-    if run.names_concurrency_or_rate() {
+    if run.load.mode.names_unused_level() {
         warnings.push(
             "trace replay sends at the recorded times: the load's concurrency/rate is not used"
                 .into(),
@@ -180,7 +180,7 @@ fn conversation(
         dataset::multi_turn::conversations(&run.dataset, ctx).map_err(|e| dataset_error(run, e))?;
     let warnings = Vec::new();
     // A closed loop counts conversations in flight; an open loop's `max_in_flight` bounds them.
-    let max_active = run.load().in_flight().map_or(usize::MAX, |n| n as usize);
+    let max_active = run.load.mode.in_flight().map_or(usize::MAX, |n| n as usize);
     let tools = match &run.dataset {
         DatasetPlan::ToolCalls(_, tools) => Some(tool_plan(run, tools, ctx)?),
         _ => None,
@@ -207,7 +207,7 @@ fn conversation(
                 .map(|t| crate::request::template::load(t, &ctx.base_dir).map(std::sync::Arc::new))
                 .transpose()?,
         },
-        warmup: run.warmup() as usize,
+        warmup: run.load.warmup as usize,
         total: ctx.count,
         max_active,
         think_time: match &run.dataset {
@@ -221,7 +221,7 @@ fn conversation(
             _ => false,
         },
         priming: false,
-        stop_new_after: run.duration(),
+        stop_new_after: run.load.duration,
         counter: dataset::PromptCounter::new(&counted).map_err(|e| dataset_error(run, e))?,
         prompt_sink: None,
         tools,
