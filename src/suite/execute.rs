@@ -25,7 +25,7 @@ use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
 use crate::workload::explore::measured_config;
 use crate::workload::mix;
-use crate::workload::prepare::PreparedRun;
+use crate::workload::prepare::{PreparedRun, Requests};
 use crate::workload::run_terms::definitions;
 pub use crate::workload::run_terms::engine_load;
 use crate::workload::traffic::{self, Source};
@@ -116,7 +116,7 @@ fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
         duration: crate::workload::run_terms::engine_duration(run)
-            .filter(|_| prepared.conversation.is_none()),
+            .filter(|_| !prepared.requests.is_conversations()),
         grace: GRACE,
     }
 }
@@ -142,13 +142,17 @@ fn start_writer(
         turn_inputs: turn_inputs.clone(),
         tally: tally_settings(ctx, run, prepared, block_size),
     })?;
+    let (requests, priming) = match prepared.requests.listed() {
+        Some(list) => (&list.requests[..], &list.priming[..]),
+        None => (&[][..], &[][..]),
+    };
     if ctx.keep.bodies {
-        let bodies = prepared.requests.iter().chain(&prepared.priming);
+        let bodies = requests.iter().chain(priming);
         let mut store = ctx.store.lock().map_err(|_| SuiteError::Poisoned)?;
         store.write_bodies(&run.id, bodies.map(|r| (r.item, &r.body[..])))?;
     }
-    ctx.log.requests(&run.id, &prepared.priming);
-    ctx.log.requests(&run.id, &prepared.requests);
+    ctx.log.requests(&run.id, priming);
+    ctx.log.requests(&run.id, requests);
     Ok((writer, turn_inputs))
 }
 
@@ -241,7 +245,8 @@ pub async fn execute(
     let (before, priming_counts) =
         server_counts::before_measured(&ctx.watch, &run.id, opening.as_ref(), (primed, &window))
             .await?;
-    let mut source = Source::new(&mut prepared, &ctx.log)?;
+    let cap = prepared.requests.cap();
+    let mut source = Source::new(prepared.requests, &ctx.log)?;
     let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
     let watch = watch::start(&ctx.watch, &run.id, queue, &mut warnings);
@@ -252,8 +257,7 @@ pub async fn execute(
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
-    let after_load = super::pass_warnings::after_load(&mut source, &prepared, &output);
-    warnings.extend(after_load);
+    warnings.extend(super::pass_warnings::after_load(&mut source, cap, &output));
     let closing = server_counts::after_measured(
         &ctx.watch,
         &run.id,
@@ -415,7 +419,7 @@ fn tally_settings(
             | planner::Load::Explore(_) => LoadShape::Ramp,
             _ => LoadShape::Open,
         },
-        turns: prepared.conversation.is_some(),
+        turns: prepared.requests.is_conversations(),
         targets: prepared.targets.clone(),
         sharing: prepared.sharing.clone(),
         block_size,
@@ -428,15 +432,15 @@ fn tally_settings(
 /// Requests (or turns) the run will send, priming included; `None` when its duration,
 /// not a count, ends it.
 fn planned_total(run: &RunSpec, prepared: &PreparedRun) -> Option<u64> {
-    if let Some(production) = &prepared.built_as_sent {
-        return production.planned();
-    }
-    match &prepared.conversation {
-        Some(c) if c.total == usize::MAX => None,
-        Some(c) => {
+    match &prepared.requests {
+        Requests::AsSent(production) => production.planned(),
+        Requests::Conversations { plan: c, .. } if c.total == usize::MAX => None,
+        Requests::Conversations { plan: c, .. } => {
             Some((c.total + crate::workload::conversation::conversation_turns(run, c.total)) as u64)
         }
-        None => Some((prepared.requests.len() + prepared.priming.len()) as u64),
+        Requests::List { list, .. } | Requests::Trace { list, .. } => {
+            Some((list.requests.len() + list.priming.len()) as u64)
+        }
     }
 }
 

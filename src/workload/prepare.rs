@@ -35,25 +35,12 @@ pub(crate) const SHARDED_DURATION_ONLY_CAP: usize = 20_000;
 /// Everything a run sends, and what the dataset reported.
 #[derive(Debug)]
 pub struct PreparedRun {
-    /// Warmup requests, then measured ones.
-    pub requests: Vec<PreparedRequest>,
-    /// The warm-run priming pass (empty for cold runs).
-    pub priming: Vec<PreparedRequest>,
+    /// The run's requests: a list, built as sent, a trace or conversations.
+    pub requests: Requests,
     /// Target input length of each item (by `item`).
     pub targets: Arc<Targets>,
     pub warnings: Vec<String>,
     pub tokenizer: Option<Arc<Tokenizer>>,
-    /// Trace replay: the intended send offset of each request (`Load::Scheduled`).
-    pub schedule: Option<Vec<std::time::Duration>>,
-    /// Multi-turn: turns are built during the run from the answers (`requests` stays empty).
-    pub conversation: Option<super::conversation::ConversationPlan>,
-    /// Trace replay: each record's recorded `request_id`, by item (empty otherwise).
-    pub trace_ids: Vec<Option<String>>,
-    /// A load bounded only by its duration: requests are built as they are sent
-    /// (`requests` and `priming` stay empty).
-    pub built_as_sent: Option<super::produce::Production>,
-    /// The limit a pre-built duration-only load has (sharded runs), named when it is hit.
-    pub duration_cap: Option<usize>,
     /// What the run's prompts share as the server sees them (kind `random`), for the
     /// planned hit ratio.
     pub sharing: Option<dataset::RunSharing>,
@@ -62,6 +49,7 @@ pub struct PreparedRun {
     pub class_tokenizers: Vec<Option<Arc<Tokenizer>>>,
 }
 
+pub use super::requests::{Listed, Requests};
 pub use super::targets::Targets;
 
 /// How many measured requests a load asks for; `None` for a load bounded only by its
@@ -150,7 +138,7 @@ pub fn prepare(
     let s = &run.settings;
     let tokenizer = tokenizer(run, base_dir, cache)?;
     let warmup = run.load.warmup as usize;
-    let (measured, duration_cap) = match measured_count(run) {
+    let (measured, cap) = match measured_count(run) {
         Some(n) => (Some(n), None),
         None if sharded => (Some(sharded_cap(run)), Some(sharded_cap(run))),
         None => (None, None),
@@ -159,24 +147,18 @@ pub fn prepare(
     let mut ctx = dataset_context(run, base_dir, tokenizer.clone(), count);
     ctx.classes = super::mix::class_contexts(run, base_dir, cache, &ctx)?;
     let class_tokenizers: Vec<_> = ctx.classes.iter().map(|c| c.tokenizer.clone()).collect();
-    let empty = |warnings| PreparedRun {
-        requests: Vec::new(),
-        priming: Vec::new(),
+    let empty = |warnings, requests| PreparedRun {
+        requests,
         targets: Arc::default(),
         warnings,
         tokenizer: tokenizer.clone(),
-        schedule: None,
-        conversation: None,
-        trace_ids: Vec::new(),
-        built_as_sent: None,
-        duration_cap,
         sharing: None,
         class_tokenizers: class_tokenizers.clone(),
     };
     if let Some(mut special) = super::traffic::prepare(run, &ctx, empty)? {
         // A trace has no limit of its own: it ends with its records.
-        if special.conversation.is_none() {
-            special.duration_cap = None;
+        if let Requests::Conversations { cap: limit, .. } = &mut special.requests {
+            *limit = cap;
         }
         special.warnings.extend(super::golden::not_mixed(run));
         return Ok(special);
@@ -194,14 +176,16 @@ pub fn prepare(
         || count <= PREBUILT_MAX;
     if measured.is_none() || !listed {
         let production = super::produce::Production::start(run, ctx, builder)?;
-        let mut out = empty(production.warnings().to_vec());
+        let (warnings, targets) = (production.warnings().to_vec(), production.targets());
+        let mut out = empty(warnings, Requests::AsSent(Box::new(production)));
         out.warnings.extend(super::golden::not_mixed(run));
-        out.targets = production.targets();
-        out.built_as_sent = Some(production);
+        out.targets = targets;
         out.sharing = sharing;
         return Ok(out);
     }
-    let mut out = prebuilt(run, &ctx, builder, empty(Vec::new()))?;
+    let (list, targets, warnings) = prebuilt(run, &ctx, builder)?;
+    let mut out = empty(warnings, Requests::List { list, cap });
+    out.targets = targets;
     out.sharing = sharing;
     Ok(out)
 }
@@ -218,13 +202,12 @@ fn sharded_cap(run: &RunSpec) -> usize {
 }
 
 /// Every request of a run with a request count, built before it starts (when something
-/// `Needs` the list).
+/// `Needs` the list), with their target lengths and the dataset's warnings.
 fn prebuilt(
     run: &RunSpec,
     ctx: &DatasetContext,
     mut builder: BodyBuilder,
-    mut out: PreparedRun,
-) -> Result<PreparedRun, WorkloadError> {
+) -> Result<(Listed, Arc<Targets>, Vec<String>), WorkloadError> {
     let s = &run.settings;
     let Materialized {
         items,
@@ -240,23 +223,26 @@ fn prebuilt(
         requests.push(builder.build(i as u64, item)?);
     }
     let warmup = builder.warmup.min(requests.len());
-    out.priming = match s.cache_state {
+    let priming = match s.cache_state {
         CacheState::Cold => Vec::new(),
         CacheState::Warm => super::traffic::as_priming(&requests[warmup..]),
     };
     // Golden requests join after the priming pass is taken: it never sends them.
     super::golden::mix_in(run, &ctx.base_dir, &mut requests, warmup)?;
-    out.targets = Arc::new(Targets::new(
+    let targets = Arc::new(Targets::new(
         items.iter().map(|i| i.target_input_tokens).collect(),
     ));
-    out.schedule = poisson_schedule(run, requests.len());
-    if let Some(offsets) = &out.schedule {
+    let schedule = poisson_schedule(run, requests.len());
+    if let Some(offsets) = &schedule {
         // A duration-bound load sends rate × duration requests: the rest are never due.
         requests.truncate(offsets.len());
     }
-    out.requests = requests;
-    out.warnings.extend(warnings);
-    Ok(out)
+    let list = Listed {
+        requests,
+        priming,
+        schedule,
+    };
+    Ok((list, targets, warnings))
 }
 
 /// "N of M prompts missed their target length", when some did.
