@@ -109,4 +109,39 @@ mod tests {
         let note = open.shared(&Part(3, 4)).unwrap_err();
         assert!(note.contains("shard 3/4 has no share"), "{note}");
     }
+
+    #[test]
+    fn a_concurrency_ramp_splits_level_by_level() {
+        use super::super::load::Load;
+        let ramp = typed(LoadSpec {
+            concurrency_ramp: Some(crate::plan::ConcurrencyRampSpec {
+                concurrencies: vec![1, 4, 2],
+                step: Some(crate::units::HumanDuration(std::time::Duration::from_secs(
+                    1,
+                ))),
+                ..Default::default()
+            }),
+            ..LoadSpec::default()
+        });
+        let levels = |l: &RunLoad| match &l.mode {
+            Load::ClosedRamp { levels, .. } => levels.iter().map(|l| l.1).collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(levels(&ramp), [1, 4, 2]);
+        let (one, two) = (
+            ramp.shared(&Part(1, 2)).unwrap(),
+            ramp.shared(&Part(2, 2)).unwrap(),
+        );
+        assert_eq!((levels(&one), levels(&two)), (vec![1, 2, 1], vec![0, 2, 1]));
+        // The parts' first and most slots, as the engine's pool and first wave read them.
+        assert_eq!(
+            (two.mode.first_in_flight(), two.mode.in_flight()),
+            (Some(0), Some(2))
+        );
+        let note = ramp.shared(&Part(5, 5)).unwrap_err();
+        assert!(
+            note.contains("a concurrency ramp of at most 4 over 5 shards"),
+            "{note}"
+        );
+    }
 }
