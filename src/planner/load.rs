@@ -108,7 +108,7 @@ pub struct SearchTerms {
 impl RunLoad {
     /// The typed load of `load` for a dataset of `kind` under the plan's `seed` (the
     /// seed of its cancellation draws).
-    pub fn of(load: &LoadSpec, kind: DatasetKind, seed: u64) -> RunLoad {
+    pub(crate) fn of(load: &LoadSpec, kind: DatasetKind, seed: u64) -> RunLoad {
         RunLoad {
             mode: Load::of(load, kind),
             requests: load.requests,
@@ -143,7 +143,7 @@ impl RunLoad {
     }
 
     /// A search's terms (`None` for any other load).
-    pub fn search(&self) -> Option<&SearchTerms> {
+    pub(crate) fn search(&self) -> Option<&SearchTerms> {
         match &self.mode {
             Load::Search(terms) => Some(terms),
             _ => None,
@@ -152,7 +152,7 @@ impl RunLoad {
 
     /// How long the engine sends: the load's `duration`; a concurrency ramp ends with its
     /// curve (or its `duration`, when shorter).
-    pub fn span(&self) -> Option<Duration> {
+    pub(crate) fn span(&self) -> Option<Duration> {
         match &self.mode {
             Load::ClosedRamp { curve, .. } => {
                 Some(super::concurrency_ramp::run_span(curve, self.duration))
@@ -221,7 +221,7 @@ impl Load {
     }
 
     /// Requests in flight at most, when the mode bounds them.
-    pub fn in_flight(&self) -> Option<u32> {
+    pub(crate) fn in_flight(&self) -> Option<u32> {
         match self {
             Load::Closed { concurrency } => Some(*concurrency),
             Load::ClosedRamp { .. } => Some(self.slots().1),
@@ -235,7 +235,7 @@ impl Load {
 
     /// A closed loop's requests in flight at its start (a concurrency ramp's first level,
     /// an exploring closed loop's first); `None` for an open loop.
-    pub fn first_in_flight(&self) -> Option<u32> {
+    pub(crate) fn first_in_flight(&self) -> Option<u32> {
         match self {
             Load::Closed { concurrency } => Some(*concurrency),
             Load::ClosedRamp { .. } => Some(self.slots().0),
@@ -258,7 +258,7 @@ impl Load {
 
     /// The `max_in_flight` of an open loop, a trace or a ramp (a closed loop's
     /// concurrency bounds it instead: [`Load::in_flight`]).
-    pub fn max_in_flight(&self) -> Option<u32> {
+    pub(crate) fn max_in_flight(&self) -> Option<u32> {
         match self {
             Load::Open { max_in_flight, .. }
             | Load::Trace { max_in_flight, .. }
@@ -269,7 +269,7 @@ impl Load {
 
     /// Whether a trace's load also names a `concurrency` or `rate` (which its replay does
     /// not use).
-    pub fn names_unused_level(&self) -> bool {
+    pub(crate) fn names_unused_level(&self) -> bool {
         matches!(
             self,
             Load::Trace { named_concurrency, named_rate, .. }
@@ -280,7 +280,7 @@ impl Load {
     /// The users of a run's `output_tps_per_user`: a closed loop's fixed concurrency (its
     /// conversations, for a multi-turn run); none for any other load, whose users are the
     /// mean of its requests in flight.
-    pub fn users(&self) -> Option<u32> {
+    pub(crate) fn users(&self) -> Option<u32> {
         match self {
             Load::Closed { concurrency } => Some(*concurrency),
             _ => None,
@@ -304,7 +304,7 @@ impl RunLoad {
     /// ramp's, level by level, so the parts sum to it at every instant), rate, requests,
     /// warmup and in-flight cap; `Err(note)` when its part is nothing (the run is
     /// skipped).
-    pub fn shared(&self, part: &dyn LoadShare) -> Result<RunLoad, String> {
+    pub(crate) fn shared(&self, part: &dyn LoadShare) -> Result<RunLoad, String> {
         let none = |what: &str, total: u64| {
             format!(
                 "shard {part} has no share of this run ({what} {total} over {} shards); skipped",

@@ -47,15 +47,7 @@ pub struct Listed {
 
 impl Requests {
     /// The requests built before the run (a list's or a trace's).
-    pub fn listed(&self) -> Option<&Listed> {
-        match self {
-            Requests::List { list, .. } | Requests::Trace { list, .. } => Some(list),
-            Requests::AsSent(_) | Requests::Conversations { .. } => None,
-        }
-    }
-
-    /// The requests built before the run, to take from.
-    pub fn listed_mut(&mut self) -> Option<&mut Listed> {
+    pub(crate) fn listed(&self) -> Option<&Listed> {
         match self {
             Requests::List { list, .. } | Requests::Trace { list, .. } => Some(list),
             Requests::AsSent(_) | Requests::Conversations { .. } => None,
@@ -63,7 +55,7 @@ impl Requests {
     }
 
     /// The limit a sharded duration-only load was prepared with, named when it is hit.
-    pub fn cap(&self) -> Option<usize> {
+    pub(crate) fn cap(&self) -> Option<usize> {
         match self {
             Requests::List { cap, .. } | Requests::Conversations { cap, .. } => *cap,
             Requests::AsSent(_) | Requests::Trace { .. } => None,
@@ -71,12 +63,12 @@ impl Requests {
     }
 
     /// Whether the requests are conversations' turns.
-    pub fn is_conversations(&self) -> bool {
+    pub(crate) fn is_conversations(&self) -> bool {
         matches!(self, Requests::Conversations { .. })
     }
 
     /// When each listed request is due, if a schedule sends them.
-    pub fn schedule(&self) -> Option<&[Duration]> {
+    pub(crate) fn schedule(&self) -> Option<&[Duration]> {
         self.listed()?.schedule.as_deref()
     }
 }
