@@ -55,7 +55,7 @@ pub fn usable(args: &RunArgs, shard: Option<Shard>, runs: &[RunSpec]) -> Result<
     }
     if let Some(run) = runs
         .iter()
-        .find(|r| matches!(r.load(), crate::planner::Load::Search { .. }))
+        .find(|r| matches!(r.load.mode, crate::planner::Load::Search(_)))
     {
         return Err(Failure::new(
             exit::INVALID,

@@ -45,7 +45,7 @@ pub fn run(args: &ValidateArgs) -> Ended {
         println!("dataset `{dataset}`: {path}: {n} usable");
     }
     for run in &runs {
-        if let Some(floor) = run.success_floor() {
+        if let Some(floor) = run.load.search().and_then(|t| t.floor.as_ref()) {
             println!(
                 "note: run #{} ({}) searches with the success floor {}",
                 run.ordinal,

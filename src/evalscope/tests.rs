@@ -290,14 +290,7 @@ fn several_commands_become_a_dataset_axis_with_their_own_settings() {
         .iter()
         .map(|r| {
             let out = r.settings.request.output_tokens.map(|t| t.max());
-            (
-                r.settings.dataset.name.clone(),
-                match r.load() {
-                    crate::planner::Load::Closed { concurrency } => Some(concurrency),
-                    _ => None,
-                },
-                out,
-            )
+            (r.settings.dataset.name.clone(), r.load.mode.users(), out)
         })
         .collect();
     assert_eq!(

@@ -244,7 +244,7 @@ mod tests {
     /// explains: the first requests found cached tokens, or the hit ratio is clearly above
     /// the planned share. `None` for warm runs and clean cold runs.
     pub(crate) fn leak_warning(run: &RunSpec, records: &[RequestRecord]) -> Option<String> {
-        let first_k = match run.load() {
+        let first_k = match run.load.mode {
             crate::planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
             _ => 1,
         };

@@ -10,13 +10,13 @@ use crate::planner::{self, RunSpec};
 /// exploring load opens its connections as it grows: not judged.)
 pub fn reconnects(run: &RunSpec, preconnected: bool, summary: &RunSummary) -> Option<String> {
     let closed = matches!(
-        run.load(),
+        run.load.mode,
         planner::Load::Closed { .. } | planner::Load::ClosedRamp { .. }
     );
     let c = summary.connections;
     // A request the client aborts (the load's `cancel`) drops its connection: the next
     // one opens another, by the plan, not by the server.
-    if !closed || !preconnected || c.opened == 0 || run.cancels().is_some() {
+    if !closed || !preconnected || c.opened == 0 || run.load.cancel.is_some() {
         return None;
     }
     let value = |k: &str| summary.values.get(k).copied().flatten().unwrap_or(0.0);

@@ -19,7 +19,7 @@ pub fn reasons(
     settle: Option<&Settle>,
     server: Option<&mut crate::trust::ServerCounts>,
 ) -> Option<RunWarning> {
-    let c = run.cancels()?;
+    let c = run.load.cancel?;
     let cancelled = super::judge::cut_by_stop(summary);
     let held = settle.and_then(|s| s.before.running).unwrap_or(0.0);
     super::judge::allow_in_flight(server, cancelled as f64 + held);

@@ -37,7 +37,7 @@ impl SaturationStop {
         width: Duration,
         on_fire: impl Fn() + Send + Sync + 'static,
     ) -> Option<SaturationStop> {
-        run.stops_when_saturated().then(|| SaturationStop {
+        run.load.stops_when_saturated.then(|| SaturationStop {
             watch: Mutex::new(SaturationWatch::new(rule_of(run), width)),
             on_fire: Box::new(on_fire),
         })
@@ -61,7 +61,7 @@ impl SaturationStop {
 
 /// The rule for `run`: an open loop at a fixed rate is judged against its arrival rate.
 fn rule_of(run: &RunSpec) -> Rule {
-    let arrivals_per_s = match run.load() {
+    let arrivals_per_s = match run.load.mode {
         crate::planner::Load::Open { rate, .. } => Some(rate),
         _ => None,
     };

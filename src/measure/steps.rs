@@ -23,7 +23,7 @@ pub(crate) fn measure(
     definitions: MetricDefinitions,
     time: &mut Value,
 ) -> Option<String> {
-    let (windows, key) = run.step_windows()?;
+    let (windows, key) = run.load.step_windows()?;
     let hardware = crate::planner::hardware_of(&run.settings);
     let mut fold = StepFold::new(&windows, definitions, hardware);
     let read = match store.lock() {

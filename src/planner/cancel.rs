@@ -107,14 +107,6 @@ pub(crate) fn cancel_problems(load: &LoadSpec) -> Vec<String> {
     out
 }
 
-impl super::RunSpec {
-    /// The run's cancellation injection (`cancel` of its load), if any.
-    pub(crate) fn cancels(&self) -> Option<CancelPlan> {
-        let spec = self.settings.load.cancel.as_ref()?;
-        Some(CancelPlan::of(spec, self.settings.seed))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

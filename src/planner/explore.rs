@@ -65,7 +65,7 @@ pub struct ExploreTerms {
     /// A level whose server queue (telemetry) kept growing is saturated.
     pub server_queue: bool,
     /// How an open loop's arrivals are spaced (`by = "rate"`; the load's `arrivals`).
-    pub arrivals: super::run::ArrivalProcess,
+    pub arrivals: super::load::ArrivalProcess,
 }
 
 /// The terms of an exploring load that [`explore_problems`] accepts (Poisson arrivals:
@@ -76,7 +76,7 @@ pub(crate) fn terms_of(spec: &ExploreSpec) -> ExploreTerms {
         step: step_of(spec),
         by_rate: spec.by == Some(ExploreBy::Rate),
         server_queue: spec.server_queue == Some(true),
-        arrivals: super::run::ArrivalProcess::Poisson,
+        arrivals: super::load::ArrivalProcess::Poisson,
     }
 }
 

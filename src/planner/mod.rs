@@ -1,6 +1,6 @@
 //! The planner: expands a loaded plan's matrix into ordered, fully resolved runs with
 //! stable ids, and selects runs with `--only`. Each run is typed here, once: its load
-//! (`Load`), its dataset settings per kind (`DatasetPlan`, made by
+//! (`RunLoad`), its dataset settings per kind (`DatasetPlan`, made by
 //! `DatasetPlan::from_spec`, which lives in `plan` so that `dataset` can see it) and its
 //! request fields (`RequestPlan`); no stage after it reads the optional keys again.
 //! Knows nothing about HTTP or storage.
@@ -9,6 +9,7 @@ pub mod cancel;
 pub mod concurrency_ramp;
 mod entries;
 pub mod explore;
+mod load;
 mod locate;
 pub mod matrix;
 pub mod mix;
@@ -25,13 +26,13 @@ mod select;
 
 pub use crate::plan::{DatasetPlan, FileSelect, MultiTurn, TracePlan};
 pub use crate::request::{OutputLen, RequestPlan};
+pub use load::{ArrivalProcess, Load, LoadShare, RunLoad, SearchTerms};
 pub use ramp::{RampStep, RateCurve};
 pub use resolve::{load_problems, parse_share, warmup_count};
 pub use run::{
-    canonical_json, hardware_of, is_secret_header, run_id, users_of, ArrivalProcess, Load, Named,
-    RepeatOf, RunSettings, RunSpec,
+    canonical_json, hardware_of, is_secret_header, run_id, users_of, Named, RepeatOf, RunSettings,
+    RunSpec,
 };
-pub use run_load::LoadShare;
 pub use select::select;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -154,6 +155,7 @@ impl Runs {
         }
         let dataset_seed = run::dataset_seed(&settings);
         let request = run::request_plan(&settings);
+        let load = RunLoad::of(&settings.load, settings.dataset.spec.kind, settings.seed);
         let group = RunSpec {
             ordinal: 0,
             id,
@@ -162,7 +164,7 @@ impl Runs {
             dataset_seed,
             dataset: typed,
             request,
-            ramp_part: None,
+            load,
         };
         for run in repeat::repeats(group, of, self.runs.len() + 1) {
             self.runs.push(run);

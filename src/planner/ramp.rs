@@ -311,37 +311,10 @@ pub(crate) fn ramp_load_problems(load: &LoadSpec, spec: &RampSpec) -> Vec<String
 pub(crate) fn stored_windows(
     settings: &serde_json::Value,
 ) -> Option<(Vec<crate::metrics::steps::StepWindow>, &'static str)> {
-    let load = settings.get("load")?;
-    windows_of(&serde_json::from_value(load.clone()).ok()?)
-}
-
-/// The step windows of a load with a ramp, and the key each step's level goes under
-/// (`rate` or `concurrency`); `None` for any other load, or a curve without steps.
-pub(crate) fn windows_of(
-    load: &crate::plan::LoadSpec,
-) -> Option<(Vec<crate::metrics::steps::StepWindow>, &'static str)> {
-    let rate = load.ramp.as_ref().and_then(RateCurve::of);
-    let concurrency = load
-        .concurrency_ramp
-        .as_ref()
-        .and_then(super::concurrency_ramp::curve_of);
-    let (steps, key) = match (rate, concurrency) {
-        (Some(rate), _) => (rate.steps(), "rate"),
-        (None, Some(c)) => (
-            super::concurrency_ramp::concurrency_steps(&c),
-            "concurrency",
-        ),
-        (None, None) => return None,
-    };
-    let windows: Vec<crate::metrics::steps::StepWindow> = steps
-        .into_iter()
-        .map(|s| crate::metrics::steps::StepWindow {
-            rate: s.rate,
-            start: s.start,
-            end: s.end,
-        })
-        .collect();
-    (!windows.is_empty()).then_some((windows, key))
+    let load: LoadSpec = serde_json::from_value(settings.get("load")?.clone()).ok()?;
+    // Only a ramp has windows, and a trace never has one: the dataset's kind and the
+    // seed change none.
+    super::RunLoad::of(&load, crate::plan::DatasetKind::Random, 0).step_windows()
 }
 
 #[cfg(test)]

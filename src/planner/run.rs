@@ -1,14 +1,14 @@
 //! `RunSpec`: one fully resolved run, with its ordinal and stable id, and what the
-//! planner works out once from its settings: the load (`Load`), the dataset's settings
+//! planner works out once from its settings: the load (`RunLoad`), the dataset's settings
 //! typed per kind (`DatasetPlan`) and the resolved request fields (`RequestPlan`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::load::RunLoad;
 use crate::plan::{
-    ApiSpec, Arrivals, CacheState, DatasetKind, DatasetPlan, DatasetSpec, EndpointSpec, LoadSpec,
-    ModelSpec, RequestSpec, SearchVariable,
+    ApiSpec, CacheState, DatasetPlan, DatasetSpec, EndpointSpec, LoadSpec, ModelSpec, RequestSpec,
 };
 use crate::request::RequestPlan;
 
@@ -75,195 +75,13 @@ pub struct RunSpec {
     /// What every request sends (from `settings.request`, `settings.api` and the model).
     #[serde(skip)]
     pub request: RequestPlan,
-    /// One part's slot levels of a split concurrency ramp (`RunSpec::shared`): each level
-    /// of the whole ramp split as its other counts are, so the parts sum to it at every
-    /// instant; `None` for the whole run.
+    /// How the run sends its requests, typed once from `settings.load` (which stays as
+    /// written: its JSON is part of the id); a shard's part of it under `--shard`.
     #[serde(skip)]
-    pub ramp_part: Option<Vec<(std::time::Duration, u32)>>,
-}
-
-/// How a run sends its requests: the mode, worked out here once from the run's load
-/// table (kept as written in `settings`, whose JSON is the run's id), so that no stage
-/// after the planner works it out again from optional fields.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Load {
-    /// Closed loop: `concurrency` requests (or conversations) in flight.
-    Closed { concurrency: u32 },
-    /// Open loop: arrivals at `rate` per second spaced by `process`, at most
-    /// `max_in_flight` requests in flight when set.
-    Open {
-        rate: f64,
-        process: ArrivalProcess,
-        max_in_flight: Option<u32>,
-    },
-    /// A trace replayed at its recorded times (a `concurrency` or `rate` the load also
-    /// names is not used: the trace's clock is), at most `max_in_flight` in flight.
-    Trace { max_in_flight: Option<u32> },
-    /// An open loop whose rate follows a ramp (`RunSpec::ramp`), its arrivals Poisson
-    /// or, when `constant`, evenly spaced in the ramp's cumulative count; at most
-    /// `max_in_flight` in flight.
-    Ramp {
-        constant: bool,
-        max_in_flight: Option<u32>,
-    },
-    /// A closed loop whose slots follow a concurrency ramp (`RunSpec::concurrency_ramp`),
-    /// from `first` requests in flight and at most `most`, ending with the ramp.
-    ClosedRamp { first: u32, most: u32 },
-    /// A load that grows until the server saturates (`RunSpec::explore`): a closed
-    /// loop from `first` requests in flight and at most `most`, or with `by_rate` an open
-    /// loop from `first` req/s to at most `most` (Poisson arrivals, no in-flight cap).
-    Explore {
-        first: u32,
-        most: u32,
-        by_rate: bool,
-    },
-    /// An SLA search over `variable`: its trials are runs of their own
-    /// (`planner::search::probe_run`), each closed or open.
-    Search { variable: SearchVariable },
-}
-
-/// How an open loop's arrivals are spaced, with its parameters resolved.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ArrivalProcess {
-    /// Exponential gaps (the default).
-    Poisson,
-    /// Gamma gaps of shape `burstiness` (1 = Poisson, < 1 burstier).
-    Gamma { burstiness: f64 },
-    /// Equal gaps of 1/rate.
-    Constant,
-}
-
-impl ArrivalProcess {
-    /// The arrivals of an open loop, or of an exploring load by rate: `arrivals` (Poisson
-    /// by default) with its `burstiness`.
-    pub fn of(load: &LoadSpec) -> ArrivalProcess {
-        match load.arrivals.unwrap_or_default() {
-            Arrivals::Poisson => ArrivalProcess::Poisson,
-            Arrivals::Gamma => ArrivalProcess::Gamma {
-                burstiness: load.burstiness.unwrap_or(1.0),
-            },
-            Arrivals::Constant => ArrivalProcess::Constant,
-        }
-    }
-}
-
-impl Load {
-    /// The mode of `load` for a dataset of `kind`. A load that names neither
-    /// `concurrency` nor `rate` is refused at validation unless a trace times it; should
-    /// one reach here anyway, it is a closed loop of one (the gentlest load).
-    pub fn of(load: &LoadSpec, kind: DatasetKind) -> Load {
-        if let Some(variable) = load.search {
-            return Load::Search { variable };
-        }
-        if kind == DatasetKind::Trace {
-            return Load::Trace {
-                max_in_flight: load.max_in_flight,
-            };
-        }
-        if let Some(spec) = &load.explore {
-            let terms = super::explore::terms_of(spec);
-            return Load::Explore {
-                first: terms.rule.from.min(terms.rule.max),
-                most: terms.rule.max,
-                by_rate: terms.by_rate,
-            };
-        }
-        if let Some(spec) = &load.concurrency_ramp {
-            let levels = super::concurrency_ramp::curve_of(spec)
-                .map(|c| super::concurrency_ramp::slot_levels(&c))
-                .unwrap_or_default();
-            return Load::ClosedRamp {
-                first: levels.first().map_or(1, |l| l.1),
-                most: levels.iter().map(|l| l.1).max().unwrap_or(1),
-            };
-        }
-        if load.ramp.is_some() {
-            return Load::Ramp {
-                constant: load.arrivals == Some(Arrivals::Constant),
-                max_in_flight: load.max_in_flight,
-            };
-        }
-        match (load.concurrency, load.rate) {
-            (Some(concurrency), _) => Load::Closed { concurrency },
-            (None, Some(rate)) => Load::Open {
-                rate,
-                process: ArrivalProcess::of(load),
-                max_in_flight: load.max_in_flight,
-            },
-            (None, None) => Load::Closed { concurrency: 1 },
-        }
-    }
-
-    /// Requests in flight at most, when the mode bounds them.
-    pub fn in_flight(&self) -> Option<u32> {
-        match *self {
-            Load::Closed { concurrency } => Some(concurrency),
-            Load::ClosedRamp { most, .. }
-            | Load::Explore {
-                most,
-                by_rate: false,
-                ..
-            } => Some(most),
-            Load::Explore { by_rate: true, .. } => None,
-            Load::Open { max_in_flight, .. }
-            | Load::Trace { max_in_flight }
-            | Load::Ramp { max_in_flight, .. } => max_in_flight,
-            Load::Search { .. } => None,
-        }
-    }
+    pub load: RunLoad,
 }
 
 impl RunSpec {
-    /// How this run sends its requests (see [`Load`]).
-    pub fn load(&self) -> Load {
-        let load = Load::of(&self.settings.load, self.settings.dataset.spec.kind);
-        match (load, &self.ramp_part) {
-            (Load::ClosedRamp { .. }, Some(levels)) => Load::ClosedRamp {
-                first: levels.first().map_or(0, |l| l.1),
-                most: levels.iter().map(|l| l.1).max().unwrap_or(0),
-            },
-            _ => load,
-        }
-    }
-
-    /// A concurrency ramp's slot levels as this run sends them (its part of them when the
-    /// ramp is split: `ramp_part`); `None` for any other load.
-    pub(crate) fn slot_levels(&self) -> Option<Vec<(std::time::Duration, u32)>> {
-        self.ramp_part.clone().or_else(|| {
-            self.concurrency_ramp()
-                .map(|c| super::concurrency_ramp::slot_levels(&c))
-        })
-    }
-
-    /// The rate curve of a ramped load (`None` for any other load).
-    pub fn ramp(&self) -> Option<super::RateCurve> {
-        self.settings
-            .load
-            .ramp
-            .as_ref()
-            .and_then(super::RateCurve::of)
-    }
-
-    /// The terms of an exploring load: its rule, how each level ends, and what grows
-    /// (`None` for any other load).
-    pub fn explore(&self) -> Option<super::explore::ExploreTerms> {
-        let load = &self.settings.load;
-        Some(super::explore::ExploreTerms {
-            arrivals: ArrivalProcess::of(load),
-            ..super::explore::terms_of(load.explore.as_ref()?)
-        })
-    }
-
-    /// The curve of a concurrency ramp (`None` for any other load): requests in flight
-    /// over time (`planner::concurrency_ramp`).
-    pub fn concurrency_ramp(&self) -> Option<super::RateCurve> {
-        self.settings
-            .load
-            .concurrency_ramp
-            .as_ref()
-            .and_then(super::concurrency_ramp::curve_of)
-    }
-
     /// The model name sent in requests.
     pub(crate) fn served_model(&self) -> &str {
         &self.request.model
@@ -378,10 +196,9 @@ pub fn run_id(settings: &RunSettings) -> String {
 /// conversations, for a multi-turn run); none for any other load, whose users are the
 /// mean of its requests in flight.
 pub fn users_of(settings: &RunSettings) -> Option<u32> {
-    match Load::of(&settings.load, settings.dataset.spec.kind) {
-        Load::Closed { concurrency } => Some(concurrency),
-        _ => None,
-    }
+    RunLoad::of(&settings.load, settings.dataset.spec.kind, settings.seed)
+        .mode
+        .users()
 }
 
 /// What the run's endpoint runs on, for the capacity metrics (none without `hardware`).

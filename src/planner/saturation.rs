@@ -41,19 +41,9 @@ pub struct Tier {
 }
 
 impl super::RunSpec {
-    /// Whether the run stops once it over-saturates the server (`stop_when`).
-    pub(crate) fn stops_when_saturated(&self) -> bool {
-        self.settings.load.stop_when == Some(crate::plan::StopWhen::Saturated)
-    }
-
-    /// Whether a stop on saturation skips the higher tiers (`on_saturation`).
-    pub(crate) fn skips_higher_on_saturation(&self) -> bool {
-        self.settings.load.on_saturation == Some(crate::plan::OnSaturation::SkipHigher)
-    }
-
     /// The run's tier; none for a load with no fixed level (a ramp, a trace, a search).
     pub fn tier(&self) -> Option<Tier> {
-        let (closed, level) = match self.load() {
+        let (closed, level) = match self.load.mode {
             super::Load::Closed { concurrency } => (true, f64::from(concurrency)),
             super::Load::Open { rate, .. } => (false, rate),
             _ => return None,

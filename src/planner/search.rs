@@ -278,12 +278,12 @@ pub(crate) fn probe_run(search: &RunSpec, value: f64, trial: u32) -> Option<RunS
         ordinal: search.ordinal,
         id: probe_id(&search.id, var, value, trial),
         axes,
-        settings,
         dataset_seed: seed,
         // A probe changes only the load: its dataset and requests are the search's.
         dataset: search.dataset.clone(),
         request: search.request.clone(),
-        ramp_part: None,
+        load: super::RunLoad::of(&settings.load, settings.dataset.spec.kind, settings.seed),
+        settings,
     })
 }
 

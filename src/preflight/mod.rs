@@ -15,7 +15,7 @@ use crate::suite::driver::{server_up, target};
 use crate::suite::SuiteError;
 use crate::telemetry::{self, CounterNames};
 use crate::tokenize::TokenizerCache;
-use crate::workload::prepare;
+use crate::workload::prepare::{self, Requests};
 
 /// How a check went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,7 +247,13 @@ impl Ctx<'_> {
             }
             let prepared = prepare::prepare(&small(run), &self.plan.base_dir, self.cache, LIST)?;
             let tokenizer = prepared.tokenizer.clone();
-            if let Some(mut req) = prepared.requests.into_iter().next() {
+            let first = match prepared.requests {
+                Requests::List { list, .. } | Requests::Trace { list, .. } => {
+                    list.requests.into_iter().next()
+                }
+                Requests::AsSent(_) | Requests::Conversations { .. } => None,
+            };
+            if let Some(mut req) = first {
                 // Never the run's own prompt: a probe must not warm a cold run's prefix.
                 if let Some(body) = salt::salted(&req.body, &self.salt, tokenizer.as_deref()) {
                     req.body = body.into();

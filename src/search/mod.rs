@@ -119,14 +119,14 @@ async fn search(
     for w in &notes {
         suite.say(&format!("warning: {}: {w}", run_label(run, total)));
     }
-    let crate::planner::Load::Search { variable: var } = run.load() else {
+    let Some(terms) = run.load.search() else {
         return Err(invalid(run, "not a search".into()));
     };
-    let b = run
-        .search_bounds()
+    let var = terms.variable;
+    let b = terms
+        .bounds
         .ok_or_else(|| invalid(run, "invalid precision".into()))?;
-    let (objective, conds) =
-        split_slo(run.search_slo()).map_err(|e| invalid(run, e.to_string()))?;
+    let (objective, conds) = split_slo(&terms.slo).map_err(|e| invalid(run, e.to_string()))?;
     let (conds, floor) = sla::with_success_floor(conds);
     suite.say(&format!(
         "{}: success floor {}",
@@ -295,12 +295,12 @@ async fn run_step(
         inputs_per_request: run.inputs_per_request(),
         hardware: crate::planner::hardware_of(&run.settings),
         // A step's users are its probes' (a closed loop's concurrency), as each probe's own.
-        users: probe_run(run, value, 0).and_then(|p| crate::planner::users_of(&p.settings)),
+        users: probe_run(run, value, 0).and_then(|p| p.load.mode.users()),
         ..SummaryOptions::default()
     };
     let mut pool = sla::Pool::new(opts.definitions, &opts.slos);
     let mut untrusted: Option<String> = None;
-    for trial in 0..run.search_trials() {
+    for trial in 0..run.load.search().map_or(1, |t| t.trials) {
         let probe =
             probe_run(run, value, trial).ok_or_else(|| invalid(run, "not a search".into()))?;
         let done = register_probe(suite, run, &probe, step, value, trial)?;
@@ -447,7 +447,7 @@ fn search_row(
         best_pass: result.best_pass,
         first_fail: result.first_fail,
         failed_metric,
-        slo: run.search_slo().clone(),
+        slo: run.load.search().map(|t| t.slo.clone()).unwrap_or_default(),
         message,
     }
 }

@@ -163,7 +163,7 @@ fn optimum_row(run: &RunSpec, o: &Optimum, result: &OptimumResult, steps: &[Step
         best_pass: result.best,
         first_fail: result.first_fail,
         failed_metric,
-        slo: run.search_slo().clone(),
+        slo: run.load.search().map(|t| t.slo.clone()).unwrap_or_default(),
         message,
     }
 }

@@ -25,7 +25,7 @@ use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
 use crate::workload::explore::measured_config;
 use crate::workload::mix;
-use crate::workload::prepare::PreparedRun;
+use crate::workload::prepare::{PreparedRun, Requests};
 use crate::workload::run_terms::definitions;
 pub use crate::workload::run_terms::engine_load;
 use crate::workload::traffic::{self, Source};
@@ -112,11 +112,11 @@ fn load_error(run: &RunSpec) -> impl FnOnce(engine::RunError) -> SuiteError + '_
 /// The engine's settings of a run's passes.
 fn run_config(run: &RunSpec, prepared: &PreparedRun) -> RunConfig {
     RunConfig {
-        load: traffic::load(prepared, engine_load(run), run.max_in_flight()),
+        load: traffic::load(prepared, engine_load(run), run.load.mode.max_in_flight()),
         // A multi-turn run's source applies the duration itself: started conversations
         // finish their turns.
         duration: crate::workload::run_terms::engine_duration(run)
-            .filter(|_| prepared.conversation.is_none()),
+            .filter(|_| !prepared.requests.is_conversations()),
         grace: GRACE,
     }
 }
@@ -142,13 +142,17 @@ fn start_writer(
         turn_inputs: turn_inputs.clone(),
         tally: tally_settings(ctx, run, prepared, block_size),
     })?;
+    let (requests, priming) = match prepared.requests.listed() {
+        Some(list) => (&list.requests[..], &list.priming[..]),
+        None => (&[][..], &[][..]),
+    };
     if ctx.keep.bodies {
-        let bodies = prepared.requests.iter().chain(&prepared.priming);
+        let bodies = requests.iter().chain(priming);
         let mut store = ctx.store.lock().map_err(|_| SuiteError::Poisoned)?;
         store.write_bodies(&run.id, bodies.map(|r| (r.item, &r.body[..])))?;
     }
-    ctx.log.requests(&run.id, &prepared.priming);
-    ctx.log.requests(&run.id, &prepared.requests);
+    ctx.log.requests(&run.id, priming);
+    ctx.log.requests(&run.id, requests);
     Ok((writer, turn_inputs))
 }
 
@@ -241,7 +245,8 @@ pub async fn execute(
     let (before, priming_counts) =
         server_counts::before_measured(&ctx.watch, &run.id, opening.as_ref(), (primed, &window))
             .await?;
-    let mut source = Source::new(&mut prepared, &ctx.log)?;
+    let cap = prepared.requests.cap();
+    let mut source = Source::new(prepared.requests, &ctx.log)?;
     let (early, late) = barrier(ctx, &cfg, source.requests_left()).await?;
     let endpoint = pass_endpoint(ctx, &run.id, offset);
     let watch = watch::start(&ctx.watch, &run.id, queue, &mut warnings);
@@ -252,8 +257,7 @@ pub async fn execute(
     if let Some(early) = early {
         output.preconnect = Some(early.then(output.preconnect));
     }
-    let after_load = super::pass_warnings::after_load(&mut source, &prepared, &output);
-    warnings.extend(after_load);
+    warnings.extend(super::pass_warnings::after_load(&mut source, cap, &output));
     let closing = server_counts::after_measured(
         &ctx.watch,
         &run.id,
@@ -262,7 +266,7 @@ pub async fn execute(
         output.peak_in_flight,
     )
     .await;
-    let limit = run.cancels().map(|c| c.settle);
+    let limit = run.load.cancel.map(|c| c.settle);
     let settle = server_counts::settle_gauges(&ctx.watch, before.as_ref(), limit).await;
     drop(tx);
     progress.finish();
@@ -342,8 +346,7 @@ fn conclude(
     );
     warnings.extend(all_as(Code::SteadyWindow, explored));
     let traffic = source.finish(tally.turns.as_deref(), &mut summary);
-    // The requests the client cancelled (the load's `cancel`, a stop) are not failures.
-    let client_cut = ctx.saturation.is_some_and(|s| s.fired().is_some()) || run.cancels().is_some();
+    let client_cut = client_cut(ctx, run);
     let cut = (output.cancelled, client_cut);
     let all_failed = crate::measure::failures::all_failed_unless_cut(&summary, &tally.errors, cut);
     let (input_lengths, length_warning) = tally.input_lengths();
@@ -385,6 +388,12 @@ fn conclude(
     }
 }
 
+/// Whether the client cut requests short (the load's `cancel`, a stop on saturation):
+/// the requests it cancelled are not failures.
+fn client_cut(ctx: &RunContext<'_>, run: &RunSpec) -> bool {
+    ctx.saturation.is_some_and(|s| s.fired().is_some()) || run.load.cancel.is_some()
+}
+
 /// How the writer folds a run's records: the metric definitions and SLOs, the first
 /// wave the leak check reads, and whether per-turn samples are kept.
 fn tally_settings(
@@ -396,26 +405,21 @@ fn tally_settings(
     TallySettings {
         definitions: definitions(ctx.definitions),
         slos: ctx.slos.to_vec(),
-        first_wave: match run.load() {
-            planner::Load::Closed { concurrency } => concurrency.max(1) as usize,
-            planner::Load::ClosedRamp { first, .. }
-            | planner::Load::Explore {
-                first,
-                by_rate: false,
-                ..
-            } => first.max(1) as usize,
-            _ => 1,
-        },
-        shape: match run.load() {
+        first_wave: run
+            .load
+            .mode
+            .first_in_flight()
+            .map_or(1, |first| first.max(1) as usize),
+        shape: match run.load.mode {
             planner::Load::Closed { concurrency } => LoadShape::Closed {
                 concurrency: concurrency.max(1) as usize,
             },
             planner::Load::Ramp { .. }
             | planner::Load::ClosedRamp { .. }
-            | planner::Load::Explore { .. } => LoadShape::Ramp,
+            | planner::Load::Explore(_) => LoadShape::Ramp,
             _ => LoadShape::Open,
         },
-        turns: prepared.conversation.is_some(),
+        turns: prepared.requests.is_conversations(),
         targets: prepared.targets.clone(),
         sharing: prepared.sharing.clone(),
         block_size,
@@ -428,15 +432,15 @@ fn tally_settings(
 /// Requests (or turns) the run will send, priming included; `None` when its duration,
 /// not a count, ends it.
 fn planned_total(run: &RunSpec, prepared: &PreparedRun) -> Option<u64> {
-    if let Some(production) = &prepared.built_as_sent {
-        return production.planned();
-    }
-    match &prepared.conversation {
-        Some(c) if c.total == usize::MAX => None,
-        Some(c) => {
+    match &prepared.requests {
+        Requests::AsSent(production) => production.planned(),
+        Requests::Conversations { plan: c, .. } if c.total == usize::MAX => None,
+        Requests::Conversations { plan: c, .. } => {
             Some((c.total + crate::workload::conversation::conversation_turns(run, c.total)) as u64)
         }
-        None => Some((prepared.requests.len() + prepared.priming.len()) as u64),
+        Requests::List { list, .. } | Requests::Trace { list, .. } => {
+            Some((list.requests.len() + list.priming.len()) as u64)
+        }
     }
 }
 
@@ -460,7 +464,7 @@ fn summarize_output(
         lateness_limit_ms: ctx.trust.lateness_p99_ms,
         cpu_share_limit: ctx.trust.client_cpu_share,
         wait_share_limit: ctx.trust.client_wait_share,
-        users: planner::users_of(&run.settings),
+        users: run.load.mode.users(),
         hardware: planner::hardware_of(&run.settings),
         ..SummaryOptions::default()
     };

@@ -6,19 +6,16 @@
 use crate::engine::RunOutput;
 use crate::trust::warning::all_as;
 use crate::trust::{Code, RunWarning};
-use crate::workload::prepare::PreparedRun;
 
-/// The dataset's notes met while building, and the sharded request cap reached.
+/// The dataset's notes met while building, and the sharded request cap reached (`cap`:
+/// `Requests::cap` of the run's requests).
 pub(super) fn after_load(
     source: &mut crate::workload::traffic::Source,
-    prepared: &PreparedRun,
+    cap: Option<usize>,
     output: &RunOutput,
 ) -> Vec<RunWarning> {
     let mut out = all_as(Code::Dataset, source.finish_building());
-    out.extend(all_as(
-        Code::Load,
-        cap_warning(prepared.duration_cap, source, output),
-    ));
+    out.extend(all_as(Code::Load, cap_warning(cap, source, output)));
     out
 }
 

@@ -13,7 +13,7 @@ use crate::engine::{Load, VecSource};
 use crate::live::log::SuiteLog;
 use crate::plan::CacheState;
 use crate::planner::RunSpec;
-use crate::workload::prepare::PreparedRun;
+use crate::workload::prepare::{Listed, PreparedRun, Requests};
 use crate::workload::traffic::Source;
 
 /// The priming pass: its source, its load and its duration.
@@ -29,30 +29,32 @@ pub(super) fn take(
     if run.settings.cache_state != CacheState::Warm {
         return Ok(None);
     }
-    if let Some(production) = &mut prepared.built_as_sent {
-        let source =
-            production.source(crate::workload::produce::Pass::Priming, Some(log.clone()))?;
-        let duration = crate::workload::run_terms::engine_duration(run);
-        return Ok(Some((Source::Built(source), planned, duration)));
-    }
-    Ok(list_pass(run, prepared, planned))
+    Ok(match &mut prepared.requests {
+        Requests::AsSent(production) => {
+            let source =
+                production.source(crate::workload::produce::Pass::Priming, Some(log.clone()))?;
+            let duration = crate::workload::run_terms::engine_duration(run);
+            Some((Source::Built(source), planned, duration))
+        }
+        Requests::Conversations { plan, .. } => {
+            let source = crate::workload::conversation::ConversationSource::new(plan.priming());
+            Some((Source::Conversations(Box::new(source)), planned, None))
+        }
+        Requests::List { list, .. } | Requests::Trace { list, .. } => list_pass(run, list, planned),
+    })
 }
 
-fn list_pass(run: &RunSpec, prepared: &mut PreparedRun, planned: Load) -> Option<Priming> {
-    if let Some(plan) = &prepared.conversation {
-        let source = crate::workload::conversation::ConversationSource::new(plan.priming());
-        return Some((Source::Conversations(Box::new(source)), planned, None));
-    }
-    if prepared.priming.is_empty() {
+fn list_pass(run: &RunSpec, list: &mut Listed, planned: Load) -> Option<Priming> {
+    if list.priming.is_empty() {
         return None;
     }
-    let requests = std::mem::take(&mut prepared.priming);
-    match &prepared.schedule {
+    let requests = std::mem::take(&mut list.priming);
+    match &list.schedule {
         Some(offsets) => {
             let offsets = from_first(&offsets[..requests.len().min(offsets.len())]);
             let source = VecSource::scheduled(requests, offsets);
             let load = Load::Scheduled {
-                max_in_flight: run.max_in_flight(),
+                max_in_flight: run.load.mode.max_in_flight(),
             };
             Some((Source::List(source), load, None))
         }

@@ -97,7 +97,9 @@ pub(crate) type Shared = Arc<Mutex<ExploreControl>>;
 
 /// The engine's load of an exploring run with a fresh control, and that control.
 pub fn engine_load(run: &RunSpec) -> Option<(Load, Shared)> {
-    let terms = run.explore()?;
+    let crate::planner::Load::Explore(terms) = run.load.mode else {
+        return None;
+    };
     let rule = terms.rule;
     let explorer = Explorer::new(rule);
     let first = explorer.first_level();

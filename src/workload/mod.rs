@@ -13,6 +13,7 @@ pub(crate) mod mix;
 pub mod prepare;
 pub(crate) mod produce;
 mod public_trace;
+pub(crate) mod requests;
 pub mod run_terms;
 pub mod session;
 pub mod share;

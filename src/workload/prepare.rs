@@ -13,7 +13,7 @@ use crate::api::{self, ApiKind, BodyInput};
 use crate::dataset::{self, DatasetContext, Materialized, PromptItem};
 use crate::engine::PreparedRequest;
 use crate::plan::CacheState;
-use crate::planner::{self, warmup_count, RunSpec};
+use crate::planner::{self, RunSpec};
 use crate::record::Phase;
 use crate::request::template::{self, TemplateInput};
 use crate::request::RequestPlan;
@@ -35,25 +35,12 @@ pub(crate) const SHARDED_DURATION_ONLY_CAP: usize = 20_000;
 /// Everything a run sends, and what the dataset reported.
 #[derive(Debug)]
 pub struct PreparedRun {
-    /// Warmup requests, then measured ones.
-    pub requests: Vec<PreparedRequest>,
-    /// The warm-run priming pass (empty for cold runs).
-    pub priming: Vec<PreparedRequest>,
+    /// The run's requests: a list, built as sent, a trace or conversations.
+    pub requests: Requests,
     /// Target input length of each item (by `item`).
     pub targets: Arc<Targets>,
     pub warnings: Vec<String>,
     pub tokenizer: Option<Arc<Tokenizer>>,
-    /// Trace replay: the intended send offset of each request (`Load::Scheduled`).
-    pub schedule: Option<Vec<std::time::Duration>>,
-    /// Multi-turn: turns are built during the run from the answers (`requests` stays empty).
-    pub conversation: Option<super::conversation::ConversationPlan>,
-    /// Trace replay: each record's recorded `request_id`, by item (empty otherwise).
-    pub trace_ids: Vec<Option<String>>,
-    /// A load bounded only by its duration: requests are built as they are sent
-    /// (`requests` and `priming` stay empty).
-    pub built_as_sent: Option<super::produce::Production>,
-    /// The limit a pre-built duration-only load has (sharded runs), named when it is hit.
-    pub duration_cap: Option<usize>,
     /// What the run's prompts share as the server sees them (kind `random`), for the
     /// planned hit ratio.
     pub sharing: Option<dataset::RunSharing>,
@@ -62,14 +49,15 @@ pub struct PreparedRun {
     pub class_tokenizers: Vec<Option<Arc<Tokenizer>>>,
 }
 
+pub use super::requests::{Listed, Requests};
 pub use super::targets::Targets;
 
 /// How many measured requests a load asks for; `None` for a load bounded only by its
 /// duration (its requests are built as they are sent, however many that takes).
 pub fn measured_count(run: &RunSpec) -> Option<usize> {
-    let requests = run.requests().map(|n| n as usize);
-    if let Some(curve) = run.ramp() {
-        return Some(ramp_count(&curve, run.duration()).min(requests.unwrap_or(usize::MAX)));
+    let requests = run.load.requests.map(|n| n as usize);
+    if let planner::Load::Ramp { curve, .. } = &run.load.mode {
+        return Some(ramp_count(curve, run.load.duration).min(requests.unwrap_or(usize::MAX)));
     }
     requests
 }
@@ -149,8 +137,8 @@ pub fn prepare(
     let sharded = needs.sharded;
     let s = &run.settings;
     let tokenizer = tokenizer(run, base_dir, cache)?;
-    let warmup = warmup_count(&s.load) as usize;
-    let (measured, duration_cap) = match measured_count(run) {
+    let warmup = run.load.warmup as usize;
+    let (measured, cap) = match measured_count(run) {
         Some(n) => (Some(n), None),
         None if sharded => (Some(sharded_cap(run)), Some(sharded_cap(run))),
         None => (None, None),
@@ -159,24 +147,18 @@ pub fn prepare(
     let mut ctx = dataset_context(run, base_dir, tokenizer.clone(), count);
     ctx.classes = super::mix::class_contexts(run, base_dir, cache, &ctx)?;
     let class_tokenizers: Vec<_> = ctx.classes.iter().map(|c| c.tokenizer.clone()).collect();
-    let empty = |warnings| PreparedRun {
-        requests: Vec::new(),
-        priming: Vec::new(),
+    let empty = |warnings, requests| PreparedRun {
+        requests,
         targets: Arc::default(),
         warnings,
         tokenizer: tokenizer.clone(),
-        schedule: None,
-        conversation: None,
-        trace_ids: Vec::new(),
-        built_as_sent: None,
-        duration_cap,
         sharing: None,
         class_tokenizers: class_tokenizers.clone(),
     };
     if let Some(mut special) = super::traffic::prepare(run, &ctx, empty)? {
         // A trace has no limit of its own: it ends with its records.
-        if special.conversation.is_none() {
-            special.duration_cap = None;
+        if let Requests::Conversations { cap: limit, .. } = &mut special.requests {
+            *limit = cap;
         }
         special.warnings.extend(super::golden::not_mixed(run));
         return Ok(special);
@@ -190,18 +172,20 @@ pub fn prepare(
     let listed = needs.list
         || sharded
         || poisson_schedule(run, 1).is_some()
-        || run.ramp().is_some()
+        || matches!(run.load.mode, planner::Load::Ramp { .. })
         || count <= PREBUILT_MAX;
     if measured.is_none() || !listed {
         let production = super::produce::Production::start(run, ctx, builder)?;
-        let mut out = empty(production.warnings().to_vec());
+        let (warnings, targets) = (production.warnings().to_vec(), production.targets());
+        let mut out = empty(warnings, Requests::AsSent(Box::new(production)));
         out.warnings.extend(super::golden::not_mixed(run));
-        out.targets = production.targets();
-        out.built_as_sent = Some(production);
+        out.targets = targets;
         out.sharing = sharing;
         return Ok(out);
     }
-    let mut out = prebuilt(run, &ctx, builder, empty(Vec::new()))?;
+    let (list, targets, warnings) = prebuilt(run, &ctx, builder)?;
+    let mut out = empty(warnings, Requests::List { list, cap });
+    out.targets = targets;
     out.sharing = sharing;
     Ok(out)
 }
@@ -209,7 +193,7 @@ pub fn prepare(
 /// A sharded duration-only load's list: rate × duration × 1.2 + 16 requests for an open
 /// loop (never more than the cap), the cap for a closed one.
 fn sharded_cap(run: &RunSpec) -> usize {
-    match (run.load(), run.duration()) {
+    match (&run.load.mode, run.load.duration) {
         (planner::Load::Open { rate, .. }, Some(d)) => {
             ((rate * d.as_secs_f64() * 1.2).ceil() as usize + 16).min(SHARDED_DURATION_ONLY_CAP)
         }
@@ -218,13 +202,12 @@ fn sharded_cap(run: &RunSpec) -> usize {
 }
 
 /// Every request of a run with a request count, built before it starts (when something
-/// `Needs` the list).
+/// `Needs` the list), with their target lengths and the dataset's warnings.
 fn prebuilt(
     run: &RunSpec,
     ctx: &DatasetContext,
     mut builder: BodyBuilder,
-    mut out: PreparedRun,
-) -> Result<PreparedRun, WorkloadError> {
+) -> Result<(Listed, Arc<Targets>, Vec<String>), WorkloadError> {
     let s = &run.settings;
     let Materialized {
         items,
@@ -240,23 +223,26 @@ fn prebuilt(
         requests.push(builder.build(i as u64, item)?);
     }
     let warmup = builder.warmup.min(requests.len());
-    out.priming = match s.cache_state {
+    let priming = match s.cache_state {
         CacheState::Cold => Vec::new(),
         CacheState::Warm => super::traffic::as_priming(&requests[warmup..]),
     };
     // Golden requests join after the priming pass is taken: it never sends them.
     super::golden::mix_in(run, &ctx.base_dir, &mut requests, warmup)?;
-    out.targets = Arc::new(Targets::new(
+    let targets = Arc::new(Targets::new(
         items.iter().map(|i| i.target_input_tokens).collect(),
     ));
-    out.schedule = poisson_schedule(run, requests.len());
-    if let Some(offsets) = &out.schedule {
+    let schedule = poisson_schedule(run, requests.len());
+    if let Some(offsets) = &schedule {
         // A duration-bound load sends rate × duration requests: the rest are never due.
         requests.truncate(offsets.len());
     }
-    out.requests = requests;
-    out.warnings.extend(warnings);
-    Ok(out)
+    let list = Listed {
+        requests,
+        priming,
+        schedule,
+    };
+    Ok((list, targets, warnings))
 }
 
 /// "N of M prompts missed their target length", when some did.
@@ -308,10 +294,10 @@ impl BodyBuilder {
                 .map(|t| template::load(t, base_dir))
                 .transpose()?,
             rng: output_rng(run),
-            warmup: warmup_count(&s.load) as usize,
+            warmup: run.load.warmup as usize,
             session_seed: s.seed,
             sessions: super::session::ItemGroups::of(run),
-            cancels: run.cancels(),
+            cancels: run.load.cancel,
         })
     }
 
@@ -383,20 +369,20 @@ impl BodyBuilder {
 /// Poisson): N = the requests built, or rate × `duration` when that is fewer. Gamma and
 /// constant arrivals, and loads bounded only by their duration, keep the engine's clock.
 fn poisson_schedule(run: &RunSpec, n: usize) -> Option<Vec<std::time::Duration>> {
-    if let (Some(curve), planner::Load::Ramp { constant, .. }) = (run.ramp(), run.load()) {
-        return Some(ramp_schedule(&curve, constant, n, run.dataset_seed));
-    }
-    let planner::Load::Open {
-        rate,
-        process: planner::ArrivalProcess::Poisson,
-        ..
-    } = run.load()
-    else {
-        return None;
+    let rate = match &run.load.mode {
+        planner::Load::Ramp {
+            curve, constant, ..
+        } => return Some(ramp_schedule(curve, *constant, n, run.dataset_seed)),
+        planner::Load::Open {
+            rate,
+            process: planner::ArrivalProcess::Poisson,
+            ..
+        } => *rate,
+        _ => return None,
     };
     // A load bounded only by its duration has no list to schedule.
-    run.requests()?;
-    let n = match run.duration() {
+    run.load.requests?;
+    let n = match run.load.duration {
         Some(d) if rate.is_finite() && rate > 0.0 => {
             n.min((rate * d.as_secs_f64()).round().max(1.0) as usize)
         }

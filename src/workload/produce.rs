@@ -111,7 +111,7 @@ impl Production {
     pub fn planned(&self) -> Option<u64> {
         let limit = self.limit?;
         let warm = self.run.settings.cache_state == crate::plan::CacheState::Warm;
-        let warmup = self.run.warmup() as usize;
+        let warmup = self.run.load.warmup as usize;
         let priming = if warm {
             limit.saturating_sub(warmup)
         } else {
@@ -410,7 +410,8 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let (run, base) = run(dir.path(), dataset);
             let cache = TokenizerCache::default();
-            let listed = super::super::prepare::prepare(&run, &base, &cache, LIST).unwrap();
+            let prepared = super::super::prepare::prepare(&run, &base, &cache, LIST).unwrap();
+            let listed = prepared.requests.listed().unwrap();
             assert_eq!(listed.requests.len(), 320);
             let tok = super::super::prepare::tokenizer(&run, &base, &cache).unwrap();
             let ctx = DatasetContext {
@@ -432,7 +433,7 @@ mod tests {
             // It goes on past the count a pre-built list stops at.
             assert_eq!(drain(&mut measured, 300).last().unwrap().item, 619);
             for item in [0, 100, 319, 400] {
-                let prebuilt = listed.targets.get(item);
+                let prebuilt = prepared.targets.get(item);
                 if item < 320 {
                     assert_eq!(production.targets().get(item), prebuilt, "{dataset}");
                 }

@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use super::prepare::PreparedRun;
+use super::requests::Requests;
 use super::targets::Targets;
-use super::traffic::{as_priming, dataset_error, replay_context, replay_warnings, replayed};
+use super::traffic::{dataset_error, replay_context, replay_list, replay_warnings, replayed};
 use super::WorkloadError;
 use crate::api::BodyInput;
 use crate::dataset::{self, DatasetContext, RunSharing};
@@ -20,7 +21,7 @@ pub(crate) fn prepare(
     run: &RunSpec,
     plan: &TracePlan,
     ctx: &DatasetContext,
-    base: impl FnOnce(Vec<String>) -> PreparedRun,
+    base: impl FnOnce(Vec<String>, Requests) -> PreparedRun,
 ) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let ctx = replay_context(run, ctx);
@@ -28,7 +29,7 @@ pub(crate) fn prepare(
     let mut warnings = trace.warnings;
     warnings.extend(replay_warnings(run));
     let req = &run.request;
-    let mut out = base(warnings);
+    let mut requests = Vec::with_capacity(trace.requests.len());
     let mut offsets = Vec::with_capacity(trace.requests.len());
     let mut targets = Vec::with_capacity(trace.requests.len());
     let mut rng = super::prepare::output_rng(run);
@@ -53,15 +54,19 @@ pub(crate) fn prepare(
             reject_fields: &s.endpoint.spec.reject_fields,
         };
         let sent = (req.stream, t.item.client_input_tokens, Vec::new());
-        out.requests.push(replayed(run, i, &input, sent)?);
+        requests.push(replayed(run, i, &input, sent)?);
         offsets.push(t.offset);
         targets.push(t.item.target_input_tokens);
     }
-    if s.cache_state == crate::plan::CacheState::Warm {
-        out.priming = as_priming(&out.requests);
-    }
+    let list = replay_list(run, requests, offsets);
+    let mut out = base(
+        warnings,
+        Requests::Trace {
+            list,
+            ids: Vec::new(),
+        },
+    );
     out.targets = Arc::new(Targets::new(targets));
     out.sharing = Some(RunSharing::Trace(trace.sharing));
-    out.schedule = Some(offsets);
     Ok(out)
 }

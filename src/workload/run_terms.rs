@@ -12,37 +12,38 @@ use crate::planner::{self, RunSpec};
 /// search run itself is never sent (it maps to its gentlest trial, a closed loop of one,
 /// for the pool size only).
 pub fn engine_load(run: &RunSpec) -> Load {
-    match run.load() {
-        planner::Load::Closed { concurrency } => Load::Closed { concurrency },
-        planner::Load::ClosedRamp { .. } => Load::ClosedRamp {
-            levels: run.slot_levels().unwrap_or_default().into(),
+    match &run.load.mode {
+        planner::Load::Closed { concurrency } => Load::Closed {
+            concurrency: *concurrency,
         },
-        planner::Load::Explore { .. } => super::explore::engine_load(run)
+        planner::Load::ClosedRamp { levels, .. } => Load::ClosedRamp {
+            levels: levels.as_slice().into(),
+        },
+        planner::Load::Explore(_) => super::explore::engine_load(run)
             .map_or(Load::Closed { concurrency: 1 }, |(load, _)| load),
         planner::Load::Open {
             rate,
             process,
             max_in_flight,
         } => Load::Open {
-            rate,
-            arrivals: arrivals(process),
+            rate: *rate,
+            arrivals: arrivals(*process),
             seed: run.dataset_seed,
-            max_in_flight,
+            max_in_flight: *max_in_flight,
         },
-        planner::Load::Trace { max_in_flight } | planner::Load::Ramp { max_in_flight, .. } => {
-            Load::Scheduled { max_in_flight }
+        planner::Load::Trace { max_in_flight, .. } | planner::Load::Ramp { max_in_flight, .. } => {
+            Load::Scheduled {
+                max_in_flight: *max_in_flight,
+            }
         }
-        planner::Load::Search { .. } => Load::Closed { concurrency: 1 },
+        planner::Load::Search(_) => Load::Closed { concurrency: 1 },
     }
 }
 
 /// The engine's soft stop of a run's passes: the load's `duration`; a concurrency ramp
 /// ends with its curve (or its `duration`, when shorter).
 pub(crate) fn engine_duration(run: &RunSpec) -> Option<std::time::Duration> {
-    match run.concurrency_ramp() {
-        Some(curve) => Some(planner::concurrency_ramp::run_span(&curve, run.duration())),
-        None => run.duration(),
-    }
+    run.load.span()
 }
 
 /// The engine's arrival process of a planned one.

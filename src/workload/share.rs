@@ -11,7 +11,7 @@ use crate::engine;
 use crate::planner::{Load, RunSpec};
 use crate::record::Phase;
 
-use crate::workload::prepare::PreparedRun;
+use crate::workload::prepare::{PreparedRun, Requests};
 
 /// A shard's part of one run.
 #[derive(Debug, Clone)]
@@ -30,14 +30,14 @@ pub(crate) fn take_share(
     run: &RunSpec,
     prepared: &mut PreparedRun,
 ) -> Result<ShardShare, String> {
-    let shard = shard.within(run.load())?;
+    let shard = shard.within(&run.load.mode)?;
     let share = shard.share_run(run)?;
     let index_base = select(&shard, run, prepared)?;
     // The engine sends a schedule's first request at once: this shard's first arrival
     // is later in the run's one sequence, so its load starts that much later.
     let lead = prepared
-        .schedule
-        .as_ref()
+        .requests
+        .schedule()
         .and_then(|o| o.first().copied())
         .unwrap_or_default();
     Ok(ShardShare {
@@ -50,21 +50,24 @@ pub(crate) fn take_share(
 /// Keeps this shard's requests of a prepared (unsplit) run. Returns the first stored
 /// request index of the shard, or `Err(note)` when nothing is left to send.
 fn select(shard: &Shard, run: &RunSpec, prepared: &mut PreparedRun) -> Result<u64, String> {
-    let total = match &prepared.conversation {
-        Some(c) => (c.total + super::conversation::conversation_turns(run, c.total)) as u64,
-        None => (prepared.requests.len() + prepared.priming.len()) as u64,
+    let list = match &mut prepared.requests {
+        Requests::Conversations { plan, .. } => {
+            let total = plan.total + super::conversation::conversation_turns(run, plan.total);
+            select_conversations(shard, run, plan);
+            return Ok(shard.index_base(total as u64));
+        }
+        Requests::List { list, .. } | Requests::Trace { list, .. } => list,
+        // A sharded run's requests are always listed (`prepare::Needs::sharded`).
+        Requests::AsSent(_) => return Err(no_share(shard, 0)),
     };
-    if let Some(plan) = &mut prepared.conversation {
-        select_conversations(shard, run, plan);
-        return Ok(shard.index_base(total));
-    }
-    let offsets = match prepared.schedule.take() {
+    let total = (list.requests.len() + list.priming.len()) as u64;
+    let offsets = match list.schedule.take() {
         Some(offsets) => Some(offsets),
         None => global_arrivals(run, total),
     };
     let (mut warm, mut measured) = (0usize, 0usize);
-    let mut keep = Vec::with_capacity(prepared.requests.len());
-    for r in &prepared.requests {
+    let mut keep = Vec::with_capacity(list.requests.len());
+    for r in &list.requests {
         let counter = if r.phase == Phase::Warmup {
             &mut warm
         } else {
@@ -73,24 +76,29 @@ fn select(shard: &Shard, run: &RunSpec, prepared: &mut PreparedRun) -> Result<u6
         keep.push(shard.keeps(*counter));
         *counter += 1;
     }
-    let requests = std::mem::take(&mut prepared.requests);
-    prepared.requests = pick(requests, &keep);
-    prepared.schedule = offsets.map(|o| pick(o, &keep));
-    let priming = std::mem::take(&mut prepared.priming);
-    prepared.priming = priming
+    let requests = std::mem::take(&mut list.requests);
+    list.requests = pick(requests, &keep);
+    list.schedule = offsets.map(|o| pick(o, &keep));
+    let priming = std::mem::take(&mut list.priming);
+    list.priming = priming
         .into_iter()
         .enumerate()
         .filter(|(i, _)| shard.keeps(*i))
         .map(|(_, r)| r)
         .collect();
-    if !prepared.requests.iter().any(|r| r.phase == Phase::Measured) {
-        return Err(format!(
-            "shard {shard} has no share of this run ({measured} measured requests over {} \
-             shards); skipped",
-            shard.n
-        ));
+    if !list.requests.iter().any(|r| r.phase == Phase::Measured) {
+        return Err(no_share(shard, measured));
     }
     Ok(shard.index_base(total))
+}
+
+/// The note of a shard left no measured request of the run's `measured`.
+fn no_share(shard: &Shard, measured: usize) -> String {
+    format!(
+        "shard {shard} has no share of this run ({measured} measured requests over {} \
+         shards); skipped",
+        shard.n
+    )
 }
 
 fn select_conversations(
@@ -115,7 +123,7 @@ fn select_conversations(
     }
     plan.warmup = shard.share(plan.warmup as u64) as usize;
     plan.total = shard.share(plan.total as u64) as usize;
-    plan.max_active = match run.load() {
+    plan.max_active = match run.load.mode {
         Load::Closed { concurrency } => shard.share(u64::from(concurrency)).max(1) as usize,
         _ => plan.max_active,
     };

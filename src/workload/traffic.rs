@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::conversation::{ConversationPlan, ConversationSource, TurnTemplate};
 use super::prepare::PreparedRun;
+use super::requests::{Listed, Requests};
 use super::WorkloadError;
 use crate::api::{self, ApiKind, BodyInput, Prompt};
 use crate::dataset::{self, DatasetContext};
@@ -23,7 +24,7 @@ use crate::record::{Phase, RequestRecord};
 pub(crate) fn prepare(
     run: &RunSpec,
     ctx: &DatasetContext,
-    base: impl FnOnce(Vec<String>) -> PreparedRun,
+    base: impl FnOnce(Vec<String>, Requests) -> PreparedRun,
 ) -> Result<Option<PreparedRun>, WorkloadError> {
     match &run.dataset {
         DatasetPlan::Trace(plan) if plan.format.synthesized() => {
@@ -41,7 +42,7 @@ pub(crate) fn prepare(
 /// every record (no duration cap).
 pub(crate) fn replay_context(run: &RunSpec, ctx: &DatasetContext) -> DatasetContext {
     let mut ctx = ctx.clone();
-    ctx.count = run.requests().map_or(usize::MAX, |n| n as usize);
+    ctx.count = run.load.requests.map_or(usize::MAX, |n| n as usize);
     ctx
 }
 
@@ -89,7 +90,7 @@ fn trace(
     run: &RunSpec,
     plan: &TracePlan,
     ctx: &DatasetContext,
-    base: impl FnOnce(Vec<String>) -> PreparedRun,
+    base: impl FnOnce(Vec<String>, Requests) -> PreparedRun,
 ) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let ctx = replay_context(run, ctx);
@@ -100,7 +101,8 @@ fn trace(
     // Recorded bodies are counted here, before the run: servers that send no usage
     // (a streamed record without `include_usage`) still get an input length.
     let counter = dataset::PromptCounter::new(&ctx).map_err(|e| dataset_error(run, e))?;
-    let mut out = base(warnings);
+    let mut requests = Vec::with_capacity(trace.requests.len());
+    let mut ids = Vec::with_capacity(trace.requests.len());
     let mut offsets = Vec::with_capacity(trace.requests.len());
     // The endpoint's own headers win over recorded ones of the same name.
     let own = &s.endpoint.spec.headers;
@@ -122,24 +124,39 @@ fn trace(
             reject_fields: &s.endpoint.spec.reject_fields,
         };
         let sent = (stream && kind.can_stream(), client_input_tokens, headers);
-        out.requests.push(replayed(run, i, &input, sent)?);
+        requests.push(replayed(run, i, &input, sent)?);
         offsets.push(t.offset);
-        out.trace_ids.push(t.request_id);
+        ids.push(t.request_id);
     }
-    if s.cache_state == crate::plan::CacheState::Warm {
-        out.priming = as_priming(&out.requests);
+    let list = replay_list(run, requests, offsets);
+    Ok(base(warnings, Requests::Trace { list, ids }))
+}
+
+/// A replay's requests sent at their recorded `offsets`, with the priming pass of a warm
+/// run.
+pub(crate) fn replay_list(
+    run: &RunSpec,
+    requests: Vec<PreparedRequest>,
+    offsets: Vec<Duration>,
+) -> Listed {
+    let priming = match run.settings.cache_state {
+        crate::plan::CacheState::Warm => as_priming(&requests),
+        crate::plan::CacheState::Cold => Vec::new(),
+    };
+    Listed {
+        requests,
+        priming,
+        schedule: Some(offsets),
     }
-    out.schedule = Some(offsets);
-    Ok(out)
 }
 
 /// What a trace replay leaves out of the plan's load.
 pub(crate) fn replay_warnings(run: &RunSpec) -> Vec<String> {
     let mut warnings = Vec::new();
-    if run.warmup() > 0 {
+    if run.load.warmup > 0 {
         warnings.push("a trace replay has no warmup: every record is measured".into());
     }
-    if run.names_concurrency_or_rate() {
+    if run.load.mode.names_unused_level() {
         warnings.push(
             "trace replay sends at the recorded times: the load's concurrency/rate is not used"
                 .into(),
@@ -161,7 +178,7 @@ pub(crate) fn as_priming(requests: &[PreparedRequest]) -> Vec<PreparedRequest> {
 fn conversation(
     run: &RunSpec,
     ctx: &DatasetContext,
-    base: impl FnOnce(Vec<String>) -> PreparedRun,
+    base: impl FnOnce(Vec<String>, Requests) -> PreparedRun,
 ) -> Result<PreparedRun, WorkloadError> {
     let s = &run.settings;
     let kind = run.request.api;
@@ -180,7 +197,7 @@ fn conversation(
         dataset::multi_turn::conversations(&run.dataset, ctx).map_err(|e| dataset_error(run, e))?;
     let warnings = Vec::new();
     // A closed loop counts conversations in flight; an open loop's `max_in_flight` bounds them.
-    let max_active = run.load().in_flight().map_or(usize::MAX, |n| n as usize);
+    let max_active = run.load.mode.in_flight().map_or(usize::MAX, |n| n as usize);
     let tools = match &run.dataset {
         DatasetPlan::ToolCalls(_, tools) => Some(tool_plan(run, tools, ctx)?),
         _ => None,
@@ -192,8 +209,7 @@ fn conversation(
         let offered = t.set.body_field(ApiKind::Chat);
         counted.template_kwargs.entry("tools").or_insert(offered);
     }
-    let mut out = base(warnings);
-    out.conversation = Some(ConversationPlan {
+    let plan = ConversationPlan {
         conversations,
         template: TurnTemplate {
             request: run.request.clone(),
@@ -207,7 +223,7 @@ fn conversation(
                 .map(|t| crate::request::template::load(t, &ctx.base_dir).map(std::sync::Arc::new))
                 .transpose()?,
         },
-        warmup: run.warmup() as usize,
+        warmup: run.load.warmup as usize,
         total: ctx.count,
         max_active,
         think_time: match &run.dataset {
@@ -221,12 +237,18 @@ fn conversation(
             _ => false,
         },
         priming: false,
-        stop_new_after: run.duration(),
+        stop_new_after: run.load.duration,
         counter: dataset::PromptCounter::new(&counted).map_err(|e| dataset_error(run, e))?,
         prompt_sink: None,
         tools,
-    });
-    Ok(out)
+    };
+    Ok(base(
+        warnings,
+        Requests::Conversations {
+            plan: Box::new(plan),
+            cap: None,
+        },
+    ))
 }
 
 /// The tools of a `tool_calls` run, read once (the file's, or the built-in set).
@@ -245,7 +267,7 @@ fn tool_plan(
 
 /// The load of a run: the plan's, or a scheduled one for a trace.
 pub(crate) fn load(prepared: &PreparedRun, planned: Load, max_in_flight: Option<u32>) -> Load {
-    match prepared.schedule {
+    match prepared.requests.schedule() {
         Some(_) => Load::Scheduled { max_in_flight },
         None => planned,
     }
@@ -263,25 +285,25 @@ pub(crate) enum Source {
 
 impl Source {
     pub(crate) fn new(
-        prepared: &mut PreparedRun,
+        requests: Requests,
         log: &std::sync::Arc<impl super::RequestLog + 'static>,
     ) -> Result<Source, WorkloadError> {
-        if let Some(production) = &mut prepared.built_as_sent {
-            let pass = super::produce::Pass::Measured;
-            let log: std::sync::Arc<dyn super::RequestLog> = log.clone();
-            return Ok(Source::Built(production.source(pass, Some(log))?));
-        }
-        let requests = std::mem::take(&mut prepared.requests);
-        Ok(
-            match (prepared.conversation.take(), prepared.schedule.take()) {
-                (Some(plan), _) => Source::Conversations(Box::new(ConversationSource::new(plan))),
-                (None, Some(offsets)) => Source::Trace(
-                    VecSource::scheduled(requests, offsets),
-                    std::mem::take(&mut prepared.trace_ids),
-                ),
-                (None, None) => Source::List(VecSource::new(requests)),
-            },
-        )
+        let listed = |list: Listed| match list.schedule {
+            Some(offsets) => VecSource::scheduled(list.requests, offsets),
+            None => VecSource::new(list.requests),
+        };
+        Ok(match requests {
+            Requests::AsSent(mut production) => {
+                let pass = super::produce::Pass::Measured;
+                let log: std::sync::Arc<dyn super::RequestLog> = log.clone();
+                Source::Built(production.source(pass, Some(log))?)
+            }
+            Requests::Conversations { plan, .. } => {
+                Source::Conversations(Box::new(ConversationSource::new(*plan)))
+            }
+            Requests::Trace { list, ids } => Source::Trace(listed(list), ids),
+            Requests::List { list, .. } => Source::List(listed(list)),
+        })
     }
 
     /// Warnings of a source that builds requests as they are sent (none otherwise).

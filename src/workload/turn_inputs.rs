@@ -39,7 +39,9 @@ struct State {
 /// For a multi-turn run whose model has a tokenizer: the source's prompt channel is
 /// connected, and the counter returned for the writer.
 pub fn connect(prepared: &mut PreparedRun) -> Option<Arc<TurnInputs>> {
-    let plan = prepared.conversation.as_mut()?;
+    let super::requests::Requests::Conversations { plan, .. } = &mut prepared.requests else {
+        return None;
+    };
     let counter = plan.counter.clone()?;
     let (tx, rx): (Sender<TurnPrompt>, _) = mpsc::channel();
     plan.prompt_sink = Some(tx);

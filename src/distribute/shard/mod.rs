@@ -118,7 +118,7 @@ impl Shard {
     /// level by level (`RunSpec::shared`: a shard may hold no slot at a low level). An
     /// exploring load is not split (its next level is chosen from what it measured): the
     /// first shard runs all of it.
-    pub fn within(&self, load: Load) -> Result<Shard, String> {
+    pub fn within(&self, load: &Load) -> Result<Shard, String> {
         if let Load::Explore { .. } = load {
             if self.k > 1 {
                 return Err(format!(
@@ -127,7 +127,7 @@ impl Shard {
             }
             return Ok(Shard { k: 1, n: 1 });
         }
-        let Load::Closed { concurrency } = load else {
+        let &Load::Closed { concurrency } = load else {
             return Ok(*self);
         };
         let n = self.n.min(concurrency.max(1));
@@ -214,30 +214,40 @@ mod tests {
     fn a_closed_loop_below_n_runs_on_its_first_shards() {
         // Concurrency 1 over 2 shards: shard 1 takes all of it, shard 2 has no share.
         let first = Shard { k: 1, n: 2 }
-            .within(Load::Closed { concurrency: 1 })
+            .within(&Load::Closed { concurrency: 1 })
             .unwrap();
         assert_eq!(first, Shard { k: 1, n: 1 });
         assert!(Shard { k: 2, n: 2 }
-            .within(Load::Closed { concurrency: 1 })
+            .within(&Load::Closed { concurrency: 1 })
             .is_err());
         assert_eq!(
-            Shard { k: 2, n: 4 }.within(Load::Closed { concurrency: 5 }),
+            Shard { k: 2, n: 4 }.within(&Load::Closed { concurrency: 5 }),
             Ok(Shard { k: 2, n: 4 })
         );
-        // A concurrency ramp is split level by level (`RunSpec::shared`); an exploring
+        // A concurrency ramp is split level by level (`RunLoad::shared`); an exploring
         // load runs on the first shard only.
-        let ramp = Load::ClosedRamp { first: 1, most: 8 };
-        assert_eq!(Shard { k: 2, n: 3 }.within(ramp), Ok(Shard { k: 2, n: 3 }));
-        let explore = Load::Explore {
-            first: 1,
-            most: 8,
-            by_rate: false,
+        let ramp = Load::ClosedRamp {
+            curve: crate::planner::RateCurve::Steps {
+                rates: vec![1.0, 8.0],
+                width: 1.0,
+            },
+            levels: vec![
+                (std::time::Duration::ZERO, 1),
+                (std::time::Duration::from_secs(1), 8),
+            ],
         };
+        assert_eq!(Shard { k: 2, n: 3 }.within(&ramp), Ok(Shard { k: 2, n: 3 }));
+        let explore = Load::Explore(crate::planner::explore::terms_of(
+            &crate::plan::ExploreSpec {
+                max: Some(8),
+                ..Default::default()
+            },
+        ));
         assert_eq!(
-            Shard { k: 1, n: 3 }.within(explore),
+            Shard { k: 1, n: 3 }.within(&explore),
             Ok(Shard { k: 1, n: 1 })
         );
-        let note = Shard { k: 2, n: 3 }.within(explore).unwrap_err();
+        let note = Shard { k: 2, n: 3 }.within(&explore).unwrap_err();
         assert!(note.contains("first shard only"), "{note}");
     }
 

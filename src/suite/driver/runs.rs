@@ -156,7 +156,7 @@ impl Suite<'_> {
         if ep.spec.launch.is_some() && seen.described.insert(ep.name.clone()) {
             self.describe(run, &target, listed).await?;
         }
-        let result = if matches!(run.load(), crate::planner::Load::Search { .. }) {
+        let result = if matches!(run.load.mode, crate::planner::Load::Search(_)) {
             match self.search {
                 Some(driver) => driver.search(self, run, &target, (total, notes)).await,
                 None => Err(SuiteError::NoSearchDriver {

@@ -81,7 +81,7 @@ impl Suite<'_> {
         run: &RunSpec,
         total: usize,
     ) -> Result<Option<StoppedTier>, SuiteError> {
-        if !run.skips_higher_on_saturation() {
+        if !run.load.skips_higher {
             return Ok(None);
         }
         let Some(tier) = run.tier() else {
