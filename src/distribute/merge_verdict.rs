@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::metrics::RunSummary;
+use crate::record::RunFacts;
 use crate::store::StoredRun;
 use crate::trust::{self, Code, Evidence, RunWarning, Thresholds, Verdict};
 
@@ -19,17 +20,17 @@ const REJUDGED: &[Code] = &[
     Code::PartialFailures,
 ];
 
-/// The merged run's warnings and its verdict; its evidence goes to `extras`.
+/// The merged run's warnings and its verdict; its evidence goes to `merged_facts`.
 pub fn merged(
     named: &[(String, &StoredRun)],
     summary: &RunSummary,
     trust: &Thresholds,
-    extras: &mut Value,
+    merged_facts: &mut RunFacts,
 ) -> (Vec<RunWarning>, Option<Verdict>) {
     let mut warnings: Vec<RunWarning> = Vec::new();
     let mut evidence = Evidence::default();
     for (shard, run) in named {
-        if let Some(e) = run.extras.get("evidence").cloned() {
+        if let Some(e) = run.facts.evidence.clone() {
             evidence.add(&serde_json::from_value::<Evidence>(e).unwrap_or_default());
         }
         for w in run.warnings.iter().filter(|w| !REJUDGED.contains(&w.code)) {
@@ -50,9 +51,6 @@ pub fn merged(
             .filter(|w| REJUDGED.contains(&w.code)),
     );
     let verdict = Verdict::judge(&warnings, &trust.accept);
-    if let Value::Object(map) = extras {
-        let e = serde_json::to_value(&evidence).unwrap_or(Value::Null);
-        map.insert("evidence".into(), e);
-    }
+    merged_facts.evidence = Some(serde_json::to_value(&evidence).unwrap_or(Value::Null));
     (warnings, Some(verdict))
 }

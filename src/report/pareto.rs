@@ -67,8 +67,7 @@ fn points_of(run: &StoredRun, per_accelerator: bool) -> Vec<Point> {
         }
     }
     for step in steps_of(run).map(Vec::as_slice).unwrap_or_default() {
-        let users = step.get("concurrency").and_then(Value::as_f64);
-        let tps = step.pointer("/metrics/output_tps").and_then(Value::as_f64);
+        let (users, tps) = (step.concurrency, step.metric("output_tps"));
         if let (Some(c), Some(tps)) = (users.filter(|c| *c > 0.0), tps) {
             let label = format!("c={}", super::format::number(c));
             out.push((tps / c, tps / share, label));
@@ -168,7 +167,7 @@ mod tests {
             started_unix_ms: None,
             finished_unix_ms: None,
             warnings: Vec::new(),
-            extras: Value::Null,
+            facts: crate::record::RunFacts::default(),
             error: None,
             metrics: metrics
                 .into_iter()

@@ -19,7 +19,7 @@ use crate::store::Store;
 pub(super) fn apply(store: &Store, data: &mut ReportData) -> Result<(), ReportError> {
     let slos = super::bootstrap_capacity::slos_of(&data.suite.info.slo);
     for run in &mut data.runs {
-        let definitions = MetricDefinitions::of_extras(&run.extras);
+        let definitions = MetricDefinitions::of_facts(&run.facts);
         let mut kernel = Fold::new(definitions, &slos);
         let mut user = Fold::new(definitions, &slos);
         let mut rows = 0u64;

@@ -23,6 +23,7 @@ use crate::metrics::{MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::{self, SearchVariable};
 use crate::planner::search::probe_run;
 use crate::planner::RunSpec;
+use crate::record::RunFacts;
 use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
 use crate::suite::driver::{run_label, Ended, SearchDriver, Suite};
 use crate::suite::SuiteError;
@@ -226,7 +227,8 @@ fn store_limit(
     suite.lock()?.write_search(row)?;
     let mut metrics = metrics_of(steps, result.best_pass);
     metrics.insert(format!("sla_max_{}", row.variable), result.best_pass);
-    let extras = json!({ "search": {
+    let facts = RunFacts {
+        search: Some(json!({
         "variable": row.variable,
         "outcome": row.outcome,
         "best_pass": row.best_pass,
@@ -234,8 +236,10 @@ fn store_limit(
         "failed_metric": row.failed_metric,
         "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
         "message": row.message,
-    }});
-    finish_search(suite, run, RunStatus::Done, &metrics, &extras)?;
+        })),
+        ..RunFacts::default()
+    };
+    finish_search(suite, run, RunStatus::Done, &metrics, &facts)?;
     Ok(SEARCH_DONE)
 }
 
@@ -246,7 +250,7 @@ fn interrupted_search(suite: &Suite<'_>, run: &RunSpec) -> Result<Ended, SuiteEr
         run,
         RunStatus::Interrupted,
         &BTreeMap::new(),
-        &Value::Null,
+        &RunFacts::default(),
     )?;
     Ok(Ended {
         completed: false,
@@ -260,14 +264,14 @@ fn finish_search(
     run: &RunSpec,
     status: RunStatus,
     metrics: &BTreeMap<String, Option<f64>>,
-    extras: &Value,
+    facts: &RunFacts,
 ) -> Result<(), SuiteError> {
     suite.lock()?.finish_run(
         &run.id,
         &RunFinish {
             status,
             metrics,
-            extras,
+            facts,
             warnings: &[],
             error: None,
             // Its probes are judged one by one; a step with an untrusted probe fails.

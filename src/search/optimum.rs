@@ -20,6 +20,7 @@ use crate::metrics::sla::{Bounds, SearchOutcome};
 use crate::metrics::sla::{Goal, Objective};
 use crate::plan::SearchVariable;
 use crate::planner::RunSpec;
+use crate::record::RunFacts;
 use crate::report::format::display_for;
 use crate::store::{RunStatus, SearchRow};
 use crate::suite::driver::{run_label, Ended, Suite};
@@ -100,7 +101,8 @@ fn store_optimum(
     let mut metrics = metrics_of(steps, result.best);
     metrics.insert(format!("sla_best_{name}"), result.best);
     metrics.insert(format!("sla_max_{name}"), None);
-    let extras = json!({ "search": {
+    let facts = RunFacts {
+        search: Some(json!({
         "variable": row.variable,
         "outcome": row.outcome,
         "objective": { "metric": o.objective.metric, "goal": o.objective.goal.as_str() },
@@ -110,8 +112,10 @@ fn store_optimum(
         "failed_metric": row.failed_metric,
         "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
         "message": row.message,
-    }});
-    finish_search(suite, run, RunStatus::Done, &metrics, &extras)
+        })),
+        ..RunFacts::default()
+    };
+    finish_search(suite, run, RunStatus::Done, &metrics, &facts)
 }
 
 /// A pooled metric as a person reads it, by the report's one rule (`report::format`), so

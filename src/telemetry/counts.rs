@@ -7,14 +7,14 @@
 //! requests the server had running or waiting at once (its gauges, sampled by the
 //! telemetry) against the client's own most in flight. Facts only: what they mean (tokens
 //! not conserved, another client on the server) is the run's verdict's to say. Stored in
-//! the run's extras under `server_counts`. Pure: pages in, figures out.
+//! the run's facts under `server_counts`. Pure: pages in, figures out.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::families::{RUNNING, WAITING};
 use super::frame::Frame;
-use crate::record::{Outcome, RequestRecord};
+use crate::record::{Outcome, RequestRecord, RunFacts};
 
 /// The perfplan names (`families`) of the counters read.
 const PROMPT: &str = "prompt_tokens_total";
@@ -147,7 +147,7 @@ pub struct PassCounts {
     pub client: ClientSide,
 }
 
-/// A run's counts, as stored in its extras under [`ServerCounts::KEY`].
+/// A run's counts, as stored in its facts (`server_counts`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerCounts {
     /// The counters' growth over the window.
@@ -177,12 +177,14 @@ pub(crate) const MEASURED_WINDOW: &str = "warmup+measured";
 pub(crate) const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ServerCounts {
-    /// The key of the run's extras that holds them.
-    pub(crate) const KEY: &'static str = "server_counts";
+    /// The counts a run's facts hold, if any.
+    pub fn of_facts(facts: &RunFacts) -> Option<ServerCounts> {
+        serde_json::from_value(facts.server_counts.clone()?).ok()
+    }
 
-    /// The counts a run's extras hold, if any.
-    pub fn from_extras(extras: &Value) -> Option<ServerCounts> {
-        serde_json::from_value(extras.get(Self::KEY)?.clone()).ok()
+    /// As kept in the run's facts (`server_counts`).
+    pub fn facts(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 
@@ -282,8 +284,14 @@ mod tests {
             window: MEASURED_WINDOW.into(),
             ..ServerCounts::default()
         };
-        let extras = serde_json::json!({ ServerCounts::KEY: stored });
-        assert_eq!(ServerCounts::from_extras(&extras), Some(stored));
+        let facts = RunFacts {
+            server_counts: Some(stored.facts()),
+            ..RunFacts::default()
+        };
+        let text = facts.to_value().to_string();
+        assert!(text.starts_with(r#"{"server_counts":{"#), "{text}");
+        let read = RunFacts::from_json_text(&text).unwrap();
+        assert_eq!(ServerCounts::of_facts(&read), Some(stored));
         assert_eq!(
             in_flight_of(&frame(
                 "vllm:num_requests_running 3\nvllm:num_requests_waiting 2\n"
