@@ -5,8 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::distribute::inputs::Input;
 use crate::metrics::input_lengths::{Counts, Lengths};
 use crate::metrics::steps::StepFold;
@@ -14,7 +12,7 @@ use crate::metrics::turns::{turn_metrics_of, TurnSample};
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::ServerMetricsSpec;
 use crate::planner::ramp::stored_windows;
-use crate::record::facts::{MixClassFacts, StepFacts};
+use crate::record::facts::{InputLengthFacts, MixClassFacts, StepFacts};
 use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, StoredRun};
 use crate::telemetry::{first_ratio, CounterNames};
@@ -114,7 +112,7 @@ impl MergeFold {
         self,
         parts: &[(usize, StoredRun)],
         opts: &SummaryOptions,
-    ) -> (RunSummary, Value, Vec<u64>) {
+    ) -> (RunSummary, InputLengthFacts, Vec<u64>) {
         let mut summary = self.fold.finish(opts);
         let class_opts = SummaryOptions {
             definitions: opts.definitions,

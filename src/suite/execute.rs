@@ -4,8 +4,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::writer::{Writer, WriterContext};
 use super::SuiteError;
 use crate::engine::{
@@ -18,7 +16,7 @@ use crate::metrics::steady::LoadShape;
 use crate::metrics::{RunSummary, Slo, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
-use crate::record::facts::TimeFacts;
+use crate::record::facts::{InputLengthFacts, TimeFacts};
 use crate::record::{RequestRecord, RunFacts};
 use crate::store::Store;
 use crate::telemetry::run::{counts as server_counts, watch};
@@ -54,7 +52,7 @@ pub(crate) struct RunResult {
     /// When no measured request succeeded: why (classes and the first error).
     pub all_failed: Option<String>,
     /// Target, client and server input lengths compared (see `lengths`).
-    pub input_lengths: Option<Value>,
+    pub input_lengths: InputLengthFacts,
     /// Wall-clock start of the measured pass (its record times are offsets from it).
     pub started: std::time::SystemTime,
     /// The connections opened before the measured pass (lean client only).
@@ -377,7 +375,7 @@ fn conclude(
         evidence,
         traffic,
         all_failed,
-        input_lengths: Some(input_lengths),
+        input_lengths,
         started: output.started,
         preconnect: output.preconnect,
         time,

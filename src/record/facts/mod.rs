@@ -18,7 +18,8 @@ mod sections;
 mod tests;
 
 pub use sections::{
-    BarrierFacts, ConnectionFacts, Gauges, MixClassFacts, PreconnectFacts, SaturationStopFacts,
+    BarrierFacts, ConnectionFacts, Gauges, InputLengthFacts, LengthDiff, MixClassFacts,
+    PreconnectFacts, SaturationStopFacts, SearchFacts, SearchObjective, SearchStepFacts,
     SettleFacts, ShardClientFacts, ShardStartFacts, ShardStarts, SkippedFacts, SteadyWindow,
     StepFacts, TimeFacts,
 };
@@ -71,7 +72,7 @@ pub struct RunFacts {
     /// How the prompts' lengths differed between server, client and target
     /// (`metrics::input_lengths`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_lengths: Option<Value>,
+    pub input_lengths: Option<InputLengthFacts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<TimeFacts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,9 +134,9 @@ pub struct RunFacts {
     pub client_cpu_ratio_shard: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_starts: Option<ShardStarts>,
-    /// An SLA search's outcome (`search::SearchRow` and its steps).
+    /// An SLA search's outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<Value>,
+    pub search: Option<SearchFacts>,
     /// A tier skipped because an earlier one saturated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<SkippedFacts>,

@@ -14,6 +14,27 @@ pub struct ConnectionFacts {
     pub tls_resumed: u64,
 }
 
+/// How the prompts' lengths differed (`input_lengths`): the server's count less the
+/// plan's target, the client's less the target, the server's less the client's; each
+/// `null` where no measured request had both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct InputLengthFacts {
+    #[serde(default)]
+    pub server_minus_target: Option<LengthDiff>,
+    #[serde(default)]
+    pub client_minus_target: Option<LengthDiff>,
+    #[serde(default)]
+    pub server_minus_client: Option<LengthDiff>,
+}
+
+/// One difference of input lengths over the measured successful requests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LengthDiff {
+    pub mean: f64,
+    pub max_abs: u64,
+    pub requests: u64,
+}
+
 /// The run's time facts (`time`): its slice width, its steady-state window or why it has
 /// none, a ramp's steps, and a stop on saturation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -203,6 +224,60 @@ pub struct ShardStarts {
 pub struct ShardStartFacts {
     pub start_ms: f64,
     pub first_measured_ms: Option<f64>,
+}
+
+/// An SLA search's outcome (`search`): a bisection's best passing value, or an
+/// optimum search's objective and best value; then where it failed and every step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchFacts {
+    /// `rate` or `concurrency`.
+    pub variable: String,
+    /// `found`, `min_fails`, ...
+    pub outcome: String,
+    /// An optimum search's objective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<SearchObjective>,
+    /// An optimum search's best value (`Some(None)`: stored `null`).
+    #[serde(
+        default,
+        deserialize_with = "super::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub best: Option<Option<f64>>,
+    /// The objective's value at `best`.
+    #[serde(
+        default,
+        deserialize_with = "super::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub best_score: Option<Option<f64>>,
+    /// A bisection's highest passing value.
+    #[serde(
+        default,
+        deserialize_with = "super::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub best_pass: Option<Option<f64>>,
+    pub first_fail: Option<f64>,
+    pub failed_metric: Option<String>,
+    #[serde(default)]
+    pub steps: Vec<SearchStepFacts>,
+    #[serde(default)]
+    pub message: String,
+}
+
+/// An optimum search's objective: the metric and whether higher or lower is better.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchObjective {
+    pub metric: String,
+    pub goal: String,
+}
+
+/// One probe of a search: its value and whether it met the SLO.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SearchStepFacts {
+    pub value: f64,
+    pub passed: bool,
 }
 
 /// A run not executed because an earlier tier saturated.

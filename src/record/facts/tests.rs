@@ -21,7 +21,15 @@ fn live_run() -> RunFacts {
         metric_definitions: Some("perfplan".into()),
         itl_bounded: Some(false),
         connections: Some(ConnectionFacts::default()),
-        input_lengths: Some(json!({"server_minus_target": null})),
+        input_lengths: Some(InputLengthFacts {
+            server_minus_target: None,
+            client_minus_target: Some(LengthDiff {
+                mean: 0.5,
+                max_abs: 2,
+                requests: 40,
+            }),
+            server_minus_client: None,
+        }),
         time: Some(TimeFacts {
             slice_s: Some(1.0),
             steady: Some(Some(SteadyWindow {
@@ -143,7 +151,24 @@ fn add_shard_sections(facts: &mut RunFacts) {
             },
         )]),
     });
-    facts.search = Some(json!({"variable": "rate", "outcome": "found"}));
+    facts.search = Some(SearchFacts {
+        variable: "rate".into(),
+        outcome: "found".into(),
+        objective: Some(SearchObjective {
+            metric: "goodput".into(),
+            goal: "max".into(),
+        }),
+        best: Some(Some(8.0)),
+        best_score: Some(None),
+        best_pass: None,
+        first_fail: Some(16.0),
+        failed_metric: None,
+        steps: vec![SearchStepFacts {
+            value: 8.0,
+            passed: true,
+        }],
+        message: "best at 8".into(),
+    });
     facts.skipped = Some(SkippedFacts {
         reason: "saturated".into(),
         by: "abc".into(),
@@ -179,7 +204,7 @@ fn stored_facts_read_back_as_they_were_written() {
 /// `time`) reads typed, and writes back the text it was read from.
 #[test]
 fn an_older_runs_facts_read_typed_and_write_back_unchanged() {
-    let text = r#"{"requests":4,"stored_rows":5,"failures":{},"http_statuses":{},"estimated_input":0,"estimated_output":0,"unknown_output":0,"truncated":0,"client_bound":null,"metric_definitions":"perfplan","input_lengths":{"server_minus_target":{"mean":0.0,"max_abs":0,"requests":4}},"measured_start_unix_us":1796118213325638}"#;
+    let text = r#"{"requests":4,"stored_rows":5,"failures":{},"http_statuses":{},"estimated_input":0,"estimated_output":0,"unknown_output":0,"truncated":0,"client_bound":null,"metric_definitions":"perfplan","input_lengths":{"server_minus_target":{"mean":0.0,"max_abs":0,"requests":4},"client_minus_target":null,"server_minus_client":{"mean":0.5,"max_abs":1,"requests":4}},"measured_start_unix_us":1796118213325638}"#;
     let facts = RunFacts::from_json_text(text).unwrap();
     assert_eq!(facts.requests, Some(4));
     assert_eq!(facts.failures, Some(BTreeMap::new()));

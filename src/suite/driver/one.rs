@@ -278,7 +278,7 @@ fn status_of(result: &RunResult) -> RunStatus {
 fn facts_of(result: &RunResult, shard: Option<Shard>) -> RunFacts {
     let traffic = result.traffic.clone();
     let mut facts = RunFacts {
-        input_lengths: result.input_lengths.clone(),
+        input_lengths: Some(result.input_lengths),
         time: Some(result.time.clone()),
         preconnect: result.preconnect.as_ref().map(|p| p.facts()),
         cancel_settle: result.settle.as_ref().map(|s| s.facts()),
