@@ -5,13 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
-
 use crate::metrics::explore::{knee, level_names, StoredStep, EXPLORE_NAMES};
 use crate::metrics::steps::StepFold;
 use crate::metrics::{MetricDefinitions, RunSummary};
 use crate::planner::RunSpec;
-use crate::record::facts::TimeFacts;
+use crate::record::facts::{ExploreFacts, TimeFacts};
 use crate::store::Store;
 
 /// The explore metrics of every run (null but for an exploring one), and an exploring
@@ -65,9 +63,13 @@ pub(crate) fn finish(
         );
     }
     time.steps = Some(steps);
-    time.explore = Some(json!({
-        saturation_name: ending.saturation,
-        "reason": ending.reason.map_or("max reached still gaining throughput", |r| r.as_str()),
-    }));
+    let at = Some(ending.saturation);
+    time.explore = Some(ExploreFacts {
+        saturation_rps: at.filter(|_| control.by_rate()),
+        saturation_concurrency: at.filter(|_| !control.by_rate()),
+        reason: (ending.reason)
+            .map_or("max reached still gaining throughput", |r| r.as_str())
+            .into(),
+    });
     None
 }

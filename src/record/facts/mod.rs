@@ -18,10 +18,10 @@ mod sections;
 mod tests;
 
 pub use sections::{
-    BarrierFacts, ConnectionFacts, Gauges, InputLengthFacts, LengthDiff, MixClassFacts,
-    PreconnectFacts, SaturationStopFacts, SearchFacts, SearchObjective, SearchStepFacts,
-    SettleFacts, ShardClientFacts, ShardStartFacts, ShardStarts, SkippedFacts, SteadyWindow,
-    StepFacts, TimeFacts,
+    BarrierFacts, ConnectionFacts, ExploreFacts, Gauges, InputLengthFacts, LengthDiff,
+    MixClassFacts, PreconnectFacts, SaturationStopFacts, SearchFacts, SearchObjective,
+    SearchStepFacts, SettleFacts, ShardClientFacts, ShardStartFacts, ShardStarts, SkippedFacts,
+    SteadyWindow, StepFacts, TimeFacts,
 };
 
 /// The facts stored with one run. Every section is optional: a run keeps only what its

@@ -55,10 +55,9 @@ pub struct TimeFacts {
     /// A ramp's steps (a rate curve's or a concurrency curve's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepFacts>>,
-    /// An exploring run's ending: the level it saturated at (`saturation_concurrency` or
-    /// `saturation_rate`) and why it stopped.
+    /// An exploring run's ending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explore: Option<Value>,
+    pub explore: Option<ExploreFacts>,
     /// The run's stop on over-saturation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<SaturationStopFacts>,
@@ -71,6 +70,26 @@ impl TimeFacts {
     pub fn steady(&self) -> Option<SteadyWindow> {
         self.steady.flatten()
     }
+}
+
+/// How an exploring run ended: the level it saturated at, under the name of its kind
+/// (`saturation_concurrency`, or `saturation_rps` for an open loop; `null` when it did
+/// not saturate), and why it stopped.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExploreFacts {
+    #[serde(
+        default,
+        deserialize_with = "super::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub saturation_concurrency: Option<Option<u32>>,
+    #[serde(
+        default,
+        deserialize_with = "super::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub saturation_rps: Option<Option<u32>>,
+    pub reason: String,
 }
 
 /// A steady-state window, seconds on the records' time base.

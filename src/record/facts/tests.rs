@@ -79,7 +79,11 @@ fn every_section() -> RunFacts {
     time.steady = Some(None);
     time.steady_missing = Some("the run never settled".into());
     time.steps = Some(vec![step]);
-    time.explore = Some(json!({"saturation_concurrency": 8, "reason": "queue grew"}));
+    time.explore = Some(ExploreFacts {
+        saturation_concurrency: Some(Some(8)),
+        saturation_rps: None,
+        reason: "queue grew".into(),
+    });
     time.stopped = Some(stop);
     facts.cancel_settle = Some(SettleFacts {
         before: Gauges {
