@@ -4,8 +4,6 @@
 //! shard's name (a cache leak or a buffered stream on one shard taints the whole run);
 //! the shards' evidence added up. Knows stored runs, not how shards ran.
 
-use serde_json::Value;
-
 use crate::metrics::RunSummary;
 use crate::record::RunFacts;
 use crate::store::StoredRun;
@@ -30,8 +28,8 @@ pub fn merged(
     let mut warnings: Vec<RunWarning> = Vec::new();
     let mut evidence = Evidence::default();
     for (shard, run) in named {
-        if let Some(e) = run.facts.evidence.clone() {
-            evidence.add(&serde_json::from_value::<Evidence>(e).unwrap_or_default());
+        if let Some(e) = &run.facts.evidence {
+            evidence.add(e);
         }
         for w in run.warnings.iter().filter(|w| !REJUDGED.contains(&w.code)) {
             let w = RunWarning {
@@ -51,6 +49,6 @@ pub fn merged(
             .filter(|w| REJUDGED.contains(&w.code)),
     );
     let verdict = Verdict::judge(&warnings, &trust.accept);
-    merged_facts.evidence = Some(serde_json::to_value(&evidence).unwrap_or(Value::Null));
+    merged_facts.evidence = Some(evidence);
     (warnings, Some(verdict))
 }

@@ -9,11 +9,9 @@
 //! not conserved, another client on the server) is the run's verdict's to say. Stored in
 //! the run's facts under `server_counts`. Pure: pages in, figures out.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use super::families::{RUNNING, WAITING};
 use super::frame::Frame;
+pub use crate::record::facts::{ClientSide, PassCounts, ServerCounts, ServerSide};
 use crate::record::{Outcome, RequestRecord, RunFacts};
 
 /// The perfplan names (`families`) of the counters read.
@@ -100,32 +98,6 @@ pub fn block_size(page: &str) -> Option<u32> {
         .filter(|b| *b > 0)
 }
 
-/// The server's counts over a window: each counter's growth.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerSide {
-    pub prompt_tokens: Option<u64>,
-    pub generation_tokens: Option<u64>,
-    pub cached_tokens: Option<u64>,
-    /// Requests the server finished successfully.
-    pub requests: Option<u64>,
-}
-
-/// The client's sums over the requests it sent in a window (every phase sent in it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientSide {
-    /// `usage.prompt_tokens` summed (requests without usage add nothing).
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub cached_tokens: u64,
-    /// Requests sent, failed ones included.
-    pub requests: u64,
-    /// Requests whose answer carried usage.
-    pub requests_with_usage: u64,
-    /// Requests that succeeded (what a server's success counter counts).
-    #[serde(default)]
-    pub requests_ok: u64,
-}
-
 impl ClientSide {
     /// Counts one request of the window.
     pub fn add(&mut self, r: &RequestRecord) {
@@ -140,36 +112,6 @@ impl ClientSide {
     }
 }
 
-/// One window's two sides.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PassCounts {
-    pub server: ServerSide,
-    pub client: ClientSide,
-}
-
-/// A run's counts, as stored in its facts (`server_counts`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerCounts {
-    /// The counters' growth over the window.
-    pub server: ServerSide,
-    /// The client's sums over the requests it sent in the window.
-    pub client: ClientSide,
-    /// Which passes the window holds: `"warmup+measured"` (the measured pass, its warmup
-    /// requests included).
-    pub window: String,
-    /// The most requests the server had running plus waiting at one telemetry scrape
-    /// during the measured pass (`None` without telemetry or those gauges).
-    pub server_in_flight_max: Option<u64>,
-    /// The most requests the client had in flight at once in the window.
-    pub client_in_flight_max: Option<u64>,
-    /// How long the last scrape waited for the server's counters to catch up with the
-    /// client (ms; bounded by `SETTLE_LIMIT`).
-    pub settle_ms: u64,
-    /// A warm run's priming pass, counted apart (absent for other runs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priming: Option<PassCounts>,
-}
-
 /// The window of the measured pass.
 pub(crate) const MEASURED_WINDOW: &str = "warmup+measured";
 
@@ -179,12 +121,7 @@ pub(crate) const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_s
 impl ServerCounts {
     /// The counts a run's facts hold, if any.
     pub fn of_facts(facts: &RunFacts) -> Option<ServerCounts> {
-        serde_json::from_value(facts.server_counts.clone()?).ok()
-    }
-
-    /// As kept in the run's facts (`server_counts`).
-    pub fn facts(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        facts.server_counts.clone()
     }
 }
 
@@ -285,7 +222,7 @@ mod tests {
             ..ServerCounts::default()
         };
         let facts = RunFacts {
-            server_counts: Some(stored.facts()),
+            server_counts: Some(stored.clone()),
             ..RunFacts::default()
         };
         let text = facts.to_value().to_string();

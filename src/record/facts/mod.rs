@@ -13,10 +13,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+mod judged;
 mod sections;
 #[cfg(test)]
 mod tests;
 
+pub use judged::{ClientSide, Evidence, Example, PassCounts, ServerCounts, ServerSide};
 pub use sections::{
     BarrierFacts, ConnectionFacts, ExploreFacts, Gauges, InputLengthFacts, LengthDiff,
     MixClassFacts, PreconnectFacts, SaturationStopFacts, SearchFacts, SearchObjective,
@@ -79,9 +81,9 @@ pub struct RunFacts {
     pub preconnect: Option<PreconnectFacts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_settle: Option<SettleFacts>,
-    /// The server's and client's counts over the run (`telemetry::counts::ServerCounts`).
+    /// The server's and client's counts over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_counts: Option<Value>,
+    pub server_counts: Option<ServerCounts>,
     // The run's traffic.
     /// Multi-turn: the turn of every item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,9 +116,9 @@ pub struct RunFacts {
     /// How far into the run's one arrival sequence the shard's load began (open loops).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_lead_us: Option<u64>,
-    /// What the records said of the run's trustworthiness (`trust::Evidence`).
+    /// What the records said of the run's trustworthiness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<Value>,
+    pub evidence: Option<Evidence>,
     /// A mix's classes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<Vec<MixClassFacts>>,

@@ -46,7 +46,10 @@ fn live_run() -> RunFacts {
             ..PreconnectFacts::default()
         }),
         measured_start_unix_us: Some(1_796_118_213_325_638),
-        evidence: Some(json!({"output_checked": 38})),
+        evidence: Some(Evidence {
+            output_checked: 38,
+            ..Evidence::default()
+        }),
         ..RunFacts::default()
     }
 }
@@ -102,7 +105,10 @@ fn every_section() -> RunFacts {
         error: Some("refused".into()),
         ..facts.preconnect.clone().unwrap_or_default()
     });
-    facts.server_counts = Some(json!({"window": "warmup+measured"}));
+    facts.server_counts = Some(ServerCounts {
+        window: "warmup+measured".into(),
+        ..ServerCounts::default()
+    });
     facts.turn_of_item = Some(vec![0, 1, 0, 1]);
     facts.conversation_errors = Some(vec!["conversation 3 ended".into()]);
     facts.trace_request_ids = Some(vec![Some("a".into()), None]);

@@ -165,7 +165,7 @@ impl Suite<'_> {
         }
         all_warnings.extend(result.warnings.iter().cloned());
         let verdict = Verdict::judge(&all_warnings, &self.trust.accept);
-        facts.evidence = Some(serde_json::json!(result.evidence));
+        facts.evidence = Some(result.evidence.clone());
         let metrics = crate::workload::mix::stored_metrics(run, &result.summary, &result.classes);
         facts.mix = crate::workload::mix::facts(run, &result.classes);
         self.lock()?.finish_run(
@@ -282,7 +282,7 @@ fn facts_of(result: &RunResult, shard: Option<Shard>) -> RunFacts {
         time: Some(result.time.clone()),
         preconnect: result.preconnect.as_ref().map(|p| p.facts()),
         cancel_settle: result.settle.as_ref().map(|s| s.facts()),
-        server_counts: result.server_counts.as_ref().map(|c| c.facts()),
+        server_counts: result.server_counts.clone(),
         turn_of_item: traffic.turn_of_item,
         conversation_errors: traffic.conversation_errors,
         trace_request_ids: traffic.trace_request_ids,
