@@ -384,7 +384,8 @@ fn a_leaking_server_gets_a_kv_leak_warning_and_an_honest_one_none() {
     // The gauges' facts are kept with each run: the honest one settled at once.
     let store = perfplan::store::Store::open(&out.join("results.db")).unwrap();
     for run in store.runs().unwrap() {
-        let s = &run.extras["cancel_settle"];
+        let facts = run.facts.to_value();
+        let s = &facts["cancel_settle"];
         let leaky = run.axes["endpoint"] == "leaky";
         assert_eq!(s["settled"], !leaky, "{s}");
         assert_eq!(s["before"]["running"], 0.0, "{s}");

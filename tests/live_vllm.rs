@@ -83,7 +83,7 @@ include = [
 "#;
 
 fn counts(run: &StoredRun) -> ServerCounts {
-    ServerCounts::from_extras(&run.extras).unwrap_or_else(|| panic!("{}: no server_counts", run.id))
+    ServerCounts::of_facts(&run.facts).unwrap_or_else(|| panic!("{}: no server_counts", run.id))
 }
 
 /// Every request's input is vLLM's `prompt_tokens`; its output as received is vLLM's

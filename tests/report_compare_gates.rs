@@ -165,7 +165,7 @@ fn passing_gates_exit_zero() {
     let finish = perfplan::store::RunFinish {
         status: perfplan::store::RunStatus::Done,
         metrics: &metrics,
-        extras: &serde_json::json!({}),
+        facts: &perfplan::record::RunFacts::default(),
         warnings: &[],
         error: None,
         verdict: None,

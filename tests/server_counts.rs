@@ -1,5 +1,5 @@
 //! The server's own counts of a run against the client's (`server_counts` in the run's
-//! extras), against the in-process simulator whose `vllm:` counters count exactly what it
+//! facts), against the in-process simulator whose `vllm:` counters count exactly what it
 //! served: equal for a server alone with perfplan, a warm run's priming pass counted
 //! apart; and the planned prefix share in the server's cache blocks (the block size from
 //! its `vllm:cache_config_info`, or the endpoint's `cache_block_size`).
@@ -41,7 +41,7 @@ fn counts_of(db: &Path) -> Vec<(perfplan::store::StoredRun, ServerCounts)> {
         .unwrap()
         .into_iter()
         .map(|run| {
-            let counts = ServerCounts::from_extras(&run.extras).expect("server_counts stored");
+            let counts = ServerCounts::of_facts(&run.facts).expect("server_counts stored");
             (run, counts)
         })
         .collect()

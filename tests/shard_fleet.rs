@@ -143,7 +143,10 @@ async fn auto_shards_share_one_out_and_merge_takes_the_folder() {
     let store = Store::open(&merged).unwrap();
     let run = &store.runs().unwrap()[0];
     assert_eq!(run.metrics["requests_ok"], Some(6.0));
-    assert_eq!(run.extras["shards"], serde_json::json!(["1/2", "2/2"]));
+    assert_eq!(
+        run.facts.to_value()["shards"],
+        serde_json::json!(["1/2", "2/2"])
+    );
     sim.shutdown().await;
 }
 
@@ -308,7 +311,7 @@ async fn every_run_starts_on_every_shard_at_once() {
     let own = Store::open(&out.join("merged")).unwrap();
     assert_eq!(own.runs().unwrap().len(), 3);
     assert_eq!(
-        own.runs().unwrap()[0].extras["shards"],
+        own.runs().unwrap()[0].facts.to_value()["shards"],
         serde_json::json!(["1/2", "2/2"])
     );
     let merged = dir.path().join("merged");
@@ -318,7 +321,8 @@ async fn every_run_starts_on_every_shard_at_once() {
     let runs = store.runs().unwrap();
     assert_eq!(runs.len(), 3);
     for run in &runs {
-        let starts = &run.extras["shard_starts"];
+        let facts = run.facts.to_value();
+        let starts = &facts["shard_starts"];
         let spread = starts["start_spread_ms"].as_f64().unwrap();
         let first = starts["first_measured_spread_ms"].as_f64().unwrap();
         // A few ms on an idle machine; loose for a loaded 2-core CI machine, and far
@@ -335,7 +339,8 @@ async fn every_run_starts_on_every_shard_at_once() {
     }
     let shard2 = Store::open(&out.join("shard-2-of-2")).unwrap();
     for run in shard2.runs().unwrap() {
-        assert_eq!(run.extras["barrier"]["role"], "follower", "{}", run.extras);
+        let facts = run.facts.to_value();
+        assert_eq!(facts["barrier"]["role"], "follower", "{facts}");
     }
     sim.shutdown().await;
 }
@@ -428,7 +433,7 @@ fn health_shard(dir: &Path, k: u32, cpu: f64, lateness: f64, bound: Option<&str>
     let finish = RunFinish {
         status: RunStatus::Done,
         metrics: &metrics,
-        extras: &extras,
+        facts: &perfplan::record::RunFacts::from_value(extras),
         warnings: &warnings,
         error: None,
         verdict: None,
@@ -466,14 +471,15 @@ fn merge_keeps_each_shards_client_and_names_the_worst() {
     let o = perfplan(&args, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let run = &Store::open(&merged).unwrap().runs().unwrap()[0];
+    let facts = run.facts.to_value();
     assert_eq!(
-        run.extras["client_bound"],
+        facts["client_bound"],
         "shard 2/3 (the worst of 2 client-bound shards of 3: 2/3, 3/3): client used 0.97 of 1 \
          CPU cores"
     );
-    assert_eq!(run.extras["client_cpu_ratio_shard"], "2/3");
+    assert_eq!(facts["client_cpu_ratio_shard"], "2/3");
     assert_eq!(run.metrics["client_cpu_ratio"], Some(0.97));
-    let by_shard = run.extras["client_by_shard"].as_array().unwrap();
+    let by_shard = facts["client_by_shard"].as_array().unwrap();
     assert_eq!(by_shard.len(), 3);
     assert_eq!(by_shard[0]["client_cpu_ratio"], 0.31);
     assert_eq!(
@@ -481,7 +487,7 @@ fn merge_keeps_each_shards_client_and_names_the_worst() {
         "send lateness p99 6.0 ms exceeds 5.0 ms"
     );
     // The shards' starts, 0.5 ms apart on their clocks (no barrier: no offsets).
-    assert_eq!(run.extras["shard_starts"]["start_spread_ms"], 1.0);
+    assert_eq!(facts["shard_starts"]["start_spread_ms"], 1.0);
     let report = perfplan(&["report", s(&merged)], &[]);
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(

@@ -141,7 +141,9 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
         );
         let runs = store.runs().unwrap();
         let closed = &runs[0];
-        let started = closed.extras["measured_start_unix_us"].as_u64().unwrap();
+        let started = closed.facts.to_value()["measured_start_unix_us"]
+            .as_u64()
+            .unwrap();
         let first_sent = store
             .request_rows(&closed.id)
             .unwrap()
@@ -199,9 +201,10 @@ async fn two_shards_merge_into_the_plans_runs_with_exact_percentiles() {
         total += rows.len();
         assert_eq!(measured(&run.id) as f64, want);
         assert_eq!(run.metrics["requests_ok"], Some(want));
-        assert_eq!(run.extras["shards"], serde_json::json!(["1/2", "2/2"]));
+        let facts = run.facts.to_value();
+        assert_eq!(facts["shards"], serde_json::json!(["1/2", "2/2"]));
         // Input lengths over both shards' measured requests.
-        let lengths = &run.extras["input_lengths"]["server_minus_client"];
+        let lengths = &facts["input_lengths"]["server_minus_client"];
         assert_eq!(lengths["requests"].as_f64(), Some(want), "{lengths}");
         let shards: Vec<_> = rows.iter().filter_map(|r| r.shard.clone()).collect();
         assert!(shards.contains(&"1/2".into()) && shards.contains(&"2/2".into()));

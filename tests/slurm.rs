@@ -244,7 +244,8 @@ fn srun_shards_meet_at_the_barrier_and_merge_into_the_plans_runs() {
         let store = Store::open(&out.join(format!("shard-{k}-of-2"))).unwrap();
         for run in store.runs().unwrap() {
             let role = if k == 1 { "leader" } else { "follower" };
-            assert_eq!(run.extras["barrier"]["role"], role, "{}", run.extras);
+            let facts = run.facts.to_value();
+            assert_eq!(facts["barrier"]["role"], role, "{facts}");
         }
     }
     let merged = dir.path().join("merged");
@@ -258,7 +259,10 @@ fn srun_shards_meet_at_the_barrier_and_merge_into_the_plans_runs() {
     let mut rows = 0;
     for (run, want) in runs.iter().zip([12.0, 6.0]) {
         assert_eq!(run.metrics["requests_ok"], Some(want), "run {}", run.id);
-        assert_eq!(run.extras["shards"], serde_json::json!(["1/2", "2/2"]));
+        assert_eq!(
+            run.facts.shards.as_deref(),
+            Some(&["1/2".to_string(), "2/2".to_string()][..])
+        );
         rows += store.request_rows(&run.id).unwrap().len();
     }
     assert_eq!(rows, 4 + 12 + 6, "warmup and measured rows of both runs");

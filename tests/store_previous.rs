@@ -246,3 +246,34 @@ fn rows_before_stream_counts_read_as_one_token_a_chunk_with_their_metrics_unchan
         assert_eq!(got["reasoning_tokens_mean"], None, "unknown in old rows");
     }
 }
+
+/// A schema-3 run's facts (`extras_json`) read typed: its counts, its `null`
+/// `client_bound`, its definitions and its start, with nothing left unread; and written
+/// again they are the text the earlier version stored.
+#[test]
+fn a_schema_3_runs_facts_read_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = copy_fixture(dir.path(), "old");
+    let texts: Vec<Vec<Option<String>>> =
+        query(&old, "SELECT extras_json FROM runs ORDER BY ordinal, id");
+    let store = Store::open(&old).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), texts.len());
+    for (run, text) in runs.iter().zip(&texts) {
+        let facts = &run.facts;
+        assert!(facts.requests.is_some_and(|n| n > 0), "{}", run.id);
+        assert!(facts.stored_rows >= facts.requests, "{}", run.id);
+        assert_eq!(facts.failures.as_ref().map(|f| f.len()), Some(0));
+        assert_eq!(facts.client_bound, Some(None), "stored as null");
+        assert_eq!(facts.metric_definitions.as_deref(), Some("perfplan"));
+        assert!(facts.input_lengths.is_some() && facts.measured_start_unix_us.is_some());
+        assert_eq!((facts.time.as_ref(), facts.connections), (None, None));
+        assert!(facts.rest.is_empty(), "{:?}", facts.rest);
+        assert_eq!(
+            Some(facts.to_value().to_string()),
+            text[0],
+            "{}: written again as stored",
+            run.id
+        );
+    }
+}

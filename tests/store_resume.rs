@@ -105,7 +105,7 @@ fn child(dir: &Path) {
             &RunFinish {
                 status: RunStatus::Done,
                 metrics: &metrics,
-                extras: &json!({}),
+                facts: &perfplan::record::RunFacts::default(),
                 warnings: &[],
                 error: None,
                 verdict: None,

@@ -10,12 +10,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::distribute::inputs::{check_inputs, expand, open_input, Input};
 use crate::distribute::merge_metrics::{options, server_ratio, MergeFold};
 use crate::distribute::merge_verdict;
 use crate::distribute::shard_facts::{self, start_us};
+use crate::record::facts::TimeFacts;
+use crate::record::RunFacts;
 use crate::store::{db_path, RequestRow, RunStatus, ServerPhase, Store, StoreError, StoredRun};
 
 /// Why the shards could not be merged.
@@ -224,24 +226,23 @@ fn merge_run(
         .iter()
         .map(|(i, r)| (inputs[*i].shard.to_string(), r))
         .collect();
-    let (verdict, facts) = shard_facts::of_shards(&named, &fold.first_of, base.unwrap_or(0));
+    let (verdict, shards) = shard_facts::of_shards(&named, &fold.first_of, base.unwrap_or(0));
     let steps = fold.take_steps();
     let (mut summary, input_lengths, class_requests) = fold.finish(parts, &opts);
     summary.client_bound = verdict;
-    let mut extras = summary.facts_json(rows);
-    if let Value::Object(map) = &mut extras {
-        map.insert("measured_start_unix_us".into(), json!(base));
-        map.insert("input_lengths".into(), input_lengths);
-        map.extend(facts);
-        if let Some(mix) = super::merge_metrics::merged_mix(parts, &class_requests) {
-            map.insert("mix".into(), mix);
-        }
-        if let Some(steps) = steps {
-            map.insert("time".into(), json!({ "steps": steps }));
-        }
-    }
+    let mut facts = RunFacts {
+        measured_start_unix_us: base,
+        input_lengths: Some(input_lengths),
+        mix: super::merge_metrics::merged_mix(parts, &class_requests),
+        time: steps.map(|steps| TimeFacts {
+            steps: Some(steps),
+            ..TimeFacts::default()
+        }),
+        ..summary.facts(rows)
+    };
+    shards.fill(&mut facts);
     let trust = &inputs[0].suite.info.trust;
-    let (warnings, judged) = merge_verdict::merged(&named, &summary, trust, &mut extras);
+    let (warnings, judged) = merge_verdict::merged(&named, &summary, trust, &mut facts);
     let errors: Vec<String> = named
         .iter()
         .filter_map(|(s, r)| r.error.as_ref().map(|e| format!("shard {s}: {e}")))
@@ -251,7 +252,7 @@ fn merge_run(
         started_unix_ms: parts.iter().filter_map(|(_, r)| r.started_unix_ms).min(),
         finished_unix_ms: parts.iter().filter_map(|(_, r)| r.finished_unix_ms).max(),
         warnings,
-        extras,
+        facts,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         metrics: summary.values,
         verdict: judged
@@ -360,7 +361,7 @@ mod tests {
             started_unix_ms: None,
             finished_unix_ms: None,
             warnings: Vec::new(),
-            extras: json!({}),
+            facts: RunFacts::default(),
             error: None,
             metrics: BTreeMap::new(),
             verdict: Default::default(),

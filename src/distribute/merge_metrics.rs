@@ -5,8 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::distribute::inputs::Input;
 use crate::metrics::input_lengths::{Counts, Lengths};
 use crate::metrics::steps::StepFold;
@@ -14,11 +12,12 @@ use crate::metrics::turns::{turn_metrics_of, TurnSample};
 use crate::metrics::{Fold, MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::ServerMetricsSpec;
 use crate::planner::ramp::stored_windows;
+use crate::record::facts::{InputLengthFacts, MixClassFacts, StepFacts};
 use crate::record::{Outcome, Phase};
 use crate::store::{RequestRow, StoredRun};
 use crate::telemetry::{first_ratio, CounterNames};
 
-/// A merged run's metrics and the facts its extras keep, folded row by row as the
+/// A merged run's metrics and the facts it keeps, folded row by row as the
 /// shards' rows are copied (no merged run is held whole): the metrics by the suite's own
 /// `metrics::Fold`, the three-way input lengths, multi-turn samples (items moved past the
 /// earlier shards'), and each shard's first measured send.
@@ -32,7 +31,7 @@ pub(super) struct MergeFold {
     /// Each shard's first measured send (µs on the merged time base).
     pub first_of: BTreeMap<String, u64>,
     pub rows: u64,
-    /// A mix: each class's name and fold, by class index (from the first shard's extras).
+    /// A mix: each class's name and fold, by class index (from the first shard's facts).
     classes: Vec<(String, Fold)>,
     /// A ramp: its steps' fold and the key of a step's level (`rate`, `concurrency`).
     steps: Option<(StepFold, &'static str)>,
@@ -43,11 +42,11 @@ impl MergeFold {
         let mut turns: Vec<u32> = Vec::new();
         let mut first_item: BTreeMap<String, u64> = BTreeMap::new();
         for (i, run) in parts {
-            let Some(list) = run.extras.get("turn_of_item").and_then(Value::as_array) else {
+            let Some(list) = &run.facts.turn_of_item else {
                 continue;
             };
             first_item.insert(inputs[*i].shard.to_string(), turns.len() as u64);
-            turns.extend(list.iter().map(|t| t.as_u64().unwrap_or(0) as u32));
+            turns.extend(list);
         }
         MergeFold {
             fold: Fold::new(opts.definitions, &opts.slos),
@@ -104,10 +103,10 @@ impl MergeFold {
 
     /// A ramp's steps, folded from the merged rows (the shards sent the one schedule
     /// between them, so the merged time base is the ramp's), as `time.steps` keeps them.
-    pub(crate) fn take_steps(&mut self) -> Option<Value> {
+    pub(crate) fn take_steps(&mut self) -> Option<Vec<StepFacts>> {
         self.steps
             .take()
-            .map(|(fold, key)| crate::metrics::steps::steps_json(fold, key))
+            .map(|(fold, key)| crate::metrics::steps::step_facts(fold, key))
     }
 
     /// The merged run's metrics (per-turn and a mix's per-class ones included), its
@@ -116,7 +115,7 @@ impl MergeFold {
         self,
         parts: &[(usize, StoredRun)],
         opts: &SummaryOptions,
-    ) -> (RunSummary, Value, Vec<u64>) {
+    ) -> (RunSummary, InputLengthFacts, Vec<u64>) {
         let mut summary = self.fold.finish(opts);
         let class_opts = SummaryOptions {
             definitions: opts.definitions,
@@ -154,34 +153,23 @@ impl MergeFold {
     }
 }
 
-/// The classes of a mix run, by index, from its first shard's extras (none otherwise).
+/// The classes of a mix run, by index, from its first shard's facts (none otherwise).
 fn class_names(parts: &[(usize, StoredRun)]) -> Vec<String> {
-    parts
-        .first()
-        .and_then(|(_, run)| run.extras.get("mix"))
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .map(|c| {
-                    c.get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                })
-                .collect()
-        })
+    let mix = parts.first().and_then(|(_, run)| run.facts.mix.as_ref());
+    mix.map(|list| list.iter().map(|c| c.name.clone()).collect())
         .unwrap_or_default()
 }
 
-/// A merged mix run's `mix` extras: the first shard's, each class's requests the merged.
-pub(super) fn merged_mix(parts: &[(usize, StoredRun)], requests: &[u64]) -> Option<Value> {
-    let mut list = parts.first()?.1.extras.get("mix")?.as_array()?.clone();
+/// A merged mix run's `mix` facts: the first shard's, each class's requests the merged.
+pub(super) fn merged_mix(
+    parts: &[(usize, StoredRun)],
+    requests: &[u64],
+) -> Option<Vec<MixClassFacts>> {
+    let mut list = parts.first()?.1.facts.mix.clone()?;
     for (class, n) in list.iter_mut().zip(requests) {
-        if let Value::Object(map) = class {
-            map.insert("requests".into(), (*n).into());
-        }
+        class.requests = *n;
     }
-    Some(Value::Array(list))
+    Some(list)
 }
 
 /// The largest value of `name` among the shards' own metrics.
@@ -214,7 +202,7 @@ pub(super) fn options(
     slos: &[crate::metrics::Slo],
     server_cache_hit_ratio: Option<f64>,
 ) -> SummaryOptions {
-    let definitions = MetricDefinitions::of_extras(&first.extras);
+    let definitions = MetricDefinitions::of_facts(&first.facts);
     // The run's settings as planned (the whole load, not a shard's share of it).
     let settings =
         serde_json::from_value::<crate::planner::RunSettings>(first.settings.clone()).ok();

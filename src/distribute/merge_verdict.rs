@@ -4,9 +4,8 @@
 //! shard's name (a cache leak or a buffered stream on one shard taints the whole run);
 //! the shards' evidence added up. Knows stored runs, not how shards ran.
 
-use serde_json::Value;
-
 use crate::metrics::RunSummary;
+use crate::record::RunFacts;
 use crate::store::StoredRun;
 use crate::trust::{self, Code, Evidence, RunWarning, Thresholds, Verdict};
 
@@ -19,18 +18,18 @@ const REJUDGED: &[Code] = &[
     Code::PartialFailures,
 ];
 
-/// The merged run's warnings and its verdict; its evidence goes to `extras`.
+/// The merged run's warnings and its verdict; its evidence goes to `merged_facts`.
 pub fn merged(
     named: &[(String, &StoredRun)],
     summary: &RunSummary,
     trust: &Thresholds,
-    extras: &mut Value,
+    merged_facts: &mut RunFacts,
 ) -> (Vec<RunWarning>, Option<Verdict>) {
     let mut warnings: Vec<RunWarning> = Vec::new();
     let mut evidence = Evidence::default();
     for (shard, run) in named {
-        if let Some(e) = run.extras.get("evidence").cloned() {
-            evidence.add(&serde_json::from_value::<Evidence>(e).unwrap_or_default());
+        if let Some(e) = &run.facts.evidence {
+            evidence.add(e);
         }
         for w in run.warnings.iter().filter(|w| !REJUDGED.contains(&w.code)) {
             let w = RunWarning {
@@ -50,9 +49,6 @@ pub fn merged(
             .filter(|w| REJUDGED.contains(&w.code)),
     );
     let verdict = Verdict::judge(&warnings, &trust.accept);
-    if let Value::Object(map) = extras {
-        let e = serde_json::to_value(&evidence).unwrap_or(Value::Null);
-        map.insert("evidence".into(), e);
-    }
+    merged_facts.evidence = Some(evidence);
     (warnings, Some(verdict))
 }

@@ -7,33 +7,24 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Map, Value};
-
+use crate::record::facts::{ShardClientFacts, ShardStartFacts, ShardStarts};
+use crate::record::RunFacts;
 use crate::store::StoredRun;
 
 /// Shard 1's clock minus this shard's (µs), as the barrier measured it; 0 without one.
 pub(super) fn clock_offset_us(run: &StoredRun) -> i64 {
-    run.extras
-        .pointer("/barrier/clock_offset_us")
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
+    run.facts.barrier.as_ref().map_or(0, |b| b.clock_offset_us)
 }
 
 /// The wall-clock start of a shard's measured pass on shard 1's clock (unix µs).
 pub(super) fn start_us(run: &StoredRun) -> Option<u64> {
-    let start = run
-        .extras
-        .get("measured_start_unix_us")
-        .and_then(Value::as_u64)?;
+    let start = run.facts.measured_start_unix_us?;
     u64::try_from(start as i64 + clock_offset_us(run)).ok()
 }
 
 /// How far into the run's one arrival sequence a shard's load began (open loops).
 fn lead_us(run: &StoredRun) -> u64 {
-    run.extras
-        .get("shard_lead_us")
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
+    run.facts.shard_lead_us.unwrap_or(0)
 }
 
 /// One shard's client health in a run.
@@ -52,21 +43,17 @@ impl ClientHealth {
             shard,
             cpu_ratio: metric("client_cpu_ratio"),
             lateness_p99_ms: metric("lateness_p99"),
-            client_bound: run
-                .extras
-                .get("client_bound")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            client_bound: run.facts.client_bound().map(str::to_string),
         }
     }
 
-    fn to_json(&self) -> Value {
-        json!({
-            "shard": self.shard,
-            "client_cpu_ratio": self.cpu_ratio,
-            "lateness_p99": self.lateness_p99_ms,
-            "client_bound": self.client_bound,
-        })
+    fn facts(&self) -> ShardClientFacts {
+        ShardClientFacts {
+            shard: self.shard.clone(),
+            client_cpu_ratio: self.cpu_ratio,
+            lateness_p99: self.lateness_p99_ms,
+            client_bound: self.client_bound.clone(),
+        }
     }
 
     /// Busier first: bound before not, then by CPU, then by lateness.
@@ -79,25 +66,42 @@ impl ClientHealth {
     }
 }
 
-/// What the merged run's extras keep of its shards (`shards`, `client_by_shard`,
-/// `client_cpu_ratio_shard`, `shard_starts`), and its `client_bound` verdict.
+/// What the merged run's facts keep of its shards.
+pub(super) struct MergedShards {
+    shards: Vec<String>,
+    client_by_shard: Vec<ShardClientFacts>,
+    client_cpu_ratio_shard: Option<String>,
+    shard_starts: ShardStarts,
+}
+
+impl MergedShards {
+    /// Sets the merged run's `shards`, `client_by_shard`, `client_cpu_ratio_shard` and
+    /// `shard_starts`.
+    pub(super) fn fill(self, facts: &mut RunFacts) {
+        facts.shards = Some(self.shards);
+        facts.client_by_shard = Some(self.client_by_shard);
+        facts.client_cpu_ratio_shard = Some(self.client_cpu_ratio_shard);
+        facts.shard_starts = Some(self.shard_starts);
+    }
+}
+
+/// What the merged run's facts keep of its shards, and its `client_bound` verdict.
 pub(super) fn of_shards(
     named: &[(String, &StoredRun)],
     first_of: &BTreeMap<String, u64>,
     base: u64,
-) -> (Option<String>, Map<String, Value>) {
+) -> (Option<String>, MergedShards) {
     let health: Vec<ClientHealth> = named
         .iter()
         .map(|(s, r)| ClientHealth::of(s.clone(), r))
         .collect();
-    let mut map = Map::new();
-    let shards: Vec<&String> = named.iter().map(|(s, _)| s).collect();
-    map.insert("shards".into(), json!(shards));
-    map.insert("client_by_shard".into(), health_json(&health));
-    let busiest = busiest(&health).map(|(_, s)| s);
-    map.insert("client_cpu_ratio_shard".into(), json!(busiest));
-    map.insert("shard_starts".into(), start_spread(named, first_of, base));
-    (merged_verdict(&health), map)
+    let shards = MergedShards {
+        shards: named.iter().map(|(s, _)| s.clone()).collect(),
+        client_by_shard: health.iter().map(ClientHealth::facts).collect(),
+        client_cpu_ratio_shard: busiest(&health).map(|(_, s)| s.to_string()),
+        shard_starts: start_spread(named, first_of, base),
+    };
+    (merged_verdict(&health), shards)
 }
 
 /// The merged verdict: `None` when no shard's client limited it; else the worst bound
@@ -137,11 +141,6 @@ fn busiest(health: &[ClientHealth]) -> Option<(f64, &str)> {
         .max_by(|a, b| a.0.total_cmp(&b.0))
 }
 
-/// Every shard's health, as the merged run's extras keep it.
-fn health_json(health: &[ClientHealth]) -> Value {
-    Value::Array(health.iter().map(ClientHealth::to_json).collect())
-}
-
 /// How closely the shards started the run, on shard 1's clock (µs on the merged time
 /// base, whose zero is the earliest shard's start): each shard's load start less its
 /// lead (the barrier's own precision), and its first measured request's send. The
@@ -152,8 +151,8 @@ fn start_spread(
     parts: &[(String, &StoredRun)],
     first_of: &BTreeMap<String, u64>,
     base: u64,
-) -> Value {
-    let mut by_shard = Map::new();
+) -> ShardStarts {
+    let mut by_shard = BTreeMap::new();
     let (mut starts, mut firsts) = (Vec::new(), Vec::new());
     let leads = parts.iter().any(|(_, run)| lead_us(run) > 0);
     for (shard, run) in parts {
@@ -164,7 +163,10 @@ fn start_spread(
         firsts.extend(first.filter(|_| !leads));
         by_shard.insert(
             shard.clone(),
-            json!({ "start_ms": start as f64 / 1e3, "first_measured_ms": first.map(|f| f as f64 / 1e3) }),
+            ShardStartFacts {
+                start_ms: start as f64 / 1e3,
+                first_measured_ms: first.map(|f| f as f64 / 1e3),
+            },
         );
     }
     let spread = |v: &[i64]| -> Option<f64> {
@@ -172,11 +174,15 @@ fn start_spread(
         Some((hi - lo) as f64 / 1e3)
     };
     let firsts: Vec<i64> = firsts.into_iter().map(|f| f as i64).collect();
-    json!({
-        "start_spread_ms": spread(&starts),
-        "first_measured_spread_ms": if firsts.len() == parts.len() { spread(&firsts) } else { None },
-        "by_shard": by_shard,
-    })
+    ShardStarts {
+        start_spread_ms: spread(&starts),
+        first_measured_spread_ms: if firsts.len() == parts.len() {
+            spread(&firsts)
+        } else {
+            None
+        },
+        by_shard,
+    }
 }
 
 #[cfg(test)]

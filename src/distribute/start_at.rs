@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
+use crate::record::facts::BarrierFacts;
 
 use super::barrier::{BarrierError, StartBarrier};
 
@@ -81,7 +81,7 @@ pub struct StartError {
 pub struct Meet<'a> {
     pub barrier: &'a dyn StartBarrier,
     pub run: &'a str,
-    pub facts: &'a RefCell<Option<Value>>,
+    pub facts: &'a RefCell<Option<BarrierFacts>>,
 }
 
 /// When a run's load starts: at `--start-at` (the first run), at the instant the start

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::h1::H1Client;
+use crate::record::facts::PreconnectFacts;
 
 /// Most connects in flight at once: below the smallest listen backlog of common servers
 /// (Python asyncio's 100, the Rust standard library's and tokio's 128; uvicorn's is 2048),
@@ -105,28 +106,23 @@ impl Preconnect {
         }
     }
 
-    /// The run's extras entry (the TLS fields for `https://` only).
-    pub fn to_json(&self) -> serde_json::Value {
+    /// The run's facts section (the TLS fields for `https://` only).
+    pub fn facts(&self) -> PreconnectFacts {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let mut v = serde_json::json!({
-            "wanted": self.wanted,
-            "opened": self.opened,
-            "slow": self.slow,
-            "slowest_ms": ms(self.slowest),
-            "wall_ms": ms(self.wall),
-            "error": self.error,
-        });
-        if let (Some(map), true) = (v.as_object_mut(), self.tls_handshakes > 0) {
-            let mean = ms(self.tls_handshake_total) / self.tls_handshakes as f64;
-            map.insert("tls_handshakes".into(), self.tls_handshakes.into());
-            map.insert("tls_resumed".into(), self.tls_resumed.into());
-            map.insert("tls_handshake_mean_ms".into(), mean.into());
-            map.insert(
-                "tls_handshake_max_ms".into(),
-                ms(self.tls_handshake_max).into(),
-            );
+        let tls = self.tls_handshakes > 0;
+        let mean = ms(self.tls_handshake_total) / self.tls_handshakes as f64;
+        PreconnectFacts {
+            wanted: self.wanted as u64,
+            opened: self.opened as u64,
+            slow: self.slow as u64,
+            slowest_ms: ms(self.slowest),
+            wall_ms: ms(self.wall),
+            error: self.error.clone(),
+            tls_handshakes: Some(self.tls_handshakes as u64).filter(|_| tls),
+            tls_resumed: Some(self.tls_resumed as u64).filter(|_| tls),
+            tls_handshake_mean_ms: Some(mean).filter(|_| tls),
+            tls_handshake_max_ms: Some(ms(self.tls_handshake_max)).filter(|_| tls),
         }
-        v
     }
 }
 

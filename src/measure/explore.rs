@@ -5,12 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Value};
-
 use crate::metrics::explore::{knee, level_names, StoredStep, EXPLORE_NAMES};
 use crate::metrics::steps::StepFold;
 use crate::metrics::{MetricDefinitions, RunSummary};
 use crate::planner::RunSpec;
+use crate::record::facts::{ExploreFacts, TimeFacts};
 use crate::store::Store;
 
 /// The explore metrics of every run (null but for an exploring one), and an exploring
@@ -20,7 +19,7 @@ pub(crate) fn finish(
     run: &RunSpec,
     shared: Option<&crate::workload::explore::Shared>,
     definitions: MetricDefinitions,
-    (time, summary): (&mut Value, &mut RunSummary),
+    (time, summary): (&mut TimeFacts, &mut RunSummary),
 ) -> Option<String> {
     for name in EXPLORE_NAMES {
         summary.values.insert(name.into(), None);
@@ -41,16 +40,13 @@ pub(crate) fn finish(
         "concurrency"
     };
     let (knee_name, saturation_name) = level_names(control.by_rate());
-    let steps = crate::metrics::steps::steps_json(fold, key);
+    let steps = crate::metrics::steps::step_facts(fold, key);
     let stored: Vec<StoredStep> = steps
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
         .iter()
         .map(|s| StoredStep {
-            level: s[key].as_f64().unwrap_or(0.0),
-            output_tps: s["metrics"]["output_tps"].as_f64(),
-            latency_p50: s["metrics"]["latency_p50"].as_f64(),
+            level: s.rate.or(s.concurrency).unwrap_or(0.0),
+            output_tps: s.metric("output_tps"),
+            latency_p50: s.metric("latency_p50"),
         })
         .collect();
     let ending = control.outcome();
@@ -67,10 +63,14 @@ pub(crate) fn finish(
             at.and_then(|s| s.output_tps),
         );
     }
-    time["steps"] = steps;
-    time["explore"] = json!({
-        saturation_name: ending.saturation,
-        "reason": ending.reason.map_or("max reached still gaining throughput", |r| r.as_str()),
+    time.steps = Some(steps);
+    let at = Some(ending.saturation);
+    time.explore = Some(ExploreFacts {
+        saturation_rps: at.filter(|_| control.by_rate()),
+        saturation_concurrency: at.filter(|_| !control.by_rate()),
+        reason: (ending.reason)
+            .map_or("max reached still gaining throughput", |r| r.as_str())
+            .into(),
     });
     None
 }

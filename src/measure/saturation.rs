@@ -6,15 +6,11 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use crate::metrics::saturation::{Rule, Saturation, SaturationWatch};
 use crate::planner::RunSpec;
-use crate::record::RequestRecord;
+use crate::record::facts::{SaturationStopFacts, TimeFacts};
+use crate::record::{RequestRecord, RunFacts};
 use crate::trust::{Code, RunWarning};
-
-/// The key of the stored stop in a run's `time` extras.
-pub(crate) const STOPPED: &str = "stopped";
 
 /// The stop of one run: its watch, and what to do once the rule fires.
 pub struct SaturationStop {
@@ -83,24 +79,18 @@ pub fn observe(stop: Option<&SaturationStop>, r: &RequestRecord) {
 pub(crate) fn record_stop(
     s: &Saturation,
     cut: u64,
-    time: &mut Value,
+    time: &mut TimeFacts,
     warnings: &mut Vec<RunWarning>,
 ) {
-    let facts = json!({
-        "reason": "saturated",
-        "at_s": s.at_s,
-        "in_flight": [s.in_flight.0, s.in_flight.1],
-        "ttft_p50_ms": [s.ttft_ms.0, s.ttft_ms.1],
-        "completions_per_s": [s.completions_per_s.0, s.completions_per_s.1],
-        "arrivals_per_s": s.arrivals_per_s,
-        "cancelled": cut,
+    time.stopped = Some(SaturationStopFacts {
+        reason: SaturationStopFacts::SATURATED.into(),
+        at_s: s.at_s,
+        in_flight: [Some(s.in_flight.0), Some(s.in_flight.1)],
+        ttft_p50_ms: [Some(s.ttft_ms.0), Some(s.ttft_ms.1)],
+        completions_per_s: [Some(s.completions_per_s.0), Some(s.completions_per_s.1)],
+        arrivals_per_s: s.arrivals_per_s,
+        cancelled: cut,
     });
-    match time {
-        Value::Object(map) => {
-            map.insert(STOPPED.into(), facts);
-        }
-        other => *other = json!({ STOPPED: facts }),
-    }
     let mut text = s.text();
     if cut > 0 {
         text.push_str(&format!(
@@ -112,6 +102,7 @@ pub(crate) fn record_stop(
 }
 
 /// Whether a run's stored time facts say it stopped on saturation.
-pub(crate) fn stopped_on_saturation(extras: &Value) -> bool {
-    extras["time"][STOPPED]["reason"] == "saturated"
+pub(crate) fn stopped_on_saturation(facts: &RunFacts) -> bool {
+    let stopped = facts.time.as_ref().and_then(|t| t.stopped.as_ref());
+    stopped.is_some_and(|s| s.reason == SaturationStopFacts::SATURATED)
 }

@@ -1,25 +1,24 @@
 //! A run's steady-state metrics, at its end: the window the tally found while the rows
 //! were written (`metrics::steady`), then one streaming pass over the stored rows to fold
 //! the requests inside it (flat memory, whatever the run's size). The metrics join the
-//! run's summary; the window and the slice width go to its extras (`time`), where the
-//! report's slices read them; a run without a window says why in its extras (`time.steady_missing`), and
+//! run's summary; the window and the slice width go to its facts (`time`), where the
+//! report's slices read them; a run without a window says why (`time.steady_missing`), and
 //! one of ten slices or more also warns. A ramped run's per-step metrics join them
 //! (`measure::steps`, `time.steps`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use crate::metrics::steady::{unknown, SteadyFold, WindowFinder};
 use crate::metrics::{MetricDefinitions, RunSummary};
+use crate::record::facts::{SteadyWindow, TimeFacts};
 use crate::store::Store;
 
 /// A run at least this many slices long without a steady window is warned about.
 const LONG_RUN_SLICES: f64 = 10.0;
 
-/// The run's time facts for its extras (`{"slice_s", "steady": {"start_s", "end_s"} |
-/// null}`, seconds on the records' time base), and the warning of a run without a
+/// The run's time facts (`slice_s`, `steady`: its window or `null`, seconds on the
+/// records' time base), and the warning of a run without a
 /// window (or of per-step metrics that could not be read). Writes the `*_steady`
 /// metrics into `summary` (null without a window).
 pub(crate) fn measure(
@@ -28,7 +27,7 @@ pub(crate) fn measure(
     (finder, slice): (&WindowFinder, Duration),
     definitions: MetricDefinitions,
     summary: &mut RunSummary,
-) -> (Value, Option<String>) {
+) -> (TimeFacts, Option<String>) {
     let (mut time, warning) = window_metrics(store, &run.id, (finder, slice), definitions, summary);
     let steps = super::steps::measure(store, run, definitions, &mut time);
     (time, warning.or(steps))
@@ -40,16 +39,20 @@ fn window_metrics(
     (finder, slice): (&WindowFinder, Duration),
     definitions: MetricDefinitions,
     summary: &mut RunSummary,
-) -> (Value, Option<String>) {
+) -> (TimeFacts, Option<String>) {
     summary.values.extend(unknown());
-    let mut time = json!({ "slice_s": slice.as_secs_f64(), "steady": null });
+    let mut time = TimeFacts {
+        slice_s: Some(slice.as_secs_f64()),
+        steady: Some(None),
+        ..TimeFacts::default()
+    };
     let window = match finder.finish(slice) {
         Ok(w) => w,
         // A run that measured nothing has other warnings to give.
         Err(_) if summary.requests == 0 => return (time, None),
         Err(why) => {
             // A short run (a smoke test) has no steady state by nature: said in its
-            // extras, not warned about; a run of many slices without one is worth a word.
+            // facts, not warned about; a run of many slices without one is worth a word.
             let long = summary
                 .values
                 .get("duration_s")
@@ -57,7 +60,7 @@ fn window_metrics(
                 .flatten()
                 .is_some_and(|d| d >= LONG_RUN_SLICES * slice.as_secs_f64())
                 && finder.can_be_steady();
-            time["steady_missing"] = Value::from(why.clone());
+            time.steady_missing = Some(why.clone());
             return (
                 time,
                 long.then(|| format!("no steady-state metrics: {why}")),
@@ -79,9 +82,9 @@ fn window_metrics(
         return (time, Some(format!("no steady-state metrics: {why}")));
     }
     summary.values.extend(fold.finish());
-    time["steady"] = json!({
-        "start_s": window.start.as_secs_f64(),
-        "end_s": window.end.as_secs_f64(),
-    });
+    time.steady = Some(Some(SteadyWindow {
+        start_s: window.start.as_secs_f64(),
+        end_s: window.end.as_secs_f64(),
+    }));
     (time, None)
 }

@@ -2,18 +2,17 @@
 //! (`planner::RateCurve::steps`) or concurrency curve
 //! (`planner::concurrency_ramp::concurrency_steps`), then one streaming pass over the
 //! stored rows to fold them (`metrics::steps`; flat memory, whatever the run's size). They
-//! go to the run's extras as `time.steps`: `[{"rate", "start_s", "end_s", "metrics":
+//! go to the run's facts as `time.steps`: `[{"rate", "start_s", "end_s", "metrics":
 //! {...}}]` (`"concurrency"` instead of `"rate"` for a concurrency ramp), where the report
 //! reads them. A run without a ramp, or a linear or exponential ramp without `steps`, has
 //! none.
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
-
-use crate::metrics::steps::{steps_json, StepFold};
+use crate::metrics::steps::{step_facts, StepFold};
 use crate::metrics::MetricDefinitions;
 use crate::planner::RunSpec;
+use crate::record::facts::TimeFacts;
 use crate::store::Store;
 
 /// Adds `steps` to the run's time facts; a warning when the rows could not be read.
@@ -21,7 +20,7 @@ pub(crate) fn measure(
     store: &Arc<Mutex<Store>>,
     run: &RunSpec,
     definitions: MetricDefinitions,
-    time: &mut Value,
+    time: &mut TimeFacts,
 ) -> Option<String> {
     let (windows, key) = run.load.step_windows()?;
     let hardware = crate::planner::hardware_of(&run.settings);
@@ -36,6 +35,6 @@ pub(crate) fn measure(
             crate::control::chain(&e)
         ));
     }
-    time["steps"] = steps_json(fold, key);
+    time.steps = Some(step_facts(fold, key));
     None
 }

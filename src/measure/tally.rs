@@ -175,7 +175,7 @@ impl Tally {
     }
 
     /// The three-way input lengths and their warning (see `lengths`).
-    pub fn input_lengths(&self) -> (serde_json::Value, Option<String>) {
+    pub fn input_lengths(&self) -> (crate::record::facts::InputLengthFacts, Option<String>) {
         self.lengths.finish()
     }
 }

@@ -62,12 +62,12 @@ impl MetricDefinitions {
         .find(|d| d.as_str() == text)
     }
 
-    /// A stored run's definitions: `metric_definitions` in its extras (the run summary
+    /// A stored run's definitions: `metric_definitions` in its facts (the run summary
     /// writes it), perfplan's where it is missing or unknown.
-    pub fn of_extras(extras: &serde_json::Value) -> MetricDefinitions {
-        extras
-            .get("metric_definitions")
-            .and_then(serde_json::Value::as_str)
+    pub fn of_facts(facts: &crate::record::RunFacts) -> MetricDefinitions {
+        facts
+            .metric_definitions
+            .as_deref()
             .and_then(MetricDefinitions::parse)
             .unwrap_or_default()
     }

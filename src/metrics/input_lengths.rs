@@ -3,8 +3,7 @@
 //! warning when the server counts differently from the client (a chat template or
 //! tokenizer that does not match the server's).
 
-use serde_json::{json, Value};
-
+use crate::record::facts::{InputLengthFacts, LengthDiff};
 use crate::record::{Outcome, Phase, RequestRecord};
 
 #[derive(Default, Debug)]
@@ -24,11 +23,12 @@ impl Diff {
         }
     }
 
-    fn json(&self) -> Value {
-        if self.n == 0 {
-            return Value::Null;
-        }
-        json!({"mean": self.sum as f64 / self.n as f64, "max_abs": self.max_abs, "requests": self.n})
+    fn facts(&self) -> Option<LengthDiff> {
+        (self.n > 0).then(|| LengthDiff {
+            mean: self.sum as f64 / self.n as f64,
+            max_abs: self.max_abs,
+            requests: self.n,
+        })
     }
 }
 
@@ -66,7 +66,7 @@ impl Lengths {
     }
 
     /// The three differences and the warning.
-    pub fn finish(&self) -> (Value, Option<String>) {
+    pub fn finish(&self) -> (InputLengthFacts, Option<String>) {
         let (st, ct, sc) = (&self.st, &self.ct, &self.sc);
         let warning = (sc.n > 0 && sc.max_abs > 0).then(|| {
             format!(
@@ -76,12 +76,12 @@ impl Lengths {
                 sc.max_abs
             )
         });
-        let value = json!({
-            "server_minus_target": st.json(),
-            "client_minus_target": ct.json(),
-            "server_minus_client": sc.json(),
-        });
-        (value, warning)
+        let facts = InputLengthFacts {
+            server_minus_target: st.facts(),
+            client_minus_target: ct.facts(),
+            server_minus_client: sc.facts(),
+        };
+        (facts, warning)
     }
 }
 
@@ -92,7 +92,10 @@ mod tests {
 
     /// `{"server_minus_target", "client_minus_target", "server_minus_client"}` over the measured
     /// successful requests, and a warning when server and client disagree.
-    pub fn input_lengths(records: &[RequestRecord], targets: &[u32]) -> (Value, Option<String>) {
+    pub fn input_lengths(
+        records: &[RequestRecord],
+        targets: &[u32],
+    ) -> (InputLengthFacts, Option<String>) {
         let mut lengths = Lengths::default();
         records
             .iter()
@@ -119,11 +122,13 @@ mod tests {
             &[rec(0, Some(100), Some(100)), rec(1, Some(103), Some(101))],
             &targets,
         );
-        assert_eq!(v["server_minus_target"]["max_abs"], 3);
-        assert_eq!(v["client_minus_target"]["mean"], 0.5);
-        assert_eq!(v["server_minus_client"]["max_abs"], 2);
+        let stored = serde_json::to_value(v).unwrap();
+        assert_eq!(stored["server_minus_target"]["max_abs"], 3);
+        assert_eq!(stored["client_minus_target"]["mean"], 0.5);
+        assert_eq!(v.server_minus_client.map(|d| d.max_abs), Some(2));
         assert!(w.unwrap().contains("up to 2 tokens"));
         let (v, w) = input_lengths(&[rec(0, None, Some(100))], &targets);
-        assert!(v["server_minus_target"].is_null() && w.is_none());
+        let stored = serde_json::to_value(v).unwrap();
+        assert!(stored["server_minus_target"].is_null() && w.is_none());
     }
 }

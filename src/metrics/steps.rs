@@ -17,6 +17,7 @@ use std::time::Duration;
 use super::capacity::{capacity, Hardware, Throughput};
 use super::definitions::MetricDefinitions;
 use super::window_fold::{Span, WindowFigures, WindowFold};
+use crate::record::facts::StepFacts;
 use crate::record::RequestRecord;
 
 /// The per-step metrics, by their names in the one vocabulary (`metrics::names`).
@@ -142,10 +143,10 @@ fn step_capacity(
         .collect()
 }
 
-/// The folded steps as `time.steps` keeps them.
-pub(crate) fn steps_json(fold: StepFold, key: &str) -> serde_json::Value {
-    let steps: Vec<serde_json::Value> = fold
-        .finish(key == "concurrency")
+/// The folded steps as `time.steps` keeps them: each under `key`, `"rate"` (a rate
+/// ramp's, an open loop's) or `"concurrency"`.
+pub(crate) fn step_facts(fold: StepFold, key: &str) -> Vec<StepFacts> {
+    fold.finish(key == "concurrency")
         .into_iter()
         .map(|s| {
             let metrics: serde_json::Map<String, serde_json::Value> = s
@@ -161,21 +162,18 @@ pub(crate) fn steps_json(fold: StepFold, key: &str) -> serde_json::Value {
                     (name, value)
                 })
                 .collect();
-            let mut step = serde_json::Map::new();
-            step.insert(key.into(), serde_json::json!(s.window.rate));
-            step.insert(
-                "start_s".into(),
-                serde_json::json!(s.window.start.as_secs_f64()),
-            );
-            step.insert(
-                "end_s".into(),
-                serde_json::json!(s.window.end.as_secs_f64()),
-            );
-            step.insert("metrics".into(), serde_json::Value::Object(metrics));
-            serde_json::Value::Object(step)
+            let level = Some(s.window.rate);
+            let by_concurrency = key == "concurrency";
+            StepFacts {
+                rate: level.filter(|_| !by_concurrency),
+                concurrency: level.filter(|_| by_concurrency),
+                start_s: s.window.start.as_secs_f64(),
+                end_s: s.window.end.as_secs_f64(),
+                metrics,
+                rest: serde_json::Map::new(),
+            }
         })
-        .collect();
-    serde_json::Value::from(steps)
+        .collect()
 }
 
 #[cfg(test)]

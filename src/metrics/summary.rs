@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use super::definitions::MetricDefinitions;
 use super::fold::Fold;
-use crate::record::RequestRecord;
+use crate::record::facts::ConnectionFacts;
+use crate::record::{RequestRecord, RunFacts};
 
 pub use super::capacity::Hardware;
 pub use super::slo::{Slo, SloQuantity};
@@ -103,24 +104,30 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// The facts stored with a run (its extras): the counts behind its metrics and its
-    /// flags; `stored` is the number of its request rows in the database.
-    pub(crate) fn facts_json(&self, stored: u64) -> serde_json::Value {
-        serde_json::json!({
-            "requests": self.requests,
-            "stored_rows": stored,
-            "failures": self.failures,
-            "http_statuses": self.http_statuses.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
-            "estimated_input": self.estimated_input,
-            "estimated_output": self.estimated_output,
-            "unknown_output": self.unknown_output,
-            "truncated": self.truncated,
-            "no_output": self.no_output,
-            "client_bound": self.client_bound,
-            "metric_definitions": self.definitions.as_str(),
-            "itl_bounded": self.itl_bounded,
-            "connections": self.connections.to_json(),
-        })
+    /// The facts stored with a run: the counts behind its metrics and its flags;
+    /// `stored` is the number of its request rows in the database.
+    pub(crate) fn facts(&self, stored: u64) -> RunFacts {
+        RunFacts {
+            requests: Some(self.requests),
+            stored_rows: Some(stored),
+            failures: Some(self.failures.clone()),
+            http_statuses: Some(
+                self.http_statuses
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), *v))
+                    .collect(),
+            ),
+            estimated_input: Some(self.estimated_input),
+            estimated_output: Some(self.estimated_output),
+            unknown_output: Some(self.unknown_output),
+            truncated: Some(self.truncated),
+            no_output: Some(self.no_output),
+            client_bound: Some(self.client_bound.clone()),
+            metric_definitions: Some(self.definitions.as_str().to_string()),
+            itl_bounded: Some(self.itl_bounded),
+            connections: Some(self.connections.facts()),
+            ..RunFacts::default()
+        }
     }
 }
 
@@ -138,13 +145,13 @@ pub struct Connections {
 }
 
 impl Connections {
-    /// The run's extras entry (`connections`).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "opened": self.opened,
-            "tls_handshakes": self.tls_handshakes,
-            "tls_resumed": self.tls_resumed,
-        })
+    /// The run's facts section (`connections`).
+    pub fn facts(&self) -> ConnectionFacts {
+        ConnectionFacts {
+            opened: self.opened,
+            tls_handshakes: self.tls_handshakes,
+            tls_resumed: self.tls_resumed,
+        }
     }
 }
 

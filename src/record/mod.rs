@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod facts;
 mod phase;
 mod read_clock;
 mod stream;
 mod tools;
 
+pub use facts::RunFacts;
 pub use phase::{AnswerCheck, Phase, CHECK_ITEM_BASE};
 pub use read_clock::{Clock, ReadClock};
 pub use stream::{StreamTokens, TokenSource};

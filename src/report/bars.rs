@@ -197,7 +197,7 @@ mod tests {
             started_unix_ms: None,
             finished_unix_ms: None,
             warnings: Vec::new(),
-            extras: serde_json::Value::Null,
+            facts: crate::record::RunFacts::default(),
             error: None,
             metrics: [("ttft_p50".to_string(), Some(ttft))].into(),
             verdict: Default::default(),

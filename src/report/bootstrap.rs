@@ -106,9 +106,9 @@ impl InputMeans {
     }
 }
 
-/// A run's own metric definitions (`metric_definitions` in its extras).
+/// A run's own metric definitions (`metric_definitions` in its facts).
 pub(crate) fn definitions_of(run: &StoredRun) -> MetricDefinitions {
-    MetricDefinitions::of_extras(&run.extras)
+    MetricDefinitions::of_facts(&run.facts)
 }
 
 /// A `Sample` built one stored row at a time (rows are read as a stream, never all at once).
@@ -182,7 +182,7 @@ impl SampleBuilder {
 
 impl Sample {
     /// The sample of a run's stored rows, its timings under the run's own metric
-    /// definitions (`metric_definitions` in its extras), as its metrics were computed.
+    /// definitions (`metric_definitions` in its facts), as its metrics were computed.
     /// The rows are read one at a time.
     /// `clock` is the clock of its answer times (`report::user_clock`).
     pub(crate) fn of_run(

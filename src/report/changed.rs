@@ -183,7 +183,7 @@ mod tests {
             started_unix_ms: None,
             finished_unix_ms: None,
             warnings: Vec::new(),
-            extras: Value::Null,
+            facts: crate::record::RunFacts::default(),
             error: None,
             metrics: Default::default(),
             verdict: Default::default(),

@@ -1,5 +1,5 @@
 //! Mixes in reports: each class of a mix run (`kind = "mix"`) with its own metrics, read
-//! from the run's extras (`mix`: each class's name, dataset, model, weight, planned share
+//! from the run's facts (`mix`: each class's name, dataset, model, weight, planned share
 //! and measured requests) and its stored metrics (`NAME@CLASS`, the same vocabulary as
 //! the run's). Shown after the pivot as one table row per class in the table, Markdown
 //! and HTML, and as `classes` in the JSON; a run that is not a mix shows none.
@@ -26,7 +26,7 @@ pub(crate) const CLASS_METRICS: [&str; 7] = [
     "output_tps",
 ];
 
-/// One class of a mix run, as its extras keep it.
+/// One class of a mix run, as its facts keep it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ClassInfo {
     pub name: String,
@@ -39,19 +39,17 @@ pub(crate) struct ClassInfo {
 
 /// The classes of a run (empty for a run that is not a mix, and in databases before).
 pub(crate) fn of_run(run: &StoredRun) -> Vec<ClassInfo> {
-    let Some(list) = run.extras.get("mix").and_then(Value::as_array) else {
+    let Some(list) = &run.facts.mix else {
         return Vec::new();
     };
     list.iter()
-        .filter_map(|c| {
-            Some(ClassInfo {
-                name: c.get("name")?.as_str()?.to_string(),
-                dataset: c.get("dataset")?.as_str()?.to_string(),
-                model: c.get("model").and_then(Value::as_str).map(String::from),
-                weight: c.get("weight")?.as_f64()?,
-                planned_share: c.get("planned_share")?.as_f64()?,
-                requests: c.get("requests")?.as_u64()?,
-            })
+        .map(|c| ClassInfo {
+            name: c.name.clone(),
+            dataset: c.dataset.clone(),
+            model: c.model.clone(),
+            weight: c.weight,
+            planned_share: c.planned_share,
+            requests: c.requests,
         })
         .collect()
 }

@@ -1,11 +1,9 @@
 //! Run health as every exporter shows it: failed measured requests by class (HTTP split
 //! by status), the `client_bound` reason, warnings and the error of a failed run, read
-//! from what the suite stored with each run (extras, warnings, error). Knows the stored
+//! from what the suite stored with each run (facts, warnings, error). Knows the stored
 //! run, not how the suite found these facts.
 
 use std::collections::BTreeMap;
-
-use serde_json::Value;
 
 use super::pivot::Labels;
 use super::ReportData;
@@ -28,46 +26,33 @@ pub(crate) struct RunHealth {
     pub cancelled: u64,
 }
 
-fn counts<K: Ord>(value: Option<&Value>, key: impl Fn(&str) -> Option<K>) -> BTreeMap<K, u64> {
-    value
-        .and_then(Value::as_object)
-        .map(|map| {
-            map.iter()
-                .filter_map(|(k, v)| Some((key(k)?, v.as_u64()?)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 impl RunHealth {
-    /// Reads a run's extras (`requests`, `failures`, `http_statuses`, `client_bound`),
+    /// Reads a run's facts (`requests`, `failures`, `http_statuses`, `client_bound`),
     /// falling back to its metrics and warnings where an older run lacks them.
     pub fn of(run: &StoredRun) -> RunHealth {
-        let extras = &run.extras;
-        let mut by_outcome = counts(extras.get("failures"), |k| Some(k.to_string()));
+        let facts = &run.facts;
+        let mut by_outcome = facts.failures.clone().unwrap_or_default();
         let cancelled = by_outcome
             .remove(crate::record::Outcome::Cancelled.as_str())
             .unwrap_or(0);
-        let statuses = counts(extras.get("http_statuses"), |k| k.parse::<u16>().ok());
+        let statuses: BTreeMap<u16, u64> = (facts.http_statuses.iter().flatten())
+            .filter_map(|(k, v)| Some((k.parse::<u16>().ok()?, *v)))
+            .collect();
         let failures = failure_classes(&by_outcome, &statuses);
         let metric = |name: &str| run.metrics.get(name).copied().flatten();
-        let failed = match extras.get("failures") {
-            Some(Value::Object(_)) => Some(by_outcome.values().sum()),
-            _ => metric("requests_failed").map(|v| v.max(0.0) as u64),
+        let failed = match facts.failures {
+            Some(_) => Some(by_outcome.values().sum()),
+            None => metric("requests_failed").map(|v| v.max(0.0) as u64),
         };
-        let requests = extras.get("requests").and_then(Value::as_u64).or_else(|| {
+        let requests = facts.requests.or_else(|| {
             Some(metric("requests_ok")? + metric("requests_failed")?).map(|v| v.max(0.0) as u64)
         });
-        let client_bound = extras
-            .get("client_bound")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .or_else(|| {
-                run.warnings
-                    .iter()
-                    .find(|w| w.code == crate::trust::Code::ClientBound)
-                    .map(|w| w.text.clone())
-            });
+        let client_bound = (facts.client_bound().map(str::to_string)).or_else(|| {
+            run.warnings
+                .iter()
+                .find(|w| w.code == crate::trust::Code::ClientBound)
+                .map(|w| w.text.clone())
+        });
         RunHealth {
             requests,
             failed,
@@ -105,34 +90,31 @@ impl RunHealth {
     }
 }
 
-/// A merged run's shards (`perfplan merge` keeps them in its extras): how closely they
+/// A merged run's shards (`perfplan merge` keeps them in its facts): how closely they
 /// started it, and each shard's client (CPU, send lateness p99, `client_bound`); empty
 /// for a run of one machine.
 pub(crate) fn shard_lines(run: &StoredRun) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(starts) = run.extras.get("shard_starts") {
-        let ms = |k: &str| starts.get(k).and_then(Value::as_f64);
-        if let Some(start) = ms("start_spread_ms") {
-            let first = match ms("first_measured_spread_ms") {
+    if let Some(starts) = &run.facts.shard_starts {
+        if let Some(start) = starts.start_spread_ms {
+            let first = match starts.first_measured_spread_ms {
                 Some(f) => format!(", first measured requests within {f:.1} ms"),
                 None => " (less each shard's lead into the run's arrivals)".into(),
             };
             lines.push(format!("shards: started within {start:.1} ms{first}"));
         }
     }
-    let Some(clients) = run.extras.get("client_by_shard").and_then(Value::as_array) else {
+    let Some(clients) = &run.facts.client_by_shard else {
         return lines;
     };
     let each: Vec<String> = clients
         .iter()
         .map(|c| {
-            let shard = c.get("shard").and_then(Value::as_str).unwrap_or("?");
-            let num = |k: &str, f: &dyn Fn(f64) -> String| {
-                c.get(k).and_then(Value::as_f64).map_or("—".into(), f)
-            };
-            let cpu = num("client_cpu_ratio", &|v| format!("{v:.2}"));
-            let late = num("lateness_p99", &|v| format!("{v:.1} ms"));
-            let bound = match c.get("client_bound").and_then(Value::as_str) {
+            let shard = &c.shard;
+            let num = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".into(), f);
+            let cpu = num(c.client_cpu_ratio, &|v| format!("{v:.2}"));
+            let late = num(c.lateness_p99, &|v| format!("{v:.1} ms"));
+            let bound = match &c.client_bound {
                 Some(_) => ", client_bound",
                 None => "",
             };
@@ -220,8 +202,9 @@ fn md_escape(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::store::RunStatus;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
+    /// A run whose facts were stored as `extras` (as an older perfplan wrote them).
     fn run(extras: Value, warnings: Vec<String>) -> StoredRun {
         StoredRun {
             id: "r1".into(),
@@ -235,7 +218,7 @@ mod tests {
                 .iter()
                 .map(|w| crate::trust::RunWarning::from_legacy(w))
                 .collect(),
-            extras,
+            facts: crate::record::RunFacts::from_value(extras),
             error: None,
             metrics: BTreeMap::new(),
             verdict: Default::default(),

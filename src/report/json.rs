@@ -72,7 +72,7 @@ pub(crate) fn run_object(run: &StoredRun, gates: &[GateOutcome]) -> Value {
     obj.insert("error".into(), json!(run.error));
     obj.insert("gates".into(), Value::Array(verdicts));
     if let Some(steps) = super::ramp_steps::steps_of(run) {
-        obj.insert("steps".into(), Value::Array(steps.clone()));
+        obj.insert("steps".into(), json!(steps));
     }
     if let Some(classes) = super::classes::json_of(run) {
         obj.insert("classes".into(), classes);

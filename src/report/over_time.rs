@@ -114,11 +114,7 @@ fn slices_note(run: &StoredRun, slices: &Slices) -> String {
             slices.origin_s + w.start_s,
             slices.origin_s + w.end_s
         ),
-        None => match run
-            .extras
-            .pointer("/time/steady_missing")
-            .and_then(|v| v.as_str())
-        {
+        None => match (run.facts.time.as_ref()).and_then(|t| t.steady_missing.as_deref()) {
             Some(why) => format!("no steady-state window: {why}"),
             None => "no steady-state window".into(),
         },

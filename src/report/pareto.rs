@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::plots::load_level;
 use super::ramp_steps::steps_of;
 use super::svg::{Chart, Series};
+use crate::record::facts::StepFacts;
 use crate::store::StoredRun;
 
 /// How the chart reads.
@@ -48,16 +49,13 @@ fn accelerators(run: &StoredRun) -> Option<f64> {
 
 /// One step's point: its stored per-user figure (else, from before it, its output tok/s
 /// over a concurrency step's level), labelled by its level.
-fn step_point(step: &Value, share: f64) -> Option<Point> {
-    let tps = step
-        .pointer("/metrics/output_tps")
-        .and_then(Value::as_f64)?;
-    let users = step.get("concurrency").and_then(Value::as_f64);
+fn step_point(step: &StepFacts, share: f64) -> Option<Point> {
+    let tps = step.metric("output_tps")?;
+    let users = step.concurrency;
     let per_user = step
-        .pointer("/metrics/output_tps_per_user")
-        .and_then(Value::as_f64)
+        .metric("output_tps_per_user")
         .or_else(|| users.filter(|c| *c > 0.0).map(|c| tps / c))?;
-    let label = match (users, step.get("rate").and_then(Value::as_f64)) {
+    let label = match (users, step.rate) {
         (Some(c), _) => format!("c={}", super::format::number(c)),
         (None, Some(r)) => format!("{} rps", super::format::number(r)),
         (None, None) => String::new(),
@@ -186,7 +184,7 @@ mod tests {
             started_unix_ms: None,
             finished_unix_ms: None,
             warnings: Vec::new(),
-            extras: Value::Null,
+            facts: crate::record::RunFacts::default(),
             error: None,
             metrics: metrics
                 .into_iter()
@@ -222,12 +220,12 @@ mod tests {
         // is over their mean in flight (stored), the y axis their output tok/s over 8.
         let mut r = run("a", 1.0, 0.0, 0.0);
         r.axes = json!({"load": {"explore": {"by": "rate"}}});
-        r.extras = json!({"time": {"steps": [
+        r.facts = crate::record::RunFacts::from_value(json!({"time": {"steps": [
             {"rate": 20.0, "metrics": {"output_tps": 320.0, "output_tps_per_user": 200.0, "in_flight_mean": 1.6}},
             {"rate": 40.0, "metrics": {"output_tps": 640.0, "output_tps_per_user": 190.0, "in_flight_mean": 3.37}},
             {"rate": 80.0, "metrics": {"output_tps": 700.0, "output_tps_per_user": 60.0, "in_flight_mean": 11.7}},
             {"concurrency": 4.0, "metrics": {"output_tps": 400.0}},
-        ]}});
+        ]}}));
         let chart = chart(std::slice::from_ref(&r)).unwrap();
         let front = &chart.series[0];
         assert_eq!(front.points, [(60.0, 87.5), (190.0, 80.0), (200.0, 40.0)]);

@@ -380,7 +380,7 @@ mod tests {
             started_unix_ms: None,
             finished_unix_ms: None,
             warnings: vec![],
-            extras: json!({}),
+            facts: crate::record::RunFacts::default(),
             error: None,
             metrics: Default::default(),
             verdict: Default::default(),

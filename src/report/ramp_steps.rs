@@ -1,33 +1,27 @@
 //! Ramps in reports: the per-step metrics of a ramped run (the book, loads/ramps.md), read from
-//! its extras (`time.steps`: each step's planned rate, or a concurrency ramp's
+//! its facts (`time.steps`: each step's planned rate, or a concurrency ramp's
 //! concurrency, its window and its metrics, as the suite stored them; a run without steps
 //! shows none). Shown after the pivot as one table row per step in the table and
 //! Markdown, with two charts in the HTML per kind of ramp (TTFT p50 and output tok/s
 //! against each step's rate or concurrency), and as `steps` in the JSON.
-
-use serde_json::Value;
 
 use super::format::{displays_of, number};
 use super::grid::{Grid, UNKNOWN};
 use super::pivot::Labels;
 use super::svg::{Chart, Series};
 use crate::metrics::steps::{STEP_CAPACITY, STEP_METRICS};
+use crate::record::facts::StepFacts;
 use crate::store::StoredRun;
 
 /// The stored steps of a run (`None` without a ramp or from a database before them).
-pub(crate) fn steps_of(run: &StoredRun) -> Option<&Vec<Value>> {
-    run.extras
-        .pointer("/time/steps")
-        .and_then(Value::as_array)
+pub(crate) fn steps_of(run: &StoredRun) -> Option<&Vec<StepFacts>> {
+    (run.facts.time.as_ref())
+        .and_then(|t| t.steps.as_ref())
         .filter(|s| !s.is_empty())
 }
 
-fn metric(step: &Value, name: &str) -> Option<f64> {
-    step.get("metrics")?.get(name)?.as_f64()
-}
-
-fn at(step: &Value, key: &str) -> Option<f64> {
-    step.get(key)?.as_f64()
+fn metric(step: &StepFacts, name: &str) -> Option<f64> {
+    step.metric(name)
 }
 
 /// What a run's steps are planned by: a rate ramp's rate or a concurrency ramp's slots.
@@ -38,17 +32,18 @@ enum Kind {
 }
 
 impl Kind {
-    fn of(steps: &[Value]) -> Kind {
-        match steps.first().and_then(|s| s.get("concurrency")) {
+    fn of(steps: &[StepFacts]) -> Kind {
+        match steps.first().and_then(|s| s.concurrency) {
             Some(_) => Kind::Concurrency,
             None => Kind::Rate,
         }
     }
 
-    fn key(self) -> &'static str {
+    /// A step's planned level of this kind.
+    fn level(self, step: &StepFacts) -> Option<f64> {
         match self {
-            Kind::Rate => "rate",
-            Kind::Concurrency => "concurrency",
+            Kind::Rate => step.rate,
+            Kind::Concurrency => step.concurrency,
         }
     }
 
@@ -71,7 +66,7 @@ impl Kind {
 /// One row per step of every ramped run: the run, the step's planned rate and window,
 /// then each of `STEP_METRICS` in its display unit.
 pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
-    let ramped: Vec<(&StoredRun, &Vec<Value>)> = runs
+    let ramped: Vec<(&StoredRun, &Vec<StepFacts>)> = runs
         .iter()
         .filter_map(|r| steps_of(r).map(|s| (r, s)))
         .collect();
@@ -109,7 +104,7 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
     for ((run, steps), kind) in ramped.into_iter().zip(kinds) {
         for (k, step) in steps.iter().enumerate() {
             let text = |v: Option<f64>| v.map_or(UNKNOWN.to_string(), number);
-            let load = match (text(at(step, kind.key())), one_kind) {
+            let load = match (text(kind.level(step)), one_kind) {
                 (v, true) => v,
                 (v, false) => kind.mixed(&v),
             };
@@ -117,8 +112,8 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
                 format!("#{} {}", run.ordinal, labels.run(run)),
                 (k + 1).to_string(),
                 load,
-                text(at(step, "start_s")),
-                text(at(step, "end_s")),
+                text(Some(step.start_s)),
+                text(Some(step.end_s)),
             ];
             row.extend(
                 displays
@@ -149,7 +144,7 @@ pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
                 let steps = steps_of(r).filter(|s| Kind::of(s) == kind)?;
                 let points = steps
                     .iter()
-                    .filter_map(|s| at(s, kind.key()).zip(metric(s, name)))
+                    .filter_map(|s| kind.level(s).zip(metric(s, name)))
                     .collect::<Vec<_>>();
                 (!points.is_empty()).then(|| Series {
                     name: format!("#{} {}", r.ordinal, labels.run(r)),
@@ -168,7 +163,7 @@ pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
             .flat_map(|steps| {
                 steps
                     .iter()
-                    .filter_map(|s| at(s, kind.key()))
+                    .filter_map(|s| kind.level(s))
                     .collect::<Vec<_>>()
             })
             .collect()
@@ -204,7 +199,7 @@ pub fn charts(runs: &[StoredRun]) -> Vec<Chart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn run(steps: Value) -> StoredRun {
         StoredRun {
@@ -216,7 +211,7 @@ mod tests {
             started_unix_ms: None,
             finished_unix_ms: None,
             warnings: Vec::new(),
-            extras: json!({"time": {"steps": steps}}),
+            facts: crate::record::RunFacts::from_value(json!({"time": {"steps": steps}})),
             error: None,
             metrics: Default::default(),
             verdict: Default::default(),

@@ -5,12 +5,10 @@
 //! requests (first send to last end). Runs of one-URL endpoints have no replica rows.
 //!
 //! Columns: `run`, `replica` (0-based, in the order of `urls`), `url` (from the run's
-//! extras; empty in a database that did not keep it), `requests`, then the metrics
+//! facts; empty in a database that did not keep it), `requests`, then the metrics
 //! (default [`DEFAULT_METRICS`]; durations in ms, as everywhere in CSV).
 
 use std::collections::BTreeMap;
-
-use serde_json::Value;
 
 use super::ReportError;
 use crate::metrics::{Fold, MetricDefinitions, SummaryOptions};
@@ -36,13 +34,10 @@ pub(crate) fn render_csv(
     let metrics = super::csv::breakdown_metrics("--by-replica", metrics, &DEFAULT_METRICS)?;
     let mut out = format!("run,replica,url,requests,{}\n", metrics.join(","));
     for run in store.runs()? {
-        let definitions = MetricDefinitions::of_extras(&run.extras);
-        let urls: Vec<&str> = run
-            .extras
-            .get("replicas")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let definitions = MetricDefinitions::of_facts(&run.facts);
+        let urls: Vec<&str> = (run.facts.replicas.iter().flatten())
+            .map(String::as_str)
+            .collect();
         let mut folds: BTreeMap<u32, (u64, Fold)> = BTreeMap::new();
         store.each_measured_row_by_end(&run.id, |mut row| {
             if clock == crate::record::Clock::User {

@@ -1,7 +1,7 @@
 //! A run's time slices read from the database (`metrics::slices`), for the HTML report's
 //! charts and `perfplan report --slices` (CSV): the measured rows streamed in order of
 //! their end, never held whole; the run's metric definitions and steady-state window
-//! from its extras (`metric_definitions`, `time.steady`; a database from before them
+//! from its facts (`metric_definitions`, `time.steady`; a database from before them
 //! reads as perfplan's definitions and no window).
 //!
 //! CSV columns, one row per slice of each run (by ordinal): `run`, `start_s`, `len_s`,
@@ -29,16 +29,14 @@ pub(crate) fn run_slices(
     width: Duration,
     clock: Clock,
 ) -> Result<Slices, StoreError> {
-    let extras = store.run_extras(run_id)?;
-    let definitions = MetricDefinitions::of_extras(&extras);
-    let steady = extras.pointer("/time/steady").and_then(|w| {
-        let at = |k: &str| {
-            w.get(k)
-                .and_then(Value::as_f64)
-                .map(Duration::from_secs_f64)
-        };
-        at("start_s").zip(at("end_s"))
-    });
+    let facts = store.run_facts(run_id)?;
+    let definitions = MetricDefinitions::of_facts(&facts);
+    let steady = (facts.time.as_ref())
+        .and_then(|t| t.steady())
+        .and_then(|w| {
+            let at = |s: f64| Duration::try_from_secs_f64(s).ok();
+            at(w.start_s).zip(at(w.end_s))
+        });
     let Some(span) = store.measured_span(run_id)? else {
         return Ok(Slices {
             width_s: width.as_secs_f64(),

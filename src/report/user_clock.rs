@@ -52,7 +52,7 @@ pub(super) fn move_runs(
 ) -> Result<(), ReportError> {
     let slos = super::bootstrap_capacity::slos_of(slo);
     for run in runs {
-        let definitions = MetricDefinitions::of_extras(&run.extras);
+        let definitions = MetricDefinitions::of_facts(&run.facts);
         let classes: Vec<String> = super::classes::of_run(run)
             .into_iter()
             .map(|c| c.name)

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::control::chain;
 use crate::engine::Target;
@@ -23,6 +23,8 @@ use crate::metrics::{MetricDefinitions, RunSummary, SummaryOptions};
 use crate::plan::{self, SearchVariable};
 use crate::planner::search::probe_run;
 use crate::planner::RunSpec;
+use crate::record::facts::{SearchFacts, SearchStepFacts};
+use crate::record::RunFacts;
 use crate::store::{ProbeLink, RunFinish, RunRow, RunStatus, SearchRow, SearchStepRow};
 use crate::suite::driver::{run_label, Ended, SearchDriver, Suite};
 use crate::suite::SuiteError;
@@ -226,17 +228,34 @@ fn store_limit(
     suite.lock()?.write_search(row)?;
     let mut metrics = metrics_of(steps, result.best_pass);
     metrics.insert(format!("sla_max_{}", row.variable), result.best_pass);
-    let extras = json!({ "search": {
-        "variable": row.variable,
-        "outcome": row.outcome,
-        "best_pass": row.best_pass,
-        "first_fail": row.first_fail,
-        "failed_metric": row.failed_metric,
-        "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
-        "message": row.message,
-    }});
-    finish_search(suite, run, RunStatus::Done, &metrics, &extras)?;
+    let facts = RunFacts {
+        search: Some(SearchFacts {
+            best_pass: Some(row.best_pass),
+            ..search_facts(row, steps)
+        }),
+        ..RunFacts::default()
+    };
+    finish_search(suite, run, RunStatus::Done, &metrics, &facts)?;
     Ok(SEARCH_DONE)
+}
+
+/// What a finished search's run keeps of it: its row and every step.
+fn search_facts(row: &SearchRow, steps: &[Step]) -> SearchFacts {
+    SearchFacts {
+        variable: row.variable.clone(),
+        outcome: row.outcome.clone(),
+        first_fail: row.first_fail,
+        failed_metric: row.failed_metric.clone(),
+        steps: steps
+            .iter()
+            .map(|s| SearchStepFacts {
+                value: s.value,
+                passed: s.verdict.passed,
+            })
+            .collect(),
+        message: row.message.clone(),
+        ..SearchFacts::default()
+    }
 }
 
 /// Stores an interrupted search (its finished probes are kept for `--resume`).
@@ -246,7 +265,7 @@ fn interrupted_search(suite: &Suite<'_>, run: &RunSpec) -> Result<Ended, SuiteEr
         run,
         RunStatus::Interrupted,
         &BTreeMap::new(),
-        &Value::Null,
+        &RunFacts::default(),
     )?;
     Ok(Ended {
         completed: false,
@@ -260,14 +279,14 @@ fn finish_search(
     run: &RunSpec,
     status: RunStatus,
     metrics: &BTreeMap<String, Option<f64>>,
-    extras: &Value,
+    facts: &RunFacts,
 ) -> Result<(), SuiteError> {
     suite.lock()?.finish_run(
         &run.id,
         &RunFinish {
             status,
             metrics,
-            extras,
+            facts,
             warnings: &[],
             error: None,
             // Its probes are judged one by one; a step with an untrusted probe fails.

@@ -7,8 +7,6 @@
 
 use std::ops::ControlFlow;
 
-use serde_json::json;
-
 use super::ladder::{OptimumNext, OptimumResult, OptimumSearch};
 use super::{
     drive, finish_search, floor_clause, interrupted_search, metrics_of, variable_name,
@@ -20,6 +18,8 @@ use crate::metrics::sla::{Bounds, SearchOutcome};
 use crate::metrics::sla::{Goal, Objective};
 use crate::plan::SearchVariable;
 use crate::planner::RunSpec;
+use crate::record::facts::{SearchFacts, SearchObjective};
+use crate::record::RunFacts;
 use crate::report::format::display_for;
 use crate::store::{RunStatus, SearchRow};
 use crate::suite::driver::{run_label, Ended, Suite};
@@ -100,18 +100,19 @@ fn store_optimum(
     let mut metrics = metrics_of(steps, result.best);
     metrics.insert(format!("sla_best_{name}"), result.best);
     metrics.insert(format!("sla_max_{name}"), None);
-    let extras = json!({ "search": {
-        "variable": row.variable,
-        "outcome": row.outcome,
-        "objective": { "metric": o.objective.metric, "goal": o.objective.goal.as_str() },
-        "best": result.best,
-        "best_score": result.best_score,
-        "first_fail": row.first_fail,
-        "failed_metric": row.failed_metric,
-        "steps": steps.iter().map(|s| json!({"value": s.value, "passed": s.verdict.passed})).collect::<Vec<_>>(),
-        "message": row.message,
-    }});
-    finish_search(suite, run, RunStatus::Done, &metrics, &extras)
+    let facts = RunFacts {
+        search: Some(SearchFacts {
+            objective: Some(SearchObjective {
+                metric: o.objective.metric.clone(),
+                goal: o.objective.goal.as_str().into(),
+            }),
+            best: Some(result.best),
+            best_score: Some(result.best_score),
+            ..super::search_facts(row, steps)
+        }),
+        ..RunFacts::default()
+    };
+    finish_search(suite, run, RunStatus::Done, &metrics, &facts)
 }
 
 /// A pooled metric as a person reads it, by the report's one rule (`report::format`), so

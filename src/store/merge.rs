@@ -100,7 +100,7 @@ impl Store {
     }
 
     /// Finishes a merged run begun by `begin_merged_run`: its status, times, warnings,
-    /// extras, error and metrics as given.
+    /// facts, error and metrics as given.
     pub(crate) fn finish_merged_run(&mut self, run: &StoredRun) -> Result<(), StoreError> {
         let warnings = serde_json::to_string(&run.warnings).map_err(|source| StoreError::Json {
             what: "run warnings",
@@ -116,7 +116,7 @@ impl Store {
                 run.started_unix_ms,
                 run.finished_unix_ms,
                 warnings,
-                run.extras.to_string(),
+                run.facts.to_value().to_string(),
                 run.error,
                 super::runs::verdict_text(
                     Some(&run.verdict).filter(|v| v.status != crate::trust::Status::NotJudged)

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::suite::json_column;
 use super::{now_unix_ms, SqlContext, Store, StoreError};
+use crate::record::RunFacts;
 use crate::trust::{RunWarning, Verdict};
 
 /// Where a run is in its life cycle.
@@ -69,8 +70,8 @@ pub struct RunFinish<'a> {
     pub status: RunStatus,
     /// The aggregates of `metrics::summarize` (null when unknown).
     pub metrics: &'a BTreeMap<String, Option<f64>>,
-    /// Anything else worth keeping (client_bound flag, estimated-token flags, …).
-    pub extras: &'a Value,
+    /// Everything else the run's stages found (`extras_json`).
+    pub facts: &'a RunFacts,
     pub warnings: &'a [RunWarning],
     /// The run's verdict (`None`: not judged, e.g. a shard's empty share).
     pub verdict: Option<&'a Verdict>,
@@ -89,7 +90,8 @@ pub struct StoredRun {
     pub started_unix_ms: Option<i64>,
     pub finished_unix_ms: Option<i64>,
     pub warnings: Vec<RunWarning>,
-    pub extras: Value,
+    /// Everything else its stages found (`extras_json`), typed; never fails to read.
+    pub facts: RunFacts,
     pub error: Option<String>,
     pub metrics: BTreeMap<String, Option<f64>>,
     /// `not_judged` for runs stored before verdicts, and for runs not finished.
@@ -254,20 +256,20 @@ impl Store {
         tx.commit().doing("beginning a run")
     }
 
-    /// The extras stored with a run (`{}` before it finished).
-    pub(crate) fn run_extras(&self, id: &str) -> Result<Value, StoreError> {
+    /// The facts stored with a run (none before it finished).
+    pub(crate) fn run_facts(&self, id: &str) -> Result<RunFacts, StoreError> {
         let text: Option<String> = self
             .conn
             .query_row("SELECT extras_json FROM runs WHERE id = ?1", [id], |r| {
                 r.get(0)
             })
             .optional()
-            .doing("reading a run's extras")?;
+            .doing("reading a run's facts")?;
         let Some(text) = text else {
             return Err(StoreError::UnknownRun { id: id.to_string() });
         };
-        serde_json::from_str(&text).map_err(|source| StoreError::Json {
-            what: "run extras",
+        RunFacts::from_json_text(&text).map_err(|source| StoreError::Json {
+            what: "run facts",
             source,
         })
     }
@@ -301,7 +303,7 @@ impl Store {
                 finish.status.as_str(),
                 now_unix_ms(),
                 warnings,
-                finish.extras.to_string(),
+                finish.facts.to_value().to_string(),
                 finish.error,
                 verdict_text(finish.verdict)?,
             ],
@@ -340,7 +342,7 @@ impl Store {
                     started_unix_ms: r.get(5)?,
                     finished_unix_ms: r.get(6)?,
                     warnings: json_column(r, 7)?,
-                    extras: json_column(r, 8)?,
+                    facts: RunFacts::from_value(json_column(r, 8)?),
                     error: r.get(9)?,
                     metrics: BTreeMap::new(),
                     verdict: verdict_column(r, 10)?,

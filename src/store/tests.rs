@@ -202,7 +202,7 @@ fn interrupted_run_is_rerun_from_scratch_and_done_run_never() {
             &RunFinish {
                 status: RunStatus::Done,
                 metrics: &metrics,
-                extras: &json!({"client_bound": false}),
+                facts: &crate::record::RunFacts::from_value(json!({"client_bound": false})),
                 warnings: &warnings,
                 error: None,
                 verdict: Some(&verdict),

@@ -282,7 +282,7 @@ pub struct Suite<'a> {
     search: Option<&'static dyn SearchDriver>,
     barrier: Option<Arc<dyn StartBarrier>>,
     /// The current run's meeting at the barrier (its facts), once this shard met it.
-    met: std::cell::RefCell<Option<serde_json::Value>>,
+    met: std::cell::RefCell<Option<crate::record::facts::BarrierFacts>>,
     /// The current run's lead on this shard (see `ShardShare::lead`).
     lead: std::cell::Cell<std::time::Duration>,
     /// `[trust]` and `--accept`: how each run's verdict is judged.

@@ -4,8 +4,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::writer::{Writer, WriterContext};
 use super::SuiteError;
 use crate::engine::{
@@ -18,7 +16,8 @@ use crate::metrics::steady::LoadShape;
 use crate::metrics::{RunSummary, Slo, SummaryOptions};
 use crate::plan;
 use crate::planner::{self, RunSpec};
-use crate::record::RequestRecord;
+use crate::record::facts::{InputLengthFacts, TimeFacts};
+use crate::record::{RequestRecord, RunFacts};
 use crate::store::Store;
 use crate::telemetry::run::{counts as server_counts, watch};
 use crate::trust::warning::all_as;
@@ -45,20 +44,21 @@ pub(crate) struct RunResult {
     pub sent: u64,
     /// Everything said about the run, typed (its verdict's reasons among them).
     pub warnings: Vec<RunWarning>,
-    /// What the records said of the run's trustworthiness (stored with its extras).
+    /// What the records said of the run's trustworthiness (stored with its facts).
     pub evidence: crate::trust::Evidence,
-    /// Kept with the run's extras (multi-turn: the turn of every item).
-    pub traffic: Option<Value>,
+    /// The traffic's facts (multi-turn: the turn of every item; a trace: its request ids;
+    /// the replicas' URLs); no other field is set.
+    pub traffic: RunFacts,
     /// When no measured request succeeded: why (classes and the first error).
     pub all_failed: Option<String>,
     /// Target, client and server input lengths compared (see `lengths`).
-    pub input_lengths: Value,
+    pub input_lengths: InputLengthFacts,
     /// Wall-clock start of the measured pass (its record times are offsets from it).
     pub started: std::time::SystemTime,
     /// The connections opened before the measured pass (lean client only).
     pub preconnect: Option<Preconnect>,
-    /// The slice width and steady-state window, kept with the run's extras (`time`).
-    pub time: Value,
+    /// The slice width and steady-state window, kept with the run's facts (`time`).
+    pub time: TimeFacts,
     /// A mix: each class's metrics, by class index (empty for any other run).
     pub classes: Vec<RunSummary>,
     /// The server's counters against the client's sums (`None` without a server scrape).

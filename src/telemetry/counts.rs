@@ -7,14 +7,12 @@
 //! requests the server had running or waiting at once (its gauges, sampled by the
 //! telemetry) against the client's own most in flight. Facts only: what they mean (tokens
 //! not conserved, another client on the server) is the run's verdict's to say. Stored in
-//! the run's extras under `server_counts`. Pure: pages in, figures out.
-
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+//! the run's facts under `server_counts`. Pure: pages in, figures out.
 
 use super::families::{RUNNING, WAITING};
 use super::frame::Frame;
-use crate::record::{Outcome, RequestRecord};
+pub use crate::record::facts::{ClientSide, PassCounts, ServerCounts, ServerSide};
+use crate::record::{Outcome, RequestRecord, RunFacts};
 
 /// The perfplan names (`families`) of the counters read.
 const PROMPT: &str = "prompt_tokens_total";
@@ -100,32 +98,6 @@ pub fn block_size(page: &str) -> Option<u32> {
         .filter(|b| *b > 0)
 }
 
-/// The server's counts over a window: each counter's growth.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerSide {
-    pub prompt_tokens: Option<u64>,
-    pub generation_tokens: Option<u64>,
-    pub cached_tokens: Option<u64>,
-    /// Requests the server finished successfully.
-    pub requests: Option<u64>,
-}
-
-/// The client's sums over the requests it sent in a window (every phase sent in it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientSide {
-    /// `usage.prompt_tokens` summed (requests without usage add nothing).
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub cached_tokens: u64,
-    /// Requests sent, failed ones included.
-    pub requests: u64,
-    /// Requests whose answer carried usage.
-    pub requests_with_usage: u64,
-    /// Requests that succeeded (what a server's success counter counts).
-    #[serde(default)]
-    pub requests_ok: u64,
-}
-
 impl ClientSide {
     /// Counts one request of the window.
     pub fn add(&mut self, r: &RequestRecord) {
@@ -140,36 +112,6 @@ impl ClientSide {
     }
 }
 
-/// One window's two sides.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PassCounts {
-    pub server: ServerSide,
-    pub client: ClientSide,
-}
-
-/// A run's counts, as stored in its extras under [`ServerCounts::KEY`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerCounts {
-    /// The counters' growth over the window.
-    pub server: ServerSide,
-    /// The client's sums over the requests it sent in the window.
-    pub client: ClientSide,
-    /// Which passes the window holds: `"warmup+measured"` (the measured pass, its warmup
-    /// requests included).
-    pub window: String,
-    /// The most requests the server had running plus waiting at one telemetry scrape
-    /// during the measured pass (`None` without telemetry or those gauges).
-    pub server_in_flight_max: Option<u64>,
-    /// The most requests the client had in flight at once in the window.
-    pub client_in_flight_max: Option<u64>,
-    /// How long the last scrape waited for the server's counters to catch up with the
-    /// client (ms; bounded by `SETTLE_LIMIT`).
-    pub settle_ms: u64,
-    /// A warm run's priming pass, counted apart (absent for other runs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priming: Option<PassCounts>,
-}
-
 /// The window of the measured pass.
 pub(crate) const MEASURED_WINDOW: &str = "warmup+measured";
 
@@ -177,12 +119,9 @@ pub(crate) const MEASURED_WINDOW: &str = "warmup+measured";
 pub(crate) const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ServerCounts {
-    /// The key of the run's extras that holds them.
-    pub(crate) const KEY: &'static str = "server_counts";
-
-    /// The counts a run's extras hold, if any.
-    pub fn from_extras(extras: &Value) -> Option<ServerCounts> {
-        serde_json::from_value(extras.get(Self::KEY)?.clone()).ok()
+    /// The counts a run's facts hold, if any.
+    pub fn of_facts(facts: &RunFacts) -> Option<ServerCounts> {
+        facts.server_counts.clone()
     }
 }
 
@@ -282,8 +221,14 @@ mod tests {
             window: MEASURED_WINDOW.into(),
             ..ServerCounts::default()
         };
-        let extras = serde_json::json!({ ServerCounts::KEY: stored });
-        assert_eq!(ServerCounts::from_extras(&extras), Some(stored));
+        let facts = RunFacts {
+            server_counts: Some(stored.clone()),
+            ..RunFacts::default()
+        };
+        let text = facts.to_value().to_string();
+        assert!(text.starts_with(r#"{"server_counts":{"#), "{text}");
+        let read = RunFacts::from_json_text(&text).unwrap();
+        assert_eq!(ServerCounts::of_facts(&read), Some(stored));
         assert_eq!(
             in_flight_of(&frame(
                 "vllm:num_requests_running 3\nvllm:num_requests_waiting 2\n"

@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::families::{KV_CACHE_USAGE, RUNNING};
 use super::frame::Frame;
 use super::ServerScrape;
+use crate::record::facts::{self, SettleFacts};
 
 /// How often the gauges are read again while they settle.
 const POLL_EVERY: Duration = Duration::from_millis(100);
@@ -75,14 +76,18 @@ pub struct Settle {
 }
 
 impl Settle {
-    /// As kept in the run's extras (`cancel_settle`).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "before": self.before,
-            "after": self.after,
-            "waited_ms": u64::try_from(self.waited.as_millis()).unwrap_or(u64::MAX),
-            "settled": self.settled,
-        })
+    /// As kept in the run's facts (`cancel_settle`).
+    pub fn facts(&self) -> SettleFacts {
+        let gauges = |g: Gauges| facts::Gauges {
+            running: g.running,
+            kv_usage: g.kv_usage,
+        };
+        SettleFacts {
+            before: gauges(self.before),
+            after: gauges(self.after),
+            waited_ms: u64::try_from(self.waited.as_millis()).unwrap_or(u64::MAX),
+            settled: self.settled,
+        }
     }
 }
 

@@ -6,38 +6,9 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::thresholds::Thresholds;
+pub use crate::record::facts::{Evidence, Example};
 use crate::record::{Outcome, Phase, RequestRecord};
-
-/// One request that shows a problem: its index and what was seen.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Example {
-    pub request: u64,
-    pub seen: String,
-}
-
-/// The counters of a run's evidence (measured requests only).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Evidence {
-    /// Successful requests whose output usage could be held against the client's count.
-    pub output_checked: u64,
-    /// Of those, the ones that disagree beyond the tolerance.
-    pub output_mismatched: u64,
-    pub output_example: Option<Example>,
-    /// Successful streamed answers of at least `burst_min_tokens` output tokens.
-    pub streams_checked: u64,
-    /// Of those, the ones whose tokens all arrived at once.
-    pub bursts: u64,
-    pub burst_example: Option<Example>,
-    /// Successful requests that asked for a stream and got a whole body.
-    pub unstreamed: u64,
-    /// Records with values that cannot be (times out of order).
-    pub impossible: u64,
-    pub impossible_example: Option<Example>,
-}
 
 impl Evidence {
     /// The evidence of two parts of one run (shards), added.

@@ -27,7 +27,7 @@ pub struct Counts {
 }
 
 /// The server's counters around a run's pass, and the client's sums over the same
-/// requests (the run's extras, `server_counts`).
+/// requests (the run's facts, `server_counts`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ServerCounts {

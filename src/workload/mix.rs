@@ -5,12 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::{json, Value};
-
 use super::WorkloadError;
 use crate::dataset::DatasetContext;
 use crate::metrics::{names, RunSummary};
 use crate::planner::{run::served_name, RunSpec};
+use crate::record::facts::MixClassFacts;
 use crate::request::RequestPlan;
 use crate::tokenize::TokenizerCache;
 
@@ -94,26 +93,24 @@ pub fn stored_metrics(
     out
 }
 
-/// A mix's classes as kept in the run's extras (`mix`): each class's name, dataset,
+/// A mix's classes as kept in the run's facts (`mix`): each class's name, dataset,
 /// model (when its own), weight, planned share and measured requests.
-pub fn extras(run: &RunSpec, classes: &[RunSummary]) -> Option<Value> {
+pub fn facts(run: &RunSpec, classes: &[RunSummary]) -> Option<Vec<MixClassFacts>> {
     let mix = run.settings.mix.as_ref()?;
     let total: f64 = mix.iter().map(|c| c.weight).sum();
     let list = mix
         .iter()
         .enumerate()
-        .map(|(c, class)| {
-            json!({
-                "name": class.name,
-                "dataset": class.dataset.name,
-                "model": class.model.as_ref().map(|m| m.name.clone()),
-                "weight": class.weight,
-                "planned_share": class.weight / total,
-                "requests": classes.get(c).map_or(0, |s| s.requests),
-            })
+        .map(|(c, class)| MixClassFacts {
+            name: class.name.clone(),
+            dataset: class.dataset.name.clone(),
+            model: class.model.as_ref().map(|m| m.name.clone()),
+            weight: class.weight,
+            planned_share: class.weight / total,
+            requests: classes.get(c).map_or(0, |s| s.requests),
         })
         .collect();
-    Some(Value::Array(list))
+    Some(list)
 }
 
 /// A class the run measured no request of: its metrics (and gates) are unknown, which a

@@ -18,7 +18,7 @@ use crate::metrics::turns::turn_metrics_of;
 use crate::metrics::RunSummary;
 use crate::plan::{DatasetPlan, TracePlan};
 use crate::planner::RunSpec;
-use crate::record::{Phase, RequestRecord};
+use crate::record::{Phase, RequestRecord, RunFacts};
 
 /// Builds the request set of a trace or multi-turn run; `None` for every other kind.
 pub(crate) fn prepare(
@@ -314,26 +314,31 @@ impl Source {
         }
     }
 
-    /// Adds the per-turn metrics of a multi-turn run; returns what the run's extras keep.
+    /// Adds the per-turn metrics of a multi-turn run; returns what the run's facts keep
+    /// of its traffic (the turn of each item, a trace's request ids).
     pub(crate) fn finish(
         &self,
         turns: Option<&[crate::metrics::turns::TurnSample]>,
         summary: &mut RunSummary,
-    ) -> Option<Value> {
+    ) -> RunFacts {
         let c = match self {
             Source::Conversations(c) => c,
             Source::Trace(_, ids) if ids.iter().any(Option::is_some) => {
-                return Some(serde_json::json!({ "trace_request_ids": ids }));
+                return RunFacts {
+                    trace_request_ids: Some(ids.clone()),
+                    ..RunFacts::default()
+                };
             }
-            _ => return None,
+            _ => return RunFacts::default(),
         };
         for (name, value) in turn_metrics_of(turns.unwrap_or_default(), c.turn_of_item()) {
             summary.values.insert(name.to_string(), value);
         }
-        Some(serde_json::json!({
-            "turn_of_item": c.turn_of_item(),
-            "conversation_errors": c.errors,
-        }))
+        RunFacts {
+            turn_of_item: Some(c.turn_of_item().to_vec()),
+            conversation_errors: Some(c.errors.clone()),
+            ..RunFacts::default()
+        }
     }
 }
 

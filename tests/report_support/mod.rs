@@ -202,7 +202,7 @@ pub fn build_suite(dir: &Path, slow: f64) -> Store {
                 &RunFinish {
                     status: RunStatus::Done,
                     metrics: &metrics,
-                    extras: &json!({}),
+                    facts: &perfplan::record::RunFacts::default(),
                     warnings: &[],
                     error: None,
                     verdict: Some(&perfplan::trust::Verdict::judge(&[], &[])),

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::SystemTime;
 
-use serde_json::Value;
+use crate::record::facts::BarrierFacts;
 
 /// A boxed future of the barrier's calls.
 pub type BarrierFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BarrierError>> + Send + 'a>>;
@@ -29,9 +29,9 @@ pub trait StartBarrier: Send + Sync + std::fmt::Debug {
 pub struct Meeting {
     /// When this shard starts the run's load (its warmup, then the measured requests).
     pub start: SystemTime,
-    /// Stored with the run's extras as `barrier`: the round trip to the barrier, this
+    /// Stored with the run's facts as `barrier`: the round trip to the barrier, this
     /// shard's clock offset to shard 1's, how long it waited (see `distribute::barrier`).
-    pub facts: Value,
+    pub facts: BarrierFacts,
 }
 
 /// Why the shards could not meet. Every variant names the shard or address at fault.

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::json;
 use tokio::io::BufReader;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -16,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::wire::{self, Read, ToLeader, ToShard};
 use super::{BarrierConfig, Command, HANDSHAKE, SILENCE};
 use super::{BarrierError, Meeting};
+use crate::record::facts::BarrierFacts;
 
 /// Ping rounds at joining; the fastest gives the round trip and the clock offset.
 const PINGS: u32 = 8;
@@ -259,14 +259,15 @@ impl Follower {
                     return;
                 }
                 let delay = Duration::from_micros(delay_us);
-                let facts = json!({
-                    "role": "follower",
-                    "leader": self.cfg.addr,
-                    "rtt_us": self.link.rtt_us,
-                    "clock_offset_us": self.link.offset_us,
-                    "waited_ms": since.elapsed().as_secs_f64() * 1e3,
-                    "delay_ms": delay.as_secs_f64() * 1e3,
-                });
+                let facts = BarrierFacts {
+                    role: "follower".into(),
+                    leader: Some(self.cfg.addr.clone()),
+                    shards_ready: None,
+                    rtt_us: self.link.rtt_us,
+                    clock_offset_us: self.link.offset_us,
+                    waited_ms: since.elapsed().as_secs_f64() * 1e3,
+                    delay_ms: delay.as_secs_f64() * 1e3,
+                };
                 let start = SystemTime::now() + delay;
                 let _ = reply.send(Ok(Meeting { start, facts }));
             }

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::json;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
@@ -15,6 +14,7 @@ use super::listen::{accept, Event};
 use super::wire::{self, ToLeader, ToShard};
 use super::{list, BarrierConfig, Command, MARGIN, SILENCE};
 use super::{BarrierError, Meeting};
+use crate::record::facts::BarrierFacts;
 
 /// A connected shard.
 struct Peer {
@@ -224,14 +224,15 @@ impl Leader {
         }
         if let Some((reply, arrived)) = w.own {
             let start = SystemTime::now() + delay.saturating_sub(t0.elapsed());
-            let facts = json!({
-                "role": "leader",
-                "shards_ready": ready.len(),
-                "rtt_us": 0,
-                "clock_offset_us": 0,
-                "waited_ms": arrived.elapsed().as_secs_f64() * 1e3,
-                "delay_ms": delay.as_secs_f64() * 1e3,
-            });
+            let facts = BarrierFacts {
+                role: "leader".into(),
+                leader: None,
+                shards_ready: Some(ready.len() as u64),
+                rtt_us: 0,
+                clock_offset_us: 0,
+                waited_ms: arrived.elapsed().as_secs_f64() * 1e3,
+                delay_ms: delay.as_secs_f64() * 1e3,
+            };
             let _ = reply.send(Ok(Meeting { start, facts }));
         }
         self.went = ready;

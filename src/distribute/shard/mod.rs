@@ -20,6 +20,7 @@
 use std::time::SystemTime;
 
 use crate::planner::{Load, LoadShare, RunSpec};
+use crate::record::RunFacts;
 
 pub mod env;
 
@@ -146,21 +147,15 @@ impl Shard {
     }
 }
 
-/// What a run's extras keep for `merge`: the shard, and the wall-clock start of the
+/// What a run's facts keep for `merge`: the shard, and the wall-clock start of the
 /// measured pass (record times are offsets from it), in unix microseconds.
-pub(crate) fn shard_extras(
-    extras: &mut serde_json::Value,
-    shard: Option<Shard>,
-    started: SystemTime,
-) {
-    if let serde_json::Value::Object(map) = extras {
-        let us = started
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        map.insert("measured_start_unix_us".into(), us.into());
-        if let Some(s) = shard {
-            map.insert("shard".into(), s.to_string().into());
-        }
+pub(crate) fn shard_facts(facts: &mut RunFacts, shard: Option<Shard>, started: SystemTime) {
+    let us = started
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    facts.measured_start_unix_us = Some(us);
+    if let Some(s) = shard {
+        facts.shard = Some(Some(s.to_string()));
     }
 }
 

@@ -1,4 +1,4 @@
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::*;
 
@@ -13,7 +13,7 @@ fn repeat(group: &str, k: u32, ttft: f64) -> StoredRun {
         started_unix_ms: None,
         finished_unix_ms: None,
         warnings: Vec::new(),
-        extras: Value::Null,
+        facts: crate::record::RunFacts::default(),
         error: None,
         metrics: [("ttft_p50".to_string(), Some(ttft))].into_iter().collect(),
         verdict: Default::default(),

@@ -1,16 +1,16 @@
 //! One run of a suite on the engine: its requests prepared, this shard's share taken
 //! (`--shard`; a run with no share is stored done and empty), `--start-at` (the first
 //! run) and the start barrier (every run) handed to its load, the run begun, executed
-//! and stored with its status, extras (the barrier's facts among them) and warnings,
+//! and stored with its status, facts (the barrier's among them) and warnings,
 //! and its summary line printed. Knows one run, not the order of a suite's runs.
 
 use std::time::Duration;
 
-use serde_json::Value;
+use crate::record::RunFacts;
 
 use super::text::summary_line;
 use super::{run_label, Suite};
-use crate::distribute::shard::{shard_extras, Shard};
+use crate::distribute::shard::{shard_facts, Shard};
 use crate::distribute::start_at::{Meet, Start};
 use crate::engine::{Endpoint, RunConfig, Target};
 use crate::planner::RunSpec;
@@ -143,7 +143,7 @@ impl Suite<'_> {
         Ok(())
     }
 
-    /// Stores how the executed run ended (status, metrics, extras, every warning) and
+    /// Stores how the executed run ended (status, metrics, facts, every warning) and
     /// prints its summary line.
     fn finish(
         &self,
@@ -153,15 +153,10 @@ impl Suite<'_> {
         result: &RunResult,
     ) -> Result<Ended, SuiteError> {
         let status = status_of(result);
-        let mut extras = extras_of(result, self.shard);
-        if let Value::Object(map) = &mut extras {
-            if let Some(facts) = self.met.borrow().clone() {
-                map.insert("barrier".into(), facts);
-            }
-            if self.shard.is_some() {
-                let lead_us = self.lead.get().as_micros() as u64;
-                map.insert("shard_lead_us".into(), lead_us.into());
-            }
+        let mut facts = facts_of(result, self.shard);
+        facts.barrier = self.met.borrow().clone();
+        if self.shard.is_some() {
+            facts.shard_lead_us = Some(self.lead.get().as_micros() as u64);
         }
         let mut all_warnings = warnings;
         for w in &result.warnings {
@@ -170,22 +165,15 @@ impl Suite<'_> {
         }
         all_warnings.extend(result.warnings.iter().cloned());
         let verdict = Verdict::judge(&all_warnings, &self.trust.accept);
-        if let Value::Object(map) = &mut extras {
-            map.insert("evidence".into(), serde_json::json!(result.evidence));
-        }
+        facts.evidence = Some(result.evidence.clone());
         let metrics = crate::workload::mix::stored_metrics(run, &result.summary, &result.classes);
-        if let (Value::Object(map), Some(mix)) = (
-            &mut extras,
-            crate::workload::mix::extras(run, &result.classes),
-        ) {
-            map.insert("mix".into(), mix);
-        }
+        facts.mix = crate::workload::mix::facts(run, &result.classes);
         self.lock()?.finish_run(
             &run.id,
             &RunFinish {
                 status,
                 metrics: &metrics,
-                extras: &extras,
+                facts: &facts,
                 warnings: &all_warnings,
                 error: result.all_failed.as_deref(),
                 verdict: Some(&verdict).filter(|_| status == RunStatus::Done),
@@ -236,7 +224,11 @@ impl Suite<'_> {
             &RunFinish {
                 status: RunStatus::Done,
                 metrics: &Default::default(),
-                extras: &serde_json::json!({ "shard": shard, "shard_share": 0 }),
+                facts: &RunFacts {
+                    shard: Some(shard),
+                    shard_share: Some(0),
+                    ..RunFacts::default()
+                },
                 warnings: &[RunWarning::new(Code::Shards, note)],
                 error: None,
                 verdict: None,
@@ -253,10 +245,7 @@ impl Suite<'_> {
 /// The URL of each replica number the rows keep (`report --by-replica`).
 fn keep_replicas(target: &Target, result: &mut RunResult) {
     if !target.replicas.is_empty() {
-        let traffic = result.traffic.get_or_insert_with(|| serde_json::json!({}));
-        if let Value::Object(map) = traffic {
-            map.insert("replicas".into(), serde_json::json!(target.replicas));
-        }
+        result.traffic.replicas = Some(target.replicas.clone());
     }
 }
 
@@ -284,28 +273,24 @@ fn status_of(result: &RunResult) -> RunStatus {
     }
 }
 
-/// The extras stored with an executed run: its counts, input lengths, traffic and shard.
-fn extras_of(result: &RunResult, shard: Option<Shard>) -> Value {
-    let mut extras = result.summary.facts_json(result.stored);
-    if let Value::Object(map) = &mut extras {
-        map.insert("input_lengths".into(), result.input_lengths.clone());
-        map.insert("time".into(), result.time.clone());
-        if let Some(p) = &result.preconnect {
-            map.insert("preconnect".into(), p.to_json());
-        }
-        if let Some(settle) = &result.settle {
-            map.insert("cancel_settle".into(), settle.to_json());
-        }
-        if let Some(counts) = &result.server_counts {
-            let key = crate::telemetry::counts::ServerCounts::KEY;
-            map.insert(key.into(), serde_json::json!(counts));
-        }
-    }
-    if let (Some(Value::Object(more)), Value::Object(map)) = (&result.traffic, &mut extras) {
-        map.extend(more.clone());
-    }
-    shard_extras(&mut extras, shard, result.started);
-    extras
+/// The facts stored with an executed run: its counts, input lengths, time, traffic and
+/// shard.
+fn facts_of(result: &RunResult, shard: Option<Shard>) -> RunFacts {
+    let traffic = result.traffic.clone();
+    let mut facts = RunFacts {
+        input_lengths: Some(result.input_lengths),
+        time: Some(result.time.clone()),
+        preconnect: result.preconnect.as_ref().map(|p| p.facts()),
+        cancel_settle: result.settle.as_ref().map(|s| s.facts()),
+        server_counts: result.server_counts.clone(),
+        turn_of_item: traffic.turn_of_item,
+        conversation_errors: traffic.conversation_errors,
+        trace_request_ids: traffic.trace_request_ids,
+        replicas: traffic.replicas,
+        ..result.summary.facts(result.stored)
+    };
+    shard_facts(&mut facts, shard, result.started);
+    facts
 }
 
 /// The run's scrapes of its server: the cache counters around the measured pass, and the

@@ -8,13 +8,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use serde_json::Value;
-
 use super::{run_label, Ended, Suite, SuiteOutcome};
 use crate::control::{chain, Route, Tls};
 use crate::engine::{ResponseLimits, Target, Timeouts};
 use crate::planner::RunSpec;
 use crate::probe::connect;
+use crate::record::RunFacts;
 use crate::servers::sims::Sims;
 use crate::servers::{self, Servers};
 use crate::store::{RunFinish, RunStatus};
@@ -264,7 +263,7 @@ impl Suite<'_> {
             &RunFinish {
                 status: RunStatus::Failed,
                 metrics: &empty,
-                extras: &Value::Null,
+                facts: &RunFacts::default(),
                 warnings: &[],
                 error: Some(&msg),
                 verdict: None,

@@ -3,13 +3,13 @@
 //! stopped one (`on_saturation = "skip_higher"`), stored as done with a note, on
 //! `--resume` too (the stopped run is read back from the store).
 
-use serde_json::json;
-
 use super::{run_label, Suite};
 use crate::engine::CancelHandle;
 use crate::measure::saturation::{record_stop, stopped_on_saturation, SaturationStop};
 use crate::planner::saturation::Tier;
 use crate::planner::RunSpec;
+use crate::record::facts::{SaturationStopFacts, SkippedFacts};
+use crate::record::RunFacts;
 use crate::store::{RunFinish, RunStatus};
 use crate::suite::execute::RunResult;
 use crate::suite::SuiteError;
@@ -45,7 +45,7 @@ impl Suite<'_> {
 
 impl RunStop {
     /// Marks a run its stop ended: not interrupted (unless the suite was), its `time`
-    /// extras keeping the stop, and the `saturated` warning.
+    /// facts keeping the stop, and the `saturated` warning.
     pub fn mark(&self, suite_cancelled: bool, result: &mut RunResult) {
         if self.unwatched {
             result.warnings.push(RunWarning::new(
@@ -87,8 +87,8 @@ impl Suite<'_> {
         let Some(tier) = run.tier() else {
             return Ok(None);
         };
-        let extras = self.lock()?.run_extras(&run.id)?;
-        Ok(stopped_on_saturation(&extras).then(|| StoppedTier {
+        let facts = self.lock()?.run_facts(&run.id)?;
+        Ok(stopped_on_saturation(&facts).then(|| StoppedTier {
             tier,
             id: run.id.clone(),
             label: run_label(run, total),
@@ -125,7 +125,13 @@ impl Suite<'_> {
             &RunFinish {
                 status: RunStatus::Done,
                 metrics: &Default::default(),
-                extras: &json!({ "skipped": { "reason": "saturated", "by": by.id } }),
+                facts: &RunFacts {
+                    skipped: Some(SkippedFacts {
+                        reason: SaturationStopFacts::SATURATED.into(),
+                        by: by.id.clone(),
+                    }),
+                    ..RunFacts::default()
+                },
                 warnings: &[RunWarning::new(Code::Saturated, note).with_severity(Severity::Info)],
                 error: None,
                 verdict: None,
