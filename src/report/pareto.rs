@@ -221,10 +221,10 @@ mod tests {
         let mut r = run("a", 1.0, 0.0, 0.0);
         r.axes = json!({"load": {"explore": {"by": "rate"}}});
         r.facts = crate::record::RunFacts::from_value(json!({"time": {"steps": [
-            {"rate": 20.0, "metrics": {"output_tps": 320.0, "output_tps_per_user": 200.0, "in_flight_mean": 1.6}},
-            {"rate": 40.0, "metrics": {"output_tps": 640.0, "output_tps_per_user": 190.0, "in_flight_mean": 3.37}},
-            {"rate": 80.0, "metrics": {"output_tps": 700.0, "output_tps_per_user": 60.0, "in_flight_mean": 11.7}},
-            {"concurrency": 4.0, "metrics": {"output_tps": 400.0}},
+            {"rate": 20.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"output_tps": 320.0, "output_tps_per_user": 200.0, "in_flight_mean": 1.6}},
+            {"rate": 40.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"output_tps": 640.0, "output_tps_per_user": 190.0, "in_flight_mean": 3.37}},
+            {"rate": 80.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"output_tps": 700.0, "output_tps_per_user": 60.0, "in_flight_mean": 11.7}},
+            {"concurrency": 4.0, "start_s": 0.0, "end_s": 1.0, "metrics": {"output_tps": 400.0}},
         ]}}));
         let chart = chart(std::slice::from_ref(&r)).unwrap();
         let front = &chart.series[0];
