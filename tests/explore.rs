@@ -13,31 +13,7 @@ mod cli_support;
 
 use cli_support::{perfplan, query, report_json, run};
 
-/// 8 slots, 20 ms to the first token, 4 ms a token, 16 tokens: a request takes ~80 ms;
-/// past 8 in flight, requests wait for a slot and throughput stays flat.
-const HEAD: &str = r#"
-[plan]
-name = "explore"
-seed = 5
-
-[endpoints.sim]
-base_url = "sim://explore"
-
-[endpoints.sim.sim]
-ttft_base = "20ms"
-itl_base = "4ms"
-max_num_seqs = 8
-
-[models.m]
-
-[datasets.p]
-kind = "prompt"
-text = "hi"
-
-[defaults]
-output_tokens = 16
-ignore_eos = true
-"#;
+use cli_support::EXPLORE_HEAD as HEAD;
 
 fn metric(v: &serde_json::Value, name: &str) -> f64 {
     v["metrics"][name]
@@ -113,17 +89,7 @@ fn finds_the_simulators_slots_and_stores_each_step() {
     );
     // The HTML draws the Pareto front: each step a point labelled by its level, the front
     // joined (no hardware here: plain output tok/s on the y axis).
-    let html = dir.path().join("r.html");
-    let o = perfplan(&[
-        "report",
-        db.to_str().unwrap(),
-        "--format",
-        "html",
-        "--out",
-        html.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = html_page(&db, &dir.path().join("r.html"));
     assert!(page.contains("output tok/s (no hardware given)"));
     assert!(page.contains("<title>sim · front</title>"));
     let figure = &page[page.find("Pareto front: speed").unwrap()..];
@@ -344,17 +310,7 @@ fn rate_steps_carry_capacity(
         .find(|l| l.starts_with("| run | step |"))
         .unwrap();
     assert!(head.contains("output_tps_per_user") && head.contains("cost_per_million_total_tokens"));
-    let html = dir.join("r.html");
-    let o = perfplan(&[
-        "report",
-        db.to_str().unwrap(),
-        "--format",
-        "html",
-        "--out",
-        html.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = html_page(db, &dir.join("r.html"));
     let figure = &page[page.find("Pareto front: speed").unwrap()..];
     let figure = &figure[..figure.find("</figure>").unwrap()];
     assert!(figure.contains(">40 rps</text>"), "{figure}");
@@ -428,4 +384,18 @@ fn the_servers_queue_saturates_a_level() {
         extras["time"]["explore"]["reason"], "the server's queue kept growing",
         "{levels:?}"
     );
+}
+
+/// The suite's HTML report, written to `out` and read back.
+fn html_page(db: &std::path::Path, out: &std::path::Path) -> String {
+    let o = perfplan(&[
+        "report",
+        db.to_str().unwrap(),
+        "--format",
+        "html",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(out).unwrap()
 }

@@ -9,30 +9,7 @@ mod cli_support;
 
 use cli_support::{perfplan, query, report_json, run};
 
-/// 8 slots of ~80 ms requests (capacity ~100 req/s, above every rate held here).
-const HEAD: &str = r#"
-[plan]
-name = "explore-arrivals"
-seed = 5
-
-[endpoints.sim]
-base_url = "sim://explore"
-
-[endpoints.sim.sim]
-ttft_base = "20ms"
-itl_base = "4ms"
-max_num_seqs = 8
-
-[models.m]
-
-[datasets.p]
-kind = "prompt"
-text = "hi"
-
-[defaults]
-output_tokens = 16
-ignore_eos = true
-"#;
+use cli_support::EXPLORE_HEAD as HEAD;
 
 /// By rate, arrivals are spaced as an open loop's (`arrivals`, `burstiness`): with
 /// `constant`, every gap inside a level is 1/rate, and the rate's change rescales the

@@ -27,31 +27,11 @@ pub(crate) const CLASS_METRICS: [&str; 7] = [
 ];
 
 /// One class of a mix run, as its facts keep it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ClassInfo {
-    pub name: String,
-    pub dataset: String,
-    pub model: Option<String>,
-    pub weight: f64,
-    pub planned_share: f64,
-    pub requests: u64,
-}
+pub(crate) type ClassInfo = crate::record::facts::MixClassFacts;
 
 /// The classes of a run (empty for a run that is not a mix, and in databases before).
 pub(crate) fn of_run(run: &StoredRun) -> Vec<ClassInfo> {
-    let Some(list) = &run.facts.mix else {
-        return Vec::new();
-    };
-    list.iter()
-        .map(|c| ClassInfo {
-            name: c.name.clone(),
-            dataset: c.dataset.clone(),
-            model: c.model.clone(),
-            weight: c.weight,
-            planned_share: c.planned_share,
-            requests: c.requests,
-        })
-        .collect()
+    run.facts.mix.clone().unwrap_or_default()
 }
 
 /// A class's value of `metric` in `run`.

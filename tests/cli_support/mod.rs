@@ -6,6 +6,33 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// The exploring-load tests' simulator and request: 8 slots, 20 ms to the first token,
+/// 4 ms a token, 16 tokens: a request takes ~80 ms; past 8 in flight, requests wait for
+/// a slot and throughput stays flat.
+pub const EXPLORE_HEAD: &str = r#"
+[plan]
+name = "explore"
+seed = 5
+
+[endpoints.sim]
+base_url = "sim://explore"
+
+[endpoints.sim.sim]
+ttft_base = "20ms"
+itl_base = "4ms"
+max_num_seqs = 8
+
+[models.m]
+
+[datasets.p]
+kind = "prompt"
+text = "hi"
+
+[defaults]
+output_tokens = 16
+ignore_eos = true
+"#;
+
 pub fn perfplan(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_perfplan"))
         .args(args)
