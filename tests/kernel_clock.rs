@@ -253,6 +253,27 @@ fn the_gates_and_compare_judge_on_the_chosen_clock(db: &str, ttft_p50: &f64, unm
     };
     assert!(delta("kernel").abs() < 1e-6);
     assert!((delta("user") - 3.0).abs() < 1e-6);
+    // `history` puts every release on one clock too.
+    let step = |clock: &str| {
+        let o = cli_support::perfplan(&[
+            "history",
+            base,
+            db,
+            "--metrics",
+            "ttft_p50",
+            "--format",
+            "json",
+            "--clock",
+            clock,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["clock"].as_str(), Some(clock), "{v}");
+        let points = &v["lines"][0]["points"];
+        points[1]["value"].as_f64().unwrap() - points[0]["value"].as_f64().unwrap()
+    };
+    assert!(step("kernel").abs() < 1e-6);
+    assert!((step("user") - 3.0).abs() < 1e-6);
 }
 
 /// A mix's per-class metrics move with the run's: each class's TTFT on the user clock is
@@ -266,6 +287,8 @@ fn a_mix_s_class_metrics_move_to_the_user_clock_too() {
          { dataset = \"hello\", name = \"b\", weight = 0.5 },\n]\n\n[defaults]",
     );
     let plan = plan.replace("[matrix]\n", "[matrix]\ndataset = \"both\"\n");
+    // Two simulated replicas, for `--by-replica`.
+    let plan = plan.replace("itl_base = \"2ms\"\n", "itl_base = \"2ms\"\nreplicas = 2\n");
     std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
     let out = dir.path().join("out");
     let o = Command::new(env!("CARGO_BIN_EXE_perfplan"))
@@ -308,6 +331,30 @@ fn a_mix_s_class_metrics_move_to_the_user_clock_too() {
         (u - k - 3.0).abs() < 1e-6,
         "--by-class: kernel {k}, user {u}"
     );
+    let by_replica = |clock: &str| -> Vec<f64> {
+        let csv = cli_support::stdout_of(&[
+            "report",
+            db,
+            "--by-replica",
+            "--metrics",
+            "ttft_p50",
+            "--clock",
+            clock,
+        ]);
+        let rows: Vec<f64> = csv
+            .lines()
+            .skip(1)
+            .map(|row| row.rsplit(',').next().unwrap().parse::<f64>().unwrap())
+            .collect();
+        assert_eq!(rows.len(), 2, "{csv}");
+        rows
+    };
+    for (k, u) in by_replica("kernel").iter().zip(by_replica("user")) {
+        assert!(
+            (u - k - 3.0).abs() < 1e-6,
+            "--by-replica: kernel {k}, user {u}"
+        );
+    }
     for (class, name) in [("a", "ttft_p50"), ("b", "ttft_p50"), ("a", "ttft_mean")] {
         let of = |run: &Value| run["classes"][class]["metrics"][name].as_f64().unwrap();
         let (k, u) = (of(&kernel), of(&user[0]));

@@ -62,6 +62,12 @@ pub struct HistoryArgs {
     /// Write here instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The clock of every release's answer times, for the lines, their noise and the
+    /// gates: `kernel` (when the bytes arrived) or `user` (when the client read them: a
+    /// suite stored before kernel receive stamps is on it). Default: the newest release's
+    /// `[report] clock`, else kernel.
+    #[arg(long, value_name = "CLOCK", value_parser = super::report::parse_clock)]
+    pub clock: Option<crate::record::Clock>,
 }
 
 fn run_history(args: &HistoryArgs) -> Ended {
@@ -98,7 +104,7 @@ fn run_history(args: &HistoryArgs) -> Ended {
             allow_changed: Vec::new(),
             min_effect: args.min_effect.clone(),
             accept,
-            clock: None,
+            clock: args.clock,
         },
     };
     let h = history::history(&args.suites, &opts)?;

@@ -135,6 +135,8 @@ pub struct History {
     pub skipped: Vec<(String, String)>,
     pub metrics: Vec<String>,
     pub lines: Vec<Line>,
+    /// The clock every release's answer times are on (`user_clock`).
+    pub clock: crate::record::Clock,
 }
 
 /// Text compared as a version: runs of digits by number, the rest as text.
@@ -228,6 +230,17 @@ fn load_all(sources: &[PathBuf], opts: &HistoryOptions) -> Result<Sorted, Report
         }),
         OrderBy::Time => kept.sort_by_key(|l| l.release.created_unix_ms),
     }
+    // One clock for every release: `--clock`, else the newest one's `[report] clock`.
+    let newest = kept.last().map(|l| &l.data.suite.info.report);
+    let clock = super::user_clock::chosen(
+        opts.compare.clock,
+        newest.unwrap_or(&serde_json::Value::Null),
+    );
+    if clock == crate::record::Clock::User {
+        for l in &mut kept {
+            super::user_clock::apply(&l.store, &mut l.data)?;
+        }
+    }
     Ok((kept, skipped, plan))
 }
 
@@ -300,8 +313,11 @@ pub fn history(sources: &[PathBuf], opts: &HistoryOptions) -> Result<History, Re
     if let Some(bad) = metrics.iter().find(|m| !names::is_metric_or_class(m)) {
         return Err(super::unknown_metric(bad));
     }
+    // Each step judged on the clock every release was put on (`load_all`).
+    let clock = suites.first().map(|l| l.data.clock);
     let copts = CompareOptions {
         metrics: metrics.clone(),
+        clock,
         ..opts.compare.clone()
     };
     let leads: Vec<Vec<StoredRun>> = suites.iter().map(|l| group_leads(&l.data.runs)).collect();
@@ -357,6 +373,7 @@ pub fn history(sources: &[PathBuf], opts: &HistoryOptions) -> Result<History, Re
         skipped,
         metrics,
         lines: ordered,
+        clock: clock.unwrap_or_default(),
     })
 }
 

@@ -198,6 +198,7 @@ pub fn json(h: &History) -> Value {
         })).collect::<Vec<_>>(),
         "skipped": h.skipped.iter().map(|(s, w)| json!({"source": s, "why": w})).collect::<Vec<_>>(),
         "metrics": h.metrics,
+        "clock": h.clock.as_str(),
         "lines": lines,
     })
 }
@@ -238,6 +239,7 @@ mod tests {
             releases: vec![release("1.0"), release("1.1"), release("1.2")],
             skipped: vec![("out/x".into(), "plan `q`, not `p`".into())],
             metrics: vec!["ttft_p99".into()],
+            clock: crate::record::Clock::Kernel,
             lines: vec![Line {
                 run: "c=4".into(),
                 metric: "ttft_p99".into(),
