@@ -53,18 +53,8 @@ fn run(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn compare(base: &Path, new: &Path, more: &[&str]) -> (Option<i32>, String, String) {
-    // What is compared here is settings, not trust: a run judged client-bound because the
-    // machine running the tests is busy (it was, beside parallel builds) is accepted, so
-    // its deltas and gates are judged as on a quiet machine.
-    let mut args = vec![
-        "compare",
-        base.to_str().unwrap(),
-        new.to_str().unwrap(),
-        "--accept",
-        "client_bound",
-    ];
-    args.extend_from_slice(more);
-    let o = perfplan(&args);
+    // What is compared here is settings, not trust (see the helper).
+    let o = cli_support::compare_accepting_client_bound(base, new, more);
     (
         o.status.code(),
         String::from_utf8_lossy(&o.stdout).into_owned(),

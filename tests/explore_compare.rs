@@ -10,7 +10,7 @@ mod cli_support;
 
 use std::path::{Path, PathBuf};
 
-use cli_support::{perfplan, run};
+use cli_support::run;
 use serde_json::Value;
 
 /// The capacity metrics compared.
@@ -68,22 +68,12 @@ fn suite(dir: &Path, name: &str, slots: u32, repeat: u32) -> PathBuf {
     run(&path, &dir.join(name))
 }
 
-/// `compare` of the capacity metrics; a busy machine's client-bound verdict (two cores
-/// shared with builds) is accepted: the noise rule is what is tested.
-fn compare_args<'a>(base: &'a Path, new: &'a Path, rest: &[&'a str]) -> std::process::Output {
-    let mut args = vec![
-        "compare",
-        base.to_str().unwrap(),
-        new.to_str().unwrap(),
-        "--accept",
-        "client_bound",
-    ];
-    args.extend_from_slice(rest);
-    perfplan(&args)
-}
-
 fn compare(base: &Path, new: &Path) -> Value {
-    let o = compare_args(base, new, &["--metrics", METRICS, "--format", "json"]);
+    let o = cli_support::compare_accepting_client_bound(
+        base,
+        new,
+        &["--metrics", METRICS, "--format", "json"],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
 }
@@ -119,7 +109,7 @@ fn repeated_exploring_runs_are_judged_by_their_repeats() {
     let sat = &m["saturation_concurrency"];
     assert!(sat["base"].as_f64().unwrap() < 8.0, "{sat}");
     assert!(sat["new"].as_f64().unwrap() >= 8.0, "{sat}");
-    let o = compare_args(&base, &wider, &["--metrics", METRICS]);
+    let o = cli_support::compare_accepting_client_bound(&base, &wider, &["--metrics", METRICS]);
     let table = String::from_utf8_lossy(&o.stdout);
     let row = table
         .lines()
@@ -145,7 +135,7 @@ fn one_exploring_run_a_side_is_not_judged_for_noise() {
     let wider = suite(&d, "wider", 8, 1);
     // Even every default metric (throughputs, latencies: all of the walk's levels) is
     // left unjudged, with the reason, and the deltas are still given.
-    let o = compare_args(&base, &wider, &["--format", "json"]);
+    let o = cli_support::compare_accepting_client_bound(&base, &wider, &["--format", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let c: Value = serde_json::from_slice(&o.stdout).unwrap();
     let m = metrics(&c);
@@ -158,7 +148,7 @@ fn one_exploring_run_a_side_is_not_judged_for_noise() {
         );
     }
     assert!(m["saturation_concurrency"]["delta"].as_f64().unwrap() > 0.0);
-    let o = compare_args(&base, &wider, &[]);
+    let o = cli_support::compare_accepting_client_bound(&base, &wider, &[]);
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(table.contains("0 worse, 0 better"), "{table}");
     assert!(

@@ -232,22 +232,25 @@ fn the_gates_and_compare_judge_on_the_chosen_clock(db: &str, ttft_p50: &f64, unm
     };
     assert_eq!((gated("kernel"), gated("user")), (Some(0), Some(1)));
     let base = unmoved.to_str().unwrap();
-    let delta = |clock: &str| {
-        let o = cli_support::perfplan(&[
-            "compare",
+    // `compare` and `history` of the two as JSON on `clock`, which they say.
+    let json_on = |command: &str, clock: &str| -> Value {
+        let args = [
+            command,
             base,
             db,
             "--metrics",
             "ttft_p50",
             "--format",
             "json",
-            "--clock",
-            clock,
-        ]);
+        ];
+        let o = cli_support::perfplan(&[&args[..], &["--clock", clock]].concat());
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["clock"].as_str(), Some(clock), "{v}");
-        v["pairs"][0]["metrics"]["ttft_p50"]["delta"]
+        v
+    };
+    let delta = |clock: &str| {
+        json_on("compare", clock)["pairs"][0]["metrics"]["ttft_p50"]["delta"]
             .as_f64()
             .unwrap()
     };
@@ -255,20 +258,7 @@ fn the_gates_and_compare_judge_on_the_chosen_clock(db: &str, ttft_p50: &f64, unm
     assert!((delta("user") - 3.0).abs() < 1e-6);
     // `history` puts every release on one clock too.
     let step = |clock: &str| {
-        let o = cli_support::perfplan(&[
-            "history",
-            base,
-            db,
-            "--metrics",
-            "ttft_p50",
-            "--format",
-            "json",
-            "--clock",
-            clock,
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(v["clock"].as_str(), Some(clock), "{v}");
+        let v = json_on("history", clock);
         let points = &v["lines"][0]["points"];
         points[1]["value"].as_f64().unwrap() - points[0]["value"].as_f64().unwrap()
     };

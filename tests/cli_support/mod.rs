@@ -65,6 +65,23 @@ pub fn run(plan: &Path, out: &Path) -> PathBuf {
     out.join("results.db")
 }
 
+/// `perfplan compare BASE NEW MORE…`, a client-bound verdict accepted on both sides: for
+/// tests of what compare judges (settings, noise), not of trust, whose runs a busy test
+/// machine (two cores shared with builds) can make client-bound.
+pub fn compare_accepting_client_bound(
+    base: &Path,
+    new: &Path,
+    more: &[&str],
+) -> std::process::Output {
+    let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let args = [
+        &["compare", base, new, "--accept", "client_bound"][..],
+        more,
+    ]
+    .concat();
+    perfplan(&args)
+}
+
 pub fn report_json(db: &Path) -> Vec<Value> {
     let o = perfplan(&["report", db.to_str().unwrap(), "--format", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
