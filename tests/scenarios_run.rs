@@ -99,43 +99,63 @@ async fn every_scenario_runs_against_the_simulator() {
         .map(|e| e.unwrap().path())
         .collect();
     scenarios.sort();
-    for path in scenarios {
-        let out = out_root.path().join(path.file_stem().unwrap());
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfplan"));
-        cmd.args([
-            "run",
-            path.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        cmd.env("TOKENIZER_PATH", "../tests/fixtures/smollm2");
-        for set in overrides(&path, &sim.base_url()) {
-            cmd.args(["--set", &set]);
-        }
-        if let Some(baseline) = baseline_for(&path, &sim.base_url(), out_root.path()) {
-            cmd.args(["--baseline", baseline.to_str().unwrap()]);
-        }
-        let result = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&result.stderr);
-        // Gates may fail against a simulator (exit 1), or meet a run judged invalid on a
-        // loaded test machine (exit 12); anything else is a broken scenario.
-        assert!(
-            matches!(result.status.code(), Some(0) | Some(1) | Some(12)),
-            "{}: {stderr}",
-            path.display()
-        );
-        let runs = Store::open(&out).unwrap().runs().unwrap();
-        assert!(!runs.is_empty(), "{}", path.display());
-        for run in runs {
-            assert_eq!(
-                run.status,
-                RunStatus::Done,
-                "{} run {}: {:?} {stderr}",
-                path.display(),
-                run.ordinal,
-                run.error
-            );
-        }
+    // Two at a time (most of a scenario's time is its runs' waiting): each a process of
+    // its own with its own folder; the simulator is shared, as a server is.
+    let url = sim.base_url();
+    let root = out_root.path().to_path_buf();
+    let workers: Vec<_> = (0..2)
+        .map(|w| {
+            let mine: Vec<PathBuf> = scenarios.iter().skip(w).step_by(2).cloned().collect();
+            let (url, root) = (url.clone(), root.clone());
+            tokio::task::spawn_blocking(move || {
+                mine.iter().for_each(|p| run_scenario(p, &url, &root))
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.unwrap();
     }
     sim.shutdown().await;
+}
+
+/// Runs one scenario (after its baseline, if it has relative gates) against the
+/// simulator at `url`; every run must end done.
+fn run_scenario(path: &Path, url: &str, out_root: &Path) {
+    let out = out_root.join(path.file_stem().unwrap());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfplan"));
+    cmd.args([
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    cmd.env("TOKENIZER_PATH", "../tests/fixtures/smollm2");
+    for set in overrides(path, url) {
+        cmd.args(["--set", &set]);
+    }
+    if let Some(baseline) = baseline_for(path, url, out_root) {
+        cmd.args(["--baseline", baseline.to_str().unwrap()]);
+    }
+    let result = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    // Gates may fail against a simulator (exit 1), or meet a run judged invalid on a
+    // loaded test machine or beside another scenario's load (exit 12); anything else is
+    // a broken scenario.
+    assert!(
+        matches!(result.status.code(), Some(0) | Some(1) | Some(12)),
+        "{}: {stderr}",
+        path.display()
+    );
+    let runs = Store::open(&out).unwrap().runs().unwrap();
+    assert!(!runs.is_empty(), "{}", path.display());
+    for run in runs {
+        assert_eq!(
+            run.status,
+            RunStatus::Done,
+            "{} run {}: {:?} {stderr}",
+            path.display(),
+            run.ordinal,
+            run.error
+        );
+    }
 }
