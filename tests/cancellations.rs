@@ -266,7 +266,7 @@ async fn cancelled_requests_end_at_their_time_and_stay_apart() {
     assert_eq!(metric(run, "requests_failed"), 0.0);
     assert_eq!(metric(run, "success_ratio"), 1.0);
     assert!(metric(run, "latency_min") > 300.0, "{}", run["metrics"]);
-    assert_eq!(run["verdict"]["status"], "valid", "{}", run["verdict"]);
+    cli_support::assert_valid_but_for_the_machine(&run["verdict"]);
     assert_eq!(run["failed_requests"], 0);
     // An honest server gave everything back: no kv_leak.
     let warnings = run["warnings"].to_string();
@@ -353,11 +353,7 @@ fn a_leaking_server_gets_a_kv_leak_warning_and_an_honest_one_none() {
         "{}",
         warnings(honest)
     );
-    assert_eq!(
-        honest["verdict"]["status"], "valid",
-        "{}",
-        honest["verdict"]
-    );
+    cli_support::assert_valid_but_for_the_machine(&honest["verdict"]);
     let n = metric(leaky, "cancelled_requests");
     assert!(n > 0.0);
     let w = warnings(leaky);
