@@ -68,12 +68,7 @@ fn baseline_for(path: &Path, url: &str, root: &Path) -> Option<PathBuf> {
         return None;
     }
     let out = root.join(format!("{}-baseline", path.file_stem()?.to_str()?));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfplan"));
-    cmd.args(["run", path.to_str()?, "--out", out.to_str()?]);
-    cmd.env("TOKENIZER_PATH", "../tests/fixtures/smollm2");
-    for set in overrides(path, url) {
-        cmd.args(["--set", &set]);
-    }
+    let mut cmd = run_command(path, url, &out);
     cmd.args(["--set", "gates.output_tps=>= 0"]);
     let o = cmd.output().unwrap();
     assert!(
@@ -122,17 +117,7 @@ async fn every_scenario_runs_against_the_simulator() {
 /// simulator at `url`; every run must end done.
 fn run_scenario(path: &Path, url: &str, out_root: &Path) {
     let out = out_root.join(path.file_stem().unwrap());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfplan"));
-    cmd.args([
-        "run",
-        path.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    cmd.env("TOKENIZER_PATH", "../tests/fixtures/smollm2");
-    for set in overrides(path, url) {
-        cmd.args(["--set", &set]);
-    }
+    let mut cmd = run_command(path, url, &out);
     if let Some(baseline) = baseline_for(path, url, out_root) {
         cmd.args(["--baseline", baseline.to_str().unwrap()]);
     }
@@ -158,4 +143,16 @@ fn run_scenario(path: &Path, url: &str, out_root: &Path) {
             run.error
         );
     }
+}
+
+/// `perfplan run` of a scenario into `out`, its real servers pointed at `url` and its
+/// load shrunk (`overrides`).
+fn run_command(path: &Path, url: &str, out: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfplan"));
+    cmd.arg("run").arg(path).arg("--out").arg(out);
+    cmd.env("TOKENIZER_PATH", "../tests/fixtures/smollm2");
+    for set in overrides(path, url) {
+        cmd.args(["--set", &set]);
+    }
+    cmd
 }
