@@ -318,24 +318,32 @@ fn a_run_beside_a_second_client_is_invalid_for_a_server_not_alone() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    // The harness must put the second client's answers inside perfplan's run; where it did
-    // not (a server that starved the second client), it tries again, at most three times.
-    // What perfplan concludes is asserted on the first attempt that did.
-    let (db, beside) = (0..3)
-        .find_map(|attempt| {
-            let out = dir.path().join(format!("out{attempt}"));
-            let plan = write_plan(dir.path(), &live, fresh_seed(), BESIDE);
-            let (db, beside) = beside_a_second_client(&live, &plan, &out);
-            (beside >= 3).then_some((db, beside))
-        })
-        .expect(
-            "in three attempts, fewer than 3 answers of the second client ended while perfplan ran",
-        );
+    // The harness must put the second client's answers inside perfplan's measured pass;
+    // where it did not (the pass began after the second client's bound: CI once, when
+    // perfplan began measuring 120 s after it started), it tries again, at most three
+    // times. What perfplan concludes is asserted on the first attempt that did.
+    let mut tried = Vec::new();
+    let found = (0..3).find_map(|attempt| {
+        let out = dir.path().join(format!("out{attempt}"));
+        let plan = write_plan(dir.path(), &live, fresh_seed(), BESIDE);
+        let beside = beside_a_second_client(&live, &plan, &out);
+        let enough = beside.answers_in_pass >= 3;
+        tried.push(beside.said);
+        enough.then_some((beside.db, beside.answers_in_pass))
+    });
+    let Some((db, beside)) = found else {
+        panic!(
+            "in three attempts, fewer than 3 answers of the second client ended inside \
+             perfplan's measured pass:\n{}",
+            tried.join("\n")
+        )
+    };
     let run = &Store::open(&db).unwrap().runs().unwrap()[0];
     let c = counts(run);
     assert!(
         c.server.requests.unwrap() > c.client.requests_ok,
-        "the server counted the other client's {beside} requests too: {c:?}"
+        "the server counted the other client's {beside} requests too: {c:?}\n{}",
+        tried.join("\n")
     );
     let v = verdict(&db);
     assert_eq!(v[0].0, "invalid", "{v:?}");
@@ -346,15 +354,47 @@ fn a_run_beside_a_second_client_is_invalid_for_a_server_not_alone() {
 const BESIDE: &str = "[matrix]\ndataset = \"random\"\n\
                       load = { concurrency = 1, requests = 8, warmup = 0 }\n";
 
+/// One run of `perfplan` beside the second client.
+struct Beside {
+    db: PathBuf,
+    /// The second client's answers that ended inside perfplan's measured pass.
+    answers_in_pass: usize,
+    /// What happened, in words, with perfplan's own output.
+    said: String,
+}
+
+/// Microseconds since the Unix epoch.
+fn unix_us() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    u64::try_from(t.as_micros()).unwrap()
+}
+
+/// The measured pass of the run in `db`, in microseconds since the Unix epoch: from its
+/// stored wall-clock start to its last request's end.
+fn measured_pass(db: &Path) -> std::ops::Range<u64> {
+    let store = Store::open(db).unwrap();
+    let run = &store.runs().unwrap()[0];
+    let start = run
+        .facts
+        .measured_start_unix_us
+        .unwrap_or_else(|| panic!("{}: no measured_start_unix_us", run.id));
+    let records = store.request_records(&run.id).unwrap();
+    let end = records.iter().map(|r| r.end).max().unwrap_or_default();
+    start..start + u64::try_from(end.as_micros()).unwrap()
+}
+
 /// Runs `plan` into `out` beside a second client of two streams that sends for as long as
-/// the run lasts (bounded: 1,000 requests a stream or 120 s), starting once the second
+/// perfplan runs (bounded: 1,000 requests a stream or 120 s), starting once the second
 /// client has had an answer (a fixed handful sent just before could all end before perfplan
-/// measured: CI once). The database, and how many of the second client's answers ended
-/// while perfplan ran.
-fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) -> (PathBuf, usize) {
+/// measured: CI once). How many of the second client's answers ended inside perfplan's
+/// measured pass (its stored wall-clock window, not the command's: CI once saw a command
+/// whose pass began after the second client had stopped).
+fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) -> Beside {
     let done = AtomicBool::new(false);
-    let answers: Mutex<Vec<(Instant, Duration)>> = Mutex::new(Vec::new());
-    let (db, window) = std::thread::scope(|s| {
+    let answers: Mutex<Vec<(u64, Duration)>> = Mutex::new(Vec::new());
+    let (output, command) = std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
                 let until = Instant::now() + Duration::from_secs(120);
@@ -364,10 +404,7 @@ fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) ->
                     }
                     let sent = Instant::now();
                     assert_eq!(live.chat("Tell me about the sea.", 8), 200);
-                    answers
-                        .lock()
-                        .unwrap()
-                        .push((Instant::now(), sent.elapsed()));
+                    answers.lock().unwrap().push((unix_us(), sent.elapsed()));
                 }
             });
         }
@@ -379,20 +416,52 @@ fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) ->
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        let from = Instant::now();
-        let db = cli_support::run(plan, out);
-        let to = Instant::now();
+        let from = unix_us();
+        let output = cli_support::perfplan(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let to = unix_us();
         done.store(true, Ordering::Relaxed);
-        (db, from..to)
+        (output, from..to)
     });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "perfplan run failed: {stderr}");
+    assert!(!stderr.contains("failed:"), "{stderr}");
+    let db = out.join("results.db");
+    let pass = measured_pass(&db);
     let answers = answers.into_inner().unwrap();
-    let beside = answers.iter().filter(|(t, _)| window.contains(t)).count();
+    let in_pass = answers.iter().filter(|(t, _)| pass.contains(t)).count();
     let slowest = answers.iter().map(|a| a.1).max().unwrap_or_default();
-    eprintln!(
-        "beside: the second client had {} answers (slowest {:.2} s), {beside} while perfplan ran ({:.1} s)",
+    let secs = |us: u64| us as f64 / 1e6;
+    let said = format!(
+        "beside: the second client had {} answers (slowest {:.2} s), from {:.1} s to {:.1} s \
+         of perfplan's command ({:.1} s); its measured pass from {:.1} s to {:.1} s held \
+         {in_pass} of them. perfplan said:\n{stderr}",
         answers.len(),
         slowest.as_secs_f64(),
-        (window.end - window.start).as_secs_f64()
+        secs(
+            answers
+                .first()
+                .map_or(0, |a| a.0)
+                .saturating_sub(command.start)
+        ),
+        secs(
+            answers
+                .last()
+                .map_or(0, |a| a.0)
+                .saturating_sub(command.start)
+        ),
+        secs(command.end - command.start),
+        secs(pass.start.saturating_sub(command.start)),
+        secs(pass.end.saturating_sub(command.start)),
     );
-    (db, beside)
+    eprintln!("{said}");
+    Beside {
+        db,
+        answers_in_pass: in_pass,
+        said,
+    }
 }
