@@ -75,3 +75,51 @@ fn by_rate_takes_the_open_loops_arrivals() {
         );
     }
 }
+
+/// A fractional `from` walks in hundredths of a req/s: 2.5, 5 and 10 req/s, each level's
+/// constant gaps 1/rate (400 ms at 2.5 req/s); a rate finer than a hundredth, or a
+/// fractional number of users, is a located error.
+#[test]
+fn by_rate_levels_may_be_fractional() {
+    let load = r#"load = { explore = { by = "rate", from = 2.5, max = 10, step = "1s", probes = 0 }, arrivals = "constant" }"#;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{load}\n")).unwrap();
+    let db = run(&plan, &dir.path().join("out"));
+    let runs = report_json(&db);
+    let rates: Vec<f64> = runs[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["rate"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, [2.5, 5.0, 10.0]);
+    let sent: Vec<i64> = query::<i64>(&db, "SELECT intended_us FROM requests ORDER BY intended_us")
+        .into_iter()
+        .map(|r| r[0].unwrap())
+        .collect();
+    let first: Vec<i64> = sent.windows(2).take(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        first.iter().all(|g| (g - 400_000).abs() <= 2),
+        "{first:?} µs between the first arrivals at 2.5 req/s"
+    );
+    for (bad, said) in [
+        (
+            r#"{ explore = { by = "rate", from = 0.125, step = "1s" } }"#,
+            "in hundredths",
+        ),
+        (
+            r#"{ explore = { from = 1.5, step = "1s" } }"#,
+            "whole number of requests",
+        ),
+    ] {
+        std::fs::write(&plan, format!("{HEAD}\n[matrix]\nload = {bad}\n")).unwrap();
+        let o = perfplan(&["expand", plan.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{bad}");
+        assert!(
+            err.contains(said) && err.contains("plan.toml:"),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -19,9 +19,9 @@ pub trait LevelControl: Send {
     fn begin(&mut self, at: Duration) {
         let _ = at;
     }
-    /// The step ending at `at` (from the run's start) is over: the next step's slots (or
-    /// req/s), or `None` to end the run.
-    fn next(&mut self, at: Duration) -> Option<u32>;
+    /// The step ending at `at` (from the run's start) is over: the next step's slots (a
+    /// whole number) or req/s, or `None` to end the run.
+    fn next(&mut self, at: Duration) -> Option<f64>;
 }
 
 /// A shared [`LevelControl`]: the caller keeps its own handle to read what it decided.
@@ -52,12 +52,12 @@ pub(crate) struct Exploring {
     pub due: Option<Duration>,
     /// Each step's length (none: a count of requests ends it).
     pub step: Option<Duration>,
-    pub level: u32,
+    pub level: f64,
     pub draining: bool,
 }
 
 impl Exploring {
-    pub(crate) fn new(control: Levels, step: Option<Duration>, first: u32) -> Exploring {
+    pub(crate) fn new(control: Levels, step: Option<Duration>, first: f64) -> Exploring {
         Exploring {
             control,
             due: step,
@@ -77,7 +77,7 @@ impl Exploring {
     }
 
     /// `level` holds from `at`; an open loop drains first when it fell.
-    pub(crate) fn hold(&mut self, at: Duration, level: u32, open: bool) {
+    pub(crate) fn hold(&mut self, at: Duration, level: f64, open: bool) {
         self.draining = open && level < self.level;
         self.level = level;
         self.due = match self.draining {

@@ -29,8 +29,8 @@ pub enum Load {
     /// slots, or with `open` (its arrivals and seed) an open loop's rate in req/s, changed
     /// on the one arrival clock (`Ticker::set_rate`).
     Explore {
-        first: u32,
-        most: u32,
+        first: f64,
+        most: f64,
         step: Option<Duration>,
         open: Option<(Arrivals, u64)>,
         control: Levels,
@@ -69,9 +69,9 @@ impl RunConfig {
             }
             Load::Explore {
                 most, open: None, ..
-            } => most as usize,
+            } => slots(most),
             // An open loop's rate, as `Open`'s.
-            Load::Explore { most, .. } => (most as usize).clamp(1, 1024),
+            Load::Explore { most, .. } => (most.ceil() as usize).clamp(1, 1024),
             Load::Open {
                 max_in_flight: Some(n),
                 ..
@@ -86,11 +86,17 @@ impl RunConfig {
     pub(crate) fn preconnections(&self, requests: Option<usize>) -> usize {
         // An exploring load opens its first level's connections; it may never need more.
         let wanted = match self.load {
-            Load::Explore { first, .. } => first as usize,
+            Load::Explore { first, .. } => slots(first).max(1),
             _ => self.pool_size(),
         };
         wanted.min(requests.unwrap_or(usize::MAX))
     }
+}
+
+/// An exploring closed loop's level as requests in flight (whole by its rule); an open
+/// loop's rate as the connections it is likely to want.
+pub(crate) fn slots(level: f64) -> usize {
+    level.ceil().max(0.0) as usize
 }
 
 /// Requests in flight at most when the run starts.
@@ -101,7 +107,7 @@ pub(crate) fn limit_of(load: &Load) -> usize {
         Load::ClosedRamp { ref levels } => levels.first().map_or(1, |l| l.1 as usize),
         Load::Explore {
             first, open: None, ..
-        } => first.max(1) as usize,
+        } => slots(first).max(1),
         Load::Explore { .. } => usize::MAX,
         Load::Open { max_in_flight, .. } | Load::Scheduled { max_in_flight } => {
             max_in_flight.map_or(usize::MAX, |n| n.max(1) as usize)
@@ -121,7 +127,7 @@ pub(crate) fn clock_of(
             first,
             open: Some((arrivals, seed)),
             ..
-        } => Some(ArrivalClock::new(f64::from(first.max(1)), arrivals, seed)?),
+        } => Some(ArrivalClock::new(first, arrivals, seed)?),
         Load::Open {
             rate,
             arrivals,

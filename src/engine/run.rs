@@ -214,7 +214,7 @@ impl<'a> Driver<'a> {
         let now = Instant::now();
         while self.levels.front().is_some_and(|l| self.t0 + l.0 <= now) {
             if let Some((at, slots)) = self.levels.pop_front() {
-                self.set_level(at, slots);
+                self.set_level(at, slots as usize);
             }
         }
         self.due_explore(now);
@@ -246,8 +246,8 @@ impl<'a> Driver<'a> {
             match next {
                 Some(level) => {
                     match &self.ticker {
-                        Some(t) => t.set_rate(at, f64::from(level.max(1))),
-                        None => self.set_level(at, level),
+                        Some(t) => t.set_rate(at, level),
+                        None => self.set_level(at, super::load::slots(level)),
                     }
                     let open = self.ticker.is_some();
                     if let Some(e) = self.explore.as_mut() {
@@ -272,8 +272,7 @@ impl<'a> Driver<'a> {
 
     /// `slots` hold from `at`: none (a shard's part of a split ramp's low level) lets the
     /// requests in flight end and starts none until the next level.
-    fn set_level(&mut self, at: Duration, slots: u32) {
-        let slots = slots as usize;
+    fn set_level(&mut self, at: Duration, slots: usize) {
         for _ in self.limit..slots {
             self.freed.push_back(at);
         }

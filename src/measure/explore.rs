@@ -55,19 +55,19 @@ pub(crate) fn finish(
         values.insert(knee_name.into(), Some(k.level));
         values.insert("knee_output_tps".into(), k.output_tps);
     }
-    if let Some(level) = ending.saturation {
-        let at = stored.iter().find(|s| s.level == f64::from(level));
-        values.insert(saturation_name.into(), Some(f64::from(level)));
+    let saturation = ending.saturation.map(|units| control.value(units));
+    if let Some(level) = saturation {
+        let at = stored.iter().find(|s| s.level == level);
+        values.insert(saturation_name.into(), Some(level));
         values.insert(
             "saturation_output_tps".into(),
             at.and_then(|s| s.output_tps),
         );
     }
     time.steps = Some(steps);
-    let at = Some(ending.saturation);
     time.explore = Some(ExploreFacts {
-        saturation_rps: at.filter(|_| control.by_rate()),
-        saturation_concurrency: at.filter(|_| !control.by_rate()),
+        saturation_rps: Some(saturation).filter(|_| control.by_rate()),
+        saturation_concurrency: Some(ending.saturation).filter(|_| !control.by_rate()),
         reason: (ending.reason)
             .map_or("max reached still gaining throughput", |r| r.as_str())
             .into(),

@@ -25,13 +25,18 @@ pub(crate) fn level_names(by_rate: bool) -> (&'static str, &'static str) {
     }
 }
 
-/// The exploring load's settings, resolved (defaults applied).
+/// The exploring load's settings, resolved (defaults applied). Levels are whole units of
+/// `1 / scale`: requests in flight (scale 1), or req/s in whole numbers (scale 1) or, when
+/// the plan's `from` or `max` is fractional, in hundredths (scale 100); the walk grows and
+/// bisects on units, so a level is always one the plan can name.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rule {
-    /// The first level.
+    /// The first level, in units.
     pub from: u32,
-    /// The highest level ever held.
+    /// The highest level ever held, in units.
     pub max: u32,
+    /// Units in one request in flight or one req/s.
+    pub scale: u32,
     /// Each growing step's factor (> 1).
     pub growth: f64,
     /// A step saturates when its output tok/s rose by less than this share over the
@@ -45,9 +50,17 @@ pub struct Rule {
     pub probes: u32,
 }
 
+impl Rule {
+    /// A level in units as requests in flight or req/s.
+    pub fn value(&self, units: u32) -> f64 {
+        f64::from(units) / f64::from(self.scale.max(1))
+    }
+}
+
 /// What one step measured, from the requests that ended in it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepFigures {
+    /// In the rule's units.
     pub level: u32,
     /// Output tok/s by Little's law ([`StepTally`]).
     pub output_tps: f64,
@@ -104,8 +117,8 @@ enum Phase {
 /// Where exploring ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ending {
-    /// The highest level that still gained by the rule; none when even the first step
-    /// saturated.
+    /// The highest level that still gained by the rule, in units; none when even the
+    /// first step saturated.
     pub saturation: Option<u32>,
     /// Why the first saturated step was: none when `max` was reached still gaining.
     pub reason: Option<Saturated>,
@@ -134,9 +147,14 @@ impl Explorer {
         }
     }
 
-    /// The first level held.
+    /// The first level held, in units.
     pub(crate) fn first_level(&self) -> u32 {
         self.rule.from.clamp(1, self.rule.max.max(1))
+    }
+
+    /// A level in units as requests in flight or req/s.
+    pub(crate) fn value(&self, units: u32) -> f64 {
+        self.rule.value(units)
     }
 
     /// Whether `step` saturated against the reference step (and the first step's TTFT).
@@ -270,6 +288,7 @@ mod tests {
         Rule {
             from: 1,
             max: 1024,
+            scale: 1,
             growth: 2.0,
             min_gain: 0.1,
             ttft_factor: 5.0,
@@ -315,6 +334,31 @@ mod tests {
         let (seen, out) = walk(12, rule());
         assert_eq!(seen, vec![1, 2, 4, 8, 16, 32, 24, 20, 18]);
         assert_eq!(out.saturation, Some(16));
+    }
+
+    #[test]
+    fn hundredths_of_a_req_s_walk_as_whole_units() {
+        // From 0.5 req/s (50 hundredths) against a server that serves 1.5 req/s: the walk
+        // has the shape of a whole one, on hundredths.
+        let r = Rule {
+            from: 50,
+            max: 102_400,
+            scale: 100,
+            ..rule()
+        };
+        let (seen, out) = walk(150, r);
+        assert_eq!(seen, vec![50, 100, 200, 400, 300, 250, 225]);
+        assert_eq!(out.saturation, Some(200));
+        let values: Vec<f64> = seen.iter().map(|&u| r.value(u)).collect();
+        assert_eq!(values, vec![0.5, 1.0, 2.0, 4.0, 3.0, 2.5, 2.25]);
+        assert_eq!(
+            Rule {
+                scale: 100,
+                ..rule()
+            }
+            .value(7),
+            0.07
+        );
     }
 
     #[test]

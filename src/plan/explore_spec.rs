@@ -62,19 +62,65 @@ impl<'de> Deserialize<'de> for ExploreStep {
     }
 }
 
+/// A level of an exploring load as written: requests in flight (a whole number), or
+/// arrivals per second (`by = "rate"`, in hundredths of a req/s at the finest). A whole
+/// value is kept, and shown, as an integer, so plans written before levels could be
+/// fractional keep their run ids.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExploreLevel(pub f64);
+
+impl JsonSchema for ExploreLevel {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ExploreLevel".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "number",
+            "minimum": 0.01,
+            "maximum": ranges::MAX_CONCURRENCY,
+        })
+    }
+}
+
+impl ExploreLevel {
+    /// The value as a whole number, when it is one (and fits).
+    pub fn whole(self) -> Option<u32> {
+        let v = self.0;
+        (v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v)).then_some(v as u32)
+    }
+}
+
+impl Serialize for ExploreLevel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.whole() {
+            Some(n) => s.serialize_u32(n),
+            None => s.serialize_f64(self.0),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ExploreLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ExploreLevel, D::Error> {
+        f64::deserialize(d).map(ExploreLevel)
+    }
+}
+
 /// A closed loop that finds where the server saturates: each level is held for `step`,
 /// judged on the requests that ended in it, and the next chosen from it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExploreSpec {
-    /// The first level (default 1).
+    /// The first level (default 1): requests in flight, a whole number; by `rate`, req/s,
+    /// down to 0.01 (a fractional `from` or `max` makes every level a hundredth of a req/s
+    /// at the finest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
-    pub from: Option<u32>,
-    /// The highest level held (default 1024).
+    pub from: Option<ExploreLevel>,
+    /// The highest level held (default 1024), as `from`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = ranges::MAX_CONCURRENCY))]
-    pub max: Option<u32>,
+    pub max: Option<ExploreLevel>,
     /// The factor from one level to the next while growing (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1.1, max = 16.0))]

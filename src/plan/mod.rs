@@ -20,7 +20,7 @@ pub mod trust_spec;
 pub use access::{PathsSpec, TlsSpec};
 pub use cancel_spec::{CancelAfter, CancelSpec};
 pub use checks_spec::ChecksSpec;
-pub use explore_spec::{ExploreBy, ExploreSpec, ExploreStep};
+pub use explore_spec::{ExploreBy, ExploreLevel, ExploreSpec, ExploreStep};
 pub use hardware_spec::HardwareSpec;
 pub use load_spec::*;
 pub use matrix::MatrixSpec;

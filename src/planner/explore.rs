@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::metrics::explore::Rule;
-use crate::plan::{ranges, ExploreBy, ExploreSpec, ExploreStep, LoadSpec};
+use crate::plan::{ranges, ExploreBy, ExploreLevel, ExploreSpec, ExploreStep, LoadSpec};
 
 /// The defaults of an exploring load's keys.
 pub(crate) const DEFAULT_MAX: u32 = 1024;
@@ -15,11 +15,28 @@ pub(crate) const DEFAULT_TTFT_FACTOR: f64 = 5.0;
 pub(crate) const DEFAULT_MAX_FAILURES: f64 = 0.05;
 pub(crate) const DEFAULT_PROBES: u32 = 3;
 
-/// The rule of an exploring load that [`explore_problems`] accepts.
+/// Units in one req/s when an exploring load's `from` or `max` is fractional (levels
+/// are then hundredths of a req/s at the finest).
+pub(crate) const RATE_SCALE: u32 = 100;
+
+/// The rule of an exploring load that [`explore_problems`] accepts: its levels in whole
+/// units (see `Rule`), hundredths of a req/s where `from` or `max` is fractional.
 pub(crate) fn rule_of(spec: &ExploreSpec) -> Rule {
+    let fractional = [spec.from, spec.max]
+        .iter()
+        .flatten()
+        .any(|v| v.whole().is_none());
+    let scale = if fractional { RATE_SCALE } else { 1 };
+    let units = |v: Option<ExploreLevel>, default: u32| {
+        v.map_or(f64::from(default) * f64::from(scale), |v| {
+            (v.0 * f64::from(scale)).round()
+        })
+        .clamp(1.0, f64::from(u32::MAX)) as u32
+    };
     Rule {
-        from: spec.from.unwrap_or(1).max(1),
-        max: spec.max.unwrap_or(DEFAULT_MAX).max(1),
+        from: units(spec.from, 1),
+        max: units(spec.max, DEFAULT_MAX),
+        scale,
         growth: spec.growth.unwrap_or(DEFAULT_GROWTH),
         min_gain: spec.min_gain.unwrap_or(DEFAULT_MIN_GAIN),
         ttft_factor: spec.ttft_factor.unwrap_or(DEFAULT_TTFT_FACTOR),
@@ -127,16 +144,33 @@ pub(crate) fn queue_signal_problem(
     })
 }
 
+/// What is wrong with a level `key` (`from`, `max`): requests in flight are whole, from 1;
+/// req/s (`by_rate`) are hundredths at the finest, from 0.01; both at most
+/// `MAX_CONCURRENCY`.
+fn level_problem(key: &str, v: ExploreLevel, by_rate: bool) -> Option<String> {
+    let max = ranges::MAX_CONCURRENCY;
+    let v = v.0;
+    if !by_rate {
+        let whole = v.is_finite() && v.fract() == 0.0;
+        return (!whole || !(1.0..=f64::from(max)).contains(&v)).then(|| {
+            format!("explore `{key}` is a whole number of requests in flight from 1 to {max} (by `rate`, req/s may be fractional)")
+        });
+    }
+    let hundredths = v * f64::from(RATE_SCALE);
+    let on_grid = (hundredths - hundredths.round()).abs() < 1e-6;
+    (!v.is_finite() || !(0.01..=f64::from(max)).contains(&v) || !on_grid).then(|| {
+        format!("explore `{key}` by rate is from 0.01 to {max} req/s, in hundredths at the finest")
+    })
+}
+
 /// What is wrong with the table itself.
 fn spec_problems(spec: &ExploreSpec) -> Vec<String> {
     let mut out = Vec::new();
-    let max = ranges::MAX_CONCURRENCY;
     for (key, v) in [("from", spec.from), ("max", spec.max)] {
-        if v.is_some_and(|v| !(1..=max).contains(&v)) {
-            out.push(format!("explore `{key}` is from 1 to {max}"));
-        }
+        out.extend(v.and_then(|v| level_problem(key, v, spec.by == Some(ExploreBy::Rate))));
     }
     if let (Some(from), Some(top)) = (spec.from, spec.max) {
+        let (from, top) = (from.0, top.0);
         if from > top {
             out.push(format!(
                 "explore starts above its `max` ({from} > {top}): lower `from` or raise `max`"
@@ -232,7 +266,7 @@ mod tests {
     fn defaults_make_the_rule() {
         assert!(explore_problems(&LoadSpec::default(), &spec()).is_empty());
         let r = rule_of(&spec());
-        assert_eq!((r.from, r.max, r.probes), (1, 1024, 3));
+        assert_eq!((r.from, r.max, r.scale, r.probes), (1, 1024, 1, 3));
         assert_eq!((r.growth, r.min_gain), (2.0, 0.1));
         assert_eq!(step_of(&spec()), StepEnd::After(Duration::from_secs(2)));
         assert!(!terms_of(&spec()).by_rate);
@@ -262,8 +296,8 @@ mod tests {
             ..LoadSpec::default()
         };
         let bad = ExploreSpec {
-            from: Some(64),
-            max: Some(8),
+            from: Some(ExploreLevel(64.0)),
+            max: Some(ExploreLevel(8.0)),
             growth: Some(1.0),
             step: None,
             ..ExploreSpec::default()
@@ -273,5 +307,40 @@ mod tests {
         assert!(p.contains("explore starts above its `max`"), "{p}");
         assert!(p.contains("explore `growth` is from 1.1 to 16"), "{p}");
         assert!(p.contains("needs `step`"), "{p}");
+    }
+
+    #[test]
+    fn rates_may_be_hundredths_of_a_req_s_and_users_are_whole() {
+        let level = |from: f64, max: f64, by: ExploreBy| ExploreSpec {
+            from: Some(ExploreLevel(from)),
+            max: Some(ExploreLevel(max)),
+            by: Some(by),
+            ..spec()
+        };
+        let slow = level(0.25, 8.0, ExploreBy::Rate);
+        assert!(explore_problems(&LoadSpec::default(), &slow).is_empty());
+        let r = rule_of(&slow);
+        assert_eq!((r.from, r.max, r.scale), (25, 800, RATE_SCALE));
+        assert_eq!(r.value(r.from), 0.25);
+        // Whole rates keep whole levels (the walk of plans written before).
+        let whole = rule_of(&level(2.0, 64.0, ExploreBy::Rate));
+        assert_eq!((whole.from, whole.max, whole.scale), (2, 64, 1));
+        for (bad, by, says) in [
+            (level(0.005, 8.0, ExploreBy::Rate), "from 0.01 to"),
+            (level(0.125, 8.0, ExploreBy::Rate), "in hundredths"),
+            (level(1.0, f64::NAN, ExploreBy::Rate), "`max` by rate"),
+            (
+                level(1.5, 8.0, ExploreBy::Concurrency),
+                "whole number of requests",
+            ),
+        ]
+        .map(|(s, says)| (s.clone(), s.by, says))
+        {
+            let p = explore_problems(&LoadSpec::default(), &bad).join("\n");
+            assert!(p.contains(says), "{by:?} {:?}: {p}", bad.from);
+        }
+        // A whole level is written as an integer: ids of plans written before stay.
+        let json = serde_json::to_string(&level(2.0, 0.5, ExploreBy::Rate)).unwrap();
+        assert!(json.contains(r#""from":2,"max":0.5"#), "{json}");
     }
 }

@@ -19,6 +19,7 @@ use crate::telemetry::queue::QueueGauge;
 #[derive(Debug)]
 pub struct ExploreControl {
     explorer: Explorer,
+    /// In the rule's units.
     level: u32,
     start: Duration,
     tally: StepTally,
@@ -40,9 +41,14 @@ impl ExploreControl {
         &self.held
     }
 
-    /// How the walk ended (or stands).
+    /// How the walk ended (or stands); its levels in the rule's units.
     pub fn outcome(&self) -> Ending {
         self.explorer.outcome()
+    }
+
+    /// A level in the rule's units as requests in flight or req/s.
+    pub fn value(&self, units: u32) -> f64 {
+        self.explorer.value(units)
     }
 
     /// Whether the level is an open loop's rate (req/s) rather than requests in flight.
@@ -67,7 +73,7 @@ impl LevelControl for ExploreControl {
         self.began = Instant::now();
     }
 
-    fn next(&mut self, at: Duration) -> Option<u32> {
+    fn next(&mut self, at: Duration) -> Option<f64> {
         let mut figures = if self.by_rate {
             self.tally
                 .take_open(self.level, at.saturating_sub(self.start))
@@ -79,16 +85,14 @@ impl LevelControl for ExploreControl {
         }
         self.began = Instant::now();
         self.held.push(StepWindow {
-            rate: f64::from(self.level),
+            rate: self.explorer.value(self.level),
             start: self.start,
             end: at,
         });
         self.start = at;
-        let next = self.explorer.next(figures);
-        if let Some(level) = next {
-            self.level = level;
-        }
-        next
+        let next = self.explorer.next(figures)?;
+        self.level = next;
+        Some(self.explorer.value(next))
     }
 }
 
@@ -115,8 +119,8 @@ pub fn engine_load(run: &RunSpec) -> Option<(Load, Shared)> {
         began: Instant::now(),
     }));
     let load = Load::Explore {
-        first,
-        most: rule.max.max(first),
+        first: rule.value(first),
+        most: rule.value(rule.max.max(first)),
         step: terms.step.length(),
         open: terms
             .by_rate

@@ -234,7 +234,7 @@ mod tests {
         assert_eq!(Shard { k: 2, n: 3 }.within(&ramp), Ok(Shard { k: 2, n: 3 }));
         let explore = Load::Explore(crate::planner::explore::terms_of(
             &crate::plan::ExploreSpec {
-                max: Some(8),
+                max: Some(crate::plan::ExploreLevel(8.0)),
                 ..Default::default()
             },
         ));

@@ -88,7 +88,7 @@ pub struct ExploreFacts {
         deserialize_with = "super::present",
         skip_serializing_if = "Option::is_none"
     )]
-    pub saturation_rps: Option<Option<u32>>,
+    pub saturation_rps: Option<Option<f64>>,
     pub reason: String,
 }
 
