@@ -94,6 +94,9 @@ fn by_rate_levels_may_be_fractional() {
         .map(|s| s["rate"].as_f64().unwrap())
         .collect();
     assert_eq!(rates, [2.5, 5.0, 10.0]);
+    // The report shows each level as the plan would name it.
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("step 1s arrivals=constant | 1 | 2.5 |"), "{md}");
     let sent: Vec<i64> = query::<i64>(&db, "SELECT intended_us FROM requests ORDER BY intended_us")
         .into_iter()
         .map(|r| r[0].unwrap())

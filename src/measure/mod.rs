@@ -15,6 +15,7 @@ pub mod explore;
 pub mod failures;
 pub mod judge;
 pub mod kv_leak;
+pub mod output_count;
 pub mod planned;
 pub mod saturation;
 pub mod steady;

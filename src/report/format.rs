@@ -82,6 +82,16 @@ pub fn number(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// A level a plan names (a rate of 0.5 or 2.25 req/s, a concurrency): as written, when it
+/// has at most three decimals (`0.5`, not `0.5000`); any other value as [`number`].
+pub fn setting(x: f64) -> String {
+    let thousandths = (x * 1000.0).round();
+    if x.is_finite() && x.abs() < 1e12 && (x * 1000.0 - thousandths).abs() < 1e-6 {
+        return format!("{}", thousandths / 1000.0);
+    }
+    number(x)
+}
+
 /// Decimals `number` shows for a value of magnitude `a` (not a whole number).
 fn decimals_for(a: f64) -> usize {
     if a >= 1000.0 {
@@ -153,6 +163,16 @@ pub(crate) fn percent(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_setting_is_shown_as_written() {
+        assert_eq!(setting(0.5), "0.5");
+        assert_eq!(setting(2.25), "2.25");
+        assert_eq!(setting(0.07), "0.07");
+        assert_eq!(setting(64.0), "64");
+        // Not a level a plan names: the usual figures.
+        assert_eq!(setting(1.0 / 3.0), number(1.0 / 3.0));
+    }
 
     #[test]
     fn a_mean_is_shown_to_its_half_widths_two_digits() {

@@ -56,8 +56,8 @@ fn step_point(step: &StepFacts, share: f64) -> Option<Point> {
         .metric("output_tps_per_user")
         .or_else(|| users.filter(|c| *c > 0.0).map(|c| tps / c))?;
     let label = match (users, step.rate) {
-        (Some(c), _) => format!("c={}", super::format::number(c)),
-        (None, Some(r)) => format!("{} rps", super::format::number(r)),
+        (Some(c), _) => format!("c={}", super::format::setting(c)),
+        (None, Some(r)) => format!("{} rps", super::format::setting(r)),
         (None, None) => String::new(),
     };
     Some((per_user, tps / share, label))
@@ -75,8 +75,8 @@ fn points_of(run: &StoredRun, per_accelerator: bool) -> Vec<Point> {
     };
     let mut out = Vec::new();
     let tier = match load_level(run) {
-        Some(("rate", x)) => format!("{} rps", super::format::number(x)),
-        Some((_, x)) => format!("c={}", super::format::number(x)),
+        Some(("rate", x)) => format!("{} rps", super::format::setting(x)),
+        Some((_, x)) => format!("c={}", super::format::setting(x)),
         None => String::new(),
     };
     if let (Some(x), Some(tps)) = (

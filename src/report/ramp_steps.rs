@@ -104,7 +104,10 @@ pub fn grid(runs: &[StoredRun]) -> Option<Grid> {
     for ((run, steps), kind) in ramped.into_iter().zip(kinds) {
         for (k, step) in steps.iter().enumerate() {
             let text = |v: Option<f64>| v.map_or(UNKNOWN.to_string(), number);
-            let load = match (text(kind.level(step)), one_kind) {
+            let level = kind
+                .level(step)
+                .map_or(UNKNOWN.to_string(), super::format::setting);
+            let load = match (level, one_kind) {
                 (v, true) => v,
                 (v, false) => kind.mixed(&v),
             };

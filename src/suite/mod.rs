@@ -22,7 +22,6 @@ pub use driver::{
     fingerprint, response_limits, resume_command, run_suite, run_suite_sharded, RunOptions,
     SearchDriver, SuiteOutcome,
 };
-pub use writer::count_output;
 
 use std::path::PathBuf;
 
