@@ -181,18 +181,8 @@ fn queue_signal_needs_readings(plan: &std::path::Path) {
             "base_url = \"sim://explore\"\n",
             &format!("base_url = \"sim://explore\"\n{telemetry}"),
         );
-        std::fs::write(plan, format!("{head}\n[matrix]\n{load}\n")).unwrap();
-        let o = perfplan(&["expand", plan.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        if said.is_empty() {
-            assert!(o.status.success(), "{telemetry}: {err}");
-            continue;
-        }
-        assert!(!o.status.success(), "{telemetry}");
-        assert!(
-            err.contains(said) && err.contains("plan.toml:"),
-            "{telemetry}: {err}"
-        );
+        let text = format!("{head}\n[matrix]\n{load}\n");
+        cli_support::expands(plan, &text, said, telemetry);
     }
 }
 

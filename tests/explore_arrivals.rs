@@ -7,16 +7,13 @@
 
 mod cli_support;
 
-use cli_support::{perfplan, query, report_json, run};
+use cli_support::{query, report_json, run};
 
 use cli_support::EXPLORE_HEAD as HEAD;
 
-/// By rate, arrivals are spaced as an open loop's (`arrivals`, `burstiness`): with
-/// `constant`, every gap inside a level is 1/rate, and the rate's change rescales the
-/// one clock. By concurrency they mean nothing, and are a located error.
-#[test]
-fn by_rate_takes_the_open_loops_arrivals() {
-    let load = r#"load = { explore = { by = "rate", from = 20, max = 80, step = "500ms", probes = 0 }, arrivals = "constant" }"#;
+/// An exploring run of `load` against the simulator: its folder, its plan, each step's
+/// rate and every request's intended send time (µs, in order).
+fn explored(load: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<f64>, Vec<i64>) {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.toml");
     std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{load}\n")).unwrap();
@@ -28,11 +25,21 @@ fn by_rate_takes_the_open_loops_arrivals() {
         .iter()
         .map(|s| s["rate"].as_f64().unwrap())
         .collect();
-    assert_eq!(rates, [20.0, 40.0, 80.0]);
-    let sent: Vec<i64> = query::<i64>(&db, "SELECT intended_us FROM requests ORDER BY intended_us")
+    let sent = query::<i64>(&db, "SELECT intended_us FROM requests ORDER BY intended_us")
         .into_iter()
         .map(|r| r[0].unwrap())
         .collect();
+    (dir, plan, rates, sent)
+}
+
+/// By rate, arrivals are spaced as an open loop's (`arrivals`, `burstiness`): with
+/// `constant`, every gap inside a level is 1/rate, and the rate's change rescales the
+/// one clock. By concurrency they mean nothing, and are a located error.
+#[test]
+fn by_rate_takes_the_open_loops_arrivals() {
+    let load = r#"load = { explore = { by = "rate", from = 20, max = 80, step = "500ms", probes = 0 }, arrivals = "constant" }"#;
+    let (_dir, plan, rates, sent) = explored(load);
+    assert_eq!(rates, [20.0, 40.0, 80.0]);
     let gaps_in = |from: i64, to: i64| -> Vec<i64> {
         sent.windows(2)
             .filter(|w| w[0] >= from && w[1] < to)
@@ -61,18 +68,8 @@ fn by_rate_takes_the_open_loops_arrivals() {
             "",
         ),
     ] {
-        std::fs::write(&plan, format!("{HEAD}\n[matrix]\nload = {extra}\n")).unwrap();
-        let o = perfplan(&["expand", plan.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        if said.is_empty() {
-            assert!(o.status.success(), "{extra}: {err}");
-            continue;
-        }
-        assert!(!o.status.success(), "{extra}");
-        assert!(
-            err.contains(said) && err.contains("plan.toml:"),
-            "{extra}: {err}"
-        );
+        let text = format!("{HEAD}\n[matrix]\nload = {extra}\n");
+        cli_support::expands(&plan, &text, said, extra);
     }
 }
 
@@ -82,25 +79,11 @@ fn by_rate_takes_the_open_loops_arrivals() {
 #[test]
 fn by_rate_levels_may_be_fractional() {
     let load = r#"load = { explore = { by = "rate", from = 2.5, max = 10, step = "1s", probes = 0 }, arrivals = "constant" }"#;
-    let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("plan.toml");
-    std::fs::write(&plan, format!("{HEAD}\n[matrix]\n{load}\n")).unwrap();
-    let db = run(&plan, &dir.path().join("out"));
-    let runs = report_json(&db);
-    let rates: Vec<f64> = runs[0]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["rate"].as_f64().unwrap())
-        .collect();
+    let (dir, plan, rates, sent) = explored(load);
     assert_eq!(rates, [2.5, 5.0, 10.0]);
     // The report shows each level as the plan would name it.
     let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
     assert!(md.contains("step 1s arrivals=constant | 1 | 2.5 |"), "{md}");
-    let sent: Vec<i64> = query::<i64>(&db, "SELECT intended_us FROM requests ORDER BY intended_us")
-        .into_iter()
-        .map(|r| r[0].unwrap())
-        .collect();
     let first: Vec<i64> = sent.windows(2).take(2).map(|w| w[1] - w[0]).collect();
     assert!(
         first.iter().all(|g| (g - 400_000).abs() <= 2),
@@ -116,13 +99,7 @@ fn by_rate_levels_may_be_fractional() {
             "whole number of requests",
         ),
     ] {
-        std::fs::write(&plan, format!("{HEAD}\n[matrix]\nload = {bad}\n")).unwrap();
-        let o = perfplan(&["expand", plan.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{bad}");
-        assert!(
-            err.contains(said) && err.contains("plan.toml:"),
-            "{bad}: {err}"
-        );
+        let text = format!("{HEAD}\n[matrix]\nload = {bad}\n");
+        cli_support::expands(&plan, &text, said, bad);
     }
 }

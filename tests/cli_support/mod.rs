@@ -40,6 +40,24 @@ pub fn perfplan(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `perfplan expand` of `text` written to `plan`: accepted when `said` is empty, else
+/// refused with `said`, located in the plan; `what` names the case in a failure.
+pub fn expands(plan: &Path, text: &str, said: &str, what: &str) {
+    std::fs::write(plan, text).unwrap();
+    let o = perfplan(&["expand", plan.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if said.is_empty() {
+        assert!(o.status.success(), "{what}: {err}");
+        return;
+    }
+    assert!(!o.status.success(), "{what}");
+    let file = plan.file_name().unwrap().to_string_lossy();
+    assert!(
+        err.contains(said) && err.contains(&format!("{file}:")),
+        "{what}: {err}"
+    );
+}
+
 /// The binary's standard output; fails the test, with its stderr, when it does not succeed.
 pub fn stdout_of(args: &[&str]) -> String {
     let out = perfplan(args);
