@@ -385,6 +385,17 @@ fn measured_pass(db: &Path) -> std::ops::Range<u64> {
     start..start + u64::try_from(end.as_micros()).unwrap()
 }
 
+/// The wall-clock time (µs since the epoch) of the first `run_start` event in perfplan's
+/// `--progress-json` file at `path` (0 when there is none).
+fn run_start(path: &Path) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "run_start")
+        .and_then(|v| v["time"].as_f64())
+        .map_or(0, |t| (t * 1e6) as u64)
+}
+
 /// Runs `plan` into `out` beside a second client of two streams that sends for as long as
 /// perfplan runs (bounded: 3,000 requests a stream or 300 s, so a pass that begins late
 /// still has it beside it), starting once the second
@@ -395,6 +406,8 @@ fn measured_pass(db: &Path) -> std::ops::Range<u64> {
 fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) -> Beside {
     let done = AtomicBool::new(false);
     let answers: Mutex<Vec<(u64, Duration)>> = Mutex::new(Vec::new());
+    // perfplan's progress events carry wall-clock times: where a late pass lost its time.
+    let progress = out.with_extension("progress.jsonl");
     let (output, command) = std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -423,6 +436,8 @@ fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) ->
             plan.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--progress-json",
+            progress.to_str().unwrap(),
         ]);
         let to = unix_us();
         done.store(true, Ordering::Relaxed);
@@ -440,7 +455,7 @@ fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) ->
     let said = format!(
         "beside: the second client had {} answers (slowest {:.2} s), from {:.1} s to {:.1} s \
          of perfplan's command ({:.1} s); its measured pass from {:.1} s to {:.1} s held \
-         {in_pass} of them. perfplan said:\n{stderr}",
+         {in_pass} of them; its run began at {:.1} s. perfplan said:\n{stderr}",
         answers.len(),
         slowest.as_secs_f64(),
         secs(
@@ -458,6 +473,7 @@ fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) ->
         secs(command.end - command.start),
         secs(pass.start.saturating_sub(command.start)),
         secs(pass.end.saturating_sub(command.start)),
+        secs(run_start(&progress).saturating_sub(command.start)),
     );
     eprintln!("{said}");
     // CI once saw a pass begin 120 s into the command (the second client, then bounded
