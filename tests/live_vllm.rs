@@ -408,7 +408,7 @@ fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) ->
     let answers: Mutex<Vec<(u64, Duration)>> = Mutex::new(Vec::new());
     // perfplan's progress events carry wall-clock times: where a late pass lost its time.
     let progress = out.with_extension("progress.jsonl");
-    let (output, command) = std::thread::scope(|s| {
+    let ((db, stderr), command) = std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
                 let until = Instant::now() + Duration::from_secs(300);
@@ -431,57 +431,39 @@ fn beside_a_second_client(live: &live_support::Live, plan: &Path, out: &Path) ->
             std::thread::sleep(Duration::from_millis(20));
         }
         let from = unix_us();
-        let output = cli_support::perfplan(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--progress-json",
-            progress.to_str().unwrap(),
-        ]);
+        let ran =
+            cli_support::run_with(plan, out, &["--progress-json", progress.to_str().unwrap()]);
         let to = unix_us();
         done.store(true, Ordering::Relaxed);
-        (output, from..to)
+        (ran, from..to)
     });
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "perfplan run failed: {stderr}");
-    assert!(!stderr.contains("failed:"), "{stderr}");
-    let db = out.join("results.db");
     let pass = measured_pass(&db);
     let answers = answers.into_inner().unwrap();
     let in_pass = answers.iter().filter(|(t, _)| pass.contains(t)).count();
     let slowest = answers.iter().map(|a| a.1).max().unwrap_or_default();
     let secs = |us: u64| us as f64 / 1e6;
+    // Seconds into perfplan's command.
+    let at = |us: u64| secs(us.saturating_sub(command.start));
     let said = format!(
         "beside: the second client had {} answers (slowest {:.2} s), from {:.1} s to {:.1} s \
          of perfplan's command ({:.1} s); its measured pass from {:.1} s to {:.1} s held \
          {in_pass} of them; its run began at {:.1} s. perfplan said:\n{stderr}",
         answers.len(),
         slowest.as_secs_f64(),
-        secs(
-            answers
-                .first()
-                .map_or(0, |a| a.0)
-                .saturating_sub(command.start)
-        ),
-        secs(
-            answers
-                .last()
-                .map_or(0, |a| a.0)
-                .saturating_sub(command.start)
-        ),
-        secs(command.end - command.start),
-        secs(pass.start.saturating_sub(command.start)),
-        secs(pass.end.saturating_sub(command.start)),
-        secs(run_start(&progress).saturating_sub(command.start)),
+        at(answers.first().map_or(0, |a| a.0)),
+        at(answers.last().map_or(0, |a| a.0)),
+        at(command.end),
+        at(pass.start),
+        at(pass.end),
+        at(run_start(&progress)),
     );
     eprintln!("{said}");
     // CI once saw a pass begin 120 s into the command (the second client, then bounded
     // at 120 s, had stopped by then); said loudly, to find out why if it comes again.
-    if pass.start.saturating_sub(command.start) > 30_000_000 {
+    if at(pass.start) > 30.0 {
         eprintln!(
             "LATE PASS: perfplan began measuring {:.1} s after it started",
-            secs(pass.start.saturating_sub(command.start))
+            at(pass.start)
         );
     }
     Beside {

@@ -149,13 +149,12 @@ pub(crate) fn queue_signal_problem(
 /// `MAX_CONCURRENCY`.
 fn level_problem(key: &str, v: ExploreLevel, by_rate: bool) -> Option<String> {
     let max = ranges::MAX_CONCURRENCY;
-    let v = v.0;
     if !by_rate {
-        let whole = v.is_finite() && v.fract() == 0.0;
-        return (!whole || !(1.0..=f64::from(max)).contains(&v)).then(|| {
+        return (!v.whole().is_some_and(|n| (1..=max).contains(&n))).then(|| {
             format!("explore `{key}` is a whole number of requests in flight from 1 to {max} (by `rate`, req/s may be fractional)")
         });
     }
+    let v = v.0;
     let hundredths = v * f64::from(RATE_SCALE);
     let on_grid = (hundredths - hundredths.round()).abs() < 1e-6;
     (!v.is_finite() || !(0.01..=f64::from(max)).contains(&v) || !on_grid).then(|| {
@@ -325,7 +324,7 @@ mod tests {
         // Whole rates keep whole levels (the walk of plans written before).
         let whole = rule_of(&level(2.0, 64.0, ExploreBy::Rate));
         assert_eq!((whole.from, whole.max, whole.scale), (2, 64, 1));
-        for (bad, by, says) in [
+        for (bad, says) in [
             (level(0.005, 8.0, ExploreBy::Rate), "from 0.01 to"),
             (level(0.125, 8.0, ExploreBy::Rate), "in hundredths"),
             (level(1.0, f64::NAN, ExploreBy::Rate), "`max` by rate"),
@@ -333,11 +332,9 @@ mod tests {
                 level(1.5, 8.0, ExploreBy::Concurrency),
                 "whole number of requests",
             ),
-        ]
-        .map(|(s, says)| (s.clone(), s.by, says))
-        {
+        ] {
             let p = explore_problems(&LoadSpec::default(), &bad).join("\n");
-            assert!(p.contains(says), "{by:?} {:?}: {p}", bad.from);
+            assert!(p.contains(says), "{:?} {:?}: {p}", bad.by, bad.from);
         }
         // A whole level is written as an integer: ids of plans written before stay.
         let json = serde_json::to_string(&level(2.0, 0.5, ExploreBy::Rate)).unwrap();

@@ -71,16 +71,26 @@ pub fn stdout_of(args: &[&str]) -> String {
 
 /// Runs a plan into `out` and returns the database path.
 pub fn run(plan: &Path, out: &Path) -> PathBuf {
-    let o = perfplan(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    run_with(plan, out, &[]).0
+}
+
+/// `run` with `extra` arguments: the database path and what the run said on stderr.
+pub fn run_with(plan: &Path, out: &Path, extra: &[&str]) -> (PathBuf, String) {
+    let args = [
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ][..],
+        extra,
+    ]
+    .concat();
+    let o = perfplan(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "perfplan run failed: {stderr}");
     assert!(!stderr.contains("failed:"), "{stderr}");
-    out.join("results.db")
+    (out.join("results.db"), stderr)
 }
 
 /// `perfplan compare BASE NEW MORE…`, a client-bound verdict accepted on both sides: for
